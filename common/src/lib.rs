@@ -1,1 +1,14 @@
-//! placeholder
+//! raftmq-common: the RocketMQ 4.x wire protocol and the remoting transport.
+//!
+//! Two halves with a hard line between them:
+//! - **Codecs** (`protocol`, `message`, `limits`): pure functions from bytes to typed values and back.
+//!   No I/O, no tokio, no clocks; every decoder returns an error on bad input and never panics.
+//! - **Transport** (`remoting`): tokio server and client that move [`protocol::RemotingCommand`]
+//!   frames over TCP with opaque-based request/response correlation.
+//!
+//! Data flow of a request: bytes → `remoting` framing → `protocol::command` (frame + header) →
+//! a processor reads its typed header from `protocol::header` and its body from `protocol::body` or
+//! `message` → a response command goes back the same way.
+
+pub mod limits;
+pub mod protocol;

@@ -1,0 +1,1 @@
+//! JSON bodies of remoting commands (`common/.../protocol/body/**` in RocketMQ).

@@ -1,0 +1,140 @@
+//! Typed request and response headers, carried flattened in a command's `extFields`.
+//!
+//! RocketMQ's `CommandCustomHeader` classes become Rust structs implementing [`CommandHeader`].
+//! Wire rules (rocketmq-wire-and-store.md §1.1): every value is a string (numbers in decimal,
+//! booleans `"true"`/`"false"`); a required (`@CFNotNull`) field that is missing or unparsable is a
+//! [`HeaderError`]; unknown keys are ignored, because newer clients add fields.
+
+use thiserror::Error;
+
+use super::command::ExtFields;
+
+/// A header that travels as `extFields`.
+pub trait CommandHeader: Sized {
+    /// Writes every present field into `fields` (absent optional fields are left out).
+    fn write_ext_fields(&self, fields: &mut ExtFields);
+
+    /// Reads the header; missing required fields and unparsable values are errors.
+    fn read_ext_fields(fields: &ExtFields) -> Result<Self, HeaderError>;
+
+    /// The header as a fresh `extFields` map.
+    fn to_ext_fields(&self) -> ExtFields {
+        let mut fields = ExtFields::new();
+        self.write_ext_fields(&mut fields);
+        fields
+    }
+}
+
+/// Why a header could not be read from `extFields`.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum HeaderError {
+    /// A required field is absent.
+    #[error("the field {field} is missing")]
+    Missing {
+        /// The `extFields` key.
+        field: &'static str,
+    },
+    /// A field is present but does not parse as its type.
+    #[error("the field {field} has the invalid value {value:?}: expected {expected}")]
+    Invalid {
+        /// The `extFields` key.
+        field: &'static str,
+        /// What the peer sent (cut to 64 characters).
+        value: String,
+        /// The expected type, e.g. `i32`.
+        expected: &'static str,
+    },
+}
+
+/// A type that can be an `extFields` value.
+pub trait FieldValue: Sized {
+    /// The type's name, for error messages.
+    const EXPECTED: &'static str;
+    /// Parses the wire string.
+    fn parse_field(raw: &str) -> Option<Self>;
+    /// Formats for the wire.
+    fn format_field(&self) -> String;
+}
+
+macro_rules! int_field_value {
+    ($($t:ty),*) => {$(
+        impl FieldValue for $t {
+            const EXPECTED: &'static str = stringify!($t);
+            fn parse_field(raw: &str) -> Option<Self> {
+                raw.trim().parse().ok()
+            }
+            fn format_field(&self) -> String {
+                self.to_string()
+            }
+        }
+    )*};
+}
+int_field_value!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+impl FieldValue for bool {
+    const EXPECTED: &'static str = "bool";
+    fn parse_field(raw: &str) -> Option<Self> {
+        // Java's Boolean.parseBoolean: "true" in any case is true, anything else false. We are
+        // stricter than Java only in refusing values that are neither, so typos surface.
+        if raw.eq_ignore_ascii_case("true") {
+            Some(true)
+        } else if raw.eq_ignore_ascii_case("false") {
+            Some(false)
+        } else {
+            None
+        }
+    }
+    fn format_field(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl FieldValue for String {
+    const EXPECTED: &'static str = "string";
+    fn parse_field(raw: &str) -> Option<Self> {
+        Some(raw.to_owned())
+    }
+    fn format_field(&self) -> String {
+        self.clone()
+    }
+}
+
+/// Reads a required field.
+pub fn required<T: FieldValue>(fields: &ExtFields, field: &'static str) -> Result<T, HeaderError> {
+    match fields.get(field) {
+        None => Err(HeaderError::Missing { field }),
+        Some(raw) => parse(raw, field),
+    }
+}
+
+/// Reads an optional field; an empty-but-present numeric value counts as absent, as in Java.
+pub fn optional<T: FieldValue>(
+    fields: &ExtFields,
+    field: &'static str,
+) -> Result<Option<T>, HeaderError> {
+    match fields.get(field) {
+        None => Ok(None),
+        Some(raw) if raw.is_empty() && T::EXPECTED != "string" => Ok(None),
+        Some(raw) => parse(raw, field).map(Some),
+    }
+}
+
+fn parse<T: FieldValue>(raw: &str, field: &'static str) -> Result<T, HeaderError> {
+    T::parse_field(raw).ok_or_else(|| HeaderError::Invalid {
+        field,
+        value: raw.chars().take(64).collect(),
+        expected: T::EXPECTED,
+    })
+}
+
+/// Writes a field.
+pub fn put<T: FieldValue>(fields: &mut ExtFields, field: &'static str, value: &T) {
+    fields.insert(field.to_owned(), value.format_field());
+}
+
+/// Writes a field when present.
+pub fn put_opt<T: FieldValue>(fields: &mut ExtFields, field: &'static str, value: &Option<T>) {
+    if let Some(v) = value {
+        put(fields, field, v);
+    }
+}

@@ -1,0 +1,22 @@
+//! The RocketMQ 4.x remoting protocol as pure codecs.
+//!
+//! - [`code`]: request, response and language codes with RocketMQ's numbers.
+//! - [`command`]: [`RemotingCommand`] and its frame (length, serialize type, JSON or ROCKETMQ header, body).
+//! - [`header`]: typed request/response headers, carried flattened in a command's `extFields`.
+//! - [`body`]: JSON bodies (heartbeats, routes, registrations, lock sets, ...).
+//!
+//! Nothing here performs I/O; decoders return [`DecodeError`] and never panic on any input.
+
+pub mod body;
+pub mod code;
+pub mod command;
+pub mod header;
+
+pub use code::LanguageCode;
+pub use code::RequestCode;
+pub use code::ResponseCode;
+pub use command::DecodeError;
+pub use command::EncodeError;
+pub use command::ExtFields;
+pub use command::RemotingCommand;
+pub use command::SerializeType;
