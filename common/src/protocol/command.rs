@@ -207,9 +207,7 @@ impl RemotingCommand {
         let header = self.encode_header()?;
         let frame_len = 4 + header.len() + self.body.len();
         if frame_len > FRAME_SIZE_MAX_BYTES {
-            return Err(EncodeError::FrameTooLarge {
-                frame_len_bytes: frame_len,
-            });
+            return Err(EncodeError::FrameTooLarge { frame_len_bytes: frame_len });
         }
         dst.reserve(4 + frame_len);
         // Both casts are checked by the limits above: frame_len <= 16 MiB, header_len < 2^24.
@@ -227,9 +225,7 @@ impl RemotingCommand {
             SerializeType::RocketMq => self.encode_rocketmq_header()?,
         };
         if header.len() > HEADER_SIZE_MAX_BYTES {
-            return Err(EncodeError::HeaderTooLarge {
-                header_len_bytes: header.len(),
-            });
+            return Err(EncodeError::HeaderTooLarge { header_len_bytes: header.len() });
         }
         Ok(header)
     }
@@ -237,11 +233,7 @@ impl RemotingCommand {
     fn encode_json_header(&self) -> Vec<u8> {
         let header = JsonHeaderOut {
             code: self.code,
-            ext_fields: if self.ext_fields.is_empty() {
-                None
-            } else {
-                Some(&self.ext_fields)
-            },
+            ext_fields: if self.ext_fields.is_empty() { None } else { Some(&self.ext_fields) },
             flag: self.flag,
             language: self.language_name(),
             opaque: self.opaque,
@@ -262,13 +254,10 @@ impl RemotingCommand {
     }
 
     fn encode_rocketmq_header(&self) -> Result<Vec<u8>, EncodeError> {
-        let code = i16::try_from(self.code)
-            .map_err(|_| EncodeError::CodeOutOfRange { code: self.code })?;
-        let version = i16::try_from(self.version).map_err(|_| EncodeError::VersionOutOfRange {
-            version: self.version,
-        })?;
-        let language =
-            u8::try_from(self.language.as_i32()).unwrap_or(LanguageCode::Other.as_i32() as u8);
+        let code = i16::try_from(self.code).map_err(|_| EncodeError::CodeOutOfRange { code: self.code })?;
+        let version =
+            i16::try_from(self.version).map_err(|_| EncodeError::VersionOutOfRange { version: self.version })?;
+        let language = u8::try_from(self.language.as_i32()).unwrap_or(LanguageCode::Other.as_i32() as u8);
         let mut out = Vec::with_capacity(64);
         out.put_i16(code);
         out.put_u8(language);
@@ -284,8 +273,7 @@ impl RemotingCommand {
         }
         let mut ext = Vec::new();
         for (key, value) in &self.ext_fields {
-            let key_len = i16::try_from(key.len())
-                .map_err(|_| EncodeError::ExtKeyTooLong { key_len: key.len() })?;
+            let key_len = i16::try_from(key.len()).map_err(|_| EncodeError::ExtKeyTooLong { key_len: key.len() })?;
             ext.put_i16(key_len);
             ext.put_slice(key.as_bytes());
             ext.put_i32(len_i32(value.len())?);
@@ -299,20 +287,13 @@ impl RemotingCommand {
     /// Decodes a frame whose leading length word is present (as it arrives on a socket).
     pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
         if buf.len() < 4 {
-            return Err(DecodeError::Truncated {
-                what: "frame length",
-                needed: 4,
-                available: buf.len(),
-            });
+            return Err(DecodeError::Truncated { what: "frame length", needed: 4, available: buf.len() });
         }
         let total_len = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
         let total_len = check_frame_len(total_len)?;
         let rest = &buf[4..];
         if rest.len() != total_len {
-            return Err(DecodeError::LengthMismatch {
-                declared: total_len,
-                actual: rest.len(),
-            });
+            return Err(DecodeError::LengthMismatch { declared: total_len, actual: rest.len() });
         }
         Self::decode_frame(Bytes::copy_from_slice(rest))
     }
@@ -321,29 +302,19 @@ impl RemotingCommand {
     /// The body shares `frame`'s allocation.
     pub fn decode_frame(frame: Bytes) -> Result<Self, DecodeError> {
         if frame.len() > FRAME_SIZE_MAX_BYTES {
-            return Err(DecodeError::FrameTooLarge {
-                frame_len_bytes: frame.len(),
-            });
+            return Err(DecodeError::FrameTooLarge { frame_len_bytes: frame.len() });
         }
         if frame.len() < 4 {
-            return Err(DecodeError::Truncated {
-                what: "header length",
-                needed: 4,
-                available: frame.len(),
-            });
+            return Err(DecodeError::Truncated { what: "header length", needed: 4, available: frame.len() });
         }
         let word = u32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
         let serialize_byte = (word >> 24) as u8;
         let header_len = (word & 0x00FF_FFFF) as usize;
-        let serialize_type = SerializeType::from_u8(serialize_byte)
-            .ok_or(DecodeError::UnknownSerializeType(serialize_byte))?;
+        let serialize_type =
+            SerializeType::from_u8(serialize_byte).ok_or(DecodeError::UnknownSerializeType(serialize_byte))?;
         let available = frame.len() - 4;
         if header_len > available {
-            return Err(DecodeError::Truncated {
-                what: "header",
-                needed: header_len,
-                available,
-            });
+            return Err(DecodeError::Truncated { what: "header", needed: header_len, available });
         }
         let header = &frame[4..4 + header_len];
         let mut cmd = match serialize_type {
@@ -363,34 +334,26 @@ pub fn check_frame_len(total_len: i32) -> Result<usize, DecodeError> {
     }
     let len = total_len as usize;
     if len > FRAME_SIZE_MAX_BYTES {
-        return Err(DecodeError::FrameTooLarge {
-            frame_len_bytes: len,
-        });
+        return Err(DecodeError::FrameTooLarge { frame_len_bytes: len });
     }
     Ok(len)
 }
 
 fn len_i32(len: usize) -> Result<i32, EncodeError> {
-    i32::try_from(len).map_err(|_| EncodeError::FrameTooLarge {
-        frame_len_bytes: len,
-    })
+    i32::try_from(len).map_err(|_| EncodeError::FrameTooLarge { frame_len_bytes: len })
 }
 
 /// Why a command could not be encoded.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum EncodeError {
     /// The frame would exceed [`FRAME_SIZE_MAX_BYTES`].
-    #[error(
-        "the frame would be {frame_len_bytes} bytes, over the {FRAME_SIZE_MAX_BYTES}-byte limit"
-    )]
+    #[error("the frame would be {frame_len_bytes} bytes, over the {FRAME_SIZE_MAX_BYTES}-byte limit")]
     FrameTooLarge {
         /// The frame length without the length word.
         frame_len_bytes: usize,
     },
     /// The header would not fit the 24-bit header length.
-    #[error(
-        "the header would be {header_len_bytes} bytes, over the {HEADER_SIZE_MAX_BYTES}-byte limit"
-    )]
+    #[error("the header would be {header_len_bytes} bytes, over the {HEADER_SIZE_MAX_BYTES}-byte limit")]
     HeaderTooLarge {
         /// The header length.
         header_len_bytes: usize,
@@ -501,12 +464,9 @@ struct JsonHeaderIn {
 }
 
 fn decode_json_header(header: &[u8]) -> Result<RemotingCommand, DecodeError> {
-    let parsed: JsonHeaderIn =
-        serde_json::from_slice(header).map_err(|e| DecodeError::Json(e.to_string()))?;
+    let parsed: JsonHeaderIn = serde_json::from_slice(header).map_err(|e| DecodeError::Json(e.to_string()))?;
     let language = match parsed.language {
-        Some(serde_json::Value::String(name)) => {
-            LanguageCode::from_name(&name).unwrap_or(LanguageCode::Other)
-        }
+        Some(serde_json::Value::String(name)) => LanguageCode::from_name(&name).unwrap_or(LanguageCode::Other),
         Some(serde_json::Value::Number(n)) => {
             LanguageCode::from_i32(n.as_i64().and_then(|n| i32::try_from(n).ok()).unwrap_or(7))
         }
@@ -545,11 +505,7 @@ fn decode_rocketmq_header(mut header: &[u8]) -> Result<RemotingCommand, DecodeEr
     let remark_len = header.get_i32();
     let remark_len = non_negative(remark_len as i64, "remark")?;
     need(header, remark_len, "remark")?;
-    let remark = if remark_len == 0 {
-        None
-    } else {
-        Some(utf8(&header[..remark_len], "remark")?)
-    };
+    let remark = if remark_len == 0 { None } else { Some(utf8(&header[..remark_len], "remark")?) };
     header.advance(remark_len);
     need(header, 4, "extFields length")?;
     let ext_len = non_negative(header.get_i32() as i64, "extFields")?;
@@ -584,11 +540,7 @@ fn decode_rocketmq_header(mut header: &[u8]) -> Result<RemotingCommand, DecodeEr
 
 fn need(buf: &[u8], needed: usize, what: &'static str) -> Result<(), DecodeError> {
     if buf.len() < needed {
-        return Err(DecodeError::Truncated {
-            what,
-            needed,
-            available: buf.len(),
-        });
+        return Err(DecodeError::Truncated { what, needed, available: buf.len() });
     }
     Ok(())
 }
@@ -654,10 +606,7 @@ mod tests {
         assert_eq!(cmd.request_code(), RequestCode::PullMessage);
         assert_eq!(cmd.language, LanguageCode::Go);
         assert_eq!(cmd.ext_fields.get("queueId").map(String::as_str), Some("3"));
-        assert_eq!(
-            cmd.ext_fields.get("commit").map(String::as_str),
-            Some("true")
-        );
+        assert_eq!(cmd.ext_fields.get("commit").map(String::as_str), Some("true"));
         assert!(!cmd.ext_fields.contains_key("x"));
     }
 
@@ -672,20 +621,10 @@ mod tests {
 
     #[test]
     fn oversized_frames_are_refused_both_ways() {
-        let cmd = RemotingCommand::request(RequestCode::SendMessage)
-            .with_body(vec![0u8; FRAME_SIZE_MAX_BYTES]);
-        assert!(matches!(
-            cmd.encode(),
-            Err(EncodeError::FrameTooLarge { .. })
-        ));
-        assert!(matches!(
-            check_frame_len(i32::MAX),
-            Err(DecodeError::FrameTooLarge { .. })
-        ));
-        assert!(matches!(
-            check_frame_len(-1),
-            Err(DecodeError::BadLength(-1))
-        ));
+        let cmd = RemotingCommand::request(RequestCode::SendMessage).with_body(vec![0u8; FRAME_SIZE_MAX_BYTES]);
+        assert!(matches!(cmd.encode(), Err(EncodeError::FrameTooLarge { .. })));
+        assert!(matches!(check_frame_len(i32::MAX), Err(DecodeError::FrameTooLarge { .. })));
+        assert!(matches!(check_frame_len(-1), Err(DecodeError::BadLength(-1))));
     }
 
     #[test]
@@ -693,10 +632,7 @@ mod tests {
         let mut cmd = RemotingCommand::request(RequestCode::RaftAppendEntries);
         cmd.serialize_type = SerializeType::RocketMq;
         cmd.code = 200_050;
-        assert!(matches!(
-            cmd.encode(),
-            Err(EncodeError::CodeOutOfRange { .. })
-        ));
+        assert!(matches!(cmd.encode(), Err(EncodeError::CodeOutOfRange { .. })));
     }
 
     fn arb_command() -> impl Strategy<Value = RemotingCommand> {
@@ -711,23 +647,17 @@ mod tests {
             any::<bool>(),
             proptest::collection::vec(any::<u8>(), 0..256),
         )
-            .prop_map(
-                |(code, lang, version, opaque, flag, remark, ext, binary, body)| RemotingCommand {
-                    code: code as i32,
-                    language: LanguageCode::from_i32(lang as i32),
-                    version: version as i32,
-                    opaque,
-                    flag,
-                    remark,
-                    ext_fields: ext,
-                    serialize_type: if binary {
-                        SerializeType::RocketMq
-                    } else {
-                        SerializeType::Json
-                    },
-                    body: Bytes::from(body),
-                },
-            )
+            .prop_map(|(code, lang, version, opaque, flag, remark, ext, binary, body)| RemotingCommand {
+                code: code as i32,
+                language: LanguageCode::from_i32(lang as i32),
+                version: version as i32,
+                opaque,
+                flag,
+                remark,
+                ext_fields: ext,
+                serialize_type: if binary { SerializeType::RocketMq } else { SerializeType::Json },
+                body: Bytes::from(body),
+            })
     }
 
     proptest! {

@@ -108,10 +108,7 @@ pub fn required<T: FieldValue>(fields: &ExtFields, field: &'static str) -> Resul
 }
 
 /// Reads an optional field; an empty-but-present numeric value counts as absent, as in Java.
-pub fn optional<T: FieldValue>(
-    fields: &ExtFields,
-    field: &'static str,
-) -> Result<Option<T>, HeaderError> {
+pub fn optional<T: FieldValue>(fields: &ExtFields, field: &'static str) -> Result<Option<T>, HeaderError> {
     match fields.get(field) {
         None => Ok(None),
         Some(raw) if raw.is_empty() && T::EXPECTED != "string" => Ok(None),
