@@ -10,5 +10,6 @@
 //! a processor reads its typed header from `protocol::header` and its body from `protocol::body` or
 //! `message` → a response command goes back the same way.
 
+pub mod java;
 pub mod limits;
 pub mod protocol;

@@ -233,7 +233,7 @@ impl RemotingCommand {
     fn encode_json_header(&self) -> Vec<u8> {
         let header = JsonHeaderOut {
             code: self.code,
-            ext_fields: if self.ext_fields.is_empty() { None } else { Some(&self.ext_fields) },
+            ext_fields: if self.ext_fields.is_empty() { None } else { Some(JavaOrderedFields(&self.ext_fields)) },
             flag: self.flag,
             language: self.language_name(),
             opaque: self.opaque,
@@ -272,7 +272,8 @@ impl RemotingCommand {
             _ => out.put_i32(0),
         }
         let mut ext = Vec::new();
-        for (key, value) in &self.ext_fields {
+        for key in crate::java::hash_map_order(self.ext_fields.keys().map(String::as_str)) {
+            let value = &self.ext_fields[key];
             let key_len = i16::try_from(key.len()).map_err(|_| EncodeError::ExtKeyTooLong { key_len: key.len() })?;
             ext.put_i16(key_len);
             ext.put_slice(key.as_bytes());
@@ -428,12 +429,12 @@ pub enum DecodeError {
     },
 }
 
-/// The JSON header as fastjson writes it: fields in alphabetical order, nulls omitted.
+/// The JSON header as fastjson writes it: bean fields in alphabetical order, nulls omitted.
 #[derive(Serialize)]
 struct JsonHeaderOut<'a> {
     code: i32,
     #[serde(rename = "extFields", skip_serializing_if = "Option::is_none")]
-    ext_fields: Option<&'a ExtFields>,
+    ext_fields: Option<JavaOrderedFields<'a>>,
     flag: i32,
     language: &'static str,
     opaque: i32,
@@ -442,6 +443,21 @@ struct JsonHeaderOut<'a> {
     #[serde(rename = "serializeTypeCurrentRPC")]
     serialize_type_current_rpc: &'static str,
     version: i32,
+}
+
+/// `extFields` serialized in the order a Java `HashMap` iterates them, as a Java peer emits them;
+/// keys that share a bucket keep alphabetical order (Java would keep field-declaration order).
+struct JavaOrderedFields<'a>(&'a ExtFields);
+
+impl Serialize for JavaOrderedFields<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for key in crate::java::hash_map_order(self.0.keys().map(String::as_str)) {
+            map.serialize_entry(key, &self.0[key])?;
+        }
+        map.end()
+    }
 }
 
 /// The JSON header as any RocketMQ implementation may write it: lenient about key order, missing
