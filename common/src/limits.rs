@@ -26,6 +26,10 @@ pub const TOPIC_NAME_LENGTH_MAX_CHARS: usize = 127;
 /// Consumer and producer group names (`Validators.CHARACTER_MAX_LENGTH`).
 pub const GROUP_NAME_LENGTH_MAX_CHARS: usize = 255;
 
+/// Largest body that decompressing a stored (zlib) body may produce: 4× what a producer may send, so a
+/// broker with a raised `maxMessageSize` still decodes, and a zip bomb cannot exhaust memory.
+pub const UNCOMPRESSED_BODY_SIZE_MAX_BYTES: usize = 4 * MESSAGE_BODY_SIZE_MAX_BYTES;
+
 /// A client compresses bodies larger than this (`compressMsgBodyOverHowmuch`, 4 KiB).
 pub const COMPRESS_BODY_OVER_BYTES: usize = 4 * 1024;
 
@@ -38,7 +42,41 @@ pub const CONNECTION_INFLIGHT_MAX_COUNT: usize = 65_536;
 /// How long a graceful shutdown waits for in-flight requests before closing connections.
 pub const SHUTDOWN_DRAIN_MAX_MS: u64 = 5_000;
 
+/// How long a remoting client waits for a TCP connect (`connectTimeoutMillis`).
+pub const CONNECT_TIMEOUT_MS: u64 = 3_000;
+
+/// Encoded frames queued for one connection's writer task; a full queue makes senders wait.
+pub const CONNECTION_WRITE_QUEUE_MAX_COUNT: usize = 4_096;
+
+/// Frames the writer task takes from its queue before one flush (one syscall for a burst).
+pub const CONNECTION_WRITE_BATCH_MAX_COUNT: usize = 128;
+
+/// Requests received on one connection and processed at once; beyond it the peer gets SYSTEM_BUSY,
+/// as RocketMQ answers when a processor's thread pool rejects a task.
+pub const CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT: usize = 4_096;
+
+/// How long a closing connection may spend flushing frames already queued before it is dropped.
+pub const CONNECTION_CLOSE_FLUSH_MAX_MS: u64 = 1_000;
+
+/// Pending connections the kernel keeps for a remoting listener (`serverSocketBacklog`).
+pub const SERVER_ACCEPT_BACKLOG_COUNT: u32 = 1_024;
+
+/// Pause after a failed `accept` (e.g. out of file descriptors) so the loop does not spin.
+pub const SERVER_ACCEPT_ERROR_BACKOFF_MS: u64 = 100;
+
+/// Largest REGISTER_BROKER body after inflating its compressed form: bounds a zlib bomb. A broker
+/// with 100,000 topics needs about 4 MiB.
+pub const REGISTER_BROKER_BODY_INFLATED_SIZE_MAX_BYTES: usize = 32 * 1024 * 1024;
+
+/// Deepest nesting of arrays and objects accepted in a JSON body; serde_json's own recursion limit,
+/// applied also by the fastjson key rewriter so neither can exhaust the stack.
+pub const JSON_BODY_NESTING_MAX_LEVELS: usize = 128;
+
 const _: () = assert!(MESSAGE_BODY_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(BATCH_BODY_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(TOPIC_NAME_LENGTH_MAX_CHARS <= i8::MAX as usize);
 const _: () = assert!(HEADER_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
+const _: () = assert!(CONNECTION_WRITE_BATCH_MAX_COUNT <= CONNECTION_WRITE_QUEUE_MAX_COUNT);
+const _: () = assert!(CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT <= CONNECTION_INFLIGHT_MAX_COUNT);
+const _: () = assert!(CONNECT_TIMEOUT_MS <= RPC_TIMEOUT_DEFAULT_MS);
+const _: () = assert!(UNCOMPRESSED_BODY_SIZE_MAX_BYTES >= MESSAGE_BODY_SIZE_MAX_BYTES);

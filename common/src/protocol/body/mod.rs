@@ -1,1 +1,91 @@
 //! JSON bodies of remoting commands (`common/.../protocol/body/**` in RocketMQ).
+//!
+//! RocketMQ serializes bodies with fastjson (`RemotingSerializable.encode`): camelCase keys in
+//! alphabetical order, no `null` members. Every body here declares its fields in that order, so
+//! [`JsonBody::encode`] emits what a Java broker emits. Decoding is lenient the way fastjson is: unknown
+//! keys are ignored (newer clients add fields) and missing keys take Java's field defaults.
+//!
+//! fastjson also writes map keys that are not strings (bare integers, whole objects); the default
+//! [`JsonBody::decode`] reads those through [`fastjson::normalize`] when strict JSON fails.
+//!
+//! Invariant: [`JsonBody::decode`] never panics; any input that is not the body yields a [`BodyError`].
+
+pub mod connection;
+pub mod consume_stats;
+pub mod consumer_list;
+pub mod consumer_offset;
+pub mod fastjson;
+pub mod heartbeat;
+pub mod lock_batch;
+pub mod message_queue;
+pub mod register;
+pub mod route;
+pub mod subscription_group;
+#[cfg(test)]
+pub(crate) mod testing;
+pub mod topic;
+pub mod topic_stats;
+
+use serde::Deserialize;
+use serde::Deserializer;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::error::Category;
+use thiserror::Error;
+
+/// Why a body could not be encoded or decoded.
+#[derive(Debug, Error)]
+pub enum BodyError {
+    /// The bytes are not JSON of the expected shape.
+    #[error("the {body} body is invalid: {source}")]
+    Json {
+        /// The body type, e.g. `HeartbeatData`.
+        body: &'static str,
+        /// What serde_json reported.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// A body that travels as (fastjson-compatible) JSON.
+pub trait JsonBody: Serialize + DeserializeOwned {
+    /// RocketMQ's class name, for error messages.
+    const NAME: &'static str;
+
+    /// The body as JSON bytes, keys as fastjson orders them.
+    fn encode(&self) -> Result<Vec<u8>, BodyError> {
+        serde_json::to_vec(self).map_err(|source| BodyError::Json { body: Self::NAME, source })
+    }
+
+    /// Reads the body; unknown keys are ignored, missing keys take their defaults, and fastjson's
+    /// non-string map keys are accepted.
+    fn decode(bytes: &[u8]) -> Result<Self, BodyError> {
+        decode_lenient(bytes, Self::NAME)
+    }
+}
+
+/// Strict JSON first; on a syntax error, once more after [`fastjson::normalize`]. When that fails
+/// too, the strict error is reported: it points into the bytes the peer actually sent.
+pub fn decode_lenient<T: DeserializeOwned>(bytes: &[u8], body: &'static str) -> Result<T, BodyError> {
+    let strict = match serde_json::from_slice(bytes) {
+        Ok(value) => return Ok(value),
+        Err(e) => e,
+    };
+    if strict.classify() != Category::Syntax {
+        return Err(BodyError::Json { body, source: strict });
+    }
+    match fastjson::normalize(bytes) {
+        Ok(normalized) => serde_json::from_slice(&normalized).map_err(|source| BodyError::Json { body, source }),
+        Err(_) => Err(BodyError::Json { body, source: strict }),
+    }
+}
+
+/// serde `deserialize_with` helper: an explicit `null` reads as the type's default, as fastjson
+/// leaves a Java field at its initial value. Non-Java clients send `null` for empty strings and sets.
+pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}

@@ -5,6 +5,16 @@
 //! booleans `"true"`/`"false"`); a required (`@CFNotNull`) field that is missing or unparsable is a
 //! [`HeaderError`]; unknown keys are ignored, because newer clients add fields.
 
+pub mod admin;
+pub mod client;
+pub(crate) mod ext_header;
+pub mod namesrv;
+pub mod offset;
+pub mod pull;
+pub mod query;
+pub mod send;
+pub mod transaction;
+
 use thiserror::Error;
 
 use super::command::ExtFields;

@@ -1,0 +1,154 @@
+//! Configuration of a broker group's Raft replica: election/heartbeat timing handed to openraft
+//! and the log store's layout limits. One struct, documented defaults, one `validate()`.
+//! Units are in the names. `segment_size_bytes` is part of the on-disk format: it must be equal
+//! on every replica of a group and never change for an existing store (positions, and so
+//! msgIds, depend on it); the store records it in its meta file and refuses a different value.
+
+use crate::entry::{BLANK_MIN_BYTES, HEADER_SIZE};
+use crate::error::StoreError;
+
+/// 1 GiB, RocketMQ `mappedFileSizeCommitLog`.
+pub const SEGMENT_SIZE_DEFAULT_BYTES: u64 = 1 << 30;
+/// Smallest segment the store accepts. Production configs use a few MiB at least; tests go down
+/// to this to exercise rolls cheaply.
+pub const SEGMENT_SIZE_MIN_BYTES: u64 = 4096;
+/// Largest segment: `total_size` and in-segment offsets must fit in `u32`.
+pub const SEGMENT_SIZE_MAX_BYTES: u64 = 1 << 31;
+/// Index slots per `raftindex/` file (DLedger: 5 Mi × 32 B = 160 MiB).
+pub const INDEX_FILE_ENTRIES_DEFAULT: u64 = 5 * 1024 * 1024;
+/// Byte budget of one AppendEntries batch read by `limited_get_log_entries` (databend: 2 MiB).
+pub const APPEND_ENTRIES_DEFAULT_BYTES: u64 = 2 << 20;
+
+// Relationships the format depends on.
+const _: () = assert!(SEGMENT_SIZE_MIN_BYTES > HEADER_SIZE + BLANK_MIN_BYTES);
+const _: () = assert!(SEGMENT_SIZE_DEFAULT_BYTES <= SEGMENT_SIZE_MAX_BYTES);
+const _: () = assert!(SEGMENT_SIZE_MAX_BYTES <= u32::MAX as u64);
+
+/// Configuration of one Raft replica (one broker of a group).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RaftConfig {
+    /// Heartbeat period; also openraft's AppendEntries deadline (soft = ¾). Default 150 ms.
+    pub heartbeat_interval_ms: u64,
+    /// Lower bound of the randomized election timeout. Default 1200 ms (≥ 10 × p99 append).
+    pub election_timeout_min_ms: u64,
+    /// Upper bound of the randomized election timeout. Default 2400 ms.
+    pub election_timeout_max_ms: u64,
+    /// Pre-Vote on (the network must implement `pre_vote`; its default grants). Default true.
+    pub enable_pre_vote: bool,
+    /// Count cap of entries per AppendEntries; the byte cap is `append_entries_max_bytes`.
+    /// Default 1024.
+    pub max_payload_entries: u64,
+    /// Byte budget of one AppendEntries read (at least one entry is always returned).
+    /// Recommended 1–4 MiB. Default 2 MiB.
+    pub append_entries_max_bytes: u64,
+    /// Data segment size (`commitlog/` files). Default 1 GiB; a multiple of 4096.
+    pub segment_size_bytes: u64,
+    /// Slots per `raftindex/` file (32 B each). Default 5 Mi (160 MiB files).
+    pub index_file_entries: u64,
+    /// How often the flusher persists the committed log id (it is allowed to lag: openraft
+    /// tolerates a reverted `committed`). Default 200 ms.
+    pub committed_persist_interval_ms: u64,
+    /// Timeout of installing a (small, manifest) snapshot. Default 10 000 ms.
+    pub install_snapshot_timeout_ms: u64,
+}
+
+impl Default for RaftConfig {
+    fn default() -> Self {
+        Self {
+            heartbeat_interval_ms: 150,
+            election_timeout_min_ms: 1200,
+            election_timeout_max_ms: 2400,
+            enable_pre_vote: true,
+            max_payload_entries: 1024,
+            append_entries_max_bytes: APPEND_ENTRIES_DEFAULT_BYTES,
+            segment_size_bytes: SEGMENT_SIZE_DEFAULT_BYTES,
+            index_file_entries: INDEX_FILE_ENTRIES_DEFAULT,
+            committed_persist_interval_ms: 200,
+            install_snapshot_timeout_ms: 10_000,
+        }
+    }
+}
+
+impl RaftConfig {
+    /// Largest encoded entry (header + payload) a segment can hold.
+    pub fn entry_max_bytes(&self) -> u64 {
+        self.segment_size_bytes - BLANK_MIN_BYTES
+    }
+
+    /// Check every value and relationship.
+    pub fn validate(&self) -> Result<(), StoreError> {
+        let err = |m: String| Err(StoreError::Config(m));
+        let seg = self.segment_size_bytes;
+        if !(SEGMENT_SIZE_MIN_BYTES..=SEGMENT_SIZE_MAX_BYTES).contains(&seg) || !seg.is_multiple_of(4096) {
+            return err(format!(
+                "segment_size_bytes {seg} must be a multiple of 4096 in \
+                 [{SEGMENT_SIZE_MIN_BYTES}, {SEGMENT_SIZE_MAX_BYTES}]"
+            ));
+        }
+        if !(16..=(1 << 26)).contains(&self.index_file_entries) {
+            return err(format!("index_file_entries {} out of [16, 2^26]", self.index_file_entries));
+        }
+        if self.append_entries_max_bytes == 0 || self.max_payload_entries == 0 {
+            return err("append_entries_max_bytes and max_payload_entries must be > 0".into());
+        }
+        if self.heartbeat_interval_ms == 0 || self.heartbeat_interval_ms >= self.election_timeout_min_ms {
+            return err("need 0 < heartbeat_interval_ms < election_timeout_min_ms".into());
+        }
+        if self.election_timeout_min_ms >= self.election_timeout_max_ms {
+            return err("need election_timeout_min_ms < election_timeout_max_ms".into());
+        }
+        Ok(())
+    }
+
+    /// The openraft config for this replica. Snapshots are driven by retention (manifest at the
+    /// retention boundary), so openraft never builds them on its own and purges exactly to them.
+    pub fn to_openraft(&self, cluster_name: &str) -> Result<openraft::Config, StoreError> {
+        self.validate()?;
+        let c = openraft::Config {
+            cluster_name: cluster_name.to_string(),
+            heartbeat_interval: self.heartbeat_interval_ms,
+            election_timeout_min: self.election_timeout_min_ms,
+            election_timeout_max: self.election_timeout_max_ms,
+            enable_pre_vote: Some(self.enable_pre_vote),
+            max_payload_entries: self.max_payload_entries,
+            install_snapshot_timeout: self.install_snapshot_timeout_ms,
+            snapshot_policy: openraft::SnapshotPolicy::Never,
+            max_in_snapshot_log_to_keep: 0,
+            replication_lag_threshold: 100_000,
+            ..Default::default()
+        };
+        c.validate().map_err(|e| StoreError::Config(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        let c = RaftConfig::default();
+        c.validate().expect("defaults valid");
+        let oc = c.to_openraft("broker-a").expect("openraft config");
+        assert_eq!(oc.heartbeat_interval, 150);
+        assert_eq!(oc.max_in_snapshot_log_to_keep, 0);
+    }
+
+    #[test]
+    fn rejects_bad_segment_sizes() {
+        for seg in [0, 4095, 4097, SEGMENT_SIZE_MAX_BYTES * 2] {
+            let c = RaftConfig { segment_size_bytes: seg, ..RaftConfig::default() };
+            assert!(c.validate().is_err(), "{seg}");
+        }
+        let c = RaftConfig { segment_size_bytes: 4 << 20, ..RaftConfig::default() };
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn rejects_bad_timing() {
+        let c = RaftConfig { heartbeat_interval_ms: 1500, ..RaftConfig::default() };
+        assert!(c.validate().is_err());
+        let c = RaftConfig { election_timeout_max_ms: 1200, ..RaftConfig::default() };
+        assert!(c.validate().is_err());
+    }
+}

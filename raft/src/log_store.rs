@@ -1,0 +1,358 @@
+//! [`LogStore`]: openraft's `RaftLogStorage` over the segmented, mmap'd CommitLog, and
+//! [`LogReader`], its read-only handle for replication tasks.
+//!
+//! ```text
+//! <dir>/raft-meta           vote, committed, last purged, start pos, segment size, watermark
+//! <dir>/commitlog/<20-digit base pos>   data segments (records: entry::HEADER_SIZE + payload)
+//! <dir>/raftindex/<20-digit first index> 32-byte slots
+//! ```
+//!
+//! Contract with openraft (docs/protocol/io_ordering.md): entries are readable when `append`
+//! returns and durable when their `IOFlushed` fires (group commit in `flusher`); `save_vote`
+//! is durable on return; `truncate_after` and `purge` are durable on return (purge persists the
+//! purge point before deleting files). A damaged store (see `recovery`) serves its valid prefix
+//! and refuses every write; a poisoned store (failed fsync) refuses writes and acks nothing.
+
+use std::fmt::Debug;
+use std::io;
+use std::ops::{Bound, RangeBounds};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use openraft::storage::{IOFlushed, LogState, RaftLogReader, RaftLogStorage};
+use tokio::sync::oneshot;
+
+use crate::config::RaftConfig;
+use crate::entry::HEADER_SIZE;
+use crate::error::{Result, StoreError};
+use crate::flusher::{self, Request, lock};
+use crate::log_index::IndexSet;
+use crate::meta::{META_FILE, MetaFile, MetaState};
+use crate::patcher::{NoPatch, PayloadPatcher};
+use crate::recovery;
+use crate::segment::{SegmentSet, list_numbered};
+use crate::store_state::{Limits, State};
+use crate::type_config::{Entry, LogId, TypeConfig, Vote};
+
+/// Directory of the data segments inside the store directory.
+pub const COMMITLOG_DIR: &str = "commitlog";
+/// Directory of the index files inside the store directory.
+pub const RAFTINDEX_DIR: &str = "raftindex";
+
+struct Shared {
+    state: Arc<Mutex<State>>,
+    tx: Sender<Request>,
+    flusher: Mutex<Option<JoinHandle<()>>>,
+    dir: PathBuf,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // The flusher finishes what is queued, then exits; a send error means it is gone.
+        let _ = self.tx.send(Request::Shutdown);
+        let handle = self.flusher.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(h) = handle
+            && h.join().is_err()
+        {
+            tracing::error!(dir = %self.dir.display(), "raft log flusher panicked");
+        }
+    }
+}
+
+/// Where an entry lives in the CommitLog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryPosition {
+    /// Physical offset of the entry record (its header).
+    pub pos: u64,
+    /// Record size: header + payload.
+    pub size: u32,
+    /// Physical offset of payload byte 0: `pos + HEADER_SIZE`.
+    pub payload_pos: u64,
+}
+
+/// The Raft log store that is the CommitLog. Cheap to clone; all clones share one store.
+#[derive(Clone)]
+pub struct LogStore {
+    shared: Arc<Shared>,
+}
+
+/// Read-only handle used by openraft's replication tasks.
+#[derive(Clone)]
+pub struct LogReader {
+    shared: Arc<Shared>,
+}
+
+impl LogStore {
+    /// Open (or create) the store in `dir` with the default no-op payload patcher.
+    pub fn open(dir: &Path, cfg: &RaftConfig) -> Result<Self> {
+        Self::open_with_patcher(dir, cfg, Box::new(NoPatch))
+    }
+
+    /// Open (or create) the store in `dir`; `patcher` runs on every normal entry at append time.
+    pub fn open_with_patcher(dir: &Path, cfg: &RaftConfig, patcher: Box<dyn PayloadPatcher>) -> Result<Self> {
+        cfg.validate()?;
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::io("mkdir", dir, e))?;
+        let seg_dir = dir.join(COMMITLOG_DIR);
+        let had_meta = dir.join(META_FILE).exists();
+        if !had_meta && seg_dir.exists() && !list_numbered(&seg_dir)?.is_empty() {
+            return Err(StoreError::Damaged(format!(
+                "{}: data segments exist but {META_FILE} is missing (vote lost)",
+                dir.display()
+            )));
+        }
+        let (mut meta_file, meta) = MetaFile::open(dir, &MetaState::new(cfg.segment_size_bytes))?;
+        if meta.segment_size != cfg.segment_size_bytes {
+            return Err(StoreError::Config(format!(
+                "store was created with segment size {} but config says {}",
+                meta.segment_size, cfg.segment_size_bytes
+            )));
+        }
+        let mut st = State {
+            limits: Limits {
+                segment_size: cfg.segment_size_bytes,
+                entry_max_bytes: cfg.entry_max_bytes(),
+                append_entries_max_bytes: cfg.append_entries_max_bytes,
+            },
+            segs: SegmentSet::open(&seg_dir, cfg.segment_size_bytes)?,
+            index: IndexSet::open(&dir.join(RAFTINDEX_DIR), cfg.index_file_entries)?,
+            end_pos: meta.start_pos,
+            meta,
+            first: None,
+            last: None,
+            dir_dirty: false,
+            committed_dirty: false,
+            poisoned: None,
+            damaged: None,
+            patcher,
+        };
+        recovery::recover(&mut st)?;
+        if st.damaged.is_none() {
+            meta_file.write(&st.meta)?;
+        }
+        let state = Arc::new(Mutex::new(st));
+        let (tx, rx) = mpsc::channel();
+        let every = Duration::from_millis(cfg.committed_persist_interval_ms);
+        let thread_state = Arc::clone(&state);
+        let handle = std::thread::Builder::new()
+            .name("raft-log-flusher".into())
+            .spawn(move || flusher::run(thread_state, meta_file, rx, every))
+            .map_err(|e| StoreError::io("spawn flusher", dir, e))?;
+        let shared = Shared { state, tx, flusher: Mutex::new(Some(handle)), dir: dir.to_path_buf() };
+        Ok(Self { shared: Arc::new(shared) })
+    }
+
+    /// Header size H: a payload byte at `offset_in_payload` of the entry at `pos` has physical
+    /// offset `pos + H + offset_in_payload`.
+    pub const HEADER_SIZE: u64 = HEADER_SIZE;
+
+    /// Whether recovery found corruption before the tail (the store refuses writes).
+    pub fn is_damaged(&self) -> bool {
+        lock(&self.shared.state).damaged.is_some()
+    }
+
+    /// Why the store is damaged, if it is.
+    pub fn damage_reason(&self) -> Option<String> {
+        lock(&self.shared.state).damaged.clone()
+    }
+
+    /// Why the store is poisoned (an fsync failed), if it is.
+    pub fn poison_reason(&self) -> Option<String> {
+        lock(&self.shared.state).poisoned.clone()
+    }
+
+    /// Position of a live entry.
+    pub fn entry_position(&self, index: u64) -> Option<EntryPosition> {
+        let st = lock(&self.shared.state);
+        st.slot(index).map(|s| EntryPosition { pos: s.pos, size: s.size, payload_pos: s.pos + HEADER_SIZE })
+    }
+
+    /// End of the last entry: where the next one goes (before any roll).
+    pub fn end_pos(&self) -> u64 {
+        lock(&self.shared.state).end_pos
+    }
+
+    /// Everything below this position has been fsynced.
+    pub fn durable_pos(&self) -> u64 {
+        lock(&self.shared.state).meta.durable_pos
+    }
+
+    /// Last appended log id (or the purge point if the log is empty after a purge).
+    pub fn last_log_id(&self) -> Option<LogId> {
+        lock(&self.shared.state).last_log_id()
+    }
+
+    /// Store directory.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// A read handle.
+    pub fn reader(&self) -> LogReader {
+        LogReader { shared: Arc::clone(&self.shared) }
+    }
+
+    async fn request(&self, make: impl FnOnce(flusher::Done) -> Request) -> Result<()> {
+        let (tx, rx) = oneshot::channel();
+        self.shared.tx.send(make(tx)).map_err(|_| StoreError::FlusherStopped)?;
+        rx.await.map_err(|_| StoreError::FlusherStopped)?
+    }
+
+    async fn do_append(&self, entries: Vec<Entry>, cb: IOFlushed<TypeConfig>) -> Result<()> {
+        let appended = {
+            let mut st = lock(&self.shared.state);
+            st.check_writable().and_then(|()| entries.iter().try_for_each(|e| st.append_one(e)))
+        };
+        if let Err(e) = appended {
+            cb.io_completed(Err(io::Error::other(e.to_string())));
+            return Err(e);
+        }
+        self.shared.tx.send(Request::Flush(cb)).map_err(|_| StoreError::FlusherStopped)
+    }
+
+    async fn do_truncate_after(&self, last: Option<LogId>) -> Result<()> {
+        lock(&self.shared.state).check_writable()?;
+        // Barrier: pending flushes must finish before the watermark may move back.
+        self.request(Request::Meta).await?;
+        let sync = lock(&self.shared.state).truncate_after(last)?;
+        match sync {
+            Some(s) => self.request(|done| Request::Sync(s.ranges, done)).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn do_purge(&self, upto: LogId) -> Result<()> {
+        {
+            let mut st = lock(&self.shared.state);
+            st.check_writable()?;
+            st.purge_logically(upto)?;
+        }
+        // The purge point is durable before any file is deleted.
+        self.request(Request::Meta).await?;
+        lock(&self.shared.state).delete_purged_files()
+    }
+
+    async fn do_save_vote(&self, vote: &Vote) -> Result<()> {
+        {
+            let mut st = lock(&self.shared.state);
+            st.check_writable()?;
+            st.meta.vote = Some(*vote);
+        }
+        self.request(Request::Meta).await
+    }
+}
+
+fn range_to_bounds<RB: RangeBounds<u64>>(range: &RB) -> (u64, u64) {
+    let lo = match range.start_bound() {
+        Bound::Included(x) => *x,
+        Bound::Excluded(x) => x.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let hi = match range.end_bound() {
+        Bound::Included(x) => x.saturating_add(1),
+        Bound::Excluded(x) => *x,
+        Bound::Unbounded => u64::MAX,
+    };
+    (lo, hi)
+}
+
+impl LogReader {
+    fn read(&self, lo: u64, hi: u64, budget: Option<u64>) -> Result<Vec<Entry>> {
+        let st = lock(&self.shared.state);
+        let budget = budget.map(|_| st.limits.append_entries_max_bytes);
+        st.read_range(lo, hi, budget)
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogReader {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
+        &mut self,
+        range: RB,
+    ) -> std::result::Result<Vec<Entry>, io::Error> {
+        let (lo, hi) = range_to_bounds(&range);
+        Ok(self.read(lo, hi, None)?)
+    }
+
+    async fn read_vote(&mut self) -> std::result::Result<Option<Vote>, io::Error> {
+        Ok(lock(&self.shared.state).meta.vote)
+    }
+
+    async fn limited_get_log_entries(&mut self, start: u64, end: u64) -> std::result::Result<Vec<Entry>, io::Error> {
+        Ok(self.read(start, end, Some(0))?)
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
+        &mut self,
+        range: RB,
+    ) -> std::result::Result<Vec<Entry>, io::Error> {
+        self.reader().try_get_log_entries(range).await
+    }
+
+    async fn read_vote(&mut self) -> std::result::Result<Option<Vote>, io::Error> {
+        Ok(lock(&self.shared.state).meta.vote)
+    }
+
+    async fn limited_get_log_entries(&mut self, start: u64, end: u64) -> std::result::Result<Vec<Entry>, io::Error> {
+        self.reader().limited_get_log_entries(start, end).await
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = LogReader;
+
+    async fn get_log_state(&mut self) -> std::result::Result<LogState<TypeConfig>, io::Error> {
+        let st = lock(&self.shared.state);
+        Ok(LogState { last_purged_log_id: st.meta.last_purged, last_log_id: st.last_log_id() })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.reader()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote) -> std::result::Result<(), io::Error> {
+        Ok(self.do_save_vote(vote).await?)
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId>) -> std::result::Result<(), io::Error> {
+        let mut st = lock(&self.shared.state);
+        if st.meta.committed != committed {
+            st.meta.committed = committed;
+            st.committed_dirty = true;
+        }
+        Ok(())
+    }
+
+    async fn read_committed(&mut self) -> std::result::Result<Option<LogId>, io::Error> {
+        // A persisted committed id may exceed what survived locally (openraft commits what is
+        // accepted, not necessarily flushed); entries at or below it are never truncated, so
+        // clamping to the recovered last entry is safe.
+        let st = lock(&self.shared.state);
+        let Some(c) = st.meta.committed else { return Ok(None) };
+        let last = st.last_log_id();
+        Ok(match last {
+            Some(l) if l.index < c.index => Some(l),
+            Some(_) => Some(c),
+            None => None,
+        })
+    }
+
+    async fn append<I>(&mut self, entries: I, callback: IOFlushed<TypeConfig>) -> std::result::Result<(), io::Error>
+    where
+        I: IntoIterator<Item = Entry> + Send,
+        I::IntoIter: Send,
+    {
+        Ok(self.do_append(entries.into_iter().collect(), callback).await?)
+    }
+
+    async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> std::result::Result<(), io::Error> {
+        Ok(self.do_truncate_after(last_log_id).await?)
+    }
+
+    async fn purge(&mut self, log_id: LogId) -> std::result::Result<(), io::Error> {
+        Ok(self.do_purge(log_id).await?)
+    }
+}

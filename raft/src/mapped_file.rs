@@ -1,0 +1,124 @@
+//! One fixed-length file mapped shared into memory: the only `unsafe` in the crate.
+//!
+//! Soundness rule enforced by the borrow checker: bytes are read through `&self` and written
+//! through `&mut self`, so no reference into the mapping can coexist with a write. The owner
+//! (a segment or index file) lives inside the log store's mutex. The flusher only gets a
+//! [`SyncHandle`], which can `msync` a range but never touches the bytes from Rust.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use memmap2::{MmapOptions, MmapRaw};
+
+use crate::error::{Result, StoreError};
+
+struct Inner {
+    map: MmapRaw,
+    len: u64,
+    path: PathBuf,
+    // Kept open so the mapping's file stays addressable for diagnostics; the mapping itself
+    // does not need it.
+    _file: File,
+}
+
+/// A mapped file of fixed length.
+pub struct MappedFile {
+    inner: Arc<Inner>,
+}
+
+/// Capability to persist a range of a mapped file; shareable with the flusher thread.
+#[derive(Clone)]
+pub struct SyncHandle {
+    inner: Arc<Inner>,
+}
+
+impl SyncHandle {
+    /// `msync(MS_SYNC)` bytes `[off, off + len)`.
+    pub fn sync_range(&self, off: u64, len: u64) -> Result<()> {
+        assert!(off + len <= self.inner.len, "sync range past the end of the mapping");
+        if len == 0 {
+            return Ok(());
+        }
+        let (o, l) = (to_usize(off)?, to_usize(len)?);
+        self.inner.map.flush_range(o, l).map_err(|e| StoreError::io("msync", &self.inner.path, e))
+    }
+}
+
+fn to_usize(v: u64) -> Result<usize> {
+    usize::try_from(v).map_err(|_| StoreError::Config(format!("{v} does not fit usize")))
+}
+
+impl MappedFile {
+    /// Open (creating if absent) `path` and map exactly `len` bytes. A shorter file (a crash
+    /// cut it, or it was just created) is extended with zeros; a longer one is an error.
+    pub fn open(path: &Path, len: u64) -> Result<(Self, bool)> {
+        assert!(len > 0, "mapping of zero length");
+        let created = !path.exists();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| StoreError::io("open", path, e))?;
+        let actual = file.metadata().map_err(|e| StoreError::io("stat", path, e))?.len();
+        if actual > len {
+            return Err(StoreError::Config(format!(
+                "{} is {actual} bytes, expected at most {len} (segment size changed?)",
+                path.display()
+            )));
+        }
+        if actual < len {
+            file.set_len(len).map_err(|e| StoreError::io("set_len", path, e))?;
+        }
+        let map = MmapOptions::new().len(to_usize(len)?).map_raw(&file).map_err(|e| StoreError::io("mmap", path, e))?;
+        let inner = Inner { map, len, path: path.to_path_buf(), _file: file };
+        Ok((Self { inner: Arc::new(inner) }, created))
+    }
+
+    /// Mapped length in bytes.
+    pub fn len(&self) -> u64 {
+        self.inner.len
+    }
+
+    /// Path of the file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// A handle the flusher can `msync` through.
+    pub fn sync_handle(&self) -> SyncHandle {
+        SyncHandle { inner: Arc::clone(&self.inner) }
+    }
+
+    fn check(&self, off: u64, len: usize) -> Option<usize> {
+        let end = off.checked_add(len as u64)?;
+        if end > self.inner.len {
+            return None;
+        }
+        usize::try_from(off).ok()
+    }
+
+    /// Bytes `[off, off + len)`, or `None` if out of range.
+    pub fn read(&self, off: u64, len: usize) -> Option<&[u8]> {
+        let o = self.check(off, len)?;
+        // SAFETY: the range is inside the live mapping (checked above); the mapping lives as
+        // long as `self.inner`; writes need `&mut self`, so none can happen while this shared
+        // borrow is alive. Other processes modifying the file are outside the store's contract.
+        Some(unsafe { std::slice::from_raw_parts(self.inner.map.as_ptr().add(o), len) })
+    }
+
+    /// Mutable bytes `[off, off + len)`, or `None` if out of range.
+    pub fn slice_mut(&mut self, off: u64, len: usize) -> Option<&mut [u8]> {
+        let o = self.check(off, len)?;
+        // SAFETY: in range (checked); `&mut self` guarantees no other reference into the
+        // mapping obtained through this `MappedFile` is alive; `SyncHandle`s never dereference.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.inner.map.as_mut_ptr().add(o), len) })
+    }
+}
+
+/// fsync a directory so that file creations/deletions in it are durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| StoreError::io("fsync dir", dir, e))
+}

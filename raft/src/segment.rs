@@ -1,0 +1,129 @@
+//! The CommitLog's data segments: `commitlog/<20-digit base pos>` files of `segment_size` bytes,
+//! base = k × segment_size (RocketMQ naming). Addressed by physical position; a record never
+//! straddles two segments (see `entry::place_entry`).
+//!
+//! Owns file naming, creation, lookup by position and whole-file deletion. Durability is the
+//! flusher's job (through `SyncHandle`s); creating a segment reports that the directory must be
+//! fsynced before anything in it is acknowledged.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Result, StoreError};
+use crate::mapped_file::{MappedFile, SyncHandle};
+
+/// File name of the segment (or index file) starting at `base`.
+pub fn file_name(base: u64) -> String {
+    format!("{base:020}")
+}
+
+/// Parse a 20-digit file name.
+pub fn parse_file_name(name: &str) -> Option<u64> {
+    if name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit()) { name.parse().ok() } else { None }
+}
+
+/// List `<20-digit>` files in `dir`, sorted; other names are ignored with a warning.
+pub fn list_numbered(dir: &Path) -> Result<Vec<u64>> {
+    let mut out = Vec::new();
+    let rd = std::fs::read_dir(dir).map_err(|e| StoreError::io("read_dir", dir, e))?;
+    for ent in rd {
+        let ent = ent.map_err(|e| StoreError::io("read_dir", dir, e))?;
+        let name = ent.file_name();
+        match name.to_str().and_then(parse_file_name) {
+            Some(n) => out.push(n),
+            None => tracing::warn!(dir = %dir.display(), file = ?name, "ignoring unexpected file"),
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// The set of data segments.
+pub struct SegmentSet {
+    dir: PathBuf,
+    segment_size: u64,
+    segs: BTreeMap<u64, MappedFile>,
+}
+
+impl SegmentSet {
+    /// Open every existing segment in `dir` (created if absent).
+    pub fn open(dir: &Path, segment_size: u64) -> Result<Self> {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::io("mkdir", dir, e))?;
+        let mut segs = BTreeMap::new();
+        for base in list_numbered(dir)? {
+            if base % segment_size != 0 {
+                return Err(StoreError::Config(format!(
+                    "segment {base} is not a multiple of segment size {segment_size}"
+                )));
+            }
+            let (f, _) = MappedFile::open(&dir.join(file_name(base)), segment_size)?;
+            segs.insert(base, f);
+        }
+        Ok(Self { dir: dir.to_path_buf(), segment_size, segs })
+    }
+
+    /// Directory of the segments.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn locate(&self, pos: u64) -> (u64, u64) {
+        let base = pos - pos % self.segment_size;
+        (base, pos - base)
+    }
+
+    /// Bytes `[pos, pos + len)` if they lie in one existing segment.
+    pub fn read(&self, pos: u64, len: usize) -> Option<&[u8]> {
+        let (base, off) = self.locate(pos);
+        self.segs.get(&base)?.read(off, len)
+    }
+
+    /// Make sure the segment holding `pos` exists; returns true if it was created (the caller
+    /// must get the directory fsynced before acknowledging anything written into it).
+    pub fn ensure(&mut self, pos: u64) -> Result<bool> {
+        let (base, _) = self.locate(pos);
+        if self.segs.contains_key(&base) {
+            return Ok(false);
+        }
+        let (f, created) = MappedFile::open(&self.dir.join(file_name(base)), self.segment_size)?;
+        self.segs.insert(base, f);
+        Ok(created)
+    }
+
+    /// Mutable bytes `[pos, pos + len)`; the segment must exist (see [`Self::ensure`]).
+    pub fn write_slice(&mut self, pos: u64, len: usize) -> Result<&mut [u8]> {
+        let (base, off) = self.locate(pos);
+        self.segs
+            .get_mut(&base)
+            .and_then(|s| s.slice_mut(off, len))
+            .ok_or_else(|| StoreError::Contract(format!("write of {len} B at {pos} outside a segment")))
+    }
+
+    /// Sync handles covering `[from, to)`: `(handle, offset in file, length)`.
+    pub fn sync_ranges(&self, from: u64, to: u64) -> Vec<(SyncHandle, u64, u64)> {
+        let mut out = Vec::new();
+        let mut p = from;
+        while p < to {
+            let (base, off) = self.locate(p);
+            let end = (base + self.segment_size).min(to);
+            if let Some(s) = self.segs.get(&base) {
+                out.push((s.sync_handle(), off, end - p));
+            }
+            p = end;
+        }
+        out
+    }
+
+    /// Delete the segments for which `pred(base)` holds.
+    pub fn remove_where(&mut self, pred: impl Fn(u64) -> bool) -> Result<usize> {
+        let doomed: Vec<u64> = self.segs.keys().copied().filter(|b| pred(*b)).collect();
+        for base in &doomed {
+            if let Some(f) = self.segs.remove(base) {
+                let path = f.path().to_path_buf();
+                drop(f);
+                std::fs::remove_file(&path).map_err(|e| StoreError::io("remove", &path, e))?;
+            }
+        }
+        Ok(doomed.len())
+    }
+}

@@ -1,0 +1,284 @@
+//! The log store's in-memory state and every synchronous operation on the mapped files.
+//! Lives behind one `std::sync::Mutex` (never held across `.await`); the async shell in
+//! `log_store` and the flusher thread call in, do their IO-free or mmap-only work, and leave.
+//!
+//! Invariants (asserted where they are established):
+//! - the live log is the consecutive indexes `first..=last` (none when empty); entry `i` has an
+//!   index slot and a valid record at `slot.pos`;
+//! - `end_pos` is the end of the last entry (or `meta.start_pos` when empty), never a segment
+//!   boundary unless the log is empty; every byte in `[end_pos, end of its segment)` is zero and
+//!   no segment exists above it, so stale records can never be mistaken for new ones;
+//! - `meta.durable_pos <= end_pos`: everything below it has been fsynced.
+
+use bytes::Bytes;
+
+use crate::entry::{
+    self, EntryHeader, EntryKind, HEADER_SIZE, HEADER_SIZE_USIZE, decode_header, encode_blank, encode_header,
+    place_entry, segment_base, verify_payload,
+};
+use crate::error::{CorruptReason, Result, StoreError};
+use crate::log_index::{IndexSet, Slot};
+use crate::mapped_file::SyncHandle;
+use crate::meta::MetaState;
+use crate::patcher::PayloadPatcher;
+use crate::payload_codec;
+use crate::segment::SegmentSet;
+use crate::type_config::{Entry, LogId, log_id};
+
+/// Limits the state needs at run time.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub segment_size: u64,
+    pub entry_max_bytes: u64,
+    pub append_entries_max_bytes: u64,
+}
+
+/// The state behind the store mutex.
+pub struct State {
+    pub limits: Limits,
+    pub segs: SegmentSet,
+    pub index: IndexSet,
+    /// Current meta (the flusher persists snapshots of it).
+    pub meta: MetaState,
+    /// First live entry index, if any.
+    pub first: Option<u64>,
+    /// Last appended entry, if any.
+    pub last: Option<LogId>,
+    /// End of the last entry.
+    pub end_pos: u64,
+    /// A segment was created since the last directory fsync.
+    pub dir_dirty: bool,
+    /// `meta.committed` changed since it was last persisted.
+    pub committed_dirty: bool,
+    /// Set when an fsync failed: nothing more is acknowledged.
+    pub poisoned: Option<String>,
+    /// Set when recovery found corruption before the tail.
+    pub damaged: Option<String>,
+    pub patcher: Box<dyn PayloadPatcher>,
+}
+
+/// What a truncation left for the flusher to make durable.
+pub struct TruncateSync {
+    pub ranges: Vec<(SyncHandle, u64, u64)>,
+}
+
+impl State {
+    /// Refuse writes on a poisoned or damaged store.
+    pub fn check_writable(&self) -> Result<()> {
+        if let Some(r) = &self.poisoned {
+            return Err(StoreError::Poisoned(r.clone()));
+        }
+        if let Some(r) = &self.damaged {
+            return Err(StoreError::Damaged(r.clone()));
+        }
+        Ok(())
+    }
+
+    /// Last log id including a purge beyond the last entry.
+    pub fn last_log_id(&self) -> Option<LogId> {
+        match (self.last, self.meta.last_purged) {
+            (Some(l), Some(p)) => Some(if p.index > l.index { p } else { l }),
+            (l, p) => l.or(p),
+        }
+    }
+
+    /// Slot of a live index.
+    pub fn slot(&self, index: u64) -> Option<Slot> {
+        let (first, last) = (self.first?, self.last?.index);
+        if index < first || index > last {
+            return None;
+        }
+        self.index.get(index)
+    }
+
+    /// Read and fully validate entry `index`; a live index without a valid record is corruption.
+    pub fn read_entry(&self, index: u64) -> Result<Entry> {
+        let slot = self.slot(index).ok_or_else(|| StoreError::Contract(format!("entry {index} is not in the log")))?;
+        let (h, payload) = read_record(&self.segs, slot.pos, self.limits.segment_size)?;
+        if h.index != index || h.term != slot.term || u64::from(h.total_size) != u64::from(slot.size) {
+            return Err(StoreError::Corrupt { pos: slot.pos, reason: CorruptReason::IndexMismatch });
+        }
+        let payload = payload_codec::decode(h.kind, h.app_tag, Bytes::copy_from_slice(payload))
+            .map_err(|reason| StoreError::Corrupt { pos: slot.pos, reason })?;
+        Ok(Entry { log_id: log_id(h.term, h.index), payload })
+    }
+
+    /// Append one entry: copy it into the mapping, patch, checksum, index. Readable on return.
+    pub fn append_one(&mut self, e: &Entry) -> Result<()> {
+        let (index, term) = (e.log_id.index, e.log_id.leader_id.term);
+        let expected = match (self.last, self.meta.last_purged) {
+            (Some(l), _) => Some(l.index + 1),
+            (None, Some(p)) => Some(p.index + 1),
+            (None, None) => None,
+        };
+        if expected.is_some_and(|x| x != index) || self.last.is_some_and(|l| l.leader_id.term > term) {
+            return Err(StoreError::Contract(format!(
+                "append of {index} (term {term}) after {:?}",
+                self.last_log_id()
+            )));
+        }
+        let (kind, app_tag, bytes) = payload_codec::encode(&e.payload)?;
+        let total = HEADER_SIZE + bytes.len() as u64;
+        if total > self.limits.entry_max_bytes {
+            return Err(StoreError::EntryTooLarge { size_bytes: total, max_bytes: self.limits.entry_max_bytes });
+        }
+        let seg = self.limits.segment_size;
+        let p = place_entry(self.end_pos, total, seg)
+            .ok_or(StoreError::EntryTooLarge { size_bytes: total, max_bytes: self.limits.entry_max_bytes })?;
+        if let Some((bpos, blen)) = p.blank {
+            self.dir_dirty |= self.segs.ensure(bpos)?;
+            let blen32 = u32::try_from(blen).map_err(|_| StoreError::Contract("blank too large".into()))?;
+            encode_blank(self.segs.write_slice(bpos, entry::BLANK_MIN_BYTES as usize)?, blen32);
+        }
+        self.dir_dirty |= self.segs.ensure(p.pos)?;
+        let total_usize = usize::try_from(total).map_err(|_| StoreError::Contract("entry too large".into()))?;
+        let total32 = u32::try_from(total).map_err(|_| StoreError::Contract("entry too large".into()))?;
+        let patcher = &self.patcher;
+        let dst = self.segs.write_slice(p.pos, total_usize)?;
+        let (hdr, body) = dst.split_at_mut(HEADER_SIZE_USIZE);
+        body.copy_from_slice(&bytes);
+        if kind == EntryKind::Normal {
+            patcher.patch(app_tag, p.pos + HEADER_SIZE, body);
+        }
+        let h = EntryHeader {
+            total_size: total32,
+            index,
+            term,
+            pos: p.pos,
+            kind,
+            app_tag,
+            payload_crc: crc32fast::hash(body),
+        };
+        encode_header(hdr, &h);
+        self.index.put(&Slot { pos: p.pos, size: total32, index, term })?;
+        self.end_pos = p.pos + total;
+        self.last = Some(e.log_id);
+        self.first.get_or_insert(index);
+        debug_assert!(self.meta.durable_pos <= self.end_pos);
+        Ok(())
+    }
+
+    /// Remove every entry after `last` (exclusive). Zeroes the freed bytes of the current
+    /// segment and deletes later segments; returns the ranges that must be synced before the
+    /// truncation counts as durable.
+    pub fn truncate_after(&mut self, last: Option<LogId>) -> Result<Option<TruncateSync>> {
+        let keep_upto = last.map(|l| l.index);
+        let Some(cur_last) = self.last else { return Ok(None) };
+        if keep_upto.is_some_and(|k| k >= cur_last.index) {
+            return Ok(None);
+        }
+        let first = self.first.ok_or(StoreError::Contract("non-empty log without first".into()))?;
+        let new_end = match keep_upto {
+            Some(k) if k >= first => {
+                let s = self.index.get(k).ok_or(StoreError::Contract(format!("no slot for {k}")))?;
+                s.pos + u64::from(s.size)
+            }
+            _ => self.index.get(first).ok_or(StoreError::Contract("no slot for first".into()))?.pos,
+        };
+        assert!(new_end <= self.end_pos, "truncation must not grow the log");
+        let old_end = self.end_pos;
+        let seg = self.limits.segment_size;
+        let base = segment_base(new_end, seg);
+        // Zero [new_end, old_end) within new_end's segment (a blank pad and anything after it
+        // included); beyond old_end it is zero already, later segments are deleted below.
+        let zero_to = old_end.min(base + seg);
+        let ranges = if zero_to > new_end {
+            let len = usize::try_from(zero_to - new_end).map_err(|_| StoreError::Contract("range".into()))?;
+            self.segs.write_slice(new_end, len)?.fill(0);
+            self.segs.sync_ranges(new_end, zero_to)
+        } else {
+            Vec::new()
+        };
+        let removed = self.segs.remove_where(|b| b > base)?;
+        self.dir_dirty |= removed > 0;
+        let from_index = keep_upto.map_or(first, |k| (k + 1).max(first));
+        self.index.clear_from(from_index)?;
+        self.end_pos = new_end;
+        self.last = match keep_upto {
+            Some(k) if k >= first => {
+                Some(log_id(self.index.get(k).ok_or(StoreError::Contract("slot".into()))?.term, k))
+            }
+            _ => None,
+        };
+        if self.last.is_none() {
+            self.first = None;
+            self.meta.start_pos = new_end;
+        }
+        self.meta.durable_pos = self.meta.durable_pos.min(new_end);
+        Ok(Some(TruncateSync { ranges }))
+    }
+
+    /// Logically purge up to `upto` (inclusive): update first/last and `meta`; the caller
+    /// persists meta before calling [`Self::delete_purged_files`].
+    pub fn purge_logically(&mut self, upto: LogId) -> Result<()> {
+        if self.meta.last_purged.is_some_and(|p| p.index >= upto.index) {
+            return Ok(());
+        }
+        self.meta.last_purged = Some(upto);
+        match (self.first, self.last) {
+            (Some(first), Some(l)) if upto.index < l.index => {
+                let f = (upto.index + 1).max(first);
+                let slot = self.index.get(f).ok_or_else(|| StoreError::Contract(format!("no slot for {f}")))?;
+                self.first = Some(f);
+                self.meta.start_pos = slot.pos;
+            }
+            _ => {
+                // Everything is purged (possibly beyond the last entry, after a snapshot): the
+                // next entry goes where the log ends.
+                self.first = None;
+                self.last = None;
+                self.meta.start_pos = self.end_pos;
+            }
+        }
+        Ok(())
+    }
+
+    /// Delete whole segments and index files entirely below the live log.
+    pub fn delete_purged_files(&mut self) -> Result<()> {
+        let keep_base = segment_base(self.meta.start_pos, self.limits.segment_size);
+        self.segs.remove_where(|b| b < keep_base)?;
+        if let Some(p) = self.meta.last_purged {
+            self.index.remove_below(p.index + 1)?;
+        }
+        Ok(())
+    }
+
+    /// Entries `[lo, hi)` clamped to the live log, stopping once `byte_budget` is exceeded
+    /// (at least one entry is returned if any is live).
+    pub fn read_range(&self, lo: u64, hi: u64, byte_budget: Option<u64>) -> Result<Vec<Entry>> {
+        let (Some(first), Some(last)) = (self.first, self.last) else { return Ok(Vec::new()) };
+        let lo = lo.max(first);
+        let hi = hi.min(last.index + 1);
+        let mut out = Vec::with_capacity(usize::try_from(hi.saturating_sub(lo)).unwrap_or(0).min(1024));
+        let mut bytes = 0u64;
+        for i in lo..hi {
+            if let Some(budget) = byte_budget
+                && !out.is_empty()
+                && bytes >= budget
+            {
+                break;
+            }
+            bytes += self.slot(i).map_or(0, |s| u64::from(s.size));
+            out.push(self.read_entry(i)?);
+        }
+        Ok(out)
+    }
+}
+
+/// Read and validate the entry record at `pos` (header, bounds, position, payload CRC).
+pub fn read_record(segs: &SegmentSet, pos: u64, segment_size: u64) -> Result<(EntryHeader, &[u8])> {
+    let corrupt = |reason| StoreError::Corrupt { pos, reason };
+    let hbytes = segs.read(pos, HEADER_SIZE_USIZE).ok_or(corrupt(CorruptReason::ShortHeader))?;
+    let h = decode_header(hbytes).map_err(corrupt)?;
+    if h.pos != pos {
+        return Err(corrupt(CorruptReason::OutOfSequence));
+    }
+    let in_seg = pos % segment_size;
+    if in_seg + u64::from(h.total_size) > segment_size {
+        return Err(corrupt(CorruptReason::BadSize));
+    }
+    let plen = usize::try_from(h.payload_len()).map_err(|_| corrupt(CorruptReason::BadSize))?;
+    let payload = segs.read(pos + HEADER_SIZE, plen).ok_or(corrupt(CorruptReason::BadSize))?;
+    verify_payload(&h, payload).map_err(corrupt)?;
+    Ok((h, payload))
+}
