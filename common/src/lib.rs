@@ -13,3 +13,4 @@
 pub mod java;
 pub mod limits;
 pub mod protocol;
+pub mod remoting;

@@ -1,0 +1,42 @@
+//! The tokio remoting transport: RocketMQ frames over TCP, with opaque-based correlation.
+//!
+//! ```text
+//!   RemotingClient ──(one Connection per address)──┐        ┌── RemotingServer (TcpListener)
+//!                                                  ▼        ▼
+//!                      Connection: reader task + writer task (bounded queue), pending[opaque]
+//!                                  │ requests from the peer
+//!                                  ▼
+//!                      ProcessorTable ──code──► RequestProcessor::process(ctx, request)
+//! ```
+//!
+//! - [`codec`]: [`RemotingCodec`], frames on a byte stream (16 MiB max, checked lengths).
+//! - [`connection`]: [`Connection`], the one place where requests are correlated with responses and
+//!   where requests from the peer are dispatched; used by both sides, since the connection is
+//!   bidirectional (brokers send requests to clients on the client's connection).
+//! - [`processor`]: [`RequestProcessor`], [`ProcessorTable`], [`ConnectionContext`].
+//! - [`server`]: [`RemotingServer`]: accept, dispatch, connection-closed hook, graceful shutdown.
+//! - [`client`]: [`RemotingClient`]: lazy connections per address, reconnect after failure.
+//! - [`error`]: [`RemotingError`], with `is_outcome_unknown()` and `is_retryable()`.
+
+pub mod client;
+pub mod codec;
+pub mod connection;
+pub mod error;
+pub mod processor;
+pub mod server;
+
+pub use client::RemotingClient;
+pub use codec::CodecError;
+pub use codec::RemotingCodec;
+pub use connection::CloseReason;
+pub use connection::Connection;
+pub use connection::ConnectionClosed;
+pub use connection::ConnectionClosedHook;
+pub use error::RemotingError;
+pub use processor::ConnectionContext;
+pub use processor::ProcessorFn;
+pub use processor::ProcessorTable;
+pub use processor::RequestProcessor;
+pub use processor::processor_fn;
+pub use server::RemotingServer;
+pub use server::ServerOptions;

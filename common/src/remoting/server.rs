@@ -1,0 +1,230 @@
+//! [`RemotingServer`] (`NettyRemotingServer`): accepts TCP connections and dispatches their requests
+//! to a [`ProcessorTable`].
+//!
+//! ```text
+//!   TcpListener ──accept──► Connection (reader + writer tasks) ──request──► processor task
+//!                                 │ close ──► connection table removal ──► on_connection_closed hook
+//! ```
+//!
+//! Invariants:
+//! - A bad frame closes only the connection it arrived on; the listener and other connections
+//!   carry on.
+//! - [`RemotingServer::shutdown`] runs in order: stop accepting (the port is released), refuse new
+//!   requests (SERVICE_NOT_AVAILABLE, which 4.x producers retry elsewhere), wait for in-flight
+//!   requests up to [`SHUTDOWN_DRAIN_MAX_MS`], close every connection (queued responses are still
+//!   flushed), wait for the connection tasks. It is idempotent.
+//! - Dropping the server without `shutdown` stops accepting and closes connections at once.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::MutexGuard;
+use std::sync::atomic::AtomicI32;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::net::TcpSocket;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::connection::CloseReason;
+use super::connection::Connection;
+use super::connection::ConnectionClosed;
+use super::connection::ConnectionClosedHook;
+use super::connection::ConnectionSetup;
+use super::processor::ProcessorTable;
+use crate::limits::CONNECTION_CLOSE_FLUSH_MAX_MS;
+use crate::limits::SERVER_ACCEPT_BACKLOG_COUNT;
+use crate::limits::SERVER_ACCEPT_ERROR_BACKOFF_MS;
+use crate::limits::SHUTDOWN_DRAIN_MAX_MS;
+
+/// Options of a [`RemotingServer`] beyond its processors.
+#[derive(Clone, Default)]
+pub struct ServerOptions {
+    on_connection_closed: Option<ConnectionClosedHook>,
+}
+
+impl std::fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerOptions").field("on_connection_closed", &self.on_connection_closed.is_some()).finish()
+    }
+}
+
+impl ServerOptions {
+    /// Calls `hook` once for every connection that closes, whatever the reason (the NameServer
+    /// drops a broker's routes at once; the broker expires client channels). It runs on a
+    /// connection task and must not block.
+    pub fn on_connection_closed(mut self, hook: impl Fn(&ConnectionClosed) + Send + Sync + 'static) -> Self {
+        self.on_connection_closed = Some(Arc::new(hook));
+        self
+    }
+}
+
+type ConnectionTable = Arc<Mutex<HashMap<u64, Connection>>>;
+
+/// A listening remoting server.
+pub struct RemotingServer {
+    local_addr: SocketAddr,
+    connections: ConnectionTable,
+    stop_accepting: CancellationToken,
+    refuse_requests: CancellationToken,
+    accept_task: Mutex<Option<JoinHandle<()>>>,
+    io_tasks: TaskTracker,
+    request_tasks: TaskTracker,
+}
+
+impl std::fmt::Debug for RemotingServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemotingServer")
+            .field("local_addr", &self.local_addr)
+            .field("connections", &self.connection_count())
+            .finish()
+    }
+}
+
+impl RemotingServer {
+    /// Binds `addr` (port 0 picks a free port) and starts accepting.
+    pub async fn bind(addr: SocketAddr, processors: ProcessorTable) -> std::io::Result<Self> {
+        Self::bind_with(addr, processors, ServerOptions::default()).await
+    }
+
+    /// [`Self::bind`] with options.
+    pub async fn bind_with(
+        addr: SocketAddr,
+        processors: ProcessorTable,
+        options: ServerOptions,
+    ) -> std::io::Result<Self> {
+        let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+        // A restarted server must get its port back while old connections sit in TIME_WAIT.
+        socket.set_reuseaddr(true)?;
+        socket.bind(addr)?;
+        let listener = socket.listen(SERVER_ACCEPT_BACKLOG_COUNT)?;
+        let local_addr = listener.local_addr()?;
+
+        let connections: ConnectionTable = Arc::default();
+        let table = connections.clone();
+        let user_hook = options.on_connection_closed;
+        let on_closed: ConnectionClosedHook = Arc::new(move |event: &ConnectionClosed| {
+            lock(&table).remove(&event.connection_id);
+            if let Some(hook) = &user_hook {
+                hook(event);
+            }
+        });
+        let server = RemotingServer {
+            local_addr,
+            connections: connections.clone(),
+            stop_accepting: CancellationToken::new(),
+            refuse_requests: CancellationToken::new(),
+            accept_task: Mutex::new(None),
+            io_tasks: TaskTracker::new(),
+            request_tasks: TaskTracker::new(),
+        };
+        let setup = ConnectionSetup {
+            processors: Arc::new(processors),
+            opaque: Arc::new(AtomicI32::new(0)),
+            io_tasks: server.io_tasks.clone(),
+            request_tasks: server.request_tasks.clone(),
+            refuse_requests: server.refuse_requests.clone(),
+            on_closed: Some(on_closed),
+        };
+        let accept = accept_loop(listener, setup, connections, server.stop_accepting.clone());
+        *lock(&server.accept_task) = Some(tokio::spawn(accept));
+        tracing::info!(%local_addr, "remoting server listening");
+        Ok(server)
+    }
+
+    /// The address actually bound.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Open connections.
+    pub fn connection_count(&self) -> usize {
+        lock(&self.connections).len()
+    }
+
+    /// Handles to the open connections.
+    pub fn connections(&self) -> Vec<Connection> {
+        lock(&self.connections).values().cloned().collect()
+    }
+
+    /// Stops accepting, lets in-flight requests finish (at most [`SHUTDOWN_DRAIN_MAX_MS`]), then
+    /// closes every connection.
+    pub async fn shutdown(&self) {
+        self.stop_accepting.cancel();
+        self.refuse_requests.cancel();
+        let accept_task = lock(&self.accept_task).take();
+        if let Some(task) = accept_task {
+            // The listener is dropped when the loop ends; a panic there has been logged by tokio.
+            drop(task.await);
+        }
+        self.request_tasks.close();
+        let drain = Duration::from_millis(SHUTDOWN_DRAIN_MAX_MS);
+        if tokio::time::timeout(drain, self.request_tasks.wait()).await.is_err() {
+            tracing::warn!(local_addr = %self.local_addr, in_flight = self.request_tasks.len(),
+                "shutdown drain deadline passed; closing connections with requests in flight");
+        }
+        for connection in self.connections() {
+            connection.close_with(CloseReason::Shutdown);
+        }
+        self.io_tasks.close();
+        // Writers give up on their own after CONNECTION_CLOSE_FLUSH_MAX_MS; the margin covers scheduling.
+        let flush = Duration::from_millis(CONNECTION_CLOSE_FLUSH_MAX_MS * 2);
+        if tokio::time::timeout(flush, self.io_tasks.wait()).await.is_err() {
+            tracing::warn!(local_addr = %self.local_addr, "connection tasks still running after shutdown");
+        }
+        tracing::info!(local_addr = %self.local_addr, "remoting server stopped");
+    }
+}
+
+impl Drop for RemotingServer {
+    fn drop(&mut self) {
+        self.stop_accepting.cancel();
+        self.refuse_requests.cancel();
+        for connection in self.connections() {
+            connection.close_with(CloseReason::Shutdown);
+        }
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    setup: ConnectionSetup,
+    connections: ConnectionTable,
+    stop: CancellationToken,
+) {
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            _ = stop.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, peer)) => match Connection::spawn(stream, setup.clone()) {
+                Ok(connection) => {
+                    tracing::debug!(%peer, connection_id = connection.id(), "connection accepted");
+                    lock(&connections).insert(connection.id(), connection.clone());
+                    // It may have closed before it was listed; the hook then found nothing to remove.
+                    if connection.is_closed() {
+                        lock(&connections).remove(&connection.id());
+                    }
+                }
+                Err(e) => tracing::warn!(%peer, error = %e, "cannot set up an accepted connection"),
+            },
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_millis(SERVER_ACCEPT_ERROR_BACKOFF_MS)) => {}
+                }
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section here is a single map operation; a poisoned table is still consistent.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
