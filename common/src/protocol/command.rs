@@ -12,12 +12,11 @@
 //! - JSON headers are emitted as fastjson emits them: keys in alphabetical order, null fields left
 //!   out, `extFields` values always strings. Responses are encoded in the request's serialize type.
 
-use std::collections::BTreeMap;
-
 use bytes::Buf;
 use bytes::BufMut;
 use bytes::Bytes;
 use bytes::BytesMut;
+use indexmap::IndexMap;
 use serde::Deserialize;
 use serde::Serialize;
 use thiserror::Error;
@@ -31,8 +30,10 @@ use super::header::HeaderError;
 use crate::limits::FRAME_SIZE_MAX_BYTES;
 use crate::limits::HEADER_SIZE_MAX_BYTES;
 
-/// `extFields`: a flat string map. Ordered, so encodings are deterministic.
-pub type ExtFields = BTreeMap<String, String>;
+/// `extFields`: a flat string map that remembers insertion order. Encoders emit it in Java `HashMap`
+/// order, where keys sharing a bucket keep insertion order — so headers insert their fields in the
+/// Java class's declaration order. Equality ignores order.
+pub type ExtFields = IndexMap<String, String>;
 
 /// `flag` bit 0: this command is a response (`RemotingCommand.RPC_TYPE`).
 pub const FLAG_RESPONSE: i32 = 0b01;
@@ -446,7 +447,7 @@ struct JsonHeaderOut<'a> {
 }
 
 /// `extFields` serialized in the order a Java `HashMap` iterates them, as a Java peer emits them;
-/// keys that share a bucket keep alphabetical order (Java would keep field-declaration order).
+/// keys that share a bucket keep insertion order, as in Java.
 struct JavaOrderedFields<'a>(&'a ExtFields);
 
 impl Serialize for JavaOrderedFields<'_> {
@@ -476,7 +477,7 @@ struct JsonHeaderIn {
     #[serde(default)]
     remark: Option<String>,
     #[serde(default, rename = "extFields")]
-    ext_fields: Option<BTreeMap<String, serde_json::Value>>,
+    ext_fields: Option<IndexMap<String, serde_json::Value>>,
 }
 
 fn decode_json_header(header: &[u8]) -> Result<RemotingCommand, DecodeError> {
@@ -659,7 +660,7 @@ mod tests {
             any::<i32>(),
             any::<i32>(),
             proptest::option::of(".{1,40}"),
-            proptest::collection::btree_map("[a-zA-Z]{1,12}", ".{0,40}", 0..8),
+            proptest::collection::vec(("[a-zA-Z]{1,12}", ".{0,40}"), 0..8),
             any::<bool>(),
             proptest::collection::vec(any::<u8>(), 0..256),
         )
@@ -670,7 +671,7 @@ mod tests {
                 opaque,
                 flag,
                 remark,
-                ext_fields: ext,
+                ext_fields: ext.into_iter().collect(),
                 serialize_type: if binary { SerializeType::RocketMq } else { SerializeType::Json },
                 body: Bytes::from(body),
             })
