@@ -62,7 +62,15 @@ mod tests {
             ["suggestWhichBrokerId", "nextBeginOffset", "maxOffset", "minOffset"]
         );
         assert_eq!(
-            hash_map_order(["brokerName", "brokerAddr", "clusterName", "haServerAddr", "brokerId", "compressed", "bodyCrc32"]),
+            hash_map_order([
+                "brokerName",
+                "brokerAddr",
+                "clusterName",
+                "haServerAddr",
+                "brokerId",
+                "compressed",
+                "bodyCrc32"
+            ]),
             ["brokerId", "bodyCrc32", "clusterName", "brokerAddr", "haServerAddr", "compressed", "brokerName"]
         );
         let v2: Vec<&str> = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "m"].to_vec();
