@@ -12,5 +12,6 @@
 
 pub mod java;
 pub mod limits;
+pub mod message;
 pub mod protocol;
 pub mod remoting;

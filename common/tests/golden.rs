@@ -15,9 +15,16 @@
 //! Each test decodes the Java bytes, checks the typed view, and re-encodes to the same bytes.
 
 use bytes::Bytes;
+use raftmq_common::message::model::Message;
+use raftmq_common::message::model::MessageExt;
+use raftmq_common::message::properties::Properties;
+use raftmq_common::message::record::DecodeOptions;
+use raftmq_common::message::record::decode_all;
+use raftmq_common::message::record::encode_record;
 use raftmq_common::protocol::LanguageCode;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::JsonBody;
 use raftmq_common::protocol::body::register::RegisterBrokerBody;
 use raftmq_common::protocol::body::register::TopicConfigSerializeWrapper;
@@ -25,6 +32,7 @@ use raftmq_common::protocol::body::topic::DataVersion;
 use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::protocol::header::CommandHeader;
 use raftmq_common::protocol::header::namesrv::RegisterBrokerRequestHeader;
+use raftmq_common::protocol::header::pull::PullMessageResponseHeader;
 use raftmq_common::protocol::header::send::SendMessageRequestHeader;
 use raftmq_common::protocol::header::send::SendMessageRequestHeaderV2;
 
@@ -124,4 +132,130 @@ fn register_broker_request_matches_java() {
     ours.opaque = 3;
     assert_eq!(ours.encode().unwrap().to_vec(), java);
     assert_eq!(header.to_ext_fields(), cmd.ext_fields);
+}
+
+/// A 4.9.8 broker answering PULL_MESSAGE (opaque 11) with two records of `TopicTest` queue 0.
+/// `PullMessageProcessor` sets the remark to the GetMessageStatus name (`FOUND`).
+const PULL_HEADER: &str = concat!(
+    r#"{"code":0,"extFields":{"suggestWhichBrokerId":"0","nextBeginOffset":"2","maxOffset":"2","minOffset":"0"},"#,
+    r#""flag":1,"language":"JAVA","opaque":11,"remark":"FOUND","serializeTypeCurrentRPC":"JSON","version":409}"#
+);
+/// total = 4 + 208 (header) + 2 × 178 (records) = 568 = 0x238; header length 208 = 0xD0.
+const PULL_LENGTHS: [u8; 8] = [0x00, 0x00, 0x02, 0x38, 0x00, 0x00, 0x00, 0xD0];
+
+/// One record written out by hand from `CommitLog.calMsgLength` / `MessageDecoder.decode`:
+/// TOTALSIZE = 91 + body 16 + topic 9 + properties 62 = 178 (0xB2). Born host 192.168.1.20:50000,
+/// store host 192.168.1.10:10911, born 1700000000000 (0x18BCFE56800), stored 123 ms later.
+fn java_record(fixed_88: [u8; 88], body: &[u8], properties: &str) -> Vec<u8> {
+    let mut v = fixed_88.to_vec(); // TOTALSIZE .. BODYLEN (offsets 0..88)
+    v.extend_from_slice(body); // 88 BODY
+    v.push(9); // TOPICLEN (v1: one byte)
+    v.extend_from_slice(b"TopicTest");
+    v.extend_from_slice(&(properties.len() as i16).to_be_bytes()); // PROPLEN
+    v.extend_from_slice(properties.as_bytes());
+    assert_eq!(v.len(), 178);
+    v
+}
+
+#[rustfmt::skip]
+const RECORD_0_FIXED: [u8; 88] = [
+    0x00, 0x00, 0x00, 0xB2, // TOTALSIZE 178
+    0xDA, 0xA3, 0x20, 0xA7, // MAGICCODE v1
+    0x24, 0x8C, 0x77, 0x4F, // BODYCRC crc32("Hello RocketMQ 0") & 0x7FFFFFFF
+    0x00, 0x00, 0x00, 0x00, // QUEUEID 0
+    0x00, 0x00, 0x00, 0x00, // FLAG 0
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // QUEUEOFFSET 0
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // PHYSICALOFFSET 0
+    0x00, 0x00, 0x00, 0x00, // SYSFLAG 0
+    0x00, 0x00, 0x01, 0x8B, 0xCF, 0xE5, 0x68, 0x00, // BORNTIMESTAMP
+    0xC0, 0xA8, 0x01, 0x14, 0x00, 0x00, 0xC3, 0x50, // BORNHOST 192.168.1.20:50000
+    0x00, 0x00, 0x01, 0x8B, 0xCF, 0xE5, 0x68, 0x7B, // STORETIMESTAMP
+    0xC0, 0xA8, 0x01, 0x0A, 0x00, 0x00, 0x2A, 0x9F, // STOREHOST 192.168.1.10:10911
+    0x00, 0x00, 0x00, 0x00, // RECONSUMETIMES 0
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // PREPARED_TX_OFFSET 0
+    0x00, 0x00, 0x00, 0x10, // BODYLEN 16
+];
+
+#[rustfmt::skip]
+const RECORD_1_FIXED: [u8; 88] = [
+    0x00, 0x00, 0x00, 0xB2, // TOTALSIZE 178
+    0xDA, 0xA3, 0x20, 0xA7, // MAGICCODE v1
+    0x53, 0x8B, 0x47, 0xD9, // BODYCRC crc32("Hello RocketMQ 1") & 0x7FFFFFFF
+    0x00, 0x00, 0x00, 0x00, // QUEUEID 0
+    0x00, 0x00, 0x00, 0x00, // FLAG 0
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, // QUEUEOFFSET 1
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xB2, // PHYSICALOFFSET 178
+    0x00, 0x00, 0x00, 0x00, // SYSFLAG 0
+    0x00, 0x00, 0x01, 0x8B, 0xCF, 0xE5, 0x68, 0x00, // BORNTIMESTAMP
+    0xC0, 0xA8, 0x01, 0x14, 0x00, 0x00, 0xC3, 0x50, // BORNHOST
+    0x00, 0x00, 0x01, 0x8B, 0xCF, 0xE5, 0x68, 0x7B, // STORETIMESTAMP
+    0xC0, 0xA8, 0x01, 0x0A, 0x00, 0x00, 0x2A, 0x9F, // STOREHOST
+    0x00, 0x00, 0x00, 0x00, // RECONSUMETIMES 0
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // PREPARED_TX_OFFSET 0
+    0x00, 0x00, 0x00, 0x10, // BODYLEN 16
+];
+
+const PROPS_0: &str = "UNIQ_KEY\u{1}C0A8011400002A9F0000000000000000\u{2}WAIT\u{1}true\u{2}TAGS\u{1}TagA\u{2}";
+const PROPS_1: &str = "UNIQ_KEY\u{1}C0A8011400002A9F0000000000000001\u{2}WAIT\u{1}true\u{2}TAGS\u{1}TagB\u{2}";
+
+fn our_record(queue_offset: i64, body: &'static [u8], properties: &str) -> MessageExt {
+    MessageExt {
+        message: Message {
+            topic: "TopicTest".into(),
+            flag: 0,
+            properties: Properties::from_wire_str(properties),
+            body: Bytes::from_static(body),
+        },
+        queue_id: 0,
+        store_size: 0,
+        queue_offset,
+        commit_log_offset: queue_offset * 178,
+        sys_flag: 0,
+        born_timestamp: 1_700_000_000_000,
+        born_host: "192.168.1.20:50000".parse().unwrap(),
+        store_timestamp: 1_700_000_000_123,
+        store_host: "192.168.1.10:10911".parse().unwrap(),
+        body_crc: 0,
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+    }
+}
+
+#[test]
+fn pull_message_response_with_two_records_matches_java() {
+    let mut body = java_record(RECORD_0_FIXED, b"Hello RocketMQ 0", PROPS_0);
+    body.extend(java_record(RECORD_1_FIXED, b"Hello RocketMQ 1", PROPS_1));
+    let java = frame(PULL_LENGTHS, PULL_HEADER, &body);
+
+    let cmd = RemotingCommand::decode(&java).expect("the Java frame decodes");
+    assert!(cmd.is_response());
+    assert_eq!(cmd.response_code(), ResponseCode::Success);
+    let header: PullMessageResponseHeader = cmd.decode_header().expect("typed header");
+    assert_eq!((header.next_begin_offset, header.min_offset, header.max_offset), (2, 0, 2));
+    let records = decode_all(&cmd.body, DecodeOptions::verify_crc()).expect("records decode with valid CRCs");
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[1].commit_log_offset, 178);
+    assert_eq!(records[1].message.tags(), Some("TagB"));
+    assert_eq!(records[0].offset_msg_id().to_string(), "C0A8010A00002A9F0000000000000000");
+
+    // Our broker's response: the records encoded by our codec, the header typed.
+    let mut ours_body = encode_record(&our_record(0, b"Hello RocketMQ 0", PROPS_0)).unwrap();
+    ours_body.extend_from_slice(&encode_record(&our_record(1, b"Hello RocketMQ 1", PROPS_1)).unwrap());
+    assert_eq!(&ours_body[..], &body[..], "records are byte-identical to the Java layout");
+    let request = {
+        let mut r = RemotingCommand::request(RequestCode::PullMessage);
+        r.opaque = 11;
+        r
+    };
+    let mut ours = RemotingCommand::response(ResponseCode::Success, Some("FOUND".to_owned()))
+        .with_header(&PullMessageResponseHeader {
+            suggest_which_broker_id: 0,
+            next_begin_offset: 2,
+            min_offset: 0,
+            max_offset: 2,
+        })
+        .with_body(ours_body.freeze())
+        .answering(&request);
+    ours.language = LanguageCode::Java;
+    assert_eq!(ours.encode().unwrap().to_vec(), java);
 }

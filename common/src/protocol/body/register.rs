@@ -146,14 +146,18 @@ impl RegisterBrokerBody {
         let max_bytes = REGISTER_BROKER_BODY_INFLATED_SIZE_MAX_BYTES;
         let mut plain = Vec::new();
         let limit = u64::try_from(max_bytes).unwrap_or(u64::MAX).saturating_add(1);
-        flate2::read::ZlibDecoder::new(bytes).take(limit).read_to_end(&mut plain).map_err(RegisterBodyError::Inflate)?;
+        flate2::read::ZlibDecoder::new(bytes)
+            .take(limit)
+            .read_to_end(&mut plain)
+            .map_err(RegisterBodyError::Inflate)?;
         if plain.len() > max_bytes {
             return Err(RegisterBodyError::TooLarge { max_bytes });
         }
         let mut cursor = Cursor { buf: &plain };
         let data_version = DataVersion::decode(cursor.part("dataVersion")?)?;
         let count = cursor.i32("topicConfigTable count")?;
-        let count = usize::try_from(count).map_err(|_| RegisterBodyError::Truncated { part: "topicConfigTable count" })?;
+        let count =
+            usize::try_from(count).map_err(|_| RegisterBodyError::Truncated { part: "topicConfigTable count" })?;
         let mut topic_config_table = BTreeMap::new();
         for _ in 0..count {
             let config = parse_topic_entry(cursor.part("topicConfig")?)?;

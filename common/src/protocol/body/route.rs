@@ -65,10 +65,7 @@ impl BrokerData {
     /// `BrokerData.selectBrokerAddr` without the randomness: the master's address, else the
     /// replica with the lowest id.
     pub fn select_broker_addr(&self) -> Option<&str> {
-        self.broker_addrs
-            .get(&MASTER_ID)
-            .or_else(|| self.broker_addrs.values().next())
-            .map(String::as_str)
+        self.broker_addrs.get(&MASTER_ID).or_else(|| self.broker_addrs.values().next()).map(String::as_str)
     }
 }
 

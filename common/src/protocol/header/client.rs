@@ -120,7 +120,7 @@ mod tests {
         assert_eq!(header.max_reconsume_times, Some(16));
         assert_eq!(header.unit_mode, Some(false));
         let mut missing = fields;
-        missing.remove("group");
+        missing.shift_remove("group");
         assert_eq!(
             ConsumerSendMsgBackRequestHeader::read_ext_fields(&missing),
             Err(HeaderError::Missing { field: "group" })

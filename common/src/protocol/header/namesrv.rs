@@ -445,11 +445,8 @@ mod tests {
     #[test]
     fn register_missing_required_field_is_named() {
         let mut f = register_header(None).to_ext_fields();
-        f.remove("brokerName");
-        assert_eq!(
-            RegisterBrokerRequestHeader::read_ext_fields(&f),
-            Err(HeaderError::Missing { field: "brokerName" })
-        );
+        f.shift_remove("brokerName");
+        assert_eq!(RegisterBrokerRequestHeader::read_ext_fields(&f), Err(HeaderError::Missing { field: "brokerName" }));
     }
 
     #[test]
@@ -465,8 +462,8 @@ mod tests {
 
     #[test]
     fn register_rejects_bad_role_and_oversized_node_id() {
-        let mut f = register_header(Some(RaftRegistration { term: 1, role: RaftRole::Leader, node_id: 0 }))
-            .to_ext_fields();
+        let mut f =
+            register_header(Some(RaftRegistration { term: 1, role: RaftRole::Leader, node_id: 0 })).to_ext_fields();
         f.insert(RAFT_ROLE_KEY.into(), "KING".into());
         assert!(matches!(
             RegisterBrokerRequestHeader::read_ext_fields(&f),

@@ -164,7 +164,7 @@ mod tests {
         assert_eq!(header.to_ext_fields(), fields);
 
         let mut missing = fields.clone();
-        missing.remove("subVersion");
+        missing.shift_remove("subVersion");
         assert_eq!(
             PullMessageRequestHeader::read_ext_fields(&missing),
             Err(HeaderError::Missing { field: "subVersion" })

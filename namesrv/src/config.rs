@@ -1,0 +1,309 @@
+//! `NamesrvConfig`: what `raftmq namesrv` reads from its TOML file (`-c`) and flag overrides.
+//!
+//! Keys are RocketMQ's camelCase names (`NamesrvConfig`, `NettyServerConfig`); unknown keys fail at
+//! startup. Durations accept RocketMQ's plain milliseconds (`10000`) or a string with a unit
+//! (`"10s"`, `"500ms"`, `"2m"`, `"1h"`). Layering: defaults < file < overrides.
+//!
+//! ```toml
+//! listenPort = 9876                        # RocketMQ's NameServer port
+//! bindAddress = "0.0.0.0"
+//! scanNotActiveBrokerInterval = "10s"      # liveness scan period (4.x: 10 s)
+//! brokerChannelExpiredTime = "120s"        # a broker silent this long is dropped
+//! kvConfigPath = "/home/me/namesrv/kvConfig.json"   # "" keeps KV config in memory only
+//! orderMessageEnable = false               # fill orderTopicConf from the ORDER_TOPIC_CONFIG namespace
+//! deleteTopicWithBrokerRegistration = false
+//! enableAllTopicList = true                # serve GET_ALL_TOPIC_LIST_FROM_NAMESERVER
+//! enableTopicList = true                   # serve GET_TOPICS_BY_CLUSTER
+//! ```
+//!
+//! Invariants after [`NamesrvConfig::validate`]: both durations are non-zero and fit `u64` ms.
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde::Serialize;
+use thiserror::Error;
+
+/// RocketMQ's NameServer port.
+pub const LISTEN_PORT_DEFAULT: u16 = 9876;
+/// Liveness scan period (RocketMQ 4.x scans every 10 s).
+pub const SCAN_NOT_ACTIVE_BROKER_INTERVAL_DEFAULT: Duration = Duration::from_secs(10);
+/// Broker expiry (`RouteInfoManager.BROKER_CHANNEL_EXPIRED_TIME`, 120 s).
+pub const BROKER_CHANNEL_EXPIRED_TIME_DEFAULT: Duration = Duration::from_secs(120);
+
+/// The NameServer's configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct NamesrvConfig {
+    /// TCP port for remoting (default 9876).
+    pub listen_port: u16,
+    /// Interface to listen on (default `0.0.0.0`).
+    pub bind_address: String,
+    /// Period of the scan that drops silent brokers (default 10 s).
+    #[serde(with = "duration")]
+    pub scan_not_active_broker_interval: Duration,
+    /// A broker not heard from for longer than this is dropped (default 120 s), unless its
+    /// registration carries `heartbeatTimeoutMillis`.
+    #[serde(with = "duration")]
+    pub broker_channel_expired_time: Duration,
+    /// Where KV config is persisted (default `$HOME/namesrv/kvConfig.json`, as RocketMQ); empty = memory only.
+    pub kv_config_path: String,
+    /// Put the `ORDER_TOPIC_CONFIG` value into routes' `orderTopicConf` (default false).
+    pub order_message_enable: bool,
+    /// Remove a group's topics missing from its leader's newer registration (default false).
+    pub delete_topic_with_broker_registration: bool,
+    /// Serve GET_ALL_TOPIC_LIST_FROM_NAMESERVER (default true).
+    pub enable_all_topic_list: bool,
+    /// Serve GET_TOPICS_BY_CLUSTER (default true).
+    pub enable_topic_list: bool,
+}
+
+impl Default for NamesrvConfig {
+    fn default() -> Self {
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+        NamesrvConfig {
+            listen_port: LISTEN_PORT_DEFAULT,
+            bind_address: "0.0.0.0".to_owned(),
+            scan_not_active_broker_interval: SCAN_NOT_ACTIVE_BROKER_INTERVAL_DEFAULT,
+            broker_channel_expired_time: BROKER_CHANNEL_EXPIRED_TIME_DEFAULT,
+            kv_config_path: home.join("namesrv").join("kvConfig.json").to_string_lossy().into_owned(),
+            order_message_enable: false,
+            delete_topic_with_broker_registration: false,
+            enable_all_topic_list: true,
+            enable_topic_list: true,
+        }
+    }
+}
+
+/// Why the configuration could not be built.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file or an override is not valid TOML for this config (unknown key, wrong type, ...).
+    #[error("invalid NameServer config{origin}: {source}")]
+    Parse {
+        /// ` in <file>` or empty.
+        origin: String,
+        /// What toml reported.
+        #[source]
+        source: toml::de::Error,
+    },
+    /// An override is not `key=value`.
+    #[error("invalid override {0:?}: expected key=value")]
+    Override(String),
+    /// A value is out of range.
+    #[error("invalid NameServer config: {0}")]
+    Invalid(String),
+}
+
+impl NamesrvConfig {
+    /// Defaults, then the TOML file at `path` (if any), then `overrides` as `(key, value)` pairs
+    /// (camelCase keys; a value is read as TOML when it parses, else as a string, so `9877`,
+    /// `true` and `10s` all work). The result is validated.
+    pub fn load(path: Option<&Path>, overrides: &[(String, String)]) -> Result<Self, ConfigError> {
+        let (mut table, origin) = match path {
+            None => (toml::Table::new(), String::new()),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+                let origin = format!(" in {}", path.display());
+                let table = text
+                    .parse::<toml::Table>()
+                    .map_err(|source| ConfigError::Parse { origin: origin.clone(), source })?;
+                (table, origin)
+            }
+        };
+        for (key, raw) in overrides {
+            table.insert(key.clone(), override_value(raw));
+        }
+        let config: NamesrvConfig = toml::Value::Table(table)
+            .try_into()
+            .map_err(|source| ConfigError::Parse { origin: origin.clone(), source })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Parses a TOML document (no overrides) and validates it.
+    pub fn from_toml_str(text: &str) -> Result<Self, ConfigError> {
+        let config: NamesrvConfig =
+            toml::from_str(text).map_err(|source| ConfigError::Parse { origin: String::new(), source })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Splits `key=value` flag arguments into pairs for [`Self::load`].
+    pub fn parse_overrides<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Vec<(String, String)>, ConfigError> {
+        args.into_iter()
+            .map(|arg| match arg.split_once('=') {
+                Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
+                _ => Err(ConfigError::Override(arg.to_owned())),
+            })
+            .collect()
+    }
+
+    /// Checks ranges serde cannot express.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for (key, d) in [
+            ("scanNotActiveBrokerInterval", self.scan_not_active_broker_interval),
+            ("brokerChannelExpiredTime", self.broker_channel_expired_time),
+        ] {
+            if d.is_zero() {
+                return Err(ConfigError::Invalid(format!("{key} must be greater than zero")));
+            }
+            if u64::try_from(d.as_millis()).is_err() {
+                return Err(ConfigError::Invalid(format!("{key} is too large")));
+            }
+        }
+        if self.bind_address.trim().is_empty() {
+            return Err(ConfigError::Invalid("bindAddress is empty".to_owned()));
+        }
+        Ok(())
+    }
+
+    /// The merged configuration as TOML (`-p/--printConfigItem`).
+    pub fn to_toml_string(&self) -> String {
+        // Every field is a string, bool, integer or duration string: serialization cannot fail.
+        toml::to_string(self).unwrap_or_else(|e| format!("# cannot print config: {e}\n"))
+    }
+
+    /// The KV-config file, `None` for memory only.
+    pub fn kv_config_file(&self) -> Option<PathBuf> {
+        if self.kv_config_path.is_empty() { None } else { Some(PathBuf::from(&self.kv_config_path)) }
+    }
+
+    /// `brokerChannelExpiredTime` in ms (validated to fit).
+    pub fn broker_channel_expired_ms(&self) -> u64 {
+        u64::try_from(self.broker_channel_expired_time.as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+fn override_value(raw: &str) -> toml::Value {
+    // Parse `v = <raw>` so integers and booleans keep their type; anything else is a string.
+    match format!("v = {raw}").parse::<toml::Table>() {
+        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(raw.to_owned())),
+        Err(_) => toml::Value::String(raw.to_owned()),
+    }
+}
+
+/// Durations as integer milliseconds (RocketMQ) or strings with a unit (`ms`, `s`, `m`, `h`).
+mod duration {
+    use std::time::Duration;
+
+    use serde::Deserialize;
+    use serde::Deserializer;
+    use serde::Serializer;
+    use serde::de::Error;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        let ms = d.as_millis();
+        if ms.is_multiple_of(1000) {
+            s.serialize_str(&format!("{}s", ms / 1000))
+        } else {
+            s.serialize_str(&format!("{ms}ms"))
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Millis(u64),
+        Text(String),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        match Raw::deserialize(d)? {
+            Raw::Millis(ms) => Ok(Duration::from_millis(ms)),
+            Raw::Text(text) => parse(&text).ok_or_else(|| {
+                D::Error::custom(format!(
+                    "invalid duration {text:?}: expected e.g. 10000, \"500ms\", \"10s\", \"2m\", \"1h\""
+                ))
+            }),
+        }
+    }
+
+    pub(super) fn parse(text: &str) -> Option<Duration> {
+        let text = text.trim();
+        let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+        let (number, unit) = text.split_at(split);
+        let n: u64 = number.parse().ok()?;
+        let ms_per_unit: u64 = match unit.trim() {
+            "" | "ms" => 1,
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            _ => return None,
+        };
+        n.checked_mul(ms_per_unit).map(Duration::from_millis)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_rocketmqs() {
+        let c = NamesrvConfig::load(None, &[]).expect("defaults");
+        assert_eq!(c.listen_port, 9876);
+        assert_eq!(c.scan_not_active_broker_interval, Duration::from_secs(10));
+        assert_eq!(c.broker_channel_expired_time, Duration::from_secs(120));
+        assert!(c.kv_config_path.ends_with("kvConfig.json"));
+        assert!(!c.delete_topic_with_broker_registration);
+    }
+
+    #[test]
+    fn file_then_overrides() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("namesrv.toml");
+        std::fs::write(
+            &path,
+            "listenPort = 9000\nscanNotActiveBrokerInterval = 5000\nbrokerChannelExpiredTime = \"30s\"\nkvConfigPath = \"\"\n",
+        )
+        .expect("write");
+        let overrides =
+            NamesrvConfig::parse_overrides(["listenPort=9001", "scanNotActiveBrokerInterval=2s"]).expect("ok");
+        let c = NamesrvConfig::load(Some(&path), &overrides).expect("load");
+        assert_eq!(c.listen_port, 9001);
+        assert_eq!(c.scan_not_active_broker_interval, Duration::from_secs(2));
+        assert_eq!(c.broker_channel_expired_time, Duration::from_secs(30));
+        assert_eq!(c.kv_config_file(), None);
+        // The printed form reads back to the same config.
+        assert_eq!(NamesrvConfig::from_toml_str(&c.to_toml_string()).expect("round trip"), c);
+    }
+
+    #[test]
+    fn unknown_keys_bad_values_and_zero_durations_fail() {
+        assert!(matches!(NamesrvConfig::from_toml_str("listenPortt = 1"), Err(ConfigError::Parse { .. })));
+        assert!(matches!(NamesrvConfig::from_toml_str("listenPort = 70000"), Err(ConfigError::Parse { .. })));
+        assert!(matches!(
+            NamesrvConfig::from_toml_str("scanNotActiveBrokerInterval = \"10 parsecs\""),
+            Err(ConfigError::Parse { .. })
+        ));
+        assert!(matches!(NamesrvConfig::from_toml_str("brokerChannelExpiredTime = 0"), Err(ConfigError::Invalid(_))));
+        assert!(matches!(NamesrvConfig::parse_overrides(["novalue"]), Err(ConfigError::Override(_))));
+        assert!(matches!(
+            NamesrvConfig::load(Some(Path::new("/nonexistent/namesrv.toml")), &[]),
+            Err(ConfigError::Read { .. })
+        ));
+    }
+
+    #[test]
+    fn duration_units() {
+        assert_eq!(duration::parse("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(duration::parse("3m"), Some(Duration::from_secs(180)));
+        assert_eq!(duration::parse("1h"), Some(Duration::from_secs(3600)));
+        assert_eq!(duration::parse("42"), Some(Duration::from_millis(42)));
+        assert_eq!(duration::parse("s"), None);
+        assert_eq!(duration::parse("99999999999999999999h"), None);
+    }
+}

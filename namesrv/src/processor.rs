@@ -1,0 +1,365 @@
+//! `NamesrvProcessor`: the NameServer's request handlers (`DefaultRequestProcessor` and
+//! `ClientRequestProcessor` in RocketMQ), one method per request code.
+//!
+//! ```text
+//!  request ──> handle(conn, request) ──match code──> decode header/body ──> RouteInfoManager (RwLock)
+//!                                                                      └─> KvConfigManager (RwLock)
+//!          <── response (SUCCESS + body | error code + remark)
+//! ```
+//!
+//! Handlers are synchronous and hold a lock only while touching the tables: JSON encoding of a
+//! route happens after the read lock is released. Nothing here panics on peer input; every bad
+//! header or body becomes an error response with a remark (SYSTEM_ERROR, as a Java NameServer
+//! answers a `RemotingCommandException`), and the connection carries on.
+//!
+//! Codes served: REGISTER_BROKER, UNREGISTER_BROKER, GET_ROUTEINFO_BY_TOPIC, GET_BROKER_CLUSTER_INFO,
+//! GET_ALL_TOPIC_LIST_FROM_NAMESERVER, GET_TOPICS_BY_CLUSTER, DELETE_TOPIC_IN_NAMESRV,
+//! PUT/GET/DELETE_KV_CONFIG, GET_KVLIST_BY_NAMESPACE ([`SERVED_CODES`]); the transport answers any
+//! other code REQUEST_CODE_NOT_SUPPORTED.
+
+use std::sync::PoisonError;
+use std::sync::RwLock;
+use std::sync::RwLockReadGuard;
+use std::sync::RwLockWriteGuard;
+use std::time::Instant;
+
+use raftmq_common::protocol::RemotingCommand;
+use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::register::RegisterBrokerBody;
+use raftmq_common::protocol::body::register::body_crc32;
+use raftmq_common::protocol::header::CommandHeader;
+use raftmq_common::protocol::header::namesrv::DeleteKvConfigRequestHeader;
+use raftmq_common::protocol::header::namesrv::DeleteTopicFromNamesrvRequestHeader;
+use raftmq_common::protocol::header::namesrv::GetKvConfigRequestHeader;
+use raftmq_common::protocol::header::namesrv::GetKvConfigResponseHeader;
+use raftmq_common::protocol::header::namesrv::GetKvListByNamespaceRequestHeader;
+use raftmq_common::protocol::header::namesrv::GetRouteInfoRequestHeader;
+use raftmq_common::protocol::header::namesrv::GetTopicsByClusterRequestHeader;
+use raftmq_common::protocol::header::namesrv::PutKvConfigRequestHeader;
+use raftmq_common::protocol::header::namesrv::RegisterBrokerRequestHeader;
+use raftmq_common::protocol::header::namesrv::RegisterBrokerResponseHeader;
+use raftmq_common::protocol::header::namesrv::UnregisterBrokerRequestHeader;
+use raftmq_common::remoting::ConnectionContext;
+use raftmq_common::remoting::RequestProcessor;
+
+use crate::config::NamesrvConfig;
+use crate::kv_config::KvConfigManager;
+use crate::kv_config::NAMESPACE_ORDER_TOPIC_CONFIG;
+use crate::route_info::BrokerRegistration;
+use crate::route_info::ConnId;
+use crate::route_info::RemovedBroker;
+use crate::route_info::RouteInfoManager;
+use crate::route_info::RouteSettings;
+
+/// The request codes [`NamesrvProcessor`] handles.
+pub const SERVED_CODES: [RequestCode; 11] = [
+    RequestCode::RegisterBroker,
+    RequestCode::UnregisterBroker,
+    RequestCode::GetRouteinfoByTopic,
+    RequestCode::GetBrokerClusterInfo,
+    RequestCode::GetAllTopicListFromNameserver,
+    RequestCode::GetTopicsByCluster,
+    RequestCode::DeleteTopicInNamesrv,
+    RequestCode::PutKvConfig,
+    RequestCode::GetKvConfig,
+    RequestCode::DeleteKvConfig,
+    RequestCode::GetKvlistByNamespace,
+];
+
+/// Feature switches of the handlers (from [`NamesrvConfig`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Switches {
+    order_message_enable: bool,
+    enable_all_topic_list: bool,
+    enable_topic_list: bool,
+}
+
+/// The NameServer's state and request handlers; shared by all connections.
+#[derive(Debug)]
+pub struct NamesrvProcessor {
+    routes: RwLock<RouteInfoManager>,
+    kv: RwLock<KvConfigManager>,
+    switches: Switches,
+    /// Liveness runs on a monotonic clock: ms since this instant.
+    epoch: Instant,
+}
+
+/// An error answer: its code and remark.
+#[derive(Debug)]
+struct Rejection {
+    code: ResponseCode,
+    remark: String,
+}
+
+impl Rejection {
+    fn new(code: ResponseCode, remark: String) -> Self {
+        Rejection { code, remark }
+    }
+
+    fn into_command(self) -> RemotingCommand {
+        RemotingCommand::response(self.code, Some(self.remark))
+    }
+}
+
+type Response = Result<RemotingCommand, Rejection>;
+
+fn system_error(remark: String) -> Rejection {
+    Rejection::new(ResponseCode::SystemError, remark)
+}
+
+fn header<H: CommandHeader>(request: &RemotingCommand) -> Result<H, Rejection> {
+    request.decode_header::<H>().map_err(|e| system_error(format!("bad request header: {e}")))
+}
+
+fn json_body(body: &impl JsonBody) -> Response {
+    body.encode().map(|bytes| RemotingCommand::success().with_body(bytes)).map_err(|e| system_error(e.to_string()))
+}
+
+impl NamesrvProcessor {
+    /// Empty route tables and the given KV config.
+    pub fn new(config: &NamesrvConfig, kv: KvConfigManager) -> Self {
+        let settings = RouteSettings {
+            broker_channel_expired_ms: config.broker_channel_expired_ms(),
+            delete_topic_with_broker_registration: config.delete_topic_with_broker_registration,
+        };
+        NamesrvProcessor {
+            routes: RwLock::new(RouteInfoManager::new(settings)),
+            kv: RwLock::new(kv),
+            switches: Switches {
+                order_message_enable: config.order_message_enable,
+                enable_all_topic_list: config.enable_all_topic_list,
+                enable_topic_list: config.enable_topic_list,
+            },
+            epoch: Instant::now(),
+        }
+    }
+
+    /// Answers one request. `conn` is the connection it came on (brokers are dropped when it closes).
+    pub fn handle(&self, conn: Option<ConnId>, request: &RemotingCommand) -> RemotingCommand {
+        let code = request.request_code();
+        let result = match code {
+            RequestCode::RegisterBroker => self.register_broker(conn, request),
+            RequestCode::UnregisterBroker => self.unregister_broker(request),
+            RequestCode::GetRouteinfoByTopic => self.get_route_info_by_topic(request),
+            RequestCode::GetBrokerClusterInfo => self.get_broker_cluster_info(),
+            RequestCode::GetAllTopicListFromNameserver => self.get_all_topic_list(),
+            RequestCode::GetTopicsByCluster => self.get_topics_by_cluster(request),
+            RequestCode::DeleteTopicInNamesrv => self.delete_topic(request),
+            RequestCode::PutKvConfig => self.put_kv_config(request),
+            RequestCode::GetKvConfig => self.get_kv_config(request),
+            RequestCode::DeleteKvConfig => self.delete_kv_config(request),
+            RequestCode::GetKvlistByNamespace => self.get_kv_list_by_namespace(request),
+            _ => Err(Rejection::new(
+                ResponseCode::RequestCodeNotSupported,
+                format!(" request type {} not supported", request.code),
+            )),
+        };
+        let response = result.unwrap_or_else(Rejection::into_command);
+        if response.code != ResponseCode::Success.as_i32() {
+            tracing::debug!(request_code = %code, response_code = response.code, remark = ?response.remark,
+                "namesrv request failed");
+        }
+        response.answering(request)
+    }
+
+    /// The liveness scan: drops brokers silent past their timeout. Returns them for the log.
+    pub fn scan_not_active_brokers(&self) -> Vec<RemovedBroker> {
+        let removed = self.routes_mut().scan_not_active_brokers(self.now_ms());
+        for r in &removed {
+            tracing::warn!(broker_name = %r.broker_name, broker_addr = %r.broker_addr, was_leader = r.was_leader,
+                "broker expired: no heartbeat within its timeout");
+        }
+        removed
+    }
+
+    /// A connection closed: drops the brokers that registered over it.
+    pub fn connection_closed(&self, conn: ConnId) -> Vec<RemovedBroker> {
+        let removed = self.routes_mut().connection_closed(conn);
+        for r in &removed {
+            tracing::info!(broker_name = %r.broker_name, broker_addr = %r.broker_addr, was_leader = r.was_leader,
+                "broker connection closed; broker removed");
+        }
+        removed
+    }
+
+    /// Read access to the route tables (tests, admin views).
+    pub fn routes(&self) -> RwLockReadGuard<'_, RouteInfoManager> {
+        // A panic while holding the lock can only come from a bug in RouteInfoManager, whose
+        // methods keep the tables consistent before any step that could panic; serving on is safer
+        // than failing every later request.
+        self.routes.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn routes_mut(&self) -> RwLockWriteGuard<'_, RouteInfoManager> {
+        self.routes.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn kv(&self) -> RwLockReadGuard<'_, KvConfigManager> {
+        self.kv.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn kv_mut(&self) -> RwLockWriteGuard<'_, KvConfigManager> {
+        self.kv.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn register_broker(&self, conn: Option<ConnId>, request: &RemotingCommand) -> Response {
+        let h: RegisterBrokerRequestHeader = header(request)?;
+        if h.body_crc32 != 0 && body_crc32(&request.body) != h.body_crc32 {
+            return Err(system_error(format!(
+                "crc32 not match: header bodyCrc32={} but the body's is {}",
+                h.body_crc32,
+                body_crc32(&request.body)
+            )));
+        }
+        // Java treats a missing body as an empty table with DataVersion 0.
+        let body = if request.body.is_empty() {
+            RegisterBrokerBody::default()
+        } else {
+            RegisterBrokerBody::decode_body(&request.body, h.compressed)
+                .map_err(|e| system_error(format!("bad REGISTER_BROKER body: {e}")))?
+        };
+        let registration = BrokerRegistration {
+            cluster_name: h.cluster_name,
+            broker_name: h.broker_name,
+            broker_addr: h.broker_addr,
+            ha_server_addr: h.ha_server_addr,
+            broker_id: h.broker_id,
+            raft: h.raft,
+            topic_config: body.topic_config_serialize_wrapper,
+            // A non-positive timeout makes no sense; fall back to the NameServer's default.
+            heartbeat_timeout_ms: h.heartbeat_timeout_millis.and_then(|ms| u64::try_from(ms).ok()).filter(|ms| *ms > 0),
+            conn,
+        };
+        let (broker_name, broker_addr, raft) =
+            (registration.broker_name.clone(), registration.broker_addr.clone(), registration.raft);
+        let outcome = self
+            .routes_mut()
+            .register(registration, self.now_ms())
+            .map_err(|e| system_error(format!("bad REGISTER_BROKER: {e}")))?;
+        if outcome.leader_changed {
+            tracing::info!(%broker_name, %broker_addr, term = ?raft.map(|r| r.term), writable = outcome.is_writable,
+                "broker group's writable address changed");
+        } else {
+            tracing::debug!(%broker_name, %broker_addr, term = ?raft.map(|r| r.term), "broker heartbeat");
+        }
+        let mut response = RemotingCommand::success().with_header(&RegisterBrokerResponseHeader {
+            ha_server_addr: outcome.ha_server_addr,
+            master_addr: outcome.master_addr,
+        });
+        if let Some(order_topics) = self.kv().namespace(NAMESPACE_ORDER_TOPIC_CONFIG) {
+            response = response.with_body(order_topics.encode().map_err(|e| system_error(e.to_string()))?);
+        }
+        Ok(response)
+    }
+
+    fn unregister_broker(&self, request: &RemotingCommand) -> Response {
+        let h: UnregisterBrokerRequestHeader = header(request)?;
+        if let Some(r) = self.routes_mut().unregister(&h.broker_name, &h.broker_addr) {
+            tracing::info!(broker_name = %r.broker_name, broker_addr = %r.broker_addr, was_leader = r.was_leader,
+                "broker unregistered");
+        }
+        Ok(RemotingCommand::success())
+    }
+
+    fn get_route_info_by_topic(&self, request: &RemotingCommand) -> Response {
+        let h: GetRouteInfoRequestHeader = header(request)?;
+        let route = self.routes().pickup_topic_route(&h.topic);
+        let Some(mut route) = route else {
+            return Err(Rejection::new(
+                ResponseCode::TopicNotExist,
+                format!(
+                    "No topic route info in name server for the topic: {}; no live broker group serves it \
+                     (create it with `raftmq admin updateTopic`, or check that its brokers are registered)",
+                    h.topic
+                ),
+            ));
+        };
+        if self.switches.order_message_enable {
+            route.order_topic_conf = self.kv().get(NAMESPACE_ORDER_TOPIC_CONFIG, &h.topic).map(str::to_owned);
+        }
+        // Always standard JSON (quoted brokerId keys): fastjson reads it whatever the client's version.
+        json_body(&route)
+    }
+
+    fn get_broker_cluster_info(&self) -> Response {
+        // Copy under the read lock, encode after releasing it.
+        let info = self.routes().cluster_info();
+        json_body(&info)
+    }
+
+    fn get_all_topic_list(&self) -> Response {
+        if !self.switches.enable_all_topic_list {
+            return Err(system_error("disable".to_owned()));
+        }
+        let topics = self.routes().all_topics();
+        json_body(&topics)
+    }
+
+    fn get_topics_by_cluster(&self, request: &RemotingCommand) -> Response {
+        let h: GetTopicsByClusterRequestHeader = header(request)?;
+        if !self.switches.enable_topic_list {
+            return Err(system_error("disable".to_owned()));
+        }
+        let topics = self.routes().topics_by_cluster(&h.cluster);
+        json_body(&topics)
+    }
+
+    fn delete_topic(&self, request: &RemotingCommand) -> Response {
+        let h: DeleteTopicFromNamesrvRequestHeader = header(request)?;
+        let removed = self.routes_mut().delete_topic(&h.topic, h.cluster_name.as_deref());
+        tracing::info!(topic = %h.topic, cluster = ?h.cluster_name, removed, "DELETE_TOPIC_IN_NAMESRV");
+        Ok(RemotingCommand::success())
+    }
+
+    fn put_kv_config(&self, request: &RemotingCommand) -> Response {
+        let h: PutKvConfigRequestHeader = header(request)?;
+        self.kv_mut().put(&h.namespace, &h.key, &h.value).map_err(|e| system_error(e.to_string()))?;
+        Ok(RemotingCommand::success())
+    }
+
+    fn get_kv_config(&self, request: &RemotingCommand) -> Response {
+        let h: GetKvConfigRequestHeader = header(request)?;
+        match self.kv().get(&h.namespace, &h.key) {
+            Some(value) => {
+                Ok(RemotingCommand::success().with_header(&GetKvConfigResponseHeader { value: Some(value.to_owned()) }))
+            }
+            None => Err(Rejection::new(
+                ResponseCode::QueryNotFound,
+                format!("No config item, Namespace: {} Key: {}", h.namespace, h.key),
+            )),
+        }
+    }
+
+    fn delete_kv_config(&self, request: &RemotingCommand) -> Response {
+        let h: DeleteKvConfigRequestHeader = header(request)?;
+        self.kv_mut().delete(&h.namespace, &h.key).map_err(|e| system_error(e.to_string()))?;
+        Ok(RemotingCommand::success())
+    }
+
+    fn get_kv_list_by_namespace(&self, request: &RemotingCommand) -> Response {
+        let h: GetKvListByNamespaceRequestHeader = header(request)?;
+        let table = self.kv().namespace(&h.namespace);
+        match table {
+            Some(table) => json_body(&table),
+            None => {
+                Err(Rejection::new(ResponseCode::QueryNotFound, format!("No config item, Namespace: {}", h.namespace)))
+            }
+        }
+    }
+}
+
+/// The transport entry point: every served code goes through [`NamesrvProcessor::handle`].
+impl RequestProcessor for NamesrvProcessor {
+    async fn process(&self, ctx: ConnectionContext, request: RemotingCommand) -> Option<RemotingCommand> {
+        Some(self.handle(Some(ctx.connection_id()), &request))
+    }
+}
+
+#[cfg(test)]
+mod tests;

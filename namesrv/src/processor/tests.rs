@@ -1,0 +1,261 @@
+//! Handler tests without sockets: commands in, commands out.
+
+use raftmq_common::protocol::body::register::ClusterInfo;
+use raftmq_common::protocol::body::register::KvTable;
+use raftmq_common::protocol::body::register::TopicConfigSerializeWrapper;
+use raftmq_common::protocol::body::register::TopicList;
+use raftmq_common::protocol::body::route::TopicRouteData;
+use raftmq_common::protocol::body::topic::DataVersion;
+use raftmq_common::protocol::body::topic::TopicConfig;
+use raftmq_common::protocol::header::namesrv::RaftRegistration;
+use raftmq_common::protocol::header::namesrv::RaftRole;
+
+use super::*;
+
+fn config() -> NamesrvConfig {
+    NamesrvConfig { kv_config_path: String::new(), ..NamesrvConfig::default() }
+}
+
+fn processor_with(config: &NamesrvConfig) -> NamesrvProcessor {
+    NamesrvProcessor::new(config, KvConfigManager::load(config.kv_config_file()).expect("kv"))
+}
+
+fn addr(node: u64) -> String {
+    format!("127.0.0.1:{}", 10911 + node * 10)
+}
+
+fn register_header(node: u64, term: u64, role: RaftRole) -> RegisterBrokerRequestHeader {
+    RegisterBrokerRequestHeader {
+        broker_name: "broker-a".into(),
+        broker_addr: addr(node),
+        cluster_name: "DefaultCluster".into(),
+        ha_server_addr: addr(node),
+        broker_id: if role == RaftRole::Leader { 0 } else { node as i64 + 1 },
+        heartbeat_timeout_millis: None,
+        compressed: false,
+        body_crc32: 0,
+        raft: Some(RaftRegistration { term, role, node_id: node }),
+    }
+}
+
+fn body(topics: &[&str]) -> RegisterBrokerBody {
+    let mut wrapper =
+        TopicConfigSerializeWrapper { data_version: DataVersion { counter: 1, timestamp: 42 }, ..Default::default() };
+    for t in topics {
+        let config = TopicConfig { read_queue_nums: 4, write_queue_nums: 4, ..TopicConfig::new(*t) };
+        wrapper.topic_config_table.insert((*t).to_owned(), config);
+    }
+    RegisterBrokerBody { filter_server_list: vec![], topic_config_serialize_wrapper: wrapper }
+}
+
+fn register(node: u64, term: u64, role: RaftRole, compressed: bool) -> RemotingCommand {
+    let mut h = register_header(node, term, role);
+    h.compressed = compressed;
+    let bytes = body(&["TopicA"]).encode_body(compressed).expect("body");
+    h.body_crc32 = body_crc32(&bytes);
+    let mut cmd = RemotingCommand::request_with_header(RequestCode::RegisterBroker, &h).with_body(bytes);
+    cmd.opaque = 7;
+    cmd
+}
+
+fn route_request(topic: &str) -> RemotingCommand {
+    RemotingCommand::request_with_header(
+        RequestCode::GetRouteinfoByTopic,
+        &GetRouteInfoRequestHeader { topic: topic.into(), accept_standard_json_only: None },
+    )
+}
+
+fn ok(response: &RemotingCommand) {
+    assert_eq!(response.response_code(), ResponseCode::Success, "remark: {:?}", response.remark);
+}
+
+#[test]
+fn register_json_then_route_lookup() {
+    let p = processor_with(&config());
+    let response = p.handle(Some(1), &register(0, 1, RaftRole::Leader, false));
+    ok(&response);
+    assert!(response.is_response());
+    assert_eq!(response.opaque, 7);
+    let route = p.handle(None, &route_request("TopicA"));
+    ok(&route);
+    let route = TopicRouteData::decode(&route.body).expect("route");
+    assert_eq!(route.broker_datas[0].broker_addrs.get(&0), Some(&addr(0)));
+    assert_eq!(route.queue_datas[0].write_queue_nums, 4);
+}
+
+#[test]
+fn register_compressed_and_followers_learn_the_master() {
+    let p = processor_with(&config());
+    ok(&p.handle(Some(1), &register(0, 1, RaftRole::Leader, true)));
+    let response = p.handle(Some(2), &register(1, 1, RaftRole::Follower, true));
+    ok(&response);
+    let h: RegisterBrokerResponseHeader = response.decode_header().expect("header");
+    assert_eq!(h.master_addr, Some(addr(0)));
+    assert_eq!(p.routes().broker_data("broker-a").expect("group").broker_addrs.len(), 2);
+}
+
+#[test]
+fn bad_registrations_get_system_error_with_a_remark() {
+    let p = processor_with(&config());
+    let mut crc = register(0, 1, RaftRole::Leader, false);
+    crc.ext_fields.insert("bodyCrc32".into(), "12345".into());
+    let r = p.handle(Some(1), &crc);
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+    assert!(r.remark.as_deref().unwrap_or_default().contains("crc32"), "{:?}", r.remark);
+
+    let mut missing = register(0, 1, RaftRole::Leader, false);
+    missing.ext_fields.shift_remove("brokerName");
+    let r = p.handle(Some(1), &missing);
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+    assert!(r.remark.as_deref().unwrap_or_default().contains("brokerName"), "{:?}", r.remark);
+
+    let mut malformed = register(0, 1, RaftRole::Leader, false);
+    malformed.ext_fields.shift_remove("bodyCrc32");
+    let malformed = malformed.with_body(&b"{\"topicConfigSerializeWrapper\":"[..]);
+    let r = p.handle(Some(1), &malformed);
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+    assert!(r.remark.as_deref().unwrap_or_default().contains("body"), "{:?}", r.remark);
+
+    let mut garbage = register(0, 1, RaftRole::Leader, true);
+    garbage.ext_fields.shift_remove("bodyCrc32");
+    let garbage = garbage.with_body(&b"not zlib at all"[..]);
+    assert_eq!(p.handle(Some(1), &garbage).response_code(), ResponseCode::SystemError);
+
+    let mut empty_name = register(0, 1, RaftRole::Leader, false);
+    empty_name.ext_fields.insert("brokerName".into(), String::new());
+    assert_eq!(p.handle(Some(1), &empty_name).response_code(), ResponseCode::SystemError);
+
+    assert_eq!(p.routes().live_broker_count(), 0, "nothing was registered");
+    // The processor still serves.
+    ok(&p.handle(Some(1), &register(0, 1, RaftRole::Leader, false)));
+}
+
+#[test]
+fn register_without_body_is_an_empty_table() {
+    let p = processor_with(&config());
+    let cmd =
+        RemotingCommand::request_with_header(RequestCode::RegisterBroker, &register_header(0, 1, RaftRole::Leader));
+    ok(&p.handle(Some(1), &cmd));
+    assert_eq!(p.routes().leader_of("broker-a"), Some(addr(0).as_str()));
+    assert_eq!(p.routes().topic_count(), 0);
+}
+
+#[test]
+fn unknown_code_and_unknown_topic() {
+    let p = processor_with(&config());
+    let r = p.handle(None, &RemotingCommand::request(RequestCode::Unknown(9_999)));
+    assert_eq!(r.response_code(), ResponseCode::RequestCodeNotSupported);
+    assert!(r.remark.is_some());
+    let r = p.handle(None, &route_request("Nope"));
+    assert_eq!(r.response_code(), ResponseCode::TopicNotExist);
+    assert!(r.remark.as_deref().unwrap_or_default().contains("Nope"));
+    let r = p.handle(None, &RemotingCommand::request(RequestCode::GetRouteinfoByTopic));
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+    assert!(r.remark.as_deref().unwrap_or_default().contains("topic"));
+}
+
+#[test]
+fn cluster_info_topic_lists_delete_and_unregister() {
+    let p = processor_with(&config());
+    ok(&p.handle(Some(1), &register(0, 1, RaftRole::Leader, false)));
+    let r = p.handle(None, &RemotingCommand::request(RequestCode::GetBrokerClusterInfo));
+    ok(&r);
+    let info = ClusterInfo::decode(&r.body).expect("cluster info");
+    assert!(info.cluster_addr_table["DefaultCluster"].contains("broker-a"));
+
+    let r = p.handle(None, &RemotingCommand::request(RequestCode::GetAllTopicListFromNameserver));
+    ok(&r);
+    assert!(TopicList::decode(&r.body).expect("list").topic_list.contains("TopicA"));
+    let by_cluster = RemotingCommand::request_with_header(
+        RequestCode::GetTopicsByCluster,
+        &GetTopicsByClusterRequestHeader { cluster: "DefaultCluster".into() },
+    );
+    let r = p.handle(None, &by_cluster);
+    ok(&r);
+    assert!(TopicList::decode(&r.body).expect("list").topic_list.contains("TopicA"));
+
+    let delete = RemotingCommand::request_with_header(
+        RequestCode::DeleteTopicInNamesrv,
+        &DeleteTopicFromNamesrvRequestHeader { topic: "TopicA".into(), cluster_name: None },
+    );
+    ok(&p.handle(None, &delete));
+    assert_eq!(p.handle(None, &route_request("TopicA")).response_code(), ResponseCode::TopicNotExist);
+
+    let unregister = RemotingCommand::request_with_header(
+        RequestCode::UnregisterBroker,
+        &UnregisterBrokerRequestHeader {
+            broker_name: "broker-a".into(),
+            broker_addr: addr(0),
+            cluster_name: "DefaultCluster".into(),
+            broker_id: 0,
+        },
+    );
+    ok(&p.handle(None, &unregister));
+    assert_eq!(p.routes().live_broker_count(), 0);
+}
+
+#[test]
+fn topic_lists_can_be_disabled() {
+    let p = processor_with(&NamesrvConfig { enable_all_topic_list: false, enable_topic_list: false, ..config() });
+    let r = p.handle(None, &RemotingCommand::request(RequestCode::GetAllTopicListFromNameserver));
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+    let by_cluster = RemotingCommand::request_with_header(
+        RequestCode::GetTopicsByCluster,
+        &GetTopicsByClusterRequestHeader { cluster: "c".into() },
+    );
+    assert_eq!(p.handle(None, &by_cluster).response_code(), ResponseCode::SystemError);
+}
+
+#[test]
+fn kv_config_codes_and_order_topic_conf() {
+    let p = processor_with(&NamesrvConfig { order_message_enable: true, ..config() });
+    let put = RemotingCommand::request_with_header(
+        RequestCode::PutKvConfig,
+        &PutKvConfigRequestHeader {
+            namespace: NAMESPACE_ORDER_TOPIC_CONFIG.into(),
+            key: "TopicA".into(),
+            value: "broker-a:4".into(),
+        },
+    );
+    ok(&p.handle(None, &put));
+    let get = RemotingCommand::request_with_header(
+        RequestCode::GetKvConfig,
+        &GetKvConfigRequestHeader { namespace: NAMESPACE_ORDER_TOPIC_CONFIG.into(), key: "TopicA".into() },
+    );
+    let r = p.handle(None, &get);
+    ok(&r);
+    let value: GetKvConfigResponseHeader = r.decode_header().expect("header");
+    assert_eq!(value.value.as_deref(), Some("broker-a:4"));
+
+    // REGISTER_BROKER answers with the ORDER_TOPIC_CONFIG table; routes carry orderTopicConf.
+    let r = p.handle(Some(1), &register(0, 1, RaftRole::Leader, false));
+    ok(&r);
+    assert_eq!(KvTable::decode(&r.body).expect("kv").table["TopicA"], "broker-a:4");
+    let route = TopicRouteData::decode(&p.handle(None, &route_request("TopicA")).body).expect("route");
+    assert_eq!(route.order_topic_conf.as_deref(), Some("broker-a:4"));
+
+    let list = RemotingCommand::request_with_header(
+        RequestCode::GetKvlistByNamespace,
+        &GetKvListByNamespaceRequestHeader { namespace: NAMESPACE_ORDER_TOPIC_CONFIG.into() },
+    );
+    let r = p.handle(None, &list);
+    ok(&r);
+    assert_eq!(KvTable::decode(&r.body).expect("kv").table.len(), 1);
+
+    let delete = RemotingCommand::request_with_header(
+        RequestCode::DeleteKvConfig,
+        &DeleteKvConfigRequestHeader { namespace: NAMESPACE_ORDER_TOPIC_CONFIG.into(), key: "TopicA".into() },
+    );
+    ok(&p.handle(None, &delete));
+    assert_eq!(p.handle(None, &get).response_code(), ResponseCode::QueryNotFound);
+    assert_eq!(p.handle(None, &list).response_code(), ResponseCode::QueryNotFound);
+}
+
+#[test]
+fn connection_close_and_expiry_go_through_the_tables() {
+    let p = processor_with(&config());
+    ok(&p.handle(Some(5), &register(0, 1, RaftRole::Leader, false)));
+    assert!(p.scan_not_active_brokers().is_empty());
+    assert_eq!(p.connection_closed(5).len(), 1);
+    assert_eq!(p.routes().live_broker_count(), 0);
+}
