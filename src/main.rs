@@ -1,1 +1,19 @@
-fn main() {}
+//! `raftmq`: the one binary. Parses the command line, loads configuration, wires the crates.
+//!
+//! Subcommands mirror RocketMQ's tools: `raftmq namesrv` ≙ `mqnamesrv`. No decision lives here:
+//! each subcommand hands a validated config to its crate and waits for it to finish or for a
+//! shutdown signal (SIGINT/SIGTERM; a second signal exits at once).
+
+mod cli;
+mod logging;
+mod signal;
+
+use anyhow::Result;
+use clap::Parser;
+
+fn main() -> Result<()> {
+    let cli = cli::Cli::parse();
+    logging::init(cli.log_json);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(cli::run(cli))
+}

@@ -1,0 +1,74 @@
+//! The command-line surface: clap definitions and the dispatch to each crate.
+//!
+//! Flags follow RocketMQ's daemons (`-c/--configFile`, `-p/--printConfigItem`) so scripts written
+//! for `mqnamesrv` keep working; `-D key=value` overrides any config key, as Java's `-Dkey=value`.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use anyhow::Result;
+use clap::Args;
+use clap::Parser;
+use clap::Subcommand;
+use raftmq_namesrv::NamesrvConfig;
+
+/// RocketMQ's architecture on a Raft-replicated CommitLog.
+#[derive(Debug, Parser)]
+#[command(name = "raftmq", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Log as JSON lines (for containers); the level comes from RUST_LOG (default `info`).
+    #[arg(long, global = true, env = "RAFTMQ_LOG_JSON")]
+    pub log_json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// What to run.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a NameServer (RocketMQ's `mqnamesrv`): brokers register, clients look up routes.
+    Namesrv(NamesrvArgs),
+}
+
+/// `raftmq namesrv` flags.
+#[derive(Debug, Args)]
+pub struct NamesrvArgs {
+    /// TOML config file with RocketMQ's keys (`listenPort`, `scanNotActiveBrokerInterval`, ...).
+    #[arg(short = 'c', long = "configFile", value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+
+    /// Print the merged configuration as TOML and exit.
+    #[arg(short = 'p', long = "printConfigItem")]
+    pub print_config: bool,
+
+    /// Port to listen on (overrides `listenPort`).
+    #[arg(long = "listenPort", value_name = "PORT")]
+    pub listen_port: Option<u16>,
+
+    /// Override any config key, e.g. `-D brokerChannelExpiredTime=30s`; repeatable.
+    #[arg(short = 'D', value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+}
+
+/// Runs the chosen subcommand to completion.
+pub async fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Namesrv(args) => namesrv(args).await,
+    }
+}
+
+async fn namesrv(args: NamesrvArgs) -> Result<()> {
+    let mut overrides = NamesrvConfig::parse_overrides(args.overrides.iter().map(String::as_str))?;
+    if let Some(port) = args.listen_port {
+        overrides.push(("listenPort".to_owned(), port.to_string()));
+    }
+    let config =
+        NamesrvConfig::load(args.config_file.as_deref(), &overrides).context("loading the NameServer config")?;
+    if args.print_config {
+        print!("{}", config.to_toml_string());
+        return Ok(());
+    }
+    raftmq_namesrv::run(config, crate::signal::shutdown()).await.context("running the NameServer")?;
+    Ok(())
+}
