@@ -36,6 +36,13 @@ pub const COMPRESS_BODY_OVER_BYTES: usize = 4 * 1024;
 /// Default timeout of one remoting call made by our clients (`sendMsgTimeout`).
 pub const RPC_TIMEOUT_DEFAULT_MS: u64 = 3_000;
 
+/// How often a client refreshes the routes of the topics it uses (`pollNameServerInterval`, 30 s).
+pub const CLIENT_ROUTE_POLL_INTERVAL_DEFAULT_MS: u64 = 30_000;
+
+/// Send attempts a producer may be configured for (`retryTimesWhenSendFailed` + 1): bounds the
+/// retry loop whatever the configuration says.
+pub const PRODUCER_SEND_ATTEMPTS_MAX_COUNT: u32 = 16;
+
 /// Requests one connection may have waiting for a response before new calls are refused.
 pub const CONNECTION_INFLIGHT_MAX_COUNT: usize = 65_536;
 
@@ -72,6 +79,19 @@ pub const REGISTER_BROKER_BODY_INFLATED_SIZE_MAX_BYTES: usize = 32 * 1024 * 1024
 /// applied also by the fastjson key rewriter so neither can exhaust the stack.
 pub const JSON_BODY_NESTING_MAX_LEVELS: usize = 128;
 
+/// ConsumeQueue bytes one pull scans at least while filtering by tag (`DefaultMessageStore.getMessage`:
+/// `max(16000, maxMsgNums * 20)`), so a selective subscription skips up to 800 units per pull.
+pub const PULL_FILTER_SCAN_MIN_BYTES: usize = 16_000;
+
+/// Pull requests one broker keeps suspended (long polling) at once; beyond it a pull is answered at once.
+pub const LONG_POLL_WAITERS_MAX_COUNT: usize = 65_536;
+
+/// Longest a pull may stay suspended, whatever `suspendTimeoutMillis` asks (push consumers ask 15 s).
+pub const LONG_POLL_SUSPEND_MAX_MS: u64 = 300_000;
+
+/// (topic, group, queue) offsets one replicated consumer-offset commit may carry.
+pub const CONSUMER_OFFSET_BATCH_MAX_COUNT: usize = 65_536;
+
 const _: () = assert!(MESSAGE_BODY_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(BATCH_BODY_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(TOPIC_NAME_LENGTH_MAX_CHARS <= i8::MAX as usize);
@@ -80,3 +100,4 @@ const _: () = assert!(CONNECTION_WRITE_BATCH_MAX_COUNT <= CONNECTION_WRITE_QUEUE
 const _: () = assert!(CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT <= CONNECTION_INFLIGHT_MAX_COUNT);
 const _: () = assert!(CONNECT_TIMEOUT_MS <= RPC_TIMEOUT_DEFAULT_MS);
 const _: () = assert!(UNCOMPRESSED_BODY_SIZE_MAX_BYTES >= MESSAGE_BODY_SIZE_MAX_BYTES);
+const _: () = assert!(PULL_FILTER_SCAN_MIN_BYTES.is_multiple_of(20));

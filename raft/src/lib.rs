@@ -11,6 +11,11 @@
 //! - `mapped_file`, `segment`, `log_index`, [`meta`]: the files;
 //! - `store_state`, `recovery`, `flusher`: in-memory state, crash recovery, group commit;
 //! - [`log_store`]: the `RaftLogStorage` implementation;
+//! - [`snapshot_file`]: the snapshot (manifest + where the log continues) on disk and on the wire;
+//! - [`state_machine`]: the seam to the broker ([`ApplyHandler`]) and openraft's state machine;
+//! - [`network`]: Raft RPC (TCP over the remoting transport, in-memory router for tests);
+//! - [`node`]: [`RaftNode`], the replica the broker drives (propose, leadership, membership);
+//! - [`testing`]: a recording handler for tests;
 //! - [`error`]: error types.
 
 pub mod config;
@@ -21,15 +26,22 @@ mod log_index;
 pub mod log_store;
 mod mapped_file;
 pub mod meta;
+pub mod network;
+pub mod node;
 pub mod patcher;
 pub mod payload_codec;
 mod recovery;
 mod segment;
+pub mod snapshot_file;
+pub mod state_machine;
 mod store_state;
+pub mod testing;
 pub mod type_config;
 
 pub use config::RaftConfig;
 pub use error::{CorruptReason, StoreError};
 pub use log_store::{EntryPosition, LogReader, LogStore};
+pub use node::{Applied, Leadership, NodeConfig, NodeError, NodeStatus, ProposeError, RaftNode, Role};
 pub use patcher::{NoPatch, PayloadPatcher};
+pub use state_machine::{ApplyHandler, CommittedEntry};
 pub use type_config::{AppPayload, AppReply, TypeConfig};

@@ -189,6 +189,12 @@ impl LogStore {
         &self.shared.dir
     }
 
+    /// How many handles (store clones and readers) share this store; the files are closed
+    /// when the last one is dropped.
+    pub fn handle_count(&self) -> usize {
+        Arc::strong_count(&self.shared)
+    }
+
     /// A read handle.
     pub fn reader(&self) -> LogReader {
         LogReader { shared: Arc::clone(&self.shared) }
@@ -232,6 +238,25 @@ impl LogStore {
         // The purge point is durable before any file is deleted.
         self.request(Request::Meta).await?;
         lock(&self.shared.state).delete_purged_files()
+    }
+
+    /// Continue the log after a snapshot's `last` log id at `next_pos`, the leader's position of
+    /// entry `last + 1`, dropping every local entry (called when installing a snapshot past the
+    /// local log end, so positions keep agreeing with the leader's). Durable on return. A no-op
+    /// when the log already holds `last`.
+    pub async fn rebase(&self, last: LogId, next_pos: u64) -> Result<()> {
+        {
+            let mut st = lock(&self.shared.state);
+            st.check_writable()?;
+            if !st.rebase_logically(last, next_pos)? {
+                return Ok(());
+            }
+        }
+        // The new start is durable before any file goes, so a crash in between recovers an
+        // empty log at `next_pos` (stale segments below it are removed by recovery).
+        self.request(Request::Meta).await?;
+        lock(&self.shared.state).delete_rebased_files()?;
+        self.request(Request::Meta).await
     }
 
     async fn do_save_vote(&self, vote: &Vote) -> Result<()> {

@@ -233,6 +233,47 @@ impl State {
         Ok(())
     }
 
+    /// Prepare a rebase onto a snapshot's `last` log id: the whole log is dropped and the entry
+    /// after `last` goes to `next_pos` (its position on the leader). Logical part only; the
+    /// caller persists meta, then calls [`Self::delete_rebased_files`]. Returns false when the
+    /// log already holds `last` (positions already agree; openraft's purge does the rest).
+    pub fn rebase_logically(&mut self, last: LogId, next_pos: u64) -> Result<bool> {
+        if let Some(s) = self.slot(last.index)
+            && s.term == last.leader_id.term
+        {
+            let end = s.pos + u64::from(s.size);
+            if end != next_pos {
+                return Err(StoreError::Contract(format!(
+                    "snapshot says entry {} ends at {next_pos} but it ends at {end} here",
+                    last.index
+                )));
+            }
+            return Ok(false);
+        }
+        // Entries that survive a conflict truncation are committed, hence identical on the
+        // leader: the local end can only be at or before the leader's next position.
+        if next_pos < self.end_pos {
+            return Err(StoreError::Contract(format!(
+                "snapshot next position {next_pos} is below the local log end {}",
+                self.end_pos
+            )));
+        }
+        self.first = None;
+        self.last = None;
+        self.meta.last_purged = Some(last);
+        self.meta.start_pos = next_pos;
+        self.meta.durable_pos = next_pos;
+        self.end_pos = next_pos;
+        Ok(true)
+    }
+
+    /// Delete every data segment and index slot after a rebase (meta already persisted).
+    pub fn delete_rebased_files(&mut self) -> Result<()> {
+        let removed = self.segs.remove_where(|_| true)?;
+        self.dir_dirty |= removed > 0;
+        self.index.clear_from(0)
+    }
+
     /// Delete whole segments and index files entirely below the live log.
     pub fn delete_purged_files(&mut self) -> Result<()> {
         let keep_base = segment_base(self.meta.start_pos, self.limits.segment_size);

@@ -1,0 +1,182 @@
+//! The openraft client side of the network: [`NetworkFactory`] hands openraft one
+//! [`PeerClient`] per target; each RPC is encoded ([`super::wire`]), sent through the
+//! [`Transport`] under openraft's deadline, and its reply decoded and mapped to openraft's
+//! error classes (unreachable ⇒ back off, timeout, network ⇒ retry).
+//!
+//! A node never gets a client to itself (openraft asserts on it); the factory refuses by
+//! returning a client whose every call is `Unreachable`.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use openraft::RaftNetworkV2;
+use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Timeout, Unreachable};
+use openraft::network::{RPCOption, RPCTypes, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest, TransferLeaderResponse,
+    VoteRequest, VoteResponse,
+};
+
+use super::wire::{self, RaftReply, RaftRequest};
+use super::{Transport, TransportError};
+use crate::state_machine::Snapshot;
+use crate::type_config::{Node, NodeId, TypeConfig, Vote};
+
+/// openraft's network factory over a [`Transport`].
+pub struct NetworkFactory<T> {
+    id: NodeId,
+    transport: Arc<T>,
+}
+
+impl<T: Transport> NetworkFactory<T> {
+    /// A factory for node `id`.
+    pub fn new(id: NodeId, transport: Arc<T>) -> Self {
+        Self { id, transport }
+    }
+}
+
+impl<T: Transport> RaftNetworkFactory<TypeConfig> for NetworkFactory<T> {
+    type Network = PeerClient<T>;
+
+    async fn new_client(&mut self, target: NodeId, node: &Node) -> Self::Network {
+        if target == self.id {
+            tracing::error!(id = self.id, "openraft asked for a network client to this node itself");
+        }
+        PeerClient { id: self.id, target, addr: node.raft_addr.clone(), transport: Arc::clone(&self.transport) }
+    }
+}
+
+/// RPCs to one peer.
+pub struct PeerClient<T> {
+    id: NodeId,
+    target: NodeId,
+    addr: String,
+    transport: Arc<T>,
+}
+
+/// Why a call produced no usable reply.
+enum CallError {
+    Transport(TransportError),
+    Refused(String),
+    Garbage(String),
+}
+
+impl<T: Transport> PeerClient<T> {
+    async fn call(&self, req: &RaftRequest, timeout: Duration) -> Result<RaftReply, CallError> {
+        if self.target == self.id {
+            return Err(CallError::Refused("a node never sends RPCs to itself".into()));
+        }
+        let body = wire::encode(req).map_err(|e| CallError::Garbage(e.to_string()))?;
+        let reply = self
+            .transport
+            .call(self.id, self.target, &self.addr, req.kind(), body, timeout)
+            .await
+            .map_err(CallError::Transport)?;
+        match wire::decode::<RaftReply>(&reply) {
+            Ok(RaftReply::Refused(why)) => Err(CallError::Refused(why)),
+            Ok(r) => Ok(r),
+            Err(e) => Err(CallError::Garbage(e.to_string())),
+        }
+    }
+
+    fn rpc_error(&self, e: CallError, action: RPCTypes, timeout: Duration) -> RPCError<TypeConfig> {
+        match e {
+            CallError::Transport(TransportError::Unreachable(m)) | CallError::Refused(m) => {
+                RPCError::Unreachable(Unreachable::from_string(format!("{} -> {}: {m}", self.id, self.target)))
+            }
+            CallError::Transport(TransportError::Timeout(_)) => {
+                RPCError::Timeout(Timeout { action, id: self.id, target: self.target, timeout })
+            }
+            CallError::Transport(TransportError::Network(m)) | CallError::Garbage(m) => {
+                RPCError::Network(NetworkError::from_string(format!("{} -> {}: {m}", self.id, self.target)))
+            }
+        }
+    }
+
+    async fn vote_call(
+        &self,
+        req: RaftRequest,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        let t = option.hard_ttl();
+        match self.call(&req, t).await {
+            Ok(RaftReply::Vote(r)) => Ok(r),
+            Ok(other) => Err(self.rpc_error(unexpected(&other), RPCTypes::Vote, t)),
+            Err(e) => Err(self.rpc_error(e, RPCTypes::Vote, t)),
+        }
+    }
+}
+
+fn unexpected(r: &RaftReply) -> CallError {
+    CallError::Garbage(format!("unexpected reply {r:?}"))
+}
+
+impl<T: Transport> RaftNetworkV2<TypeConfig> for PeerClient<T> {
+    type SnapshotData = Bytes;
+
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
+        // The soft deadline leaves openraft room to act before its hard one.
+        let t = option.soft_ttl();
+        match self.call(&RaftRequest::AppendEntries(rpc), t).await {
+            Ok(RaftReply::AppendEntries(r)) => Ok(r),
+            Ok(other) => Err(self.rpc_error(unexpected(&other), RPCTypes::AppendEntries, t)),
+            Err(e) => Err(self.rpc_error(e, RPCTypes::AppendEntries, t)),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        self.vote_call(RaftRequest::Vote(rpc), option).await
+    }
+
+    async fn pre_vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        self.vote_call(RaftRequest::PreVote(rpc), option).await
+    }
+
+    async fn full_snapshot(
+        &mut self,
+        vote: Vote,
+        snapshot: Snapshot,
+        cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
+        option: RPCOption,
+    ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
+        let t = option.hard_ttl();
+        let req = RaftRequest::InstallSnapshot { vote, meta: snapshot.meta, data: snapshot.snapshot.to_vec() };
+        let res = tokio::select! {
+            biased;
+            closed = cancel => return Err(StreamingError::Closed(closed)),
+            r = self.call(&req, t) => r,
+        };
+        match res {
+            Ok(RaftReply::InstallSnapshot(r)) => Ok(r),
+            Ok(other) => Err(self.rpc_error(unexpected(&other), RPCTypes::InstallSnapshot, t).into()),
+            Err(e) => Err(self.rpc_error(e, RPCTypes::InstallSnapshot, t).into()),
+        }
+    }
+
+    async fn transfer_leader(
+        &mut self,
+        req: TransferLeaderRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<TransferLeaderResponse<TypeConfig>, RPCError<TypeConfig>> {
+        let t = option.hard_ttl();
+        match self.call(&RaftRequest::TransferLeader(req), t).await {
+            Ok(RaftReply::TransferLeader(r)) => Ok(r),
+            Ok(other) => Err(self.rpc_error(unexpected(&other), RPCTypes::TransferLeader, t)),
+            Err(e) => Err(self.rpc_error(e, RPCTypes::TransferLeader, t)),
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! The Raft RPC messages on the wire: one request enum, one reply enum, bincode 2.0.1 in serde
+//! mode with the standard config. Internal to a group of the same build (bincode is positional:
+//! every replica must run the same openraft alpha and these same enums).
+//!
+//! Decoding is bounded: the bincode limit is the remoting frame limit, so a lying length prefix
+//! cannot make the decoder allocate more than a frame could carry; trailing bytes are an error.
+
+use bytes::Bytes;
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest, TransferLeaderResponse,
+    VoteRequest, VoteResponse,
+};
+use raftmq_common::limits::FRAME_SIZE_MAX_BYTES;
+use serde::{Deserialize, Serialize};
+
+use super::RpcKind;
+use crate::state_machine::SnapshotMeta;
+use crate::type_config::{TypeConfig, Vote};
+
+/// A request from a leader or candidate.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum RaftRequest {
+    /// AppendEntries or heartbeat.
+    AppendEntries(AppendEntriesRequest<TypeConfig>),
+    /// RequestVote.
+    Vote(VoteRequest<TypeConfig>),
+    /// Pre-Vote: would you vote for me (no state change)?
+    PreVote(VoteRequest<TypeConfig>),
+    /// A full snapshot: the leader's vote, the snapshot meta and the encoded snapshot data.
+    InstallSnapshot {
+        /// The sender's vote.
+        vote: Vote,
+        /// Snapshot meta.
+        meta: SnapshotMeta,
+        /// Encoded `snapshot_file::SnapshotData`.
+        data: Vec<u8>,
+    },
+    /// Leadership transfer to the receiver.
+    TransferLeader(TransferLeaderRequest<TypeConfig>),
+}
+
+impl RaftRequest {
+    /// The RPC kind (selects the transport's request code).
+    pub fn kind(&self) -> RpcKind {
+        match self {
+            Self::AppendEntries(_) => RpcKind::AppendEntries,
+            Self::Vote(_) | Self::PreVote(_) => RpcKind::Vote,
+            Self::InstallSnapshot { .. } => RpcKind::InstallSnapshot,
+            Self::TransferLeader(_) => RpcKind::TransferLeader,
+        }
+    }
+}
+
+/// The receiver's answer.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum RaftReply {
+    /// Reply to AppendEntries.
+    AppendEntries(AppendEntriesResponse<TypeConfig>),
+    /// Reply to Vote or PreVote.
+    Vote(VoteResponse<TypeConfig>),
+    /// Reply to InstallSnapshot.
+    InstallSnapshot(SnapshotResponse<TypeConfig>),
+    /// Reply to TransferLeader.
+    TransferLeader(TransferLeaderResponse<TypeConfig>),
+    /// The receiver did not process the request (stopped, damaged store, not started, wrong kind).
+    Refused(String),
+}
+
+/// Wire encoding or decoding failure.
+#[derive(Debug, thiserror::Error)]
+#[error("raft rpc codec: {0}")]
+pub struct WireError(String);
+
+fn config() -> impl bincode::config::Config {
+    bincode::config::standard().with_limit::<FRAME_SIZE_MAX_BYTES>()
+}
+
+/// Encode a message.
+pub fn encode<T: Serialize>(msg: &T) -> Result<Bytes, WireError> {
+    bincode::serde::encode_to_vec(msg, config()).map(Bytes::from).map_err(|e| WireError(e.to_string()))
+}
+
+/// Decode a message; the whole input must be consumed.
+pub fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, WireError> {
+    let (msg, used) = bincode::serde::decode_from_slice(bytes, config()).map_err(|e| WireError(e.to_string()))?;
+    if used != bytes.len() {
+        return Err(WireError(format!("{} trailing bytes", bytes.len() - used)));
+    }
+    Ok(msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::type_config::{AppPayload, Entry, EntryPayload, log_id};
+
+    #[test]
+    fn append_entries_round_trip() {
+        let entries = vec![
+            Entry { log_id: log_id(3, 7), payload: EntryPayload::Normal(AppPayload::new(9, &b"hello"[..])) },
+            Entry { log_id: log_id(3, 8), payload: EntryPayload::Blank },
+        ];
+        let req = AppendEntriesRequest::<TypeConfig> {
+            vote: Vote::new_committed(3, 1),
+            prev_log_id: Some(log_id(2, 6)),
+            entries,
+            leader_commit: Some(log_id(2, 6)),
+        };
+        let b = encode(&RaftRequest::AppendEntries(req.clone())).expect("encode");
+        match decode::<RaftRequest>(&b).expect("decode") {
+            RaftRequest::AppendEntries(r) => {
+                assert_eq!((r.vote, r.prev_log_id, r.leader_commit), (req.vote, req.prev_log_id, req.leader_commit));
+                assert_eq!(r.entries, req.entries);
+            }
+            other => panic!("wrong variant {other:?}"),
+        }
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let b = encode(&RaftReply::Refused("x".into())).expect("encode");
+        for cut in 0..b.len() {
+            assert!(decode::<RaftReply>(&b[..cut]).is_err());
+        }
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..2000 {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = (seed >> 58) as usize;
+            let junk: Vec<u8> = (0..len).map(|i| (seed >> (i % 56)) as u8).collect();
+            let _ = decode::<RaftRequest>(&junk);
+            let _ = decode::<RaftReply>(&junk);
+        }
+        let mut long = b.to_vec();
+        long.push(0);
+        assert!(decode::<RaftReply>(&long).is_err());
+    }
+}

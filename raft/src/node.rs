@@ -1,0 +1,446 @@
+//! [`RaftNode`]: one replica of a broker group. Owns the openraft [`Raft`], the log store (the
+//! CommitLog) and the state machine over the broker's [`ApplyHandler`]; this is the whole API
+//! the broker calls: propose, leadership watch, status, membership, shutdown.
+//!
+//! ```text
+//! start(cfg, handler, transport)
+//!   LogStore::open ──damaged?──yes──▶ no openraft node: RaftService refuses every RPC, status says why
+//!        │no
+//!   snapshot file ahead of the log? ──▶ LogStore::rebase (crash between install steps)
+//!   Raft::new(id, config, NetworkFactory(transport), store, StateMachine(handler))
+//!   smallest member id ∧ !is_initialized ──▶ initialize(members)      (a restart never re-initialises)
+//!   metrics watch ──task──▶ watch::Sender<Leadership>
+//! ```
+//!
+//! Invariants: a damaged store never votes, leads or accepts entries (it has no Raft at all);
+//! `propose` tells apart "not appended, go elsewhere" (`ForwardToLeader`), "may or may not commit"
+//! (`OutcomeUnknown`) and "this node is finished" (`Fatal`); metrics are cloned at once, never
+//! borrowed across an await (openraft issue #1238).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::async_runtime::WatchReceiver;
+use openraft::error::{ClientWriteError, RaftError};
+use openraft::{RaftMetrics, ServerState};
+use tokio::sync::watch;
+
+use crate::config::RaftConfig;
+use crate::error::StoreError;
+use crate::log_store::LogStore;
+use crate::network::{NetworkFactory, RaftService, Transport};
+use crate::patcher::{NoPatch, PayloadPatcher};
+use crate::snapshot_file::{SnapshotData, StoredSnapshot};
+use crate::state_machine::{ApplyHandler, StateMachine};
+use crate::type_config::{AppPayload, AppReply, LogId, Node, NodeId, TypeConfig};
+
+/// The openraft node type of a broker group.
+pub type Raft = openraft::Raft<TypeConfig, StateMachine>;
+
+/// Longest wait for openraft's tasks to release the log store at shutdown.
+const STORE_RELEASE_MAX_MS: u64 = 5_000;
+
+/// How a replica starts.
+pub struct NodeConfig {
+    /// Group name (RocketMQ `brokerName`), also openraft's cluster name.
+    pub cluster_name: String,
+    /// This replica's id; never reused for a node that starts from an empty store.
+    pub node_id: NodeId,
+    /// Store directory (raft-meta, commitlog/, raftindex/, snapshot).
+    pub store_dir: PathBuf,
+    /// Timing and store limits.
+    pub raft: RaftConfig,
+    /// Initial voters, used only on the very first boot of the group.
+    pub members: BTreeMap<NodeId, Node>,
+    /// PHYSICALOFFSET patcher run at append time (default: none).
+    pub patcher: Box<dyn PayloadPatcher>,
+    /// Longest wait for a proposal to be applied before the outcome is reported unknown.
+    pub propose_timeout: Duration,
+}
+
+impl NodeConfig {
+    /// A config with default timing, no patcher and a 10 s proposal timeout.
+    pub fn new(cluster_name: &str, node_id: NodeId, store_dir: PathBuf, members: BTreeMap<NodeId, Node>) -> Self {
+        Self {
+            cluster_name: cluster_name.to_string(),
+            node_id,
+            store_dir,
+            raft: RaftConfig::default(),
+            members,
+            patcher: Box::new(NoPatch),
+            propose_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Role of a replica.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Accepts proposals.
+    Leader,
+    /// Voter following a leader (or waiting for one).
+    Follower,
+    /// Campaigning.
+    Candidate,
+    /// Non-voter (new replica catching up, or not yet initialised).
+    Learner,
+    /// Shut down, failed, or refusing to take part (damaged store).
+    Stopped,
+}
+
+/// Who leads, as this replica sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Leadership {
+    /// Current term.
+    pub term: u64,
+    /// Known leader, if any.
+    pub leader_id: Option<NodeId>,
+    /// This replica's role.
+    pub role: Role,
+}
+
+/// A point-in-time view of a replica.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeStatus {
+    /// This replica.
+    pub id: NodeId,
+    /// Term, leader and role.
+    pub leadership: Leadership,
+    /// Last log index.
+    pub last_log_index: Option<u64>,
+    /// Committed log id as known locally.
+    pub committed: Option<LogId>,
+    /// Last applied log id.
+    pub applied: Option<LogId>,
+    /// Last purged log id.
+    pub purged: Option<LogId>,
+    /// Current voters.
+    pub voters: BTreeSet<NodeId>,
+    /// Current learners.
+    pub learners: BTreeSet<NodeId>,
+    /// On the leader: each follower's matched log index (`None` = nothing matched yet).
+    pub followers: BTreeMap<NodeId, Option<u64>>,
+    /// Why the store is damaged (the replica refuses to vote or lead), if it is.
+    pub damaged: Option<String>,
+    /// Why the store is poisoned (an fsync failed), if it is.
+    pub poisoned: Option<String>,
+}
+
+/// A committed and applied proposal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// Where it is in the log.
+    pub log_id: LogId,
+    /// The state machine's reply.
+    pub reply: AppReply,
+}
+
+/// Why a proposal failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProposeError {
+    /// Not appended: this replica is not the leader. Retry at the leader (if known).
+    #[error("not the leader; forward to {leader_id:?} at {leader_addr:?}")]
+    ForwardToLeader {
+        /// Known leader id.
+        leader_id: Option<NodeId>,
+        /// Its Raft address.
+        leader_addr: Option<String>,
+        /// Its application address (`Node::data`, the broker's remoting address).
+        leader_data: Option<String>,
+    },
+    /// The entry may or may not commit (leader changed after the append, or a timeout);
+    /// retries must be deduplicated.
+    #[error("outcome unknown: {0}")]
+    OutcomeUnknown(String),
+    /// The proposal was rejected (e.g. a membership change in progress); not appended.
+    #[error("rejected: {0}")]
+    Rejected(String),
+    /// This replica cannot serve (shut down, storage failure, damaged store).
+    #[error("fatal: {0}")]
+    Fatal(String),
+}
+
+/// Errors of starting or managing a replica.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// The log store failed to open or recover.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// openraft refused to start or stopped.
+    #[error("raft: {0}")]
+    Raft(String),
+    /// A management call failed.
+    #[error("{0}")]
+    Api(String),
+    /// The store is damaged; the replica does not take part in the group.
+    #[error("store damaged: {0}")]
+    Damaged(String),
+}
+
+/// One replica of a broker group.
+pub struct RaftNode {
+    id: NodeId,
+    raft: Option<Raft>,
+    store: LogStore,
+    service: RaftService,
+    leadership: watch::Receiver<Leadership>,
+    propose_timeout: Duration,
+}
+
+fn role_of(state: ServerState) -> Role {
+    match state {
+        ServerState::Leader => Role::Leader,
+        ServerState::Follower => Role::Follower,
+        ServerState::Candidate => Role::Candidate,
+        ServerState::Learner => Role::Learner,
+        ServerState::Shutdown => Role::Stopped,
+    }
+}
+
+fn leadership_of(m: &RaftMetrics<TypeConfig>) -> Leadership {
+    let role = if m.running_state.is_err() { Role::Stopped } else { role_of(m.state) };
+    Leadership { term: m.current_term, leader_id: m.current_leader, role }
+}
+
+impl RaftNode {
+    /// Open the store and start the replica; on the group's first boot the smallest member id
+    /// initialises it with `cfg.members`. A damaged store starts a refusing replica (see
+    /// [`Self::status`]) rather than failing, so the operator sees why.
+    pub async fn start<T: Transport>(
+        cfg: NodeConfig,
+        handler: Arc<dyn ApplyHandler>,
+        transport: Arc<T>,
+    ) -> Result<Self, NodeError> {
+        let id = cfg.node_id;
+        let openraft_cfg = Arc::new(cfg.raft.to_openraft(&cfg.cluster_name)?);
+        let store = LogStore::open_with_patcher(&cfg.store_dir, &cfg.raft, cfg.patcher)?;
+        if let Some(why) = store.damage_reason() {
+            tracing::error!(id, %why, "raft store damaged: this replica will not vote, lead or replicate");
+            let (_tx, leadership) = watch::channel(Leadership { term: 0, leader_id: None, role: Role::Stopped });
+            let service = RaftService::refusing(id, format!("store damaged: {why}"));
+            return Ok(Self { id, raft: None, store, service, leadership, propose_timeout: cfg.propose_timeout });
+        }
+        let snapshot = StoredSnapshot::load(&cfg.store_dir)?;
+        if let Some(s) = &snapshot
+            && let Some(last) = s.last_log_id
+            && store.last_log_id().is_none_or(|l| l.index < last.index)
+        {
+            let data = SnapshotData::decode(&s.data).map_err(|reason| StoreError::Corrupt { pos: 0, reason })?;
+            tracing::warn!(id, %last, next_pos = data.next_pos, "snapshot is ahead of the log; rebasing the log");
+            store.rebase(last, data.next_pos).await?;
+        }
+        let sm = StateMachine::new(handler, store.clone(), snapshot);
+        let network = NetworkFactory::new(id, transport);
+        let raft = Raft::new(id, openraft_cfg, network, store.clone(), sm)
+            .await
+            .map_err(|e| NodeError::Raft(e.to_string()))?;
+        let service = RaftService::new(id, raft.clone());
+        let leadership = spawn_leadership_watch(&raft);
+        let node = Self { id, raft: Some(raft), store, service, leadership, propose_timeout: cfg.propose_timeout };
+        node.initialize_once(&cfg.members).await?;
+        Ok(node)
+    }
+
+    async fn initialize_once(&self, members: &BTreeMap<NodeId, Node>) -> Result<(), NodeError> {
+        let raft = self.raft()?;
+        let first = members.keys().next().copied();
+        if first != Some(self.id) {
+            return Ok(());
+        }
+        if raft.is_initialized().await.map_err(|e| NodeError::Raft(e.to_string()))? {
+            tracing::info!(id = self.id, "raft group already initialised; not initialising again");
+            return Ok(());
+        }
+        tracing::info!(id = self.id, ?members, "initialising raft group");
+        match raft.initialize(members.clone()).await {
+            Ok(()) => Ok(()),
+            // Another path initialised it meanwhile (e.g. a vote arrived): the goal is reached.
+            Err(RaftError::APIError(e)) => {
+                tracing::info!(id = self.id, %e, "raft group initialised elsewhere");
+                Ok(())
+            }
+            Err(e) => Err(NodeError::Raft(e.to_string())),
+        }
+    }
+
+    fn raft(&self) -> Result<&Raft, NodeError> {
+        self.raft.as_ref().ok_or_else(|| NodeError::Damaged(self.store.damage_reason().unwrap_or_default()))
+    }
+
+    /// This replica's id.
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// The openraft node (absent when the store is damaged); for tests and advanced callers.
+    pub fn raft_handle(&self) -> Option<&Raft> {
+        self.raft.as_ref()
+    }
+
+    /// The log store (the CommitLog): positions, durable watermark, damage.
+    pub fn store(&self) -> &LogStore {
+        &self.store
+    }
+
+    /// The RPC service to register with a [`crate::network::RaftServer`] or `MemRouter`.
+    pub fn service(&self) -> RaftService {
+        self.service.clone()
+    }
+
+    /// Leadership changes, as this replica sees them.
+    pub fn leadership(&self) -> watch::Receiver<Leadership> {
+        self.leadership.clone()
+    }
+
+    /// Propose `payload`; returns once it is committed and applied here.
+    pub async fn propose(&self, payload: AppPayload) -> Result<Applied, ProposeError> {
+        let raft = self.raft.as_ref().ok_or_else(|| {
+            ProposeError::Fatal(format!("store damaged: {}", self.store.damage_reason().unwrap_or_default()))
+        })?;
+        let write = tokio::time::timeout(self.propose_timeout, raft.client_write(payload)).await;
+        match write {
+            Err(_) => {
+                Err(ProposeError::OutcomeUnknown(format!("not applied within {} ms", self.propose_timeout.as_millis())))
+            }
+            Ok(Ok(r)) => Ok(Applied { log_id: r.log_id, reply: r.data }),
+            Ok(Err(RaftError::APIError(e))) => Err(match e {
+                ClientWriteError::ForwardToLeader(f) => ProposeError::ForwardToLeader {
+                    leader_id: f.leader_id,
+                    leader_addr: f.leader_node.as_ref().map(|n| n.raft_addr.clone()),
+                    leader_data: f.leader_node.as_ref().map(|n| n.data.clone()),
+                },
+                ClientWriteError::LogEntryDiscarded(f) => ProposeError::OutcomeUnknown(format!(
+                    "entry discarded on leader change (new leader {:?})",
+                    f.leader_id
+                )),
+                other => ProposeError::Rejected(other.to_string()),
+            }),
+            Ok(Err(RaftError::Fatal(f))) => Err(ProposeError::Fatal(f.to_string())),
+        }
+    }
+
+    /// A point-in-time view of this replica.
+    pub fn status(&self) -> NodeStatus {
+        let damaged = self.store.damage_reason();
+        let poisoned = self.store.poison_reason();
+        let Some(raft) = &self.raft else {
+            return NodeStatus {
+                id: self.id,
+                leadership: *self.leadership.borrow(),
+                last_log_index: self.store.last_log_id().map(|l| l.index),
+                committed: None,
+                applied: None,
+                purged: None,
+                voters: BTreeSet::new(),
+                learners: BTreeSet::new(),
+                followers: BTreeMap::new(),
+                damaged,
+                poisoned,
+            };
+        };
+        // Clone at once: the borrow is a lock inside openraft.
+        let m = raft.metrics().borrow_watched().clone();
+        let membership = m.membership_config.membership();
+        let voters: BTreeSet<NodeId> = membership.voter_ids().collect();
+        let learners: BTreeSet<NodeId> = membership.learner_ids().collect();
+        let followers = m
+            .replication
+            .as_ref()
+            .map(|r| r.iter().filter(|(id, _)| **id != self.id).map(|(id, l)| (*id, l.map(|l| l.index))).collect())
+            .unwrap_or_default();
+        NodeStatus {
+            id: self.id,
+            leadership: leadership_of(&m),
+            last_log_index: m.last_log_index,
+            committed: m.local_committed,
+            applied: m.last_applied,
+            purged: m.purged,
+            voters,
+            learners,
+            followers,
+            damaged,
+            poisoned,
+        }
+    }
+
+    /// Add a non-voting replica (it starts receiving the log); returns without waiting for it
+    /// to catch up (watch [`NodeStatus::followers`]).
+    pub async fn add_learner(&self, id: NodeId, node: Node) -> Result<LogId, NodeError> {
+        let r = self.raft()?.add_learner(id, node, false).await.map_err(|e| NodeError::Api(e.to_string()))?;
+        Ok(r.log_id)
+    }
+
+    /// Make `voters` the voter set (joint consensus; removed voters are dropped, not kept as
+    /// learners). Call one change at a time.
+    pub async fn change_membership(&self, voters: BTreeSet<NodeId>) -> Result<LogId, NodeError> {
+        let r = self.raft()?.change_membership(voters, false).await.map_err(|e| NodeError::Api(e.to_string()))?;
+        Ok(r.log_id)
+    }
+
+    /// Ask the leader (this node) to hand leadership to `to`.
+    pub async fn transfer_leader(&self, to: NodeId) -> Result<(), NodeError> {
+        self.raft()?.trigger().transfer_leader(to).await.map_err(|e| NodeError::Raft(e.to_string()))
+    }
+
+    /// Build a snapshot (the handler's manifest) at the applied state.
+    pub async fn trigger_snapshot(&self) -> Result<(), NodeError> {
+        self.raft()?.trigger().snapshot().await.map_err(|e| NodeError::Raft(e.to_string()))
+    }
+
+    /// Purge the log up to `upto` (at most the last snapshot).
+    pub async fn purge_log(&self, upto: u64) -> Result<(), NodeError> {
+        self.raft()?.trigger().purge_log(upto).await.map_err(|e| NodeError::Raft(e.to_string()))
+    }
+
+    /// Stop the replica: openraft stops, then the log store's flusher finishes what is queued.
+    /// Detach [`Self::service`] from the network first so peers see the node as down.
+    pub async fn shutdown(self) -> Result<(), NodeError> {
+        let Self { id, raft, store, service, .. } = self;
+        drop(service);
+        if let Some(raft) = raft {
+            raft.shutdown().await.map_err(|e| NodeError::Raft(e.to_string()))?;
+            drop(raft);
+        }
+        // openraft's workers drop their store handles as they wind down; reopening the same
+        // directory before that would run two flushers on one log.
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(STORE_RELEASE_MAX_MS);
+        while store.handle_count() > 1 {
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(id, handles = store.handle_count(), "raft log store still in use after shutdown");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        drop(store);
+        tracing::info!(id, "raft node stopped");
+        Ok(())
+    }
+}
+
+/// Mirror openraft's metrics into a `Leadership` watch, notifying only on change.
+fn spawn_leadership_watch(raft: &Raft) -> watch::Receiver<Leadership> {
+    let mut metrics = raft.metrics();
+    let first = leadership_of(&metrics.borrow_watched().clone());
+    let (tx, rx) = watch::channel(first);
+    tokio::spawn(async move {
+        loop {
+            let l = leadership_of(&metrics.borrow_and_update().clone());
+            tx.send_if_modified(|cur| {
+                let changed = *cur != l;
+                *cur = l;
+                changed
+            });
+            if l.role == Role::Stopped || metrics.changed().await.is_err() {
+                tx.send_if_modified(|cur| {
+                    let changed = cur.role != Role::Stopped;
+                    cur.role = Role::Stopped;
+                    changed
+                });
+                break;
+            }
+        }
+    });
+    rx
+}

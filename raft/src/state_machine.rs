@@ -1,0 +1,250 @@
+//! The state-machine seam: [`ApplyHandler`] is what the broker implements (ConsumeQueue,
+//! IndexFile, replicated metadata); [`StateMachine`] is openraft's `RaftStateMachine`,
+//! implemented once here over that trait.
+//!
+//! ```text
+//! openraft apply stream ──▶ StateMachine::apply ──normal──▶ ApplyHandler::apply(CommittedEntry) ─▶ AppReply ─▶ responder
+//!                                          └─blank/membership─▶ ApplyHandler::apply_other(log_id)
+//! trigger().snapshot() ──▶ try_create_snapshot_builder ──▶ ApplyHandler::build_manifest(applied)
+//! install_full_snapshot ──▶ install_snapshot ──▶ ApplyHandler::install_manifest ─▶ snapshot file ─▶ LogStore::rebase
+//! ```
+//!
+//! Invariants:
+//! - entries reach the handler in log order, each committed, with `payload_pos` = the physical
+//!   CommitLog offset of payload byte 0 (identical on every replica);
+//! - every `ApplyResponder` is answered, whatever the handler does (a dropped responder would hang
+//!   `client_write`);
+//! - `applied` (what openraft is told) only moves forward, except through a snapshot install;
+//! - a snapshot covers exactly the state at its `last_log_id`: the manifest is taken on the state
+//!   machine task, between two applies.
+//!
+//! After a restart openraft re-applies committed entries after the snapshot (the handler must be
+//! idempotent for them, e.g. positional ConsumeQueue units, or skip what its own checkpoint covers).
+
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use futures::{Stream, TryStreamExt};
+use openraft::storage::{EntryResponder, RaftSnapshotBuilder, RaftStateMachine};
+
+use crate::log_store::LogStore;
+use crate::snapshot_file::{SnapshotData, StoredSnapshot};
+use crate::type_config::{AppReply, EntryPayload, LogId, StoredMembership, TypeConfig};
+
+/// openraft snapshot meta of this type config.
+pub type SnapshotMeta = openraft::alias::SnapshotMetaOf<TypeConfig>;
+/// openraft snapshot whose data is the encoded [`SnapshotData`].
+pub type Snapshot = openraft::alias::SnapshotOf<TypeConfig, Bytes>;
+
+/// A committed normal entry handed to the broker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedEntry {
+    /// Raft log id (term, index).
+    pub log_id: LogId,
+    /// Physical CommitLog offset of `body[0]` (= entry position + `LogStore::HEADER_SIZE`).
+    pub payload_pos: u64,
+    /// The broker's tag of the payload.
+    pub tag: u8,
+    /// The payload as stored (after patching).
+    pub body: Bytes,
+}
+
+/// What the broker implements to consume the committed log. Called on openraft's state-machine
+/// task: keep every call fast and bounded (no network, no unbounded disk work).
+pub trait ApplyHandler: Send + Sync + 'static {
+    /// Apply one committed normal entry; the reply goes to its writer, if it is waiting.
+    fn apply(&self, entry: CommittedEntry) -> AppReply;
+
+    /// A committed blank or membership entry was applied (nothing to do for most handlers).
+    fn apply_other(&self, log_id: LogId) {
+        let _ = log_id;
+    }
+
+    /// The manifest describing the applied state at `last_applied` (a snapshot of it).
+    fn build_manifest(&self, last_applied: LogId) -> io::Result<Bytes>;
+
+    /// Replace the whole applied state by a leader's manifest taken at `last`; durable on return.
+    fn install_manifest(&self, manifest: Bytes, last: LogId) -> io::Result<()>;
+}
+
+struct Inner {
+    applied: Option<LogId>,
+    membership: StoredMembership,
+    current: Option<StoredSnapshot>,
+}
+
+/// openraft's state machine over an [`ApplyHandler`]. Cheap to clone.
+#[derive(Clone)]
+pub struct StateMachine {
+    handler: Arc<dyn ApplyHandler>,
+    store: LogStore,
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl StateMachine {
+    /// A state machine whose applied state starts at the stored snapshot (if any); openraft
+    /// re-applies the committed entries after it.
+    pub fn new(handler: Arc<dyn ApplyHandler>, store: LogStore, snapshot: Option<StoredSnapshot>) -> Self {
+        let inner = Inner {
+            applied: snapshot.as_ref().and_then(|s| s.last_log_id),
+            membership: snapshot.as_ref().map(|s| s.membership.clone()).unwrap_or_default(),
+            current: snapshot,
+        };
+        Self { handler, store, inner: Arc::new(Mutex::new(inner)) }
+    }
+
+    fn inner(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Last applied log id.
+    pub fn applied(&self) -> Option<LogId> {
+        self.inner().applied
+    }
+
+    fn payload_pos(&self, log_id: &LogId) -> io::Result<u64> {
+        self.store.entry_position(log_id.index).map(|p| p.payload_pos).ok_or_else(|| {
+            io::Error::other(format!("committed entry {log_id} is not in the log store while applying it"))
+        })
+    }
+
+    /// Where the entry after `applied` goes: the end of `applied` (or of the log when `applied`
+    /// is its purge point).
+    fn next_pos(&self, applied: &LogId) -> io::Result<u64> {
+        if let Some(p) = self.store.entry_position(applied.index) {
+            return Ok(p.pos + u64::from(p.size));
+        }
+        if self.store.last_log_id().as_ref() == Some(applied) {
+            return Ok(self.store.end_pos());
+        }
+        Err(io::Error::other(format!("applied entry {applied} is not in the log store")))
+    }
+
+    fn build(&self) -> io::Result<Option<StoredSnapshot>> {
+        let (applied, membership) = {
+            let g = self.inner();
+            (g.applied, g.membership.clone())
+        };
+        let Some(applied) = applied else { return Ok(None) };
+        let manifest = self.handler.build_manifest(applied)?;
+        let next_pos = self.next_pos(&applied)?;
+        let data = SnapshotData { next_pos, manifest }.encode()?;
+        Ok(Some(StoredSnapshot { last_log_id: Some(applied), membership, data }))
+    }
+}
+
+fn to_snapshot(s: &StoredSnapshot) -> Snapshot {
+    Snapshot {
+        meta: SnapshotMeta { last_log_id: s.last_log_id, last_membership: s.membership.clone() },
+        snapshot: s.data.clone(),
+    }
+}
+
+/// Builds a snapshot prepared on the state-machine task; `build_snapshot` only persists it.
+pub struct ManifestBuilder {
+    prepared: io::Result<Option<StoredSnapshot>>,
+    sm: StateMachine,
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for ManifestBuilder {
+    type SnapshotData = Bytes;
+
+    async fn build_snapshot(&mut self) -> Result<Snapshot, io::Error> {
+        let prepared = std::mem::replace(&mut self.prepared, Ok(None))?;
+        let Some(s) = prepared else {
+            return Err(io::Error::other("nothing applied yet: no snapshot to build"));
+        };
+        let dir = self.sm.store.dir().to_path_buf();
+        let to_save = s.clone();
+        tokio::task::spawn_blocking(move || to_save.save(&dir))
+            .await
+            .map_err(|e| io::Error::other(format!("snapshot save task: {e}")))??;
+        let snap = to_snapshot(&s);
+        let mut g = self.sm.inner();
+        let newer = match (&g.current, s.last_log_id) {
+            (Some(c), Some(l)) => c.last_log_id.is_none_or(|cl| cl < l),
+            _ => true,
+        };
+        if newer {
+            g.current = Some(s);
+        }
+        Ok(snap)
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachine {
+    type SnapshotData = Bytes;
+    type SnapshotBuilder = ManifestBuilder;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), io::Error> {
+        let g = self.inner();
+        Ok((g.applied, g.membership.clone()))
+    }
+
+    async fn apply<S>(&mut self, mut entries: S) -> Result<(), io::Error>
+    where
+        S: Stream<Item = Result<EntryResponder<TypeConfig>, io::Error>> + Unpin + Send,
+    {
+        while let Some((entry, responder)) = entries.try_next().await? {
+            let log_id = entry.log_id;
+            let reply = match entry.payload {
+                EntryPayload::Normal(p) => {
+                    let payload_pos = self.payload_pos(&log_id)?;
+                    self.handler.apply(CommittedEntry { log_id, payload_pos, tag: p.tag, body: p.body })
+                }
+                EntryPayload::Membership(m) => {
+                    self.inner().membership = StoredMembership::new(Some(log_id), m);
+                    self.handler.apply_other(log_id);
+                    AppReply::default()
+                }
+                EntryPayload::Blank => {
+                    self.handler.apply_other(log_id);
+                    AppReply::default()
+                }
+            };
+            self.inner().applied = Some(log_id);
+            if let Some(r) = responder {
+                r.send(reply);
+            }
+        }
+        Ok(())
+    }
+
+    async fn try_create_snapshot_builder(&mut self, _force: bool) -> Option<Self::SnapshotBuilder> {
+        Some(ManifestBuilder { prepared: self.build(), sm: self.clone() })
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        ManifestBuilder { prepared: self.build(), sm: self.clone() }
+    }
+
+    async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: Bytes) -> Result<(), io::Error> {
+        let Some(last) = meta.last_log_id else {
+            return Err(io::Error::other("snapshot without a last log id"));
+        };
+        let data = SnapshotData::decode(&snapshot)
+            .map_err(|r| io::Error::new(io::ErrorKind::InvalidData, format!("snapshot data: {r}")))?;
+        // Order: handler state, then the snapshot file, then the log. A crash in between leaves
+        // a handler ahead of the file (re-applied entries are idempotent) or a file ahead of the
+        // log (the node rebases at start); never a log that claims more than the state machine.
+        self.handler.install_manifest(data.manifest.clone(), last)?;
+        let stored =
+            StoredSnapshot { last_log_id: Some(last), membership: meta.last_membership.clone(), data: snapshot };
+        let dir = self.store.dir().to_path_buf();
+        let to_save = stored.clone();
+        tokio::task::spawn_blocking(move || to_save.save(&dir))
+            .await
+            .map_err(|e| io::Error::other(format!("snapshot save task: {e}")))??;
+        self.store.rebase(last, data.next_pos).await?;
+        let mut g = self.inner();
+        g.applied = Some(last);
+        g.membership = meta.last_membership.clone();
+        g.current = Some(stored);
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
+        Ok(self.inner().current.as_ref().map(to_snapshot))
+    }
+}
