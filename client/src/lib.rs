@@ -1,1 +1,45 @@
-//! placeholder
+//! raftmq-client: the RocketMQ 4.x client SDK (producer and admin; consumers come later).
+//!
+//! Modules in data-flow order:
+//! - [`error`]: [`ClientError`] with `is_retryable()` / `is_outcome_unknown()`.
+//! - [`namesrv`]: which NameServer to ask (failover, last good first).
+//! - [`route`]: topic routes, publish/subscribe queues, the leader-hint convention.
+//! - [`fault_strategy`]: latency-based avoidance of failed or slow broker groups.
+//! - [`selector`]: queue selectors for partition-ordered sends.
+//! - [`send_result`]: [`SendResult`], [`SendStatus`], response mapping.
+//! - [`producer`]: [`Producer`] / [`ProducerBuilder`].
+//! - [`admin`]: [`Admin`]: NameServer and broker administration calls.
+//!
+//! ```no_run
+//! # async fn demo() -> raftmq_client::Result<()> {
+//! use raftmq_client::Producer;
+//! use raftmq_common::message::Message;
+//!
+//! let producer = Producer::builder("OrderProducers").namesrv_addr("127.0.0.1:9876").build()?;
+//! producer.start().await?;
+//! let result = producer.send(Message::new("TopicTest", "hello").with_tags("TagA")).await?;
+//! println!("{} {:?} {}", result.msg_id, result.status, result.queue_offset);
+//! producer.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod admin;
+pub mod error;
+pub mod fault_strategy;
+pub mod namesrv;
+pub mod producer;
+pub mod route;
+pub mod selector;
+pub mod send_result;
+
+pub use admin::Admin;
+pub use error::ClientError;
+pub use error::ErrorKind;
+pub use error::Result;
+pub use producer::Producer;
+pub use producer::ProducerBuilder;
+pub use selector::MessageQueueSelector;
+pub use selector::SelectMessageQueueByHash;
+pub use send_result::SendResult;
+pub use send_result::SendStatus;

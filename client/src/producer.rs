@@ -1,0 +1,846 @@
+//! [`Producer`]: sends messages the way RocketMQ 4.x's `DefaultMQProducer` does, so a broker cannot
+//! tell it from a Java client (SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE, header fields `a`..`n`).
+//!
+//! ```text
+//! send(msg) ─► validate (= broker's rules) ─► UNIQ_KEY, WAIT, compress ≥ 4 KiB ─► publish info
+//!   (cache │ NameServer │ TBW102 default route) ─► attempt loop, at most 1 + retries, one deadline:
+//!     MqFaultStrategy picks a queue (round-robin, avoids the last failed group and backed-off ones)
+//!     ─► brokerId 0 address ─► SEND_MESSAGE_V2 ─► SUCCESS / FLUSH_* / SLAVE_NOT_AVAILABLE → SendResult
+//!        retryable code → next attempt on another group; SERVICE_NOT_AVAILABLE "leader=ip:port" →
+//!        the route moves to that leader and the same queue is tried there
+//!        timeout / connection lost after sending → outcome unknown: returned, never retried
+//! ```
+//!
+//! Invariants:
+//! - Nothing touches the network before the message passed client-side validation.
+//! - A send whose outcome is unknown is never retried by the producer (that could store it twice);
+//!   the caller gets [`ErrorKind::Timeout`]/[`ErrorKind::OutcomeUnknown`] and may resend the same
+//!   `Message`, whose `UNIQ_KEY` is kept so consumers can deduplicate.
+//! - Every attempt shares the send's one deadline (`sendMsgTimeout`); attempts are bounded by
+//!   [`PRODUCER_SEND_ATTEMPTS_MAX_COUNT`].
+//! - Ordered sends (selector, sharding key, explicit queue) never move to another queue; only a
+//!   leader hint retries them, on the same queue.
+
+use std::future::Future;
+use std::net::IpAddr;
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::MutexGuard;
+use std::sync::atomic::AtomicU8;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use std::time::SystemTime;
+use std::time::UNIX_EPOCH;
+
+use bytes::Bytes;
+use raftmq_common::limits::COMPRESS_BODY_OVER_BYTES;
+use raftmq_common::limits::MESSAGE_BODY_SIZE_MAX_BYTES;
+use raftmq_common::limits::PRODUCER_SEND_ATTEMPTS_MAX_COUNT;
+use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
+use raftmq_common::message::Message;
+use raftmq_common::message::MessageQueue;
+use raftmq_common::message::batch::encode_batch;
+use raftmq_common::message::batch::validate_batch;
+use raftmq_common::message::compress::compress_body;
+use raftmq_common::message::msg_id::UniqIdGenerator;
+use raftmq_common::message::msg_id::UniqIdSeed;
+use raftmq_common::message::properties;
+use raftmq_common::message::properties::Properties;
+use raftmq_common::message::sys_flag;
+use raftmq_common::message::validate::AUTO_CREATE_TOPIC_KEY_TOPIC;
+use raftmq_common::message::validate::is_retry_topic;
+use raftmq_common::message::validate::validate_group;
+use raftmq_common::message::validate::validate_message;
+use raftmq_common::protocol::RemotingCommand;
+use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::header::send::SendMessageRequestHeaderV2;
+use raftmq_common::remoting::RemotingClient;
+use tokio::time::Instant;
+
+use crate::error::ClientError;
+use crate::error::ErrorKind;
+use crate::error::Result;
+use crate::fault_strategy::MqFaultStrategy;
+use crate::namesrv::NamesrvClient;
+use crate::route::RouteConfig;
+use crate::route::TopicPublishInfo;
+use crate::route::TopicRouteManager;
+use crate::route::parse_leader_hint;
+use crate::selector::MessageQueueSelector;
+use crate::selector::SelectMessageQueueByHash;
+use crate::send_result::SendResult;
+use crate::send_result::SendStatus;
+use crate::send_result::process_send_response;
+
+/// `DefaultMQProducer.retryTimesWhenSendFailed` (and `…AsyncFailed`): 2 retries, 3 attempts.
+pub const RETRY_TIMES_WHEN_SEND_FAILED_DEFAULT: u32 = 2;
+/// `DefaultMQProducer.defaultTopicQueueNums`: queues a topic auto-created by a send gets per group.
+pub const DEFAULT_TOPIC_QUEUE_NUMS_DEFAULT: i32 = 4;
+
+const STATE_CREATED: u8 = 0;
+const STATE_RUNNING: u8 = 1;
+const STATE_SHUTDOWN: u8 = 2;
+
+/// Builds a [`Producer`]; options mirror `DefaultMQProducer`'s fields and defaults.
+#[derive(Debug, Clone)]
+pub struct ProducerBuilder {
+    producer_group: String,
+    namesrv_addrs: Vec<String>,
+    send_timeout: Duration,
+    retry_times_when_send_failed: u32,
+    retry_times_when_send_async_failed: u32,
+    compress_over_bytes: usize,
+    max_message_size_bytes: usize,
+    instance_name: Option<String>,
+    client_ip: Option<IpAddr>,
+    create_topic_key: String,
+    default_topic_queue_nums: i32,
+    route_config: RouteConfig,
+    send_latency_fault_enable: bool,
+    retry_another_broker_when_not_store_ok: bool,
+}
+
+impl ProducerBuilder {
+    /// A builder for `producer_group` with RocketMQ's defaults (3 s timeout, 2 retries, compress
+    /// ≥ 4 KiB, 4 MiB max, TBW102 with 4 queues) and latency fault avoidance on.
+    pub fn new(producer_group: impl Into<String>) -> Self {
+        ProducerBuilder {
+            producer_group: producer_group.into(),
+            namesrv_addrs: Vec::new(),
+            send_timeout: Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS),
+            retry_times_when_send_failed: RETRY_TIMES_WHEN_SEND_FAILED_DEFAULT,
+            retry_times_when_send_async_failed: RETRY_TIMES_WHEN_SEND_FAILED_DEFAULT,
+            compress_over_bytes: COMPRESS_BODY_OVER_BYTES,
+            max_message_size_bytes: MESSAGE_BODY_SIZE_MAX_BYTES,
+            instance_name: None,
+            client_ip: None,
+            create_topic_key: AUTO_CREATE_TOPIC_KEY_TOPIC.to_owned(),
+            default_topic_queue_nums: DEFAULT_TOPIC_QUEUE_NUMS_DEFAULT,
+            route_config: RouteConfig::default(),
+            send_latency_fault_enable: true,
+            retry_another_broker_when_not_store_ok: false,
+        }
+    }
+
+    /// NameServers as RocketMQ writes them: `"ip:port;ip:port"`.
+    pub fn namesrv_addr(mut self, addrs: &str) -> Self {
+        self.namesrv_addrs = crate::namesrv::parse_namesrv_addrs(addrs);
+        self
+    }
+
+    /// NameServers as a list.
+    pub fn namesrv_addrs<I: IntoIterator<Item = S>, S: Into<String>>(mut self, addrs: I) -> Self {
+        self.namesrv_addrs = addrs.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Deadline of one send, retries included (`sendMsgTimeout`, 3 s).
+    pub fn send_timeout(mut self, timeout: Duration) -> Self {
+        self.send_timeout = timeout;
+        self
+    }
+
+    /// Extra attempts of a failed synchronous send (`retryTimesWhenSendFailed`, 2).
+    pub fn retry_times_when_send_failed(mut self, retries: u32) -> Self {
+        self.retry_times_when_send_failed = retries;
+        self
+    }
+
+    /// Extra attempts of a failed asynchronous send (`retryTimesWhenSendAsyncFailed`, 2).
+    pub fn retry_times_when_send_async_failed(mut self, retries: u32) -> Self {
+        self.retry_times_when_send_async_failed = retries;
+        self
+    }
+
+    /// Bodies of at least this many bytes are zlib-compressed (`compressMsgBodyOverHowmuch`, 4 KiB).
+    pub fn compress_over_bytes(mut self, bytes: usize) -> Self {
+        self.compress_over_bytes = bytes;
+        self
+    }
+
+    /// Largest body (or encoded batch) accepted (`maxMessageSize`, 4 MiB).
+    pub fn max_message_size_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_size_bytes = bytes;
+        self
+    }
+
+    /// The instance name in the client id `ip@instanceName` (default: the process id).
+    pub fn instance_name(mut self, name: impl Into<String>) -> Self {
+        self.instance_name = Some(name.into());
+        self
+    }
+
+    /// The client IP in the client id and message ids (default: the address of the default route).
+    pub fn client_ip(mut self, ip: IpAddr) -> Self {
+        self.client_ip = Some(ip);
+        self
+    }
+
+    /// The template topic for auto-creation (`createTopicKey`, `TBW102`).
+    pub fn create_topic_key(mut self, topic: impl Into<String>) -> Self {
+        self.create_topic_key = topic.into();
+        self
+    }
+
+    /// Queues per group of a topic auto-created by a send (`defaultTopicQueueNums`, 4).
+    pub fn default_topic_queue_nums(mut self, nums: i32) -> Self {
+        self.default_topic_queue_nums = nums;
+        self
+    }
+
+    /// How often cached routes are refreshed (`pollNameServerInterval`, 30 s).
+    pub fn route_poll_interval(mut self, interval: Duration) -> Self {
+        self.route_config.poll_interval = interval;
+        self
+    }
+
+    /// Deadline of a NameServer call (`mqClientApiTimeout`, 3 s).
+    pub fn namesrv_timeout(mut self, timeout: Duration) -> Self {
+        self.route_config.rpc_timeout = timeout;
+        self
+    }
+
+    /// Latency-based avoidance of slow or failed groups (`sendLatencyFaultEnable`; on here, off in Java).
+    pub fn send_latency_fault_enable(mut self, enable: bool) -> Self {
+        self.send_latency_fault_enable = enable;
+        self
+    }
+
+    /// Retry on another group when a send is stored with a non-OK status (`retryAnotherBrokerWhenNotStoreOK`).
+    pub fn retry_another_broker_when_not_store_ok(mut self, enable: bool) -> Self {
+        self.retry_another_broker_when_not_store_ok = enable;
+        self
+    }
+
+    /// Checks the options and builds the producer (not started).
+    pub fn build(self) -> Result<Producer> {
+        let invalid = |m: String| ClientError::invalid_argument("buildProducer", m);
+        validate_group(&self.producer_group).map_err(|e| invalid(e.to_string()))?;
+        if self.send_timeout.is_zero() {
+            return Err(invalid("send timeout must be positive".into()));
+        }
+        if self.retry_times_when_send_failed >= PRODUCER_SEND_ATTEMPTS_MAX_COUNT
+            || self.retry_times_when_send_async_failed >= PRODUCER_SEND_ATTEMPTS_MAX_COUNT
+        {
+            return Err(invalid(format!("at most {} retries", PRODUCER_SEND_ATTEMPTS_MAX_COUNT - 1)));
+        }
+        if self.default_topic_queue_nums <= 0 {
+            return Err(invalid("defaultTopicQueueNums must be positive".into()));
+        }
+        if self.max_message_size_bytes == 0 || self.max_message_size_bytes > MESSAGE_BODY_SIZE_MAX_BYTES {
+            return Err(invalid(format!("maxMessageSize must be 1..={MESSAGE_BODY_SIZE_MAX_BYTES} bytes")));
+        }
+        let remoting = RemotingClient::new();
+        let namesrv = NamesrvClient::new(remoting.clone(), self.namesrv_addrs.clone())?;
+        let routes = TopicRouteManager::new(namesrv, self.route_config.clone());
+        let ip = self.client_ip.unwrap_or_else(local_ip);
+        let instance = self.instance_name.clone().unwrap_or_else(|| std::process::id().to_string());
+        let inner = ProducerInner {
+            client_id: format!("{ip}@{instance}"),
+            uniq: Mutex::new(UniqIdGenerator::new(UniqIdSeed::for_this_process(ip))),
+            fault: Mutex::new(MqFaultStrategy::new(self.send_latency_fault_enable)),
+            state: AtomicU8::new(STATE_CREATED),
+            epoch: Instant::now(),
+            remoting,
+            routes,
+            config: self,
+        };
+        Ok(Producer { inner: Arc::new(inner) })
+    }
+}
+
+/// The client's outward IP, found without sending anything: the source address the kernel picks
+/// for a UDP "connection" (Java's `RemotingUtil.getLocalAddress` also prefers a non-loopback one).
+fn local_ip() -> IpAddr {
+    let probe = || -> std::io::Result<IpAddr> {
+        let socket = std::net::UdpSocket::bind("0.0.0.0:0")?;
+        socket.connect("192.0.2.1:9")?;
+        Ok(socket.local_addr()?.ip())
+    };
+    probe().ok().filter(|ip| !ip.is_unspecified()).unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+}
+
+struct ProducerInner {
+    config: ProducerBuilder,
+    client_id: String,
+    remoting: RemotingClient,
+    routes: TopicRouteManager,
+    fault: Mutex<MqFaultStrategy>,
+    uniq: Mutex<UniqIdGenerator>,
+    state: AtomicU8,
+    /// Zero of the fault strategy's monotonic clock.
+    epoch: Instant,
+}
+
+/// A message ready for the wire: what every attempt of one send reuses.
+#[derive(Debug, Clone)]
+struct Outgoing {
+    topic: String,
+    body: Bytes,
+    sys_flag: i32,
+    flag: i32,
+    properties: String,
+    batch: bool,
+    /// UNIQ_KEY, or the batch's comma-joined UNIQ_KEYs.
+    msg_id: String,
+    reconsume_times: i32,
+    max_reconsume_times: Option<i32>,
+}
+
+/// A RocketMQ producer; clones share connections, routes and fault state.
+#[derive(Clone)]
+pub struct Producer {
+    inner: Arc<ProducerInner>,
+}
+
+impl std::fmt::Debug for Producer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Producer")
+            .field("producer_group", &self.inner.config.producer_group)
+            .field("client_id", &self.inner.client_id)
+            .finish()
+    }
+}
+
+impl Producer {
+    /// A [`ProducerBuilder`] for `producer_group`.
+    pub fn builder(producer_group: impl Into<String>) -> ProducerBuilder {
+        ProducerBuilder::new(producer_group)
+    }
+
+    /// `ip@instanceName`.
+    pub fn client_id(&self) -> &str {
+        &self.inner.client_id
+    }
+
+    /// The producer group.
+    pub fn producer_group(&self) -> &str {
+        &self.inner.config.producer_group
+    }
+
+    /// The route cache (shared with admin-style lookups and tests).
+    pub fn routes(&self) -> &TopicRouteManager {
+        &self.inner.routes
+    }
+
+    /// Starts the route refresh. Starting twice is harmless; after [`Self::shutdown`] it fails.
+    pub async fn start(&self) -> Result<()> {
+        match self.inner.state.compare_exchange(STATE_CREATED, STATE_RUNNING, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {
+                self.inner.routes.start_polling();
+                tracing::info!(producer_group = %self.producer_group(), client_id = %self.client_id(), "producer started");
+                Ok(())
+            }
+            Err(STATE_RUNNING) => Ok(()),
+            Err(_) => Err(ClientError::new(ErrorKind::Shutdown, "start", "the producer was shut down")),
+        }
+    }
+
+    /// Stops the route refresh and closes every connection; later sends fail with `Shutdown`.
+    pub async fn shutdown(&self) {
+        if self.inner.state.swap(STATE_SHUTDOWN, Ordering::AcqRel) == STATE_SHUTDOWN {
+            return;
+        }
+        self.inner.routes.stop_polling();
+        self.inner.remoting.close().await;
+        tracing::info!(producer_group = %self.producer_group(), "producer shut down");
+    }
+
+    fn check_running(&self, operation: &'static str) -> Result<()> {
+        match self.inner.state.load(Ordering::Acquire) {
+            STATE_RUNNING => Ok(()),
+            STATE_CREATED => Err(ClientError::new(ErrorKind::Shutdown, operation, "the producer is not started")),
+            _ => Err(ClientError::new(ErrorKind::Shutdown, operation, "the producer was shut down")),
+        }
+    }
+
+    /// Sends `msg` and waits for the broker (`send(Message)`), retrying failed attempts on other
+    /// groups. A timeout is outcome-unknown, not a failure.
+    pub async fn send(&self, msg: Message) -> Result<SendResult> {
+        self.send_with_retries(msg, self.inner.config.retry_times_when_send_failed).await
+    }
+
+    /// Starts sending `msg` at once and returns the result as a future (`send(msg, SendCallback)`).
+    /// Must be called inside a tokio runtime.
+    pub fn send_async(&self, msg: Message) -> impl Future<Output = Result<SendResult>> + Send + 'static {
+        let producer = self.clone();
+        let retries = self.inner.config.retry_times_when_send_async_failed;
+        let task = tokio::spawn(async move { producer.send_with_retries(msg, retries).await });
+        async move {
+            task.await.unwrap_or_else(|e| {
+                Err(ClientError::new(ErrorKind::Shutdown, "send", format!("the send task ended early: {e}")))
+            })
+        }
+    }
+
+    /// Sends `msg` in the background and calls `callback` with the outcome.
+    pub fn send_with_callback<F>(&self, msg: Message, callback: F)
+    where
+        F: FnOnce(Result<SendResult>) + Send + 'static,
+    {
+        let send = self.send_async(msg);
+        tokio::spawn(async move { callback(send.await) });
+    }
+
+    /// Sends `msg` without waiting for the broker (`sendOneway`): one attempt, no result.
+    pub async fn send_oneway(&self, mut msg: Message) -> Result<()> {
+        self.check_running("sendOneway")?;
+        let out = self.prepare(&mut msg, "sendOneway")?;
+        let deadline = Instant::now() + self.inner.config.send_timeout;
+        let info = self.publish_info(&out.topic, "sendOneway").await?;
+        let mq = self.select_queue(&info, None).ok_or_else(|| no_queue("sendOneway", &out.topic))?;
+        let addr = self.resolve_addr(&mq, "sendOneway").await?;
+        let request = self.request(&out, &mq).into_oneway();
+        let began = Instant::now();
+        let result = self.inner.remoting.invoke_oneway(&addr, request, remaining(deadline)).await;
+        self.update_fault(&mq.broker_name, began, result.is_err());
+        result.map_err(|e| context(ClientError::remoting("sendOneway", e), &mq, &addr))
+    }
+
+    /// Sends `messages` as one SEND_BATCH_MESSAGE (`send(Collection<Message>)`): one topic, one
+    /// waitStoreMsgOK, no delay, at most `maxMessageSize` encoded. `msg_id` is the comma-joined
+    /// UNIQ_KEYs; `queue_offset` the first message's.
+    pub async fn send_batch(&self, messages: Vec<Message>) -> Result<SendResult> {
+        self.check_running("sendBatch")?;
+        let out = self.prepare_batch(messages)?;
+        let attempts = 1 + self.inner.config.retry_times_when_send_failed;
+        self.send_default(out, attempts, "sendBatch").await
+    }
+
+    /// Sends `msg` to `mq` only (`send(Message, MessageQueue)`); no failover to other queues.
+    pub async fn send_to_queue(&self, mut msg: Message, mq: &MessageQueue) -> Result<SendResult> {
+        self.check_running("sendToQueue")?;
+        if msg.topic != mq.topic {
+            return Err(ClientError::invalid_argument("sendToQueue", "message's topic not equal mq's topic")
+                .with_context("topic", &msg.topic)
+                .with_context("queue", mq_label(mq)));
+        }
+        let out = self.prepare(&mut msg, "sendToQueue")?;
+        self.send_to_fixed_queue(&out, mq.clone(), "sendToQueue").await
+    }
+
+    /// Sends `msg` to the queue `selector` picks from the topic's publish queues
+    /// (`send(Message, MessageQueueSelector, Object)`); no failover to other queues.
+    pub async fn send_with_selector<A, S>(&self, mut msg: Message, selector: &S, arg: &A) -> Result<SendResult>
+    where
+        A: ?Sized,
+        S: MessageQueueSelector<A> + ?Sized,
+    {
+        let op = "sendWithSelector";
+        self.check_running(op)?;
+        let out = self.prepare(&mut msg, op)?;
+        let info = self.publish_info(&out.topic, op).await?;
+        let queues = info.message_queues();
+        let mq = selector.select(queues, &msg, arg).and_then(|i| queues.get(i)).cloned().ok_or_else(|| {
+            ClientError::invalid_argument(op, "select message queue return null").with_context("topic", &out.topic)
+        })?;
+        self.send_to_fixed_queue(&out, mq, op).await
+    }
+
+    /// Partition-ordered send: every message with the same `sharding_key` goes to the same queue
+    /// while the route is unchanged (`SelectMessageQueueByHash`, Java-compatible hashing).
+    pub async fn send_orderly(&self, msg: Message, sharding_key: &str) -> Result<SendResult> {
+        self.send_with_selector(msg, &SelectMessageQueueByHash, sharding_key).await
+    }
+
+    async fn send_with_retries(&self, mut msg: Message, retries: u32) -> Result<SendResult> {
+        self.check_running("send")?;
+        let out = self.prepare(&mut msg, "send")?;
+        self.send_default(out, 1 + retries, "send").await
+    }
+
+    /// Validates and completes a single message (`Validators.checkMessage`, `setUniqID`,
+    /// `tryToCompressMessage`), leaving `msg` with its UNIQ_KEY and WAIT set.
+    fn prepare(&self, msg: &mut Message, op: &'static str) -> Result<Outgoing> {
+        validate_message(msg, self.inner.config.max_message_size_bytes)
+            .map_err(|e| ClientError::invalid_argument(op, e.to_string()).with_context("topic", &msg.topic))?;
+        self.complete_properties(msg);
+        let mut sys_flag = 0;
+        let mut body = msg.body.clone();
+        if body.len() >= self.inner.config.compress_over_bytes {
+            body = Bytes::from(compress_body(&body));
+            sys_flag |= sys_flag::COMPRESSED | sys_flag::COMPRESSION_ZLIB_TYPE;
+        }
+        if msg.is_transaction_prepared() {
+            sys_flag |= sys_flag::TRANSACTION_PREPARED_TYPE;
+        }
+        // Messages sent back to a retry topic carry their counters in the header, not the properties.
+        let mut props = msg.properties.clone();
+        let (mut reconsume_times, mut max_reconsume_times) = (0, None);
+        if is_retry_topic(&msg.topic) {
+            if let Some(v) = props.remove(properties::RECONSUME_TIME) {
+                reconsume_times = v.parse().unwrap_or(0);
+            }
+            max_reconsume_times = props.remove(properties::MAX_RECONSUME_TIMES).and_then(|v| v.parse().ok());
+        }
+        Ok(Outgoing {
+            topic: msg.topic.clone(),
+            body,
+            sys_flag,
+            flag: msg.flag,
+            properties: props.to_wire_string(),
+            batch: false,
+            msg_id: msg.uniq_key().unwrap_or_default().to_owned(),
+            reconsume_times,
+            max_reconsume_times,
+        })
+    }
+
+    /// `DefaultMQProducer.batch`: the batch rules, each message validated and given a UNIQ_KEY,
+    /// batch-level properties = WAIT only; batch bodies are never compressed (as in Java).
+    fn prepare_batch(&self, mut messages: Vec<Message>) -> Result<Outgoing> {
+        let op = "sendBatch";
+        for msg in &mut messages {
+            validate_message(msg, self.inner.config.max_message_size_bytes)
+                .map_err(|e| ClientError::invalid_argument(op, e.to_string()).with_context("topic", &msg.topic))?;
+            self.complete_properties(msg);
+        }
+        validate_batch(&messages).map_err(|e| ClientError::invalid_argument(op, e.to_string()))?;
+        let body = encode_batch(&messages).map_err(|e| ClientError::invalid_argument(op, e.to_string()))?;
+        if body.len() > self.inner.config.max_message_size_bytes {
+            return Err(ClientError::invalid_argument(
+                op,
+                format!("the message body size over max value, MAX: {}", self.inner.config.max_message_size_bytes),
+            ));
+        }
+        let first = messages.first().ok_or_else(|| ClientError::invalid_argument(op, "the batch is empty"))?;
+        let mut batch_props = Properties::new();
+        batch_props.insert(properties::WAIT, if first.wait_store_msg_ok() { "true" } else { "false" });
+        let ids: Vec<&str> = messages.iter().map(|m| m.uniq_key().unwrap_or_default()).collect();
+        Ok(Outgoing {
+            topic: first.topic.clone(),
+            body,
+            sys_flag: 0,
+            flag: 0,
+            properties: batch_props.to_wire_string(),
+            batch: true,
+            msg_id: ids.join(","),
+            reconsume_times: 0,
+            max_reconsume_times: None,
+        })
+    }
+
+    /// UNIQ_KEY (kept when already set, so a resend keeps its id) and WAIT=true unless set, as the
+    /// Java `Message` constructor sets it.
+    fn complete_properties(&self, msg: &mut Message) {
+        if msg.uniq_key().is_none() {
+            let id = lock(&self.inner.uniq).next_id_now();
+            msg.set_uniq_key(id);
+        }
+        if !msg.properties.contains_key(properties::WAIT) {
+            msg.set_wait_store_msg_ok(true);
+        }
+    }
+
+    /// The SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE request for one attempt, fields as the 4.9.8 client
+    /// fills them (`sendKernelImpl`).
+    fn request(&self, out: &Outgoing, mq: &MessageQueue) -> RemotingCommand {
+        let config = &self.inner.config;
+        let header = SendMessageRequestHeaderV2 {
+            a: config.producer_group.clone(),
+            b: out.topic.clone(),
+            c: config.create_topic_key.clone(),
+            d: config.default_topic_queue_nums,
+            e: mq.queue_id,
+            f: out.sys_flag,
+            g: now_ms(),
+            h: out.flag,
+            i: Some(out.properties.clone()),
+            j: Some(out.reconsume_times),
+            k: Some(false),
+            l: out.max_reconsume_times,
+            m: Some(out.batch),
+            n: Some(mq.broker_name.clone()),
+        };
+        let code = if out.batch { RequestCode::SendBatchMessage } else { RequestCode::SendMessageV2 };
+        RemotingCommand::request_with_header(code, &header).with_body(out.body.clone())
+    }
+
+    async fn publish_info(&self, topic: &str, op: &'static str) -> Result<Arc<TopicPublishInfo>> {
+        let config = &self.inner.config;
+        let default = Some((config.create_topic_key.as_str(), config.default_topic_queue_nums));
+        self.inner.routes.publish_info(topic, default).await.map_err(|mut e| {
+            e.operation = op;
+            e
+        })
+    }
+
+    fn select_queue(&self, info: &TopicPublishInfo, last_broker: Option<&str>) -> Option<MessageQueue> {
+        let now = self.clock_ms();
+        lock(&self.inner.fault).select_one_message_queue(info, last_broker, now)
+    }
+
+    fn update_fault(&self, broker_name: &str, began: Instant, isolation: bool) {
+        let latency_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let now = self.clock_ms();
+        lock(&self.inner.fault).update_fault_item(broker_name, latency_ms, isolation, now);
+    }
+
+    fn clock_ms(&self) -> u64 {
+        u64::try_from(self.inner.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The write address of `mq`'s group, refreshing the route once when unknown.
+    async fn resolve_addr(&self, mq: &MessageQueue, op: &'static str) -> Result<String> {
+        if let Some(addr) = self.inner.routes.broker_addr_in_publish(&mq.broker_name) {
+            return Ok(addr);
+        }
+        if let Err(e) = self.inner.routes.update_route(&mq.topic).await {
+            tracing::debug!(topic = %mq.topic, error = %e, "route refresh for a missing broker address failed");
+        }
+        self.inner.routes.broker_addr_in_publish(&mq.broker_name).ok_or_else(|| {
+            ClientError::new(ErrorKind::NoRoute, op, format!("The broker[{}] not exist", mq.broker_name))
+                .with_context("topic", &mq.topic)
+                .with_context("broker", &mq.broker_name)
+        })
+    }
+
+    /// One synchronous attempt on `mq` at `addr`.
+    async fn attempt(&self, out: &Outgoing, mq: &MessageQueue, addr: &str, timeout: Duration) -> Result<SendResult> {
+        let response = self
+            .inner
+            .remoting
+            .invoke(addr, self.request(out, mq), timeout)
+            .await
+            .map_err(|e| ClientError::remoting("send", e))?;
+        process_send_response(&response, &out.topic, &mq.broker_name, &out.msg_id)
+    }
+
+    /// `sendDefaultImpl` for synchronous sends: up to `attempts` tries within one deadline.
+    async fn send_default(&self, out: Outgoing, attempts: u32, op: &'static str) -> Result<SendResult> {
+        let deadline = Instant::now() + self.inner.config.send_timeout;
+        let info = self.publish_info(&out.topic, op).await?;
+        let attempts = attempts.clamp(1, PRODUCER_SEND_ATTEMPTS_MAX_COUNT);
+        let mut last_broker: Option<String> = None;
+        let mut pinned: Option<MessageQueue> = None;
+        let mut stored_not_ok: Option<SendResult> = None;
+        let mut last_err: Option<ClientError> = None;
+        let mut tried: Vec<String> = Vec::new();
+        for attempt in 1..=attempts {
+            let mq = match pinned.take() {
+                Some(mq) => mq,
+                None => match self.select_queue(&info, last_broker.as_deref()) {
+                    Some(mq) => mq,
+                    None => break,
+                },
+            };
+            if remaining(deadline).is_zero() {
+                break;
+            }
+            let addr = match self.resolve_addr(&mq, op).await {
+                Ok(addr) => addr,
+                Err(e) => {
+                    last_broker = Some(mq.broker_name.clone());
+                    last_err = Some(e);
+                    continue;
+                }
+            };
+            tried.push(mq.broker_name.clone());
+            let began = Instant::now();
+            match self.attempt(&out, &mq, &addr, remaining(deadline)).await {
+                Ok(result) => {
+                    self.update_fault(&mq.broker_name, began, false);
+                    let retry = result.status != SendStatus::SendOk
+                        && self.inner.config.retry_another_broker_when_not_store_ok
+                        && attempt < attempts;
+                    if !retry {
+                        return Ok(result);
+                    }
+                    last_broker = Some(mq.broker_name.clone());
+                    stored_not_ok = Some(result);
+                }
+                Err(e) => {
+                    let mut e = context(e, &mq, &addr);
+                    e.operation = op;
+                    if e.is_outcome_unknown() {
+                        self.update_fault(&mq.broker_name, began, true);
+                        return Err(e);
+                    }
+                    if self.follow_leader_hint(&e, &mq, &addr) {
+                        // The group is fine; only its address moved.
+                        pinned = Some(mq.clone());
+                    } else {
+                        // A non-retryable answer (MESSAGE_ILLEGAL, …) is about the message, not the
+                        // group: its latency counts, but the group is not backed off (Java isolates it).
+                        self.update_fault(&mq.broker_name, began, e.is_retryable());
+                    }
+                    if !(e.is_retryable() || e.kind == ErrorKind::NoRoute) {
+                        return Err(e);
+                    }
+                    tracing::debug!(topic = %out.topic, attempt, error = %e, "send attempt failed; retrying");
+                    last_broker = Some(mq.broker_name.clone());
+                    last_err = Some(e);
+                }
+            }
+        }
+        if let Some(result) = stored_not_ok {
+            return Ok(result);
+        }
+        Err(give_up(op, &out.topic, tried, last_err))
+    }
+
+    /// `sendSelectImpl` / `send(msg, mq)`: attempts on `mq` only; a leader hint retries it at the
+    /// named leader, anything else ends the send.
+    async fn send_to_fixed_queue(&self, out: &Outgoing, mq: MessageQueue, op: &'static str) -> Result<SendResult> {
+        let deadline = Instant::now() + self.inner.config.send_timeout;
+        let attempts = (1 + self.inner.config.retry_times_when_send_failed).clamp(1, PRODUCER_SEND_ATTEMPTS_MAX_COUNT);
+        let mut last_err = None;
+        for attempt in 1..=attempts {
+            if remaining(deadline).is_zero() {
+                break;
+            }
+            let addr = self.resolve_addr(&mq, op).await?;
+            let began = Instant::now();
+            match self.attempt(out, &mq, &addr, remaining(deadline)).await {
+                Ok(result) => {
+                    self.update_fault(&mq.broker_name, began, false);
+                    return Ok(result);
+                }
+                Err(e) => {
+                    let mut e = context(e, &mq, &addr);
+                    e.operation = op;
+                    let hinted = !e.is_outcome_unknown() && self.follow_leader_hint(&e, &mq, &addr);
+                    if !hinted {
+                        self.update_fault(&mq.broker_name, began, e.is_retryable());
+                    }
+                    if !hinted || attempt == attempts {
+                        return Err(e);
+                    }
+                    last_err = Some(e);
+                }
+            }
+        }
+        Err(give_up(op, &out.topic, vec![mq.broker_name.clone()], last_err))
+    }
+
+    /// On SERVICE_NOT_AVAILABLE naming another address as leader, points the group's writes there.
+    /// Returns whether the next attempt should go to the same queue at the new leader.
+    fn follow_leader_hint(&self, e: &ClientError, mq: &MessageQueue, addr: &str) -> bool {
+        if e.response_code() != Some(ResponseCode::ServiceNotAvailable) {
+            return false;
+        }
+        match e.remark().and_then(parse_leader_hint) {
+            Some(leader) if leader != addr => {
+                self.inner.routes.apply_leader_hint(&mq.broker_name, leader);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+fn give_up(op: &'static str, topic: &str, tried: Vec<String>, last_err: Option<ClientError>) -> ClientError {
+    let attempts = tried.len();
+    let tried = format!("[{}]", tried.join(", "));
+    match last_err {
+        Some(last) => {
+            ClientError::new(last.kind.clone(), op, format!("Send [{attempts}] times, still failed: {}", last.message))
+                .with_context("topic", topic)
+                .with_context("brokersSent", tried)
+                .with_source(last)
+        }
+        None => ClientError::new(
+            ErrorKind::DeadlineExceeded,
+            op,
+            format!("Send [{attempts}] times, the send timeout passed before another attempt"),
+        )
+        .with_context("topic", topic)
+        .with_context("brokersSent", tried),
+    }
+}
+
+fn no_queue(op: &'static str, topic: &str) -> ClientError {
+    ClientError::new(ErrorKind::NoRoute, op, "no writable queue").with_context("topic", topic)
+}
+
+fn context(e: ClientError, mq: &MessageQueue, addr: &str) -> ClientError {
+    e.with_context("topic", &mq.topic).with_context("queue", mq_label(mq)).with_context("addr", addr)
+}
+
+fn mq_label(mq: &MessageQueue) -> String {
+    format!("{}:{}", mq.broker_name, mq.queue_id)
+}
+
+fn remaining(deadline: Instant) -> Duration {
+    deadline.saturating_duration_since(Instant::now())
+}
+
+fn now_ms() -> i64 {
+    let ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Each critical section is one call on a self-contained value; a poisoned one is still usable.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn producer() -> Producer {
+        Producer::builder("PG")
+            .namesrv_addr("127.0.0.1:1")
+            .client_ip(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 7)))
+            .instance_name("i1")
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn builder_refuses_bad_options() {
+        assert!(Producer::builder("bad group!").namesrv_addr("a:1").build().is_err());
+        assert!(Producer::builder("PG").build().is_err(), "no NameServer");
+        assert!(Producer::builder("PG").namesrv_addr("a:1").send_timeout(Duration::ZERO).build().is_err());
+        assert!(Producer::builder("PG").namesrv_addr("a:1").retry_times_when_send_failed(99).build().is_err());
+        assert!(Producer::builder("PG").namesrv_addr("a:1").max_message_size_bytes(5 << 20).build().is_err());
+        assert_eq!(producer().client_id(), "10.0.0.7@i1");
+    }
+
+    #[test]
+    fn prepare_sets_uniq_key_wait_and_compresses_at_the_threshold() {
+        let p = producer();
+        let mut small = Message::new("T", vec![7u8; COMPRESS_BODY_OVER_BYTES - 1]);
+        let out = p.prepare(&mut small, "send").unwrap();
+        assert_eq!(out.sys_flag, 0);
+        assert_eq!(out.body.len(), COMPRESS_BODY_OVER_BYTES - 1);
+        assert_eq!(small.property(properties::WAIT), Some("true"));
+        assert_eq!(out.msg_id.len(), 32);
+        assert_eq!(small.uniq_key(), Some(out.msg_id.as_str()));
+        // A resend keeps the id.
+        assert_eq!(p.prepare(&mut small, "send").unwrap().msg_id, out.msg_id);
+
+        let mut big = Message::new("T", vec![7u8; COMPRESS_BODY_OVER_BYTES]);
+        let out = p.prepare(&mut big, "send").unwrap();
+        assert_eq!(out.sys_flag, sys_flag::COMPRESSED | sys_flag::COMPRESSION_ZLIB_TYPE);
+        assert!(out.body.len() < COMPRESS_BODY_OVER_BYTES);
+    }
+
+    #[test]
+    fn retry_topic_counters_move_to_the_header() {
+        let p = producer();
+        let mut m = Message::new("%RETRY%G", &b"x"[..]);
+        m.properties.insert(properties::RECONSUME_TIME, "3");
+        m.properties.insert(properties::MAX_RECONSUME_TIMES, "16");
+        let out = p.prepare(&mut m, "send").unwrap();
+        assert_eq!((out.reconsume_times, out.max_reconsume_times), (3, Some(16)));
+        assert!(!out.properties.contains(properties::RECONSUME_TIME));
+        let req = p.request(&out, &MessageQueue::new("%RETRY%G", "b", 0));
+        let h: SendMessageRequestHeaderV2 = req.decode_header().unwrap();
+        assert_eq!((h.j, h.l, h.m, h.k), (Some(3), Some(16), Some(false), Some(false)));
+    }
+
+    #[tokio::test]
+    async fn sends_before_start_and_after_shutdown_fail_without_network() {
+        let p = producer();
+        let err = p.send(Message::new("T", &b"x"[..])).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Shutdown);
+        p.start().await.unwrap();
+        p.shutdown().await;
+        assert_eq!(p.send(Message::new("T", &b"x"[..])).await.unwrap_err().kind, ErrorKind::Shutdown);
+        assert_eq!(p.start().await.unwrap_err().kind, ErrorKind::Shutdown);
+    }
+}

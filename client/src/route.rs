@@ -1,0 +1,551 @@
+//! Topic routes on the client: fetching `TopicRouteData` from the NameServers, caching it per topic,
+//! and turning it into the queues a producer writes ([`TopicPublishInfo`], RocketMQ's
+//! `MQClientInstance.topicRouteData2TopicPublishInfo`) and a consumer reads ([`subscribe_queues`]).
+//!
+//! ```text
+//!  NameServers ──GET_ROUTEINFO_BY_TOPIC──► TopicRouteManager ──► routes[topic]    (TopicRouteData)
+//!     every poll interval, on a miss,        │                 ├► publish[topic]   (TopicPublishInfo)
+//!     and on demand                          │                 └► broker_addrs[brokerName] {id → addr}
+//!  broker: SERVICE_NOT_AVAILABLE "… leader=ip:port" ──apply_leader_hint──► broker_addrs[name][0] = ip:port
+//! ```
+//!
+//! Invariants:
+//! - A publish queue exists only for a writable `QueueData` whose group has a brokerId 0 address:
+//!   writes go to brokerId 0, and a group without a known leader has none.
+//! - Writes for a group go to `broker_addrs[name][0]`. A leader hint replaces that address at once
+//!   and holds until the NameServer's view of the group changes, so a stale NameServer answer does
+//!   not send the producer back to the old leader on every poll.
+//! - No lock is held across an `.await`.
+//!
+//! ## The leader hint convention
+//! A broker that is not its group's Raft leader (or has no quorum) answers a send with
+//! SERVICE_NOT_AVAILABLE (14), which every 4.x producer retries, and names the leader it knows in
+//! the remark as `leader=<ip:port>` anywhere in the text (see [`format_leader_hint`]). Java clients
+//! ignore the remark and retry elsewhere; this client moves the group's write address at once.
+
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::MutexGuard;
+use std::sync::atomic::AtomicU32;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use raftmq_common::message::MessageQueue;
+use raftmq_common::protocol::RemotingCommand;
+use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::route::MASTER_ID;
+use raftmq_common::protocol::body::route::TopicRouteData;
+use raftmq_common::protocol::body::topic::perm;
+use raftmq_common::protocol::header::namesrv::GetRouteInfoRequestHeader;
+use tokio::task::JoinHandle;
+
+use crate::error::ClientError;
+use crate::error::ErrorKind;
+use crate::error::Result;
+use crate::namesrv::NamesrvClient;
+
+/// The marker that introduces the leader's address in a SERVICE_NOT_AVAILABLE remark.
+pub const LEADER_HINT_KEY: &str = "leader=";
+
+/// The remark fragment a broker appends to name the leader: `leader=<ip:port>`.
+pub fn format_leader_hint(leader_addr: &str) -> String {
+    format!("{LEADER_HINT_KEY}{leader_addr}")
+}
+
+/// The leader address named in `remark` by [`LEADER_HINT_KEY`], if it is a plausible `host:port`.
+/// The address ends at whitespace or one of `;,)]` (a bracketed IPv6 host is kept whole); the key
+/// must not be glued to a preceding word.
+pub fn parse_leader_hint(remark: &str) -> Option<&str> {
+    let mut search_from = 0;
+    while let Some(found) = remark.get(search_from..)?.find(LEADER_HINT_KEY) {
+        let start = search_from + found;
+        let value_start = start + LEADER_HINT_KEY.len();
+        search_from = value_start;
+        let glued = remark[..start].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_');
+        if glued {
+            continue;
+        }
+        let rest = &remark[value_start..];
+        // A bracketed IPv6 host contains ':' and ']' itself: the scan for the end starts after it.
+        let skip = if rest.starts_with('[') { rest.find(']').map_or(rest.len(), |i| i + 1) } else { 0 };
+        let end = rest[skip..]
+            .find(|c: char| c.is_whitespace() || matches!(c, ';' | ',' | ')' | ']'))
+            .map_or(rest.len(), |i| skip + i);
+        let addr = &rest[..end];
+        if is_host_port(addr) {
+            return Some(addr);
+        }
+    }
+    None
+}
+
+fn is_host_port(addr: &str) -> bool {
+    match addr.rsplit_once(':') {
+        Some((host, port)) => !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p != 0),
+        None => false,
+    }
+}
+
+/// The queues a producer may write for one topic (`TopicPublishInfo`), with its round-robin index.
+#[derive(Debug)]
+pub struct TopicPublishInfo {
+    topic: String,
+    order_topic: bool,
+    message_queues: Vec<MessageQueue>,
+    /// Writable groups → their write queue count (`getQueueIdByBroker`).
+    write_queue_nums: BTreeMap<String, i32>,
+    send_which_queue: AtomicU32,
+}
+
+impl TopicPublishInfo {
+    /// Builds the publish queues of `topic` from its route: from `orderTopicConf`
+    /// (`brokerName:queueNums;…`) when set, else writable queue data of groups with a brokerId 0
+    /// address, groups in brokerName order. `start_index` seeds the round-robin.
+    pub fn from_route(topic: &str, route: &TopicRouteData, start_index: u32) -> Self {
+        let mut message_queues = Vec::new();
+        let mut write_queue_nums = BTreeMap::new();
+        let order_conf = route.order_topic_conf.as_deref().filter(|c| !c.is_empty());
+        if let Some(conf) = order_conf {
+            for (broker, nums) in conf.split(';').filter_map(|item| item.split_once(':')) {
+                // A malformed entry is skipped; Java would throw and lose the whole route.
+                let Ok(nums) = nums.trim().parse::<i32>() else { continue };
+                message_queues.extend((0..nums.max(0)).map(|q| MessageQueue::new(topic, broker.trim(), q)));
+            }
+        } else {
+            let mut queue_datas: Vec<_> = route.queue_datas.iter().collect();
+            queue_datas.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
+            for qd in queue_datas.into_iter().filter(|qd| perm::is_writeable(qd.perm)) {
+                let has_master = route
+                    .broker_datas
+                    .iter()
+                    .find(|bd| bd.broker_name == qd.broker_name)
+                    .is_some_and(|bd| bd.broker_addrs.contains_key(&MASTER_ID));
+                if !has_master {
+                    continue;
+                }
+                write_queue_nums.insert(qd.broker_name.clone(), qd.write_queue_nums);
+                message_queues
+                    .extend((0..qd.write_queue_nums.max(0)).map(|q| MessageQueue::new(topic, &qd.broker_name, q)));
+            }
+        }
+        TopicPublishInfo {
+            topic: topic.to_owned(),
+            order_topic: order_conf.is_some(),
+            message_queues,
+            write_queue_nums,
+            send_which_queue: AtomicU32::new(start_index),
+        }
+    }
+
+    /// The topic.
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// Whether there is at least one queue to write.
+    pub fn is_ok(&self) -> bool {
+        !self.message_queues.is_empty()
+    }
+
+    /// Whether the queues came from `orderTopicConf`.
+    pub fn is_order_topic(&self) -> bool {
+        self.order_topic
+    }
+
+    /// The writable queues, grouped by brokerName in name order.
+    pub fn message_queues(&self) -> &[MessageQueue] {
+        &self.message_queues
+    }
+
+    /// The write queue count of a writable group.
+    pub fn write_queue_nums_of(&self, broker_name: &str) -> Option<i32> {
+        self.write_queue_nums.get(broker_name).copied()
+    }
+
+    /// The next round-robin position (`sendWhichQueue.incrementAndGet()`).
+    pub fn next_index(&self) -> u32 {
+        self.send_which_queue.fetch_add(1, Ordering::Relaxed).wrapping_add(1)
+    }
+}
+
+/// The queues a consumer may read (`topicRouteData2TopicSubscribeInfo`): readable queue data only.
+pub fn subscribe_queues(topic: &str, route: &TopicRouteData) -> BTreeSet<MessageQueue> {
+    route
+        .queue_datas
+        .iter()
+        .filter(|qd| perm::is_readable(qd.perm))
+        .flat_map(|qd| (0..qd.read_queue_nums.max(0)).map(|q| MessageQueue::new(topic, &qd.broker_name, q)))
+        .collect()
+}
+
+/// The default topic's route as the publish route of a topic that does not exist yet
+/// (`updateTopicRouteInfoFromNameServer(topic, isDefault=true, ..)`): each group's queue counts are
+/// capped at the producer's `defaultTopicQueueNums`, so the broker auto-creates that many.
+pub fn default_topic_route(mut route: TopicRouteData, default_topic_queue_nums: i32) -> TopicRouteData {
+    for qd in &mut route.queue_datas {
+        let nums = default_topic_queue_nums.min(qd.read_queue_nums);
+        qd.read_queue_nums = nums;
+        qd.write_queue_nums = nums;
+    }
+    route
+}
+
+/// What [`TopicRouteManager`] needs to know.
+#[derive(Debug, Clone)]
+pub struct RouteConfig {
+    /// Deadline of one GET_ROUTEINFO_BY_TOPIC call, failover included (`mqClientApiTimeout`).
+    pub rpc_timeout: Duration,
+    /// How often cached topics are refreshed (`pollNameServerInterval`, 30 s).
+    pub poll_interval: Duration,
+}
+
+impl Default for RouteConfig {
+    fn default() -> Self {
+        RouteConfig {
+            rpc_timeout: Duration::from_millis(raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS),
+            poll_interval: Duration::from_millis(raftmq_common::limits::CLIENT_ROUTE_POLL_INTERVAL_DEFAULT_MS),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct RouteState {
+    routes: HashMap<String, TopicRouteData>,
+    publish: HashMap<String, Arc<TopicPublishInfo>>,
+    /// Effective write/read addresses per group, leader hints applied.
+    broker_addrs: HashMap<String, BTreeMap<i64, String>>,
+    /// The addresses the NameServers last reported per group, to tell a real change from a hint.
+    reported_addrs: HashMap<String, BTreeMap<i64, String>>,
+}
+
+struct RouteInner {
+    namesrv: NamesrvClient,
+    config: RouteConfig,
+    state: Mutex<RouteState>,
+    poll_task: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// The client's route cache (`MQClientInstance.topicRouteTable` + `brokerAddrTable`); clones share it.
+#[derive(Clone)]
+pub struct TopicRouteManager {
+    inner: Arc<RouteInner>,
+}
+
+impl std::fmt::Debug for TopicRouteManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let topics: Vec<String> = self.state().routes.keys().cloned().collect();
+        f.debug_struct("TopicRouteManager").field("topics", &topics).finish()
+    }
+}
+
+impl TopicRouteManager {
+    /// A cache that asks `namesrv`.
+    pub fn new(namesrv: NamesrvClient, config: RouteConfig) -> Self {
+        TopicRouteManager {
+            inner: Arc::new(RouteInner { namesrv, config, state: Mutex::default(), poll_task: Mutex::new(None) }),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, RouteState> {
+        lock(&self.inner.state)
+    }
+
+    /// Asks a NameServer for `topic`'s route; `Ok(None)` when it answers TOPIC_NOT_EXIST.
+    pub async fn fetch_route(&self, topic: &str) -> Result<Option<TopicRouteData>> {
+        let header = GetRouteInfoRequestHeader { topic: topic.to_owned(), accept_standard_json_only: Some(true) };
+        let request = RemotingCommand::request_with_header(RequestCode::GetRouteinfoByTopic, &header);
+        let response = self.inner.namesrv.invoke("route", request, self.inner.config.rpc_timeout).await?;
+        match response.response_code() {
+            ResponseCode::Success => TopicRouteData::decode(&response.body).map(Some).map_err(|e| {
+                ClientError::new(ErrorKind::Protocol, "route", "bad TopicRouteData body")
+                    .with_context("topic", topic)
+                    .with_source(e)
+            }),
+            ResponseCode::TopicNotExist => Ok(None),
+            code => Err(ClientError::broker("route", code, response.remark).with_context("topic", topic)),
+        }
+    }
+
+    /// Fetches and caches `topic`'s route. `Ok(false)` when the NameServers do not know the topic
+    /// (a cached route is then kept, as the Java client keeps it).
+    pub async fn update_route(&self, topic: &str) -> Result<bool> {
+        match self.fetch_route(topic).await? {
+            Some(route) => {
+                self.apply_route(topic, route);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Caches the default topic's route (capped at `queue_nums` queues per group) as `topic`'s
+    /// publish route, for sends that make the broker auto-create `topic`.
+    pub async fn update_route_from_default(&self, topic: &str, default_topic: &str, queue_nums: i32) -> Result<bool> {
+        match self.fetch_route(default_topic).await? {
+            Some(route) => {
+                self.apply_route(topic, default_topic_route(route, queue_nums));
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Stores `route` for `topic`: rebuilds the publish info when the route changed and takes new
+    /// group addresses, keeping a leader hint while the NameServer's view of its group is unchanged.
+    pub fn apply_route(&self, topic: &str, mut route: TopicRouteData) {
+        route.queue_datas.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
+        route.broker_datas.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
+        let mut state = self.state();
+        for bd in &route.broker_datas {
+            let reported_changed = state.reported_addrs.get(&bd.broker_name) != Some(&bd.broker_addrs);
+            if reported_changed {
+                state.reported_addrs.insert(bd.broker_name.clone(), bd.broker_addrs.clone());
+                state.broker_addrs.insert(bd.broker_name.clone(), bd.broker_addrs.clone());
+            }
+        }
+        let unchanged = state.routes.get(topic) == Some(&route) && state.publish.contains_key(topic);
+        if unchanged {
+            return;
+        }
+        tracing::info!(topic, route = ?route, "topic route changed");
+        let info = TopicPublishInfo::from_route(topic, &route, rand::random::<u32>());
+        state.publish.insert(topic.to_owned(), Arc::new(info));
+        state.routes.insert(topic.to_owned(), route);
+    }
+
+    /// The publish info of `topic` (`tryToFindTopicPublishInfo`): the cache when it has queues;
+    /// else a fresh route; else, with `default` = (default topic, queue count), the default topic's
+    /// route so the broker auto-creates `topic`. Fails with [`ErrorKind::NoRoute`] when nothing
+    /// writable is found.
+    pub async fn publish_info(&self, topic: &str, default: Option<(&str, i32)>) -> Result<Arc<TopicPublishInfo>> {
+        if let Some(info) = self.cached_publish_info(topic).filter(|i| i.is_ok()) {
+            return Ok(info);
+        }
+        let fetched = self.update_route(topic).await;
+        let cached = self.cached_publish_info(topic);
+        let have_route = matches!(fetched, Ok(true)) || cached.is_some();
+        match (&cached, default) {
+            (Some(info), _) if info.is_ok() => return Ok(info.clone()),
+            // Java uses the default route only when the topic has no route at all; a topic whose
+            // groups are all read-only or leaderless must not be auto-created elsewhere.
+            (_, Some((default_topic, queue_nums))) if !have_route => {
+                if let Err(e) = &fetched {
+                    tracing::debug!(topic, error = %e, "route lookup failed; trying the default topic route");
+                }
+                self.update_route_from_default(topic, default_topic, queue_nums).await?;
+            }
+            _ => fetched.map(|_| ())?,
+        }
+        self.cached_publish_info(topic).filter(|i| i.is_ok()).ok_or_else(|| {
+            ClientError::new(ErrorKind::NoRoute, "route", "no writable route info of this topic")
+                .with_context("topic", topic)
+        })
+    }
+
+    /// The cached publish info of `topic`.
+    pub fn cached_publish_info(&self, topic: &str) -> Option<Arc<TopicPublishInfo>> {
+        self.state().publish.get(topic).cloned()
+    }
+
+    /// The cached route of `topic`.
+    pub fn cached_route(&self, topic: &str) -> Option<TopicRouteData> {
+        self.state().routes.get(topic).cloned()
+    }
+
+    /// The readable queues of `topic` from the cached route.
+    pub fn cached_subscribe_queues(&self, topic: &str) -> Option<BTreeSet<MessageQueue>> {
+        self.state().routes.get(topic).map(|route| subscribe_queues(topic, route))
+    }
+
+    /// Topics in the cache.
+    pub fn cached_topics(&self) -> Vec<String> {
+        self.state().routes.keys().cloned().collect()
+    }
+
+    /// Where writes for `broker_name` go: its brokerId 0 address (`findBrokerAddressInPublish`).
+    pub fn broker_addr_in_publish(&self, broker_name: &str) -> Option<String> {
+        self.state().broker_addrs.get(broker_name).and_then(|addrs| addrs.get(&MASTER_ID)).cloned()
+    }
+
+    /// Every known address of `broker_name`, by brokerId.
+    pub fn broker_addrs(&self, broker_name: &str) -> Option<BTreeMap<i64, String>> {
+        self.state().broker_addrs.get(broker_name).cloned()
+    }
+
+    /// Makes `leader_addr` the write address of `broker_name` at once. Returns whether it changed.
+    pub fn apply_leader_hint(&self, broker_name: &str, leader_addr: &str) -> bool {
+        let mut state = self.state();
+        let addrs = state.broker_addrs.entry(broker_name.to_owned()).or_default();
+        let previous = addrs.insert(MASTER_ID, leader_addr.to_owned());
+        let changed = previous.as_deref() != Some(leader_addr);
+        if changed {
+            tracing::info!(broker_name, leader = leader_addr, previous = ?previous, "leader hint applied");
+        }
+        changed
+    }
+
+    /// Refreshes every cached topic once; failures are logged and the old routes kept.
+    pub async fn refresh_all(&self) {
+        for topic in self.cached_topics() {
+            if let Err(e) = self.update_route(&topic).await {
+                tracing::warn!(topic, error = %e, "route refresh failed; keeping the cached route");
+            }
+        }
+    }
+
+    /// Starts refreshing cached topics every `poll_interval` (idempotent).
+    pub fn start_polling(&self) {
+        let mut task = lock(&self.inner.poll_task);
+        if task.is_some() {
+            return;
+        }
+        // The task holds a weak reference so a dropped manager stops it.
+        let weak = Arc::downgrade(&self.inner);
+        let period = self.inner.config.poll_interval;
+        *task = Some(tokio::spawn(async move {
+            let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticker.tick().await;
+                let Some(inner) = weak.upgrade() else { return };
+                TopicRouteManager { inner }.refresh_all().await;
+            }
+        }));
+    }
+
+    /// Stops the refresh task.
+    pub fn stop_polling(&self) {
+        if let Some(task) = lock(&self.inner.poll_task).take() {
+            task.abort();
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Critical sections are plain map updates that cannot leave the state half-written.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use raftmq_common::protocol::body::route::BrokerData;
+    use raftmq_common::protocol::body::route::QueueData;
+    use raftmq_common::remoting::RemotingClient;
+
+    use super::*;
+
+    fn group(name: &str, ids: &[i64], perm: i32, write: i32) -> (QueueData, BrokerData) {
+        let qd = QueueData {
+            broker_name: name.into(),
+            perm,
+            read_queue_nums: write + 1,
+            topic_sys_flag: 0,
+            write_queue_nums: write,
+        };
+        let bd = BrokerData {
+            broker_addrs: ids.iter().map(|id| (*id, format!("10.0.0.{id}:10911"))).collect(),
+            broker_name: name.into(),
+            cluster: "C".into(),
+            enable_acting_master: false,
+        };
+        (qd, bd)
+    }
+
+    fn route(groups: &[(QueueData, BrokerData)]) -> TopicRouteData {
+        TopicRouteData {
+            queue_datas: groups.iter().map(|g| g.0.clone()).collect(),
+            broker_datas: groups.iter().map(|g| g.1.clone()).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn queues(info: &TopicPublishInfo) -> Vec<(String, i32)> {
+        info.message_queues().iter().map(|q| (q.broker_name.clone(), q.queue_id)).collect()
+    }
+
+    #[test]
+    fn publish_queues_need_write_perm_and_a_broker_id_0() {
+        let r = route(&[
+            group("b", &[0, 1], perm::READ_WRITE, 2),
+            group("a", &[0], perm::READ_WRITE, 1),
+            group("c-leaderless", &[1, 2], perm::READ_WRITE, 3),
+            group("d-readonly", &[0], perm::READ, 3),
+        ]);
+        let info = TopicPublishInfo::from_route("T", &r, 0);
+        assert_eq!(queues(&info), vec![("a".into(), 0), ("b".into(), 0), ("b".into(), 1)]);
+        assert!(info.is_ok() && !info.is_order_topic());
+        assert_eq!(info.write_queue_nums_of("b"), Some(2));
+        assert_eq!(info.write_queue_nums_of("c-leaderless"), None);
+        let sub = subscribe_queues("T", &r);
+        // Readable groups all count, leaderless ones too: consumers may read from followers.
+        assert_eq!(sub.len(), 3 + 2 + 4 + 4);
+    }
+
+    #[test]
+    fn order_topic_conf_defines_the_queues() {
+        let mut r = route(&[group("a", &[0], perm::READ_WRITE, 8)]);
+        r.order_topic_conf = Some("a:2;b:1;bad;c:x".into());
+        let info = TopicPublishInfo::from_route("T", &r, 0);
+        assert!(info.is_order_topic());
+        assert_eq!(queues(&info), vec![("a".into(), 0), ("a".into(), 1), ("b".into(), 0)]);
+    }
+
+    #[test]
+    fn default_route_is_capped_at_default_queue_nums() {
+        let r = default_topic_route(route(&[group("a", &[0], perm::READ_WRITE, 8), group("b", &[0], 6, 1)]), 4);
+        let nums: Vec<_> = r.queue_datas.iter().map(|q| (q.read_queue_nums, q.write_queue_nums)).collect();
+        assert_eq!(nums, vec![(4, 4), (2, 2)]);
+    }
+
+    #[test]
+    fn round_robin_index_wraps() {
+        let info = TopicPublishInfo::from_route("T", &route(&[group("a", &[0], 6, 1)]), u32::MAX - 1);
+        assert_eq!(info.next_index(), u32::MAX);
+        assert_eq!(info.next_index(), 0);
+    }
+
+    #[test]
+    fn leader_hints_are_parsed_from_remarks() {
+        let cases: &[(&str, Option<&str>)] = &[
+            ("leader=10.0.0.2:10911", Some("10.0.0.2:10911")),
+            ("not leader of broker-a; leader=10.0.0.2:10911", Some("10.0.0.2:10911")),
+            ("[NOT_LEADER] term 7, leader=host-b:10911, retry", Some("host-b:10911")),
+            ("(leader=[::1]:10911)", Some("[::1]:10911")),
+            ("no leader known", None),
+            ("leader=", None),
+            ("leader=10.0.0.2", None),
+            ("leader=10.0.0.2:0", None),
+            ("leader=10.0.0.2:99999", None),
+            ("oldleader=10.0.0.9:1 leader=10.0.0.2:2", Some("10.0.0.2:2")),
+            ("", None),
+        ];
+        for (remark, want) in cases {
+            assert_eq!(parse_leader_hint(remark), *want, "{remark:?}");
+        }
+        assert_eq!(parse_leader_hint(&format_leader_hint("1.2.3.4:5")), Some("1.2.3.4:5"));
+    }
+
+    #[test]
+    fn leader_hint_holds_until_the_namesrv_view_changes() {
+        let namesrv = NamesrvClient::new(RemotingClient::new(), vec!["127.0.0.1:1".into()]).unwrap();
+        let cache = TopicRouteManager::new(namesrv, RouteConfig::default());
+        let r = route(&[group("a", &[0, 1], 6, 2)]);
+        cache.apply_route("T", r.clone());
+        assert_eq!(cache.broker_addr_in_publish("a").as_deref(), Some("10.0.0.0:10911"));
+        assert!(cache.apply_leader_hint("a", "10.0.0.1:10911"));
+        assert!(!cache.apply_leader_hint("a", "10.0.0.1:10911"));
+        // The same (stale) NameServer answer keeps the hint, for this topic and for others.
+        cache.apply_route("T", r.clone());
+        cache.apply_route("U", r.clone());
+        assert_eq!(cache.broker_addr_in_publish("a").as_deref(), Some("10.0.0.1:10911"));
+        // A changed view replaces it.
+        cache.apply_route("T", route(&[group("a", &[0, 2], 6, 2)]));
+        assert_eq!(cache.broker_addr_in_publish("a").as_deref(), Some("10.0.0.0:10911"));
+        assert_eq!(cache.broker_addrs("a").map(|m| m.len()), Some(2));
+    }
+}
