@@ -49,47 +49,9 @@ use crate::error::ErrorKind;
 use crate::error::Result;
 use crate::namesrv::NamesrvClient;
 
-/// The marker that introduces the leader's address in a SERVICE_NOT_AVAILABLE remark.
-pub const LEADER_HINT_KEY: &str = "leader=";
-
-/// The remark fragment a broker appends to name the leader: `leader=<ip:port>`.
-pub fn format_leader_hint(leader_addr: &str) -> String {
-    format!("{LEADER_HINT_KEY}{leader_addr}")
-}
-
-/// The leader address named in `remark` by [`LEADER_HINT_KEY`], if it is a plausible `host:port`.
-/// The address ends at whitespace or one of `;,)]` (a bracketed IPv6 host is kept whole); the key
-/// must not be glued to a preceding word.
-pub fn parse_leader_hint(remark: &str) -> Option<&str> {
-    let mut search_from = 0;
-    while let Some(found) = remark.get(search_from..)?.find(LEADER_HINT_KEY) {
-        let start = search_from + found;
-        let value_start = start + LEADER_HINT_KEY.len();
-        search_from = value_start;
-        let glued = remark[..start].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_');
-        if glued {
-            continue;
-        }
-        let rest = &remark[value_start..];
-        // A bracketed IPv6 host contains ':' and ']' itself: the scan for the end starts after it.
-        let skip = if rest.starts_with('[') { rest.find(']').map_or(rest.len(), |i| i + 1) } else { 0 };
-        let end = rest[skip..]
-            .find(|c: char| c.is_whitespace() || matches!(c, ';' | ',' | ')' | ']'))
-            .map_or(rest.len(), |i| skip + i);
-        let addr = &rest[..end];
-        if is_host_port(addr) {
-            return Some(addr);
-        }
-    }
-    None
-}
-
-fn is_host_port(addr: &str) -> bool {
-    match addr.rsplit_once(':') {
-        Some((host, port)) => !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p != 0),
-        None => false,
-    }
-}
+pub use raftmq_common::protocol::leader_hint::LEADER_HINT_KEY;
+pub use raftmq_common::protocol::leader_hint::format_leader_hint;
+pub use raftmq_common::protocol::leader_hint::parse_leader_hint;
 
 /// The queues a producer may write for one topic (`TopicPublishInfo`), with its round-robin index.
 #[derive(Debug)]

@@ -4,6 +4,7 @@
 //! - [`command`]: [`RemotingCommand`] and its frame (length, serialize type, JSON or ROCKETMQ header, body).
 //! - [`header`]: typed request/response headers, carried flattened in a command's `extFields`.
 //! - [`body`]: JSON bodies (heartbeats, routes, registrations, lock sets, ...).
+//! - [`leader_hint`]: the `leader=<ip:port>` remark a non-leader broker adds to SERVICE_NOT_AVAILABLE.
 //!
 //! Nothing here performs I/O; decoders return [`DecodeError`] and never panic on any input.
 
@@ -11,6 +12,7 @@ pub mod body;
 pub mod code;
 pub mod command;
 pub mod header;
+pub mod leader_hint;
 
 pub use code::LanguageCode;
 pub use code::RequestCode;

@@ -1,0 +1,713 @@
+//! `BrokerConfig`: what `raftmq broker` reads from its TOML file (`-c`) and `-D key=value` overrides.
+//!
+//! Keys are RocketMQ's camelCase names (`BrokerConfig`, `MessageStoreConfig`, `broker.conf`); unknown keys
+//! fail at startup naming the key. Durations accept RocketMQ's plain milliseconds (`30000`) or a string
+//! with a unit (`"30s"`, `"500ms"`, `"2m"`, `"1h"`). Layering: defaults < file < overrides.
+//!
+//! The Raft group is the RocketMQ broker group: `brokerName` names it, `raftPeers` lists its members and
+//! `raftSelfId` says which one this process is (DLedger's `dLegerPeers` / `dLegerSelfId`):
+//!
+//! ```toml
+//! brokerClusterName = "DefaultCluster"
+//! brokerName = "broker-a"                  # = the Raft group
+//! brokerIP1 = "10.0.0.1"                   # advertised to NameServers; default: host of our remotingAddr
+//! listenPort = 10911
+//! namesrvAddr = "10.0.0.9:9876;10.0.0.10:9876"
+//! storePathRootDir = "/data/store"
+//! raftSelfId = 0
+//! adminPort = 8080                         # /livez, /readyz, /metrics, admin API
+//!
+//! [[raftPeers]]
+//! id = 0
+//! remotingAddr = "10.0.0.1:10911"          # what clients reach (brokerIP1:listenPort of that node)
+//! raftAddr = "10.0.0.1:40911"              # Raft RPC port
+//!
+//! [[raftPeers]]
+//! id = 1
+//! remotingAddr = "10.0.0.2:10911"
+//! raftAddr = "10.0.0.2:40911"
+//! ```
+//!
+//! Invariants after [`BrokerConfig::validate`]: `raftSelfId` is one of `raftPeers`; peer ids, remoting
+//! and Raft addresses are unique and parse as `host:port`; our own peer's remotingAddr is the advertised
+//! `brokerIP1:listenPort`; file sizes hold at least one maximal message; ratios and hours are in range.
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use raftmq_common::limits::FRAME_SIZE_MAX_BYTES;
+use raftmq_common::protocol::body::topic::perm;
+use serde::Deserialize;
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::consume_queue::CQ_STORE_UNIT_SIZE_BYTES;
+
+/// RocketMQ's broker remoting port.
+pub const LISTEN_PORT_DEFAULT: u16 = 10911;
+/// Raft RPC port of the single default peer (DLedger's sample uses 40911–40913).
+pub const RAFT_PORT_DEFAULT: u16 = 40911;
+/// Admin HTTP port (health, metrics, admin API).
+pub const ADMIN_PORT_DEFAULT: u16 = 8080;
+/// `mappedFileSizeCommitLog`: 1 GiB.
+pub const MAPPED_FILE_SIZE_COMMIT_LOG_DEFAULT_BYTES: u64 = 1024 * 1024 * 1024;
+/// `mappedFileSizeConsumeQueue`: 300,000 units of 20 bytes.
+pub const MAPPED_FILE_SIZE_CONSUME_QUEUE_DEFAULT_BYTES: u64 = 300_000 * CQ_STORE_UNIT_SIZE_BYTES as u64;
+/// `maxMessageSize`: 4 MiB.
+pub const MAX_MESSAGE_SIZE_DEFAULT_BYTES: u32 = 4 * 1024 * 1024;
+/// RocketMQ's delay levels (`messageDelayLevel`).
+pub const MESSAGE_DELAY_LEVEL_DEFAULT: &str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
+
+/// One member of the broker's Raft group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RaftPeer {
+    /// Raft node id; never reused for a different disk (raft-log-design.md §11).
+    pub id: u64,
+    /// `host:port` RocketMQ clients reach that node at (its `brokerIP1:listenPort`).
+    pub remoting_addr: String,
+    /// `host:port` of that node's Raft RPC listener.
+    pub raft_addr: String,
+}
+
+/// The broker's configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct BrokerConfig {
+    /// Cluster the group registers under (default `DefaultCluster`).
+    pub broker_cluster_name: String,
+    /// The group's name, shared by every replica (default `broker-a`); it is the Raft group.
+    pub broker_name: String,
+    /// Advertised IP (default: host of our own peer's `remotingAddr`).
+    #[serde(rename = "brokerIP1", skip_serializing_if = "Option::is_none")]
+    pub broker_ip1: Option<String>,
+    /// Remoting port (default 10911).
+    pub listen_port: u16,
+    /// NameServers, `host:port;host:port` (default empty: `NAMESRV_ADDR` or `-n` supply them).
+    pub namesrv_addr: String,
+    /// Root of the store (default `$HOME/store`).
+    pub store_path_root_dir: PathBuf,
+    /// CommitLog segment size (default 1 GiB).
+    pub mapped_file_size_commit_log: u64,
+    /// ConsumeQueue file size; rounded up to whole 20-byte units as RocketMQ does (default 6,000,000).
+    pub mapped_file_size_consume_queue: u64,
+    /// Largest message (record) accepted (default 4 MiB).
+    pub max_message_size: u32,
+    /// Create unknown topics from `TBW102` on first send (default true).
+    pub auto_create_topic_enable: bool,
+    /// Create unknown consumer groups on first use (default true).
+    pub auto_create_subscription_group: bool,
+    /// Queues of `TBW102`, hence the most an auto-created topic gets (default 8).
+    pub default_topic_queue_nums: i32,
+    /// Broker `PermName` bits (default 6 = read + write).
+    pub broker_permission: i32,
+    /// The broker-cluster-name topic is readable and writable (default true).
+    pub cluster_topic_enable: bool,
+    /// The broker-name topic is readable and writable (default true).
+    pub broker_topic_enable: bool,
+    /// Create the message-trace topic (default false).
+    pub trace_topic_enable: bool,
+    /// Name of the message-trace topic (default `RMQ_SYS_TRACE_TOPIC`).
+    pub msg_trace_topic_name: String,
+    /// Deadline of one REGISTER_BROKER call (default 6 s).
+    #[serde(with = "duration")]
+    pub register_broker_timeout_mills: Duration,
+    /// Period of NameServer registration (default 30 s; RocketMQ clamps it to 10–60 s).
+    #[serde(with = "duration")]
+    pub register_name_server_period: Duration,
+    /// Hours a sealed CommitLog segment is kept (default 72).
+    pub file_reserved_time: u32,
+    /// Hours of day (`"04"`, or `"03;04"`) when expired files are deleted (default `"04"`).
+    pub delete_when: String,
+    /// Disk usage (%) above which expired files are deleted at any hour (default 75; 10–95).
+    pub disk_max_used_space_ratio: u32,
+    /// Suspend pulls that find nothing (default true); off = short polling.
+    pub long_polling_enable: bool,
+    /// Wait of a suspended pull when long polling is off (default 1 s).
+    #[serde(with = "duration")]
+    pub short_polling_time_mills: Duration,
+    /// Bytes one pull returns when reading from memory (default 256 KiB).
+    pub max_transfer_bytes_on_message_in_memory: u32,
+    /// Messages one pull returns when reading from memory (default 32).
+    pub max_transfer_count_on_message_in_memory: u32,
+    /// Bytes one pull returns when reading from disk (default 64 KiB).
+    pub max_transfer_bytes_on_message_in_disk: u32,
+    /// Messages one pull returns when reading from disk (default 8).
+    pub max_transfer_count_on_message_in_disk: u32,
+    /// Percent of RAM assumed to cache the CommitLog tail; older messages count as on disk (default 40).
+    pub access_message_in_memory_max_ratio: u32,
+    /// Delay levels, space separated (`1s 5s ... 2h`).
+    pub message_delay_level: String,
+    /// Admin HTTP port (default 8080).
+    pub admin_port: u16,
+    /// This node's Raft id (default 0).
+    pub raft_self_id: u64,
+    /// The Raft group (default: one node, `127.0.0.1:10911` / `127.0.0.1:40911`). Last, because TOML
+    /// prints arrays of tables after plain keys.
+    pub raft_peers: Vec<RaftPeer>,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+        BrokerConfig {
+            broker_cluster_name: "DefaultCluster".to_owned(),
+            broker_name: "broker-a".to_owned(),
+            broker_ip1: None,
+            listen_port: LISTEN_PORT_DEFAULT,
+            namesrv_addr: String::new(),
+            store_path_root_dir: home.join("store"),
+            mapped_file_size_commit_log: MAPPED_FILE_SIZE_COMMIT_LOG_DEFAULT_BYTES,
+            mapped_file_size_consume_queue: MAPPED_FILE_SIZE_CONSUME_QUEUE_DEFAULT_BYTES,
+            max_message_size: MAX_MESSAGE_SIZE_DEFAULT_BYTES,
+            auto_create_topic_enable: true,
+            auto_create_subscription_group: true,
+            default_topic_queue_nums: 8,
+            broker_permission: perm::READ_WRITE,
+            cluster_topic_enable: true,
+            broker_topic_enable: true,
+            trace_topic_enable: false,
+            msg_trace_topic_name: "RMQ_SYS_TRACE_TOPIC".to_owned(),
+            register_broker_timeout_mills: Duration::from_secs(6),
+            register_name_server_period: Duration::from_secs(30),
+            file_reserved_time: 72,
+            delete_when: "04".to_owned(),
+            disk_max_used_space_ratio: 75,
+            long_polling_enable: true,
+            short_polling_time_mills: Duration::from_secs(1),
+            max_transfer_bytes_on_message_in_memory: 256 * 1024,
+            max_transfer_count_on_message_in_memory: 32,
+            max_transfer_bytes_on_message_in_disk: 64 * 1024,
+            max_transfer_count_on_message_in_disk: 8,
+            access_message_in_memory_max_ratio: 40,
+            message_delay_level: MESSAGE_DELAY_LEVEL_DEFAULT.to_owned(),
+            admin_port: ADMIN_PORT_DEFAULT,
+            raft_self_id: 0,
+            raft_peers: vec![RaftPeer {
+                id: 0,
+                remoting_addr: format!("127.0.0.1:{LISTEN_PORT_DEFAULT}"),
+                raft_addr: format!("127.0.0.1:{RAFT_PORT_DEFAULT}"),
+            }],
+        }
+    }
+}
+
+/// Why the configuration could not be built.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file or an override is not valid TOML for this config (unknown key, wrong type, ...).
+    #[error("invalid broker config{origin}: {source}")]
+    Parse {
+        /// ` in <file>` or empty.
+        origin: String,
+        /// What toml reported (it names an unknown key).
+        #[source]
+        source: toml::de::Error,
+    },
+    /// An override is not `key=value`.
+    #[error("invalid override {0:?}: expected key=value")]
+    Override(String),
+    /// A value is out of range or inconsistent with another.
+    #[error("invalid broker config: {0}")]
+    Invalid(String),
+}
+
+fn invalid(msg: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid(msg.into())
+}
+
+impl BrokerConfig {
+    /// Defaults, then the TOML file at `path` (if any), then `overrides` as `(key, value)` pairs
+    /// (camelCase keys; a value is read as TOML when it parses, else as a string, so `10912`, `true`,
+    /// `30s` and `[{id=0, remotingAddr="..", raftAddr=".."}]` all work). The result is validated.
+    pub fn load(path: Option<&Path>, overrides: &[(String, String)]) -> Result<Self, ConfigError> {
+        let (mut table, origin) = match path {
+            None => (toml::Table::new(), String::new()),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+                let origin = format!(" in {}", path.display());
+                let table = text
+                    .parse::<toml::Table>()
+                    .map_err(|source| ConfigError::Parse { origin: origin.clone(), source })?;
+                (table, origin)
+            }
+        };
+        for (key, raw) in overrides {
+            table.insert(key.clone(), override_value(raw));
+        }
+        let config: BrokerConfig =
+            toml::Value::Table(table).try_into().map_err(|source| ConfigError::Parse { origin, source })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Parses a TOML document (no overrides) and validates it.
+    pub fn from_toml_str(text: &str) -> Result<Self, ConfigError> {
+        let config: BrokerConfig =
+            toml::from_str(text).map_err(|source| ConfigError::Parse { origin: String::new(), source })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Splits `key=value` flag arguments (`-D`) into pairs for [`Self::load`].
+    pub fn parse_overrides<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Vec<(String, String)>, ConfigError> {
+        args.into_iter()
+            .map(|arg| match arg.split_once('=') {
+                Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
+                _ => Err(ConfigError::Override(arg.to_owned())),
+            })
+            .collect()
+    }
+
+    /// Checks what serde cannot express: ranges, and the Raft group's consistency.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_names()?;
+        self.validate_sizes()?;
+        self.validate_times()?;
+        self.validate_peers()?;
+        Ok(())
+    }
+
+    fn validate_names(&self) -> Result<(), ConfigError> {
+        if self.broker_cluster_name.trim().is_empty() {
+            return Err(invalid("brokerClusterName is empty"));
+        }
+        if self.broker_name.trim().is_empty() {
+            return Err(invalid("brokerName is empty"));
+        }
+        if self.listen_port == 0 {
+            return Err(invalid("listenPort must not be 0"));
+        }
+        if let Some(ip) = &self.broker_ip1
+            && ip.parse::<IpAddr>().is_err()
+        {
+            return Err(invalid(format!("brokerIP1 {ip:?} is not an IP address")));
+        }
+        for addr in self.namesrv_addrs() {
+            if !is_host_port(addr) {
+                return Err(invalid(format!("namesrvAddr entry {addr:?} is not host:port")));
+            }
+        }
+        if !(0..=15).contains(&self.broker_permission) {
+            return Err(invalid(format!("brokerPermission {} is not a PermName bit set", self.broker_permission)));
+        }
+        Ok(())
+    }
+
+    fn validate_sizes(&self) -> Result<(), ConfigError> {
+        if self.max_message_size == 0 || self.max_message_size as usize >= FRAME_SIZE_MAX_BYTES {
+            return Err(invalid(format!(
+                "maxMessageSize {} must be positive and below the frame limit {FRAME_SIZE_MAX_BYTES}",
+                self.max_message_size
+            )));
+        }
+        // A segment must hold one maximal record plus the Raft entry header and a blank filler.
+        let segment_min = u64::from(self.max_message_size) * 2;
+        if self.mapped_file_size_commit_log < segment_min {
+            return Err(invalid(format!(
+                "mappedFileSizeCommitLog {} is below 2 × maxMessageSize ({segment_min})",
+                self.mapped_file_size_commit_log
+            )));
+        }
+        let units = self.consume_queue_units_per_file();
+        if units == 0 || units > u64::from(u32::MAX) {
+            return Err(invalid(format!(
+                "mappedFileSizeConsumeQueue {} must hold 1..=2^32-1 units of 20 bytes",
+                self.mapped_file_size_consume_queue
+            )));
+        }
+        if !(1..=1024).contains(&self.default_topic_queue_nums) {
+            return Err(invalid(format!("defaultTopicQueueNums {} is not in 1..=1024", self.default_topic_queue_nums)));
+        }
+        if !(10..=95).contains(&self.disk_max_used_space_ratio) {
+            return Err(invalid(format!("diskMaxUsedSpaceRatio {} is not in 10..=95", self.disk_max_used_space_ratio)));
+        }
+        if !(1..=100).contains(&self.access_message_in_memory_max_ratio) {
+            return Err(invalid("accessMessageInMemoryMaxRatio is not in 1..=100"));
+        }
+        for (key, n) in [
+            ("maxTransferBytesOnMessageInMemory", self.max_transfer_bytes_on_message_in_memory),
+            ("maxTransferCountOnMessageInMemory", self.max_transfer_count_on_message_in_memory),
+            ("maxTransferBytesOnMessageInDisk", self.max_transfer_bytes_on_message_in_disk),
+            ("maxTransferCountOnMessageInDisk", self.max_transfer_count_on_message_in_disk),
+        ] {
+            if n == 0 {
+                return Err(invalid(format!("{key} must be greater than zero")));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_times(&self) -> Result<(), ConfigError> {
+        for (key, d) in [
+            ("registerBrokerTimeoutMills", self.register_broker_timeout_mills),
+            ("registerNameServerPeriod", self.register_name_server_period),
+            ("shortPollingTimeMills", self.short_polling_time_mills),
+        ] {
+            if d.is_zero() || u64::try_from(d.as_millis()).is_err() {
+                return Err(invalid(format!("{key} must be greater than zero and fit u64 milliseconds")));
+            }
+        }
+        if self.file_reserved_time == 0 {
+            return Err(invalid("fileReservedTime must be at least 1 hour"));
+        }
+        self.delete_when_hours()?;
+        self.message_delay_levels_ms()?;
+        Ok(())
+    }
+
+    fn validate_peers(&self) -> Result<(), ConfigError> {
+        if self.raft_peers.is_empty() {
+            return Err(invalid("raftPeers is empty"));
+        }
+        let mut ids = BTreeSet::new();
+        let mut addrs = BTreeSet::new();
+        for peer in &self.raft_peers {
+            if !ids.insert(peer.id) {
+                return Err(invalid(format!("raftPeers: id {} appears twice", peer.id)));
+            }
+            for (key, addr) in [("remotingAddr", &peer.remoting_addr), ("raftAddr", &peer.raft_addr)] {
+                if !is_host_port(addr) {
+                    return Err(invalid(format!("raftPeers id {}: {key} {addr:?} is not host:port", peer.id)));
+                }
+                // A node's remoting and Raft listeners, and two nodes, never share an address.
+                if !addrs.insert(addr.as_str()) {
+                    return Err(invalid(format!("raftPeers: address {addr} is used twice")));
+                }
+            }
+        }
+        let me = self
+            .self_peer()
+            .ok_or_else(|| invalid(format!("raftSelfId {} is not among raftPeers ids {ids:?}", self.raft_self_id)))?;
+        let advertised = self.broker_addr();
+        if me.remoting_addr != advertised {
+            return Err(invalid(format!(
+                "raftPeers id {}: remotingAddr {} differs from the advertised brokerIP1:listenPort {advertised}",
+                me.id, me.remoting_addr
+            )));
+        }
+        Ok(())
+    }
+
+    /// Our own entry of `raftPeers`.
+    pub fn self_peer(&self) -> Option<&RaftPeer> {
+        self.raft_peers.iter().find(|p| p.id == self.raft_self_id)
+    }
+
+    /// The advertised IP: `brokerIP1`, else the host of our own peer's `remotingAddr`.
+    pub fn broker_ip(&self) -> String {
+        if let Some(ip) = &self.broker_ip1 {
+            return ip.clone();
+        }
+        self.self_peer()
+            .and_then(|p| p.remoting_addr.rsplit_once(':').map(|(host, _)| host.to_owned()))
+            .unwrap_or_else(|| "127.0.0.1".to_owned())
+    }
+
+    /// `brokerIP1:listenPort`, the address registered with NameServers and written as STOREHOST.
+    pub fn broker_addr(&self) -> String {
+        format!("{}:{}", self.broker_ip(), self.listen_port)
+    }
+
+    /// STOREHOST as a socket address, when the advertised IP is a literal IP.
+    pub fn store_host(&self) -> Option<SocketAddr> {
+        self.broker_ip().parse::<IpAddr>().ok().map(|ip| SocketAddr::new(ip, self.listen_port))
+    }
+
+    /// NameServer addresses from `namesrvAddr`.
+    pub fn namesrv_addrs(&self) -> impl Iterator<Item = &str> {
+        self.namesrv_addr.split(';').map(str::trim).filter(|s| !s.is_empty())
+    }
+
+    /// ConsumeQueue units per file: `mappedFileSizeConsumeQueue` rounded up to whole units (RocketMQ's getter).
+    pub fn consume_queue_units_per_file(&self) -> u64 {
+        self.mapped_file_size_consume_queue.div_ceil(CQ_STORE_UNIT_SIZE_BYTES as u64)
+    }
+
+    /// `deleteWhen` as hours of day.
+    pub fn delete_when_hours(&self) -> Result<Vec<u8>, ConfigError> {
+        self.delete_when
+            .split(';')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|h| match h.parse::<u8>() {
+                Ok(hour) if hour < 24 => Ok(hour),
+                _ => Err(invalid(format!("deleteWhen entry {h:?} is not an hour 00..23"))),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .and_then(|v| if v.is_empty() { Err(invalid("deleteWhen lists no hour")) } else { Ok(v) })
+    }
+
+    /// `messageDelayLevel` as milliseconds; level `n` (1-based) waits `levels[n - 1]`.
+    pub fn message_delay_levels_ms(&self) -> Result<Vec<u64>, ConfigError> {
+        let levels = self
+            .message_delay_level
+            .split_whitespace()
+            .map(|level| {
+                parse_delay_level(level)
+                    .ok_or_else(|| invalid(format!("messageDelayLevel entry {level:?} is not e.g. 1s, 5m, 2h, 1d")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if levels.is_empty() {
+            return Err(invalid("messageDelayLevel lists no level"));
+        }
+        Ok(levels)
+    }
+
+    /// `fileReservedTime` as a duration.
+    pub fn file_reserved(&self) -> Duration {
+        Duration::from_secs(u64::from(self.file_reserved_time) * 3600)
+    }
+
+    /// The merged configuration as TOML (`-p/--printConfigItem`).
+    pub fn to_toml_string(&self) -> String {
+        // Strings, integers, booleans, durations and an array of tables: serialization cannot fail.
+        toml::to_string(self).unwrap_or_else(|e| format!("# cannot print config: {e}\n"))
+    }
+}
+
+fn is_host_port(addr: &str) -> bool {
+    match addr.rsplit_once(':') {
+        Some((host, port)) => !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p != 0),
+        None => false,
+    }
+}
+
+/// `ScheduleMessageService.parseDelayLevel` units: s, m, h, d.
+fn parse_delay_level(level: &str) -> Option<u64> {
+    let (number, unit) = level.split_at(level.len().checked_sub(1)?);
+    let ms_per_unit: u64 = match unit {
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return None,
+    };
+    number.parse::<u64>().ok().filter(|n| *n > 0)?.checked_mul(ms_per_unit)
+}
+
+fn override_value(raw: &str) -> toml::Value {
+    // Parse `v = <raw>` so integers, booleans and inline tables keep their type; else a string.
+    match format!("v = {raw}").parse::<toml::Table>() {
+        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(raw.to_owned())),
+        Err(_) => toml::Value::String(raw.to_owned()),
+    }
+}
+
+/// Durations as integer milliseconds (RocketMQ) or strings with a unit (`ms`, `s`, `m`, `h`).
+mod duration {
+    use std::time::Duration;
+
+    use serde::Deserialize;
+    use serde::Deserializer;
+    use serde::Serializer;
+    use serde::de::Error;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        let ms = d.as_millis();
+        if ms.is_multiple_of(1000) {
+            s.serialize_str(&format!("{}s", ms / 1000))
+        } else {
+            s.serialize_str(&format!("{ms}ms"))
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Millis(u64),
+        Text(String),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        match Raw::deserialize(d)? {
+            Raw::Millis(ms) => Ok(Duration::from_millis(ms)),
+            Raw::Text(text) => parse(&text).ok_or_else(|| {
+                D::Error::custom(format!(
+                    "invalid duration {text:?}: expected e.g. 30000, \"500ms\", \"30s\", \"2m\", \"1h\""
+                ))
+            }),
+        }
+    }
+
+    pub(super) fn parse(text: &str) -> Option<Duration> {
+        let text = text.trim();
+        let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+        let (number, unit) = text.split_at(split);
+        let n: u64 = number.parse().ok()?;
+        let ms_per_unit: u64 = match unit.trim() {
+            "" | "ms" => 1,
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            _ => return None,
+        };
+        n.checked_mul(ms_per_unit).map(Duration::from_millis)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const THREE_NODES: &str = r#"
+brokerName = "broker-b"
+brokerIP1 = "10.0.0.2"
+namesrvAddr = "10.0.0.9:9876;10.0.0.10:9876"
+raftSelfId = 1
+
+[[raftPeers]]
+id = 0
+remotingAddr = "10.0.0.1:10911"
+raftAddr = "10.0.0.1:40911"
+
+[[raftPeers]]
+id = 1
+remotingAddr = "10.0.0.2:10911"
+raftAddr = "10.0.0.2:40911"
+
+[[raftPeers]]
+id = 2
+remotingAddr = "10.0.0.3:10911"
+raftAddr = "10.0.0.3:40911"
+"#;
+
+    #[test]
+    fn defaults_are_rocketmqs() {
+        let c = BrokerConfig::load(None, &[]).expect("defaults validate");
+        assert_eq!(c.broker_cluster_name, "DefaultCluster");
+        assert_eq!(c.broker_name, "broker-a");
+        assert_eq!(c.listen_port, 10911);
+        assert_eq!(c.mapped_file_size_commit_log, 1 << 30);
+        assert_eq!(c.consume_queue_units_per_file(), 300_000);
+        assert_eq!(c.max_message_size, 4 << 20);
+        assert!(c.auto_create_topic_enable);
+        assert_eq!(c.default_topic_queue_nums, 8);
+        assert_eq!(c.broker_permission, 6);
+        assert_eq!(c.register_name_server_period, Duration::from_secs(30));
+        assert_eq!(c.file_reserved(), Duration::from_secs(72 * 3600));
+        assert_eq!(c.delete_when_hours().unwrap(), vec![4]);
+        assert_eq!(c.disk_max_used_space_ratio, 75);
+        assert_eq!(c.admin_port, 8080);
+        assert_eq!(c.broker_addr(), "127.0.0.1:10911");
+        assert_eq!(c.store_host(), Some("127.0.0.1:10911".parse().unwrap()));
+        let levels = c.message_delay_levels_ms().unwrap();
+        assert_eq!(levels.len(), 18);
+        assert_eq!((levels[0], levels[17]), (1_000, 7_200_000));
+    }
+
+    #[test]
+    fn three_node_file_then_overrides() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("broker.toml");
+        std::fs::write(&path, THREE_NODES).expect("write");
+        let overrides =
+            BrokerConfig::parse_overrides(["registerNameServerPeriod=10s", "deleteWhen=03;04", "adminPort=8081"])
+                .expect("ok");
+        let c = BrokerConfig::load(Some(&path), &overrides).expect("load");
+        assert_eq!(c.self_peer().map(|p| p.id), Some(1));
+        assert_eq!(c.broker_addr(), "10.0.0.2:10911");
+        assert_eq!(c.namesrv_addrs().collect::<Vec<_>>(), ["10.0.0.9:9876", "10.0.0.10:9876"]);
+        assert_eq!(c.register_name_server_period, Duration::from_secs(10));
+        assert_eq!(c.delete_when_hours().unwrap(), vec![3, 4]);
+        assert_eq!(c.admin_port, 8081);
+        // The printed form reads back to the same config.
+        assert_eq!(BrokerConfig::from_toml_str(&c.to_toml_string()).expect("round trip"), c);
+    }
+
+    #[test]
+    fn peers_as_an_inline_override() {
+        let overrides = BrokerConfig::parse_overrides([
+            "raftSelfId=7",
+            r#"raftPeers=[{id=7, remotingAddr="127.0.0.1:10911", raftAddr="127.0.0.1:40917"}]"#,
+        ])
+        .expect("ok");
+        let c = BrokerConfig::load(None, &overrides).expect("load");
+        assert_eq!(c.raft_peers[0].raft_addr, "127.0.0.1:40917");
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let err = BrokerConfig::from_toml_str("brokerNmae = \"x\"").unwrap_err();
+        assert!(matches!(err, ConfigError::Parse { .. }));
+        assert!(err.to_string().contains("brokerNmae") || format!("{err:?}").contains("brokerNmae"), "{err}");
+        let err = BrokerConfig::load(None, &[("listenPrt".to_owned(), "1".to_owned())]).unwrap_err();
+        assert!(format!("{err:?}").contains("listenPrt"), "{err:?}");
+    }
+
+    #[test]
+    fn invalid_values_are_rejected() {
+        let cases: &[(&str, &str)] = &[
+            ("raftSelfId = 5", "raftSelfId 5"),
+            ("brokerIP1 = \"10.0.0.7\"", "differs from the advertised"),
+            ("brokerIP1 = \"not-an-ip\"", "brokerIP1"),
+            ("brokerName = \"\"", "brokerName"),
+            ("namesrvAddr = \"a:9876;b\"", "namesrvAddr"),
+            ("mappedFileSizeCommitLog = 1024", "mappedFileSizeCommitLog"),
+            ("mappedFileSizeConsumeQueue = 0", "mappedFileSizeConsumeQueue"),
+            ("maxMessageSize = 0", "maxMessageSize"),
+            ("defaultTopicQueueNums = 0", "defaultTopicQueueNums"),
+            ("brokerPermission = 16", "brokerPermission"),
+            ("diskMaxUsedSpaceRatio = 99", "diskMaxUsedSpaceRatio"),
+            ("fileReservedTime = 0", "fileReservedTime"),
+            ("deleteWhen = \"25\"", "deleteWhen"),
+            ("messageDelayLevel = \"1s 5x\"", "messageDelayLevel"),
+            ("registerNameServerPeriod = 0", "registerNameServerPeriod"),
+            ("maxTransferCountOnMessageInDisk = 0", "maxTransferCountOnMessageInDisk"),
+            (
+                "[[raftPeers]]\nid = 0\nremotingAddr = \"127.0.0.1:10911\"\nraftAddr = \"127.0.0.1:40911\"\n\
+                 [[raftPeers]]\nid = 0\nremotingAddr = \"127.0.0.2:10911\"\nraftAddr = \"127.0.0.2:40911\"",
+                "appears twice",
+            ),
+            (
+                "[[raftPeers]]\nid = 0\nremotingAddr = \"127.0.0.1:10911\"\nraftAddr = \"127.0.0.1:40911\"\n\
+                 [[raftPeers]]\nid = 1\nremotingAddr = \"127.0.0.2:10911\"\nraftAddr = \"127.0.0.1:40911\"",
+                "used twice",
+            ),
+            ("raftPeers = []", "raftPeers is empty"),
+        ];
+        for (toml, needle) in cases {
+            match BrokerConfig::from_toml_str(toml) {
+                Err(ConfigError::Invalid(msg)) => assert!(msg.contains(needle), "{toml}: {msg}"),
+                other => panic!("{toml}: expected Invalid containing {needle:?}, got {other:?}"),
+            }
+        }
+        assert!(matches!(BrokerConfig::parse_overrides(["novalue"]), Err(ConfigError::Override(_))));
+        assert!(matches!(
+            BrokerConfig::load(Some(Path::new("/nonexistent/broker.toml")), &[]),
+            Err(ConfigError::Read { .. })
+        ));
+    }
+
+    #[test]
+    fn consume_queue_size_rounds_up_like_rocketmq() {
+        let c = BrokerConfig::from_toml_str("mappedFileSizeConsumeQueue = 101").unwrap();
+        assert_eq!(c.consume_queue_units_per_file(), 6);
+    }
+
+    #[test]
+    fn durations_and_delay_levels() {
+        assert_eq!(duration::parse("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(duration::parse("42"), Some(Duration::from_millis(42)));
+        assert_eq!(duration::parse("s"), None);
+        assert_eq!(parse_delay_level("2h"), Some(7_200_000));
+        assert_eq!(parse_delay_level("1d"), Some(86_400_000));
+        assert_eq!(parse_delay_level("0s"), None);
+        assert_eq!(parse_delay_level(""), None);
+        assert_eq!(parse_delay_level("h"), None);
+    }
+}
