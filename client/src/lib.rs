@@ -1,4 +1,4 @@
-//! raftmq-client: the RocketMQ 4.x client SDK (producer and admin; consumers come later).
+//! raftmq-client: the RocketMQ 4.x client SDK: producer, admin, push and lite pull consumers.
 //!
 //! Modules in data-flow order:
 //! - [`error`]: [`ClientError`] with `is_retryable()` / `is_outcome_unknown()`.
@@ -9,6 +9,7 @@
 //! - [`send_result`]: [`SendResult`], [`SendStatus`], response mapping.
 //! - [`producer`]: [`Producer`] / [`ProducerBuilder`].
 //! - [`admin`]: [`Admin`]: NameServer and broker administration calls.
+//! - [`consumer`]: [`PushConsumer`] and [`PullConsumer`] (rebalance, offsets, listeners).
 //!
 //! ```no_run
 //! # async fn demo() -> raftmq_client::Result<()> {
@@ -25,6 +26,7 @@
 //! ```
 
 pub mod admin;
+pub mod consumer;
 pub mod error;
 pub mod fault_strategy;
 pub mod namesrv;
@@ -34,6 +36,8 @@ pub mod selector;
 pub mod send_result;
 
 pub use admin::Admin;
+pub use consumer::PullConsumer;
+pub use consumer::PushConsumer;
 pub use error::ClientError;
 pub use error::ErrorKind;
 pub use error::Result;

@@ -253,7 +253,7 @@ impl ProducerBuilder {
 
 /// The client's outward IP, found without sending anything: the source address the kernel picks
 /// for a UDP "connection" (Java's `RemotingUtil.getLocalAddress` also prefers a non-loopback one).
-fn local_ip() -> IpAddr {
+pub(crate) fn local_ip() -> IpAddr {
     let probe = || -> std::io::Result<IpAddr> {
         let socket = std::net::UdpSocket::bind("0.0.0.0:0")?;
         socket.connect("192.0.2.1:9")?;

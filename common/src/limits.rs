@@ -92,6 +92,74 @@ pub const LONG_POLL_SUSPEND_MAX_MS: u64 = 300_000;
 /// (topic, group, queue) offsets one replicated consumer-offset commit may carry.
 pub const CONSUMER_OFFSET_BATCH_MAX_COUNT: usize = 65_536;
 
+// ---- Broker send path (group commit) ----
+
+/// Send requests queued for group commit; beyond it a send is answered SYSTEM_BUSY (flow control).
+pub const BROKER_SEND_QUEUE_MAX_COUNT: usize = 16_384;
+/// Messages one group-committed Raft entry carries at most.
+pub const BROKER_GROUP_COMMIT_MAX_COUNT: usize = 1_024;
+/// Record bytes one group-committed Raft entry carries at most (one larger message still travels alone).
+pub const BROKER_GROUP_COMMIT_MAX_BYTES: usize = 4 * 1024 * 1024;
+/// Group-committed entries proposed but not yet applied; more requests wait and join larger entries.
+pub const BROKER_SEND_INFLIGHT_ENTRIES_MAX_COUNT: usize = 64;
+/// Consumer-offset updates queued for replication; beyond it an update is answered SYSTEM_BUSY.
+pub const BROKER_OFFSET_QUEUE_MAX_COUNT: usize = 65_536;
+/// How long consumer-offset updates are collected into one replicated batch.
+pub const BROKER_OFFSET_COMMIT_LINGER_MS: u64 = 20;
+/// A client channel silent this long is dropped (`ClientHousekeepingService`, 120 s).
+pub const BROKER_CLIENT_CHANNEL_EXPIRED_MS: u64 = 120_000;
+/// A queue lock not renewed this long is free again (`RebalanceLockManager`, 60 s).
+pub const BROKER_REBALANCE_LOCK_MAX_LIVE_MS: u64 = 60_000;
+
+const _: () = assert!(BROKER_GROUP_COMMIT_MAX_COUNT <= BROKER_SEND_QUEUE_MAX_COUNT);
+const _: () = assert!(BROKER_GROUP_COMMIT_MAX_COUNT <= CONSUMER_OFFSET_BATCH_MAX_COUNT);
+
+// ---- Consumers (client SDK; `DefaultMQPushConsumer` / `DefaultLitePullConsumer` defaults) ----
+
+/// Messages asked for by one PULL_MESSAGE (`pullBatchSize`, 32).
+pub const CONSUMER_PULL_BATCH_SIZE_DEFAULT_COUNT: u32 = 32;
+/// Largest `pullBatchSize` a consumer accepts (`Validators`: 1..=1024).
+pub const CONSUMER_PULL_BATCH_SIZE_MAX_COUNT: u32 = 1_024;
+/// Cached messages per queue above which a consumer stops pulling it (`pullThresholdForQueue`, 1000).
+pub const CONSUMER_PULL_THRESHOLD_FOR_QUEUE_DEFAULT_COUNT: u64 = 1_000;
+/// Cached body bytes per queue above which a consumer stops pulling it (`pullThresholdSizeForQueue`, 100 MiB).
+pub const CONSUMER_PULL_THRESHOLD_FOR_QUEUE_DEFAULT_BYTES: u64 = 100 * 1024 * 1024;
+/// Offset span of the cached messages of one queue above which a concurrent consumer stops pulling
+/// it (`consumeConcurrentlyMaxSpan`, 2000).
+pub const CONSUMER_CONSUME_CONCURRENTLY_MAX_SPAN_DEFAULT_COUNT: i64 = 2_000;
+/// Listener calls a push consumer runs at once (`consumeThreadMax`, 20).
+pub const CONSUMER_CONSUME_THREADS_DEFAULT_COUNT: usize = 20;
+/// Upper bound on `consumeThreadMax`.
+pub const CONSUMER_CONSUME_THREADS_MAX_COUNT: usize = 1_000;
+/// How long a broker may hold a push consumer's pull (`brokerSuspendMaxTimeMillis`, 15 s).
+pub const CONSUMER_BROKER_SUSPEND_MAX_MS: u64 = 15_000;
+/// Deadline of a suspended pull (`consumerTimeoutMillisWhenSuspend`, 30 s).
+pub const CONSUMER_PULL_TIMEOUT_WHEN_SUSPEND_MS: u64 = 30_000;
+/// Pause after a failed pull before the next one (`pullTimeDelayMillsWhenException`, 3 s).
+pub const CONSUMER_PULL_DELAY_WHEN_EXCEPTION_MS: u64 = 3_000;
+/// How often a client heartbeats every broker of its routes (`heartbeatBrokerInterval`, 30 s).
+pub const CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS: u64 = 30_000;
+/// How often consumer offsets are persisted (`persistConsumerOffsetInterval`, 5 s).
+pub const CONSUMER_OFFSET_PERSIST_INTERVAL_DEFAULT_MS: u64 = 5_000;
+/// How often a consumer rebalances without a notification (`rocketmq.client.rebalance.waitInterval`, 20 s).
+pub const CONSUMER_REBALANCE_INTERVAL_DEFAULT_MS: u64 = 20_000;
+/// How often an orderly consumer renews its queue locks (`REBALANCE_LOCK_INTERVAL`, 20 s).
+pub const CONSUMER_LOCK_RENEW_INTERVAL_DEFAULT_MS: u64 = 20_000;
+/// How long a client trusts a queue lock since its last renewal (`REBALANCE_LOCK_MAX_LIVE_TIME`, 30 s).
+pub const CONSUMER_LOCK_MAX_LIVE_MS: u64 = 30_000;
+/// Pause before messages whose send-back failed are consumed again locally (5 s in Java).
+pub const CONSUMER_RECONSUME_LOCAL_DELAY_DEFAULT_MS: u64 = 5_000;
+/// Default `maxReconsumeTimes` of a concurrent consumer (-1 means 16).
+pub const CONSUMER_MAX_RECONSUME_TIMES_DEFAULT_COUNT: i32 = 16;
+/// Messages a lite pull consumer keeps fetched but not yet polled (`pullThresholdForAll`, 10,000).
+pub const LITE_PULL_THRESHOLD_FOR_ALL_DEFAULT_COUNT: usize = 10_000;
+
+const _: () = assert!(CONSUMER_PULL_BATCH_SIZE_DEFAULT_COUNT <= CONSUMER_PULL_BATCH_SIZE_MAX_COUNT);
+const _: () = assert!(CONSUMER_BROKER_SUSPEND_MAX_MS < CONSUMER_PULL_TIMEOUT_WHEN_SUSPEND_MS);
+const _: () = assert!(CONSUMER_BROKER_SUSPEND_MAX_MS <= LONG_POLL_SUSPEND_MAX_MS);
+const _: () = assert!(CONSUMER_LOCK_RENEW_INTERVAL_DEFAULT_MS < CONSUMER_LOCK_MAX_LIVE_MS);
+const _: () = assert!(CONSUMER_CONSUME_THREADS_DEFAULT_COUNT <= CONSUMER_CONSUME_THREADS_MAX_COUNT);
+
 const _: () = assert!(MESSAGE_BODY_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(BATCH_BODY_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(TOPIC_NAME_LENGTH_MAX_CHARS <= i8::MAX as usize);

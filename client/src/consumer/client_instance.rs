@@ -1,0 +1,432 @@
+//! [`ClientInstance`]: what one consumer shares among its parts (RocketMQ's `MQClientInstance` +
+//! `MQClientAPIImpl`, consumer half): the client id, the remoting client whose processor hears
+//! NOTIFY_CONSUMER_IDS_CHANGED, the route cache, and every consumer-side broker call.
+//!
+//! ```text
+//!  broker ──NOTIFY_CONSUMER_IDS_CHANGED (oneway)──► processor ──► rebalance_signal (Notify)
+//!  PushConsumer / PullConsumer ──► ClientInstance ──► HEART_BEAT, PULL_MESSAGE, offsets, locks, send-back
+//! ```
+//!
+//! Invariants:
+//! - Pulls and offset calls go to the address `find_broker_addr_in_subscribe` picks: the requested
+//!   brokerId, else (not only-this-broker) any listed address of the group, as 4.x does; a group with
+//!   no known address gets one route refresh before the call fails.
+//! - Heartbeats go to **every** address of every group of the subscribed topics (followers too).
+//! - Every call is bounded by a deadline; no lock is held across an `.await`.
+
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use raftmq_common::message::MessageExt;
+use raftmq_common::message::MessageQueue;
+use raftmq_common::protocol::RemotingCommand;
+use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::consumer_list::ConsumerListBody;
+use raftmq_common::protocol::body::heartbeat::HeartbeatData;
+use raftmq_common::protocol::body::lock_batch::LockBatchRequestBody;
+use raftmq_common::protocol::body::lock_batch::LockBatchResponseBody;
+use raftmq_common::protocol::body::lock_batch::UnlockBatchRequestBody;
+use raftmq_common::protocol::body::route::MASTER_ID;
+use raftmq_common::protocol::header::client::ConsumerSendMsgBackRequestHeader;
+use raftmq_common::protocol::header::client::GetConsumerListByGroupRequestHeader;
+use raftmq_common::protocol::header::client::NotifyConsumerIdsChangedRequestHeader;
+use raftmq_common::protocol::header::client::UnregisterClientRequestHeader;
+use raftmq_common::protocol::header::offset::GetMaxOffsetRequestHeader;
+use raftmq_common::protocol::header::offset::GetMaxOffsetResponseHeader;
+use raftmq_common::protocol::header::offset::QueryConsumerOffsetRequestHeader;
+use raftmq_common::protocol::header::offset::QueryConsumerOffsetResponseHeader;
+use raftmq_common::protocol::header::offset::SearchOffsetRequestHeader;
+use raftmq_common::protocol::header::offset::SearchOffsetResponseHeader;
+use raftmq_common::protocol::header::offset::UpdateConsumerOffsetRequestHeader;
+use raftmq_common::protocol::header::pull::PullMessageRequestHeader;
+use raftmq_common::remoting::ProcessorTable;
+use raftmq_common::remoting::RemotingClient;
+use raftmq_common::remoting::processor_fn;
+use tokio::sync::Notify;
+
+use crate::error::ClientError;
+use crate::error::ErrorKind;
+use crate::error::Result;
+use crate::namesrv::NamesrvClient;
+use crate::route::RouteConfig;
+use crate::route::TopicRouteManager;
+
+/// A broker address chosen for a subscribe-side call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FindBrokerResult {
+    pub addr: String,
+    /// Not brokerId 0: such a node must not be asked to store offsets (`clearCommitOffsetFlag`).
+    pub slave: bool,
+}
+
+/// The consumer's connection to the cluster; shared by its tasks through an `Arc`.
+pub(crate) struct ClientInstance {
+    pub client_id: String,
+    pub group: String,
+    pub remoting: RemotingClient,
+    pub routes: TopicRouteManager,
+    /// Woken by NOTIFY_CONSUMER_IDS_CHANGED for this group; a permit is kept when nobody waits, so
+    /// a notification that arrives mid-rebalance triggers one more.
+    pub rebalance_signal: Arc<Notify>,
+    pub rpc_timeout: Duration,
+}
+
+impl ClientInstance {
+    /// A client for `group` asking `namesrv_addrs`.
+    pub fn new(
+        group: &str,
+        client_id: String,
+        namesrv_addrs: Vec<String>,
+        route_config: RouteConfig,
+        rpc_timeout: Duration,
+    ) -> Result<Self> {
+        let rebalance_signal = Arc::new(Notify::new());
+        let signal = rebalance_signal.clone();
+        let my_group = group.to_owned();
+        let mut table = ProcessorTable::new();
+        table.register(
+            RequestCode::NotifyConsumerIdsChanged,
+            Arc::new(processor_fn(move |ctx, request: RemotingCommand| {
+                let signal = signal.clone();
+                let my_group = my_group.clone();
+                async move {
+                    match request.decode_header::<NotifyConsumerIdsChangedRequestHeader>() {
+                        Ok(h) if h.consumer_group == my_group => {
+                            tracing::info!(group = %my_group, broker = %ctx.peer_addr(), "consumer ids changed; rebalancing");
+                            signal.notify_one();
+                        }
+                        Ok(h) => tracing::debug!(group = %h.consumer_group, "ids-changed notice for another group"),
+                        Err(e) => tracing::warn!(error = %e, "bad NOTIFY_CONSUMER_IDS_CHANGED header"),
+                    }
+                    None
+                }
+            })),
+        );
+        let remoting = RemotingClient::with_processors(table);
+        let namesrv = NamesrvClient::new(remoting.clone(), namesrv_addrs)?;
+        let routes = TopicRouteManager::new(namesrv, route_config);
+        Ok(ClientInstance { client_id, group: group.to_owned(), remoting, routes, rebalance_signal, rpc_timeout })
+    }
+
+    /// The readable queues of `topic`, from the cache or a fresh route.
+    pub async fn subscribe_queues(&self, topic: &str) -> Result<BTreeSet<MessageQueue>> {
+        if let Some(mqs) = self.routes.cached_subscribe_queues(topic) {
+            return Ok(mqs);
+        }
+        self.routes.update_route(topic).await?;
+        self.routes.cached_subscribe_queues(topic).ok_or_else(|| {
+            ClientError::new(ErrorKind::NoRoute, "subscribe", "no route info of this topic")
+                .with_context("topic", topic)
+        })
+    }
+
+    /// `findBrokerAddressInSubscribe(brokerName, brokerId, onlyThisBroker)`.
+    pub fn find_broker_addr_in_subscribe(
+        &self,
+        broker_name: &str,
+        broker_id: i64,
+        only_this_broker: bool,
+    ) -> Option<FindBrokerResult> {
+        let addrs = self.routes.broker_addrs(broker_name)?;
+        pick_broker_addr(&addrs, broker_id, only_this_broker)
+    }
+
+    /// Like [`Self::find_broker_addr_in_subscribe`], refreshing `topic`'s route once on a miss.
+    pub async fn broker_addr(
+        &self,
+        op: &'static str,
+        mq: &MessageQueue,
+        broker_id: i64,
+        only_this_broker: bool,
+    ) -> Result<FindBrokerResult> {
+        if let Some(found) = self.find_broker_addr_in_subscribe(&mq.broker_name, broker_id, only_this_broker) {
+            return Ok(found);
+        }
+        if let Err(e) = self.routes.update_route(&mq.topic).await {
+            tracing::debug!(topic = %mq.topic, error = %e, "route refresh for a missing broker address failed");
+        }
+        self.find_broker_addr_in_subscribe(&mq.broker_name, broker_id, only_this_broker).ok_or_else(|| {
+            ClientError::new(ErrorKind::NoRoute, op, format!("The broker[{}] not exist", mq.broker_name))
+                .with_context("topic", &mq.topic)
+                .with_context("broker", &mq.broker_name)
+        })
+    }
+
+    /// Every address of every group serving `topics` (cached routes).
+    pub fn broker_addrs_of(&self, topics: &[String]) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for topic in topics {
+            let Some(route) = self.routes.cached_route(topic) else { continue };
+            for bd in &route.broker_datas {
+                if let Some(addrs) = self.routes.broker_addrs(&bd.broker_name) {
+                    out.extend(addrs.into_values());
+                }
+            }
+        }
+        out
+    }
+
+    async fn call(
+        &self,
+        op: &'static str,
+        addr: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand> {
+        self.remoting
+            .invoke(addr, request, timeout)
+            .await
+            .map_err(|e| ClientError::remoting(op, e).with_context("addr", addr))
+    }
+
+    async fn call_ok(&self, op: &'static str, addr: &str, request: RemotingCommand) -> Result<RemotingCommand> {
+        let response = self.call(op, addr, request, self.rpc_timeout).await?;
+        match response.response_code() {
+            ResponseCode::Success => Ok(response),
+            code => Err(ClientError::broker(op, code, response.remark).with_context("addr", addr)),
+        }
+    }
+
+    /// HEART_BEAT to every address in `addrs`; returns how many answered SUCCESS.
+    pub async fn send_heartbeat(&self, addrs: &BTreeSet<String>, data: &HeartbeatData) -> usize {
+        let body = match data.encode() {
+            Ok(body) => body,
+            Err(e) => {
+                tracing::error!(error = %e, "heartbeat body does not encode");
+                return 0;
+            }
+        };
+        let mut ok = 0;
+        for addr in addrs {
+            let request = RemotingCommand::request(RequestCode::HeartBeat).with_body(body.clone());
+            match self.call_ok("heartbeat", addr, request).await {
+                Ok(_) => ok += 1,
+                Err(e) => tracing::warn!(addr = %addr, error = %e, "heartbeat failed"),
+            }
+        }
+        ok
+    }
+
+    /// UNREGISTER_CLIENT for the consumer group at every address in `addrs`; failures are logged.
+    pub async fn unregister(&self, addrs: &BTreeSet<String>) {
+        for addr in addrs {
+            let header = UnregisterClientRequestHeader {
+                client_id: self.client_id.clone(),
+                producer_group: None,
+                consumer_group: Some(self.group.clone()),
+            };
+            let request = RemotingCommand::request_with_header(RequestCode::UnregisterClient, &header);
+            if let Err(e) = self.call_ok("unregisterClient", addr, request).await {
+                tracing::warn!(addr = %addr, error = %e, "unregister failed");
+            }
+        }
+    }
+
+    /// GET_CONSUMER_LIST_BY_GROUP at one group serving `topic` (`findConsumerIdList`).
+    pub async fn find_consumer_ids(&self, topic: &str) -> Result<Vec<String>> {
+        let route = self.routes.cached_route(topic).ok_or_else(|| {
+            ClientError::new(ErrorKind::NoRoute, "findConsumerIdList", "no route").with_context("topic", topic)
+        })?;
+        // Java picks a random group; any member's broker knows the whole group after heartbeats.
+        let addr = route
+            .broker_datas
+            .iter()
+            .find_map(|bd| self.find_broker_addr_in_subscribe(&bd.broker_name, MASTER_ID, false))
+            .ok_or_else(|| {
+                ClientError::new(ErrorKind::NoRoute, "findConsumerIdList", "no broker address")
+                    .with_context("topic", topic)
+            })?;
+        let header = GetConsumerListByGroupRequestHeader { consumer_group: self.group.clone() };
+        let request = RemotingCommand::request_with_header(RequestCode::GetConsumerListByGroup, &header);
+        let response = self.call_ok("findConsumerIdList", &addr.addr, request).await?;
+        ConsumerListBody::decode(&response.body).map(|b| b.consumer_id_list).map_err(|e| {
+            ClientError::new(ErrorKind::Protocol, "findConsumerIdList", "bad consumer list body").with_source(e)
+        })
+    }
+
+    /// PULL_MESSAGE; the raw response, whatever its code.
+    pub async fn pull(
+        &self,
+        addr: &str,
+        header: &PullMessageRequestHeader,
+        timeout: Duration,
+    ) -> Result<RemotingCommand> {
+        let request = RemotingCommand::request_with_header(RequestCode::PullMessage, header);
+        self.call("pullMessage", addr, request, timeout).await
+    }
+
+    /// QUERY_CONSUMER_OFFSET at the group's master (any address if none); `None` on QUERY_NOT_FOUND.
+    pub async fn query_consumer_offset(&self, mq: &MessageQueue) -> Result<Option<i64>> {
+        let found = self.broker_addr("queryConsumerOffset", mq, MASTER_ID, false).await?;
+        let header = QueryConsumerOffsetRequestHeader {
+            consumer_group: self.group.clone(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            bname: None,
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::QueryConsumerOffset, &header);
+        let response = self.call("queryConsumerOffset", &found.addr, request, self.rpc_timeout).await?;
+        match response.response_code() {
+            ResponseCode::Success => response
+                .decode_header::<QueryConsumerOffsetResponseHeader>()
+                .map(|h| Some(h.offset))
+                .map_err(|e| protocol_error("queryConsumerOffset", e)),
+            ResponseCode::QueryNotFound => Ok(None),
+            code => {
+                Err(ClientError::broker("queryConsumerOffset", code, response.remark).with_context("addr", &found.addr))
+            }
+        }
+    }
+
+    /// UPDATE_CONSUMER_OFFSET, oneway as the 4.x client sends it.
+    pub async fn update_consumer_offset_oneway(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
+        let found = self.broker_addr("updateConsumerOffset", mq, MASTER_ID, false).await?;
+        let header = UpdateConsumerOffsetRequestHeader {
+            consumer_group: self.group.clone(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            commit_offset: offset,
+            bname: None,
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::UpdateConsumerOffset, &header).into_oneway();
+        self.remoting
+            .invoke_oneway(&found.addr, request, self.rpc_timeout)
+            .await
+            .map_err(|e| ClientError::remoting("updateConsumerOffset", e).with_context("addr", &found.addr))
+    }
+
+    /// GET_MAX_OFFSET of `mq` at its master.
+    pub async fn max_offset(&self, mq: &MessageQueue) -> Result<i64> {
+        let found = self.broker_addr("maxOffset", mq, MASTER_ID, false).await?;
+        let header = GetMaxOffsetRequestHeader { topic: mq.topic.clone(), queue_id: mq.queue_id, bname: None };
+        let request = RemotingCommand::request_with_header(RequestCode::GetMaxOffset, &header);
+        let response = self.call_ok("maxOffset", &found.addr, request).await?;
+        response
+            .decode_header::<GetMaxOffsetResponseHeader>()
+            .map(|h| h.offset)
+            .map_err(|e| protocol_error("maxOffset", e))
+    }
+
+    /// SEARCH_OFFSET_BY_TIMESTAMP of `mq` at its master.
+    pub async fn search_offset(&self, mq: &MessageQueue, timestamp_ms: i64) -> Result<i64> {
+        let found = self.broker_addr("searchOffset", mq, MASTER_ID, false).await?;
+        let header = SearchOffsetRequestHeader {
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            timestamp: timestamp_ms,
+            bname: None,
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::SearchOffsetByTimestamp, &header);
+        let response = self.call_ok("searchOffset", &found.addr, request).await?;
+        response
+            .decode_header::<SearchOffsetResponseHeader>()
+            .map(|h| h.offset)
+            .map_err(|e| protocol_error("searchOffset", e))
+    }
+
+    /// LOCK_BATCH_MQ at `broker_name`'s master; returns the queues now locked by this client.
+    pub async fn lock_batch(&self, broker_name: &str, mqs: Vec<MessageQueue>) -> Result<BTreeSet<MessageQueue>> {
+        let found = self.find_broker_addr_in_subscribe(broker_name, MASTER_ID, true).ok_or_else(|| {
+            ClientError::new(ErrorKind::NoRoute, "lockBatchMQ", "no master address").with_context("broker", broker_name)
+        })?;
+        let body =
+            LockBatchRequestBody { client_id: self.client_id.clone(), consumer_group: self.group.clone(), mq_set: mqs };
+        let body = body.encode().map_err(|e| protocol_error("lockBatchMQ", e))?;
+        let request = RemotingCommand::request(RequestCode::LockBatchMq).with_body(body);
+        let response = self.call_ok("lockBatchMQ", &found.addr, request).await?;
+        LockBatchResponseBody::decode(&response.body)
+            .map(|b| b.lock_ok_mq_set.into_iter().collect())
+            .map_err(|e| protocol_error("lockBatchMQ", e))
+    }
+
+    /// UNLOCK_BATCH_MQ at `broker_name`'s master.
+    pub async fn unlock_batch(&self, broker_name: &str, mqs: Vec<MessageQueue>) -> Result<()> {
+        let found = self.find_broker_addr_in_subscribe(broker_name, MASTER_ID, true).ok_or_else(|| {
+            ClientError::new(ErrorKind::NoRoute, "unlockBatchMQ", "no master address")
+                .with_context("broker", broker_name)
+        })?;
+        let body = UnlockBatchRequestBody {
+            client_id: self.client_id.clone(),
+            consumer_group: self.group.clone(),
+            mq_set: mqs,
+        };
+        let body = body.encode().map_err(|e| protocol_error("unlockBatchMQ", e))?;
+        let request = RemotingCommand::request(RequestCode::UnlockBatchMq).with_body(body);
+        self.call_ok("unlockBatchMQ", &found.addr, request).await.map(|_| ())
+    }
+
+    /// CONSUMER_SEND_MSG_BACK of `msg` (read from `mq`) to the group's master, or to the message's
+    /// store host when the group has no known master.
+    pub async fn send_message_back(
+        &self,
+        msg: &MessageExt,
+        mq: &MessageQueue,
+        delay_level: i32,
+        max_reconsume_times: i32,
+    ) -> Result<()> {
+        let addr = match self.routes.broker_addrs(&mq.broker_name).and_then(|a| a.get(&MASTER_ID).cloned()) {
+            Some(addr) => addr,
+            None => msg.store_host.to_string(),
+        };
+        let header = ConsumerSendMsgBackRequestHeader {
+            offset: msg.commit_log_offset,
+            group: self.group.clone(),
+            delay_level,
+            origin_msg_id: Some(msg.msg_id()),
+            origin_topic: Some(msg.message.topic.clone()),
+            unit_mode: Some(false),
+            max_reconsume_times: Some(max_reconsume_times),
+            bname: None,
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::ConsumerSendMsgBack, &header);
+        self.call_ok("consumerSendMessageBack", &addr, request).await.map(|_| ())
+    }
+}
+
+/// The address choice of `findBrokerAddressInSubscribe`: the wanted id; for a replica id, the next
+/// id too; then, unless `only_this_broker`, the lowest listed id.
+pub(crate) fn pick_broker_addr(
+    addrs: &BTreeMap<i64, String>,
+    broker_id: i64,
+    only_this_broker: bool,
+) -> Option<FindBrokerResult> {
+    if let Some(addr) = addrs.get(&broker_id) {
+        return Some(FindBrokerResult { addr: addr.clone(), slave: broker_id != MASTER_ID });
+    }
+    if broker_id != MASTER_ID
+        && let Some(addr) = addrs.get(&(broker_id + 1))
+    {
+        return Some(FindBrokerResult { addr: addr.clone(), slave: true });
+    }
+    if only_this_broker {
+        return None;
+    }
+    addrs.iter().next().map(|(id, addr)| FindBrokerResult { addr: addr.clone(), slave: *id != MASTER_ID })
+}
+
+fn protocol_error(op: &'static str, e: impl std::error::Error + Send + Sync + 'static) -> ClientError {
+    ClientError::new(ErrorKind::Protocol, op, e.to_string()).with_source(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broker_address_choice_follows_find_broker_address_in_subscribe() {
+        let addrs: BTreeMap<i64, String> = [(0, "m".to_owned()), (1, "s1".to_owned())].into_iter().collect();
+        let pick = |id, only| pick_broker_addr(&addrs, id, only).map(|f| (f.addr, f.slave));
+        assert_eq!(pick(0, true), Some(("m".into(), false)));
+        assert_eq!(pick(1, true), Some(("s1".into(), true)));
+        assert_eq!(pick(5, true), None);
+        assert_eq!(pick(5, false), Some(("m".into(), false)));
+        let leaderless: BTreeMap<i64, String> = [(2, "s2".to_owned()), (3, "s3".to_owned())].into_iter().collect();
+        assert_eq!(pick_broker_addr(&leaderless, 0, true), None);
+        assert_eq!(pick_broker_addr(&leaderless, 0, false).map(|f| (f.addr, f.slave)), Some(("s2".into(), true)));
+        assert_eq!(pick_broker_addr(&leaderless, 1, true).map(|f| f.addr), Some("s2".into()));
+    }
+}

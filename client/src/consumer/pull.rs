@@ -1,0 +1,694 @@
+//! [`PullConsumer`]: RocketMQ 4.x's `DefaultLitePullConsumer`: background tasks fetch the assigned
+//! queues into a bounded cache and the application takes batches with [`PullConsumer::poll`].
+//!
+//! ```text
+//!  subscribe(topic, expr) ─► rebalance (as the push consumer) ─┐
+//!  assign(queues) ─────────────────────────────────────────────┴► one fetch task per queue:
+//!     PULL_MESSAGE (suspend, subscription + lite bits) ─► ConsumeRequest ─► bounded channel ─► poll()
+//!  poll: consumed offset of the queue = last polled + 1; auto-commit every interval (inside poll)
+//!  seek(mq, offset): new generation ─► in-flight fetch aborted, cached batches of the old one discarded
+//!  commit(): consumed offsets ─► offset store ─► persisted
+//! ```
+//!
+//! Invariants:
+//! - A batch reaches `poll` only if it was fetched in the queue's current generation (after the last
+//!   seek) and the queue is still assigned; so after `seek(mq, o)` the next batch of `mq` starts at `o`.
+//! - Fetching pauses while a queue has `pull_threshold_for_queue` messages fetched but not polled.
+//! - A committed offset is one returned by `poll` (+1), never ahead of it.
+
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::MutexGuard;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::AtomicU8;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use raftmq_common::limits as L;
+use raftmq_common::message::MessageExt;
+use raftmq_common::message::MessageQueue;
+use raftmq_common::message::validate::validate_group;
+use raftmq_common::protocol::body::heartbeat::ConsumeType;
+use raftmq_common::protocol::body::heartbeat::ConsumerData;
+use raftmq_common::protocol::body::heartbeat::HeartbeatData;
+use raftmq_common::protocol::body::heartbeat::MessageModel;
+use raftmq_common::protocol::body::heartbeat::SubscriptionData;
+use raftmq_common::protocol::body::route::MASTER_ID;
+use raftmq_common::protocol::header::pull::PullMessageRequestHeader;
+use raftmq_common::protocol::header::pull::pull_sys_flag;
+use tokio::sync::Notify;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::consumer::client_instance::ClientInstance;
+use crate::consumer::offset_store::ConsumeFrom;
+use crate::consumer::offset_store::LocalFileOffsetStore;
+use crate::consumer::offset_store::OffsetStore;
+use crate::consumer::offset_store::ReadOffsetType;
+use crate::consumer::offset_store::RemoteBrokerOffsetStore;
+use crate::consumer::offset_store::compute_pull_from_where;
+use crate::consumer::pull_api::PullStatus;
+use crate::consumer::pull_api::process_pull_response;
+use crate::consumer::push::default_instance_name;
+use crate::consumer::push::now_ms;
+use crate::consumer::rebalance::AllocateStrategy;
+use crate::consumer::rebalance::allocate;
+use crate::consumer::subscription::build_subscription_data;
+use crate::error::ClientError;
+use crate::error::ErrorKind;
+use crate::error::Result;
+use crate::route::RouteConfig;
+
+const STATE_CREATED: u8 = 0;
+const STATE_RUNNING: u8 = 1;
+const STATE_SHUTDOWN: u8 = 2;
+
+/// `DefaultLitePullConsumer.pullBatchSize` (10).
+pub const LITE_PULL_BATCH_SIZE_DEFAULT_COUNT: u32 = 10;
+/// `DefaultLitePullConsumer.brokerSuspendMaxTimeMillis` (20 s).
+pub const LITE_PULL_BROKER_SUSPEND_MAX_MS: u64 = 20_000;
+
+/// Builds a [`PullConsumer`]; options mirror `DefaultLitePullConsumer`.
+#[derive(Debug, Clone)]
+pub struct PullConsumerBuilder {
+    consumer_group: String,
+    namesrv_addrs: Vec<String>,
+    subscriptions: Vec<(String, String)>,
+    assigned: Vec<MessageQueue>,
+    message_model: MessageModel,
+    consume_from: ConsumeFrom,
+    allocate_strategy: AllocateStrategy,
+    pull_batch_size: u32,
+    pull_threshold_for_queue: u64,
+    auto_commit: bool,
+    auto_commit_interval: Duration,
+    instance_name: Option<String>,
+    client_ip: Option<IpAddr>,
+    route_config: RouteConfig,
+    rpc_timeout: Duration,
+    heartbeat_interval: Duration,
+    rebalance_interval: Duration,
+    broker_suspend_max: Duration,
+    pull_timeout_when_suspend: Duration,
+    pull_delay_when_exception: Duration,
+    offset_store_dir: PathBuf,
+}
+
+impl PullConsumerBuilder {
+    /// A builder for `consumer_group` with RocketMQ's defaults (auto-commit every 5 s).
+    pub fn new(consumer_group: impl Into<String>) -> Self {
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+        let ms = Duration::from_millis;
+        PullConsumerBuilder {
+            consumer_group: consumer_group.into(),
+            namesrv_addrs: Vec::new(),
+            subscriptions: Vec::new(),
+            assigned: Vec::new(),
+            message_model: MessageModel::Clustering,
+            consume_from: ConsumeFrom::LastOffset,
+            allocate_strategy: AllocateStrategy::Averagely,
+            pull_batch_size: LITE_PULL_BATCH_SIZE_DEFAULT_COUNT,
+            pull_threshold_for_queue: L::CONSUMER_PULL_THRESHOLD_FOR_QUEUE_DEFAULT_COUNT,
+            auto_commit: true,
+            auto_commit_interval: ms(L::CONSUMER_OFFSET_PERSIST_INTERVAL_DEFAULT_MS),
+            instance_name: None,
+            client_ip: None,
+            route_config: RouteConfig::default(),
+            rpc_timeout: ms(L::RPC_TIMEOUT_DEFAULT_MS),
+            heartbeat_interval: ms(L::CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS),
+            rebalance_interval: ms(L::CONSUMER_REBALANCE_INTERVAL_DEFAULT_MS),
+            broker_suspend_max: ms(LITE_PULL_BROKER_SUSPEND_MAX_MS),
+            pull_timeout_when_suspend: ms(L::CONSUMER_PULL_TIMEOUT_WHEN_SUSPEND_MS),
+            pull_delay_when_exception: ms(L::CONSUMER_PULL_DELAY_WHEN_EXCEPTION_MS),
+            offset_store_dir: home.join(".rocketmq_offsets"),
+        }
+    }
+
+    /// NameServers: `"ip:port;ip:port"`.
+    pub fn namesrv_addr(mut self, addrs: &str) -> Self {
+        self.namesrv_addrs = crate::namesrv::parse_namesrv_addrs(addrs);
+        self
+    }
+
+    /// Subscribes `topic` (`"TagA || TagB"` or `"*"`); the group rebalances its queues.
+    pub fn subscribe(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
+        self.subscriptions.push((topic.into(), expression.into()));
+        self
+    }
+
+    /// Reads exactly `queues`, no rebalance (`assign`); exclusive with `subscribe`.
+    pub fn assign(mut self, queues: impl IntoIterator<Item = MessageQueue>) -> Self {
+        self.assigned.extend(queues);
+        self
+    }
+
+    /// CLUSTERING (default) or BROADCASTING.
+    pub fn message_model(mut self, model: MessageModel) -> Self {
+        self.message_model = model;
+        self
+    }
+
+    /// Where queues without a stored offset start (default LAST).
+    pub fn consume_from(mut self, from: ConsumeFrom) -> Self {
+        self.consume_from = from;
+        self
+    }
+
+    /// Queue allocation in subscribe mode (default averagely).
+    pub fn allocate_strategy(mut self, strategy: AllocateStrategy) -> Self {
+        self.allocate_strategy = strategy;
+        self
+    }
+
+    /// Messages per fetch (10; 1..=1024).
+    pub fn pull_batch_size(mut self, n: u32) -> Self {
+        self.pull_batch_size = n;
+        self
+    }
+
+    /// Fetched-but-unpolled messages per queue before fetching pauses (1000).
+    pub fn pull_threshold_for_queue(mut self, n: u64) -> Self {
+        self.pull_threshold_for_queue = n;
+        self
+    }
+
+    /// Commit polled offsets automatically from `poll` (default true).
+    pub fn auto_commit(mut self, on: bool) -> Self {
+        self.auto_commit = on;
+        self
+    }
+
+    /// Auto-commit period (5 s).
+    pub fn auto_commit_interval(mut self, d: Duration) -> Self {
+        self.auto_commit_interval = d;
+        self
+    }
+
+    /// Instance name in the client id (default `pid#nanos`).
+    pub fn instance_name(mut self, name: impl Into<String>) -> Self {
+        self.instance_name = Some(name.into());
+        self
+    }
+
+    /// Client IP in the client id.
+    pub fn client_ip(mut self, ip: IpAddr) -> Self {
+        self.client_ip = Some(ip);
+        self
+    }
+
+    /// Deadline of non-pull calls (3 s).
+    pub fn rpc_timeout(mut self, d: Duration) -> Self {
+        self.rpc_timeout = d;
+        self.route_config.rpc_timeout = d;
+        self
+    }
+
+    /// Rebalance period in subscribe mode (20 s).
+    pub fn rebalance_interval(mut self, d: Duration) -> Self {
+        self.rebalance_interval = d;
+        self
+    }
+
+    /// Heartbeat period (30 s).
+    pub fn heartbeat_interval(mut self, d: Duration) -> Self {
+        self.heartbeat_interval = d;
+        self
+    }
+
+    /// Long-poll time asked of the broker (20 s).
+    pub fn broker_suspend_max(mut self, d: Duration) -> Self {
+        self.broker_suspend_max = d;
+        self
+    }
+
+    /// Pause after a failed fetch (3 s).
+    pub fn pull_delay_when_exception(mut self, d: Duration) -> Self {
+        self.pull_delay_when_exception = d;
+        self
+    }
+
+    /// Directory of broadcasting offset files.
+    pub fn offset_store_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.offset_store_dir = dir.into();
+        self
+    }
+
+    /// Checks the options and builds the consumer (not started).
+    pub fn build(self) -> Result<PullConsumer> {
+        let invalid = |m: &str| ClientError::invalid_argument("buildPullConsumer", m.to_owned());
+        validate_group(&self.consumer_group).map_err(|e| invalid(&e.to_string()))?;
+        if self.subscriptions.is_empty() == self.assigned.is_empty() {
+            return Err(invalid("either subscribe topics or assign queues, not both or neither"));
+        }
+        if !(1..=L::CONSUMER_PULL_BATCH_SIZE_MAX_COUNT).contains(&self.pull_batch_size) {
+            return Err(invalid("pullBatchSize out of range [1, 1024]"));
+        }
+        let ip = self.client_ip.unwrap_or_else(crate::producer::local_ip);
+        let instance = self.instance_name.clone().unwrap_or_else(default_instance_name);
+        let client_id = format!("{ip}@{instance}");
+        let client = Arc::new(ClientInstance::new(
+            &self.consumer_group,
+            client_id.clone(),
+            self.namesrv_addrs.clone(),
+            self.route_config.clone(),
+            self.rpc_timeout,
+        )?);
+        let version = now_ms();
+        let mut subscriptions = BTreeMap::new();
+        for (topic, expression) in &self.subscriptions {
+            subscriptions.insert(topic.clone(), build_subscription_data(topic, expression, version));
+        }
+        for mq in &self.assigned {
+            subscriptions.entry(mq.topic.clone()).or_insert_with(|| build_subscription_data(&mq.topic, "*", version));
+        }
+        let offset_store = match self.message_model {
+            MessageModel::Clustering => OffsetStore::Remote(RemoteBrokerOffsetStore::new(client.clone())),
+            MessageModel::Broadcasting => {
+                OffsetStore::Local(LocalFileOffsetStore::new(&self.offset_store_dir, &client_id, &self.consumer_group))
+            }
+        };
+        let capacity = (L::LITE_PULL_THRESHOLD_FOR_ALL_DEFAULT_COUNT / self.pull_batch_size as usize).max(1);
+        let (tx, rx) = mpsc::channel(capacity);
+        let inner = LiteInner {
+            client,
+            offset_store,
+            subscriptions,
+            queues: Mutex::default(),
+            tx,
+            rx: tokio::sync::Mutex::new(rx),
+            shutdown: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+            state: AtomicU8::new(STATE_CREATED),
+            next_auto_commit: Mutex::new(Instant::now() + self.auto_commit_interval),
+            config: self,
+        };
+        Ok(PullConsumer { inner: Arc::new(inner) })
+    }
+}
+
+/// Fetch state of one assigned queue (`AssignedMessageQueue` entry).
+#[derive(Debug)]
+struct LiteQueue {
+    /// Next offset to fetch, and the generation it belongs to.
+    pull: Mutex<(i64, u64)>,
+    /// Offset after the last polled message (`consumeOffset`).
+    consumed: Mutex<Option<i64>>,
+    dropped: AtomicBool,
+    /// Fetched, not yet polled.
+    cached: AtomicU64,
+    /// Cached count fell.
+    wake: Notify,
+    /// A seek happened or the queue was dropped: an in-flight fetch is pointless.
+    reset: Notify,
+}
+
+#[derive(Debug)]
+struct ConsumeRequest {
+    mq: MessageQueue,
+    generation: u64,
+    msgs: Vec<MessageExt>,
+}
+
+struct LiteInner {
+    config: PullConsumerBuilder,
+    client: Arc<ClientInstance>,
+    offset_store: OffsetStore,
+    subscriptions: BTreeMap<String, SubscriptionData>,
+    queues: Mutex<BTreeMap<MessageQueue, Arc<LiteQueue>>>,
+    tx: mpsc::Sender<ConsumeRequest>,
+    rx: tokio::sync::Mutex<mpsc::Receiver<ConsumeRequest>>,
+    shutdown: CancellationToken,
+    tasks: TaskTracker,
+    state: AtomicU8,
+    next_auto_commit: Mutex<Instant>,
+}
+
+/// A lite pull consumer; clones share it.
+#[derive(Clone)]
+pub struct PullConsumer {
+    inner: Arc<LiteInner>,
+}
+
+impl std::fmt::Debug for PullConsumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PullConsumer")
+            .field("consumer_group", &self.inner.config.consumer_group)
+            .field("client_id", &self.inner.client.client_id)
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Critical sections are single assignments; a poisoned value is still consistent.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl PullConsumer {
+    /// A [`PullConsumerBuilder`] for `consumer_group`.
+    pub fn builder(consumer_group: impl Into<String>) -> PullConsumerBuilder {
+        PullConsumerBuilder::new(consumer_group)
+    }
+
+    /// `ip@instanceName`.
+    pub fn client_id(&self) -> &str {
+        &self.inner.client.client_id
+    }
+
+    /// The queues read now.
+    pub fn assignment(&self) -> BTreeSet<MessageQueue> {
+        lock(&self.inner.queues).keys().cloned().collect()
+    }
+
+    /// Starts fetching (assign mode) or rebalancing (subscribe mode).
+    pub async fn start(&self) -> Result<()> {
+        let inner = &self.inner;
+        match inner.state.compare_exchange(STATE_CREATED, STATE_RUNNING, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {}
+            Err(STATE_RUNNING) => return Ok(()),
+            Err(_) => return Err(ClientError::new(ErrorKind::Shutdown, "start", "the consumer was shut down")),
+        }
+        if let OffsetStore::Local(store) = &inner.offset_store
+            && let Err(e) = store.load()
+        {
+            inner.state.store(STATE_SHUTDOWN, Ordering::Release);
+            return Err(e);
+        }
+        inner.client.routes.start_polling();
+        for topic in inner.subscriptions.keys() {
+            if let Err(e) = inner.client.routes.update_route(topic).await {
+                tracing::warn!(topic, error = %e, "no route for a topic yet");
+            }
+        }
+        inner.send_heartbeat().await;
+        if inner.config.assigned.is_empty() {
+            let me = inner.clone();
+            inner.tasks.spawn(async move {
+                loop {
+                    me.rebalance().await;
+                    tokio::select! {
+                        biased;
+                        _ = me.shutdown.cancelled() => return,
+                        _ = me.client.rebalance_signal.notified() => {}
+                        _ = tokio::time::sleep(me.config.rebalance_interval) => {}
+                    }
+                }
+            });
+        } else {
+            for mq in inner.config.assigned.clone() {
+                inner.add_queue(&mq).await?;
+            }
+        }
+        let me = inner.clone();
+        inner.tasks.spawn(async move {
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = me.shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(me.config.heartbeat_interval) => me.send_heartbeat().await,
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// The next fetched batch of one queue, or an empty batch when none arrives within `timeout`.
+    /// Auto-commits when due.
+    pub async fn poll(&self, timeout: Duration) -> Result<Vec<MessageExt>> {
+        let inner = &self.inner;
+        if inner.state.load(Ordering::Acquire) != STATE_RUNNING {
+            return Err(ClientError::new(ErrorKind::Shutdown, "poll", "the consumer is not running"));
+        }
+        if inner.config.auto_commit {
+            let due = {
+                let mut next = lock(&inner.next_auto_commit);
+                let due = Instant::now() >= *next;
+                if due {
+                    *next = Instant::now() + inner.config.auto_commit_interval;
+                }
+                due
+            };
+            if due {
+                self.commit().await;
+            }
+        }
+        let deadline = Instant::now() + timeout;
+        let mut rx = inner.rx.lock().await;
+        loop {
+            let request = tokio::select! {
+                biased;
+                _ = inner.shutdown.cancelled() => return Ok(Vec::new()),
+                r = tokio::time::timeout_at(deadline, rx.recv()) => match r {
+                    Ok(Some(request)) => request,
+                    Ok(None) | Err(_) => return Ok(Vec::new()),
+                },
+            };
+            let Some(queue) = lock(&inner.queues).get(&request.mq).cloned() else { continue };
+            queue.cached.fetch_sub(request.msgs.len() as u64, Ordering::AcqRel);
+            queue.wake.notify_waiters();
+            let current = lock(&queue.pull).1;
+            if queue.dropped.load(Ordering::Acquire) || request.generation != current {
+                continue;
+            }
+            if let Some(last) = request.msgs.last() {
+                *lock(&queue.consumed) = Some(last.queue_offset + 1);
+            }
+            return Ok(request.msgs);
+        }
+    }
+
+    /// Moves `mq`'s next fetch (and its consumed offset) to `offset`; batches already fetched are
+    /// discarded. `mq` must be assigned.
+    pub fn seek(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
+        let queue = lock(&self.inner.queues).get(mq).cloned().ok_or_else(|| {
+            ClientError::invalid_argument("seek", "the message queue is not assigned")
+                .with_context("queue", format!("{}:{}", mq.broker_name, mq.queue_id))
+        })?;
+        if offset < 0 {
+            return Err(ClientError::invalid_argument("seek", "offset must not be negative"));
+        }
+        {
+            let mut pull = lock(&queue.pull);
+            *pull = (offset, pull.1 + 1);
+        }
+        *lock(&queue.consumed) = Some(offset);
+        queue.reset.notify_waiters();
+        queue.wake.notify_waiters();
+        Ok(())
+    }
+
+    /// Stores every queue's consumed offset and persists it (`commitAll`).
+    pub async fn commit(&self) {
+        let queues: Vec<(MessageQueue, Arc<LiteQueue>)> =
+            lock(&self.inner.queues).iter().map(|(mq, q)| (mq.clone(), q.clone())).collect();
+        let mut mqs = BTreeSet::new();
+        for (mq, queue) in queues {
+            if let Some(offset) = *lock(&queue.consumed) {
+                self.inner.offset_store.update_offset(&mq, offset, false);
+            }
+            mqs.insert(mq);
+        }
+        self.inner.offset_store.persist_all(&mqs).await;
+    }
+
+    /// The committed offset of `mq` (memory first, then the store); `None` when there is none.
+    pub async fn committed(&self, mq: &MessageQueue) -> Result<Option<i64>> {
+        self.inner.offset_store.read_offset(mq, ReadOffsetType::MemoryFirstThenStore).await
+    }
+
+    /// Stops fetching, commits (with auto-commit on), unregisters and closes connections.
+    pub async fn shutdown(&self) {
+        let inner = &self.inner;
+        if inner.state.swap(STATE_SHUTDOWN, Ordering::AcqRel) != STATE_RUNNING {
+            return;
+        }
+        inner.shutdown.cancel();
+        inner.tasks.close();
+        if tokio::time::timeout(Duration::from_millis(L::SHUTDOWN_DRAIN_MAX_MS), inner.tasks.wait()).await.is_err() {
+            tracing::warn!("pull consumer tasks still running at shutdown");
+        }
+        if inner.config.auto_commit {
+            self.commit().await;
+        }
+        let addrs = inner.client.broker_addrs_of(&inner.subscriptions.keys().cloned().collect::<Vec<_>>());
+        inner.client.unregister(&addrs).await;
+        inner.client.routes.stop_polling();
+        inner.client.remoting.close().await;
+    }
+}
+
+impl LiteInner {
+    async fn send_heartbeat(&self) {
+        let data = HeartbeatData {
+            client_id: self.client.client_id.clone(),
+            consumer_data_set: vec![ConsumerData {
+                consume_from_where: self.config.consume_from.as_consume_from_where(),
+                consume_type: ConsumeType::ConsumeActively,
+                group_name: self.config.consumer_group.clone(),
+                message_model: self.config.message_model,
+                subscription_data_set: self.subscriptions.values().cloned().collect(),
+                unit_mode: false,
+            }],
+            producer_data_set: Vec::new(),
+        };
+        let addrs = self.client.broker_addrs_of(&self.subscriptions.keys().cloned().collect::<Vec<_>>());
+        self.client.send_heartbeat(&addrs, &data).await;
+    }
+
+    async fn rebalance(self: &Arc<Self>) {
+        for topic in self.subscriptions.keys() {
+            let Ok(mqs) = self.client.subscribe_queues(topic).await else { continue };
+            let allocated: BTreeSet<MessageQueue> = if self.config.message_model == MessageModel::Clustering {
+                let cids = match self.client.find_consumer_ids(topic).await {
+                    Ok(cids) if !cids.is_empty() => cids,
+                    _ => continue,
+                };
+                let all: Vec<MessageQueue> = mqs.into_iter().collect();
+                allocate(self.config.allocate_strategy, &self.client.client_id, &all, &cids).into_iter().collect()
+            } else {
+                mqs
+            };
+            let current: Vec<(MessageQueue, Arc<LiteQueue>)> = lock(&self.queues)
+                .iter()
+                .filter(|(mq, _)| &mq.topic == topic)
+                .map(|(mq, q)| (mq.clone(), q.clone()))
+                .collect();
+            for (mq, queue) in &current {
+                if !allocated.contains(mq) {
+                    queue.dropped.store(true, Ordering::Release);
+                    queue.reset.notify_waiters();
+                    queue.wake.notify_waiters();
+                    lock(&self.queues).remove(mq);
+                    self.offset_store.persist(mq).await;
+                    self.offset_store.remove_offset(mq);
+                }
+            }
+            for mq in &allocated {
+                if current.iter().any(|(m, _)| m == mq) {
+                    continue;
+                }
+                if let Err(e) = self.add_queue(mq).await {
+                    tracing::warn!(mq = ?mq, error = %e, "queue not taken this round");
+                }
+            }
+        }
+    }
+
+    async fn add_queue(self: &Arc<Self>, mq: &MessageQueue) -> Result<()> {
+        self.offset_store.remove_offset(mq);
+        let offset = compute_pull_from_where(&self.offset_store, &self.client, mq, self.config.consume_from).await?;
+        let queue = Arc::new(LiteQueue {
+            pull: Mutex::new((offset, 0)),
+            consumed: Mutex::new(None),
+            dropped: AtomicBool::new(false),
+            cached: AtomicU64::new(0),
+            wake: Notify::new(),
+            reset: Notify::new(),
+        });
+        lock(&self.queues).insert(mq.clone(), queue.clone());
+        let me = self.clone();
+        let mq = mq.clone();
+        self.tasks.spawn(async move { me.fetch_loop(mq, queue).await });
+        Ok(())
+    }
+
+    async fn fetch_loop(self: Arc<Self>, mq: MessageQueue, queue: Arc<LiteQueue>) {
+        let Some(sub) = self.subscriptions.get(&mq.topic).cloned() else { return };
+        let mut broker_id = MASTER_ID;
+        loop {
+            if queue.dropped.load(Ordering::Acquire) || self.shutdown.is_cancelled() {
+                return;
+            }
+            let wake = queue.wake.notified();
+            let reset = queue.reset.notified();
+            tokio::pin!(wake);
+            tokio::pin!(reset);
+            wake.as_mut().enable();
+            reset.as_mut().enable();
+            if queue.cached.load(Ordering::Acquire) >= self.config.pull_threshold_for_queue {
+                tokio::select! {
+                    biased;
+                    _ = self.shutdown.cancelled() => return,
+                    _ = &mut reset => continue,
+                    _ = &mut wake => continue,
+                }
+            }
+            let (offset, generation) = *lock(&queue.pull);
+            let outcome = tokio::select! {
+                biased;
+                _ = self.shutdown.cancelled() => return,
+                // A seek (or drop) makes the in-flight fetch pointless.
+                _ = &mut reset => continue,
+                r = self.fetch(&mq, &sub, offset, broker_id) => r,
+            };
+            match outcome {
+                Ok(result) => {
+                    broker_id = result.suggest_which_broker_id;
+                    {
+                        let mut pull = lock(&queue.pull);
+                        if pull.1 != generation {
+                            continue;
+                        }
+                        pull.0 = result.next_begin_offset;
+                    }
+                    if result.status == PullStatus::OffsetIllegal {
+                        tracing::warn!(mq = ?mq, offset, next = result.next_begin_offset, "fetch offset illegal; jumping");
+                    }
+                    if result.msgs.is_empty() {
+                        continue;
+                    }
+                    queue.cached.fetch_add(result.msgs.len() as u64, Ordering::AcqRel);
+                    let request = ConsumeRequest { mq: mq.clone(), generation, msgs: result.msgs };
+                    tokio::select! {
+                        biased;
+                        _ = self.shutdown.cancelled() => return,
+                        sent = self.tx.send(request) => if sent.is_err() { return },
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(mq = ?mq, offset, error = %e, "fetch failed");
+                    broker_id = MASTER_ID;
+                    tokio::select! {
+                        biased;
+                        _ = self.shutdown.cancelled() => return,
+                        _ = &mut reset => {}
+                        _ = tokio::time::sleep(self.config.pull_delay_when_exception) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    async fn fetch(
+        &self,
+        mq: &MessageQueue,
+        sub: &SubscriptionData,
+        offset: i64,
+        broker_id: i64,
+    ) -> Result<crate::consumer::pull_api::PullResult> {
+        let found = self.client.broker_addr("pullMessage", mq, broker_id, false).await?;
+        let header = PullMessageRequestHeader {
+            consumer_group: self.config.consumer_group.clone(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            queue_offset: offset,
+            max_msg_nums: i32::try_from(self.config.pull_batch_size).unwrap_or(i32::MAX),
+            // `pullSyncImpl(block=true)`: suspend, subscription in the header, lite-pull bit; no commit.
+            sys_flag: pull_sys_flag::build(false, true, true, false, true),
+            commit_offset: 0,
+            suspend_timeout_millis: i64::try_from(self.config.broker_suspend_max.as_millis()).unwrap_or(i64::MAX),
+            subscription: Some(sub.sub_string.clone()),
+            sub_version: sub.sub_version,
+            expression_type: Some(sub.expression_type.clone()),
+            bname: None,
+        };
+        let response = self.client.pull(&found.addr, &header, self.config.pull_timeout_when_suspend).await?;
+        process_pull_response(&response, sub)
+    }
+}

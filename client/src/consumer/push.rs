@@ -1,0 +1,1199 @@
+//! [`PushConsumer`]: RocketMQ 4.x's `DefaultMQPushConsumer`: long-polls every assigned queue and
+//! hands the messages to a listener, concurrently or in queue order.
+//!
+//! ```text
+//!  start ─► routes ─► HEART_BEAT (every broker, every 30 s)
+//!  rebalance (start, every 20 s, NOTIFY_CONSUMER_IDS_CHANGED) ─► GET_CONSUMER_LIST_BY_GROUP ─► allocate
+//!     new queue: [orderly: LOCK_BATCH_MQ] ─► offset (store / consumeFrom) ─► ProcessQueue + pull task
+//!     lost queue: drop ─► persist offset ─► [orderly: UNLOCK_BATCH_MQ]
+//!  pull task per queue: flow control (count, bytes, span) ─► PULL_MESSAGE (suspend 15 s, commit bit)
+//!     FOUND ─► ProcessQueue ─► consume tasks ─► listener ─► offset = smallest in flight
+//!     NO_NEW / NO_MATCHED ─► next offset;  OFFSET_MOVED ─► jump to nextBeginOffset (offset reset)
+//!  concurrent ReconsumeLater ─► CONSUMER_SEND_MSG_BACK; failed send-back ─► consumed again locally
+//!  shutdown ─► stop pulls ─► wait for running listeners ─► persist offsets ─► unlock ─► UNREGISTER_CLIENT
+//! ```
+//!
+//! Invariants:
+//! - A queue's committed offset is the smallest offset still in flight (`ProcessQueue`), and only
+//!   moves forward through consumption; a crash redelivers, it never skips.
+//! - Orderly: one task per queue at a time, enforced twice: the process queue's consuming flag and a
+//!   per-queue mutex held across listener calls (so a queue dropped and re-added by a rebalance cannot
+//!   run on two tasks); in clustering a queue is consumed only while its broker lock is held and fresh.
+//! - Rebalances run on one task, so two never interleave.
+//! - Every wait is on a notification, the shutdown token, or a configured interval; no lock is held
+//!   across an `.await`.
+
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::MutexGuard;
+use std::sync::atomic::AtomicU8;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use std::time::SystemTime;
+use std::time::UNIX_EPOCH;
+
+use raftmq_common::limits as L;
+use raftmq_common::message::MessageExt;
+use raftmq_common::message::MessageQueue;
+use raftmq_common::message::properties;
+use raftmq_common::message::validate::retry_topic;
+use raftmq_common::message::validate::validate_group;
+use raftmq_common::protocol::body::heartbeat::ConsumeType;
+use raftmq_common::protocol::body::heartbeat::ConsumerData;
+use raftmq_common::protocol::body::heartbeat::HeartbeatData;
+use raftmq_common::protocol::body::heartbeat::MessageModel;
+use raftmq_common::protocol::body::heartbeat::SubscriptionData;
+use raftmq_common::protocol::body::route::MASTER_ID;
+use raftmq_common::protocol::header::pull::PullMessageRequestHeader;
+use raftmq_common::protocol::header::pull::pull_sys_flag;
+use tokio::sync::Semaphore;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::consumer::client_instance::ClientInstance;
+use crate::consumer::listener::ConsumeConcurrentlyContext;
+use crate::consumer::listener::ConsumeConcurrentlyStatus;
+use crate::consumer::listener::ConsumeOrderlyContext;
+use crate::consumer::listener::ConsumeOrderlyStatus;
+use crate::consumer::listener::MessageListenerConcurrently;
+use crate::consumer::listener::MessageListenerOrderly;
+use crate::consumer::offset_store::ConsumeFrom;
+use crate::consumer::offset_store::LocalFileOffsetStore;
+use crate::consumer::offset_store::OffsetStore;
+use crate::consumer::offset_store::ReadOffsetType;
+use crate::consumer::offset_store::RemoteBrokerOffsetStore;
+use crate::consumer::offset_store::compute_pull_from_where;
+use crate::consumer::process_queue::ProcessQueue;
+use crate::consumer::pull_api::PullStatus;
+use crate::consumer::pull_api::process_pull_response;
+use crate::consumer::rebalance::AllocateStrategy;
+use crate::consumer::rebalance::allocate;
+use crate::consumer::subscription::build_subscription_data;
+use crate::error::ClientError;
+use crate::error::ErrorKind;
+use crate::error::Result;
+use crate::route::RouteConfig;
+
+const STATE_CREATED: u8 = 0;
+const STATE_RUNNING: u8 = 1;
+const STATE_SHUTDOWN: u8 = 2;
+
+/// How long a rebalance waits for an orderly listener call to end before unlocking a lost queue
+/// (Java tries the consume lock for 1 s).
+const ORDERLY_RELEASE_WAIT: Duration = Duration::from_secs(1);
+
+#[derive(Clone)]
+enum Listener {
+    Concurrently(Arc<dyn MessageListenerConcurrently>),
+    Orderly(Arc<dyn MessageListenerOrderly>),
+}
+
+/// Builds a [`PushConsumer`]; options and defaults mirror `DefaultMQPushConsumer`.
+#[derive(Clone)]
+pub struct PushConsumerBuilder {
+    consumer_group: String,
+    namesrv_addrs: Vec<String>,
+    subscriptions: Vec<(String, String)>,
+    message_model: MessageModel,
+    consume_from: ConsumeFrom,
+    allocate_strategy: AllocateStrategy,
+    pull_batch_size: u32,
+    pull_threshold_for_queue: u64,
+    pull_threshold_for_queue_bytes: u64,
+    consume_concurrently_max_span: i64,
+    consume_threads: usize,
+    consume_message_batch_max_size: usize,
+    max_reconsume_times: i32,
+    suspend_current_queue_time: Duration,
+    instance_name: Option<String>,
+    client_ip: Option<IpAddr>,
+    route_config: RouteConfig,
+    rpc_timeout: Duration,
+    heartbeat_interval: Duration,
+    rebalance_interval: Duration,
+    persist_interval: Duration,
+    lock_renew_interval: Duration,
+    broker_suspend_max: Duration,
+    pull_timeout_when_suspend: Duration,
+    pull_delay_when_exception: Duration,
+    reconsume_local_delay: Duration,
+    await_termination_when_shutdown: Duration,
+    offset_store_dir: PathBuf,
+    listener: Option<Listener>,
+}
+
+impl std::fmt::Debug for PushConsumerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushConsumerBuilder")
+            .field("consumer_group", &self.consumer_group)
+            .field("subscriptions", &self.subscriptions)
+            .field("message_model", &self.message_model)
+            .finish_non_exhaustive()
+    }
+}
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+impl PushConsumerBuilder {
+    /// A builder for `consumer_group` with RocketMQ's defaults.
+    pub fn new(consumer_group: impl Into<String>) -> Self {
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+        PushConsumerBuilder {
+            consumer_group: consumer_group.into(),
+            namesrv_addrs: Vec::new(),
+            subscriptions: Vec::new(),
+            message_model: MessageModel::Clustering,
+            consume_from: ConsumeFrom::LastOffset,
+            allocate_strategy: AllocateStrategy::Averagely,
+            pull_batch_size: L::CONSUMER_PULL_BATCH_SIZE_DEFAULT_COUNT,
+            pull_threshold_for_queue: L::CONSUMER_PULL_THRESHOLD_FOR_QUEUE_DEFAULT_COUNT,
+            pull_threshold_for_queue_bytes: L::CONSUMER_PULL_THRESHOLD_FOR_QUEUE_DEFAULT_BYTES,
+            consume_concurrently_max_span: L::CONSUMER_CONSUME_CONCURRENTLY_MAX_SPAN_DEFAULT_COUNT,
+            consume_threads: L::CONSUMER_CONSUME_THREADS_DEFAULT_COUNT,
+            consume_message_batch_max_size: 1,
+            max_reconsume_times: -1,
+            suspend_current_queue_time: Duration::from_secs(1),
+            instance_name: None,
+            client_ip: None,
+            route_config: RouteConfig::default(),
+            rpc_timeout: ms(L::RPC_TIMEOUT_DEFAULT_MS),
+            heartbeat_interval: ms(L::CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS),
+            rebalance_interval: ms(L::CONSUMER_REBALANCE_INTERVAL_DEFAULT_MS),
+            persist_interval: ms(L::CONSUMER_OFFSET_PERSIST_INTERVAL_DEFAULT_MS),
+            lock_renew_interval: ms(L::CONSUMER_LOCK_RENEW_INTERVAL_DEFAULT_MS),
+            broker_suspend_max: ms(L::CONSUMER_BROKER_SUSPEND_MAX_MS),
+            pull_timeout_when_suspend: ms(L::CONSUMER_PULL_TIMEOUT_WHEN_SUSPEND_MS),
+            pull_delay_when_exception: ms(L::CONSUMER_PULL_DELAY_WHEN_EXCEPTION_MS),
+            reconsume_local_delay: ms(L::CONSUMER_RECONSUME_LOCAL_DELAY_DEFAULT_MS),
+            await_termination_when_shutdown: ms(L::SHUTDOWN_DRAIN_MAX_MS),
+            offset_store_dir: home.join(".rocketmq_offsets"),
+            listener: None,
+        }
+    }
+
+    /// NameServers as RocketMQ writes them: `"ip:port;ip:port"`.
+    pub fn namesrv_addr(mut self, addrs: &str) -> Self {
+        self.namesrv_addrs = crate::namesrv::parse_namesrv_addrs(addrs);
+        self
+    }
+
+    /// Subscribes `topic` with a tag expression: `"TagA || TagB"` or `"*"`.
+    pub fn subscribe(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
+        self.subscriptions.push((topic.into(), expression.into()));
+        self
+    }
+
+    /// CLUSTERING (default; the group shares the queues) or BROADCASTING (every member reads all).
+    pub fn message_model(mut self, model: MessageModel) -> Self {
+        self.message_model = model;
+        self
+    }
+
+    /// Where queues without a stored offset start (default LAST).
+    pub fn consume_from(mut self, from: ConsumeFrom) -> Self {
+        self.consume_from = from;
+        self
+    }
+
+    /// Queue allocation among the group's members (default averagely).
+    pub fn allocate_strategy(mut self, strategy: AllocateStrategy) -> Self {
+        self.allocate_strategy = strategy;
+        self
+    }
+
+    /// Messages per pull (`pullBatchSize`, 32; 1..=1024).
+    pub fn pull_batch_size(mut self, n: u32) -> Self {
+        self.pull_batch_size = n;
+        self
+    }
+
+    /// Cached messages per queue before pulls pause (`pullThresholdForQueue`, 1000).
+    pub fn pull_threshold_for_queue(mut self, n: u64) -> Self {
+        self.pull_threshold_for_queue = n;
+        self
+    }
+
+    /// Cached body bytes per queue before pulls pause (`pullThresholdSizeForQueue`, 100 MiB).
+    pub fn pull_threshold_for_queue_bytes(mut self, n: u64) -> Self {
+        self.pull_threshold_for_queue_bytes = n;
+        self
+    }
+
+    /// Largest offset span cached per queue in concurrent mode (`consumeConcurrentlyMaxSpan`, 2000).
+    pub fn consume_concurrently_max_span(mut self, n: i64) -> Self {
+        self.consume_concurrently_max_span = n;
+        self
+    }
+
+    /// Listener calls at once (`consumeThreadMax`, 20).
+    pub fn consume_threads(mut self, n: usize) -> Self {
+        self.consume_threads = n;
+        self
+    }
+
+    /// Messages per listener call (`consumeMessageBatchMaxSize`, 1).
+    pub fn consume_message_batch_max_size(mut self, n: usize) -> Self {
+        self.consume_message_batch_max_size = n;
+        self
+    }
+
+    /// Redeliveries before the DLQ (`maxReconsumeTimes`; -1 = 16 concurrent, unbounded orderly).
+    pub fn max_reconsume_times(mut self, n: i32) -> Self {
+        self.max_reconsume_times = n;
+        self
+    }
+
+    /// Pause of an orderly queue after `SuspendCurrentQueueAMoment` (1 s).
+    pub fn suspend_current_queue_time(mut self, d: Duration) -> Self {
+        self.suspend_current_queue_time = d;
+        self
+    }
+
+    /// The instance name in the client id `ip@instanceName` (default `pid#nanos`, unique per consumer).
+    pub fn instance_name(mut self, name: impl Into<String>) -> Self {
+        self.instance_name = Some(name.into());
+        self
+    }
+
+    /// The client IP in the client id (default: the address of the default route).
+    pub fn client_ip(mut self, ip: IpAddr) -> Self {
+        self.client_ip = Some(ip);
+        self
+    }
+
+    /// Deadline of non-pull broker calls and NameServer calls (3 s).
+    pub fn rpc_timeout(mut self, d: Duration) -> Self {
+        self.rpc_timeout = d;
+        self.route_config.rpc_timeout = d;
+        self
+    }
+
+    /// Route refresh period (`pollNameServerInterval`, 30 s).
+    pub fn route_poll_interval(mut self, d: Duration) -> Self {
+        self.route_config.poll_interval = d;
+        self
+    }
+
+    /// Heartbeat period (`heartbeatBrokerInterval`, 30 s).
+    pub fn heartbeat_interval(mut self, d: Duration) -> Self {
+        self.heartbeat_interval = d;
+        self
+    }
+
+    /// Period of rebalances without a notification (20 s).
+    pub fn rebalance_interval(mut self, d: Duration) -> Self {
+        self.rebalance_interval = d;
+        self
+    }
+
+    /// Offset persist period (`persistConsumerOffsetInterval`, 5 s).
+    pub fn persist_interval(mut self, d: Duration) -> Self {
+        self.persist_interval = d;
+        self
+    }
+
+    /// Orderly lock renewal period (20 s).
+    pub fn lock_renew_interval(mut self, d: Duration) -> Self {
+        self.lock_renew_interval = d;
+        self
+    }
+
+    /// Long-poll time asked of the broker (15 s); the pull deadline is `pull_timeout_when_suspend`.
+    pub fn broker_suspend_max(mut self, d: Duration) -> Self {
+        self.broker_suspend_max = d;
+        self
+    }
+
+    /// Deadline of a suspended pull (30 s).
+    pub fn pull_timeout_when_suspend(mut self, d: Duration) -> Self {
+        self.pull_timeout_when_suspend = d;
+        self
+    }
+
+    /// Pause after a failed pull (3 s).
+    pub fn pull_delay_when_exception(mut self, d: Duration) -> Self {
+        self.pull_delay_when_exception = d;
+        self
+    }
+
+    /// Pause before messages whose send-back failed are consumed again locally (5 s).
+    pub fn reconsume_local_delay(mut self, d: Duration) -> Self {
+        self.reconsume_local_delay = d;
+        self
+    }
+
+    /// How long shutdown waits for running listener calls before persisting offsets (5 s; Java 0).
+    pub fn await_termination_when_shutdown(mut self, d: Duration) -> Self {
+        self.await_termination_when_shutdown = d;
+        self
+    }
+
+    /// Directory of broadcasting offset files (`~/.rocketmq_offsets`).
+    pub fn offset_store_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.offset_store_dir = dir.into();
+        self
+    }
+
+    /// Consume concurrently with `listener`.
+    pub fn listener_concurrently(mut self, listener: impl MessageListenerConcurrently) -> Self {
+        self.listener = Some(Listener::Concurrently(Arc::new(listener)));
+        self
+    }
+
+    /// Consume each queue in order with `listener`.
+    pub fn listener_orderly(mut self, listener: impl MessageListenerOrderly) -> Self {
+        self.listener = Some(Listener::Orderly(Arc::new(listener)));
+        self
+    }
+
+    /// Checks the options and builds the consumer (not started).
+    pub fn build(self) -> Result<PushConsumer> {
+        let invalid = |m: &str| ClientError::invalid_argument("buildPushConsumer", m.to_owned());
+        validate_group(&self.consumer_group).map_err(|e| invalid(&e.to_string()))?;
+        let listener = self.listener.clone().ok_or_else(|| invalid("messageListener is null"))?;
+        if self.subscriptions.is_empty() {
+            return Err(invalid("subscription is empty"));
+        }
+        if !(1..=L::CONSUMER_PULL_BATCH_SIZE_MAX_COUNT).contains(&self.pull_batch_size) {
+            return Err(invalid("pullBatchSize out of range [1, 1024]"));
+        }
+        if !(1..=L::CONSUMER_CONSUME_THREADS_MAX_COUNT).contains(&self.consume_threads) {
+            return Err(invalid("consumeThreadMax out of range [1, 1000]"));
+        }
+        if !(1..=1024).contains(&self.consume_message_batch_max_size) {
+            return Err(invalid("consumeMessageBatchMaxSize out of range [1, 1024]"));
+        }
+        if self.pull_threshold_for_queue == 0 || self.pull_threshold_for_queue_bytes == 0 {
+            return Err(invalid("pull thresholds must be positive"));
+        }
+        let ip = self.client_ip.unwrap_or_else(crate::producer::local_ip);
+        let instance = self.instance_name.clone().unwrap_or_else(default_instance_name);
+        let client_id = format!("{ip}@{instance}");
+        let client = Arc::new(ClientInstance::new(
+            &self.consumer_group,
+            client_id.clone(),
+            self.namesrv_addrs.clone(),
+            self.route_config.clone(),
+            self.rpc_timeout,
+        )?);
+        let mut subscriptions = BTreeMap::new();
+        let version = now_ms();
+        for (topic, expression) in &self.subscriptions {
+            subscriptions.insert(topic.clone(), build_subscription_data(topic, expression, version));
+        }
+        if self.message_model == MessageModel::Clustering {
+            // Redelivered messages of the group come back on its retry topic (`copySubscription`).
+            let retry = retry_topic(&self.consumer_group);
+            subscriptions.insert(retry.clone(), build_subscription_data(&retry, "*", version));
+        }
+        let offset_store = match self.message_model {
+            MessageModel::Clustering => OffsetStore::Remote(RemoteBrokerOffsetStore::new(client.clone())),
+            MessageModel::Broadcasting => {
+                OffsetStore::Local(LocalFileOffsetStore::new(&self.offset_store_dir, &client_id, &self.consumer_group))
+            }
+        };
+        let inner = PushInner {
+            consume_permits: Arc::new(Semaphore::new(self.consume_threads)),
+            client,
+            offset_store,
+            subscriptions,
+            listener,
+            process_queues: Mutex::default(),
+            mq_locks: Mutex::default(),
+            shutdown: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+            consume_tasks: TaskTracker::new(),
+            state: AtomicU8::new(STATE_CREATED),
+            assignment: watch::channel(BTreeSet::new()).0,
+            stats: Stats::default(),
+            epoch: Instant::now(),
+            config: self,
+        };
+        Ok(PushConsumer { inner: Arc::new(inner) })
+    }
+}
+
+/// `pid#nanos`: distinct for every consumer of a process, as 4.9.x's `changeInstanceNameToPID`.
+pub(crate) fn default_instance_name() -> String {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    format!("{}#{nanos}", std::process::id())
+}
+
+pub(crate) fn now_ms() -> i64 {
+    let ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+/// Counters a [`PushConsumer`] keeps, for monitoring and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ConsumerStats {
+    /// PULL_MESSAGE responses handled.
+    pub pulls: u64,
+    /// Times a pull was held back because a queue's cache was full (`queueFlowControlTimes`).
+    pub flow_control_times: u64,
+    /// Messages whose listener call succeeded.
+    pub consume_ok: u64,
+    /// Messages whose listener call failed.
+    pub consume_failed: u64,
+    /// Completed rebalances.
+    pub rebalances: u64,
+}
+
+#[derive(Debug, Default)]
+struct Stats {
+    pulls: AtomicU64,
+    flow_control_times: AtomicU64,
+    consume_ok: AtomicU64,
+    consume_failed: AtomicU64,
+    rebalances: AtomicU64,
+}
+
+struct PushInner {
+    config: PushConsumerBuilder,
+    client: Arc<ClientInstance>,
+    offset_store: OffsetStore,
+    subscriptions: BTreeMap<String, SubscriptionData>,
+    listener: Listener,
+    process_queues: Mutex<BTreeMap<MessageQueue, Arc<ProcessQueue>>>,
+    /// Held by an orderly task across listener calls (`MessageQueueLock`).
+    mq_locks: Mutex<HashMap<MessageQueue, Arc<tokio::sync::Mutex<()>>>>,
+    consume_permits: Arc<Semaphore>,
+    shutdown: CancellationToken,
+    /// Pull loops and timers.
+    tasks: TaskTracker,
+    /// Listener calls.
+    consume_tasks: TaskTracker,
+    state: AtomicU8,
+    assignment: watch::Sender<BTreeSet<MessageQueue>>,
+    stats: Stats,
+    epoch: Instant,
+}
+
+/// A push consumer; clones share it.
+#[derive(Clone)]
+pub struct PushConsumer {
+    inner: Arc<PushInner>,
+}
+
+impl std::fmt::Debug for PushConsumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushConsumer")
+            .field("consumer_group", &self.inner.config.consumer_group)
+            .field("client_id", &self.inner.client.client_id)
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Critical sections are single map operations; a poisoned map is still consistent.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl PushConsumer {
+    /// A [`PushConsumerBuilder`] for `consumer_group`.
+    pub fn builder(consumer_group: impl Into<String>) -> PushConsumerBuilder {
+        PushConsumerBuilder::new(consumer_group)
+    }
+
+    /// `ip@instanceName`.
+    pub fn client_id(&self) -> &str {
+        &self.inner.client.client_id
+    }
+
+    /// The consumer group.
+    pub fn consumer_group(&self) -> &str {
+        &self.inner.config.consumer_group
+    }
+
+    /// The queues this consumer reads now.
+    pub fn assigned_queues(&self) -> BTreeSet<MessageQueue> {
+        self.inner.assignment.borrow().clone()
+    }
+
+    /// A receiver of the assignment, updated after every rebalance (to wait for a change).
+    pub fn assignment_watch(&self) -> watch::Receiver<BTreeSet<MessageQueue>> {
+        self.inner.assignment.subscribe()
+    }
+
+    /// The consumer's offset of `mq` in memory (next message to consume).
+    pub fn committed_offset(&self, mq: &MessageQueue) -> Option<i64> {
+        self.inner.offset_store.offsets().get(mq).copied()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> ConsumerStats {
+        let s = &self.inner.stats;
+        ConsumerStats {
+            pulls: s.pulls.load(Ordering::Relaxed),
+            flow_control_times: s.flow_control_times.load(Ordering::Relaxed),
+            consume_ok: s.consume_ok.load(Ordering::Relaxed),
+            consume_failed: s.consume_failed.load(Ordering::Relaxed),
+            rebalances: s.rebalances.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Asks for a rebalance now (`rebalanceImmediately`).
+    pub fn rebalance_now(&self) {
+        self.inner.client.rebalance_signal.notify_one();
+    }
+
+    /// Starts: routes, heartbeat, first rebalance, then the timers. Fails after [`Self::shutdown`].
+    pub async fn start(&self) -> Result<()> {
+        let inner = &self.inner;
+        match inner.state.compare_exchange(STATE_CREATED, STATE_RUNNING, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {}
+            Err(STATE_RUNNING) => return Ok(()),
+            Err(_) => return Err(ClientError::new(ErrorKind::Shutdown, "start", "the consumer was shut down")),
+        }
+        if let OffsetStore::Local(store) = &inner.offset_store
+            && let Err(e) = store.load()
+        {
+            inner.state.store(STATE_SHUTDOWN, Ordering::Release);
+            return Err(e);
+        }
+        inner.client.routes.start_polling();
+        for topic in inner.subscriptions.keys() {
+            if let Err(e) = inner.client.routes.update_route(topic).await {
+                tracing::warn!(topic, error = %e, "no route for a subscribed topic yet");
+            }
+        }
+        inner.send_heartbeat().await;
+        self.spawn_timers();
+        tracing::info!(group = %self.consumer_group(), client_id = %self.client_id(), "push consumer started");
+        Ok(())
+    }
+
+    fn spawn_timers(&self) {
+        let inner = &self.inner;
+        let me = inner.clone();
+        inner.tasks.spawn(async move {
+            loop {
+                me.do_rebalance().await;
+                tokio::select! {
+                    biased;
+                    _ = me.shutdown.cancelled() => return,
+                    _ = me.client.rebalance_signal.notified() => {}
+                    _ = tokio::time::sleep(me.config.rebalance_interval) => {}
+                }
+            }
+        });
+        let me = inner.clone();
+        every(inner, inner.config.heartbeat_interval, move || {
+            let me = me.clone();
+            async move { me.send_heartbeat().await }
+        });
+        let me = inner.clone();
+        every(inner, inner.config.persist_interval, move || {
+            let me = me.clone();
+            async move { me.persist_all().await }
+        });
+        if inner.is_orderly() && inner.config.message_model == MessageModel::Clustering {
+            let me = inner.clone();
+            every(inner, inner.config.lock_renew_interval, move || {
+                let me = me.clone();
+                async move { me.lock_all().await }
+            });
+        }
+    }
+
+    /// Stops pulling, lets running listener calls finish (bounded), persists offsets, releases
+    /// orderly locks, unregisters from every broker and closes connections.
+    pub async fn shutdown(&self) {
+        let inner = &self.inner;
+        if inner.state.swap(STATE_SHUTDOWN, Ordering::AcqRel) != STATE_RUNNING {
+            return;
+        }
+        inner.shutdown.cancel();
+        inner.tasks.close();
+        inner.consume_tasks.close();
+        let bound = inner.config.await_termination_when_shutdown;
+        if tokio::time::timeout(bound, inner.consume_tasks.wait()).await.is_err() {
+            tracing::warn!("listener calls still running at shutdown; their messages will be redelivered");
+        }
+        if tokio::time::timeout(bound, inner.tasks.wait()).await.is_err() {
+            tracing::warn!("consumer tasks still running at shutdown");
+        }
+        inner.persist_all().await;
+        if inner.is_orderly() && inner.config.message_model == MessageModel::Clustering {
+            inner.unlock_all().await;
+        }
+        let addrs = inner.heartbeat_addrs();
+        inner.client.unregister(&addrs).await;
+        inner.client.routes.stop_polling();
+        inner.client.remoting.close().await;
+        tracing::info!(group = %self.consumer_group(), "push consumer shut down");
+    }
+}
+
+/// Runs `f` every `period` until shutdown.
+fn every<F, Fut>(inner: &Arc<PushInner>, period: Duration, f: F)
+where
+    F: Fn() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let token = inner.shutdown.clone();
+    inner.tasks.spawn(async move {
+        loop {
+            tokio::select! {
+                biased;
+                _ = token.cancelled() => return,
+                _ = tokio::time::sleep(period) => f().await,
+            }
+        }
+    });
+}
+
+impl PushInner {
+    fn is_orderly(&self) -> bool {
+        matches!(self.listener, Listener::Orderly(_))
+    }
+
+    fn clustering(&self) -> bool {
+        self.config.message_model == MessageModel::Clustering
+    }
+
+    fn topics(&self) -> Vec<String> {
+        self.subscriptions.keys().cloned().collect()
+    }
+
+    fn heartbeat_addrs(&self) -> BTreeSet<String> {
+        self.client.broker_addrs_of(&self.topics())
+    }
+
+    fn heartbeat_data(&self) -> HeartbeatData {
+        HeartbeatData {
+            client_id: self.client.client_id.clone(),
+            consumer_data_set: vec![ConsumerData {
+                consume_from_where: self.config.consume_from.as_consume_from_where(),
+                consume_type: ConsumeType::ConsumePassively,
+                group_name: self.config.consumer_group.clone(),
+                message_model: self.config.message_model,
+                subscription_data_set: self.subscriptions.values().cloned().collect(),
+                unit_mode: false,
+            }],
+            producer_data_set: Vec::new(),
+        }
+    }
+
+    async fn send_heartbeat(&self) {
+        let addrs = self.heartbeat_addrs();
+        self.client.send_heartbeat(&addrs, &self.heartbeat_data()).await;
+    }
+
+    fn assigned(&self) -> BTreeSet<MessageQueue> {
+        lock(&self.process_queues).keys().cloned().collect()
+    }
+
+    async fn persist_all(&self) {
+        let mqs = self.assigned();
+        self.offset_store.persist_all(&mqs).await;
+    }
+
+    fn mq_lock(&self, mq: &MessageQueue) -> Arc<tokio::sync::Mutex<()>> {
+        lock(&self.mq_locks).entry(mq.clone()).or_default().clone()
+    }
+
+    fn max_reconsume_times(&self) -> i32 {
+        match self.config.max_reconsume_times {
+            -1 if self.is_orderly() => i32::MAX,
+            -1 => L::CONSUMER_MAX_RECONSUME_TIMES_DEFAULT_COUNT,
+            n => n,
+        }
+    }
+
+    // ---- rebalance ----
+
+    async fn do_rebalance(self: &Arc<Self>) {
+        for topic in self.topics() {
+            let mqs = match self.client.subscribe_queues(&topic).await {
+                Ok(mqs) => mqs,
+                Err(e) => {
+                    tracing::debug!(topic, error = %e, "rebalance: no route for topic");
+                    continue;
+                }
+            };
+            let allocated: BTreeSet<MessageQueue> = if self.clustering() {
+                let cids = match self.client.find_consumer_ids(&topic).await {
+                    Ok(cids) if !cids.is_empty() => cids,
+                    Ok(_) => continue,
+                    Err(e) => {
+                        tracing::warn!(topic, error = %e, "rebalance: consumer list unavailable");
+                        continue;
+                    }
+                };
+                let all: Vec<MessageQueue> = mqs.into_iter().collect();
+                allocate(self.config.allocate_strategy, &self.client.client_id, &all, &cids).into_iter().collect()
+            } else {
+                mqs
+            };
+            self.update_process_queue_table(&topic, allocated).await;
+        }
+        self.assignment.send_replace(self.assigned());
+        self.stats.rebalances.fetch_add(1, Ordering::Relaxed);
+    }
+
+    async fn update_process_queue_table(self: &Arc<Self>, topic: &str, allocated: BTreeSet<MessageQueue>) {
+        let current: Vec<(MessageQueue, Arc<ProcessQueue>)> = lock(&self.process_queues)
+            .iter()
+            .filter(|(mq, _)| mq.topic == topic)
+            .map(|(mq, pq)| (mq.clone(), pq.clone()))
+            .collect();
+        for (mq, pq) in &current {
+            if !allocated.contains(mq) {
+                self.remove_queue(mq, pq).await;
+            }
+        }
+        let have: BTreeSet<MessageQueue> = current.into_iter().map(|(mq, _)| mq).collect();
+        for mq in allocated.difference(&have) {
+            if let Err(e) = self.add_queue(mq).await {
+                tracing::warn!(mq = ?mq, error = %e, "rebalance: queue not taken this round");
+            }
+        }
+    }
+
+    async fn remove_queue(&self, mq: &MessageQueue, pq: &Arc<ProcessQueue>) {
+        pq.set_dropped();
+        lock(&self.process_queues).remove(mq);
+        if self.is_orderly() && self.clustering() {
+            // Unlock only once no listener call runs on the queue, so the next owner cannot overlap it.
+            let mq_lock = self.mq_lock(mq);
+            let guard = tokio::time::timeout(ORDERLY_RELEASE_WAIT, mq_lock.lock_owned()).await;
+            self.offset_store.persist(mq).await;
+            self.offset_store.remove_offset(mq);
+            if guard.is_ok()
+                && let Err(e) = self.client.unlock_batch(&mq.broker_name, vec![mq.clone()]).await
+            {
+                tracing::debug!(mq = ?mq, error = %e, "unlock failed; the broker lock will expire");
+            }
+        } else {
+            self.offset_store.persist(mq).await;
+            self.offset_store.remove_offset(mq);
+        }
+        tracing::info!(mq = ?mq, "queue released");
+    }
+
+    async fn add_queue(self: &Arc<Self>, mq: &MessageQueue) -> Result<()> {
+        let pq = Arc::new(ProcessQueue::new(self.epoch));
+        if self.is_orderly() && self.clustering() {
+            let locked = self.client.lock_batch(&mq.broker_name, vec![mq.clone()]).await?;
+            if !locked.contains(mq) {
+                return Err(ClientError::new(ErrorKind::Busy, "rebalance", "queue locked by another consumer")
+                    .with_context("queue", format!("{}:{}", mq.broker_name, mq.queue_id)));
+            }
+            pq.set_locked(true);
+        }
+        // A value left in memory from an earlier assignment may be stale (`removeDirtyOffset`).
+        self.offset_store.remove_offset(mq);
+        let offset = compute_pull_from_where(&self.offset_store, &self.client, mq, self.config.consume_from).await?;
+        if offset < 0 {
+            return Err(ClientError::new(ErrorKind::Protocol, "rebalance", format!("bad start offset {offset}")));
+        }
+        lock(&self.process_queues).insert(mq.clone(), pq.clone());
+        tracing::info!(mq = ?mq, offset, "queue assigned");
+        let me = self.clone();
+        let mq = mq.clone();
+        self.tasks.spawn(async move { me.pull_loop(mq, pq, offset).await });
+        Ok(())
+    }
+
+    async fn lock_all(&self) {
+        let pqs: Vec<(MessageQueue, Arc<ProcessQueue>)> =
+            lock(&self.process_queues).iter().map(|(mq, pq)| (mq.clone(), pq.clone())).collect();
+        let mut by_broker: BTreeMap<String, Vec<(MessageQueue, Arc<ProcessQueue>)>> = BTreeMap::new();
+        for (mq, pq) in pqs {
+            by_broker.entry(mq.broker_name.clone()).or_default().push((mq, pq));
+        }
+        for (broker, entries) in by_broker {
+            let mqs = entries.iter().map(|(mq, _)| mq.clone()).collect();
+            match self.client.lock_batch(&broker, mqs).await {
+                Ok(locked) => {
+                    for (mq, pq) in &entries {
+                        pq.set_locked(locked.contains(mq));
+                    }
+                }
+                Err(e) => tracing::warn!(broker, error = %e, "lock renewal failed"),
+            }
+        }
+    }
+
+    async fn unlock_all(&self) {
+        let mut by_broker: BTreeMap<String, Vec<MessageQueue>> = BTreeMap::new();
+        for mq in self.assigned() {
+            by_broker.entry(mq.broker_name.clone()).or_default().push(mq);
+        }
+        for (broker, mqs) in by_broker {
+            if let Err(e) = self.client.unlock_batch(&broker, mqs).await {
+                tracing::debug!(broker, error = %e, "unlock at shutdown failed; the broker lock will expire");
+            }
+        }
+    }
+
+    // ---- pulling ----
+
+    /// Why the queue must not be pulled now, if it must not.
+    fn flow_control(&self, pq: &ProcessQueue) -> Option<&'static str> {
+        if pq.msg_count() > self.config.pull_threshold_for_queue {
+            return Some("cached message count");
+        }
+        if pq.msg_size_bytes() > self.config.pull_threshold_for_queue_bytes {
+            return Some("cached message size");
+        }
+        if !self.is_orderly() && pq.max_span() > self.config.consume_concurrently_max_span {
+            return Some("offset span");
+        }
+        if self.is_orderly() && self.clustering() && !pq.is_locked() {
+            return Some("queue not locked");
+        }
+        None
+    }
+
+    /// Waits until `pq` has room (or is dropped / the consumer stops). Returns false to stop pulling.
+    async fn wait_for_space(&self, pq: &ProcessQueue) -> bool {
+        let notified = pq.space.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        // Checked again after registering, so a removal in between is not missed.
+        if self.flow_control(pq).is_some() && !pq.is_dropped() {
+            tokio::select! {
+                biased;
+                _ = self.shutdown.cancelled() => return false,
+                _ = &mut notified => {}
+            }
+        }
+        !pq.is_dropped()
+    }
+
+    async fn pause(&self, d: Duration) -> bool {
+        tokio::select! {
+            biased;
+            _ = self.shutdown.cancelled() => false,
+            _ = tokio::time::sleep(d) => true,
+        }
+    }
+
+    async fn pull_loop(self: Arc<Self>, mq: MessageQueue, pq: Arc<ProcessQueue>, mut offset: i64) {
+        let Some(sub) = self.subscriptions.get(&mq.topic).cloned() else { return };
+        let mut broker_id = MASTER_ID;
+        loop {
+            if pq.is_dropped() || self.shutdown.is_cancelled() {
+                return;
+            }
+            if let Some(reason) = self.flow_control(&pq) {
+                self.stats.flow_control_times.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(mq = ?mq, reason, "flow control: pull paused");
+                if !self.wait_for_space(&pq).await {
+                    return;
+                }
+                continue;
+            }
+            match self.pull_once(&mq, &sub, offset, broker_id).await {
+                Ok(result) => {
+                    self.stats.pulls.fetch_add(1, Ordering::Relaxed);
+                    broker_id = result.suggest_which_broker_id;
+                    let previous = offset;
+                    offset = result.next_begin_offset;
+                    match result.status {
+                        PullStatus::Found if !result.msgs.is_empty() => self.submit(&mq, &pq, result.msgs),
+                        PullStatus::Found | PullStatus::NoNewMsg | PullStatus::NoMatchedMsg => {
+                            // Nothing cached: the filtered-out range counts as consumed (`correctTagsOffset`).
+                            if pq.msg_count() == 0 && self.clustering() {
+                                self.offset_store.update_offset(&mq, offset, true);
+                            }
+                        }
+                        PullStatus::OffsetIllegal => {
+                            tracing::warn!(mq = ?mq, previous, next = offset, "pull offset illegal; jumping");
+                            self.offset_store.update_offset(&mq, offset, false);
+                            self.offset_store.persist(&mq).await;
+                        }
+                    }
+                }
+                Err(e) => {
+                    if self.shutdown.is_cancelled() {
+                        return;
+                    }
+                    tracing::warn!(mq = ?mq, offset, error = %e, "pull failed");
+                    broker_id = MASTER_ID;
+                    if !self.pause(self.config.pull_delay_when_exception).await {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn pull_once(
+        &self,
+        mq: &MessageQueue,
+        sub: &SubscriptionData,
+        offset: i64,
+        broker_id: i64,
+    ) -> Result<crate::consumer::pull_api::PullResult> {
+        let commit_offset = if self.clustering() {
+            self.offset_store.read_offset(mq, ReadOffsetType::ReadFromMemory).await?.filter(|o| *o > 0)
+        } else {
+            None
+        };
+        let found = self.client.broker_addr("pullMessage", mq, broker_id, false).await?;
+        let sys_flag = pull_sys_flag::build(commit_offset.is_some() && !found.slave, true, false, false, false);
+        let header = PullMessageRequestHeader {
+            consumer_group: self.config.consumer_group.clone(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            queue_offset: offset,
+            max_msg_nums: i32::try_from(self.config.pull_batch_size).unwrap_or(i32::MAX),
+            sys_flag,
+            commit_offset: commit_offset.unwrap_or(0),
+            suspend_timeout_millis: i64::try_from(self.config.broker_suspend_max.as_millis()).unwrap_or(i64::MAX),
+            subscription: None,
+            sub_version: sub.sub_version,
+            expression_type: Some(sub.expression_type.clone()),
+            bname: None,
+        };
+        let response = tokio::select! {
+            biased;
+            _ = self.shutdown.cancelled() => {
+                return Err(ClientError::new(ErrorKind::Shutdown, "pullMessage", "consumer shutting down"));
+            }
+            r = self.client.pull(&found.addr, &header, self.config.pull_timeout_when_suspend) => r?,
+        };
+        process_pull_response(&response, sub).map_err(|e| e.with_context("addr", &found.addr))
+    }
+
+    // ---- consuming ----
+
+    fn submit(self: &Arc<Self>, mq: &MessageQueue, pq: &Arc<ProcessQueue>, msgs: Vec<MessageExt>) {
+        let dispatch = pq.put_messages(&msgs);
+        match &self.listener {
+            Listener::Concurrently(_) => {
+                for chunk in msgs.chunks(self.config.consume_message_batch_max_size) {
+                    self.spawn_concurrently(mq.clone(), pq.clone(), chunk.to_vec(), None);
+                }
+            }
+            Listener::Orderly(_) => {
+                if dispatch {
+                    let me = self.clone();
+                    let (mq, pq) = (mq.clone(), pq.clone());
+                    self.consume_tasks.spawn(async move { me.consume_orderly(mq, pq).await });
+                }
+            }
+        }
+    }
+
+    /// `resetRetryAndNamespace`: a redelivered message shows its original topic.
+    fn reset_retry_topic(&self, msgs: &mut [MessageExt]) {
+        let group_topic = retry_topic(&self.config.consumer_group);
+        for msg in msgs {
+            if msg.message.topic == group_topic
+                && let Some(original) = msg.message.property(properties::RETRY_TOPIC).map(str::to_owned)
+            {
+                msg.message.topic = original;
+            }
+        }
+    }
+
+    fn spawn_concurrently(
+        self: &Arc<Self>,
+        mq: MessageQueue,
+        pq: Arc<ProcessQueue>,
+        msgs: Vec<MessageExt>,
+        delay: Option<Duration>,
+    ) {
+        let me = self.clone();
+        self.consume_tasks.spawn(async move {
+            if let Some(d) = delay
+                && !me.pause(d).await
+            {
+                return;
+            }
+            let permit = tokio::select! {
+                biased;
+                _ = me.shutdown.cancelled() => return,
+                p = me.consume_permits.clone().acquire_owned() => p,
+            };
+            let Ok(_permit) = permit else { return };
+            if pq.is_dropped() || me.shutdown.is_cancelled() {
+                return;
+            }
+            let Listener::Concurrently(listener) = me.listener.clone() else { return };
+            let mut view = msgs.clone();
+            me.reset_retry_topic(&mut view);
+            let mut ctx = ConsumeConcurrentlyContext {
+                message_queue: mq.clone(),
+                delay_level_when_next_consume: 0,
+                ack_index: i32::MAX,
+            };
+            let call = tokio::task::spawn_blocking(move || {
+                let status = listener.consume_message(&view, &mut ctx);
+                (status, ctx, view)
+            });
+            let (status, ctx, view) = match call.await {
+                Ok(done) => done,
+                Err(e) => {
+                    tracing::warn!(mq = ?mq, error = %e, "listener panicked; reconsuming later");
+                    let mut view = msgs.clone();
+                    me.reset_retry_topic(&mut view);
+                    let ctx = ConsumeConcurrentlyContext {
+                        message_queue: mq.clone(),
+                        delay_level_when_next_consume: 0,
+                        ack_index: -1,
+                    };
+                    (ConsumeConcurrentlyStatus::ReconsumeLater, ctx, view)
+                }
+            };
+            me.process_consume_result(status, ctx, &mq, &pq, msgs, view).await;
+        });
+    }
+
+    /// `ConsumeMessageConcurrentlyService.processConsumeResult`. `msgs` are the cached messages,
+    /// `view` what the listener saw (original topics restored).
+    async fn process_consume_result(
+        self: &Arc<Self>,
+        status: ConsumeConcurrentlyStatus,
+        ctx: ConsumeConcurrentlyContext,
+        mq: &MessageQueue,
+        pq: &Arc<ProcessQueue>,
+        msgs: Vec<MessageExt>,
+        view: Vec<MessageExt>,
+    ) {
+        let n = msgs.len();
+        let ok = match status {
+            ConsumeConcurrentlyStatus::ConsumeSuccess => {
+                usize::try_from(ctx.ack_index.saturating_add(1)).unwrap_or(0).min(n)
+            }
+            ConsumeConcurrentlyStatus::ReconsumeLater => 0,
+        };
+        self.stats.consume_ok.fetch_add(ok as u64, Ordering::Relaxed);
+        self.stats.consume_failed.fetch_add((n - ok) as u64, Ordering::Relaxed);
+        let mut back_failed: Vec<MessageExt> = Vec::new();
+        if self.clustering() {
+            for (cached, seen) in msgs.iter().zip(view.iter()).skip(ok) {
+                let delay = ctx.delay_level_when_next_consume;
+                if let Err(e) = self.client.send_message_back(seen, mq, delay, self.max_reconsume_times()).await {
+                    tracing::warn!(mq = ?mq, offset = cached.queue_offset, error = %e, "send-back failed; reconsuming locally");
+                    let mut again = cached.clone();
+                    again.reconsume_times = again.reconsume_times.saturating_add(1);
+                    back_failed.push(again);
+                }
+            }
+        } else if ok < n {
+            tracing::warn!(mq = ?mq, failed = n - ok, "broadcasting: failed messages are dropped");
+        }
+        let done: Vec<MessageExt> =
+            msgs.into_iter().filter(|m| !back_failed.iter().any(|f| f.queue_offset == m.queue_offset)).collect();
+        if !back_failed.is_empty() {
+            self.spawn_concurrently(mq.clone(), pq.clone(), back_failed, Some(self.config.reconsume_local_delay));
+        }
+        if let Some(offset) = pq.remove_messages(&done)
+            && !pq.is_dropped()
+        {
+            self.offset_store.update_offset(mq, offset, true);
+        }
+    }
+
+    async fn consume_orderly(self: Arc<Self>, mq: MessageQueue, pq: Arc<ProcessQueue>) {
+        let mq_lock = self.mq_lock(&mq);
+        let _queue_guard = tokio::select! {
+            biased;
+            _ = self.shutdown.cancelled() => return,
+            g = mq_lock.lock_owned() => g,
+        };
+        let Listener::Orderly(listener) = self.listener.clone() else { return };
+        let suspend_ms = i64::try_from(self.config.suspend_current_queue_time.as_millis()).unwrap_or(i64::MAX);
+        loop {
+            if pq.is_dropped() || self.shutdown.is_cancelled() {
+                return;
+            }
+            if self.clustering() && (!pq.is_locked() || pq.is_lock_expired(L::CONSUMER_LOCK_MAX_LIVE_MS)) {
+                match self.client.lock_batch(&mq.broker_name, vec![mq.clone()]).await {
+                    Ok(set) if set.contains(&mq) => pq.set_locked(true),
+                    _ => {
+                        pq.set_locked(false);
+                        if !self.pause(self.config.suspend_current_queue_time).await {
+                            return;
+                        }
+                        continue;
+                    }
+                }
+            }
+            let mut msgs = pq.take_messages(self.config.consume_message_batch_max_size);
+            if msgs.is_empty() {
+                return;
+            }
+            self.reset_retry_topic(&mut msgs);
+            let permit = tokio::select! {
+                biased;
+                _ = self.shutdown.cancelled() => return,
+                p = self.consume_permits.clone().acquire_owned() => p,
+            };
+            let Ok(permit) = permit else { return };
+            let listener = listener.clone();
+            let mut ctx =
+                ConsumeOrderlyContext { message_queue: mq.clone(), suspend_current_queue_time_millis: suspend_ms };
+            let batch = msgs.clone();
+            let call = tokio::task::spawn_blocking(move || {
+                let status = listener.consume_message(&batch, &mut ctx);
+                (status, ctx)
+            });
+            let (status, suspend) = match call.await {
+                Ok((status, ctx)) => (status, ctx.suspend_current_queue_time_millis),
+                Err(e) => {
+                    tracing::warn!(mq = ?mq, error = %e, "orderly listener panicked; suspending the queue");
+                    (ConsumeOrderlyStatus::SuspendCurrentQueueAMoment, suspend_ms)
+                }
+            };
+            drop(permit);
+            match status {
+                ConsumeOrderlyStatus::Success => {
+                    self.stats.consume_ok.fetch_add(msgs.len() as u64, Ordering::Relaxed);
+                    if let Some(offset) = pq.commit()
+                        && !pq.is_dropped()
+                    {
+                        self.offset_store.update_offset(&mq, offset, false);
+                    }
+                }
+                ConsumeOrderlyStatus::SuspendCurrentQueueAMoment => {
+                    self.stats.consume_failed.fetch_add(msgs.len() as u64, Ordering::Relaxed);
+                    if self.give_up_orderly(&mq, &msgs).await {
+                        if let Some(offset) = pq.commit()
+                            && !pq.is_dropped()
+                        {
+                            self.offset_store.update_offset(&mq, offset, false);
+                        }
+                        continue;
+                    }
+                    pq.make_messages_to_consume_again(&msgs);
+                    let pause = Duration::from_millis(u64::try_from(suspend.max(10)).unwrap_or(10));
+                    if !self.pause(pause).await {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Orderly `checkReconsumeTimes`: once a batch has been retried `maxReconsumeTimes`, its messages
+    /// go to the broker (DLQ) so the queue can move on. Returns whether the batch is done with.
+    async fn give_up_orderly(&self, mq: &MessageQueue, msgs: &[MessageExt]) -> bool {
+        let max = self.max_reconsume_times();
+        if !msgs.iter().any(|m| m.reconsume_times >= max) {
+            return false;
+        }
+        for msg in msgs {
+            if let Err(e) = self.client.send_message_back(msg, mq, -1, max).await {
+                tracing::warn!(mq = ?mq, error = %e, "orderly send-back failed; suspending the queue");
+                return false;
+            }
+        }
+        true
+    }
+}
