@@ -10,6 +10,7 @@
 //! - [`dispatch`]: apply of a MESSAGES entry: accept or reject, then ConsumeQueue units.
 //! - [`consume_queue`]: ConsumeQueue files and the lazily opened store of them.
 //! - [`offsets`]: committed consumer offsets.
+//! - [`index_file`]: IndexFile lookups by message key and UNIQ_KEY.
 //! - [`pull`]: `getMessage` + `PullMessageProcessor` outcome.
 //! - [`long_poll`]: suspended pulls and their wake-ups.
 
@@ -17,6 +18,7 @@ pub mod config;
 pub mod consume_queue;
 pub mod dispatch;
 pub mod entry;
+pub mod index_file;
 pub mod long_poll;
 pub mod offsets;
 pub mod pull;
