@@ -1,7 +1,8 @@
 //! The command-line surface: clap definitions and the dispatch to each crate.
 //!
-//! Flags follow RocketMQ's daemons (`-c/--configFile`, `-p/--printConfigItem`) so scripts written
-//! for `mqnamesrv` keep working; `-D key=value` overrides any config key, as Java's `-Dkey=value`.
+//! Flags follow RocketMQ's daemons (`-c/--configFile`, `-p/--printConfigItem`, the broker's
+//! `-n/--namesrvAddr` / `NAMESRV_ADDR`) so scripts written for `mqnamesrv` and `mqbroker` keep working;
+//! `-D key=value` overrides any config key, as Java's `-Dkey=value`.
 
 use std::path::PathBuf;
 
@@ -10,6 +11,7 @@ use anyhow::Result;
 use clap::Args;
 use clap::Parser;
 use clap::Subcommand;
+use raftmq_broker::BrokerConfig;
 use raftmq_namesrv::NamesrvConfig;
 
 /// RocketMQ's architecture on a Raft-replicated CommitLog.
@@ -29,6 +31,18 @@ pub struct Cli {
 pub enum Command {
     /// Run a NameServer (RocketMQ's `mqnamesrv`): brokers register, clients look up routes.
     Namesrv(NamesrvArgs),
+    /// Run a broker replica (RocketMQ's `mqbroker`): one member of a Raft-replicated broker group.
+    Broker(BrokerArgs),
+    /// Run a local cluster with no config: a NameServer and a 3-node broker group on 127.0.0.1.
+    Dev(crate::dev::DevArgs),
+    /// Administer topics, groups, offsets and messages (RocketMQ's `mqadmin`).
+    Admin(crate::admin::AdminArgs),
+    /// Send a message and print the broker's answer.
+    Send(crate::send::SendArgs),
+    /// Consume a topic as a consumer group and print each message.
+    Consume(crate::consume::ConsumeArgs),
+    /// Benchmark producing or consuming (RocketMQ's `benchmark/` Producer and Consumer).
+    Bench(crate::bench::BenchArgs),
 }
 
 /// `raftmq namesrv` flags.
@@ -51,11 +65,51 @@ pub struct NamesrvArgs {
     pub overrides: Vec<String>,
 }
 
+/// `raftmq broker` flags.
+#[derive(Debug, Args)]
+pub struct BrokerArgs {
+    /// TOML config file with RocketMQ's keys (`brokerName`, `listenPort`, `raftPeers`, ...).
+    #[arg(short = 'c', long = "configFile", value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+
+    /// Print the merged configuration as TOML and exit.
+    #[arg(short = 'p', long = "printConfigItem")]
+    pub print_config: bool,
+
+    /// NameServer addresses, `host:port;host:port` (overrides `namesrvAddr`).
+    #[arg(short = 'n', long = "namesrvAddr", value_name = "ADDRS", env = "NAMESRV_ADDR")]
+    pub namesrv_addr: Option<String>,
+
+    /// Override any config key, e.g. `-D listenPort=10921`; repeatable.
+    #[arg(short = 'D', value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+}
+
 /// Runs the chosen subcommand to completion.
 pub async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Namesrv(args) => namesrv(args).await,
+        Command::Broker(args) => broker(args).await,
+        Command::Dev(args) => crate::dev::run(args).await,
+        Command::Admin(args) => crate::admin::run(args).await,
+        Command::Send(args) => crate::send::run(args).await,
+        Command::Consume(args) => crate::consume::run(args).await,
+        Command::Bench(args) => crate::bench::run(args).await,
     }
+}
+
+async fn broker(args: BrokerArgs) -> Result<()> {
+    let mut overrides = BrokerConfig::parse_overrides(args.overrides.iter().map(String::as_str))?;
+    if let Some(addrs) = args.namesrv_addr {
+        overrides.push(("namesrvAddr".to_owned(), format!("{addrs:?}")));
+    }
+    let config = BrokerConfig::load(args.config_file.as_deref(), &overrides).context("loading the broker config")?;
+    if args.print_config {
+        print!("{}", config.to_toml_string());
+        return Ok(());
+    }
+    raftmq_broker::broker::run(config, crate::signal::shutdown()).await.context("running the broker")?;
+    Ok(())
 }
 
 async fn namesrv(args: NamesrvArgs) -> Result<()> {

@@ -1,12 +1,20 @@
 //! `raftmq`: the one binary. Parses the command line, loads configuration, wires the crates.
 //!
-//! Subcommands mirror RocketMQ's tools: `raftmq namesrv` ≙ `mqnamesrv`. No decision lives here:
+//! Subcommands mirror RocketMQ's tools: `raftmq namesrv` ≙ `mqnamesrv`, `raftmq admin` ≙ `mqadmin`,
+//! `raftmq bench` ≙ the `benchmark/` scripts, `send`/`consume` for quick checks. No decision lives here:
 //! each subcommand hands a validated config to its crate and waits for it to finish or for a
 //! shutdown signal (SIGINT/SIGTERM; a second signal exits at once).
 
+mod admin;
+mod bench;
 mod cli;
+mod consume;
+mod dev;
 mod logging;
+mod namesrv_addr;
+mod send;
 mod signal;
+mod table;
 
 use anyhow::Result;
 use clap::Parser;

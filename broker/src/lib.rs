@@ -1,6 +1,8 @@
-//! raftmq-broker: the broker's pure core (issue 5 groundwork): configuration, the replicated command
-//! codec, ConsumeQueue files, and the RocketMQ decisions (pull outcome, offsets, topic/group tables,
-//! long-poll wake-ups) as functions and state machines an async shell drives.
+//! raftmq-broker: a broker replica. The pure core — configuration, the replicated command codec,
+//! ConsumeQueue files, and the RocketMQ decisions (pull outcome, offsets, topic/group tables,
+//! long-poll wake-ups) as functions and state machines — and the async shell that drives it: the
+//! store raft applies to, group commit, the remoting processors, NameServer registration and the
+//! [`broker::Broker`] that wires them.
 //!
 //! Modules in data-flow order:
 //! - [`config`]: `BrokerConfig` (RocketMQ keys + the Raft group).
@@ -13,6 +15,15 @@
 //! - [`index_file`]: IndexFile lookups by message key and UNIQ_KEY.
 //! - [`pull`]: `getMessage` + `PullMessageProcessor` outcome.
 //! - [`long_poll`]: suspended pulls and their wake-ups.
+//! - [`commit_log`]: reads of the committed CommitLog.
+//! - [`store`]: `MessageStore`, what raft applies to (the `ApplyHandler`) and the payload patcher.
+//! - [`replica`]: leadership, the leader-readiness gate, proposals, refusals with the leader hint.
+//! - [`group_commit`], [`offset_commit`]: sends and consumer offsets batched into Raft entries.
+//! - [`client_manager`]: connected producers/consumers, subscriptions, queue locks.
+//! - [`processor`] and [`send_processor`], [`pull_processor`], [`client_manage_processor`],
+//!   [`admin_processor`]: the remoting request handlers.
+//! - [`namesrv_registration`]: REGISTER_BROKER / UNREGISTER_BROKER with the Raft role.
+//! - [`broker`]: `Broker::start` / `shutdown`.
 
 pub mod config;
 pub mod consume_queue;
@@ -25,3 +36,30 @@ pub mod pull;
 pub mod queue_offset;
 pub mod subscription_group;
 pub mod topic_config;
+
+pub mod commit_log;
+pub mod store;
+
+pub mod group_commit;
+pub mod offset_commit;
+pub mod replica;
+
+// Handlers return `Result<response, refusal>` where both are the response frame: boxing the refusal
+// would only add an allocation to every refused request.
+#[allow(clippy::result_large_err)]
+pub mod admin_processor;
+#[allow(clippy::result_large_err)]
+pub mod client_manage_processor;
+pub mod client_manager;
+pub mod processor;
+#[allow(clippy::result_large_err)]
+pub mod pull_processor;
+#[allow(clippy::result_large_err)]
+pub mod send_processor;
+
+pub mod broker;
+pub mod namesrv_registration;
+
+pub use broker::Broker;
+pub use broker::BrokerError;
+pub use config::BrokerConfig;

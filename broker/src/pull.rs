@@ -24,12 +24,14 @@
 //! consumer-visible result, same nextBeginOffset); `suggestWhichBrokerId` is always 0 (no slave reads).
 
 use bytes::Bytes;
+use raftmq_common::java::string_hash_code;
 use raftmq_common::limits::LONG_POLL_SUSPEND_MAX_MS;
 use raftmq_common::limits::PULL_FILTER_SCAN_MIN_BYTES;
 use raftmq_common::message::properties;
 use raftmq_common::message::record::DecodeOptions;
 use raftmq_common::message::record::parse_record;
 use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::body::heartbeat::SUB_ALL;
 use raftmq_common::protocol::body::heartbeat::SubscriptionData;
 use raftmq_common::protocol::header::pull::pull_sys_flag;
 use tracing::warn;
@@ -153,6 +155,26 @@ impl TagFilter {
     pub fn matches_tag(&self, tag: Option<&str>) -> bool {
         self.all || self.tags.is_empty() || tag.is_some_and(|t| self.tags.iter().any(|s| s == t))
     }
+}
+
+/// `FilterAPI.buildSubscriptionData` for expression type TAG: `*` (or empty) subscribes to every tag,
+/// otherwise `a || b` lists tags (trimmed, empty ones skipped) with their Java hash codes.
+pub fn build_subscription(topic: &str, sub_string: &str) -> Result<SubscriptionData, String> {
+    let mut sub = SubscriptionData { topic: topic.to_owned(), ..SubscriptionData::default() };
+    let trimmed = sub_string.trim();
+    if trimmed.is_empty() || trimmed == SUB_ALL {
+        sub.sub_string = SUB_ALL.to_owned();
+        return Ok(sub);
+    }
+    sub.sub_string = sub_string.to_owned();
+    for tag in sub_string.split("||").map(str::trim).filter(|t| !t.is_empty()) {
+        sub.tags_set.push(tag.to_owned());
+        sub.code_set.push(string_hash_code(tag));
+    }
+    if sub.tags_set.is_empty() {
+        return Err(format!("subString split error: {sub_string:?}"));
+    }
+    Ok(sub)
 }
 
 /// Transfer limits of one pull (`MessageStoreConfig.maxTransfer*`, `accessMessageInMemoryMaxRatio`).
@@ -581,6 +603,17 @@ mod tests {
     };
     const FOLLOWER: PullPolicy = PullPolicy { offset_check: false, ..LEADER };
     const SUSPEND: i32 = pull_sys_flag::SUSPEND;
+
+    #[test]
+    fn subscriptions_are_built_as_filter_api_does() {
+        let all = build_subscription("T", " * ").unwrap();
+        assert!(all.is_sub_all() && all.tags_set.is_empty());
+        assert!(build_subscription("T", "").unwrap().is_sub_all());
+        let two = build_subscription("T", "TagA || TagB ||").unwrap();
+        assert_eq!(two.tags_set, vec!["TagA", "TagB"]);
+        assert_eq!(two.code_set, vec![tags_code(Some("TagA")) as i32, tags_code(Some("TagB")) as i32]);
+        assert!(build_subscription("T", "||").is_err());
+    }
 
     #[test]
     fn offset_range_table() {

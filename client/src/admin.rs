@@ -1,5 +1,5 @@
 //! [`Admin`]: the administration calls behind `mqadmin` (`DefaultMQAdminExt` / `MQClientAPIImpl`):
-//! NameServer queries and writes, and broker-side topic and offset calls.
+//! NameServer queries and writes, and broker-side topic, group, offset and message-query calls.
 //!
 //! Invariants:
 //! - NameServer reads ask one NameServer (failover, last good first); NameServer writes (KV config,
@@ -14,23 +14,38 @@ use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use bytes::Bytes;
 use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
+use raftmq_common::message::MessageExt;
+use raftmq_common::message::MessageQueue;
+use raftmq_common::message::compress::uncompress_stored_body;
+use raftmq_common::message::record::DecodeOptions;
+use raftmq_common::message::record::decode_all;
+use raftmq_common::message::sys_flag;
 use raftmq_common::message::validate::AUTO_CREATE_TOPIC_KEY_TOPIC;
+use raftmq_common::message::validate::validate_group;
 use raftmq_common::message::validate::validate_topic;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::consume_stats::ConsumeStats;
+use raftmq_common::protocol::body::consumer_offset::ConsumerOffsetSerializeWrapper;
 use raftmq_common::protocol::body::register::ClusterInfo;
 use raftmq_common::protocol::body::register::KvTable;
 use raftmq_common::protocol::body::register::TopicConfigSerializeWrapper;
 use raftmq_common::protocol::body::register::TopicList;
 use raftmq_common::protocol::body::route::MASTER_ID;
 use raftmq_common::protocol::body::route::TopicRouteData;
+use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use raftmq_common::protocol::body::topic::TopicConfig;
+use raftmq_common::protocol::body::topic_stats::TopicStatsTable;
 use raftmq_common::protocol::header::CommandHeader;
 use raftmq_common::protocol::header::admin::CreateTopicRequestHeader;
 use raftmq_common::protocol::header::admin::DeleteTopicRequestHeader;
+use raftmq_common::protocol::header::admin::GetConsumeStatsRequestHeader;
+use raftmq_common::protocol::header::admin::GetTopicStatsInfoRequestHeader;
+use raftmq_common::protocol::header::admin::ResetOffsetRequestHeader;
 use raftmq_common::protocol::header::namesrv::DeleteKvConfigRequestHeader;
 use raftmq_common::protocol::header::namesrv::DeleteTopicFromNamesrvRequestHeader;
 use raftmq_common::protocol::header::namesrv::GetKvConfigRequestHeader;
@@ -45,6 +60,11 @@ use raftmq_common::protocol::header::offset::GetMinOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::GetMinOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::QueryConsumerOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::QueryConsumerOffsetResponseHeader;
+use raftmq_common::protocol::header::offset::SearchOffsetRequestHeader;
+use raftmq_common::protocol::header::offset::SearchOffsetResponseHeader;
+use raftmq_common::protocol::header::offset::UpdateConsumerOffsetRequestHeader;
+use raftmq_common::protocol::header::query::QueryMessageRequestHeader;
+use raftmq_common::protocol::header::query::ViewMessageRequestHeader;
 use raftmq_common::remoting::RemotingClient;
 
 use crate::error::ClientError;
@@ -314,6 +334,161 @@ impl Admin {
         let response = self.broker_call(op, addr, request).await?;
         decode_header::<GetMinOffsetResponseHeader>(op, &response).map(|h| h.offset)
     }
+
+    /// Every queue's offsets of `topic` on the broker at `addr` (`topicStatus`, GET_TOPIC_STATS_INFO).
+    pub async fn topic_stats(&self, addr: &str, topic: &str) -> Result<TopicStatsTable> {
+        let op = "topicStatus";
+        let header = GetTopicStatsInfoRequestHeader { topic: topic.to_owned() };
+        let request = RemotingCommand::request_with_header(RequestCode::GetTopicStatsInfo, &header);
+        let response = self.broker_call(op, addr, request).await.map_err(|e| e.with_context("topic", topic))?;
+        decode_body(op, &response)
+    }
+
+    /// A consumer group's progress on the broker at `addr`, one topic or all (`consumerProgress`,
+    /// GET_CONSUME_STATS).
+    pub async fn consume_stats(&self, addr: &str, consumer_group: &str, topic: Option<&str>) -> Result<ConsumeStats> {
+        let op = "consumerProgress";
+        let header =
+            GetConsumeStatsRequestHeader { consumer_group: consumer_group.to_owned(), topic: topic.map(str::to_owned) };
+        let request = RemotingCommand::request_with_header(RequestCode::GetConsumeStats, &header);
+        let response = self.broker_call(op, addr, request).await?;
+        decode_body(op, &response)
+    }
+
+    /// Every committed offset of every group on the broker at `addr` (GET_ALL_CONSUMER_OFFSET).
+    pub async fn all_consumer_offset(&self, addr: &str) -> Result<ConsumerOffsetSerializeWrapper> {
+        let op = "getAllConsumerOffset";
+        let response = self.broker_call(op, addr, RemotingCommand::request(RequestCode::GetAllConsumerOffset)).await?;
+        decode_body(op, &response)
+    }
+
+    /// Creates or updates a consumer group on the broker at `addr` (`updateSubGroup`,
+    /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).
+    pub async fn create_subscription_group(&self, addr: &str, config: &SubscriptionGroupConfig) -> Result<()> {
+        let op = "updateSubGroup";
+        validate_group(&config.group_name)
+            .map_err(|e| ClientError::invalid_argument(op, e.to_string()).with_context("group", &config.group_name))?;
+        let body = config
+            .encode()
+            .map_err(|e| ClientError::new(ErrorKind::InvalidArgument, op, "unencodable group config").with_source(e))?;
+        let request = RemotingCommand::request(RequestCode::UpdateAndCreateSubscriptiongroup).with_body(body);
+        self.broker_call(op, addr, request).await.map(drop).map_err(|e| e.with_context("group", &config.group_name))
+    }
+
+    /// The first offset of one queue stored at or after `timestamp_ms` (SEARCH_OFFSET_BY_TIMESTAMP).
+    pub async fn search_offset(&self, addr: &str, topic: &str, queue_id: i32, timestamp_ms: i64) -> Result<i64> {
+        let op = "searchOffset";
+        let header =
+            SearchOffsetRequestHeader { topic: topic.to_owned(), queue_id, timestamp: timestamp_ms, bname: None };
+        let request = RemotingCommand::request_with_header(RequestCode::SearchOffsetByTimestamp, &header);
+        let response = self.broker_call(op, addr, request).await?;
+        decode_header::<SearchOffsetResponseHeader>(op, &response).map(|h| h.offset)
+    }
+
+    /// Sets a consumer group's committed offset of one queue and waits for the answer
+    /// (UPDATE_CONSUMER_OFFSET, sent two-way, unlike a consumer's periodic oneway commit).
+    pub async fn update_consumer_offset(
+        &self,
+        addr: &str,
+        consumer_group: &str,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+    ) -> Result<()> {
+        let header = UpdateConsumerOffsetRequestHeader {
+            consumer_group: consumer_group.to_owned(),
+            topic: topic.to_owned(),
+            queue_id,
+            commit_offset: offset,
+            bname: None,
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::UpdateConsumerOffset, &header);
+        self.broker_call("updateConsumerOffset", addr, request).await.map(drop)
+    }
+
+    /// Asks the broker at `addr` to reset `group`'s offsets of `topic` to `timestamp_ms`
+    /// (`resetOffsetByTime`, INVOKE_BROKER_TO_RESET_OFFSET); returns the new offset of each queue.
+    /// Java brokers answer CONSUMER_NOT_ONLINE when no consumer of the group is connected.
+    pub async fn reset_offset_by_time(
+        &self,
+        addr: &str,
+        topic: &str,
+        group: &str,
+        timestamp_ms: i64,
+        force: bool,
+    ) -> Result<BTreeMap<MessageQueue, i64>> {
+        let op = "resetOffsetByTime";
+        let header = ResetOffsetRequestHeader {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            timestamp: timestamp_ms,
+            is_force: force,
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::InvokeBrokerToResetOffset, &header);
+        let response = self.broker_call(op, addr, request).await?;
+        if response.body.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        decode_body::<ResetOffsetBody>(op, &response).map(|b| b.offset_table)
+    }
+
+    /// The message stored at `commit_log_offset` on the broker at `addr` (`queryMsgById`,
+    /// VIEW_MESSAGE_BY_ID); the body is decompressed.
+    pub async fn view_message(&self, addr: &str, commit_log_offset: i64) -> Result<MessageExt> {
+        let op = "queryMsgById";
+        let header = ViewMessageRequestHeader { offset: commit_log_offset };
+        let request = RemotingCommand::request_with_header(RequestCode::ViewMessageById, &header);
+        let response = self.broker_call(op, addr, request).await?;
+        let mut msgs = decode_messages(op, &response.body)?;
+        if msgs.len() != 1 {
+            return Err(ClientError::new(ErrorKind::Protocol, op, format!("{} records in the answer", msgs.len())));
+        }
+        msgs.pop().ok_or_else(|| ClientError::new(ErrorKind::Protocol, op, "no record in the answer"))
+    }
+
+    /// Messages of `topic` whose KEYS (or, with `unique_key`, UNIQ_KEY) contain `key`, stored between
+    /// the two times, from the broker at `addr` (`queryMsgByKey`, QUERY_MESSAGE through the IndexFile).
+    /// A broker with nothing indexed answers QUERY_NOT_FOUND: an empty list.
+    pub async fn query_message(&self, addr: &str, query: &QueryMessageRequestHeader) -> Result<Vec<MessageExt>> {
+        let op = if query.unique_key_query == Some(true) { "queryMsgById" } else { "queryMsgByKey" };
+        let request = RemotingCommand::request_with_header(RequestCode::QueryMessage, query);
+        let response = self
+            .remoting
+            .invoke(addr, request, self.timeout)
+            .await
+            .map_err(|e| ClientError::remoting(op, e).with_context("addr", addr))?;
+        if response.response_code() == ResponseCode::QueryNotFound {
+            return Ok(Vec::new());
+        }
+        let response = success(op, response).map_err(|e| e.with_context("addr", addr))?;
+        decode_messages(op, &response.body)
+    }
+}
+
+/// INVOKE_BROKER_TO_RESET_OFFSET's answer (`ResetOffsetBody`): queue → new offset, fastjson-keyed.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct ResetOffsetBody {
+    #[serde(with = "raftmq_common::protocol::body::fastjson::object_keys")]
+    offset_table: BTreeMap<MessageQueue, i64>,
+}
+
+impl JsonBody for ResetOffsetBody {
+    const NAME: &'static str = "ResetOffsetBody";
+}
+
+/// Records of a QUERY_MESSAGE / VIEW_MESSAGE_BY_ID answer, bodies decompressed as a consumer sees them.
+fn decode_messages(op: &'static str, body: &Bytes) -> Result<Vec<MessageExt>> {
+    let bad = |what: &str, e: &dyn std::fmt::Display| ClientError::new(ErrorKind::Protocol, op, format!("{what}: {e}"));
+    let mut msgs = decode_all(body, DecodeOptions::default()).map_err(|e| bad("bad message records", &e))?;
+    for msg in &mut msgs {
+        if sys_flag::is_compressed(msg.sys_flag) {
+            msg.message.body = uncompress_stored_body(msg.sys_flag, &msg.message.body)
+                .map_err(|e| bad("message body does not decompress", &e))?;
+            msg.sys_flag = sys_flag::clear_compressed(msg.sys_flag);
+        }
+    }
+    Ok(msgs)
 }
 
 fn success(op: &'static str, response: RemotingCommand) -> Result<RemotingCommand> {

@@ -153,6 +153,13 @@ pub const CONSUMER_RECONSUME_LOCAL_DELAY_DEFAULT_MS: u64 = 5_000;
 pub const CONSUMER_MAX_RECONSUME_TIMES_DEFAULT_COUNT: i32 = 16;
 /// Messages a lite pull consumer keeps fetched but not yet polled (`pullThresholdForAll`, 10,000).
 pub const LITE_PULL_THRESHOLD_FOR_ALL_DEFAULT_COUNT: usize = 10_000;
+/// Concurrent senders (or in-flight async sends) `raftmq bench produce` accepts: every one may hold
+/// a request on the same connection, which refuses more than [`CONNECTION_INFLIGHT_MAX_COUNT`].
+pub const BENCH_CONCURRENCY_MAX_COUNT: usize = 4_096;
+/// Messages per SEND_BATCH_MESSAGE in `raftmq bench produce --batch`.
+pub const BENCH_BATCH_MAX_COUNT: usize = 1_024;
+/// Messages one QUERY_MESSAGE may ask a broker for (`mqadmin queryMsgByKey -m`, default 64).
+pub const QUERY_MESSAGE_MAX_COUNT: i32 = 2_048;
 
 const _: () = assert!(CONSUMER_PULL_BATCH_SIZE_DEFAULT_COUNT <= CONSUMER_PULL_BATCH_SIZE_MAX_COUNT);
 const _: () = assert!(CONSUMER_BROKER_SUSPEND_MAX_MS < CONSUMER_PULL_TIMEOUT_WHEN_SUSPEND_MS);
@@ -166,6 +173,7 @@ const _: () = assert!(TOPIC_NAME_LENGTH_MAX_CHARS <= i8::MAX as usize);
 const _: () = assert!(HEADER_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(CONNECTION_WRITE_BATCH_MAX_COUNT <= CONNECTION_WRITE_QUEUE_MAX_COUNT);
 const _: () = assert!(CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT <= CONNECTION_INFLIGHT_MAX_COUNT);
+const _: () = assert!(BENCH_CONCURRENCY_MAX_COUNT <= CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT);
 const _: () = assert!(CONNECT_TIMEOUT_MS <= RPC_TIMEOUT_DEFAULT_MS);
 const _: () = assert!(UNCOMPRESSED_BODY_SIZE_MAX_BYTES >= MESSAGE_BODY_SIZE_MAX_BYTES);
 const _: () = assert!(PULL_FILTER_SCAN_MIN_BYTES.is_multiple_of(20));

@@ -16,6 +16,9 @@ pub const SEGMENT_SIZE_MIN_BYTES: u64 = 4096;
 pub const SEGMENT_SIZE_MAX_BYTES: u64 = 1 << 31;
 /// Index slots per `raftindex/` file (DLedger: 5 Mi × 32 B = 160 MiB).
 pub const INDEX_FILE_ENTRIES_DEFAULT: u64 = 5 * 1024 * 1024;
+/// How far past the log end the flusher pre-faults the mapped segment (RocketMQ warms whole
+/// mapped files; a window keeps the page cache footprint small).
+pub const SEGMENT_WARM_AHEAD_BYTES: u64 = 8 << 20;
 /// Byte budget of one AppendEntries batch read by `limited_get_log_entries` (databend: 2 MiB).
 pub const APPEND_ENTRIES_DEFAULT_BYTES: u64 = 2 << 20;
 
@@ -115,6 +118,11 @@ impl RaftConfig {
             snapshot_policy: openraft::SnapshotPolicy::Never,
             max_in_snapshot_log_to_keep: 0,
             replication_lag_threshold: 100_000,
+            // A restarted leader must win a new election. openraft's default lets it resume in
+            // its old term, but a crash may have cut its unsynced tail: it would then re-propose
+            // different entries under log ids its followers already hold, and they would keep
+            // their copies as "the same" entries (found by t50_sim's crashes without flush).
+            enable_leader_restore: Some(false),
             ..Default::default()
         };
         c.validate().map_err(|e| StoreError::Config(e.to_string()))
@@ -132,6 +140,7 @@ mod tests {
         let oc = c.to_openraft("broker-a").expect("openraft config");
         assert_eq!(oc.heartbeat_interval, 150);
         assert_eq!(oc.max_in_snapshot_log_to_keep, 0);
+        assert_eq!(oc.enable_leader_restore, Some(false));
     }
 
     #[test]

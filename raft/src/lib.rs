@@ -40,7 +40,7 @@ pub mod type_config;
 
 pub use config::RaftConfig;
 pub use error::{CorruptReason, StoreError};
-pub use log_store::{EntryPosition, LogReader, LogStore};
+pub use log_store::{EntryPosition, LogReader, LogStore, WeakLogStore};
 pub use node::{Applied, Leadership, NodeConfig, NodeError, NodeStatus, ProposeError, RaftNode, Role};
 pub use patcher::{NoPatch, PayloadPatcher};
 pub use state_machine::{ApplyHandler, CommittedEntry};

@@ -35,7 +35,7 @@ use crate::patcher::{NoPatch, PayloadPatcher};
 use crate::recovery;
 use crate::segment::{SegmentSet, list_numbered};
 use crate::store_state::{Limits, State};
-use crate::type_config::{Entry, LogId, TypeConfig, Vote};
+use crate::type_config::{Entry, LogId, TypeConfig, Vote, log_id};
 
 /// Directory of the data segments inside the store directory.
 pub const COMMITLOG_DIR: &str = "commitlog";
@@ -44,6 +44,7 @@ pub const RAFTINDEX_DIR: &str = "raftindex";
 
 struct Shared {
     state: Arc<Mutex<State>>,
+    counters: Arc<flusher::Counters>,
     tx: Sender<Request>,
     flusher: Mutex<Option<JoinHandle<()>>>,
     dir: PathBuf,
@@ -77,6 +78,17 @@ pub struct EntryPosition {
 #[derive(Clone)]
 pub struct LogStore {
     shared: Arc<Shared>,
+}
+
+/// A [`LogStore`] handle that does not keep the store open.
+#[derive(Clone)]
+pub struct WeakLogStore(std::sync::Weak<Shared>);
+
+impl WeakLogStore {
+    /// The store, if it is still open.
+    pub fn upgrade(&self) -> Option<LogStore> {
+        self.0.upgrade().map(|shared| LogStore { shared })
+    }
 }
 
 /// Read-only handle used by openraft's replication tasks.
@@ -125,6 +137,7 @@ impl LogStore {
             dir_dirty: false,
             committed_dirty: false,
             poisoned: None,
+            frozen: false,
             damaged: None,
             patcher,
         };
@@ -136,11 +149,13 @@ impl LogStore {
         let (tx, rx) = mpsc::channel();
         let every = Duration::from_millis(cfg.committed_persist_interval_ms);
         let thread_state = Arc::clone(&state);
+        let counters = Arc::new(flusher::Counters::default());
+        let thread_counters = Arc::clone(&counters);
         let handle = std::thread::Builder::new()
             .name("raft-log-flusher".into())
-            .spawn(move || flusher::run(thread_state, meta_file, rx, every))
+            .spawn(move || flusher::run(thread_state, meta_file, rx, every, thread_counters))
             .map_err(|e| StoreError::io("spawn flusher", dir, e))?;
-        let shared = Shared { state, tx, flusher: Mutex::new(Some(handle)), dir: dir.to_path_buf() };
+        let shared = Shared { state, counters, tx, flusher: Mutex::new(Some(handle)), dir: dir.to_path_buf() };
         Ok(Self { shared: Arc::new(shared) })
     }
 
@@ -163,10 +178,52 @@ impl LogStore {
         lock(&self.shared.state).poisoned.clone()
     }
 
+    /// Crash-test hook, first half: the disk "hangs". From now on the flusher syncs nothing and
+    /// completes nothing (flushes, votes and purges wait), while appends still land in the
+    /// mapping (the page cache). Other replicas may commit those entries meanwhile; this one
+    /// never acknowledges them. Follow with [`Self::kill_for_crash_test`].
+    pub fn freeze_for_crash_test(&self) {
+        lock(&self.shared.state).frozen = true;
+    }
+
+    /// Crash-test hook, second half: the process "dies". Everything waiting on the flusher
+    /// fails, the store refuses all further work, and the returned durable watermark is final:
+    /// bytes at or after it were never acknowledged, so a test may cut them from the files once
+    /// the node is stopped, then restart on the same directory.
+    pub fn kill_for_crash_test(&self) -> u64 {
+        let durable = {
+            let mut st = lock(&self.shared.state);
+            st.frozen = true;
+            st.poisoned.get_or_insert_with(|| "simulated crash (test hook)".to_string());
+            st.meta.durable_pos
+        };
+        // Wake the flusher so it fails what it holds; the reply is of no interest.
+        let (tx, _rx) = oneshot::channel();
+        let _ = self.shared.tx.send(Request::Meta(tx));
+        durable
+    }
+
     /// Position of a live entry.
     pub fn entry_position(&self, index: u64) -> Option<EntryPosition> {
         let st = lock(&self.shared.state);
         st.slot(index).map(|s| EntryPosition { pos: s.pos, size: s.size, payload_pos: s.pos + HEADER_SIZE })
+    }
+
+    /// Log id of a live entry.
+    pub fn log_id_at(&self, index: u64) -> Option<LogId> {
+        lock(&self.shared.state).slot(index).map(|s| log_id(s.term, index))
+    }
+
+    /// Whether a snapshot ending at `last` with the next entry at `next_pos` is consistent with
+    /// this log (see `State::check_snapshot_point`); `committed` is the caller's committed log id.
+    pub fn check_snapshot_point(&self, last: LogId, next_pos: u64, committed: Option<LogId>) -> Result<()> {
+        lock(&self.shared.state).check_snapshot_point(last, next_pos, committed)
+    }
+
+    /// A handle that does not keep the store open (for the RPC service, which may outlive the
+    /// node in a network's registry).
+    pub fn weak(&self) -> WeakLogStore {
+        WeakLogStore(Arc::downgrade(&self.shared))
     }
 
     /// End of the last entry: where the next one goes (before any roll).
@@ -182,6 +239,16 @@ impl LogStore {
     /// Last appended log id (or the purge point if the log is empty after a purge).
     pub fn last_log_id(&self) -> Option<LogId> {
         lock(&self.shared.state).last_log_id()
+    }
+
+    /// Sync system calls the flusher made since the store opened (data, directory, meta).
+    pub fn fsync_count(&self) -> u64 {
+        self.shared.counters.fsyncs()
+    }
+
+    /// Group commits (flusher cycles that synced something) since the store opened.
+    pub fn flush_count(&self) -> u64 {
+        self.shared.counters.cycles()
     }
 
     /// Store directory.
@@ -222,11 +289,20 @@ impl LogStore {
         lock(&self.shared.state).check_writable()?;
         // Barrier: pending flushes must finish before the watermark may move back.
         self.request(Request::Meta).await?;
-        let sync = lock(&self.shared.state).truncate_after(last)?;
-        match sync {
-            Some(s) => self.request(|done| Request::Sync(s.ranges, done)).await,
-            None => Ok(()),
-        }
+        let truncation = {
+            let mut st = lock(&self.shared.state);
+            st.check_writable()?;
+            st.truncate_logically(last)?
+        };
+        let Some(t) = truncation else { return Ok(()) };
+        // The lowered watermark is durable before any byte is zeroed or file deleted.
+        self.request(Request::Meta).await?;
+        let sync = {
+            let mut st = lock(&self.shared.state);
+            st.check_writable()?;
+            st.truncate_files(&t)?
+        };
+        self.request(|done| Request::Sync(sync.ranges, done)).await
     }
 
     async fn do_purge(&self, upto: LogId) -> Result<()> {

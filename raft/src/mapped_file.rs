@@ -43,6 +43,25 @@ impl SyncHandle {
         let (o, l) = (to_usize(off)?, to_usize(len)?);
         self.inner.map.flush_range(o, l).map_err(|e| StoreError::io("msync", &self.inner.path, e))
     }
+
+    /// Fault bytes `[off, off + len)` in writable (`MADV_POPULATE_WRITE`) without changing
+    /// them, so the appender's memcpy does not stop on page faults (block allocation and
+    /// zeroing of a sparse file). Contents are untouched; a no-op where unsupported.
+    pub fn prefault(&self, off: u64, len: u64) -> Result<()> {
+        assert!(off + len <= self.inner.len, "prefault range past the end of the mapping");
+        if len == 0 {
+            return Ok(());
+        }
+        #[cfg(target_os = "linux")]
+        {
+            let (o, l) = (to_usize(off)?, to_usize(len)?);
+            self.inner
+                .map
+                .advise_range(memmap2::Advice::PopulateWrite, o, l)
+                .map_err(|e| StoreError::io("madvise(populate write)", &self.inner.path, e))?;
+        }
+        Ok(())
+    }
 }
 
 fn to_usize(v: u64) -> Result<usize> {

@@ -1,6 +1,6 @@
 //! [`RaftNode`]: one replica of a broker group. Owns the openraft [`Raft`], the log store (the
 //! CommitLog) and the state machine over the broker's [`ApplyHandler`]; this is the whole API
-//! the broker calls: propose, leadership watch, status, membership, shutdown.
+//! the broker calls: propose, leadership watch, status, membership, retention snapshots, shutdown.
 //!
 //! ```text
 //! start(cfg, handler, transport)
@@ -236,7 +236,7 @@ impl RaftNode {
         let raft = Raft::new(id, openraft_cfg, network, store.clone(), sm)
             .await
             .map_err(|e| NodeError::Raft(e.to_string()))?;
-        let service = RaftService::new(id, raft.clone());
+        let service = RaftService::new(id, raft.clone(), &store);
         let leadership = spawn_leadership_watch(&raft);
         let node = Self { id, raft: Some(raft), store, service, leadership, propose_timeout: cfg.propose_timeout };
         node.initialize_once(&cfg.members).await?;
@@ -384,7 +384,9 @@ impl RaftNode {
         self.raft()?.trigger().transfer_leader(to).await.map_err(|e| NodeError::Raft(e.to_string()))
     }
 
-    /// Build a snapshot (the handler's manifest) at the applied state.
+    /// Build a snapshot at the handler's retention boundary P (see
+    /// [`ApplyHandler::build_manifest`]); openraft then purges the log up to P. Nothing happens
+    /// when the handler offers no new boundary. Returns once the build is requested.
     pub async fn trigger_snapshot(&self) -> Result<(), NodeError> {
         self.raft()?.trigger().snapshot().await.map_err(|e| NodeError::Raft(e.to_string()))
     }

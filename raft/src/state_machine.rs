@@ -5,9 +5,14 @@
 //! ```text
 //! openraft apply stream ──▶ StateMachine::apply ──normal──▶ ApplyHandler::apply(CommittedEntry) ─▶ AppReply ─▶ responder
 //!                                          └─blank/membership─▶ ApplyHandler::apply_other(log_id)
-//! trigger().snapshot() ──▶ try_create_snapshot_builder ──▶ ApplyHandler::build_manifest(applied)
+//! trigger().snapshot() ──▶ try_create_snapshot_builder ──▶ ApplyHandler::build_manifest(applied) ─▶ (P, manifest at P)
+//!                          snapshot = (P, membership as of P, end of P in the log, manifest) ─▶ openraft purges ≤ P
 //! install_full_snapshot ──▶ install_snapshot ──▶ ApplyHandler::install_manifest ─▶ snapshot file ─▶ LogStore::rebase
+//!                          then entries P+1.. arrive by normal replication and are applied as usual
 //! ```
+//!
+//! Design A of the raft log design (§7): a snapshot is taken at the retention boundary P, not at
+//! the applied state, so a replica that installs it still receives every retained entry after P.
 //!
 //! Invariants:
 //! - entries reach the handler in log order, each committed, with `payload_pos` = the physical
@@ -15,8 +20,10 @@
 //! - every `ApplyResponder` is answered, whatever the handler does (a dropped responder would hang
 //!   `client_write`);
 //! - `applied` (what openraft is told) only moves forward, except through a snapshot install;
-//! - a snapshot covers exactly the state at its `last_log_id`: the manifest is taken on the state
-//!   machine task, between two applies.
+//! - a snapshot at P carries the membership in effect at P (the last membership entry ≤ P), not
+//!   the applied one: the state machine keeps every applied membership after the current snapshot;
+//! - snapshot building never fails openraft: a handler error or "no new boundary" refuses the
+//!   build (openraft treats a failed build as fatal).
 //!
 //! After a restart openraft re-applies committed entries after the snapshot (the handler must be
 //! idempotent for them, e.g. positional ConsumeQueue units, or skip what its own checkpoint covers).
@@ -61,17 +68,42 @@ pub trait ApplyHandler: Send + Sync + 'static {
         let _ = log_id;
     }
 
-    /// The manifest describing the applied state at `last_applied` (a snapshot of it).
-    fn build_manifest(&self, last_applied: LogId) -> io::Result<Bytes>;
+    /// The retention boundary P (≤ `applied`, the last applied log id) and the manifest of the
+    /// applied state as of P: everything a replica needs to continue with entries P+1.. (next
+    /// queue offsets, replicated metadata). `None` when no boundary is set; a boundary at or
+    /// below the current snapshot is ignored. Called on the state-machine task.
+    fn build_manifest(&self, applied: LogId) -> io::Result<Option<(LogId, Bytes)>>;
 
-    /// Replace the whole applied state by a leader's manifest taken at `last`; durable on return.
+    /// Replace the whole applied state by a leader's manifest taken at `last` (= P); durable on
+    /// return. Entries after `last` are applied next, as they arrive.
     fn install_manifest(&self, manifest: Bytes, last: LogId) -> io::Result<()>;
 }
 
 struct Inner {
     applied: Option<LogId>,
-    membership: StoredMembership,
+    /// The membership of the current snapshot, then every membership applied after it, in log
+    /// order (never empty); the last one is the applied membership.
+    memberships: Vec<StoredMembership>,
     current: Option<StoredSnapshot>,
+}
+
+impl Inner {
+    fn applied_membership(&self) -> StoredMembership {
+        self.memberships.last().cloned().unwrap_or_default()
+    }
+
+    /// The membership in effect at `index`: the last one introduced at or before it.
+    fn membership_at(&self, index: u64) -> StoredMembership {
+        self.memberships.iter().rev().find(|m| m.log_id().is_none_or(|l| l.index <= index)).cloned().unwrap_or_default()
+    }
+
+    /// Forget memberships superseded before `index` (a snapshot there keeps the one in effect).
+    fn prune_memberships(&mut self, index: u64) {
+        let keep_from = self.memberships.iter().rposition(|m| m.log_id().is_none_or(|l| l.index <= index));
+        if let Some(k) = keep_from {
+            self.memberships.drain(..k);
+        }
+    }
 }
 
 /// openraft's state machine over an [`ApplyHandler`]. Cheap to clone.
@@ -88,7 +120,7 @@ impl StateMachine {
     pub fn new(handler: Arc<dyn ApplyHandler>, store: LogStore, snapshot: Option<StoredSnapshot>) -> Self {
         let inner = Inner {
             applied: snapshot.as_ref().and_then(|s| s.last_log_id),
-            membership: snapshot.as_ref().map(|s| s.membership.clone()).unwrap_or_default(),
+            memberships: vec![snapshot.as_ref().map(|s| s.membership.clone()).unwrap_or_default()],
             current: snapshot,
         };
         Self { handler, store, inner: Arc::new(Mutex::new(inner)) }
@@ -109,28 +141,46 @@ impl StateMachine {
         })
     }
 
-    /// Where the entry after `applied` goes: the end of `applied` (or of the log when `applied`
-    /// is its purge point).
-    fn next_pos(&self, applied: &LogId) -> io::Result<u64> {
-        if let Some(p) = self.store.entry_position(applied.index) {
-            return Ok(p.pos + u64::from(p.size));
-        }
-        if self.store.last_log_id().as_ref() == Some(applied) {
-            return Ok(self.store.end_pos());
-        }
-        Err(io::Error::other(format!("applied entry {applied} is not in the log store")))
-    }
-
-    fn build(&self) -> io::Result<Option<StoredSnapshot>> {
-        let (applied, membership) = {
+    /// Prepare a snapshot at the handler's retention boundary, if it set a new one.
+    fn prepare(&self) -> io::Result<Option<StoredSnapshot>> {
+        let (applied, current) = {
             let g = self.inner();
-            (g.applied, g.membership.clone())
+            (g.applied, g.current.as_ref().and_then(|c| c.last_log_id))
         };
         let Some(applied) = applied else { return Ok(None) };
-        let manifest = self.handler.build_manifest(applied)?;
-        let next_pos = self.next_pos(&applied)?;
+        let Some((p, manifest)) = self.handler.build_manifest(applied)? else { return Ok(None) };
+        if p.index > applied.index {
+            return Err(io::Error::other(format!("retention boundary {p} is beyond the applied {applied}")));
+        }
+        if current.is_some_and(|c| c.index >= p.index) {
+            return Ok(None);
+        }
+        if self.store.log_id_at(p.index) != Some(p) {
+            return Err(io::Error::other(format!("retention boundary {p} is not in the log store")));
+        }
+        let pos = self
+            .store
+            .entry_position(p.index)
+            .ok_or_else(|| io::Error::other(format!("retention boundary {p} has no position")))?;
+        let next_pos = pos.pos + u64::from(pos.size);
+        let membership = self.inner().membership_at(p.index);
         let data = SnapshotData { next_pos, manifest }.encode()?;
-        Ok(Some(StoredSnapshot { last_log_id: Some(applied), membership, data }))
+        Ok(Some(StoredSnapshot { last_log_id: Some(p), membership, data }))
+    }
+
+    /// A builder for a new snapshot, or `None` (logged) when there is nothing new to build.
+    fn builder(&self) -> Option<ManifestBuilder> {
+        match self.prepare() {
+            Ok(Some(s)) => Some(ManifestBuilder { prepared: Some(s), sm: self.clone() }),
+            Ok(None) => {
+                tracing::info!("no new retention boundary: snapshot not built");
+                None
+            }
+            Err(e) => {
+                tracing::error!(%e, "cannot prepare a snapshot at the retention boundary");
+                None
+            }
+        }
     }
 }
 
@@ -142,8 +192,9 @@ fn to_snapshot(s: &StoredSnapshot) -> Snapshot {
 }
 
 /// Builds a snapshot prepared on the state-machine task; `build_snapshot` only persists it.
+/// Without a prepared one (openraft insisted on a builder) it returns the current snapshot.
 pub struct ManifestBuilder {
-    prepared: io::Result<Option<StoredSnapshot>>,
+    prepared: Option<StoredSnapshot>,
     sm: StateMachine,
 }
 
@@ -151,9 +202,9 @@ impl RaftSnapshotBuilder<TypeConfig> for ManifestBuilder {
     type SnapshotData = Bytes;
 
     async fn build_snapshot(&mut self) -> Result<Snapshot, io::Error> {
-        let prepared = std::mem::replace(&mut self.prepared, Ok(None))?;
-        let Some(s) = prepared else {
-            return Err(io::Error::other("nothing applied yet: no snapshot to build"));
+        let Some(s) = self.prepared.take() else {
+            let current = self.sm.inner().current.as_ref().map(to_snapshot);
+            return current.ok_or_else(|| io::Error::other("no retention boundary set: no snapshot to build"));
         };
         let dir = self.sm.store.dir().to_path_buf();
         let to_save = s.clone();
@@ -167,6 +218,9 @@ impl RaftSnapshotBuilder<TypeConfig> for ManifestBuilder {
             _ => true,
         };
         if newer {
+            if let Some(l) = s.last_log_id {
+                g.prune_memberships(l.index);
+            }
             g.current = Some(s);
         }
         Ok(snap)
@@ -179,7 +233,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
 
     async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), io::Error> {
         let g = self.inner();
-        Ok((g.applied, g.membership.clone()))
+        Ok((g.applied, g.applied_membership()))
     }
 
     async fn apply<S>(&mut self, mut entries: S) -> Result<(), io::Error>
@@ -194,7 +248,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                     self.handler.apply(CommittedEntry { log_id, payload_pos, tag: p.tag, body: p.body })
                 }
                 EntryPayload::Membership(m) => {
-                    self.inner().membership = StoredMembership::new(Some(log_id), m);
+                    self.inner().memberships.push(StoredMembership::new(Some(log_id), m));
                     self.handler.apply_other(log_id);
                     AppReply::default()
                 }
@@ -211,12 +265,16 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         Ok(())
     }
 
-    async fn try_create_snapshot_builder(&mut self, _force: bool) -> Option<Self::SnapshotBuilder> {
-        Some(ManifestBuilder { prepared: self.build(), sm: self.clone() })
+    async fn try_create_snapshot_builder(&mut self, force: bool) -> Option<Self::SnapshotBuilder> {
+        match self.builder() {
+            Some(b) => Some(b),
+            None if force => Some(ManifestBuilder { prepared: None, sm: self.clone() }),
+            None => None,
+        }
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
-        ManifestBuilder { prepared: self.build(), sm: self.clone() }
+        self.builder().unwrap_or_else(|| ManifestBuilder { prepared: None, sm: self.clone() })
     }
 
     async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: Bytes) -> Result<(), io::Error> {
@@ -239,7 +297,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         self.store.rebase(last, data.next_pos).await?;
         let mut g = self.inner();
         g.applied = Some(last);
-        g.membership = meta.last_membership.clone();
+        g.memberships = vec![meta.last_membership.clone()];
         g.current = Some(stored);
         Ok(())
     }

@@ -52,9 +52,18 @@ pub struct State {
     pub committed_dirty: bool,
     /// Set when an fsync failed: nothing more is acknowledged.
     pub poisoned: Option<String>,
+    /// Crash-test hook: the flusher holds every request without syncing (see
+    /// `LogStore::freeze_for_crash_test`).
+    pub frozen: bool,
     /// Set when recovery found corruption before the tail.
     pub damaged: Option<String>,
     pub patcher: Box<dyn PayloadPatcher>,
+}
+
+/// A truncation done in memory whose file work is pending.
+pub struct Truncation {
+    new_end: u64,
+    old_end: u64,
 }
 
 /// What a truncation left for the flusher to make durable.
@@ -158,39 +167,35 @@ impl State {
         Ok(())
     }
 
-    /// Remove every entry after `last` (exclusive). Zeroes the freed bytes of the current
-    /// segment and deletes later segments; returns the ranges that must be synced before the
-    /// truncation counts as durable.
-    pub fn truncate_after(&mut self, last: Option<LogId>) -> Result<Option<TruncateSync>> {
+    /// Where the log would end after [`Self::truncate_after`]`(last)`; `None` if nothing goes.
+    pub fn truncation_end(&self, last: Option<LogId>) -> Result<Option<u64>> {
         let keep_upto = last.map(|l| l.index);
         let Some(cur_last) = self.last else { return Ok(None) };
         if keep_upto.is_some_and(|k| k >= cur_last.index) {
             return Ok(None);
         }
         let first = self.first.ok_or(StoreError::Contract("non-empty log without first".into()))?;
-        let new_end = match keep_upto {
+        Ok(Some(match keep_upto {
             Some(k) if k >= first => {
                 let s = self.index.get(k).ok_or(StoreError::Contract(format!("no slot for {k}")))?;
                 s.pos + u64::from(s.size)
             }
             _ => self.index.get(first).ok_or(StoreError::Contract("no slot for first".into()))?.pos,
-        };
+        }))
+    }
+
+    /// Remove every entry after `last` (exclusive) from the in-memory state and lower the
+    /// watermark to the new end; the files are not touched. The caller persists meta, then
+    /// calls [`Self::truncate_files`]: bytes zeroed in the page cache may reach the disk before
+    /// any later meta write, and a persisted watermark above them would make recovery call the
+    /// store damaged. Until then the stale records after the new end are invisible (outside
+    /// `first..=last`) and no append runs (openraft awaits the truncation).
+    pub fn truncate_logically(&mut self, last: Option<LogId>) -> Result<Option<Truncation>> {
+        let keep_upto = last.map(|l| l.index);
+        let Some(new_end) = self.truncation_end(last)? else { return Ok(None) };
+        let first = self.first.ok_or(StoreError::Contract("non-empty log without first".into()))?;
         assert!(new_end <= self.end_pos, "truncation must not grow the log");
         let old_end = self.end_pos;
-        let seg = self.limits.segment_size;
-        let base = segment_base(new_end, seg);
-        // Zero [new_end, old_end) within new_end's segment (a blank pad and anything after it
-        // included); beyond old_end it is zero already, later segments are deleted below.
-        let zero_to = old_end.min(base + seg);
-        let ranges = if zero_to > new_end {
-            let len = usize::try_from(zero_to - new_end).map_err(|_| StoreError::Contract("range".into()))?;
-            self.segs.write_slice(new_end, len)?.fill(0);
-            self.segs.sync_ranges(new_end, zero_to)
-        } else {
-            Vec::new()
-        };
-        let removed = self.segs.remove_where(|b| b > base)?;
-        self.dir_dirty |= removed > 0;
         let from_index = keep_upto.map_or(first, |k| (k + 1).max(first));
         self.index.clear_from(from_index)?;
         self.end_pos = new_end;
@@ -205,7 +210,26 @@ impl State {
             self.meta.start_pos = new_end;
         }
         self.meta.durable_pos = self.meta.durable_pos.min(new_end);
-        Ok(Some(TruncateSync { ranges }))
+        Ok(Some(Truncation { new_end, old_end }))
+    }
+
+    /// The file part of a truncation: zero `[new_end, old_end)` within the new end's segment (a
+    /// blank pad and anything after it included; beyond `old_end` it is zero already) and delete
+    /// later segments. Returns the ranges that must be synced before the truncation is durable.
+    pub fn truncate_files(&mut self, t: &Truncation) -> Result<TruncateSync> {
+        let seg = self.limits.segment_size;
+        let base = segment_base(t.new_end, seg);
+        let zero_to = t.old_end.min(base + seg);
+        let ranges = if zero_to > t.new_end {
+            let len = usize::try_from(zero_to - t.new_end).map_err(|_| StoreError::Contract("range".into()))?;
+            self.segs.write_slice(t.new_end, len)?.fill(0);
+            self.segs.sync_ranges(t.new_end, zero_to)
+        } else {
+            Vec::new()
+        };
+        let removed = self.segs.remove_where(|b| b > base)?;
+        self.dir_dirty |= removed > 0;
+        Ok(TruncateSync { ranges })
     }
 
     /// Logically purge up to `upto` (inclusive): update first/last and `meta`; the caller
@@ -233,31 +257,56 @@ impl State {
         Ok(())
     }
 
-    /// Prepare a rebase onto a snapshot's `last` log id: the whole log is dropped and the entry
-    /// after `last` goes to `next_pos` (its position on the leader). Logical part only; the
-    /// caller persists meta, then calls [`Self::delete_rebased_files`]. Returns false when the
-    /// log already holds `last` (positions already agree; openraft's purge does the rest).
-    pub fn rebase_logically(&mut self, last: LogId, next_pos: u64) -> Result<bool> {
+    /// Whether a snapshot ending at `last` whose next entry goes to `next_pos` can be consistent
+    /// with this log: `next_pos` is a position an entry can start at (a Java long, leaving at
+    /// least a blank in its segment), equals the end of `last` if the log holds that very entry,
+    /// and is not below the end of a local committed entry before `last` (committed entries are
+    /// identical on every replica, so the leader's position of `last + 1` lies after them).
+    /// Uncommitted local entries prove nothing and may extend past `next_pos`.
+    pub fn check_snapshot_point(&self, last: LogId, next_pos: u64, committed: Option<LogId>) -> Result<()> {
+        let bad = |m: String| Err(StoreError::Contract(m));
+        if i64::try_from(next_pos).is_err() {
+            return bad(format!("snapshot next position {next_pos} is not a CommitLog offset"));
+        }
+        let seg = self.limits.segment_size;
+        if seg - next_pos % seg < entry::BLANK_MIN_BYTES {
+            return bad(format!("snapshot next position {next_pos} leaves less than a blank in its segment"));
+        }
         if let Some(s) = self.slot(last.index)
             && s.term == last.leader_id.term
         {
             let end = s.pos + u64::from(s.size);
             if end != next_pos {
-                return Err(StoreError::Contract(format!(
-                    "snapshot says entry {} ends at {next_pos} but it ends at {end} here",
-                    last.index
-                )));
+                return bad(format!("snapshot says entry {} ends at {next_pos} but it ends at {end} here", last.index));
             }
+            return Ok(());
+        }
+        let committed = committed.into_iter().chain(self.meta.committed).max();
+        if let Some(c) = committed
+            && c.index < last.index
+            && let Some(s) = self.slot(c.index)
+            && s.term == c.leader_id.term
+            && s.pos + u64::from(s.size) > next_pos
+        {
+            return bad(format!(
+                "snapshot next position {next_pos} is below the end of committed entry {c} ({})",
+                s.pos + u64::from(s.size)
+            ));
+        }
+        Ok(())
+    }
+
+    /// Prepare a rebase onto a snapshot's `last` log id: the whole log is dropped and the entry
+    /// after `last` goes to `next_pos` (its position on the leader). Logical part only; the
+    /// caller persists meta, then calls [`Self::delete_rebased_files`]. Returns false when the
+    /// log already holds `last` (positions already agree; openraft's purge does the rest).
+    pub fn rebase_logically(&mut self, last: LogId, next_pos: u64) -> Result<bool> {
+        self.check_snapshot_point(last, next_pos, None)?;
+        if self.slot(last.index).is_some_and(|s| s.term == last.leader_id.term) {
             return Ok(false);
         }
-        // Entries that survive a conflict truncation are committed, hence identical on the
-        // leader: the local end can only be at or before the leader's next position.
-        if next_pos < self.end_pos {
-            return Err(StoreError::Contract(format!(
-                "snapshot next position {next_pos} is below the local log end {}",
-                self.end_pos
-            )));
-        }
+        // Every local entry goes (all segments are deleted), so local entries that end past
+        // `next_pos` (uncommitted ones of an old term) leave no stale bytes behind.
         self.first = None;
         self.last = None;
         self.meta.last_purged = Some(last);

@@ -1,8 +1,9 @@
 //! [`RecordingHandler`]: a small [`ApplyHandler`] for tests and examples. It records every
 //! applied entry (index, term, payload position, bytes) and replies with the payload position
 //! and index, so tests can check that every replica applied the same entries at the same
-//! physical positions. Its manifest is the number of entries it holds and the last one's index
-//! (big-endian u64 each); installing one forgets the recorded entries.
+//! physical positions. Its retention boundary P is set by the test ([`RecordingHandler::set_boundary`]);
+//! the manifest at P is the number of recorded entries up to P and P's index (big-endian u64
+//! each); installing one forgets the recorded entries (everything after P is applied again).
 
 use std::io;
 use std::sync::{Mutex, MutexGuard};
@@ -21,6 +22,10 @@ pub struct Recorded {
     pub last: Option<LogId>,
     /// Manifests installed so far.
     pub installs: u64,
+    /// The snapshot point of the last manifest installed.
+    pub installed_at: Option<LogId>,
+    /// Retention boundary offered to the next snapshot build.
+    pub boundary: Option<LogId>,
 }
 
 /// Records every applied entry.
@@ -38,6 +43,11 @@ impl RecordingHandler {
     /// The recorded state.
     pub fn recorded(&self) -> MutexGuard<'_, Recorded> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Offer `p` (an applied log id) as the retention boundary of the next snapshot.
+    pub fn set_boundary(&self, p: LogId) {
+        self.recorded().boundary = Some(p);
     }
 
     /// Decode a reply: (payload position, index).
@@ -69,12 +79,13 @@ impl ApplyHandler for RecordingHandler {
         self.recorded().last = Some(log_id);
     }
 
-    fn build_manifest(&self, last_applied: LogId) -> io::Result<Bytes> {
+    fn build_manifest(&self, applied: LogId) -> io::Result<Option<(LogId, Bytes)>> {
         let st = self.recorded();
+        let Some(p) = st.boundary.filter(|p| p.index <= applied.index) else { return Ok(None) };
         let mut b = BytesMut::with_capacity(16);
-        b.put_u64(st.entries.len() as u64);
-        b.put_u64(last_applied.index);
-        Ok(b.freeze())
+        b.put_u64(st.entries.iter().filter(|e| e.log_id.index <= p.index).count() as u64);
+        b.put_u64(p.index);
+        Ok(Some((p, b.freeze())))
     }
 
     fn install_manifest(&self, manifest: Bytes, last: LogId) -> io::Result<()> {
@@ -85,6 +96,7 @@ impl ApplyHandler for RecordingHandler {
         st.entries.clear();
         st.last = Some(last);
         st.installs += 1;
+        st.installed_at = Some(last);
         Ok(())
     }
 }

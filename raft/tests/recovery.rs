@@ -309,3 +309,37 @@ async fn purge_below_the_first_entry_keeps_the_log() -> anyhow::Result<()> {
     assert_eq!(read_all(&mut re).await?, all);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frozen_then_killed_store_acknowledges_nothing_after_the_freeze() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let mut store = LogStore::open(dir.path(), &cfg())?;
+    let durable: Vec<Entry> = (1..=10).map(|i| entry(1, i, vec![i as u8; 300])).collect();
+    append_durable(&mut store, durable.clone()).await?;
+    let watermark = store.durable_pos();
+
+    // The disk hangs: appends still land, but their flush and a vote save never complete.
+    store.freeze_for_crash_test();
+    let (tx, rx) = TypeConfig::oneshot();
+    store.append((11..=20).map(|i| entry(1, i, vec![i as u8; 300])), IOFlushed::signal(tx)).await?;
+    assert_eq!(store.last_log_id(), Some(log_id(1, 20)));
+    let mut voter = store.clone();
+    let vote = tokio::spawn(async move { voter.save_vote(&raftmq_raft::type_config::Vote::new(2, 1)).await });
+
+    // The process dies: everything held fails; the watermark did not move.
+    assert_eq!(store.kill_for_crash_test(), watermark);
+    assert!(rx.await?.is_err(), "a flush completed after the freeze");
+    assert!(vote.await?.is_err(), "a vote was saved after the freeze");
+    assert!(store.append(vec![entry(1, 21, vec![])], IOFlushed::noop()).await.is_err());
+    let end = store.end_pos();
+    drop(store);
+
+    // Losing the never-acknowledged bytes leaves exactly the acknowledged prefix.
+    assert!(end > watermark);
+    cut_at(dir.path(), watermark, &[0xA5; 64])?;
+    let mut re = LogStore::open(dir.path(), &cfg())?;
+    assert!(!re.is_damaged(), "{:?}", re.damage_reason());
+    assert_eq!(read_all(&mut re).await?, durable);
+    assert_eq!(re.read_vote().await?, None);
+    Ok(())
+}

@@ -1,6 +1,7 @@
 //! A 3-replica group over loopback TCP (the remoting transport): election, replication,
 //! leader failover, catch-up of a stopped follower, truncation of a deposed leader's
-//! uncommitted tail. Every replica must hold the same entries at the same physical positions.
+//! uncommitted tail, leadership transfer. Every replica must hold the same entries at the same
+//! physical positions.
 
 mod cluster;
 
@@ -142,6 +143,42 @@ async fn t13_deposed_leader_tail_is_truncated() -> anyhow::Result<()> {
         for (e, _, _) in &uncommitted {
             assert!(!rec.entries.iter().any(|a| a.log_id == e.log_id), "replica {id} applied {}", e.log_id);
         }
+    }
+    c.stop_all().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t14_leadership_transfer_to_a_caught_up_follower() -> anyhow::Result<()> {
+    let mut c = Cluster::tcp(3).await?;
+    c.start_all().await?;
+    let (old, term) = c.wait_leader(&c.ids(), 1, WAIT).await?;
+    let last = c.write(old, 20).await?;
+    c.wait_applied(last, WAIT).await?;
+    let to = c.ids().into_iter().find(|id| *id != old).expect("a follower");
+
+    let started = Instant::now();
+    c.node(old)?.transfer_leader(to).await?;
+    // The chosen follower, and no one else, leads the next term; no election timeout is waited.
+    let (new, new_term) = c.wait_leader(&[to], term + 1, WAIT).await?;
+    let took = started.elapsed();
+    assert_eq!(new, to);
+    assert!(took < Duration::from_millis(c.cfg.election_timeout_min_ms * 3), "transfer took {took:?}");
+    let mut watch = c.node(old)?.leadership();
+    let seen = watch.wait_for(|l| l.leader_id == Some(to) && l.term == new_term).await?;
+    assert_ne!(seen.role, Role::Leader);
+
+    // The old leader now forwards; the new one commits, and every replica agrees.
+    let p = c.payload();
+    match c.node(old)?.propose(p).await {
+        Err(ProposeError::ForwardToLeader { leader_id, .. }) => assert_eq!(leader_id, Some(to)),
+        other => panic!("expected ForwardToLeader from the old leader, got {other:?}"),
+    }
+    let more = c.write(to, 10).await?;
+    c.wait_applied(more, WAIT).await?;
+    assert_logs_agree(&c, more).await?;
+    let reference = c.replicas[&to].handler.recorded().entries.clone();
+    for id in c.ids() {
+        assert_eq!(c.replicas[&id].handler.recorded().entries, reference, "replica {id}");
     }
     c.stop_all().await
 }

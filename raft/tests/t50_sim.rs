@@ -1,6 +1,10 @@
 //! Seeded simulation of a 3-replica group over the in-memory router: random message delays,
 //! partitions (isolated node, one-way cuts), crashes and restarts from the same directory,
-//! with client writes throughout. Invariants, checked after every step and at the end:
+//! with client writes throughout. Half the crashes are clean stops; the other half lose what
+//! was never fsynced: the victim's disk first hangs while writes go on (it appends entries it
+//! never acknowledges, which the other two commit; a frozen leader's followers commit without
+//! it), then it dies and the unsynced tail of its CommitLog is cut at a random point, sometimes
+//! with torn garbage after it. Invariants, checked after every step and at the end:
 //! - election safety: at most one leader per term (every leadership change is recorded);
 //! - acknowledged entries are never lost or changed (same log id, bytes and position);
 //! - the logs of all replicas agree (entries and positions) up to their common commit index.
@@ -11,8 +15,6 @@
 //! failing seed reproduces the same fault schedule, which usually reproduces the failure.
 //! tokio's paused time is not used: its auto-advance fires election timers whenever the
 //! runtime idles on an fsync, which turns every flush into a spurious election.
-//! Crashes are clean stops (the flusher drains its queue), so no un-synced tail is cut here;
-//! torn tails are covered by tests/recovery.rs.
 //!
 //! `RAFTMQ_SIM_SEED=<n>` runs one seed; `RAFTMQ_SIM_SEEDS=<count>` (default 200) and
 //! `RAFTMQ_SIM_JOBS=<parallel>` (default 12) size the sweep.
@@ -139,7 +141,7 @@ async fn write_some(c: &mut Cluster, rng: &mut StdRng, acked: &mut Acked, n: usi
     Ok(())
 }
 
-async fn run_seed(seed: u64) -> anyhow::Result<()> {
+async fn run_seed(seed: u64) -> anyhow::Result<CrashStats> {
     let mut rng = StdRng::seed_from_u64(seed);
     let router = MemRouter::new(seed ^ 0x5EED);
     router.set_delay_max(Duration::from_micros(rng.random_range(0..3000)));
@@ -151,6 +153,7 @@ async fn run_seed(seed: u64) -> anyhow::Result<()> {
     }
     c.wait_leader(&c.ids(), 1, WAIT).await?;
     let mut acked = Acked::new();
+    let mut crashes = CrashStats::default();
     let ids = c.ids();
     for step in 0..STEPS {
         let victim = ids[rng.random_range(0..ids.len())];
@@ -163,7 +166,26 @@ async fn run_seed(seed: u64) -> anyhow::Result<()> {
                 }
             }
             2 if c.running().len() == ids.len() => {
-                c.stop(victim).await?;
+                if rng.random_bool(0.5) {
+                    c.stop(victim).await?;
+                } else {
+                    // The victim's disk hangs while the group keeps writing: it appends entries
+                    // it never acknowledges (the others commit them), then it dies.
+                    c.node(victim)?.store().freeze_for_crash_test();
+                    let n = rng.random_range(1..6);
+                    write_some(&mut c, &mut rng, &mut acked, n).await.context(format!("step {step}, frozen"))?;
+                    let keep = rng.random_range(0.0..1.0);
+                    let garbage: Vec<u8> = if rng.random_bool(0.5) {
+                        (0..rng.random_range(1..200)).map(|_| rng.random()).collect()
+                    } else {
+                        Vec::new()
+                    };
+                    let leader = c.node(victim)?.leadership().borrow().leader_id;
+                    let cut = c.crash(victim, keep, &garbage).await?;
+                    println!("seed {seed} step {step}: crashed {victim} (leader {leader:?}) {cut:?}");
+                    crashes.lost_bytes += cut.end - cut.cut;
+                    crashes.count += 1;
+                }
                 write_some(&mut c, &mut rng, &mut acked, 3).await?;
                 c.start(victim).await?;
                 watch_leaders(&c, victim, &seen);
@@ -186,7 +208,16 @@ async fn run_seed(seed: u64) -> anyhow::Result<()> {
     check_election_safety(&seen)?;
     check_logs(&c, &acked).await?;
     cluster::assert_logs_agree(&c, last).await?;
-    c.stop_all().await
+    c.stop_all().await?;
+    Ok(crashes)
+}
+
+/// Crashes without flush in one seed.
+#[derive(Debug, Default, Clone, Copy)]
+struct CrashStats {
+    count: u64,
+    /// Unsynced CommitLog bytes cut away.
+    lost_bytes: u64,
 }
 
 fn env_u64(name: &str) -> Option<u64> {
@@ -203,6 +234,7 @@ async fn t50_simulated_faults_keep_raft_invariants() -> anyhow::Result<()> {
     println!("simulating {} seeds, {jobs} at a time", seeds.len());
     let mut set = tokio::task::JoinSet::new();
     let mut failures = Vec::new();
+    let mut total = CrashStats::default();
     let mut queue = seeds.into_iter();
     loop {
         while set.len() < jobs {
@@ -211,12 +243,17 @@ async fn t50_simulated_faults_keep_raft_invariants() -> anyhow::Result<()> {
         }
         let Some(done) = set.join_next().await else { break };
         let (seed, result) = done?;
+        if let Ok(s) = &result {
+            total.count += s.count;
+            total.lost_bytes += s.lost_bytes;
+        }
         if let Err(e) = result {
             println!("seed {seed} FAILED: {e:#}");
             println!("reproduce: RAFTMQ_SIM_SEED={seed} cargo test -p raftmq-raft --test t50_sim");
             failures.push(seed);
         }
     }
+    println!("crashes without flush: {} ({} unsynced bytes cut)", total.count, total.lost_bytes);
     if !failures.is_empty() {
         bail!("{} seeds failed: {failures:?}", failures.len());
     }

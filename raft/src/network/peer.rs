@@ -68,7 +68,7 @@ impl<T: Transport> PeerClient<T> {
         if self.target == self.id {
             return Err(CallError::Refused("a node never sends RPCs to itself".into()));
         }
-        let body = wire::encode(req).map_err(|e| CallError::Garbage(e.to_string()))?;
+        let body = wire::encode_sized(req, req.size_hint()).map_err(|e| CallError::Garbage(e.to_string()))?;
         let reply = self
             .transport
             .call(self.id, self.target, &self.addr, req.kind(), body, timeout)

@@ -4,16 +4,26 @@
 //!
 //! A replica whose store is damaged has no openraft node at all: it refuses every RPC, so it
 //! neither votes nor accepts a leader's entries, and it never campaigns (see `node`).
+//!
+//! A snapshot is checked before openraft sees it ([`check_snapshot`]): openraft asserts on a
+//! snapshot that contradicts its vote or committed log, and a snapshot our state machine cannot
+//! install is a fatal storage error, so a corrupt or malicious peer could otherwise stop the node.
+//! The check reads the committed log id a moment before openraft does; committed only grows,
+//! and a snapshot of a protocol-following leader passes at any moment.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 
+use openraft::async_runtime::WatchReceiver;
+
 use super::RpcKind;
 use super::wire::{self, RaftReply, RaftRequest};
+use crate::log_store::{LogStore, WeakLogStore};
 use crate::node::Raft;
-use crate::state_machine::Snapshot;
-use crate::type_config::NodeId;
+use crate::snapshot_file::SnapshotData;
+use crate::state_machine::{Snapshot, SnapshotMeta};
+use crate::type_config::{LogId, Membership, NodeId, Vote};
 
 /// Handles Raft RPCs addressed to one local node. Cheap to clone.
 #[derive(Clone)]
@@ -24,17 +34,20 @@ pub struct RaftService {
 struct Inner {
     id: NodeId,
     raft: Result<Raft, String>,
+    /// The node's log store, for snapshot checks; weak so a registered service never keeps a
+    /// stopped node's files open.
+    store: Option<WeakLogStore>,
 }
 
 impl RaftService {
-    /// Serve RPCs with `raft`.
-    pub fn new(id: NodeId, raft: Raft) -> Self {
-        Self { inner: Arc::new(Inner { id, raft: Ok(raft) }) }
+    /// Serve RPCs with `raft`, whose log store is `store`.
+    pub fn new(id: NodeId, raft: Raft, store: &LogStore) -> Self {
+        Self { inner: Arc::new(Inner { id, raft: Ok(raft), store: Some(store.weak()) }) }
     }
 
     /// Refuse every RPC, saying why (damaged store).
     pub fn refusing(id: NodeId, why: String) -> Self {
-        Self { inner: Arc::new(Inner { id, raft: Err(why) }) }
+        Self { inner: Arc::new(Inner { id, raft: Err(why), store: None }) }
     }
 
     /// The node this service answers for.
@@ -66,12 +79,100 @@ impl RaftService {
             RaftRequest::Vote(r) => RaftReply::Vote(raft.vote(r).await.map_err(|e| fail(&e))?),
             RaftRequest::PreVote(r) => RaftReply::Vote(raft.pre_vote(r).await.map_err(|e| fail(&e))?),
             RaftRequest::InstallSnapshot { vote, meta, data } => {
-                let snap = Snapshot { meta, snapshot: Bytes::from(data) };
+                let data = Bytes::from(data);
+                let store = self.inner.store.as_ref().and_then(WeakLogStore::upgrade);
+                let store = store.ok_or_else(|| format!("node {}: log store closed", self.inner.id))?;
+                let committed = raft.metrics().borrow_watched().local_committed;
+                check_snapshot(&vote, &meta, &data, committed, &store).map_err(|e| {
+                    tracing::warn!(id = self.inner.id, %e, ?meta, "rejecting an inconsistent snapshot");
+                    format!("node {}: snapshot rejected: {e}", self.inner.id)
+                })?;
+                let snap = Snapshot { meta, snapshot: data };
                 RaftReply::InstallSnapshot(raft.install_full_snapshot(vote, snap).await.map_err(|e| fail(&e))?)
             }
             RaftRequest::TransferLeader(r) => {
                 RaftReply::TransferLeader(raft.handle_transfer_leader(r).await.map_err(|e| fail(&e))?)
             }
         })
+    }
+}
+
+/// Check a received snapshot against the sender's vote, its own encoding, and the local log
+/// (`committed` = the local committed log id). Every condition openraft asserts on, and every
+/// one our `install_snapshot` would fail on, is refused here.
+pub fn check_snapshot(
+    vote: &Vote,
+    meta: &SnapshotMeta,
+    data: &Bytes,
+    committed: Option<LogId>,
+    store: &LogStore,
+) -> Result<(), String> {
+    let last = meta.last_log_id.ok_or("snapshot without a last log id")?;
+    if last.leader_id.term > vote.leader_id.term {
+        return Err(format!("snapshot last log id {last} is beyond the sender's vote {vote}"));
+    }
+    let m = &meta.last_membership;
+    if m.log_id().is_some_and(|l| l > last) {
+        return Err(format!("snapshot membership {:?} is after its last log id {last}", m.log_id()));
+    }
+    // A snapshot of a group always carries a quorum (openraft's default membership has none).
+    let configs = m.membership().get_joint_config();
+    if configs.is_empty() {
+        return Err("snapshot membership has no voters".into());
+    }
+    let nodes: std::collections::BTreeMap<_, _> = m.membership().nodes().map(|(k, v)| (*k, v.clone())).collect();
+    Membership::new(configs.clone(), nodes).map_err(|e| format!("snapshot membership is invalid: {e}"))?;
+    if let Some(c) = committed
+        && last > c
+        && last.index <= c.index
+    {
+        return Err(format!("snapshot last log id {last} contradicts the committed log id {c}"));
+    }
+    let d = SnapshotData::decode(data).map_err(|r| format!("snapshot data: {r}"))?;
+    store.check_snapshot_point(last, d.next_pos, committed).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use super::*;
+    use crate::config::RaftConfig;
+    use crate::type_config::{Node, StoredMembership, log_id};
+
+    fn membership(at: Option<LogId>) -> StoredMembership {
+        let nodes: BTreeMap<u64, Node> = (1..=3).map(|i| (i, Node::new(format!("127.0.0.1:{i}"), ""))).collect();
+        let m = Membership::new(vec![BTreeSet::from([1, 2, 3])], nodes).expect("valid membership");
+        StoredMembership::new(at, m)
+    }
+
+    fn data(next_pos: u64) -> Bytes {
+        SnapshotData { next_pos, manifest: Bytes::from_static(b"m") }.encode().expect("encode")
+    }
+
+    #[test]
+    fn rejects_inconsistent_snapshots() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let cfg = RaftConfig { segment_size_bytes: 4096, index_file_entries: 16, ..RaftConfig::default() };
+        let store = LogStore::open(dir.path(), &cfg)?;
+        let vote = Vote::new_committed(5, 1);
+        let meta = |last: Option<LogId>, m: StoredMembership| SnapshotMeta { last_log_id: last, last_membership: m };
+        let good = meta(Some(log_id(4, 100)), membership(Some(log_id(1, 1))));
+        assert_eq!(check_snapshot(&vote, &good, &data(8192), None, &store), Ok(()));
+
+        let cases = [
+            ("no last log id", meta(None, membership(None)), data(8192), None),
+            ("term beyond vote", meta(Some(log_id(6, 100)), membership(None)), data(8192), None),
+            ("membership after last", meta(Some(log_id(4, 100)), membership(Some(log_id(4, 101)))), data(8192), None),
+            ("empty membership", meta(Some(log_id(4, 100)), StoredMembership::default()), data(8192), None),
+            ("contradicts committed", good.clone(), data(8192), Some(log_id(3, 100))),
+            ("garbage data", good.clone(), Bytes::from_static(b"junk"), None),
+            ("tail shorter than a blank", good.clone(), data(4096 - 4), None),
+            ("not a java long", good.clone(), data(u64::MAX - 4095), None),
+        ];
+        for (what, m, d, committed) in cases {
+            assert!(check_snapshot(&vote, &m, &d, committed, &store).is_err(), "{what} accepted");
+        }
+        Ok(())
     }
 }

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::RpcKind;
 use crate::state_machine::SnapshotMeta;
-use crate::type_config::{TypeConfig, Vote};
+use crate::type_config::{EntryPayload, TypeConfig, Vote};
 
 /// A request from a leader or candidate.
 #[derive(Debug, Serialize, Deserialize)]
@@ -40,6 +40,26 @@ pub enum RaftRequest {
 }
 
 impl RaftRequest {
+    /// About how many bytes the encoded request takes (exact enough to size its buffer).
+    pub fn size_hint(&self) -> usize {
+        const PER_ENTRY_BYTES: usize = 32;
+        match self {
+            Self::AppendEntries(r) => {
+                let payloads: usize = r
+                    .entries
+                    .iter()
+                    .map(|e| match &e.payload {
+                        EntryPayload::Normal(p) => p.body.len(),
+                        _ => 256,
+                    })
+                    .sum();
+                128 + payloads + r.entries.len() * PER_ENTRY_BYTES
+            }
+            Self::InstallSnapshot { data, .. } => 1024 + data.len(),
+            _ => 256,
+        }
+    }
+
     /// The RPC kind (selects the transport's request code).
     pub fn kind(&self) -> RpcKind {
         match self {
@@ -77,7 +97,15 @@ fn config() -> impl bincode::config::Config {
 
 /// Encode a message.
 pub fn encode<T: Serialize>(msg: &T) -> Result<Bytes, WireError> {
-    bincode::serde::encode_to_vec(msg, config()).map(Bytes::from).map_err(|e| WireError(e.to_string()))
+    encode_sized(msg, 0)
+}
+
+/// Encode a message into a buffer of `capacity` bytes to start with (a batch of entries then
+/// costs one copy of each payload, not a chain of reallocations).
+pub fn encode_sized<T: Serialize>(msg: &T, capacity: usize) -> Result<Bytes, WireError> {
+    let mut buf = Vec::with_capacity(capacity);
+    bincode::serde::encode_into_std_write(msg, &mut buf, config()).map_err(|e| WireError(e.to_string()))?;
+    Ok(Bytes::from(buf))
 }
 
 /// Decode a message; the whole input must be consumed.
@@ -92,7 +120,7 @@ pub fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, WireError
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::type_config::{AppPayload, Entry, EntryPayload, log_id};
+    use crate::type_config::{AppPayload, Entry, log_id};
 
     #[test]
     fn append_entries_round_trip() {

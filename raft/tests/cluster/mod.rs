@@ -1,7 +1,7 @@
 //! Test harness: a group of `RaftNode`s in one process over any transport (loopback TCP or the
-//! in-memory router), a [`Gate`] wrapper that cuts links for partitions, and checks that compare
-//! the replicas' logs entry by entry and position by position. Waits are on openraft metrics
-//! with deadlines, never sleeps.
+//! in-memory router), a [`Gate`] wrapper that cuts links for partitions, crashes that lose
+//! what was never fsynced ([`Cluster::crash`]), and checks that compare the replicas' logs entry
+//! by entry and position by position. Waits are on openraft metrics with deadlines, never sleeps.
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashSet};
@@ -230,6 +230,28 @@ impl Cluster {
         Ok(())
     }
 
+    /// Kill replica `id` without a clean flush. Its store stops acknowledging at once (as if
+    /// the process died; [`RaftNode::store`]`.freeze_for_crash_test()` before this lets it keep
+    /// appending unacknowledged entries for a while, like a hung disk), the node is stopped, and
+    /// its data segments lose the unsynced tail: bytes from a point `keep_fraction` of the way
+    /// between the durable watermark and the log end are cut (what the kernel happened to write
+    /// back survives), and `garbage` is left there (a torn write).
+    pub async fn crash(&mut self, id: NodeId, keep_fraction: f64, garbage: &[u8]) -> anyhow::Result<CrashCut> {
+        self.net.detach(id);
+        let seg = self.cfg.segment_size_bytes;
+        let r = self.replicas.get_mut(&id).ok_or_else(|| anyhow!("no replica {id}"))?;
+        let node = r.node.take().ok_or_else(|| anyhow!("replica {id} is not running"))?;
+        let durable = node.store().kill_for_crash_test();
+        let end = node.store().end_pos().max(durable);
+        // openraft may already have stopped on the store's refusals; either way it is down.
+        if let Err(e) = node.shutdown().await {
+            println!("crashed replica {id} stopped with {e}");
+        }
+        let cut = durable + ((end - durable) as f64 * keep_fraction.clamp(0.0, 1.0)) as u64;
+        cut_segments(&r.dir, seg, cut, garbage)?;
+        Ok(CrashCut { durable, end, cut })
+    }
+
     pub fn node(&self, id: NodeId) -> anyhow::Result<&RaftNode> {
         self.replicas.get(&id).and_then(|r| r.node.as_ref()).ok_or_else(|| anyhow!("replica {id} is not running"))
     }
@@ -333,6 +355,42 @@ impl Cluster {
         }
         Ok(())
     }
+}
+
+/// Where a crash cut a replica's CommitLog.
+#[derive(Debug, Clone, Copy)]
+pub struct CrashCut {
+    /// Durable watermark when the replica died: everything below was fsynced.
+    pub durable: u64,
+    /// Log end when it died.
+    pub end: u64,
+    /// First byte lost.
+    pub cut: u64,
+}
+
+/// Lose every CommitLog byte at and after `cut` (files shortened or deleted, as the page cache
+/// never reached the disk), leaving `garbage` at `cut` if given.
+pub fn cut_segments(dir: &std::path::Path, seg: u64, cut: u64, garbage: &[u8]) -> anyhow::Result<()> {
+    let seg_dir = dir.join("commitlog");
+    if !seg_dir.exists() {
+        return Ok(());
+    }
+    for e in std::fs::read_dir(&seg_dir)? {
+        let e = e?;
+        let base: u64 = e.file_name().to_string_lossy().parse()?;
+        if base + seg <= cut {
+            continue;
+        }
+        if base > cut || (base == cut && garbage.is_empty()) {
+            std::fs::remove_file(e.path())?;
+            continue;
+        }
+        let f = std::fs::OpenOptions::new().write(true).open(e.path())?;
+        f.set_len(cut - base)?;
+        let room = usize::try_from(base + seg - cut)?;
+        std::os::unix::fs::FileExt::write_all_at(&f, &garbage[..garbage.len().min(room)], cut - base)?;
+    }
+    Ok(())
 }
 
 /// Entries with their position and record size.

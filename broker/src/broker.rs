@@ -1,0 +1,325 @@
+//! `Broker`: one replica of a broker group, wired and running (RocketMQ's `BrokerController`).
+//!
+//! ```text
+//! start(config)
+//!   LogStore::open ─▶ recovered CommitLog end ─▶ MessageStore::open (ConsumeQueues truncated to it)
+//!   RaftServer::bind(raftAddr) ─▶ RaftNode::start (first boot of the group: smallest id initialises;
+//!                                 a restart never re-initialises) ─▶ attach the Raft service
+//!   group commit + offset committer tasks ─▶ RemotingServer(listenPort, BrokerProcessor)
+//!   client housekeeping + NameServer registration tasks ─▶ boot line
+//! shutdown()
+//!   remoting: stop accepting, drain ─▶ unregister from NameServers ─▶ stop tasks ─▶ Raft RPC off
+//!   ─▶ RaftNode::shutdown (log flushed) ─▶ ConsumeQueues flushed
+//! ```
+//!
+//! Invariant: the ConsumeQueues are recovered against the CommitLog before Raft applies anything, so
+//! re-applied entries meet queues that never run past the log (raft-log-design.md §6 crash rule).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use raftmq_common::remoting::ProcessorTable;
+use raftmq_common::remoting::RemotingClient;
+use raftmq_common::remoting::RemotingServer;
+use raftmq_common::remoting::ServerOptions;
+use raftmq_raft::ApplyHandler;
+use raftmq_raft::Leadership;
+use raftmq_raft::LogStore;
+use raftmq_raft::NodeConfig;
+use raftmq_raft::RaftConfig;
+use raftmq_raft::RaftNode;
+use raftmq_raft::network::RaftServer;
+use raftmq_raft::network::TcpTransport;
+use raftmq_raft::type_config::Node;
+use thiserror::Error;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+use tracing::warn;
+
+use crate::client_manage_processor::notify_consumer_ids_changed;
+use crate::client_manager::ClientManager;
+use crate::config::BrokerConfig;
+use crate::group_commit::GroupCommit;
+use crate::namesrv_registration;
+use crate::offset_commit::OffsetCommitter;
+use crate::processor::BrokerContext;
+use crate::processor::BrokerProcessor;
+use crate::processor::SERVED_CODES;
+use crate::pull::PullLimits;
+use crate::replica::Replica;
+use crate::store::BrokerPatcher;
+use crate::store::MessageStore;
+use crate::store::StoreSettings;
+use crate::store::now_ms;
+use crate::topic_config::SystemTopicOptions;
+
+/// How often silent client channels are looked for (`ClientHousekeepingService`: 10 s).
+const CLIENT_HOUSEKEEPING_INTERVAL_MS: u64 = 10_000;
+/// Longest wait for the broker's tasks to stop at shutdown.
+const TASK_STOP_MAX_MS: u64 = 5_000;
+
+/// Why the broker could not start.
+#[derive(Debug, Error)]
+pub enum BrokerError {
+    /// The configuration is unusable.
+    #[error("invalid broker config: {0}")]
+    Config(String),
+    /// A listener could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The CommitLog could not be opened.
+    #[error("CommitLog: {0}")]
+    CommitLog(#[from] raftmq_raft::StoreError),
+    /// The ConsumeQueues could not be recovered.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreOpenError),
+    /// Raft did not start.
+    #[error("raft: {0}")]
+    Raft(#[from] raftmq_raft::NodeError),
+}
+
+/// A running broker replica.
+pub struct Broker {
+    ctx: Arc<BrokerContext>,
+    raft_server: RaftServer,
+    transport: Arc<TcpTransport>,
+    remoting: RemotingServer,
+    namesrv_client: RemotingClient,
+    cancel: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker").field("addr", &self.remoting.local_addr()).field("replica", &self.ctx.replica).finish()
+    }
+}
+
+async fn resolve(addr: &str) -> Result<SocketAddr, BrokerError> {
+    let mut found =
+        tokio::net::lookup_host(addr).await.map_err(|source| BrokerError::Bind { addr: addr.to_owned(), source })?;
+    found.next().ok_or_else(|| BrokerError::Config(format!("{addr} resolves to no address")))
+}
+
+impl Broker {
+    /// Recovers the store, joins (or on first boot, forms) the Raft group and starts serving.
+    pub async fn start(config: BrokerConfig) -> Result<Broker, BrokerError> {
+        config.validate().map_err(|e| BrokerError::Config(e.to_string()))?;
+        let store_host = config
+            .store_host()
+            .ok_or_else(|| BrokerError::Config(format!("brokerIP1 {} is not an IP address", config.broker_ip())))?;
+        let me = config.self_peer().cloned().ok_or_else(|| BrokerError::Config("raftSelfId is not a peer".into()))?;
+        let raft_cfg = RaftConfig { segment_size_bytes: config.mapped_file_size_commit_log, ..RaftConfig::default() };
+        let root = config.store_path_root_dir.clone();
+        let delay_levels_ms = config.message_delay_levels_ms().map_err(|e| BrokerError::Config(e.to_string()))?;
+        // The recovered CommitLog end bounds the ConsumeQueues before raft applies anything.
+        let log_end = LogStore::open(&root, &raft_cfg)?.end_pos();
+        let settings = StoreSettings {
+            store_root: root.clone(),
+            cq_units_per_file: config.consume_queue_units_per_file(),
+            segment_size: config.mapped_file_size_commit_log,
+            delay_levels_ms,
+            system_topics: SystemTopicOptions::from(&config),
+        };
+        let store = Arc::new(MessageStore::open(settings, log_end)?);
+
+        let raft_server = RaftServer::bind(resolve(&me.raft_addr).await?)
+            .await
+            .map_err(|source| BrokerError::Bind { addr: me.raft_addr.clone(), source })?;
+        let members: BTreeMap<u64, Node> = config
+            .raft_peers
+            .iter()
+            .map(|p| (p.id, Node { raft_addr: p.raft_addr.clone(), data: p.remoting_addr.clone() }))
+            .collect();
+        let mut node_cfg = NodeConfig::new(&config.broker_name, me.id, root, members);
+        node_cfg.raft = raft_cfg;
+        node_cfg.patcher = Box::new(BrokerPatcher);
+        let transport = Arc::new(TcpTransport::new());
+        let handler: Arc<dyn ApplyHandler> = store.clone();
+        let node = Arc::new(RaftNode::start(node_cfg, handler, Arc::clone(&transport)).await?);
+        raft_server.attach(node.service());
+
+        let peers = config.raft_peers.iter().map(|p| (p.id, p.remoting_addr.clone())).collect();
+        let replica = Arc::new(Replica::new(node, Arc::clone(&store), peers, &config.broker_name));
+        let cancel = CancellationToken::new();
+        let (group_commit, group_commit_task) = GroupCommit::spawn(Arc::clone(&replica), cancel.child_token());
+        let (offsets, offsets_task) = OffsetCommitter::spawn(Arc::clone(&replica), cancel.child_token());
+        let ctx = Arc::new(BrokerContext {
+            pull_limits: PullLimits {
+                max_transfer_bytes_in_memory: u64::from(config.max_transfer_bytes_on_message_in_memory),
+                max_transfer_count_in_memory: u64::from(config.max_transfer_count_on_message_in_memory),
+                max_transfer_bytes_in_disk: u64::from(config.max_transfer_bytes_on_message_in_disk),
+                max_transfer_count_in_disk: u64::from(config.max_transfer_count_on_message_in_disk),
+                ..PullLimits::default()
+            },
+            config,
+            replica,
+            store,
+            group_commit,
+            offsets,
+            clients: ClientManager::new(),
+            store_host,
+            forwarder: RemotingClient::new(),
+            register_now: Notify::new(),
+        });
+
+        let mut table = ProcessorTable::new();
+        let processor = Arc::new(BrokerProcessor::new(Arc::clone(&ctx)));
+        for code in SERVED_CODES {
+            table.register(*code, Arc::clone(&processor));
+        }
+        let hook_ctx = Arc::downgrade(&ctx);
+        // Runs on a connection task: removes the channels and spawns the notifications.
+        let options = ServerOptions::default().on_connection_closed(move |event| {
+            if let Some(ctx) = hook_ctx.upgrade() {
+                for group in ctx.clients.connection_closed(event.connection_id) {
+                    notify_consumer_ids_changed(&ctx, &group);
+                }
+            }
+        });
+        let listen = SocketAddr::from(([0, 0, 0, 0], ctx.config.listen_port));
+        let remoting = RemotingServer::bind_with(listen, table, options)
+            .await
+            .map_err(|source| BrokerError::Bind { addr: listen.to_string(), source })?;
+
+        let namesrv_client = RemotingClient::new();
+        let tasks = vec![
+            group_commit_task,
+            offsets_task,
+            tokio::spawn(housekeeping(Arc::clone(&ctx), cancel.child_token())),
+            namesrv_registration::spawn(Arc::clone(&ctx), namesrv_client.clone(), cancel.child_token()),
+        ];
+        let line = format!(
+            "The broker[{}, {}] boot success. serializeType=JSON and name server is {}",
+            ctx.config.broker_name,
+            ctx.config.broker_addr(),
+            ctx.config.namesrv_addr
+        );
+        info!("{line}");
+        println!("{line}");
+        Ok(Broker { ctx, raft_server, transport, remoting, namesrv_client, cancel, tasks })
+    }
+
+    /// The bound remoting address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.remoting.local_addr()
+    }
+
+    /// `brokerIP1:listenPort` as registered.
+    pub fn broker_addr(&self) -> String {
+        self.ctx.config.broker_addr()
+    }
+
+    /// This replica's Raft id.
+    pub fn node_id(&self) -> u64 {
+        self.ctx.replica.node_id()
+    }
+
+    /// Term, leader and role as this replica sees them.
+    pub fn leadership(&self) -> Leadership {
+        self.ctx.replica.leadership()
+    }
+
+    /// Whether this replica leads and takes writes (passed the readiness gate).
+    pub fn is_ready_leader(&self) -> bool {
+        self.ctx.replica.ready_term().is_some()
+    }
+
+    /// The applied state (tests, admin).
+    pub fn store(&self) -> &Arc<MessageStore> {
+        &self.ctx.store
+    }
+
+    /// The Raft node (status, membership).
+    pub fn raft(&self) -> &Arc<RaftNode> {
+        self.ctx.replica.node()
+    }
+
+    /// Stops gracefully: stop accepting and drain requests, unregister from the NameServers, stop the
+    /// tasks, leave the Raft group's RPC, shut Raft down (the log is flushed), flush the ConsumeQueues.
+    pub async fn shutdown(self) {
+        let Broker { ctx, raft_server, transport, remoting, namesrv_client, cancel, tasks } = self;
+        remoting.shutdown().await;
+        drop(remoting);
+        namesrv_registration::unregister_all(&ctx, &namesrv_client).await;
+        cancel.cancel();
+        for task in tasks {
+            if tokio::time::timeout(Duration::from_millis(TASK_STOP_MAX_MS), task).await.is_err() {
+                warn!("a broker task did not stop in time");
+            }
+        }
+        namesrv_client.close().await;
+        ctx.forwarder.close().await;
+        raft_server.shutdown().await;
+        transport.close().await;
+        let store = Arc::clone(&ctx.store);
+        let node = Arc::clone(ctx.replica.node());
+        drop(ctx);
+        match wait_unique(node).await {
+            Ok(node) => {
+                if let Err(e) = node.shutdown().await {
+                    warn!(error = %e, "raft shutdown failed");
+                }
+            }
+            Err(node) => {
+                warn!("the raft node is still shared at shutdown; stopping openraft only");
+                if let Some(raft) = node.raft_handle()
+                    && let Err(e) = raft.shutdown().await
+                {
+                    warn!(error = %e, "raft shutdown failed");
+                }
+            }
+        }
+        store.flush();
+        info!(broker = %store.store_root().display(), "broker stopped");
+    }
+}
+
+/// Waits (bounded) until `node` is the last handle, so it can be shut down by value.
+async fn wait_unique(mut node: Arc<RaftNode>) -> Result<RaftNode, Arc<RaftNode>> {
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(TASK_STOP_MAX_MS);
+    loop {
+        match Arc::try_unwrap(node) {
+            Ok(n) => return Ok(n),
+            Err(shared) if tokio::time::Instant::now() >= deadline => return Err(shared),
+            Err(shared) => {
+                node = shared;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+/// `ClientHousekeepingService`: drops silent client channels and notifies their groups.
+async fn housekeeping(ctx: Arc<BrokerContext>, cancel: CancellationToken) {
+    let mut interval = tokio::time::interval(Duration::from_millis(CLIENT_HOUSEKEEPING_INTERVAL_MS));
+    loop {
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => break,
+            _ = interval.tick() => {
+                for group in ctx.clients.expire(now_ms()) {
+                    notify_consumer_ids_changed(&ctx, &group);
+                }
+            }
+        }
+    }
+}
+
+/// Runs a broker until `shutdown` completes, then stops it gracefully (what `raftmq broker` calls).
+pub async fn run(config: BrokerConfig, shutdown: impl std::future::Future<Output = ()>) -> Result<(), BrokerError> {
+    let broker = Broker::start(config).await?;
+    shutdown.await;
+    broker.shutdown().await;
+    Ok(())
+}

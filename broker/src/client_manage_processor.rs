@@ -1,0 +1,225 @@
+//! Client requests (RocketMQ's `ClientManageProcessor` and `ConsumerManageProcessor`): HEART_BEAT,
+//! UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP, QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET,
+//! LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, and NOTIFY_CONSUMER_IDS_CHANGED sent back on clients' connections.
+//!
+//! Offsets: queries read the replicated table on any replica; an update is stored only through Raft —
+//! the leader batches it ([`crate::offset_commit`]), a follower forwards it to the leader (oneway
+//! stays oneway) or refuses with the leader hint when no leader is known; nothing is ever applied
+//! locally only.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
+use raftmq_common::message::validate::retry_topic;
+use raftmq_common::protocol::RemotingCommand;
+use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::consumer_list::ConsumerListBody;
+use raftmq_common::protocol::body::heartbeat::HeartbeatData;
+use raftmq_common::protocol::body::lock_batch::LockBatchRequestBody;
+use raftmq_common::protocol::body::lock_batch::LockBatchResponseBody;
+use raftmq_common::protocol::body::lock_batch::UnlockBatchRequestBody;
+use raftmq_common::protocol::body::topic::TopicConfig;
+use raftmq_common::protocol::body::topic::perm;
+use raftmq_common::protocol::header::client::GetConsumerListByGroupRequestHeader;
+use raftmq_common::protocol::header::client::NotifyConsumerIdsChangedRequestHeader;
+use raftmq_common::protocol::header::client::UnregisterClientRequestHeader;
+use raftmq_common::protocol::header::offset::QueryConsumerOffsetRequestHeader;
+use raftmq_common::protocol::header::offset::QueryConsumerOffsetResponseHeader;
+use raftmq_common::protocol::header::offset::UpdateConsumerOffsetRequestHeader;
+use raftmq_common::remoting::ConnectionContext;
+use tracing::debug;
+
+use crate::client_manager::ClientChannel;
+use crate::entry::BrokerCommand;
+use crate::entry::OffsetCommit;
+use crate::offsets::query_offset_answer;
+use crate::processor::BrokerContext;
+use crate::replica::WriteError;
+use crate::store::now_ms;
+
+fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
+    RemotingCommand::response(code, Some(remark.into()))
+}
+
+fn header<H: raftmq_common::protocol::header::CommandHeader>(request: &RemotingCommand) -> Result<H, RemotingCommand> {
+    request
+        .decode_header()
+        .map_err(|e| refuse(ResponseCode::SystemError, format!("the request header is invalid: {e}")))
+}
+
+fn body<B: JsonBody>(request: &RemotingCommand) -> Result<B, RemotingCommand> {
+    B::decode(&request.body).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))
+}
+
+/// HEART_BEAT: registers producers and consumers on this connection; notifies a consumer group whose
+/// client set changed; makes sure each consumer group's retry topic exists (leader).
+pub fn heart_beat(
+    ctx: &Arc<BrokerContext>,
+    conn: &ConnectionContext,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    let data: HeartbeatData = body(request)?;
+    let now = now_ms();
+    let channel =
+        ClientChannel { client_id: data.client_id.clone(), connection: conn.connection().clone(), last_update_ms: now };
+    for producer in &data.producer_data_set {
+        ctx.clients.register_producer(&producer.group_name, channel.clone());
+    }
+    for consumer in &data.consumer_data_set {
+        if ctx.clients.register_consumer(consumer, channel.clone()) {
+            notify_consumer_ids_changed(ctx, &consumer.group_name);
+        }
+        ensure_retry_topic(ctx, &consumer.group_name);
+    }
+    Ok(RemotingCommand::success())
+}
+
+/// `createTopicInSendMessageBackMethod` at heartbeat time: the group's `%RETRY%` topic, 1 queue.
+fn ensure_retry_topic(ctx: &Arc<BrokerContext>, group: &str) {
+    let topic = retry_topic(group);
+    if ctx.store.metadata().topics.get(&topic).is_some() || ctx.replica.ready_term().is_none() {
+        return;
+    }
+    let config =
+        TopicConfig { read_queue_nums: 1, write_queue_nums: 1, perm: perm::READ_WRITE, ..TopicConfig::new(topic) };
+    let ctx = Arc::clone(ctx);
+    tokio::spawn(async move {
+        let command = BrokerCommand::TopicUpsert { proposed_at_ms: now_ms() as i64, config };
+        match ctx.replica.propose(&command).await {
+            Ok(()) => ctx.register_now.notify_one(),
+            Err(e) => debug!(error = %e, "creating a retry topic failed"),
+        }
+    });
+}
+
+/// Sends NOTIFY_CONSUMER_IDS_CHANGED (oneway) to every client of `group`, in the background.
+pub fn notify_consumer_ids_changed(ctx: &BrokerContext, group: &str) {
+    let connections = ctx.clients.consumer_connections(group);
+    if connections.is_empty() {
+        return;
+    }
+    let request = RemotingCommand::request_with_header(
+        RequestCode::NotifyConsumerIdsChanged,
+        &NotifyConsumerIdsChangedRequestHeader { consumer_group: group.to_owned() },
+    )
+    .into_oneway();
+    tokio::spawn(async move {
+        for conn in connections {
+            if let Err(e) = conn.invoke_oneway(request.clone(), Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS)).await {
+                debug!(peer = %conn.peer_addr(), error = %e, "NOTIFY_CONSUMER_IDS_CHANGED not delivered");
+            }
+        }
+    });
+}
+
+/// UNREGISTER_CLIENT.
+pub fn unregister_client(
+    ctx: &BrokerContext,
+    conn: &ConnectionContext,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    let h: UnregisterClientRequestHeader = header(request)?;
+    let changed =
+        ctx.clients.unregister(conn.connection_id(), h.producer_group.as_deref(), h.consumer_group.as_deref());
+    for group in changed {
+        notify_consumer_ids_changed(ctx, &group);
+    }
+    Ok(RemotingCommand::success())
+}
+
+/// GET_CONSUMER_LIST_BY_GROUP.
+pub fn consumer_list(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    let h: GetConsumerListByGroupRequestHeader = header(request)?;
+    match ctx.clients.consumer_ids(&h.consumer_group) {
+        Some(ids) if !ids.is_empty() => {
+            let body = ConsumerListBody { consumer_id_list: ids }
+                .encode()
+                .map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
+            Ok(RemotingCommand::success().with_body(body))
+        }
+        _ => Err(refuse(ResponseCode::SystemError, format!("no consumer for this group, {}", h.consumer_group))),
+    }
+}
+
+/// QUERY_CONSUMER_OFFSET: the replicated offset, 0 for a queue still starting at 0, else QUERY_NOT_FOUND.
+pub fn query_consumer_offset(
+    ctx: &BrokerContext,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    let h: QueryConsumerOffsetRequestHeader = header(request)?;
+    let stored = ctx.store.metadata().offsets.query(&h.topic, &h.consumer_group, h.queue_id);
+    let (min, _) = ctx.store.queue_offsets(&h.topic, h.queue_id);
+    match query_offset_answer(stored, i64::try_from(min).unwrap_or(i64::MAX), true) {
+        Ok(offset) => Ok(RemotingCommand::success().with_header(&QueryConsumerOffsetResponseHeader { offset })),
+        Err(code) => Err(refuse(code, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")),
+    }
+}
+
+/// UPDATE_CONSUMER_OFFSET: replicated by the leader, forwarded by a follower.
+pub async fn update_consumer_offset(
+    ctx: &BrokerContext,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    let h: UpdateConsumerOffsetRequestHeader = header(request)?;
+    let commit =
+        OffsetCommit { topic: h.topic, group: h.consumer_group, queue_id: h.queue_id, offset: h.commit_offset };
+    let broker_name = &ctx.config.broker_name;
+    match ctx.replica.check_writable() {
+        Ok(_) if request.is_oneway() => {
+            ctx.offsets.commit_later(commit).map_err(|e| e.to_response(broker_name))?;
+            Ok(RemotingCommand::success())
+        }
+        Ok(_) => {
+            ctx.offsets.commit(commit).await.map_err(|e| e.to_response(broker_name))?;
+            Ok(RemotingCommand::success())
+        }
+        Err(WriteError::NotLeader { leader_addr: Some(leader) }) => forward(ctx, &leader, request).await,
+        Err(e) => Err(e.to_response(broker_name)),
+    }
+}
+
+/// Relays a request to the leader; its answer is ours.
+async fn forward(
+    ctx: &BrokerContext,
+    leader: &str,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    let mut relayed = request.clone();
+    relayed.flag = 0;
+    let timeout = Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS);
+    let unavailable = |e: raftmq_common::remoting::RemotingError| {
+        refuse(ResponseCode::ServiceNotAvailable, format!("forwarding to the leader {leader} failed: {e}"))
+    };
+    if request.is_oneway() {
+        ctx.forwarder.invoke_oneway(leader, relayed.into_oneway(), timeout).await.map_err(unavailable)?;
+        return Ok(RemotingCommand::success());
+    }
+    let mut response = ctx.forwarder.invoke(leader, relayed, timeout).await.map_err(unavailable)?;
+    response.flag = 0;
+    Ok(response)
+}
+
+/// LOCK_BATCH_MQ.
+pub fn lock_batch(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    let req: LockBatchRequestBody = body(request)?;
+    if ctx.replica.ready_term().is_none() {
+        return Err(
+            WriteError::NotLeader { leader_addr: ctx.replica.leader_addr() }.to_response(&ctx.config.broker_name)
+        );
+    }
+    let locked = ctx.clients.try_lock_batch(&req.consumer_group, &req.mq_set, &req.client_id, now_ms());
+    let body = LockBatchResponseBody { lock_ok_mq_set: locked }
+        .encode()
+        .map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
+    Ok(RemotingCommand::success().with_body(body))
+}
+
+/// UNLOCK_BATCH_MQ.
+pub fn unlock_batch(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    let req: UnlockBatchRequestBody = body(request)?;
+    ctx.clients.unlock_batch(&req.consumer_group, &req.mq_set, &req.client_id);
+    Ok(RemotingCommand::success())
+}

@@ -1,0 +1,274 @@
+//! `ClientManager`: the clients connected to this broker (RocketMQ's `ConsumerManager` +
+//! `ProducerManager` + `ClientHousekeepingService`) and the queue locks of orderly consumers
+//! (`RebalanceLockManager`). Local, not replicated: clients heartbeat every broker of the group, and
+//! locks are leader-side state that clients renew every 20 s.
+//!
+//! Invariants: a channel is keyed by its connection id, so a reconnecting client replaces nothing it
+//! should not; a channel silent for [`BROKER_CLIENT_CHANNEL_EXPIRED_MS`] or whose connection closed is
+//! removed, and a consumer group whose client set changed is reported so its members are notified
+//! (NOTIFY_CONSUMER_IDS_CHANGED) and rebalance at once; a group with no channel left is forgotten.
+//! A queue lock belongs to one client until it is released or not renewed for
+//! [`BROKER_REBALANCE_LOCK_MAX_LIVE_MS`].
+
+use std::collections::BTreeSet;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::MutexGuard;
+
+use raftmq_common::limits::BROKER_CLIENT_CHANNEL_EXPIRED_MS;
+use raftmq_common::limits::BROKER_REBALANCE_LOCK_MAX_LIVE_MS;
+use raftmq_common::message::validate::is_retry_topic;
+use raftmq_common::protocol::body::heartbeat::ConsumeFromWhere;
+use raftmq_common::protocol::body::heartbeat::ConsumeType;
+use raftmq_common::protocol::body::heartbeat::ConsumerData;
+use raftmq_common::protocol::body::heartbeat::MessageModel;
+use raftmq_common::protocol::body::heartbeat::SubscriptionData;
+use raftmq_common::protocol::body::message_queue::MessageQueue;
+use raftmq_common::remoting::Connection;
+
+/// One client connection of a group.
+#[derive(Debug, Clone)]
+pub struct ClientChannel {
+    /// `clientID` (`ip@instanceName`).
+    pub client_id: String,
+    /// The connection, to send requests back.
+    pub connection: Connection,
+    /// Last heartbeat (ms).
+    pub last_update_ms: u64,
+}
+
+/// What the broker knows of a consumer group.
+#[derive(Debug, Clone)]
+pub struct ConsumerGroupInfo {
+    /// Channels by connection id.
+    pub channels: HashMap<u64, ClientChannel>,
+    /// Subscriptions by topic.
+    pub subscriptions: HashMap<String, SubscriptionData>,
+    /// Pull or push.
+    pub consume_type: ConsumeType,
+    /// Clustering or broadcasting.
+    pub message_model: MessageModel,
+    /// Where a new group starts.
+    pub consume_from_where: ConsumeFromWhere,
+}
+
+impl ConsumerGroupInfo {
+    /// Client ids, sorted and distinct.
+    pub fn client_ids(&self) -> Vec<String> {
+        let ids: BTreeSet<&str> = self.channels.values().map(|c| c.client_id.as_str()).collect();
+        ids.into_iter().map(str::to_owned).collect()
+    }
+}
+
+/// A group's queue locks: queue → (owner client id, last lock or renewal in ms).
+type QueueLocks = HashMap<MessageQueue, (String, u64)>;
+
+/// Connected producers and consumers, and queue locks.
+#[derive(Debug, Default)]
+pub struct ClientManager {
+    consumers: Mutex<HashMap<String, ConsumerGroupInfo>>,
+    producers: Mutex<HashMap<String, HashMap<u64, ClientChannel>>>,
+    locks: Mutex<HashMap<String, QueueLocks>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl ClientManager {
+    /// Nobody connected.
+    pub fn new() -> Self {
+        ClientManager::default()
+    }
+
+    /// HEART_BEAT of a consumer (`registerConsumer`). Returns whether the group's client set changed.
+    pub fn register_consumer(&self, data: &ConsumerData, channel: ClientChannel) -> bool {
+        let mut consumers = lock(&self.consumers);
+        let info = consumers.entry(data.group_name.clone()).or_insert_with(|| ConsumerGroupInfo {
+            channels: HashMap::new(),
+            subscriptions: HashMap::new(),
+            consume_type: data.consume_type,
+            message_model: data.message_model,
+            consume_from_where: data.consume_from_where,
+        });
+        info.consume_type = data.consume_type;
+        info.message_model = data.message_model;
+        info.consume_from_where = data.consume_from_where;
+        let before = info.client_ids();
+        info.channels.insert(channel.connection.id(), channel);
+        // Newer versions replace older ones; topics the heartbeat no longer lists are dropped, except
+        // the retry topic, which clients subscribe implicitly (`ConsumerGroupInfo.updateSubscription`).
+        let listed: BTreeSet<&str> = data.subscription_data_set.iter().map(|s| s.topic.as_str()).collect();
+        info.subscriptions.retain(|topic, _| listed.contains(topic.as_str()) || is_retry_topic(topic));
+        for sub in &data.subscription_data_set {
+            match info.subscriptions.get(&sub.topic) {
+                Some(old) if old.sub_version >= sub.sub_version => {}
+                _ => {
+                    info.subscriptions.insert(sub.topic.clone(), sub.clone());
+                }
+            }
+        }
+        info.client_ids() != before
+    }
+
+    /// HEART_BEAT of a producer.
+    pub fn register_producer(&self, group: &str, channel: ClientChannel) {
+        lock(&self.producers).entry(group.to_owned()).or_default().insert(channel.connection.id(), channel);
+    }
+
+    /// UNREGISTER_CLIENT: removes the connection's channel from the groups. Returns consumer groups
+    /// whose client set changed.
+    pub fn unregister(
+        &self,
+        connection_id: u64,
+        producer_group: Option<&str>,
+        consumer_group: Option<&str>,
+    ) -> Vec<String> {
+        if let Some(group) = producer_group {
+            let mut producers = lock(&self.producers);
+            if let Some(channels) = producers.get_mut(group) {
+                channels.remove(&connection_id);
+                if channels.is_empty() {
+                    producers.remove(group);
+                }
+            }
+        }
+        let mut changed = Vec::new();
+        if let Some(group) = consumer_group {
+            let mut consumers = lock(&self.consumers);
+            if let Some(info) = consumers.get_mut(group) {
+                if info.channels.remove(&connection_id).is_some() {
+                    changed.push(group.to_owned());
+                }
+                if info.channels.is_empty() {
+                    consumers.remove(group);
+                }
+            }
+        }
+        changed
+    }
+
+    /// Removes every channel of a closed connection. Returns consumer groups whose client set changed.
+    pub fn connection_closed(&self, connection_id: u64) -> Vec<String> {
+        self.remove_channels(|id, _| id == connection_id)
+    }
+
+    /// Removes channels silent since before `now_ms - 120 s` (`scanNotActiveChannel`).
+    pub fn expire(&self, now_ms: u64) -> Vec<String> {
+        let cutoff = now_ms.saturating_sub(BROKER_CLIENT_CHANNEL_EXPIRED_MS);
+        self.remove_channels(|_, c| c.last_update_ms < cutoff || c.connection.is_closed())
+    }
+
+    fn remove_channels(&self, dead: impl Fn(u64, &ClientChannel) -> bool) -> Vec<String> {
+        {
+            let mut producers = lock(&self.producers);
+            for channels in producers.values_mut() {
+                channels.retain(|id, c| !dead(*id, c));
+            }
+            producers.retain(|_, channels| !channels.is_empty());
+        }
+        let mut changed = Vec::new();
+        let mut consumers = lock(&self.consumers);
+        for (group, info) in consumers.iter_mut() {
+            let before = info.channels.len();
+            info.channels.retain(|id, c| !dead(*id, c));
+            if info.channels.len() != before {
+                changed.push(group.clone());
+            }
+        }
+        consumers.retain(|_, info| !info.channels.is_empty());
+        changed
+    }
+
+    /// A group's registration, if any client of it is connected.
+    pub fn consumer_group(&self, group: &str) -> Option<ConsumerGroupInfo> {
+        lock(&self.consumers).get(group).cloned()
+    }
+
+    /// A group's subscription of `topic` from its heartbeats.
+    pub fn subscription(&self, group: &str, topic: &str) -> Result<SubscriptionData, SubscriptionMissing> {
+        let consumers = lock(&self.consumers);
+        let info = consumers.get(group).ok_or(SubscriptionMissing::Group)?;
+        info.subscriptions.get(topic).cloned().ok_or(SubscriptionMissing::Topic)
+    }
+
+    /// Client ids of a consumer group (GET_CONSUMER_LIST_BY_GROUP).
+    pub fn consumer_ids(&self, group: &str) -> Option<Vec<String>> {
+        lock(&self.consumers).get(group).map(ConsumerGroupInfo::client_ids)
+    }
+
+    /// Connections of a consumer group's clients.
+    pub fn consumer_connections(&self, group: &str) -> Vec<Connection> {
+        lock(&self.consumers)
+            .get(group)
+            .map(|info| info.channels.values().map(|c| c.connection.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Producer groups with at least one connected client.
+    pub fn producer_groups(&self) -> Vec<String> {
+        lock(&self.producers).keys().cloned().collect()
+    }
+
+    /// LOCK_BATCH_MQ: the queues now locked by `client_id` (free, expired, or already its own).
+    pub fn try_lock_batch(&self, group: &str, mqs: &[MessageQueue], client_id: &str, now_ms: u64) -> Vec<MessageQueue> {
+        let mut locks = lock(&self.locks);
+        let table = locks.entry(group.to_owned()).or_default();
+        let mut locked = Vec::new();
+        for mq in mqs {
+            let free = match table.get(mq) {
+                None => true,
+                Some((owner, last)) => {
+                    owner == client_id || now_ms.saturating_sub(*last) > BROKER_REBALANCE_LOCK_MAX_LIVE_MS
+                }
+            };
+            if free {
+                table.insert(mq.clone(), (client_id.to_owned(), now_ms));
+                locked.push(mq.clone());
+            }
+        }
+        locked
+    }
+
+    /// UNLOCK_BATCH_MQ: releases the queues `client_id` holds.
+    pub fn unlock_batch(&self, group: &str, mqs: &[MessageQueue], client_id: &str) {
+        let mut locks = lock(&self.locks);
+        if let Some(table) = locks.get_mut(group) {
+            for mq in mqs {
+                if table.get(mq).is_some_and(|(owner, _)| owner == client_id) {
+                    table.remove(mq);
+                }
+            }
+        }
+    }
+}
+
+/// Why a pull has no registered subscription.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubscriptionMissing {
+    /// No client of the group heartbeated here.
+    Group,
+    /// The group does not subscribe to the topic.
+    Topic,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_locks_expire_and_belong_to_one_client() {
+        let m = ClientManager::new();
+        let q = |i| MessageQueue::new("T", "b", i);
+        assert_eq!(m.try_lock_batch("g", &[q(0), q(1)], "c1", 1_000), vec![q(0), q(1)]);
+        assert_eq!(m.try_lock_batch("g", &[q(1), q(2)], "c2", 2_000), vec![q(2)]);
+        assert_eq!(m.try_lock_batch("g", &[q(1)], "c1", 3_000), vec![q(1)], "renewal by the owner");
+        let later = 3_000 + BROKER_REBALANCE_LOCK_MAX_LIVE_MS + 1;
+        assert_eq!(m.try_lock_batch("g", &[q(0)], "c2", later), vec![q(0)], "expired");
+        assert_eq!(m.try_lock_batch("g", &[q(2)], "c2", later), vec![q(2)], "renewal after expiry");
+        m.unlock_batch("g", &[q(2)], "c1");
+        assert!(m.try_lock_batch("g", &[q(2)], "c1", later).is_empty(), "only the owner unlocks");
+        m.unlock_batch("g", &[q(2)], "c2");
+        assert_eq!(m.try_lock_batch("g", &[q(2)], "c1", later), vec![q(2)]);
+    }
+}

@@ -1,0 +1,129 @@
+//! `BrokerProcessor`: the broker's remoting entry point. Every request code the broker serves is
+//! registered here ([`SERVED_CODES`]) and routed to its processor module; anything else gets the
+//! transport's REQUEST_CODE_NOT_SUPPORTED. [`BrokerContext`] is what every processor shares.
+//!
+//! ```text
+//! RemotingServer ──code──▶ BrokerProcessor::process
+//!    SEND_MESSAGE(_V2) / SEND_BATCH_MESSAGE ─▶ send_processor ─▶ group_commit ─▶ raft
+//!    PULL_MESSAGE ─────────────────────────▶ pull_processor (long polling on the store)
+//!    HEART_BEAT, UNREGISTER_CLIENT, offsets, locks ─▶ client_manage_processor (offsets ─▶ offset_commit ─▶ raft)
+//!    topics, groups, queue offsets ────────▶ admin_processor (changes ─▶ raft)
+//! ```
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use raftmq_common::protocol::RemotingCommand;
+use raftmq_common::protocol::RequestCode;
+use raftmq_common::remoting::ConnectionContext;
+use raftmq_common::remoting::RemotingClient;
+use raftmq_common::remoting::RequestProcessor;
+use tokio::sync::Notify;
+
+use crate::admin_processor;
+use crate::client_manage_processor;
+use crate::client_manager::ClientManager;
+use crate::config::BrokerConfig;
+use crate::group_commit::GroupCommit;
+use crate::offset_commit::OffsetCommitter;
+use crate::pull::PullLimits;
+use crate::pull_processor;
+use crate::replica::Replica;
+use crate::send_processor;
+use crate::store::MessageStore;
+
+/// Request codes the broker answers.
+pub const SERVED_CODES: &[RequestCode] = &[
+    RequestCode::SendMessage,
+    RequestCode::SendMessageV2,
+    RequestCode::SendBatchMessage,
+    RequestCode::PullMessage,
+    RequestCode::HeartBeat,
+    RequestCode::UnregisterClient,
+    RequestCode::GetConsumerListByGroup,
+    RequestCode::QueryConsumerOffset,
+    RequestCode::UpdateConsumerOffset,
+    RequestCode::LockBatchMq,
+    RequestCode::UnlockBatchMq,
+    RequestCode::UpdateAndCreateTopic,
+    RequestCode::GetAllTopicConfig,
+    RequestCode::DeleteTopicInBroker,
+    RequestCode::UpdateAndCreateSubscriptiongroup,
+    RequestCode::GetAllSubscriptiongroupConfig,
+    RequestCode::DeleteSubscriptiongroup,
+    RequestCode::GetAllConsumerOffset,
+    RequestCode::GetMaxOffset,
+    RequestCode::GetMinOffset,
+    RequestCode::SearchOffsetByTimestamp,
+];
+
+/// What every processor shares.
+#[derive(Debug)]
+pub struct BrokerContext {
+    /// The validated config.
+    pub config: BrokerConfig,
+    /// The Raft group.
+    pub replica: Arc<Replica>,
+    /// The applied state.
+    pub store: Arc<MessageStore>,
+    /// Group commit of sends.
+    pub group_commit: GroupCommit,
+    /// Replication of consumer offsets.
+    pub offsets: OffsetCommitter,
+    /// Connected clients and queue locks.
+    pub clients: ClientManager,
+    /// STOREHOST (`brokerIP1:listenPort`).
+    pub store_host: SocketAddr,
+    /// Client for requests a follower relays to the leader.
+    pub forwarder: RemotingClient,
+    /// Wakes the NameServer registration task (topics changed).
+    pub register_now: Notify,
+    /// Transfer limits of one pull.
+    pub pull_limits: PullLimits,
+}
+
+/// The broker's request processor.
+#[derive(Debug, Clone)]
+pub struct BrokerProcessor {
+    ctx: Arc<BrokerContext>,
+}
+
+impl BrokerProcessor {
+    /// A processor over `ctx`.
+    pub fn new(ctx: Arc<BrokerContext>) -> Self {
+        BrokerProcessor { ctx }
+    }
+}
+
+impl RequestProcessor for BrokerProcessor {
+    async fn process(&self, conn: ConnectionContext, request: RemotingCommand) -> Option<RemotingCommand> {
+        let ctx = &self.ctx;
+        let result = match request.request_code() {
+            RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
+                Ok(send_processor::process_send(ctx, conn.peer_addr(), &request).await)
+            }
+            RequestCode::PullMessage => Ok(pull_processor::process_pull(Arc::clone(ctx), &request).await),
+            RequestCode::HeartBeat => client_manage_processor::heart_beat(ctx, &conn, &request),
+            RequestCode::UnregisterClient => client_manage_processor::unregister_client(ctx, &conn, &request),
+            RequestCode::GetConsumerListByGroup => client_manage_processor::consumer_list(ctx, &request),
+            RequestCode::QueryConsumerOffset => client_manage_processor::query_consumer_offset(ctx, &request),
+            RequestCode::UpdateConsumerOffset => client_manage_processor::update_consumer_offset(ctx, &request).await,
+            RequestCode::LockBatchMq => client_manage_processor::lock_batch(ctx, &request),
+            RequestCode::UnlockBatchMq => client_manage_processor::unlock_batch(ctx, &request),
+            RequestCode::UpdateAndCreateTopic => admin_processor::update_and_create_topic(ctx, &request).await,
+            RequestCode::GetAllTopicConfig => admin_processor::all_topic_config(ctx),
+            RequestCode::DeleteTopicInBroker => admin_processor::delete_topic(ctx, &request).await,
+            RequestCode::UpdateAndCreateSubscriptiongroup => {
+                admin_processor::update_and_create_group(ctx, &request).await
+            }
+            RequestCode::GetAllSubscriptiongroupConfig => admin_processor::all_group_config(ctx),
+            RequestCode::DeleteSubscriptiongroup => admin_processor::delete_group(ctx, &request).await,
+            RequestCode::GetAllConsumerOffset => admin_processor::all_consumer_offset(ctx),
+            RequestCode::GetMaxOffset => admin_processor::max_offset(ctx, &request),
+            RequestCode::GetMinOffset => admin_processor::min_offset(ctx, &request),
+            RequestCode::SearchOffsetByTimestamp => admin_processor::search_offset(ctx, &request),
+            _ => Err(raftmq_common::remoting::processor::not_supported(&request)),
+        };
+        Some(result.unwrap_or_else(|refusal| refusal))
+    }
+}

@@ -1,0 +1,229 @@
+//! PULL_MESSAGE (11): RocketMQ's `PullMessageProcessor` over the replicated store, with long polling.
+//!
+//! ```text
+//! header ─▶ broker/group/topic/queue checks ─▶ filter (request subscription | HEART_BEAT's)
+//!   ─▶ commitOffset piggyback (leader only, replicated) ─▶ get_message ─▶ pull_outcome
+//!   ─▶ suspend? ─▶ MessageStore::suspend_pull ─▶ woken by apply (or deadline) ─▶ run again, no suspend
+//! ```
+//!
+//! Every replica serves what it has applied (committed data only). A follower keeps the client's
+//! offset where a leader would correct it (`offset_check`), because a follower that is merely behind
+//! must never move a consumer backwards; it never stores the piggybacked offset (only the leader
+//! proposes it, as a Java slave ignores it).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use raftmq_common::message::validate::validate_topic;
+use raftmq_common::protocol::RemotingCommand;
+use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::body::topic::perm;
+use raftmq_common::protocol::header::pull::PullMessageRequestHeader;
+use raftmq_common::protocol::header::pull::PullMessageResponseHeader;
+use raftmq_common::protocol::header::pull::pull_sys_flag;
+use tracing::debug;
+
+use crate::client_manager::SubscriptionMissing;
+use crate::entry::BrokerCommand;
+use crate::entry::OffsetCommit;
+use crate::processor::BrokerContext;
+use crate::pull::GetMessageRequest;
+use crate::pull::PullOutcome;
+use crate::pull::PullPolicy;
+use crate::pull::TagFilter;
+use crate::pull::build_subscription;
+use crate::pull::get_message;
+use crate::pull::pull_outcome;
+use crate::pull::should_store_offset;
+use crate::store::now_ms;
+use crate::subscription_group::GroupLookup;
+
+fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
+    RemotingCommand::response(code, Some(remark.into()))
+}
+
+/// Handles one pull request (may wait up to its suspend timeout).
+pub async fn process_pull(ctx: Arc<BrokerContext>, request: &RemotingCommand) -> RemotingCommand {
+    match pull(&ctx, request).await {
+        Ok(r) | Err(r) => r,
+    }
+}
+
+fn check_group(ctx: &BrokerContext, group: &str) -> Result<(), RemotingCommand> {
+    let create = match ctx.store.metadata().groups.find_or_create(group, ctx.config.auto_create_subscription_group) {
+        GroupLookup::Found(config) if !config.consume_enable => {
+            return Err(refuse(ResponseCode::NoPermission, format!("subscription group no permission, {group}")));
+        }
+        GroupLookup::Found(_) => None,
+        GroupLookup::NotExist => {
+            return Err(refuse(
+                ResponseCode::SubscriptionGroupNotExist,
+                format!("subscription group [{group}] does not exist"),
+            ));
+        }
+        GroupLookup::Create(config) => Some(config),
+    };
+    // Auto-creation is replicated; only a ready leader proposes it, and the pull does not wait for it.
+    if let Some(config) = create
+        && ctx.replica.ready_term().is_some()
+    {
+        let replica = Arc::clone(&ctx.replica);
+        tokio::spawn(async move {
+            let command = BrokerCommand::SubscriptionGroupUpsert { proposed_at_ms: now_ms() as i64, config };
+            if let Err(e) = replica.propose(&command).await {
+                debug!(error = %e, "auto-creating a subscription group failed");
+            }
+        });
+    }
+    Ok(())
+}
+
+fn filter_of(ctx: &BrokerContext, h: &PullMessageRequestHeader) -> Result<TagFilter, RemotingCommand> {
+    let sql = |t: Option<&str>| t.is_some_and(|t| t.eq_ignore_ascii_case("SQL92"));
+    let sub = if pull_sys_flag::has_subscription(h.sys_flag) {
+        if sql(h.expression_type.as_deref()) {
+            return Err(refuse(
+                ResponseCode::SubscriptionParseFailed,
+                "SQL92 filtering is not supported by this broker",
+            ));
+        }
+        build_subscription(&h.topic, h.subscription.as_deref().unwrap_or("*")).map_err(|e| {
+            refuse(ResponseCode::SubscriptionParseFailed, format!("parse the consumer's subscription failed: {e}"))
+        })?
+    } else {
+        let sub = ctx.clients.subscription(&h.consumer_group, &h.topic).map_err(|missing| match missing {
+            SubscriptionMissing::Group => refuse(
+                ResponseCode::SubscriptionNotExist,
+                format!("the consumer's group info not exist: {}", h.consumer_group),
+            ),
+            SubscriptionMissing::Topic => refuse(
+                ResponseCode::SubscriptionNotExist,
+                format!("the consumer's subscription not exist: {}", h.topic),
+            ),
+        })?;
+        if sub.sub_version < h.sub_version {
+            return Err(refuse(ResponseCode::SubscriptionNotLatest, "the consumer's subscription not latest"));
+        }
+        if sql(Some(&sub.expression_type)) {
+            return Err(refuse(
+                ResponseCode::SubscriptionParseFailed,
+                "SQL92 filtering is not supported by this broker",
+            ));
+        }
+        sub
+    };
+    Ok(TagFilter::from_subscription(&sub))
+}
+
+async fn pull(ctx: &Arc<BrokerContext>, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    let h: PullMessageRequestHeader = request
+        .decode_header()
+        .map_err(|e| refuse(ResponseCode::SystemError, format!("the pull request header is invalid: {e}")))?;
+    if !perm::is_readable(ctx.config.broker_permission) {
+        return Err(refuse(
+            ResponseCode::NoPermission,
+            format!("the broker[{}] pulling message is forbidden", ctx.config.broker_addr()),
+        ));
+    }
+    validate_topic(&h.topic).map_err(|e| refuse(e.response_code(), e.to_string()))?;
+    check_group(ctx, &h.consumer_group)?;
+    let read_queue_nums = match ctx.store.metadata().topics.get(&h.topic) {
+        None => {
+            return Err(refuse(
+                ResponseCode::TopicNotExist,
+                format!("topic[{}] not exist, apply first please!", h.topic),
+            ));
+        }
+        Some(c) if !perm::is_readable(c.perm) => {
+            return Err(refuse(
+                ResponseCode::NoPermission,
+                format!("the topic[{}] pulling message is forbidden", h.topic),
+            ));
+        }
+        Some(c) => c.read_queue_nums,
+    };
+    if h.queue_id < 0 || h.queue_id >= read_queue_nums {
+        return Err(refuse(
+            ResponseCode::SystemError,
+            format!(
+                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{read_queue_nums}] consumer:[{}]",
+                h.queue_id,
+                h.topic,
+                request_peer(request)
+            ),
+        ));
+    }
+    let filter = filter_of(ctx, &h)?;
+    let is_leader = ctx.replica.ready_term().is_some();
+    if should_store_offset(true, h.sys_flag, is_leader) {
+        let commit = OffsetCommit {
+            topic: h.topic.clone(),
+            group: h.consumer_group.clone(),
+            queue_id: h.queue_id,
+            offset: h.commit_offset,
+        };
+        if let Err(e) = ctx.offsets.commit_later(commit) {
+            debug!(error = %e, "piggybacked consumer offset not queued");
+        }
+    }
+    let (mut response, outcome) = run(ctx, &h, &filter, true);
+    let Some(suspend_ms) = outcome.suspend_ms else { return Ok(response) };
+    let deadline = now_ms().saturating_add(suspend_ms);
+    match ctx.store.suspend_pull(&h.topic, h.queue_id, h.queue_offset, filter.clone(), deadline) {
+        Ok(Some((id, woken))) => {
+            if tokio::time::timeout(Duration::from_millis(suspend_ms), woken).await.is_err() {
+                ctx.store.cancel_pull(id);
+            }
+        }
+        Ok(None) => {}
+        // Too many suspended pulls: answer now (PULL_NOT_FOUND), the client pulls again.
+        Err(_) => return Ok(response),
+    }
+    (response, _) = run(ctx, &h, &filter, false);
+    Ok(response)
+}
+
+fn request_peer(request: &RemotingCommand) -> String {
+    request.ext_fields.get("clientId").cloned().unwrap_or_default()
+}
+
+fn run(
+    ctx: &BrokerContext,
+    h: &PullMessageRequestHeader,
+    filter: &TagFilter,
+    allow_suspend: bool,
+) -> (RemotingCommand, PullOutcome) {
+    let offset_check = ctx.replica.ready_term().is_some();
+    let result = {
+        let queues = ctx.store.consume_queues();
+        let req = GetMessageRequest { offset: h.queue_offset, max_msg_nums: h.max_msg_nums, filter, offset_check };
+        get_message(queues.get(&h.topic, h.queue_id), &req, ctx.store.commit_log(), &ctx.pull_limits)
+    };
+    let policy = PullPolicy {
+        broker_allow_suspend: allow_suspend,
+        long_polling_enable: ctx.config.long_polling_enable,
+        short_polling_ms: u64::try_from(ctx.config.short_polling_time_mills.as_millis()).unwrap_or(u64::MAX),
+        offset_check,
+    };
+    let outcome = pull_outcome(&result, h.queue_offset, h.sys_flag, h.suspend_timeout_millis, &policy);
+    if outcome.offset_moved_event {
+        debug!(topic = %h.topic, queue_id = h.queue_id, group = %h.consumer_group, requested = h.queue_offset,
+            next = outcome.next_begin_offset, "consumer offset moved");
+    }
+    let header = PullMessageResponseHeader {
+        suggest_which_broker_id: outcome.suggest_which_broker_id,
+        next_begin_offset: outcome.next_begin_offset,
+        min_offset: outcome.min_offset,
+        max_offset: outcome.max_offset,
+    };
+    let mut response = RemotingCommand::response(outcome.code, Some(outcome.remark.to_owned())).with_header(&header);
+    if outcome.code == ResponseCode::Success {
+        let mut body = BytesMut::with_capacity(usize::try_from(result.buffer_total_size).unwrap_or(0));
+        for m in &result.messages {
+            body.extend_from_slice(m);
+        }
+        response = response.with_body(body.freeze());
+    }
+    (response, outcome)
+}

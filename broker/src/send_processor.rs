@@ -1,0 +1,225 @@
+//! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320): RocketMQ's
+//! `SendMessageProcessor` on a Raft group.
+//!
+//! ```text
+//! header (V1 | V2) ─▶ broker perm ─▶ topic name ─▶ body / batch rules ─▶ writable? (leader, ready)
+//!   ─▶ topic exists | auto-create from TBW102 (replicated upsert) ─▶ queue id ─▶ records encoded
+//!   (born host, store host, store timestamp, CLUSTER) ─▶ group commit ─▶ SEND_OK after commit + apply
+//! ```
+//!
+//! Every refusal happens before anything is proposed, so a refused send leaves no record behind;
+//! SEND_OK is answered only once the entry holding the records is committed and applied
+//! (`msgId` = offsetMsgId of the first record, comma-joined for a batch; `queueOffset` = the first).
+
+use std::net::IpAddr;
+use std::net::SocketAddr;
+
+use bytes::BytesMut;
+use raftmq_common::message::Message;
+use raftmq_common::message::MessageExt;
+use raftmq_common::message::batch::decode_batch;
+use raftmq_common::message::batch::merge_batch_properties;
+use raftmq_common::message::msg_id::OffsetMsgId;
+use raftmq_common::message::properties;
+use raftmq_common::message::properties::Properties;
+use raftmq_common::message::record::encode_record_into;
+use raftmq_common::message::sys_flag::TransactionType;
+use raftmq_common::message::validate::validate_send_topic;
+use raftmq_common::protocol::RemotingCommand;
+use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::body::topic::TopicConfig;
+use raftmq_common::protocol::body::topic::perm;
+use raftmq_common::protocol::header::send::MSG_REGION_KEY;
+use raftmq_common::protocol::header::send::SendMessageRequestHeader;
+use raftmq_common::protocol::header::send::SendMessageResponseHeader;
+use raftmq_common::protocol::header::send::TRACE_ON_KEY;
+
+use crate::entry::BrokerCommand;
+use crate::group_commit::RecordSlot;
+use crate::group_commit::SendRequest;
+use crate::processor::BrokerContext;
+use crate::queue_offset::has_queue_offset;
+use crate::store::now_ms;
+use crate::topic_config::AutoCreate;
+use crate::topic_config::SendTopic;
+use crate::topic_config::check_send_queue_id;
+use crate::topic_config::decide_send_topic;
+
+/// `MixAll.DEFAULT_TRACE_REGION_ID`, sent as `MSG_REGION`.
+pub const REGION_ID_DEFAULT: &str = "DefaultRegion";
+
+fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
+    RemotingCommand::response(code, Some(remark.into()))
+}
+
+/// The peer address as RocketMQ stores it: IPv4-mapped IPv6 addresses as plain IPv4.
+pub fn canonical_addr(addr: SocketAddr) -> SocketAddr {
+    match addr.ip() {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(IpAddr::V4(v4), addr.port()),
+            None => addr,
+        },
+        IpAddr::V4(_) => addr,
+    }
+}
+
+/// Handles one send request.
+pub async fn process_send(ctx: &BrokerContext, peer: SocketAddr, request: &RemotingCommand) -> RemotingCommand {
+    match send(ctx, peer, request).await {
+        Ok(response) | Err(response) => response,
+    }
+}
+
+/// The messages of a send: one, or a batch's entries with the batch-level properties merged in.
+fn messages_of(
+    ctx: &BrokerContext,
+    h: &SendMessageRequestHeader,
+    request: &RemotingCommand,
+) -> Result<Vec<Message>, RemotingCommand> {
+    let max = ctx.config.max_message_size as usize;
+    if request.body.len() > max {
+        return Err(refuse(ResponseCode::MessageIllegal, format!("the message body size over max value, MAX: {max}")));
+    }
+    let header_properties = Properties::from_wire_str(h.properties.as_deref().unwrap_or(""));
+    let batch = request.request_code() == RequestCode::SendBatchMessage || h.is_batch();
+    if !batch {
+        return Ok(vec![Message {
+            topic: h.topic.clone(),
+            flag: h.flag,
+            properties: header_properties,
+            body: request.body.clone(),
+        }]);
+    }
+    let mut entries = decode_batch(&request.body, &h.topic).map_err(|e| refuse(e.response_code(), e.to_string()))?;
+    if entries.is_empty() {
+        return Err(refuse(ResponseCode::MessageIllegal, "the batch is empty"));
+    }
+    for m in &mut entries {
+        m.properties = merge_batch_properties(&m.properties, &header_properties);
+        if m.delay_time_level() > 0 {
+            return Err(refuse(ResponseCode::MessageIllegal, "TimeDelayLevel is not supported for batching"));
+        }
+    }
+    Ok(entries)
+}
+
+async fn topic_config(ctx: &BrokerContext, h: &SendMessageRequestHeader) -> Result<TopicConfig, RemotingCommand> {
+    let decision = {
+        let meta = ctx.store.metadata();
+        let auto = AutoCreate {
+            default_topic: &h.default_topic,
+            client_default_queue_nums: h.default_topic_queue_nums,
+            topic_sys_flag: i32::from(h.is_unit_mode()),
+            auto_create_topic_enable: ctx.config.auto_create_topic_enable,
+        };
+        decide_send_topic(&meta.topics, &h.topic, &auto)
+    };
+    match decision {
+        SendTopic::Exists(config) => Ok(config),
+        SendTopic::NotExist(remark) => Err(refuse(ResponseCode::TopicNotExist, remark)),
+        SendTopic::Create(config) => {
+            tracing::info!(topic = %config.topic_name, queues = config.write_queue_nums, "auto-creating topic from the default topic");
+            let command = BrokerCommand::TopicUpsert { proposed_at_ms: now_ms() as i64, config: config.clone() };
+            ctx.replica.propose(&command).await.map_err(|e| e.to_response(&ctx.config.broker_name))?;
+            ctx.register_now.notify_one();
+            Ok(config)
+        }
+    }
+}
+
+async fn send(
+    ctx: &BrokerContext,
+    peer: SocketAddr,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    let h = SendMessageRequestHeader::read_request(request)
+        .map_err(|e| refuse(ResponseCode::SystemError, format!("the send request header is invalid: {e}")))?;
+    let broker_name = &ctx.config.broker_name;
+    if !perm::is_writeable(ctx.config.broker_permission) {
+        return Err(refuse(
+            ResponseCode::NoPermission,
+            format!("the broker[{}] sending message is forbidden", ctx.config.broker_addr()),
+        ));
+    }
+    validate_send_topic(&h.topic).map_err(|e| refuse(e.response_code(), e.to_string()))?;
+    if TransactionType::of(h.sys_flag) == TransactionType::Prepared {
+        return Err(refuse(
+            ResponseCode::NoPermission,
+            format!("the broker[{}] sending transaction message is forbidden", ctx.config.broker_addr()),
+        ));
+    }
+    let messages = messages_of(ctx, &h, request)?;
+    ctx.replica.check_writable().map_err(|e| e.to_response(broker_name))?;
+    let config = topic_config(ctx, &h).await?;
+    if !perm::is_writeable(config.perm) {
+        return Err(refuse(ResponseCode::NoPermission, format!("the topic[{}] sending message is forbidden", h.topic)));
+    }
+    let store_timestamp = now_ms() as i64;
+    let queue_id = if h.queue_id < 0 && config.write_queue_nums > 0 {
+        // `queueIdInt < 0`: the broker picks one (Java: a random write queue).
+        (store_timestamp.rem_euclid(i64::from(config.write_queue_nums))) as i32
+    } else {
+        h.queue_id
+    };
+    check_send_queue_id(&config, queue_id).map_err(|(code, remark)| refuse(code, remark))?;
+    let (records, slots) = encode(ctx, &h, peer, queue_id, store_timestamp, messages)?;
+    let stored =
+        ctx.group_commit.submit(SendRequest { records, slots }).await.map_err(|e| e.to_response(broker_name))?;
+    let first = stored.first().map_or(0, |s| s.queue_offset);
+    let msg_id =
+        stored.iter().map(|s| OffsetMsgId::new(ctx.store_host, s.phy_offset).to_string()).collect::<Vec<_>>().join(",");
+    let mut response = RemotingCommand::success().with_header(&SendMessageResponseHeader {
+        msg_id,
+        queue_id,
+        queue_offset: first,
+        transaction_id: None,
+    });
+    response.ext_fields.insert(MSG_REGION_KEY.to_owned(), REGION_ID_DEFAULT.to_owned());
+    response.ext_fields.insert(TRACE_ON_KEY.to_owned(), "true".to_owned());
+    Ok(response)
+}
+
+fn encode(
+    ctx: &BrokerContext,
+    h: &SendMessageRequestHeader,
+    peer: SocketAddr,
+    queue_id: i32,
+    store_timestamp: i64,
+    messages: Vec<Message>,
+) -> Result<(BytesMut, Vec<RecordSlot>), RemotingCommand> {
+    let mut out = BytesMut::new();
+    let mut slots = Vec::with_capacity(messages.len());
+    let born_host = canonical_addr(peer);
+    for mut message in messages {
+        message.properties.insert(properties::CLUSTER, ctx.config.broker_cluster_name.as_str());
+        let record = MessageExt {
+            message,
+            queue_id,
+            sys_flag: h.sys_flag,
+            born_timestamp: h.born_timestamp,
+            born_host,
+            store_timestamp,
+            store_host: ctx.store_host,
+            reconsume_times: h.reconsume_times.unwrap_or(0),
+            ..MessageExt::default()
+        };
+        let at = out.len();
+        encode_record_into(&record, &mut out).map_err(|e| refuse(ResponseCode::MessageIllegal, e.to_string()))?;
+        slots.push(RecordSlot { topic: h.topic.clone(), queue_id, has_queue_offset: has_queue_offset(h.sys_flag), at });
+    }
+    Ok((out, slots))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mapped_ipv6_peers_are_stored_as_ipv4() {
+        let mapped: SocketAddr = "[::ffff:10.0.0.7]:5000".parse().unwrap();
+        assert_eq!(canonical_addr(mapped), "10.0.0.7:5000".parse::<SocketAddr>().unwrap());
+        let v6: SocketAddr = "[2001:db8::1]:5000".parse().unwrap();
+        assert_eq!(canonical_addr(v6), v6);
+    }
+}

@@ -1,0 +1,622 @@
+//! `raftmq bench produce|consume`: RocketMQ's `benchmark/Producer.java` and `Consumer.java`.
+//!
+//! Every interval (1 s by default) one line in RocketMQ's format; at the end a `[Complete]` line
+//! with P50/P99/P999 (hdrhistogram, microsecond resolution) appended; `--json` replaces the final
+//! line with one JSON object and sends the interval lines to stderr, so stdout stays parseable.
+//! A progress bar (indicatif) is drawn only when stdout is a terminal and `--json` is off.
+//!
+//! ```text
+//!  produce: N workers ──claim a message index──► send / send_batch / oneway ──► Counters + Histogram
+//!           (async: one driver, a window of N in-flight send_async futures)
+//!  consume: PushConsumer listener ──B2C = now - born, S2C = now - store──► Counters + Histogram
+//!  reporter: every interval, the counters' deltas ──► one line
+//! ```
+//!
+//! Invariants: with `--count N` exactly N messages are attempted (claims are atomic); the run stops
+//! at the count, the duration or the first SIGINT/SIGTERM, whichever comes first.
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::Result;
+use anyhow::bail;
+use bytes::Bytes;
+use clap::Args;
+use clap::Subcommand;
+use clap::ValueEnum;
+use hdrhistogram::Histogram;
+use indicatif::ProgressBar;
+use indicatif::ProgressStyle;
+use raftmq_client::ClientError;
+use raftmq_client::Producer;
+use raftmq_client::PushConsumer;
+use raftmq_client::consumer::ConsumeConcurrentlyContext;
+use raftmq_client::consumer::ConsumeConcurrentlyStatus;
+use raftmq_client::consumer::ConsumeFrom;
+use raftmq_common::limits::BENCH_BATCH_MAX_COUNT;
+use raftmq_common::limits::BENCH_CONCURRENCY_MAX_COUNT;
+use raftmq_common::limits::MESSAGE_BODY_SIZE_MAX_BYTES;
+use raftmq_common::message::Message;
+use raftmq_common::message::MessageExt;
+use serde_json::json;
+use tokio::sync::Notify;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+use crate::namesrv_addr::NamesrvAddrArgs;
+use crate::namesrv_addr::human_time_ms;
+use crate::namesrv_addr::now_ms;
+
+/// Highest latency the histograms hold (µs); longer ones are clamped to it.
+const RT_MAX_US: u64 = 3_600_000_000;
+
+/// `raftmq bench` flags.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    kind: BenchKind,
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchKind {
+    /// Send as fast as possible and report TPS and RT (`benchmark/Producer.java`).
+    Produce(ProduceArgs),
+    /// Consume and report TPS and born/store-to-consume latency (`benchmark/Consumer.java`).
+    Consume(ConsumeBenchArgs),
+}
+
+/// Flags both benchmarks share.
+#[derive(Debug, Args)]
+struct RunArgs {
+    #[command(flatten)]
+    namesrv: NamesrvAddrArgs,
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Stop after this many messages.
+    #[arg(long = "count", value_parser = clap::value_parser!(u64).range(1..))]
+    count: Option<u64>,
+    /// Stop after this long, e.g. `30s`.
+    #[arg(long = "duration", value_parser = humantime::parse_duration)]
+    duration: Option<Duration>,
+    /// Reporting interval (RocketMQ's `-ri`).
+    #[arg(long = "interval", default_value = "1s", value_parser = humantime::parse_duration)]
+    interval: Duration,
+    /// Print one JSON summary object on stdout (interval lines go to stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+/// How the producer benchmark sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SendMode {
+    /// `send`, N workers each waiting for its answer.
+    Sync,
+    /// `send_async`, up to N sends in flight.
+    Async,
+    /// `send_oneway`: no answer, RT is the time to hand the request to the connection.
+    Oneway,
+}
+
+impl SendMode {
+    fn name(self) -> &'static str {
+        match self {
+            SendMode::Sync => "sync",
+            SendMode::Async => "async",
+            SendMode::Oneway => "oneway",
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+struct ProduceArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    /// Body size in bytes (`-s`).
+    #[arg(short = 's', long = "size", default_value_t = 128,
+          value_parser = clap::value_parser!(u64).range(1..=MESSAGE_BODY_SIZE_MAX_BYTES as u64))]
+    size: u64,
+    /// Concurrent senders (`-w`), or sends in flight in async mode.
+    #[arg(short = 'w', long = "concurrency", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(1..=BENCH_CONCURRENCY_MAX_COUNT as u64))]
+    concurrency: u64,
+    /// How to send.
+    #[arg(long = "mode", value_enum, default_value_t = SendMode::Sync)]
+    mode: SendMode,
+    /// Messages per SEND_BATCH_MESSAGE (sync mode); 1 sends them one by one.
+    #[arg(long = "batch", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..=BENCH_BATCH_MAX_COUNT as u64))]
+    batch: u64,
+    /// Tag of every message.
+    #[arg(long = "tag")]
+    tag: Option<String>,
+    /// Give every message a key (its index), as `-k` does; the broker then indexes it.
+    #[arg(short = 'k', long = "keys")]
+    keys: bool,
+    /// Producer group.
+    #[arg(short = 'p', long = "producerGroup", default_value = "benchmark_producer")]
+    producer_group: String,
+}
+
+#[derive(Debug, Args)]
+struct ConsumeBenchArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    /// Consumer group.
+    #[arg(short = 'g', long = "group", default_value = "benchmark_consumer")]
+    group: String,
+    /// Tag expression.
+    #[arg(long = "expr", default_value = "*")]
+    expr: String,
+    /// A group without committed offsets starts at each queue's first message (default: its end).
+    #[arg(long = "from-first")]
+    from_first: bool,
+}
+
+/// Runs the chosen benchmark.
+pub async fn run(args: BenchArgs) -> Result<()> {
+    match args.kind {
+        BenchKind::Produce(a) => produce(a).await,
+        BenchKind::Consume(a) => consume(a).await,
+    }
+}
+
+/// A latency histogram in microseconds.
+fn histogram() -> Histogram<u64> {
+    // Bounds are constants that hdrhistogram accepts (low 1, high > 2 × low, 3 digits).
+    Histogram::new_with_bounds(1, RT_MAX_US, 3).expect("constant histogram bounds are valid")
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panicking recorder leaves the histogram consistent (one `record` call), so keep using it.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn us_of(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX).clamp(1, RT_MAX_US)
+}
+
+fn ms_of_us(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+/// Where the interval lines go and how progress is drawn.
+struct Reporter {
+    json: bool,
+    bar: Option<ProgressBar>,
+}
+
+impl Reporter {
+    fn new(json: bool, count: Option<u64>) -> Self {
+        let bar = (!json && std::io::stdout().is_terminal()).then(|| {
+            let bar = match count {
+                Some(n) => ProgressBar::new(n).with_style(
+                    ProgressStyle::with_template("{bar:40} {pos}/{len} msgs {per_sec} eta {eta}")
+                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ),
+                None => ProgressBar::new_spinner(),
+            };
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        });
+        Reporter { json, bar }
+    }
+
+    fn line(&self, text: &str) {
+        match (&self.bar, self.json) {
+            (Some(bar), _) => bar.println(text),
+            (None, true) => eprintln!("{text}"),
+            (None, false) => println!("{text}"),
+        }
+    }
+
+    fn position(&self, done: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(done);
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Why a run stops: the count (claimed by workers), the duration or a signal set `stop`.
+struct StopWhen {
+    stop: AtomicBool,
+    stopped: Notify,
+}
+
+impl StopWhen {
+    fn new() -> Arc<Self> {
+        Arc::new(StopWhen { stop: AtomicBool::new(false), stopped: Notify::new() })
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+
+    fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.stopped.notify_waiters();
+    }
+
+    /// Stops after `duration` or on the first signal.
+    fn arm(self: &Arc<Self>, duration: Option<Duration>) {
+        let me = Arc::clone(self);
+        tokio::spawn(async move {
+            let timer = async {
+                match duration {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = timer => {}
+                _ = crate::signal::shutdown() => {}
+            }
+            me.stop();
+        });
+    }
+}
+
+// ---- produce ----
+
+#[derive(Default)]
+struct SendCounters {
+    ok: AtomicU64,
+    send_failed: AtomicU64,
+    response_failed: AtomicU64,
+    rt_total_us: AtomicU64,
+    rt_max_us: AtomicU64,
+    claimed: AtomicU64,
+}
+
+struct ProduceCtx {
+    producer: Producer,
+    topic: String,
+    body: Bytes,
+    tag: Option<String>,
+    keys: bool,
+    count: Option<u64>,
+    counters: SendCounters,
+    rt: Mutex<Histogram<u64>>,
+    stop: Arc<StopWhen>,
+}
+
+impl ProduceCtx {
+    /// The next `want` message indexes to send, fewer at the end of `--count`, none once stopped.
+    fn claim(&self, want: u64) -> Option<std::ops::Range<u64>> {
+        if self.stop.is_stopped() {
+            return None;
+        }
+        let start = self.counters.claimed.fetch_add(want, Ordering::AcqRel);
+        let end = match self.count {
+            Some(count) if start >= count => return None,
+            Some(count) => (start + want).min(count),
+            None => start + want,
+        };
+        Some(start..end)
+    }
+
+    fn message(&self, index: u64) -> Message {
+        let mut msg = Message::new(self.topic.as_str(), self.body.clone());
+        if let Some(tag) = &self.tag {
+            msg.set_tags(tag.as_str());
+        }
+        if self.keys {
+            msg.set_keys(index.to_string());
+        }
+        msg
+    }
+
+    /// Records one call covering `n` messages.
+    fn record(&self, n: u64, rt: Duration, outcome: Result<(), &ClientError>) {
+        let c = &self.counters;
+        match outcome {
+            Ok(()) => {
+                let us = us_of(rt);
+                c.ok.fetch_add(n, Ordering::Relaxed);
+                c.rt_total_us.fetch_add(us * n, Ordering::Relaxed);
+                c.rt_max_us.fetch_max(us, Ordering::Relaxed);
+                // Clamped to the histogram's range above, so recording cannot fail.
+                let _ = lock(&self.rt).record_n(us, n);
+            }
+            // A broker's error answer is RocketMQ's "Response Failed" (MQBrokerException); anything
+            // else (no route, timeout, connection) is "Send Failed".
+            Err(e) if e.response_code().is_some() => {
+                c.response_failed.fetch_add(n, Ordering::Relaxed);
+            }
+            Err(_) => {
+                c.send_failed.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+async fn produce(a: ProduceArgs) -> Result<()> {
+    if a.batch > 1 && a.mode != SendMode::Sync {
+        bail!("--batch needs --mode sync");
+    }
+    let producer = Producer::builder(a.producer_group.as_str())
+        .namesrv_addr(&a.run.namesrv.namesrv_addr)
+        .send_timeout(a.run.namesrv.timeout)
+        .build()?;
+    producer.start().await?;
+    // Java's benchmark sends the same body every time; its content does not matter to the broker.
+    let body: Bytes = (0..a.size).map(|i| b'a' + (i % 26) as u8).collect::<Vec<u8>>().into();
+    let stop = StopWhen::new();
+    let ctx = Arc::new(ProduceCtx {
+        producer: producer.clone(),
+        topic: a.run.topic.clone(),
+        body,
+        tag: a.tag.clone(),
+        keys: a.keys,
+        count: a.run.count,
+        counters: SendCounters::default(),
+        rt: Mutex::new(histogram()),
+        stop: Arc::clone(&stop),
+    });
+    stop.arm(a.run.duration);
+    let reporter = Reporter::new(a.run.json, a.run.count);
+    let started = Instant::now();
+    let workers = spawn_senders(&ctx, &a);
+    let report = report_produce(&ctx, &reporter, a.run.interval);
+    tokio::pin!(report);
+    let all_done = futures_join(workers);
+    tokio::select! {
+        _ = all_done => {}
+        _ = &mut report => {}
+    }
+    stop.stop();
+    let elapsed = started.elapsed();
+    reporter.finish();
+    producer.shutdown().await;
+    summarize_produce(&ctx, &a, elapsed)
+}
+
+/// Waits for every task; a panicked worker only loses its own sends.
+async fn futures_join(handles: Vec<tokio::task::JoinHandle<()>>) {
+    for h in handles {
+        if let Err(e) = h.await {
+            tracing::warn!("a benchmark task failed: {e}");
+        }
+    }
+}
+
+fn spawn_senders(ctx: &Arc<ProduceCtx>, a: &ProduceArgs) -> Vec<tokio::task::JoinHandle<()>> {
+    match a.mode {
+        SendMode::Async => vec![tokio::spawn(drive_async(Arc::clone(ctx), a.concurrency as usize))],
+        mode => {
+            let batch = a.batch;
+            (0..a.concurrency).map(|_| tokio::spawn(send_loop(Arc::clone(ctx), mode, batch))).collect()
+        }
+    }
+}
+
+async fn send_loop(ctx: Arc<ProduceCtx>, mode: SendMode, batch: u64) {
+    while let Some(range) = ctx.claim(batch) {
+        let n = range.end - range.start;
+        let began = Instant::now();
+        let outcome = match (mode, n) {
+            (SendMode::Oneway, _) => ctx.producer.send_oneway(ctx.message(range.start)).await,
+            (_, 1) => ctx.producer.send(ctx.message(range.start)).await.map(drop),
+            _ => ctx.producer.send_batch(range.map(|i| ctx.message(i)).collect()).await.map(drop),
+        };
+        ctx.record(n, began.elapsed(), outcome.as_ref().map(|_| ()));
+    }
+}
+
+async fn drive_async(ctx: Arc<ProduceCtx>, window: usize) {
+    let in_flight = Arc::new(Semaphore::new(window));
+    while let Some(range) = ctx.claim(1) {
+        let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else { break };
+        let began = Instant::now();
+        let send = ctx.producer.send_async(ctx.message(range.start));
+        let ctx = Arc::clone(&ctx);
+        tokio::spawn(async move {
+            let outcome = send.await;
+            ctx.record(1, began.elapsed(), outcome.as_ref().map(drop));
+            drop(permit);
+        });
+    }
+    // Every permit back means every send answered.
+    let _ = in_flight.acquire_many(u32::try_from(window).unwrap_or(u32::MAX)).await;
+}
+
+/// Prints a line every interval until stopped.
+async fn report_produce(ctx: &ProduceCtx, reporter: &Reporter, interval: Duration) {
+    let c = &ctx.counters;
+    let mut ticker = tokio::time::interval_at(Instant::now() + interval, interval);
+    let (mut last_ok, mut last_rt) = (0u64, 0u64);
+    // `stop` may fire between the check and the wait: re-checked after every tick.
+    while !ctx.stop.is_stopped() {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = ctx.stop.stopped.notified() => return,
+        }
+        let ok = c.ok.load(Ordering::Relaxed);
+        let rt = c.rt_total_us.load(Ordering::Relaxed);
+        let (d_ok, d_rt) = (ok - last_ok, rt - last_rt);
+        (last_ok, last_rt) = (ok, rt);
+        let tps = d_ok as f64 / interval.as_secs_f64();
+        let avg = if d_ok == 0 { 0.0 } else { ms_of_us(d_rt) / d_ok as f64 };
+        reporter.line(&format!(
+            "Current Time: {} | Send TPS: {} | Max RT(ms): {} | Average RT(ms): {avg:7.3} | Send Failed: {} | Response Failed: {}",
+            human_time_ms(now_ms()),
+            tps.round() as u64,
+            c.rt_max_us.load(Ordering::Relaxed) / 1000,
+            c.send_failed.load(Ordering::Relaxed),
+            c.response_failed.load(Ordering::Relaxed),
+        ));
+        reporter.position(ok + c.send_failed.load(Ordering::Relaxed) + c.response_failed.load(Ordering::Relaxed));
+    }
+}
+
+fn summarize_produce(ctx: &ProduceCtx, a: &ProduceArgs, elapsed: Duration) -> Result<()> {
+    let c = &ctx.counters;
+    let ok = c.ok.load(Ordering::Relaxed);
+    let (send_failed, response_failed) =
+        (c.send_failed.load(Ordering::Relaxed), c.response_failed.load(Ordering::Relaxed));
+    let failed = send_failed + response_failed;
+    let secs = elapsed.as_secs_f64().max(1e-9);
+    let tps = ok as f64 / secs;
+    let hist = lock(&ctx.rt);
+    let avg = if ok == 0 { 0.0 } else { ms_of_us(c.rt_total_us.load(Ordering::Relaxed)) / ok as f64 };
+    let pct = |q: f64| if hist.is_empty() { 0.0 } else { ms_of_us(hist.value_at_quantile(q)) };
+    let (p50, p99, p999) = (pct(0.50), pct(0.99), pct(0.999));
+    let max_ms = ms_of_us(c.rt_max_us.load(Ordering::Relaxed));
+    if a.run.json {
+        let summary = json!({
+            "kind": "produce", "mode": a.mode.name(), "topic": a.run.topic, "size": a.size,
+            "concurrency": a.concurrency, "batch": a.batch, "elapsed_s": secs, "sent": ok, "failed": failed,
+            "send_failed": send_failed, "response_failed": response_failed, "tps": tps, "avg_ms": avg,
+            "p50_ms": p50, "p99_ms": p99, "p999_ms": p999, "max_ms": max_ms,
+        });
+        println!("{summary}");
+    } else {
+        println!(
+            "[Complete] Send Total: {} | Send TPS: {} | Max RT(ms): {} | Average RT(ms): {avg:7.3} | Send Failed: {send_failed} | Response Failed: {response_failed} | P50 RT(ms): {p50:.3} | P99 RT(ms): {p99:.3} | P999 RT(ms): {p999:.3}",
+            ok + failed,
+            tps.round() as u64,
+            max_ms.round() as u64,
+        );
+    }
+    if ok == 0 && failed > 0 {
+        bail!("no message was sent successfully ({failed} failed)");
+    }
+    Ok(())
+}
+
+// ---- consume ----
+
+#[derive(Default)]
+struct ConsumeCounters {
+    received: AtomicU64,
+    b2c_total_ms: AtomicU64,
+    s2c_total_ms: AtomicU64,
+    b2c_max_ms: AtomicU64,
+    s2c_max_ms: AtomicU64,
+}
+
+async fn consume(a: ConsumeBenchArgs) -> Result<()> {
+    let counters = Arc::new(ConsumeCounters::default());
+    let b2c = Arc::new(Mutex::new(histogram()));
+    let stop = StopWhen::new();
+    let listener = {
+        let (counters, b2c, stop, count) = (Arc::clone(&counters), Arc::clone(&b2c), Arc::clone(&stop), a.run.count);
+        move |msgs: &[MessageExt], _: &mut ConsumeConcurrentlyContext| {
+            let now = now_ms();
+            for m in msgs {
+                // Clocks of producer, broker and consumer may disagree by a little: never negative.
+                let born = u64::try_from(now.saturating_sub(m.born_timestamp)).unwrap_or(0);
+                let stored = u64::try_from(now.saturating_sub(m.store_timestamp)).unwrap_or(0);
+                counters.b2c_total_ms.fetch_add(born, Ordering::Relaxed);
+                counters.s2c_total_ms.fetch_add(stored, Ordering::Relaxed);
+                counters.b2c_max_ms.fetch_max(born, Ordering::Relaxed);
+                counters.s2c_max_ms.fetch_max(stored, Ordering::Relaxed);
+                let _ = lock(&b2c).record((born * 1000).clamp(1, RT_MAX_US));
+            }
+            let total = counters.received.fetch_add(msgs.len() as u64, Ordering::AcqRel) + msgs.len() as u64;
+            if count.is_some_and(|c| total >= c) {
+                stop.stop();
+            }
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        }
+    };
+    let from = if a.from_first { ConsumeFrom::FirstOffset } else { ConsumeFrom::LastOffset };
+    let consumer = PushConsumer::builder(a.group.as_str())
+        .namesrv_addr(&a.run.namesrv.namesrv_addr)
+        .subscribe(a.run.topic.as_str(), a.expr.as_str())
+        .consume_from(from)
+        .rpc_timeout(a.run.namesrv.timeout)
+        .listener_concurrently(listener)
+        .build()?;
+    stop.arm(a.run.duration);
+    let reporter = Reporter::new(a.run.json, a.run.count);
+    let started = Instant::now();
+    consumer.start().await?;
+    report_consume(&counters, &consumer, &stop, &reporter, a.run.interval).await;
+    let elapsed = started.elapsed();
+    reporter.finish();
+    consumer.shutdown().await;
+    let failed = consumer.stats().consume_failed;
+    summarize_consume(&counters, &lock(&b2c), failed, &a, elapsed)
+}
+
+async fn report_consume(
+    c: &ConsumeCounters,
+    consumer: &PushConsumer,
+    stop: &StopWhen,
+    reporter: &Reporter,
+    interval: Duration,
+) {
+    let mut ticker = tokio::time::interval_at(Instant::now() + interval, interval);
+    let (mut last_n, mut last_b2c, mut last_s2c) = (0u64, 0u64, 0u64);
+    // `stop` may fire between the check and the wait: re-checked after every tick.
+    while !stop.is_stopped() {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = stop.stopped.notified() => break,
+        }
+        let n = c.received.load(Ordering::Relaxed);
+        let (b2c, s2c) = (c.b2c_total_ms.load(Ordering::Relaxed), c.s2c_total_ms.load(Ordering::Relaxed));
+        let d_n = n - last_n;
+        let avg = |total: u64, last: u64| if d_n == 0 { 0.0 } else { (total - last) as f64 / d_n as f64 };
+        reporter.line(&format!(
+            "Current Time: {} | Consume TPS: {} | AVG(B2C) RT(ms): {:7.3} | AVG(S2C) RT(ms): {:7.3} | MAX(B2C) RT(ms): {} | MAX(S2C) RT(ms): {} | Consume Fail: {}",
+            human_time_ms(now_ms()),
+            (d_n as f64 / interval.as_secs_f64()).round() as u64,
+            avg(b2c, last_b2c),
+            avg(s2c, last_s2c),
+            c.b2c_max_ms.load(Ordering::Relaxed),
+            c.s2c_max_ms.load(Ordering::Relaxed),
+            consumer.stats().consume_failed,
+        ));
+        (last_n, last_b2c, last_s2c) = (n, b2c, s2c);
+        reporter.position(n);
+    }
+}
+
+fn summarize_consume(
+    c: &ConsumeCounters,
+    b2c: &Histogram<u64>,
+    failed: u64,
+    a: &ConsumeBenchArgs,
+    elapsed: Duration,
+) -> Result<()> {
+    let n = c.received.load(Ordering::Relaxed);
+    let secs = elapsed.as_secs_f64().max(1e-9);
+    let tps = n as f64 / secs;
+    let avg = |total: &AtomicU64| if n == 0 { 0.0 } else { total.load(Ordering::Relaxed) as f64 / n as f64 };
+    let (avg_b2c, avg_s2c) = (avg(&c.b2c_total_ms), avg(&c.s2c_total_ms));
+    let (max_b2c, max_s2c) = (c.b2c_max_ms.load(Ordering::Relaxed), c.s2c_max_ms.load(Ordering::Relaxed));
+    let pct = |q: f64| if b2c.is_empty() { 0.0 } else { ms_of_us(b2c.value_at_quantile(q)) };
+    let (p50, p99, p999) = (pct(0.50), pct(0.99), pct(0.999));
+    if a.run.json {
+        let summary = json!({
+            "kind": "consume", "topic": a.run.topic, "group": a.group, "elapsed_s": secs, "received": n,
+            "failed": failed, "tps": tps, "avg_b2c_ms": avg_b2c, "avg_s2c_ms": avg_s2c, "max_b2c_ms": max_b2c,
+            "max_s2c_ms": max_s2c, "p50_ms": p50, "p99_ms": p99, "p999_ms": p999, "max_ms": max_b2c,
+        });
+        println!("{summary}");
+    } else {
+        println!(
+            "[Complete] Consume Total: {n} | Consume TPS: {} | AVG(B2C) RT(ms): {avg_b2c:7.3} | AVG(S2C) RT(ms): {avg_s2c:7.3} | MAX(B2C) RT(ms): {max_b2c} | MAX(S2C) RT(ms): {max_s2c} | Consume Fail: {failed} | P50 RT(ms): {p50:.3} | P99 RT(ms): {p99:.3} | P999 RT(ms): {p999:.3}",
+            tps.round() as u64,
+        );
+    }
+    if let Some(count) = a.run.count
+        && n < count
+    {
+        bail!("received {n} of {count} messages before stopping");
+    }
+    Ok(())
+}

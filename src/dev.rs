@@ -1,0 +1,187 @@
+//! `raftmq dev`: a whole local cluster in one process, with no configuration — a NameServer and one
+//! broker group of three Raft replicas on 127.0.0.1, data under `./raftmq-data` (or `--data`).
+//!
+//! Ports follow RocketMQ's conventions: NameServer 9876; broker `i` listens on `10911 + 10·i`
+//! (10911, 10921, 10931, the spacing of rocketmq-docker's DLedger compose file) with its Raft port
+//! at `40911 + i` (DLedger's sample peers) and its admin port at `8080 + i`. Restarting with the same
+//! `--data` keeps every message: a broker never re-initialises a group that has state on disk.
+//! Ctrl-C stops the brokers, then the NameServer, gracefully.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use anyhow::Result;
+use clap::Args;
+use raftmq_broker::Broker;
+use raftmq_broker::BrokerConfig;
+use raftmq_broker::config::RaftPeer;
+use raftmq_namesrv::NameServer;
+use raftmq_namesrv::NamesrvConfig;
+
+/// `raftmq dev` flags.
+#[derive(Debug, Args)]
+pub struct DevArgs {
+    /// Directory for the NameServer's KV config and every broker's store.
+    #[arg(long, value_name = "DIR", default_value = "raftmq-data")]
+    pub data: PathBuf,
+
+    /// Replicas in the broker group: 1 (development without replication), 3 or 5.
+    #[arg(long, default_value_t = 3, value_parser = parse_group_size)]
+    pub nodes: u64,
+
+    /// NameServer port.
+    #[arg(long, default_value_t = 9876)]
+    pub namesrv_port: u16,
+
+    /// Remoting port of the first broker; broker `i` uses this + 10·i.
+    #[arg(long, default_value_t = 10911)]
+    pub broker_port: u16,
+
+    /// Raft port of the first broker; broker `i` uses this + i.
+    #[arg(long, default_value_t = 40911)]
+    pub raft_port: u16,
+
+    /// Admin HTTP port of the first broker; broker `i` uses this + i.
+    #[arg(long, default_value_t = 8080)]
+    pub admin_port: u16,
+
+    /// The broker group's name (`brokerName`).
+    #[arg(long, default_value = "broker-a")]
+    pub broker_name: String,
+}
+
+fn parse_group_size(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n @ (1 | 3 | 5)) => Ok(n),
+        _ => Err(format!("{s:?}: a broker group has 1, 3 or 5 nodes")),
+    }
+}
+
+/// The broker configs of the dev group (pure: tests check the layout without starting anything).
+pub fn broker_configs(args: &DevArgs, namesrv_addr: &str) -> Result<Vec<BrokerConfig>> {
+    let port = |base: u16, step: u64, i: u64| -> Result<u16> {
+        u16::try_from(u64::from(base) + step * i).context("a port beyond 65535: choose lower base ports")
+    };
+    let mut peers = Vec::new();
+    for i in 0..args.nodes {
+        peers.push(RaftPeer {
+            id: i,
+            remoting_addr: format!("127.0.0.1:{}", port(args.broker_port, 10, i)?),
+            raft_addr: format!("127.0.0.1:{}", port(args.raft_port, 1, i)?),
+        });
+    }
+    let mut configs = Vec::new();
+    for i in 0..args.nodes {
+        configs.push(BrokerConfig {
+            broker_name: args.broker_name.clone(),
+            broker_ip1: Some("127.0.0.1".to_owned()),
+            listen_port: port(args.broker_port, 10, i)?,
+            namesrv_addr: namesrv_addr.to_owned(),
+            store_path_root_dir: args.data.join(&args.broker_name).join(format!("n{i}")),
+            admin_port: port(args.admin_port, 1, i)?,
+            raft_self_id: i,
+            raft_peers: peers.clone(),
+            ..BrokerConfig::default()
+        });
+    }
+    Ok(configs)
+}
+
+/// Runs the dev cluster until the first shutdown signal.
+pub async fn run(args: DevArgs) -> Result<()> {
+    std::fs::create_dir_all(&args.data).with_context(|| format!("creating {}", args.data.display()))?;
+    let namesrv_config = NamesrvConfig {
+        listen_port: args.namesrv_port,
+        bind_address: "127.0.0.1".to_owned(),
+        kv_config_path: args.data.join("namesrv").join("kvConfig.json").display().to_string(),
+        ..NamesrvConfig::default()
+    };
+    let namesrv = NameServer::start(namesrv_config).await.context("starting the NameServer")?;
+    let namesrv_addr = namesrv.local_addr().to_string();
+
+    let configs = broker_configs(&args, &namesrv_addr)?;
+    // All replicas start together: a group elects its first leader only once a majority is up.
+    let started = futures::future::join_all(configs.iter().cloned().map(Broker::start)).await;
+    let mut brokers = Vec::new();
+    let mut failure = None;
+    for (result, config) in started.into_iter().zip(&configs) {
+        match result {
+            Ok(broker) => brokers.push(broker),
+            Err(e) => {
+                failure = Some(anyhow::Error::new(e).context(format!("starting broker node {}", config.raft_self_id)))
+            }
+        }
+    }
+    if let Some(error) = failure {
+        for broker in brokers {
+            broker.shutdown().await;
+        }
+        namesrv.shutdown().await;
+        return Err(error);
+    }
+
+    print_banner(&args, &namesrv_addr, &configs);
+    crate::signal::shutdown().await;
+    for broker in brokers {
+        broker.shutdown().await;
+    }
+    namesrv.shutdown().await;
+    println!("raftmq dev stopped; data kept in {}", args.data.display());
+    Ok(())
+}
+
+fn print_banner(args: &DevArgs, namesrv_addr: &str, configs: &[BrokerConfig]) {
+    println!();
+    println!(
+        "raftmq dev cluster is up ({} replica(s) of {}), data in {}",
+        configs.len(),
+        args.broker_name,
+        args.data.display()
+    );
+    println!("  NameServer    {namesrv_addr}");
+    for c in configs {
+        println!(
+            "  broker n{}     remoting 127.0.0.1:{}  raft {}  admin port {}",
+            c.raft_self_id,
+            c.listen_port,
+            c.self_peer().map_or("?", |p| p.raft_addr.as_str()),
+            c.admin_port
+        );
+    }
+    println!();
+    println!("Try it (another terminal):");
+    println!("  raftmq admin updateTopic -n {namesrv_addr} -c DefaultCluster -t TopicTest");
+    println!("  raftmq send -n {namesrv_addr} -t TopicTest --tag TagA --count 3 'hello raftmq'");
+    println!("  raftmq consume -n {namesrv_addr} -t TopicTest -g demo-group --from-first --count 3");
+    println!("  raftmq bench produce -n {namesrv_addr} -t TopicTest --count 10000");
+    println!();
+    println!("Ctrl-C stops the cluster; run `raftmq dev` again to continue with the same data.");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dev_group_layout_follows_rocketmq_ports() {
+        let args = DevArgs {
+            data: PathBuf::from("d"),
+            nodes: 3,
+            namesrv_port: 9876,
+            broker_port: 10911,
+            raft_port: 40911,
+            admin_port: 8080,
+            broker_name: "broker-a".into(),
+        };
+        let configs = broker_configs(&args, "127.0.0.1:9876").unwrap();
+        assert_eq!(configs.iter().map(|c| c.listen_port).collect::<Vec<_>>(), [10911, 10921, 10931]);
+        assert_eq!(configs.iter().map(|c| c.admin_port).collect::<Vec<_>>(), [8080, 8081, 8082]);
+        assert_eq!(configs[2].raft_peers[2].raft_addr, "127.0.0.1:40913");
+        assert_eq!(configs[1].store_path_root_dir, PathBuf::from("d/broker-a/n1"));
+        for c in &configs {
+            c.validate().expect("every dev config is valid");
+        }
+        assert!(parse_group_size("2").is_err());
+        assert_eq!(parse_group_size("1"), Ok(1));
+    }
+}

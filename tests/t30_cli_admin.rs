@@ -1,0 +1,125 @@
+//! `raftmq admin` against an in-process NameServer and a fake broker group (node 0 leads, node 1
+//! follows): tables and `--json`, writes reaching the leader, the fallbacks Java's tools also have,
+//! and the clear error when the broker lacks a request.
+
+mod t30_cli_harness;
+
+use anyhow::Result;
+use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::header::admin::CreateTopicRequestHeader;
+use t30_cli_harness::CLUSTER;
+use t30_cli_harness::Cluster;
+use t30_cli_harness::QUEUES;
+use t30_cli_harness::TOPIC;
+
+/// The whitespace-separated cells of each line of a table.
+fn cells(table: &str) -> Vec<Vec<String>> {
+    table.lines().map(|l| l.split_whitespace().map(str::to_owned).collect()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topic_list_and_route_as_tables_and_json() -> Result<()> {
+    let cluster = Cluster::start().await?;
+    let run = cluster.raftmq(&["admin", "topicList"]).await?.ok()?;
+    assert!(run.stdout.lines().any(|l| l == TOPIC), "{}", run.stdout);
+    let v = cluster.raftmq(&["admin", "topicList", "--json"]).await?.ok()?.json()?;
+    assert!(v["topicList"].as_array().is_some_and(|l| l.iter().any(|t| t == TOPIC)), "{v}");
+
+    // -n wins over NAMESRV_ADDR.
+    let ns = cluster.namesrv_addr();
+    let run = t30_cli_harness::raftmq("127.0.0.1:1", &["admin", "topicRoute", "-n", &ns, "-t", TOPIC]).await?.ok()?;
+    let rows = cells(&run.stdout);
+    assert_eq!(rows[0], ["#Broker", "Name", "#Cluster", "#BID", "#Addr"], "{}", run.stdout);
+    assert_eq!(rows[1], ["broker-a", CLUSTER, "0", cluster.leader.addr.as_str()]);
+    assert_eq!(rows[2], ["broker-a", CLUSTER, "2", cluster.follower.addr.as_str()], "node 1 is brokerId 2");
+    assert!(
+        run.stdout.contains(&format!("broker-a      {QUEUES}             {QUEUES}              RW-")),
+        "{}",
+        run.stdout
+    );
+
+    let v = cluster.raftmq(&["admin", "topicRoute", "-t", TOPIC, "--json"]).await?.ok()?.json()?;
+    assert_eq!(v["brokerDatas"][0]["brokerName"], "broker-a", "{v}");
+    assert_eq!(v["brokerDatas"][0]["brokerAddrs"]["0"], cluster.leader.addr.as_str(), "{v}");
+    assert_eq!(v["queueDatas"][0]["writeQueueNums"], QUEUES, "{v}");
+
+    let run = cluster.raftmq(&["admin", "topicRoute", "-t", "NoSuchTopic"]).await?;
+    assert!(!run.success && run.stderr.contains("TOPIC_NOT_EXIST"), "{}", run.stderr);
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_list_and_group_status_show_raft_roles() -> Result<()> {
+    let cluster = Cluster::start().await?;
+    let run = cluster.raftmq(&["admin", "clusterList"]).await?.ok()?;
+    let rows = cells(&run.stdout);
+    assert_eq!(rows[0], ["#Cluster", "Name", "#Broker", "Name", "#BID", "#Addr", "#Role"], "{}", run.stdout);
+    assert_eq!(rows[1], [CLUSTER, "broker-a", "0", cluster.leader.addr.as_str(), "LEADER"]);
+    assert_eq!(rows[2], [CLUSTER, "broker-a", "2", cluster.follower.addr.as_str(), "FOLLOWER"]);
+
+    let v = cluster.raftmq(&["admin", "clusterList", "--json"]).await?.ok()?.json()?;
+    assert_eq!(v["clusterAddrTable"][CLUSTER][0], "broker-a", "{v}");
+    assert_eq!(v["brokerAddrTable"]["broker-a"]["brokerAddrs"]["2"], cluster.follower.addr.as_str(), "{v}");
+
+    let run = cluster.raftmq(&["admin", "groupStatus", "-b", "broker-a"]).await?.ok()?;
+    assert!(run.stdout.contains(&format!("Leader: {}", cluster.leader.addr)), "{}", run.stdout);
+    let v = cluster.raftmq(&["admin", "groupStatus", "-b", "broker-a", "--json"]).await?.ok()?.json()?;
+    assert_eq!(v["members"][1]["raftNodeId"], 1, "{v}");
+    assert_eq!(v["members"][1]["role"], "FOLLOWER", "{v}");
+
+    let run = cluster.raftmq(&["admin", "transferLeader", "-b", "broker-a", "--to", "1"]).await?;
+    assert!(!run.success);
+    assert!(run.stderr.contains("transferLeader: raftmq brokers have no admin request"), "{}", run.stderr);
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn update_topic_writes_to_the_leader_of_each_target() -> Result<()> {
+    let cluster = Cluster::start().await?;
+    let run =
+        cluster.raftmq(&["admin", "updateTopic", "-c", CLUSTER, "-t", "NewTopic", "-r", "2", "-w", "3"]).await?.ok()?;
+    assert!(run.stdout.contains(&format!("create topic to {} success.", cluster.leader.addr)), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("TopicConfig [topicName=NewTopic, readQueueNums=2, writeQueueNums=3, perm=RW-"),
+        "{}",
+        run.stdout
+    );
+    let v =
+        cluster.raftmq(&["admin", "updateTopic", "-b", "broker-a", "-t", "NewTopic", "--json"]).await?.ok()?.json()?;
+    assert_eq!(v["written"][0]["addr"], cluster.leader.addr.as_str(), "{v}");
+
+    let creates = cluster.leader.requests_of(RequestCode::UpdateAndCreateTopic);
+    assert_eq!(creates.len(), 2);
+    let h: CreateTopicRequestHeader = creates[0].decode_header()?;
+    assert_eq!((h.topic.as_str(), h.read_queue_nums, h.write_queue_nums, h.perm), ("NewTopic", 2, 3, 6));
+    assert!(cluster.follower.requests_of(RequestCode::UpdateAndCreateTopic).is_empty());
+
+    let run = cluster.raftmq(&["admin", "updateTopic", "-t", "NewTopic"]).await?;
+    assert!(!run.success, "-c or -b is required");
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_broker_requests_fall_back_or_say_so() -> Result<()> {
+    let cluster = Cluster::start().await?;
+    // GET_TOPIC_STATS_INFO is not supported: per-queue GET_MIN/MAX_OFFSET instead.
+    let run = cluster.raftmq(&["admin", "topicStatus", "-t", TOPIC]).await?.ok()?;
+    let rows = cells(&run.stdout);
+    assert_eq!(rows.len(), 1 + QUEUES as usize, "{}", run.stdout);
+    assert_eq!(rows[1], ["broker-a", "0", "5", "100"]);
+
+    // QUERY_MESSAGE is not supported: a clear error and a non-zero exit.
+    let run = cluster.raftmq(&["admin", "queryMsgByKey", "-t", TOPIC, "-k", "K1"]).await?;
+    assert!(!run.success);
+    assert!(run.stderr.contains("queryMsgByKey: the broker does not support QUERY_MESSAGE yet"), "{}", run.stderr);
+
+    let offset_msg_id = raftmq_common::message::OffsetMsgId::new(cluster.leader.addr.parse()?, 0).to_string();
+    let run = cluster.raftmq(&["admin", "queryMsgById", "-i", &offset_msg_id]).await?;
+    assert!(!run.success);
+    assert!(run.stderr.contains("queryMsgById: the broker does not support VIEW_MESSAGE_BY_ID yet"), "{}", run.stderr);
+    cluster.shutdown().await;
+    Ok(())
+}
