@@ -1,1 +1,25 @@
-//! placeholder
+//! raftmq-jepsen: the process-level fault-injection harness (reliability-checklist.md §5.2).
+//!
+//! Modules in data-flow order:
+//! - [`net`]: the run's network namespace, per-node source addresses, iptables partitions;
+//! - [`cluster`]: where every process lives (addresses, ports, configs);
+//! - [`node`], [`db`]: the `raftmq` processes and their control (kill, pause, restart);
+//! - [`nemesis`]: faults, their schedule, lose-unfsynced;
+//! - [`history`]: the recorded operations (JSONL);
+//! - [`dump`]: per-replica committed logs;
+//! - [`checker`]: one property per file, combined into a report;
+//! - [`run`]: one run end to end and its results folder;
+//! - [`workload`]: producers, consumers and the final drain through the SDK;
+//! - [`timeline`]: the SVG picture of operations and faults.
+
+pub mod checker;
+pub mod cluster;
+pub mod db;
+pub mod dump;
+pub mod history;
+pub mod nemesis;
+pub mod net;
+pub mod node;
+pub mod run;
+pub mod timeline;
+pub mod workload;

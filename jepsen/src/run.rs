@@ -1,0 +1,233 @@
+//! One run, end to end, and its results folder.
+//!
+//! ```text
+//! check_environment ─▶ netns rmqj-<pid> (thread enters it) ─▶ runtime
+//!   Db::new (configs, SNAT) ─▶ start namesrv + brokers (boot lines) ─▶ create topic
+//!   workload ∥ nemesis schedule for --time-limit ─▶ stop workload ─▶ heal everything (rules, SIGCONT, restarts)
+//!   quiet ─▶ final drain (every queue from 0) ─▶ SIGTERM all ─▶ per-replica dumps ─▶ checkers
+//! <out>/history.jsonl report.json summary.txt timeline.svg schedule.txt dumps.json nodes/<name>/<name>.log
+//! ```
+//!
+//! Invariants: every fault is healed before the quiet period whatever failed; the results folder is
+//! written even when a phase fails (the error goes into summary.txt); the exit verdict is valid only
+//! when every checker is.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::checker::ReplicaDump;
+use crate::checker::Report;
+use crate::checker::check_all;
+use crate::cluster::COMMIT_LOG_SEGMENT_BYTES;
+use crate::cluster::Layout;
+use crate::db::Db;
+use crate::dump::dump_replica;
+use crate::history::NEMESIS_PROCESS;
+use crate::history::Op;
+use crate::history::OpF;
+use crate::history::OpType;
+use crate::history::Recorder;
+use crate::nemesis;
+use crate::nemesis::NemesisKind;
+use crate::nemesis::schedule;
+use crate::net;
+use crate::net::EnvError;
+use crate::net::NetNs;
+use crate::workload;
+use crate::workload::WorkloadConfig;
+
+/// Boot deadline of the cluster.
+pub const CLUSTER_READY_TIMEOUT_MS: u64 = 60_000;
+/// Grace between SIGTERM and SIGKILL at the end.
+pub const STOP_GRACE_MS: u64 = 15_000;
+/// Deadline of the final drain.
+pub const DRAIN_TIMEOUT_MS: u64 = 60_000;
+/// Time the workload tasks get to finish after being told to stop.
+pub const WORKLOAD_STOP_MS: u64 = 10_000;
+
+/// Everything a run is parameterised by.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Fault families.
+    pub nemeses: Vec<NemesisKind>,
+    /// Workload + faults duration.
+    pub time_limit: Duration,
+    /// Schedule seed.
+    pub seed: u64,
+    /// Results folder (created).
+    pub out: PathBuf,
+    /// The `raftmq` binary.
+    pub raftmq: PathBuf,
+    /// Broker groups (1 or 2).
+    pub groups: usize,
+    /// Replicas per group (3 or 5).
+    pub replicas: usize,
+    /// Quiet period after healing.
+    pub quiet: Duration,
+    /// The workload.
+    pub workload: WorkloadConfig,
+    /// Test-only: brokers acknowledge before fsync (the self-test's unsafe mode).
+    pub unsafe_ack_before_fsync: bool,
+}
+
+/// Why a run could not produce a verdict.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The environment cannot run the harness (callers skip with this message).
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    /// Something else failed; the results folder holds what was gathered.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// A finished run.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// The checkers' verdict.
+    pub report: Report,
+    /// The results folder.
+    pub out: PathBuf,
+}
+
+fn write(path: &Path, text: &str) {
+    if let Err(e) = std::fs::write(path, text) {
+        tracing::error!(path = %path.display(), error = %e, "cannot write a result file");
+    }
+}
+
+/// Runs one test: checks the environment, creates and enters the namespace on this thread, runs on a
+/// fresh runtime, and deletes the namespace. Blocking; call it outside any runtime.
+pub fn run_blocking(opts: &RunOptions) -> Result<RunOutcome, RunError> {
+    net::check_environment()?;
+    std::fs::create_dir_all(&opts.out).map_err(|e| RunError::Failed(format!("{}: {e}", opts.out.display())))?;
+    let ns = NetNs::create(&format!("rmqj-{}", std::process::id()))?;
+    let guard = ns.enter_current_thread()?;
+    // Worker threads are spawned now, from this thread, so they live in the namespace too.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| RunError::Failed(format!("tokio runtime: {e}")))?;
+    let result = runtime.block_on(run_inside(opts, ns));
+    runtime.shutdown_timeout(Duration::from_secs(5));
+    drop(guard);
+    result
+}
+
+async fn run_inside(opts: &RunOptions, ns: NetNs) -> Result<RunOutcome, RunError> {
+    let out = opts.out.clone();
+    let layout = Layout::new(&out, opts.groups, opts.replicas, opts.unsafe_ack_before_fsync);
+    let groups: Vec<(String, Vec<String>)> = layout
+        .groups()
+        .into_iter()
+        .map(|g| {
+            let names = layout.members(&g).into_iter().map(|n| n.name.clone()).collect();
+            (g, names)
+        })
+        .collect();
+    let steps = schedule::generate(&opts.nemeses, &groups, opts.time_limit, opts.seed);
+    let mut plan = format!("seed {}\nnemeses {:?}\ntime limit {:?}\n", opts.seed, opts.nemeses, opts.time_limit);
+    for s in &steps {
+        let _ = writeln!(plan, "{:>8.1}s +{:>4.1}s  {}", s.at.as_secs_f64(), s.hold.as_secs_f64(), s.fault.label());
+    }
+    write(&out.join("schedule.txt"), &plan);
+
+    let mut db = Db::new(layout, ns, &opts.raftmq).map_err(|e| RunError::Failed(e.to_string()))?;
+    let rec = Recorder::create(&out.join("history.jsonl")).map_err(|e| RunError::Failed(e.to_string()))?;
+    let phase = phases(opts, &mut db, &rec, &steps).await;
+    // Whatever happened, nothing keeps running past here.
+    let stopped = db.stop_all(Duration::from_millis(STOP_GRACE_MS)).await;
+    let mut dumps: Vec<ReplicaDump> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    if let Err(e) = &phase {
+        notes.push(format!("run error: {e}"));
+    }
+    if let Err(e) = stopped {
+        notes.push(format!("stop error: {e}"));
+    }
+    for node in db.layout.nodes.clone() {
+        match dump_replica(&node.group, &node.name, &node.store_dir(), COMMIT_LOG_SEGMENT_BYTES).await {
+            Ok(d) => dumps.push(d),
+            Err(e) => notes.push(format!("dump of {}: {e}", node.name)),
+        }
+    }
+    if let Err(e) = rec.flush() {
+        notes.push(format!("history: {e}"));
+    }
+    let ops = rec.ops();
+    let report = check_all(&ops, &dumps);
+    write(&out.join("report.json"), &serde_json::to_string_pretty(&report).unwrap_or_default());
+    write(&out.join("dumps.json"), &serde_json::to_string(&dumps).unwrap_or_default());
+    let mut summary = report.summary();
+    for n in &notes {
+        let _ = writeln!(summary, "note: {n}");
+    }
+    let _ = writeln!(summary, "seed {} ops {} results {}", opts.seed, ops.len(), out.display());
+    write(&out.join("summary.txt"), &summary);
+    write(&out.join("timeline.svg"), &crate::timeline::render(&ops));
+    phase.map_err(RunError::Failed)?;
+    Ok(RunOutcome { report, out })
+}
+
+async fn phases(opts: &RunOptions, db: &mut Db, rec: &Recorder, steps: &[schedule::Step]) -> Result<(), String> {
+    db.start_all(Duration::from_millis(CLUSTER_READY_TIMEOUT_MS)).await.map_err(|e| e.to_string())?;
+    let ready = Instant::now() + Duration::from_millis(CLUSTER_READY_TIMEOUT_MS);
+    workload::setup_topic(db, &opts.workload, ready).await?;
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut tasks = workload::spawn(db, &opts.workload, rec, &stop_rx)?;
+    let start = Instant::now();
+    let mut rng = StdRng::seed_from_u64(opts.seed ^ 0x006e_656d_6573_6973);
+    let mut fault_error = None;
+    for step in steps {
+        tokio::time::sleep_until(start + step.at).await;
+        let label = step.fault.label();
+        rec.record(Op::new(OpType::Invoke, OpF::Nemesis, NEMESIS_PROCESS).value(&label));
+        let applied = match nemesis::apply(db, &step.fault, &mut rng).await {
+            Ok((applied, desc)) => {
+                tracing::info!(fault = %label, %desc, "fault applied");
+                Some(applied)
+            }
+            Err(e) => {
+                tracing::warn!(fault = %label, error = %e, "fault failed");
+                None
+            }
+        };
+        tokio::time::sleep(step.hold).await;
+        if let Some(applied) = applied
+            && let Err(e) = nemesis::heal(db, &applied).await
+        {
+            fault_error.get_or_insert_with(|| format!("healing {label}: {e}"));
+        }
+        rec.record(Op::new(OpType::Ok, OpF::Nemesis, NEMESIS_PROCESS).value(&label));
+    }
+    tokio::time::sleep_until(start + opts.time_limit).await;
+    stop_tx.send_replace(true);
+    let joined = tokio::time::timeout(Duration::from_millis(WORKLOAD_STOP_MS), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if joined.is_err() {
+        tasks.abort_all();
+    }
+
+    // Final heal: flush every rule, resume and restart everything.
+    rec.record(Op::new(OpType::Invoke, OpF::Nemesis, NEMESIS_PROCESS).value("final heal + quiet"));
+    db.firewall().heal().map_err(|e| e.to_string())?;
+    db.restore_all(Duration::from_millis(CLUSTER_READY_TIMEOUT_MS)).await.map_err(|e| e.to_string())?;
+    tokio::time::sleep(opts.quiet).await;
+    rec.record(Op::new(OpType::Ok, OpF::Nemesis, NEMESIS_PROCESS).value("final heal + quiet"));
+    workload::final_drain(db, &opts.workload, rec, Instant::now() + Duration::from_millis(DRAIN_TIMEOUT_MS)).await?;
+    match fault_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,120 @@
+//! CI smoke test: four short schedules and the self-test against real `raftmq` processes.
+//!
+//! Skips, printing why, when the machine cannot run the harness (not root, no `ip netns`, no
+//! iptables), when the `raftmq` binary is missing (build it first: `cargo build -p raftmq`), when the
+//! broker does not accept the generated config, or when `RAFTMQ_JEPSEN_SMOKE=0`. The self-test also
+//! needs the broker's test-only unsafe key; without it that part is skipped with a message.
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use raftmq_jepsen::cluster::Layout;
+use raftmq_jepsen::cluster::UNSAFE_ACK_KEY;
+use raftmq_jepsen::nemesis::NemesisKind;
+use raftmq_jepsen::net;
+use raftmq_jepsen::run::RunOptions;
+use raftmq_jepsen::run::run_blocking;
+use raftmq_jepsen::workload::WorkloadConfig;
+
+fn raftmq_bin() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("RAFTMQ_BIN") {
+        return Some(PathBuf::from(p));
+    }
+    // target/<profile>/deps/<this test> → target/<profile>/raftmq
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?.parent()?.join("raftmq");
+    bin.exists().then_some(bin)
+}
+
+/// Whether `raftmq broker -c <generated> -p` accepts the harness's config.
+fn broker_accepts(bin: &Path, unsafe_ack: bool) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let layout = Layout::new(dir.path(), 1, 3, unsafe_ack);
+    let node = &layout.nodes[0];
+    std::fs::create_dir_all(&node.dir).map_err(|e| e.to_string())?;
+    std::fs::write(node.config_path(), layout.broker_toml(node)).map_err(|e| e.to_string())?;
+    let out = Command::new(bin)
+        .args(["broker", "-c", &node.config_path().to_string_lossy(), "-p"])
+        .output()
+        .map_err(|e| e.to_string())?;
+    if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).trim().to_owned()) }
+}
+
+fn skip(why: &str) {
+    println!("SKIPPED raftmq-jepsen smoke: {why}");
+    eprintln!("SKIPPED raftmq-jepsen smoke: {why}");
+}
+
+#[test]
+fn generated_broker_config_is_accepted_by_the_broker_binary() {
+    let Some(bin) = raftmq_bin() else { return skip("no raftmq binary (cargo build -p raftmq, or set RAFTMQ_BIN)") };
+    if let Err(e) = broker_accepts(&bin, false) {
+        panic!("raftmq broker -p rejects the harness's broker.toml: {e}");
+    }
+    match broker_accepts(&bin, true) {
+        Ok(()) => println!("the broker accepts the test-only key {UNSAFE_ACK_KEY}"),
+        Err(e) => println!("the broker does not accept {UNSAFE_ACK_KEY} yet (self-test will skip): {e}"),
+    }
+}
+
+fn options(name: &str, nemesis: &str, seed: u64, out: &Path, bin: &Path) -> RunOptions {
+    RunOptions {
+        nemeses: NemesisKind::parse_list(nemesis).expect("known nemeses"),
+        time_limit: Duration::from_secs(30),
+        seed,
+        out: out.join(name),
+        raftmq: bin.to_owned(),
+        groups: 1,
+        replicas: 3,
+        quiet: Duration::from_secs(10),
+        workload: WorkloadConfig {
+            topic: "jepsen".into(),
+            queues: 2,
+            sync_producers: 2,
+            async_producers: 1,
+            async_window: 4,
+            consumers: 2,
+            group: "jepsen_consumers".into(),
+        },
+        unsafe_ack_before_fsync: false,
+    }
+}
+
+#[test]
+fn smoke_schedules_pass_and_the_self_test_finds_loss() {
+    if std::env::var("RAFTMQ_JEPSEN_SMOKE").is_ok_and(|v| v == "0") {
+        return skip("RAFTMQ_JEPSEN_SMOKE=0");
+    }
+    if let Err(e) = net::check_environment() {
+        return skip(&e.to_string());
+    }
+    let Some(bin) = raftmq_bin() else { return skip("no raftmq binary (cargo build -p raftmq, or set RAFTMQ_BIN)") };
+    if let Err(e) = broker_accepts(&bin, false) {
+        return skip(&format!("the broker binary does not accept the harness config yet: {e}"));
+    }
+    let seed = std::env::var("RAFTMQ_JEPSEN_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(20_240_601u64);
+    println!("raftmq-jepsen smoke: seed {seed}");
+    let out = std::env::var_os("RAFTMQ_JEPSEN_OUT")
+        .map_or_else(|| std::env::temp_dir().join(format!("rmqj-smoke-{seed}")), PathBuf::from);
+    for (name, nemesis) in
+        [("partition", "partition"), ("kill", "kill"), ("pause", "pause"), ("lose-unfsynced", "lose-unfsynced,kill")]
+    {
+        let outcome = run_blocking(&options(name, nemesis, seed, &out, &bin))
+            .unwrap_or_else(|e| panic!("{name} (seed {seed}): run failed: {e}; see {}", out.join(name).display()));
+        assert!(outcome.report.valid, "{name} (seed {seed}):\n{}", outcome.report.summary());
+    }
+    if let Err(e) = broker_accepts(&bin, true) {
+        return skip(&format!("self-test: the broker has no test-only {UNSAFE_ACK_KEY} yet: {e}"));
+    }
+    let mut unsafe_opts = options("self-test", "power-loss", seed, &out, &bin);
+    unsafe_opts.unsafe_ack_before_fsync = true;
+    let outcome = run_blocking(&unsafe_opts).unwrap_or_else(|e| panic!("self-test (seed {seed}): run failed: {e}"));
+    let lost = outcome.report.result("lost").map_or(0, |r| r.get("lost"));
+    assert!(
+        lost > 0,
+        "self-test (seed {seed}): unsafe acks + power loss must lose messages:\n{}",
+        outcome.report.summary()
+    );
+}
