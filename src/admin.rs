@@ -671,7 +671,7 @@ async fn query_msg_by_id(admin: &Admin, out: Out, a: QueryMsgByIdArgs) -> Result
                     format!("queryMsgById: {id} is not an offsetMsgId (give -t TOPIC for a client msgId)")
                 })?;
                 admin
-                    .view_message(&offset_id.store_host.to_string(), offset_id.commit_log_offset)
+                    .view_message_by_id(&offset_id)
                     .await
                     .map_err(|e| explain("queryMsgById", RequestCode::ViewMessageById, e))?
             }

@@ -130,6 +130,7 @@ impl Broker {
             segment_size: config.mapped_file_size_commit_log,
             delay_levels_ms,
             system_topics: SystemTopicOptions::from(&config),
+            index_sizes: config.index_file_sizes(),
         };
         let store = Arc::new(MessageStore::open(settings, log_end)?);
 

@@ -46,6 +46,9 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::consume_queue::CQ_STORE_UNIT_SIZE_BYTES;
+use crate::index_file::INDEX_ENTRY_DEFAULT_COUNT;
+use crate::index_file::INDEX_SLOT_DEFAULT_COUNT;
+use crate::index_file::IndexFileSizes;
 
 /// RocketMQ's broker remoting port.
 pub const LISTEN_PORT_DEFAULT: u16 = 10911;
@@ -140,6 +143,10 @@ pub struct BrokerConfig {
     pub max_transfer_count_on_message_in_disk: u32,
     /// Percent of RAM assumed to cache the CommitLog tail; older messages count as on disk (default 40).
     pub access_message_in_memory_max_ratio: u32,
+    /// Hash slots per IndexFile (default 5,000,000).
+    pub max_hash_slot_num: u32,
+    /// Entries per IndexFile (default 20,000,000; entry 0 is unused).
+    pub max_index_num: u32,
     /// Delay levels, space separated (`1s 5s ... 2h`).
     pub message_delay_level: String,
     /// Admin HTTP port (default 8080).
@@ -184,6 +191,8 @@ impl Default for BrokerConfig {
             max_transfer_bytes_on_message_in_disk: 64 * 1024,
             max_transfer_count_on_message_in_disk: 8,
             access_message_in_memory_max_ratio: 40,
+            max_hash_slot_num: INDEX_SLOT_DEFAULT_COUNT,
+            max_index_num: INDEX_ENTRY_DEFAULT_COUNT,
             message_delay_level: MESSAGE_DELAY_LEVEL_DEFAULT.to_owned(),
             admin_port: ADMIN_PORT_DEFAULT,
             raft_self_id: 0,
@@ -339,6 +348,7 @@ impl BrokerConfig {
         if !(1..=100).contains(&self.access_message_in_memory_max_ratio) {
             return Err(invalid("accessMessageInMemoryMaxRatio is not in 1..=100"));
         }
+        self.index_file_sizes().validate().map_err(|e| invalid(format!("maxHashSlotNum / maxIndexNum: {e}")))?;
         for (key, n) in [
             ("maxTransferBytesOnMessageInMemory", self.max_transfer_bytes_on_message_in_memory),
             ("maxTransferCountOnMessageInMemory", self.max_transfer_count_on_message_in_memory),
@@ -436,6 +446,11 @@ impl BrokerConfig {
     /// ConsumeQueue units per file: `mappedFileSizeConsumeQueue` rounded up to whole units (RocketMQ's getter).
     pub fn consume_queue_units_per_file(&self) -> u64 {
         self.mapped_file_size_consume_queue.div_ceil(CQ_STORE_UNIT_SIZE_BYTES as u64)
+    }
+
+    /// IndexFile sizes from `maxHashSlotNum` / `maxIndexNum`.
+    pub fn index_file_sizes(&self) -> IndexFileSizes {
+        IndexFileSizes { slot_count: self.max_hash_slot_num, entry_count: self.max_index_num }
     }
 
     /// `deleteWhen` as hours of day.
@@ -603,6 +618,7 @@ raftAddr = "10.0.0.3:40911"
         assert_eq!(c.delete_when_hours().unwrap(), vec![4]);
         assert_eq!(c.disk_max_used_space_ratio, 75);
         assert_eq!(c.admin_port, 8080);
+        assert_eq!((c.max_hash_slot_num, c.max_index_num), (5_000_000, 20_000_000));
         assert_eq!(c.broker_addr(), "127.0.0.1:10911");
         assert_eq!(c.store_host(), Some("127.0.0.1:10911".parse().unwrap()));
         let levels = c.message_delay_levels_ms().unwrap();
@@ -668,6 +684,8 @@ raftAddr = "10.0.0.3:40911"
             ("messageDelayLevel = \"1s 5x\"", "messageDelayLevel"),
             ("registerNameServerPeriod = 0", "registerNameServerPeriod"),
             ("maxTransferCountOnMessageInDisk = 0", "maxTransferCountOnMessageInDisk"),
+            ("maxHashSlotNum = 0", "maxHashSlotNum"),
+            ("maxIndexNum = 1", "maxIndexNum"),
             (
                 "[[raftPeers]]\nid = 0\nremotingAddr = \"127.0.0.1:10911\"\nraftAddr = \"127.0.0.1:40911\"\n\
                  [[raftPeers]]\nid = 0\nremotingAddr = \"127.0.0.2:10911\"\nraftAddr = \"127.0.0.2:40911\"",

@@ -9,6 +9,9 @@
 //!               beginTimestamp) | prevIndex i32               (entry 0 is the null link)
 //! ```
 //!
+//! Built by `MessageStore::apply` (store.rs) for every accepted record ([`record_index_keys`]) under
+//! `<storePathRootDir>/index`; read by QUERY_MESSAGE (query_processor.rs).
+//!
 //! Keys are `topic#key` for each space-separated business key and `topic#UNIQ_KEY`, hashed with
 //! `abs(String.hashCode)` (`tag::index_key_hash`); a lookup walks one slot's chain newest first and
 //! re-checks the hash and the time range, as RocketMQ's `IndexFile.selectPhyOffset` does. Hashes
@@ -33,6 +36,7 @@ use std::path::PathBuf;
 
 use memmap2::MmapMut;
 use memmap2::MmapOptions;
+use raftmq_common::message::properties;
 use raftmq_common::message::tag::index_key_hash;
 use thiserror::Error;
 
@@ -65,6 +69,21 @@ impl Default for IndexFileSizes {
 }
 
 impl IndexFileSizes {
+    /// Checks that the sizes can form a file: ≥ 1 slot, 2..=i32::MAX entries (entry numbers are
+    /// i32 on disk), and a length that can be mapped.
+    pub fn validate(&self) -> Result<(), IndexError> {
+        if self.slot_count == 0 || self.slot_count > i32::MAX as u32 {
+            return Err(IndexError::InvalidSizes(format!("maxHashSlotNum {} is not in 1..=2^31-1", self.slot_count)));
+        }
+        if self.entry_count < 2 || self.entry_count > i32::MAX as u32 {
+            return Err(IndexError::InvalidSizes(format!("maxIndexNum {} is not in 2..=2^31-1", self.entry_count)));
+        }
+        if usize::try_from(self.file_len_bytes()).is_err() {
+            return Err(IndexError::InvalidSizes(format!("{self:?} does not fit in memory")));
+        }
+        Ok(())
+    }
+
     /// Bytes of one file.
     pub fn file_len_bytes(&self) -> u64 {
         INDEX_HEADER_SIZE_BYTES as u64
@@ -323,6 +342,22 @@ pub fn index_keys<'a>(
     keys.filter(|k| !k.is_empty()).chain(uniq_key).map(move |k| format!("{topic}#{k}"))
 }
 
+/// The keys of a stored record, from its topic and wire-form properties (`KEYS`, `UNIQ_KEY`), as
+/// RocketMQ's `IndexService.buildIndex` builds them.
+pub fn record_index_keys(topic: &str, properties: &str) -> Vec<String> {
+    let (mut keys, mut uniq) = (None, None);
+    for (name, value) in
+        properties.split(properties::PROPERTY_SEPARATOR).filter_map(|p| p.split_once(properties::NAME_VALUE_SEPARATOR))
+    {
+        match name {
+            properties::KEYS => keys = Some(value),
+            properties::UNIQ_KEY => uniq = Some(value).filter(|u| !u.is_empty()),
+            _ => {}
+        }
+    }
+    index_keys(topic, keys.unwrap_or("").split(properties::KEY_SEPARATOR), uniq).collect()
+}
+
 /// The index directory: files oldest to newest, the newest one written.
 #[derive(Debug)]
 pub struct IndexService {
@@ -334,9 +369,7 @@ pub struct IndexService {
 impl IndexService {
     /// Opens `dir` (created if missing) and every index file in it, oldest first.
     pub fn open(dir: &Path, sizes: IndexFileSizes) -> Result<Self, IndexError> {
-        if sizes.slot_count == 0 || sizes.entry_count < 2 {
-            return Err(IndexError::InvalidSizes(format!("{sizes:?}: need ≥ 1 slot and ≥ 2 entries")));
-        }
+        sizes.validate()?;
         std::fs::create_dir_all(dir).map_err(|e| io_err("create_dir_all", dir, e))?;
         let mut names: Vec<String> = std::fs::read_dir(dir)
             .map_err(|e| io_err("read_dir", dir, e))?
@@ -550,6 +583,22 @@ mod tests {
         let deleted = svc.delete_below(55).unwrap();
         assert_eq!(deleted.len(), 1);
         assert_eq!(svc.query("T#k", 100, 0, i64::MAX).len(), 8);
+    }
+
+    #[test]
+    fn record_keys_are_topic_prefixed_business_keys_then_uniq_key() {
+        let props = "KEYS\u{1}k1  k2\u{2}TAGS\u{1}a\u{2}UNIQ_KEY\u{1}ABCD";
+        assert_eq!(record_index_keys("T", props), ["T#k1", "T#k2", "T#ABCD"]);
+        assert_eq!(record_index_keys("T", "TAGS\u{1}a"), Vec::<String>::new());
+        assert_eq!(record_index_keys("T", "garbage\u{2}\u{1}"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn sizes_are_validated() {
+        assert!(SMALL.validate().is_ok());
+        assert!(IndexFileSizes { slot_count: 0, entry_count: 6 }.validate().is_err());
+        assert!(IndexFileSizes { slot_count: 1, entry_count: 1 }.validate().is_err());
+        assert!(IndexFileSizes { slot_count: 1, entry_count: u32::MAX }.validate().is_err());
     }
 
     #[test]

@@ -21,7 +21,7 @@
 //! - [`group_commit`], [`offset_commit`]: sends and consumer offsets batched into Raft entries.
 //! - [`client_manager`]: connected producers/consumers, subscriptions, queue locks.
 //! - [`processor`] and [`send_processor`], [`pull_processor`], [`client_manage_processor`],
-//!   [`admin_processor`]: the remoting request handlers.
+//!   [`admin_processor`], [`query_processor`]: the remoting request handlers.
 //! - [`namesrv_registration`]: REGISTER_BROKER / UNREGISTER_BROKER with the Raft role.
 //! - [`broker`]: `Broker::start` / `shutdown`.
 
@@ -54,6 +54,8 @@ pub mod client_manager;
 pub mod processor;
 #[allow(clippy::result_large_err)]
 pub mod pull_processor;
+#[allow(clippy::result_large_err)]
+pub mod query_processor;
 #[allow(clippy::result_large_err)]
 pub mod send_processor;
 

@@ -8,6 +8,7 @@
 //!    PULL_MESSAGE ─────────────────────────▶ pull_processor (long polling on the store)
 //!    HEART_BEAT, UNREGISTER_CLIENT, offsets, locks ─▶ client_manage_processor (offsets ─▶ offset_commit ─▶ raft)
 //!    topics, groups, queue offsets ────────▶ admin_processor (changes ─▶ raft)
+//!    QUERY_MESSAGE, VIEW_MESSAGE_BY_ID, offsets by time ─▶ query_processor (IndexFile, CommitLog reads)
 //! ```
 
 use std::net::SocketAddr;
@@ -28,6 +29,7 @@ use crate::group_commit::GroupCommit;
 use crate::offset_commit::OffsetCommitter;
 use crate::pull::PullLimits;
 use crate::pull_processor;
+use crate::query_processor;
 use crate::replica::Replica;
 use crate::send_processor;
 use crate::store::MessageStore;
@@ -55,6 +57,9 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::GetMaxOffset,
     RequestCode::GetMinOffset,
     RequestCode::SearchOffsetByTimestamp,
+    RequestCode::GetEarliestMsgStoretime,
+    RequestCode::QueryMessage,
+    RequestCode::ViewMessageById,
 ];
 
 /// What every processor shares.
@@ -121,8 +126,15 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::GetAllConsumerOffset => admin_processor::all_consumer_offset(ctx),
             RequestCode::GetMaxOffset => admin_processor::max_offset(ctx, &request),
             RequestCode::GetMinOffset => admin_processor::min_offset(ctx, &request),
-            RequestCode::SearchOffsetByTimestamp => admin_processor::search_offset(ctx, &request),
-            _ => Err(raftmq_common::remoting::processor::not_supported(&request)),
+            RequestCode::SearchOffsetByTimestamp => query_processor::search_offset_by_timestamp(ctx, &request),
+            RequestCode::GetEarliestMsgStoretime => query_processor::earliest_msg_storetime(ctx, &request),
+            RequestCode::QueryMessage => query_processor::query_message(ctx, &request),
+            RequestCode::ViewMessageById => query_processor::view_message_by_id(ctx, &request),
+            other => {
+                // Which codes clients send that we refuse is what interop work needs to know.
+                tracing::debug!(request_code = %other, "broker request code not supported");
+                Err(raftmq_common::remoting::processor::not_supported(&request))
+            }
         };
         Some(result.unwrap_or_else(|refusal| refusal))
     }

@@ -5,8 +5,9 @@
 //! ```text
 //! raft append ──▶ BrokerPatcher::patch ──▶ PHYSICALOFFSET written (every replica, before the CRC)
 //! raft apply ──▶ MessageStore::apply(entry)
-//!                  MESSAGES: committed end ▲, dispatch::plan ─ok─▶ write_units ─▶ long-poll notify
-//!                                                        └rejected─▶ reply Rejected (writer resets offsets)
+//!                  MESSAGES: committed end ▲, dispatch::plan ─ok─▶ write_units ─▶ IndexService::put
+//!                                              │                                   ─▶ long-poll notify
+//!                                              └rejected─▶ reply Rejected (writer resets offsets)
 //!                  CONSUMER_OFFSETS / TOPIC_* / SUBSCRIPTION_GROUP_*: metadata tables
 //!                  blank / membership: applied position only
 //! ```
@@ -20,6 +21,10 @@
 //!   committed log (units already present are recognised positionally, metadata is rebuilt), so the
 //!   metadata tables need no files of their own while the log is not purged.
 //! - `applied` only moves forward; the leader-readiness gate compares its term with the leader's.
+//! - The IndexFiles (`<store>/index`) index every accepted record except transaction rollbacks, in
+//!   CommitLog order; a record at or below the index's end offset is already indexed, so the re-apply
+//!   after a restart never indexes twice. The index is derived data: a failed index write is logged
+//!   and the record stays readable by offset, it is not a reason to stop the replica.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -35,6 +40,7 @@ use std::sync::atomic::Ordering;
 use bytes::BufMut;
 use bytes::Bytes;
 use bytes::BytesMut;
+use raftmq_common::message::sys_flag::TransactionType;
 use raftmq_raft::AppReply;
 use raftmq_raft::ApplyHandler;
 use raftmq_raft::CommittedEntry;
@@ -51,11 +57,16 @@ use crate::commit_log::CommitLogFiles;
 use crate::consume_queue::ConsumeQueueStore;
 use crate::consume_queue::CqError;
 use crate::dispatch::CqAction;
+use crate::dispatch::DispatchRequest;
 use crate::dispatch::plan;
 use crate::dispatch::write_units;
 use crate::entry::BrokerCommand;
 use crate::entry::patch_physical_offsets;
 use crate::entry::tag;
+use crate::index_file::IndexError;
+use crate::index_file::IndexFileSizes;
+use crate::index_file::IndexService;
+use crate::index_file::record_index_keys;
 use crate::long_poll::Full;
 use crate::long_poll::LongPollRegistry;
 use crate::long_poll::WaiterId;
@@ -78,7 +89,12 @@ pub struct StoreSettings {
     pub delay_levels_ms: Vec<u64>,
     /// What the system-topic preload depends on.
     pub system_topics: SystemTopicOptions,
+    /// IndexFile sizes (`maxHashSlotNum`, `maxIndexNum`).
+    pub index_sizes: IndexFileSizes,
 }
+
+/// Directory of the IndexFiles under the store root (RocketMQ's `index/`).
+pub const INDEX_DIR: &str = "index";
 
 /// Replicated metadata: changed only by applied commands.
 #[derive(Debug)]
@@ -156,6 +172,9 @@ pub enum StoreOpenError {
     /// The ConsumeQueues could not be recovered.
     #[error("ConsumeQueue recovery failed: {0}")]
     ConsumeQueue(#[from] CqError),
+    /// The IndexFiles could not be opened.
+    #[error("IndexFile recovery failed: {0}")]
+    Index(#[from] IndexError),
     /// The config is unusable.
     #[error("{0}")]
     Config(String),
@@ -167,6 +186,7 @@ pub struct MessageStore {
     settings: StoreSettings,
     cq: RwLock<ConsumeQueueStore>,
     meta: RwLock<Metadata>,
+    index: RwLock<IndexService>,
     commit_log: CommitLogFiles,
     applied: watch::Sender<AppliedPosition>,
     long_poll: Mutex<LongPollRegistry<oneshot::Sender<()>>>,
@@ -187,6 +207,8 @@ impl MessageStore {
         cq.truncate_above_phy(phy_end)?;
         let queues = cq.iter().count();
         info!(queues, log_end, "ConsumeQueues recovered");
+        let index = IndexService::open(&settings.store_root.join(INDEX_DIR), settings.index_sizes)?;
+        info!(files = index.file_count(), end_phy_offset = index.end_phy_offset(), "IndexFiles opened");
         let meta = Metadata {
             topics: TopicConfigTable::with_system_topics(&settings.system_topics),
             groups: SubscriptionGroupTable::new(),
@@ -198,6 +220,7 @@ impl MessageStore {
             settings,
             cq: RwLock::new(cq),
             meta: RwLock::new(meta),
+            index: RwLock::new(index),
             commit_log,
             applied,
             long_poll: Mutex::new(LongPollRegistry::default()),
@@ -219,6 +242,11 @@ impl MessageStore {
     /// Replicated metadata, read-only. Never hold across an await.
     pub fn metadata(&self) -> RwLockReadGuard<'_, Metadata> {
         unpoison(self.meta.read())
+    }
+
+    /// The IndexFiles, read-only (QUERY_MESSAGE). Never hold across an await.
+    pub fn index(&self) -> RwLockReadGuard<'_, IndexService> {
+        unpoison(self.index.read())
     }
 
     /// The committed CommitLog.
@@ -281,10 +309,13 @@ impl MessageStore {
         self.long_poll().cancel(id);
     }
 
-    /// Flushes every ConsumeQueue (shutdown).
+    /// Flushes every ConsumeQueue and IndexFile (shutdown).
     pub fn flush(&self) {
         if let Err(e) = unpoison(self.cq.write()).flush_all() {
             error!(error = %e, "ConsumeQueue flush failed");
+        }
+        if let Err(e) = self.index().flush() {
+            error!(error = %e, "IndexFile flush failed");
         }
     }
 
@@ -306,7 +337,7 @@ impl MessageStore {
 
     fn apply_messages(&self, payload: &[u8], payload_pos: u64) -> ApplyOutcome {
         let mut arrived: BTreeMap<(String, i32), (u64, Vec<i64>)> = BTreeMap::new();
-        {
+        let planned = {
             let mut cq = unpoison(self.cq.write());
             let planned = match plan(payload, payload_pos, &*cq, &self.settings.delay_levels_ms) {
                 Ok(p) => p,
@@ -327,7 +358,9 @@ impl MessageStore {
             for ((topic, queue_id), (max, _)) in arrived.iter_mut() {
                 *max = cq.offsets(topic, *queue_id).1;
             }
-        }
+            planned
+        };
+        self.build_index(&planned);
         if !arrived.is_empty() {
             let now = now_ms();
             let mut registry = self.long_poll();
@@ -340,6 +373,25 @@ impl MessageStore {
             }
         }
         ApplyOutcome::Stored { payload_pos }
+    }
+
+    /// Indexes the records of an accepted entry (RocketMQ's `IndexService.buildIndex`: rollbacks are
+    /// not indexed; records already indexed are skipped by `IndexService::put`).
+    fn build_index(&self, planned: &[DispatchRequest<'_>]) {
+        let mut index = unpoison(self.index.write());
+        let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
+        for req in planned {
+            if TransactionType::of(req.record.sys_flag) == TransactionType::Rollback {
+                continue;
+            }
+            let keys = record_index_keys(req.topic(), req.record.properties);
+            if keys.is_empty() {
+                continue;
+            }
+            if let Err(e) = index.put(keys, req.phy_offset(), req.record.store_timestamp, now) {
+                error!(phy_offset = req.phy_offset(), error = %e, "IndexFile write failed; the record is not indexed");
+            }
+        }
     }
 
     fn apply_metadata(&self, command: BrokerCommand) -> ApplyOutcome {
@@ -443,6 +495,7 @@ mod tests {
             segment_size: 1 << 20,
             delay_levels_ms: vec![1000],
             system_topics: SystemTopicOptions::from(&BrokerConfig::default()),
+            index_sizes: IndexFileSizes { slot_count: 16, entry_count: 8 },
         }
     }
 

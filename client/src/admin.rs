@@ -19,6 +19,7 @@ use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
 use raftmq_common::message::compress::uncompress_stored_body;
+use raftmq_common::message::msg_id::OffsetMsgId;
 use raftmq_common::message::record::DecodeOptions;
 use raftmq_common::message::record::decode_all;
 use raftmq_common::message::sys_flag;
@@ -35,6 +36,7 @@ use raftmq_common::protocol::body::register::ClusterInfo;
 use raftmq_common::protocol::body::register::KvTable;
 use raftmq_common::protocol::body::register::TopicConfigSerializeWrapper;
 use raftmq_common::protocol::body::register::TopicList;
+use raftmq_common::protocol::body::route::BrokerData;
 use raftmq_common::protocol::body::route::MASTER_ID;
 use raftmq_common::protocol::body::route::TopicRouteData;
 use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
@@ -444,6 +446,40 @@ impl Admin {
             return Err(ClientError::new(ErrorKind::Protocol, op, format!("{} records in the answer", msgs.len())));
         }
         msgs.pop().ok_or_else(|| ClientError::new(ErrorKind::Protocol, op, "no record in the answer"))
+    }
+
+    /// The message an offsetMsgId names (`queryMsgById`). Asks the store host it encodes first; when
+    /// that host is gone or cannot answer (a failover moved the group on), asks the replicas of the
+    /// host's group (leader first), then those of every other group, for the same physical offset:
+    /// replicas of a Raft group hold identical bytes at identical offsets, and an answer is accepted
+    /// only if its STOREHOST and PHYSICALOFFSET are the id's, so another group's record never passes.
+    pub async fn view_message_by_id(&self, id: &OffsetMsgId) -> Result<MessageExt> {
+        let host = id.store_host.to_string();
+        let first_error = match self.view_message(&host, id.commit_log_offset).await {
+            Ok(m) if m.store_host == id.store_host && m.commit_log_offset == id.commit_log_offset => return Ok(m),
+            Ok(m) => ClientError::new(
+                ErrorKind::Protocol,
+                "queryMsgById",
+                format!("{host} answered the record of {} at {}", m.store_host, m.commit_log_offset),
+            ),
+            Err(e) => e,
+        };
+        let Ok(cluster) = self.cluster_info().await else { return Err(first_error) };
+        let mut groups: Vec<&BrokerData> = cluster.broker_addr_table.values().collect();
+        // The host's own group first (a stable sort keeps the rest in name order).
+        groups.sort_by_key(|g| !g.broker_addrs.values().any(|a| *a == host));
+        for group in groups {
+            // brokerId 0 (the leader) first: BTreeMap order.
+            for addr in group.broker_addrs.values().filter(|a| **a != host) {
+                if let Ok(m) = self.view_message(addr, id.commit_log_offset).await
+                    && m.store_host == id.store_host
+                    && m.commit_log_offset == id.commit_log_offset
+                {
+                    return Ok(m);
+                }
+            }
+        }
+        Err(first_error)
     }
 
     /// Messages of `topic` whose KEYS (or, with `unique_key`, UNIQ_KEY) contain `key`, stored between

@@ -160,6 +160,9 @@ pub const BENCH_CONCURRENCY_MAX_COUNT: usize = 4_096;
 pub const BENCH_BATCH_MAX_COUNT: usize = 1_024;
 /// Messages one QUERY_MESSAGE may ask a broker for (`mqadmin queryMsgByKey -m`, default 64).
 pub const QUERY_MESSAGE_MAX_COUNT: i32 = 2_048;
+/// Record bytes one QUERY_MESSAGE answer carries (the first match is always sent); stays well under
+/// the frame limit so the header fits beside it.
+pub const QUERY_MESSAGE_BODY_MAX_BYTES: usize = 8 * 1024 * 1024;
 
 const _: () = assert!(CONSUMER_PULL_BATCH_SIZE_DEFAULT_COUNT <= CONSUMER_PULL_BATCH_SIZE_MAX_COUNT);
 const _: () = assert!(CONSUMER_BROKER_SUSPEND_MAX_MS < CONSUMER_PULL_TIMEOUT_WHEN_SUSPEND_MS);
@@ -168,6 +171,7 @@ const _: () = assert!(CONSUMER_LOCK_RENEW_INTERVAL_DEFAULT_MS < CONSUMER_LOCK_MA
 const _: () = assert!(CONSUMER_CONSUME_THREADS_DEFAULT_COUNT <= CONSUMER_CONSUME_THREADS_MAX_COUNT);
 
 const _: () = assert!(MESSAGE_BODY_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
+const _: () = assert!(QUERY_MESSAGE_BODY_MAX_BYTES + MESSAGE_BODY_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(BATCH_BODY_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(TOPIC_NAME_LENGTH_MAX_CHARS <= i8::MAX as usize);
 const _: () = assert!(HEADER_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
