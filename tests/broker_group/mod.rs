@@ -77,6 +77,9 @@ impl Group {
                 namesrv_addr: namesrv_addr.clone(),
                 store_path_root_dir: dir.path().join(format!("node-{}", peer.id)),
                 mapped_file_size_commit_log: 64 << 20,
+                // Small index files: the defaults make a 420 MB (sparse) file per replica.
+                max_hash_slot_num: 4_096,
+                max_index_num: 16_384,
                 raft_self_id: peer.id,
                 raft_peers: peers.clone(),
                 ..BrokerConfig::default()
