@@ -89,6 +89,8 @@ pub fn broker_configs(args: &DevArgs, namesrv_addr: &str) -> Result<Vec<BrokerCo
 
 /// Runs the dev cluster until the first shutdown signal.
 pub async fn run(args: DevArgs) -> Result<()> {
+    // Handlers first, so a signal during start-up still stops the cluster gracefully.
+    let shutdown = crate::signal::shutdown();
     std::fs::create_dir_all(&args.data).with_context(|| format!("creating {}", args.data.display()))?;
     let namesrv_config = NamesrvConfig {
         listen_port: args.namesrv_port,
@@ -121,7 +123,7 @@ pub async fn run(args: DevArgs) -> Result<()> {
     }
 
     print_banner(&args, &namesrv_addr, &configs);
-    crate::signal::shutdown().await;
+    shutdown.await;
     for broker in brokers {
         broker.shutdown().await;
     }

@@ -130,11 +130,7 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::GetEarliestMsgStoretime => query_processor::earliest_msg_storetime(ctx, &request),
             RequestCode::QueryMessage => query_processor::query_message(ctx, &request),
             RequestCode::ViewMessageById => query_processor::view_message_by_id(ctx, &request),
-            other => {
-                // Which codes clients send that we refuse is what interop work needs to know.
-                tracing::debug!(request_code = %other, "broker request code not supported");
-                Err(raftmq_common::remoting::processor::not_supported(&request))
-            }
+            _ => Err(raftmq_common::remoting::processor::not_supported(&request)),
         };
         Some(result.unwrap_or_else(|refusal| refusal))
     }

@@ -8,7 +8,9 @@
 //! A warm-up (a tenth of the run, at most 1 s) is not measured.
 //!
 //! No benchmark framework:
-//! `cargo bench -p raftmq-raft --bench replicate -- [--nodes 3] [--writers 256] [--payload 1024] [--duration 10s]`;
+//! `cargo bench -p raftmq-raft --bench replicate -- [--nodes 3] [--writers 256] [--payload 1024] [--duration 10s]
+//! [--sequential] [--inflight N]` (`--sequential`: one AppendEntries at a time per follower;
+//! `--inflight`: pipelined requests in flight per follower, default `RaftConfig`'s);
 //! `-- --test` (as `cargo test --benches` passes) runs a 1 s smoke check.
 
 use std::collections::BTreeMap;
@@ -32,6 +34,10 @@ struct Args {
     writers: usize,
     payload_bytes: usize,
     duration: Duration,
+    /// One AppendEntries at a time per follower (the non-pipelined transport).
+    sequential: bool,
+    /// Pipelined AppendEntries in flight per follower (`RaftConfig` default when absent).
+    inflight: Option<u64>,
 }
 
 fn parse_duration(s: &str) -> anyhow::Result<Duration> {
@@ -47,7 +53,14 @@ fn parse_duration(s: &str) -> anyhow::Result<Duration> {
 }
 
 fn parse_args() -> anyhow::Result<Args> {
-    let mut a = Args { nodes: 3, writers: 256, payload_bytes: 1024, duration: Duration::from_secs(10) };
+    let mut a = Args {
+        nodes: 3,
+        writers: 256,
+        payload_bytes: 1024,
+        duration: Duration::from_secs(10),
+        sequential: false,
+        inflight: None,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| anyhow!("{flag} needs a value"));
@@ -56,6 +69,8 @@ fn parse_args() -> anyhow::Result<Args> {
             "--writers" => a.writers = value()?.parse()?,
             "--payload" => a.payload_bytes = value()?.parse()?,
             "--duration" => a.duration = parse_duration(&value()?)?,
+            "--sequential" => a.sequential = true,
+            "--inflight" => a.inflight = Some(value()?.parse()?),
             "--test" => a.duration = Duration::from_secs(1),
             // cargo bench passes --bench to harness-less benches.
             "--bench" => {}
@@ -101,7 +116,8 @@ struct Group {
     nodes: BTreeMap<NodeId, RaftNode>,
 }
 
-async fn start_group(n: u64) -> anyhow::Result<Group> {
+async fn start_group(a: &Args) -> anyhow::Result<Group> {
+    let n = a.nodes;
     let tmp = tempfile::tempdir()?;
     let mut servers = Vec::new();
     let mut members = BTreeMap::new();
@@ -114,7 +130,11 @@ async fn start_group(n: u64) -> anyhow::Result<Group> {
     for (id, server) in (1..=n).zip(&servers) {
         let mut cfg = NodeConfig::new("bench-group", id, tmp.path().join(format!("n{id}")), members.clone());
         cfg.raft = RaftConfig { segment_size_bytes: 256 << 20, ..RaftConfig::default() };
-        let node = RaftNode::start(cfg, Arc::new(CountingHandler::default()), Arc::new(TcpTransport::new())).await?;
+        if let Some(count) = a.inflight {
+            cfg.raft.append_stream_inflight_max_count = count;
+        }
+        let transport = if a.sequential { TcpTransport::sequential() } else { TcpTransport::new() };
+        let node = RaftNode::start(cfg, Arc::new(CountingHandler::default()), Arc::new(transport)).await?;
         server.attach(node.service());
         nodes.insert(id, node);
     }
@@ -171,14 +191,15 @@ async fn writer(
 
 async fn run(a: Args) -> anyhow::Result<()> {
     println!(
-        "replicate: {} nodes, loopback TCP, real fsync; {} writers x {} B payloads for {:?}; load average before: {}",
+        "replicate: {} nodes, loopback TCP ({}), real fsync; {} writers x {} B payloads for {:?}; load average before: {}",
         a.nodes,
+        if a.sequential { "sequential".to_string() } else { format!("pipelined, window {:?}", a.inflight) },
         a.writers,
         a.payload_bytes,
         a.duration,
         load_average()
     );
-    let mut g = start_group(a.nodes).await?;
+    let mut g = start_group(&a).await?;
     let leader_id = wait_leader(&g).await?;
     let leader = Arc::new(g.nodes.remove(&leader_id).context("leader")?);
     let warmup = (a.duration / 10).min(Duration::from_secs(1));

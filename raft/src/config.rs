@@ -6,6 +6,7 @@
 
 use crate::entry::{BLANK_MIN_BYTES, HEADER_SIZE};
 use crate::error::StoreError;
+use crate::network::StreamWindow;
 
 /// 1 GiB, RocketMQ `mappedFileSizeCommitLog`.
 pub const SEGMENT_SIZE_DEFAULT_BYTES: u64 = 1 << 30;
@@ -21,11 +22,19 @@ pub const INDEX_FILE_ENTRIES_DEFAULT: u64 = 5 * 1024 * 1024;
 pub const SEGMENT_WARM_AHEAD_BYTES: u64 = 8 << 20;
 /// Byte budget of one AppendEntries batch read by `limited_get_log_entries` (databend: 2 MiB).
 pub const APPEND_ENTRIES_DEFAULT_BYTES: u64 = 2 << 20;
+/// Default count of pipelined AppendEntries awaiting replies on one replication stream.
+pub const APPEND_STREAM_INFLIGHT_DEFAULT_COUNT: u64 = 16;
+/// Default encoded bytes of pipelined AppendEntries awaiting replies on one stream.
+pub const APPEND_STREAM_INFLIGHT_DEFAULT_BYTES: u64 = 16 << 20;
+/// Most requests a stream may have in flight: the receiver buffers at most this many out of
+/// order before it ends the stream (a sender beyond it is broken or hostile).
+pub const APPEND_STREAM_INFLIGHT_MAX_COUNT: u64 = 64;
 
 // Relationships the format depends on.
 const _: () = assert!(SEGMENT_SIZE_MIN_BYTES > HEADER_SIZE + BLANK_MIN_BYTES);
 const _: () = assert!(SEGMENT_SIZE_DEFAULT_BYTES <= SEGMENT_SIZE_MAX_BYTES);
 const _: () = assert!(SEGMENT_SIZE_MAX_BYTES <= u32::MAX as u64);
+const _: () = assert!(APPEND_STREAM_INFLIGHT_DEFAULT_COUNT <= APPEND_STREAM_INFLIGHT_MAX_COUNT);
 
 /// Configuration of one Raft replica (one broker of a group).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +62,13 @@ pub struct RaftConfig {
     pub committed_persist_interval_ms: u64,
     /// Timeout of installing a (small, manifest) snapshot. Default 10 000 ms.
     pub install_snapshot_timeout_ms: u64,
+    /// Pipelined AppendEntries awaiting replies per follower, when the transport pipelines
+    /// (1 = one at a time, as without pipelining). Default 16, at most
+    /// `APPEND_STREAM_INFLIGHT_MAX_COUNT`.
+    pub append_stream_inflight_max_count: u64,
+    /// Encoded bytes of pipelined AppendEntries awaiting replies per follower (at least one
+    /// request is always in flight). Default 16 MiB.
+    pub append_stream_inflight_max_bytes: u64,
 }
 
 impl Default for RaftConfig {
@@ -68,6 +84,8 @@ impl Default for RaftConfig {
             index_file_entries: INDEX_FILE_ENTRIES_DEFAULT,
             committed_persist_interval_ms: 200,
             install_snapshot_timeout_ms: 10_000,
+            append_stream_inflight_max_count: APPEND_STREAM_INFLIGHT_DEFAULT_COUNT,
+            append_stream_inflight_max_bytes: APPEND_STREAM_INFLIGHT_DEFAULT_BYTES,
         }
     }
 }
@@ -94,6 +112,14 @@ impl RaftConfig {
         if self.append_entries_max_bytes == 0 || self.max_payload_entries == 0 {
             return err("append_entries_max_bytes and max_payload_entries must be > 0".into());
         }
+        if !(1..=APPEND_STREAM_INFLIGHT_MAX_COUNT).contains(&self.append_stream_inflight_max_count)
+            || self.append_stream_inflight_max_bytes == 0
+        {
+            return err(format!(
+                "append_stream_inflight_max_count must be in [1, {APPEND_STREAM_INFLIGHT_MAX_COUNT}] and \
+                 append_stream_inflight_max_bytes > 0"
+            ));
+        }
         if self.heartbeat_interval_ms == 0 || self.heartbeat_interval_ms >= self.election_timeout_min_ms {
             return err("need 0 < heartbeat_interval_ms < election_timeout_min_ms".into());
         }
@@ -101,6 +127,14 @@ impl RaftConfig {
             return err("need election_timeout_min_ms < election_timeout_max_ms".into());
         }
         Ok(())
+    }
+
+    /// How much a replication stream keeps in flight per follower.
+    pub fn stream_window(&self) -> StreamWindow {
+        StreamWindow {
+            count: usize::try_from(self.append_stream_inflight_max_count).unwrap_or(usize::MAX),
+            bytes: self.append_stream_inflight_max_bytes,
+        }
     }
 
     /// The openraft config for this replica. Snapshots are driven by retention (manifest at the
@@ -123,6 +157,9 @@ impl RaftConfig {
             // different entries under log ids its followers already hold, and they would keep
             // their copies as "the same" entries (found by t50_sim's crashes without flush).
             enable_leader_restore: Some(false),
+            // Replicate as soon as the leader's append returns, not after the core's next
+            // message batch: commit latency is what bounds a group's throughput.
+            broadcast_submitted_on_append: Some(true),
             ..Default::default()
         };
         c.validate().map_err(|e| StoreError::Config(e.to_string()))

@@ -8,9 +8,10 @@
 //! truncate ──────── Request::Sync ──▶   │           └─ complete callbacks in FIFO order
 //! ```
 //!
-//! After completing a batch the flusher pre-faults the next `SEGMENT_WARM_AHEAD_BYTES` after the
-//! log end (RocketMQ's "warm mapped file"): first writes to a sparse mapping otherwise fault on
-//! the openraft task that appends, and on a busy group those faults were a third of the CPU.
+//! After completing a batch the flusher has a helper thread pre-fault the next
+//! `SEGMENT_WARM_AHEAD_BYTES` after the log end (RocketMQ's "warm mapped file"): first writes to
+//! a sparse mapping otherwise fault on the openraft task that appends, and on a busy group those
+//! faults were a third of the CPU; on the flusher itself they delayed the next group commit.
 //!
 //! Invariants: a callback completes Ok only after every byte appended before its request was
 //! synced; the watermark is written only after the sync it describes; on any sync error every
@@ -91,7 +92,7 @@ pub fn run(
     counters: Arc<Counters>,
 ) {
     let mut last_meta_write = Instant::now();
-    let mut warmed_to = 0u64;
+    let mut warmer = Warmer::start(&state);
     // Requests held while a crash test froze the store (see `LogStore::freeze_for_crash_test`).
     let mut held = Vec::new();
     while let Ok(first) = rx.recv() {
@@ -125,7 +126,54 @@ pub fn run(
             break;
         }
         if result.is_ok() {
-            warm_ahead(&state, &mut warmed_to);
+            warmer.poke(&state);
+        }
+    }
+    warmer.stop();
+}
+
+/// Runs [`warm_ahead`] off the flusher thread: page faults of fresh pages cost milliseconds on
+/// a virtualised host, and on the flusher they delayed the next group commit. Pokes coalesce
+/// (one pending at most); without the thread (spawn failed) the flusher warms inline.
+struct Warmer {
+    poke: Option<std::sync::mpsc::SyncSender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    inline_warmed_to: u64,
+}
+
+impl Warmer {
+    fn start(state: &Arc<Mutex<State>>) -> Self {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
+        let state = Arc::clone(state);
+        let spawned = std::thread::Builder::new().name("raft-log-warmer".into()).spawn(move || {
+            let mut warmed_to = 0u64;
+            while rx.recv().is_ok() {
+                warm_ahead(&state, &mut warmed_to);
+            }
+        });
+        match spawned {
+            Ok(t) => Self { poke: Some(tx), thread: Some(t), inline_warmed_to: 0 },
+            Err(e) => {
+                tracing::warn!(%e, "cannot start the CommitLog warmer thread; warming on the flusher");
+                Self { poke: None, thread: None, inline_warmed_to: 0 }
+            }
+        }
+    }
+
+    fn poke(&mut self, state: &Mutex<State>) {
+        match &self.poke {
+            // Full: a warm is already pending and will see the new end.
+            Some(tx) => drop(tx.try_send(())),
+            None => warm_ahead(state, &mut self.inline_warmed_to),
+        }
+    }
+
+    fn stop(mut self) {
+        self.poke = None;
+        if let Some(t) = self.thread.take()
+            && t.join().is_err()
+        {
+            tracing::error!("raft log warmer panicked");
         }
     }
 }

@@ -232,7 +232,7 @@ impl RaftNode {
             store.rebase(last, data.next_pos).await?;
         }
         let sm = StateMachine::new(handler, store.clone(), snapshot);
-        let network = NetworkFactory::new(id, transport);
+        let network = NetworkFactory::new(id, transport, cfg.raft.stream_window());
         let raft = Raft::new(id, openraft_cfg, network, store.clone(), sm)
             .await
             .map_err(|e| NodeError::Raft(e.to_string()))?;

@@ -158,6 +158,9 @@ impl ProcessorTable {
         match self.by_code.get(&request.code).or(self.default.as_ref()) {
             Some(processor) => processor.clone().process_boxed(ctx, request),
             None => {
+                // Which codes peers send that we refuse is what interop work needs to know.
+                tracing::debug!(request_code = %RequestCode::from_i32(request.code), server = %ctx.connection().local_addr(),
+                    peer = %ctx.peer_addr(), "request code not supported");
                 let response = not_supported(&request);
                 Box::pin(async move { Some(response) })
             }

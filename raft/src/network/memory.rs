@@ -35,11 +35,20 @@ impl State {
 #[derive(Clone)]
 pub struct MemRouter {
     state: Arc<Mutex<State>>,
+    /// Fixed at construction: openraft asks once per replication stream.
+    pipelined: bool,
 }
 
 impl MemRouter {
     /// A router whose message delays come from `seed`; no delay until [`Self::set_delay_max`].
+    /// Replication is pipelined (several AppendEntries of a stream in flight, each with its own
+    /// delay, so they arrive out of order and the receiver must restore the order).
     pub fn new(seed: u64) -> Self {
+        Self::with_pipelining(seed, true)
+    }
+
+    /// [`Self::new`], choosing whether replication is pipelined.
+    pub fn with_pipelining(seed: u64, pipelined: bool) -> Self {
         let state = State {
             services: HashMap::new(),
             cut: HashSet::new(),
@@ -47,7 +56,7 @@ impl MemRouter {
             rng: StdRng::seed_from_u64(seed),
             delay_max_us: 0,
         };
-        Self { state: Arc::new(Mutex::new(state)) }
+        Self { state: Arc::new(Mutex::new(state)), pipelined }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -126,5 +135,9 @@ impl Transport for MemRouter {
             if self.lock().linked(target, from) { Ok(reply) } else { Err(TransportError::Timeout(timeout)) }
         };
         tokio::time::timeout(timeout, exchange).await.unwrap_or(Err(TransportError::Timeout(timeout)))
+    }
+
+    fn pipelined(&self) -> bool {
+        self.pipelined
     }
 }

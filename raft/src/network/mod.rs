@@ -12,7 +12,10 @@
 //!
 //! - [`wire`]: request/response enums and their bincode-2 (serde, standard config) encoding;
 //! - [`peer`]: [`NetworkFactory`] and [`PeerClient`], the openraft client side;
+//! - [`pipeline`]: openraft's `stream_append` with several AppendEntries in flight per follower
+//!   (when the transport says it [pipelines](Transport::pipelined));
 //! - [`service`]: [`RaftService`], the server side (refuses votes on a damaged store);
+//! - [`append_stream`]: the server side of a pipelined stream, in `seq` order into openraft;
 //! - [`tcp`]: [`TcpTransport`] and [`RaftServer`] over `raftmq_common::remoting`;
 //! - [`memory`]: [`MemRouter`], in-process links with partitions and deterministic delays.
 //!
@@ -26,14 +29,17 @@ use bytes::Bytes;
 
 use crate::type_config::NodeId;
 
+pub mod append_stream;
 pub mod memory;
 pub mod peer;
+pub mod pipeline;
 pub mod service;
 pub mod tcp;
 pub mod wire;
 
 pub use memory::MemRouter;
 pub use peer::{NetworkFactory, PeerClient};
+pub use pipeline::StreamWindow;
 pub use service::RaftService;
 pub use tcp::{RaftServer, TcpTransport};
 
@@ -77,4 +83,10 @@ pub trait Transport: Send + Sync + 'static {
         body: Bytes,
         timeout: Duration,
     ) -> impl Future<Output = Result<Bytes, TransportError>> + Send;
+
+    /// Whether concurrent calls to one target may be in flight for a replication stream
+    /// (pipelining). Without it, AppendEntries go one at a time, each waiting for its reply.
+    fn pipelined(&self) -> bool {
+        false
+    }
 }

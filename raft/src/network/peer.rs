@@ -11,14 +11,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use openraft::RaftNetworkV2;
+use futures::Stream;
+use openraft::base::{BoxFuture, BoxStream};
 use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Timeout, Unreachable};
+use openraft::network::stream_append_sequential;
 use openraft::network::{RPCOption, RPCTypes, RaftNetworkFactory};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest, TransferLeaderResponse,
     VoteRequest, VoteResponse,
 };
+use openraft::{OptionalSend, RaftNetworkV2};
 
+use super::pipeline::{self, StreamItem, StreamWindow};
 use super::wire::{self, RaftReply, RaftRequest};
 use super::{Transport, TransportError};
 use crate::state_machine::Snapshot;
@@ -28,12 +32,14 @@ use crate::type_config::{Node, NodeId, TypeConfig, Vote};
 pub struct NetworkFactory<T> {
     id: NodeId,
     transport: Arc<T>,
+    window: StreamWindow,
 }
 
 impl<T: Transport> NetworkFactory<T> {
-    /// A factory for node `id`.
-    pub fn new(id: NodeId, transport: Arc<T>) -> Self {
-        Self { id, transport }
+    /// A factory for node `id`; replication streams keep at most `window` in flight when the
+    /// transport pipelines.
+    pub fn new(id: NodeId, transport: Arc<T>, window: StreamWindow) -> Self {
+        Self { id, transport, window }
     }
 }
 
@@ -44,7 +50,13 @@ impl<T: Transport> RaftNetworkFactory<TypeConfig> for NetworkFactory<T> {
         if target == self.id {
             tracing::error!(id = self.id, "openraft asked for a network client to this node itself");
         }
-        PeerClient { id: self.id, target, addr: node.raft_addr.clone(), transport: Arc::clone(&self.transport) }
+        PeerClient {
+            id: self.id,
+            target,
+            addr: node.raft_addr.clone(),
+            transport: Arc::clone(&self.transport),
+            window: self.window,
+        }
     }
 }
 
@@ -54,17 +66,28 @@ pub struct PeerClient<T> {
     target: NodeId,
     addr: String,
     transport: Arc<T>,
+    window: StreamWindow,
 }
 
 /// Why a call produced no usable reply.
-enum CallError {
+pub(super) enum CallError {
     Transport(TransportError),
     Refused(String),
     Garbage(String),
 }
 
 impl<T: Transport> PeerClient<T> {
-    async fn call(&self, req: &RaftRequest, timeout: Duration) -> Result<RaftReply, CallError> {
+    /// The sending node.
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// The peer.
+    pub fn target(&self) -> NodeId {
+        self.target
+    }
+
+    pub(super) async fn call(&self, req: &RaftRequest, timeout: Duration) -> Result<RaftReply, CallError> {
         if self.target == self.id {
             return Err(CallError::Refused("a node never sends RPCs to itself".into()));
         }
@@ -81,7 +104,7 @@ impl<T: Transport> PeerClient<T> {
         }
     }
 
-    fn rpc_error(&self, e: CallError, action: RPCTypes, timeout: Duration) -> RPCError<TypeConfig> {
+    pub(super) fn rpc_error(&self, e: CallError, action: RPCTypes, timeout: Duration) -> RPCError<TypeConfig> {
         match e {
             CallError::Transport(TransportError::Unreachable(m)) | CallError::Refused(m) => {
                 RPCError::Unreachable(Unreachable::from_string(format!("{} -> {}: {m}", self.id, self.target)))
@@ -128,6 +151,21 @@ impl<T: Transport> RaftNetworkV2<TypeConfig> for PeerClient<T> {
             Ok(other) => Err(self.rpc_error(unexpected(&other), RPCTypes::AppendEntries, t)),
             Err(e) => Err(self.rpc_error(e, RPCTypes::AppendEntries, t)),
         }
+    }
+
+    fn stream_append<'s, S>(
+        &'s mut self,
+        input: S,
+        option: RPCOption,
+    ) -> BoxFuture<'s, Result<BoxStream<'s, StreamItem>, RPCError<TypeConfig>>>
+    where
+        S: Stream<Item = AppendEntriesRequest<TypeConfig>> + OptionalSend + Unpin + 'static,
+    {
+        if !self.transport.pipelined() || self.window.count <= 1 {
+            return stream_append_sequential(self, input, option);
+        }
+        let window = self.window;
+        Box::pin(pipeline::stream_append(&*self, input, option, window))
     }
 
     async fn vote(

@@ -2,6 +2,9 @@
 //! openraft node, encodes the reply. Any failure (bad bytes, kind/body mismatch, node stopped)
 //! becomes `RaftReply::Refused`, which the caller treats as "unreachable" and backs off.
 //!
+//! Requests of a pipelined stream go through [`AppendStreams`], which hands them to openraft in
+//! stream order whatever order they arrive in.
+//!
 //! A replica whose store is damaged has no openraft node at all: it refuses every RPC, so it
 //! neither votes nor accepts a leader's entries, and it never campaigns (see `node`).
 //!
@@ -18,6 +21,7 @@ use bytes::Bytes;
 use openraft::async_runtime::WatchReceiver;
 
 use super::RpcKind;
+use super::append_stream::{AppendStreams, StreamStats};
 use super::wire::{self, RaftReply, RaftRequest};
 use crate::log_store::{LogStore, WeakLogStore};
 use crate::node::Raft;
@@ -37,22 +41,30 @@ struct Inner {
     /// The node's log store, for snapshot checks; weak so a registered service never keeps a
     /// stopped node's files open.
     store: Option<WeakLogStore>,
+    /// Pipelined AppendEntries streams from leaders.
+    streams: AppendStreams,
 }
 
 impl RaftService {
     /// Serve RPCs with `raft`, whose log store is `store`.
     pub fn new(id: NodeId, raft: Raft, store: &LogStore) -> Self {
-        Self { inner: Arc::new(Inner { id, raft: Ok(raft), store: Some(store.weak()) }) }
+        let inner = Inner { id, raft: Ok(raft), store: Some(store.weak()), streams: AppendStreams::default() };
+        Self { inner: Arc::new(inner) }
     }
 
     /// Refuse every RPC, saying why (damaged store).
     pub fn refusing(id: NodeId, why: String) -> Self {
-        Self { inner: Arc::new(Inner { id, raft: Err(why), store: None }) }
+        Self { inner: Arc::new(Inner { id, raft: Err(why), store: None, streams: AppendStreams::default() }) }
     }
 
     /// The node this service answers for.
     pub fn id(&self) -> NodeId {
         self.inner.id
+    }
+
+    /// What the pipelined AppendEntries streams to this node have seen.
+    pub fn stream_stats(&self) -> StreamStats {
+        self.inner.streams.stats()
     }
 
     /// Process one encoded request of `kind`; always returns an encoded reply.
@@ -92,6 +104,9 @@ impl RaftService {
             }
             RaftRequest::TransferLeader(r) => {
                 RaftReply::TransferLeader(raft.handle_transfer_leader(r).await.map_err(|e| fail(&e))?)
+            }
+            RaftRequest::StreamAppend { stream_id, seq, rpc } => {
+                self.inner.streams.handle(self.inner.id, raft, stream_id, seq, rpc).await
             }
         })
     }

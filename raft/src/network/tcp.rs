@@ -2,7 +2,9 @@
 //! RPC, request codes RAFT_APPEND_ENTRIES (20001), RAFT_VOTE (20002, vote and pre-vote),
 //! RAFT_INSTALL_SNAPSHOT (20003), RAFT_TRANSFER_LEADER (20004); the body is the bincode
 //! message of [`super::wire`]. One connection per peer address (the client reconnects after a
-//! failure); every call is bounded by openraft's deadline.
+//! failure); every call is bounded by openraft's deadline. Replication is pipelined by default
+//! (requests of a stream travel concurrently on the connection; the receiver restores their
+//! order), [`TcpTransport::sequential`] sends one AppendEntries at a time.
 //!
 //! [`RaftServer`] binds the Raft port before the node exists (its address goes into the
 //! membership) and answers "refused" until a [`RaftService`] is attached; a restarted node
@@ -42,15 +44,27 @@ fn kind_of(code: RequestCode) -> Option<RpcKind> {
 }
 
 /// Client side: sends Raft RPCs with a [`RemotingClient`]. Cheap to clone.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct TcpTransport {
     client: RemotingClient,
+    pipelined: bool,
+}
+
+impl Default for TcpTransport {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl TcpTransport {
-    /// A transport with its own remoting client.
+    /// A transport with its own remoting client; replication is pipelined.
     pub fn new() -> Self {
-        Self::default()
+        Self { client: RemotingClient::new(), pipelined: true }
+    }
+
+    /// A transport that sends AppendEntries one at a time per follower (no pipelining).
+    pub fn sequential() -> Self {
+        Self { client: RemotingClient::new(), pipelined: false }
     }
 
     /// Close every connection (node shutdown).
@@ -83,6 +97,10 @@ impl Transport for TcpTransport {
             )));
         }
         Ok(resp.body)
+    }
+
+    fn pipelined(&self) -> bool {
+        self.pipelined
     }
 }
 

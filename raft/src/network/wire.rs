@@ -1,14 +1,15 @@
 //! The Raft RPC messages on the wire: one request enum, one reply enum, bincode 2.0.1 in serde
 //! mode with the standard config. Internal to a group of the same build (bincode is positional:
-//! every replica must run the same openraft alpha and these same enums).
+//! every replica must run the same openraft alpha and these same enums; new variants go last,
+//! as `StreamAppend` did, so older variants keep their numbers).
 //!
 //! Decoding is bounded: the bincode limit is the remoting frame limit, so a lying length prefix
 //! cannot make the decoder allocate more than a frame could carry; trailing bytes are an error.
 
 use bytes::Bytes;
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest, TransferLeaderResponse,
-    VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, StreamAppendResult, TransferLeaderRequest,
+    TransferLeaderResponse, VoteRequest, VoteResponse,
 };
 use raftmq_common::limits::FRAME_SIZE_MAX_BYTES;
 use serde::{Deserialize, Serialize};
@@ -37,6 +38,16 @@ pub enum RaftRequest {
     },
     /// Leadership transfer to the receiver.
     TransferLeader(TransferLeaderRequest<TypeConfig>),
+    /// One AppendEntries of a pipelined stream: the receiver hands the requests of `stream_id`
+    /// to openraft in `seq` order (0, 1, 2, …), whatever order they arrive in.
+    StreamAppend {
+        /// Chosen by the sender, unique per stream.
+        stream_id: u64,
+        /// Position in the stream, from 0 without gaps.
+        seq: u64,
+        /// The request.
+        rpc: AppendEntriesRequest<TypeConfig>,
+    },
 }
 
 impl RaftRequest {
@@ -44,7 +55,7 @@ impl RaftRequest {
     pub fn size_hint(&self) -> usize {
         const PER_ENTRY_BYTES: usize = 32;
         match self {
-            Self::AppendEntries(r) => {
+            Self::AppendEntries(r) | Self::StreamAppend { rpc: r, .. } => {
                 let payloads: usize = r
                     .entries
                     .iter()
@@ -63,7 +74,7 @@ impl RaftRequest {
     /// The RPC kind (selects the transport's request code).
     pub fn kind(&self) -> RpcKind {
         match self {
-            Self::AppendEntries(_) => RpcKind::AppendEntries,
+            Self::AppendEntries(_) | Self::StreamAppend { .. } => RpcKind::AppendEntries,
             Self::Vote(_) | Self::PreVote(_) => RpcKind::Vote,
             Self::InstallSnapshot { .. } => RpcKind::InstallSnapshot,
             Self::TransferLeader(_) => RpcKind::TransferLeader,
@@ -84,6 +95,9 @@ pub enum RaftReply {
     TransferLeader(TransferLeaderResponse<TypeConfig>),
     /// The receiver did not process the request (stopped, damaged store, not started, wrong kind).
     Refused(String),
+    /// Reply to one request of a stream, in the stream's order: the last log id now durable
+    /// on the receiver, or why the stream ends.
+    StreamAppend(StreamAppendResult<TypeConfig>),
 }
 
 /// Wire encoding or decoding failure.

@@ -80,6 +80,10 @@ impl<T: Transport> Transport for Gate<T> {
         }
         r
     }
+
+    fn pipelined(&self) -> bool {
+        self.inner.pipelined()
+    }
 }
 
 /// How the harness attaches a node to the network.

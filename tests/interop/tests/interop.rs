@@ -1,0 +1,484 @@
+//! Interop: an UNCHANGED independent RocketMQ client, `rocketmq-client-rust` 1.0.0 (mxsm/rocketmq-rust,
+//! used exactly as its quickstart examples use it), against an in-process raftmq NameServer and a
+//! 3-replica broker group on free loopback ports.
+//!
+//! - t1: their `DefaultMQProducer` (sync sends, tags and keys) → their `DefaultMQPushConsumer`
+//!   (concurrent listener): every message consumed, topic/tags/keys/body intact.
+//! - t2: their producer → our `raftmq_client::PushConsumer`.
+//! - t3: our `raftmq_client::Producer` → their push consumer.
+//!
+//! Every request code our broker or NameServer refuses with REQUEST_CODE_NOT_SUPPORTED is recorded
+//! (from the remoting transport's `request code not supported` debug event, which names the server's
+//! own address) and printed at the end of each test: those are the calls this client makes that
+//! raftmq does not serve. They are reported, not failed on. t0 proves the recording works.
+//!
+//! Invariants: no fixed sleeps as synchronisation (waits poll a condition under a deadline), ports
+//! are chosen free at runtime, message contents are deterministic (no randomness).
+
+#![recursion_limit = "512"]
+
+#[path = "../../broker_group/mod.rs"]
+mod broker_group;
+
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::OnceLock;
+use std::time::Duration;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use anyhow::Result;
+use anyhow::anyhow;
+use anyhow::ensure;
+use broker_group::Group;
+use raftmq_client::Admin;
+use raftmq_client::Producer;
+use raftmq_client::PushConsumer;
+use raftmq_client::consumer::ConsumeFrom;
+use raftmq_common::protocol::RemotingCommand;
+use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::body::topic::TopicConfig;
+use raftmq_common::remoting::RemotingClient;
+use raftmq_namesrv::NameServer;
+use raftmq_namesrv::NamesrvConfig;
+use rocketmq_client_rust::ClientRuntime;
+use rocketmq_client_rust::ClientRuntimeConfig;
+use rocketmq_client_rust::DefaultMQProducer;
+use rocketmq_client_rust::DefaultMQPushConsumer;
+use rocketmq_client_rust::MQPushConsumer;
+use rocketmq_client_rust::TelemetryHandle;
+use rocketmq_model::common::consumer::consume_from_where::ConsumeFromWhere;
+use rocketmq_model::common::message::message_ext::MessageExt as TheirMessageExt;
+use rocketmq_model::common::message::message_single::Message as TheirMessage;
+use rocketmq_model::result::SendStatus;
+use rocketmq_runtime::RuntimeConfig;
+use rocketmq_runtime::RuntimeOwner;
+use tokio::sync::mpsc;
+use tracing::Event;
+use tracing::Subscriber;
+use tracing::field::Field;
+use tracing::field::Visit;
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::layer::Layer;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+
+/// How long any one wait (leader, route, consumption) may take before the test fails.
+const WAIT: Duration = Duration::from_secs(60);
+/// Messages per test.
+const MESSAGE_COUNT: usize = 64;
+/// Queues of each test topic.
+const QUEUE_COUNT: i32 = 4;
+/// Their sync send timeout, ms.
+const SEND_TIMEOUT_MS: u64 = 5_000;
+
+// ---------------------------------------------------------------------------------------------
+// What the servers refused: collected from the broker's and NameServer's debug events.
+// ---------------------------------------------------------------------------------------------
+
+/// (server address, `NAME(code)`) of every request answered REQUEST_CODE_NOT_SUPPORTED, process-wide.
+fn refused() -> &'static Mutex<BTreeSet<(String, String)>> {
+    static REFUSED: OnceLock<Mutex<BTreeSet<(String, String)>>> = OnceLock::new();
+    REFUSED.get_or_init(|| Mutex::new(BTreeSet::new()))
+}
+
+/// Which test and server an address belongs to (`t1 namesrv`, `t1 broker node 2`), process-wide.
+fn server_names() -> &'static Mutex<BTreeMap<String, String>> {
+    static NAMES: OnceLock<Mutex<BTreeMap<String, String>>> = OnceLock::new();
+    NAMES.get_or_init(|| Mutex::new(BTreeMap::new()))
+}
+
+fn name_server(addr: &str, name: String) {
+    if let Ok(mut names) = server_names().lock() {
+        names.insert(addr.to_owned(), name);
+    }
+}
+
+/// The transport's event for a code without a processor (common/src/remoting/processor.rs).
+const REFUSAL_EVENT: &str = "request code not supported";
+
+#[derive(Default)]
+struct Fields {
+    message: Option<String>,
+    request_code: Option<String>,
+    server: Option<String>,
+}
+
+impl Visit for Fields {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        let slot = match field.name() {
+            "message" => &mut self.message,
+            "request_code" => &mut self.request_code,
+            "server" => &mut self.server,
+            _ => return,
+        };
+        *slot = Some(format!("{value:?}"));
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.record_debug(field, &format_args!("{value}"));
+    }
+}
+
+/// Records refusals; sees only raftmq_common's debug events (filtered where it is installed).
+struct RefusalRecorder;
+
+impl<S: Subscriber> Layer<S> for RefusalRecorder {
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        let (Some(REFUSAL_EVENT), Some(code), Some(server)) =
+            (fields.message.as_deref(), fields.request_code, fields.server)
+        else {
+            return;
+        };
+        if let Ok(mut set) = refused().lock() {
+            set.insert((server, code));
+        }
+    }
+}
+
+/// Installs, once per process, the refusal recorder plus a log printer (`RUST_LOG`, default `warn`).
+fn init_tracing() {
+    static INIT: OnceLock<()> = OnceLock::new();
+    INIT.get_or_init(|| {
+        let printer = tracing_subscriber::fmt::layer().with_test_writer().with_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,openraft=error")),
+        );
+        let recorder = RefusalRecorder.with_filter(
+            tracing_subscriber::filter::Targets::new()
+                .with_target("raftmq_common::remoting::processor", tracing::Level::DEBUG),
+        );
+        let _ = tracing_subscriber::registry().with(printer).with(recorder).try_init();
+    });
+}
+
+/// The refusals so far by servers named `{test} ...`, as (server name, `NAME(code)`).
+fn refused_in(test: &str) -> BTreeSet<(String, String)> {
+    let names = server_names().lock().map(|n| n.clone()).unwrap_or_default();
+    let set = refused().lock().map(|s| s.clone()).unwrap_or_default();
+    set.into_iter()
+        .filter_map(|(server, code)| names.get(&server).map(|name| (name.clone(), code)))
+        .filter(|(name, _)| name.split(' ').next() == Some(test))
+        .collect()
+}
+
+/// Prints the request codes this test's servers refused.
+fn print_refused(test: &str) {
+    let set = refused_in(test);
+    if set.is_empty() {
+        println!("[{test}] REQUEST_CODE_NOT_SUPPORTED answered: none");
+    }
+    for (server, code) in set {
+        println!("[{test}] REQUEST_CODE_NOT_SUPPORTED answered by {server}: {code}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cluster and the messages.
+// ---------------------------------------------------------------------------------------------
+
+/// Starts a NameServer and 3 replicas, creates `topic` on the leader and waits for its route.
+/// The servers' addresses are named after `test` for [`print_refused`].
+async fn cluster_with_topic(test: &str, topic: &str) -> Result<Group> {
+    init_tracing();
+    let group = Group::start(3).await?;
+    name_server(&group.namesrv_addr, format!("{test} namesrv"));
+    for id in group.configs.keys() {
+        name_server(&group.addr(*id), format!("{test} broker node {id}"));
+    }
+    let leader = group.wait_leader(WAIT).await?;
+    let admin = Admin::new(&group.namesrv_addr)?;
+    let config = TopicConfig { read_queue_nums: QUEUE_COUNT, write_queue_nums: QUEUE_COUNT, ..TopicConfig::new(topic) };
+    admin.create_topic(&group.addr(leader), &config).await?;
+    let deadline = Instant::now() + WAIT;
+    // Registration with the NameServer is asynchronous; their clients start from the route.
+    loop {
+        match admin.topic_route(topic).await {
+            Ok(route) if !route.queue_datas.is_empty() => break,
+            other => ensure!(Instant::now() < deadline, "no route for {topic} within {WAIT:?}: {other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    admin.shutdown().await;
+    Ok(group)
+}
+
+/// What a consumer saw of one message; the body is unique per message, so it is the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    topic: String,
+    tags: Option<String>,
+    keys: Vec<String>,
+}
+
+/// Message `i`: tags alternate, keys are one or two (space-separated on the wire), the body is
+/// unique and has bytes outside ASCII.
+fn expected(topic: &str, i: usize) -> (Vec<u8>, Seen) {
+    let tags = if i % 2 == 0 { "TagA" } else { "TagB" };
+    let keys = if i % 3 == 0 { vec![format!("key-{i}"), format!("order-{i}")] } else { vec![format!("key-{i}")] };
+    let mut body = format!("interop body {i} ").into_bytes();
+    body.extend_from_slice(&[0x00, 0xff, 0x7f, 0x80]);
+    (body, Seen { topic: topic.to_owned(), tags: Some(tags.to_owned()), keys })
+}
+
+fn all_expected(topic: &str) -> BTreeMap<Vec<u8>, Seen> {
+    (0..MESSAGE_COUNT).map(|i| expected(topic, i)).collect()
+}
+
+/// Receives until every expected body has been seen; checks each against what was sent.
+/// Duplicates (at-least-once redelivery) are tolerated and counted.
+async fn expect_all(
+    rx: &mut mpsc::UnboundedReceiver<(Vec<u8>, Seen)>,
+    want: &BTreeMap<Vec<u8>, Seen>,
+    test: &str,
+) -> Result<()> {
+    let deadline = Instant::now() + WAIT;
+    let mut got: BTreeMap<Vec<u8>, usize> = BTreeMap::new();
+    while got.len() < want.len() {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let Ok(Some((body, seen))) = tokio::time::timeout(remaining, rx.recv()).await else {
+            let missing = want.keys().filter(|b| !got.contains_key(*b)).count();
+            return Err(anyhow!("[{test}] {missing} of {} messages not consumed within {WAIT:?}", want.len()));
+        };
+        let expected = want.get(&body).with_context(|| format!("[{test}] unexpected body {body:?}"))?;
+        ensure!(&seen == expected, "[{test}] message {:?}: consumed {seen:?}, sent {expected:?}", lossy(&body));
+        *got.entry(body).or_default() += 1;
+    }
+    let duplicates: usize = got.values().map(|n| n - 1).sum();
+    println!("[{test}] all {} messages consumed intact ({duplicates} redelivered duplicates)", want.len());
+    Ok(())
+}
+
+fn lossy(body: &[u8]) -> String {
+    String::from_utf8_lossy(body).into_owned()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Their client, as its examples/support/mod.rs sets it up (telemetry left as a no-op handle so
+// that our own tracing subscriber can record the servers' refusals).
+// ---------------------------------------------------------------------------------------------
+
+struct TheirRuntime {
+    owner: RuntimeOwner,
+    client: Arc<ClientRuntime>,
+}
+
+impl TheirRuntime {
+    fn new(scope: &str) -> Result<Self> {
+        let plan = RuntimeOwner::plan(RuntimeConfig { thread_name: format!("rmq-rust-{scope}"), ..Default::default() })
+            .map_err(|e| anyhow!("rocketmq runtime config: {e}"))?;
+        let owner = plan.build().map_err(|e| anyhow!("rocketmq runtime: {e}"))?;
+        let client = ClientRuntime::try_new(
+            owner.root_context().component("client"),
+            ClientRuntimeConfig::default(),
+            TelemetryHandle::noop(),
+        )
+        .map_err(|e| anyhow!("rocketmq client runtime: {e}"))?;
+        Ok(TheirRuntime { owner, client })
+    }
+
+    async fn shutdown(self) {
+        let _ = self.client.shutdown().await;
+        let _ = self.owner.shutdown_tasks().await;
+        let _ = self.owner.shutdown_background();
+    }
+}
+
+async fn their_producer(rt: &TheirRuntime, namesrv: &str, group: &str) -> Result<DefaultMQProducer> {
+    let mut producer = DefaultMQProducer::builder(rt.client.clone())
+        .producer_group(group.to_owned())
+        .name_server_addr(namesrv.to_owned())
+        .build();
+    producer.start().await.map_err(|e| anyhow!("their producer start: {e}"))?;
+    Ok(producer)
+}
+
+/// Sends every expected message with their producer, synchronously, one by one.
+async fn their_send_all(producer: &DefaultMQProducer, topic: &str) -> Result<()> {
+    for i in 0..MESSAGE_COUNT {
+        let (body, seen) = expected(topic, i);
+        let message = TheirMessage::builder()
+            .topic(topic)
+            .tags(seen.tags.clone().unwrap_or_default())
+            .keys(seen.keys.clone())
+            .body(body)
+            .build_unchecked();
+        let result = producer
+            .send_with_timeout(message, SEND_TIMEOUT_MS)
+            .await
+            .map_err(|e| anyhow!("their send of message {i}: {e}"))?
+            .with_context(|| format!("their send of message {i}: no SendResult"))?;
+        ensure!(result.send_status == SendStatus::SendOk, "their send of message {i}: {:?}", result.send_status);
+    }
+    Ok(())
+}
+
+fn their_seen(msg: &TheirMessageExt) -> (Vec<u8>, Seen) {
+    let body = msg.body().map(|b| b.to_vec()).unwrap_or_default();
+    let inner = msg.message_inner();
+    let seen = Seen {
+        topic: msg.topic().to_string(),
+        tags: inner.tags().map(str::to_owned),
+        keys: inner.keys().unwrap_or_default(),
+    };
+    (body, seen)
+}
+
+/// Their push consumer (clustering, concurrent listener, from the first offset) forwarding what it sees.
+async fn their_push_consumer(
+    rt: &TheirRuntime,
+    namesrv: &str,
+    group: &str,
+    topic: &str,
+) -> Result<(DefaultMQPushConsumer, mpsc::UnboundedReceiver<(Vec<u8>, Seen)>)> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let mut consumer = DefaultMQPushConsumer::builder(rt.client.clone())
+        .consumer_group(group.to_owned())
+        .name_server_addr(namesrv.to_owned())
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .build();
+    consumer.subscribe(topic, "*").await.map_err(|e| anyhow!("their subscribe: {e}"))?;
+    consumer.register_message_listener_concurrently(
+        move |msgs: &[&TheirMessageExt], _ctx: &rocketmq_client_rust::ConsumeConcurrentlyContext| {
+            for msg in msgs {
+                let _ = tx.send(their_seen(msg));
+            }
+            Ok(rocketmq_client_rust::ConsumeConcurrentlyStatus::ConsumeSuccess)
+        },
+    );
+    consumer.start().await.map_err(|e| anyhow!("their push consumer start: {e}"))?;
+    Ok((consumer, rx))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Our client.
+// ---------------------------------------------------------------------------------------------
+
+fn our_seen(msg: &raftmq_common::message::MessageExt) -> (Vec<u8>, Seen) {
+    let seen = Seen {
+        topic: msg.topic().to_owned(),
+        tags: msg.message.tags().map(str::to_owned),
+        keys: msg.message.key_list().map(str::to_owned).collect(),
+    };
+    (msg.message.body.to_vec(), seen)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests.
+// ---------------------------------------------------------------------------------------------
+
+/// The refusal recording itself: a NameServer asked a code it does not serve shows up as refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t0_refused_request_codes_are_recorded() -> Result<()> {
+    init_tracing();
+    let namesrv = NameServer::start(NamesrvConfig {
+        listen_port: 0,
+        bind_address: "127.0.0.1".into(),
+        kv_config_path: String::new(),
+        ..NamesrvConfig::default()
+    })
+    .await?;
+    let addr = namesrv.local_addr().to_string();
+    name_server(&addr, "t0 namesrv".to_owned());
+    let client = RemotingClient::new();
+    let response = client
+        .invoke(&addr, RemotingCommand::request(RequestCode::GetConsumerRunningInfo), Duration::from_secs(5))
+        .await?;
+    client.close().await;
+    namesrv.shutdown().await;
+    ensure!(response.response_code() == ResponseCode::RequestCodeNotSupported, "answered {:?}", response.code);
+    let want = ("t0 namesrv".to_owned(), RequestCode::GetConsumerRunningInfo.to_string());
+    ensure!(refused_in("t0").contains(&want), "refusal not recorded: {:?}", refused_in("t0"));
+    print_refused("t0");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t1_their_producer_to_their_push_consumer() -> Result<()> {
+    const TOPIC: &str = "InteropT1";
+    let group = cluster_with_topic("t1", TOPIC).await?;
+    let rt = TheirRuntime::new("t1")?;
+
+    let mut producer = their_producer(&rt, &group.namesrv_addr, "interop_t1_producer").await?;
+    their_send_all(&producer, TOPIC).await?;
+
+    let (mut consumer, mut rx) = their_push_consumer(&rt, &group.namesrv_addr, "interop_t1_consumer", TOPIC).await?;
+    let outcome = expect_all(&mut rx, &all_expected(TOPIC), "t1").await;
+
+    consumer.shutdown().await;
+    producer.shutdown().await;
+    rt.shutdown().await;
+    print_refused("t1");
+    group.shutdown().await;
+    outcome
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t2_their_producer_to_our_push_consumer() -> Result<()> {
+    const TOPIC: &str = "InteropT2";
+    let group = cluster_with_topic("t2", TOPIC).await?;
+    let rt = TheirRuntime::new("t2")?;
+
+    let mut producer = their_producer(&rt, &group.namesrv_addr, "interop_t2_producer").await?;
+    their_send_all(&producer, TOPIC).await?;
+
+    let offsets = tempfile::tempdir()?;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let consumer = PushConsumer::builder("interop_t2_consumer")
+        .namesrv_addr(&group.namesrv_addr)
+        .subscribe(TOPIC, "*")
+        .consume_from(ConsumeFrom::FirstOffset)
+        .offset_store_dir(offsets.path())
+        .listener_concurrently(
+            move |msgs: &[raftmq_common::message::MessageExt],
+                  _ctx: &mut raftmq_client::consumer::ConsumeConcurrentlyContext| {
+                for msg in msgs {
+                    let _ = tx.send(our_seen(msg));
+                }
+                raftmq_client::consumer::ConsumeConcurrentlyStatus::ConsumeSuccess
+            },
+        )
+        .build()?;
+    consumer.start().await?;
+    let outcome = expect_all(&mut rx, &all_expected(TOPIC), "t2").await;
+
+    consumer.shutdown().await;
+    producer.shutdown().await;
+    rt.shutdown().await;
+    print_refused("t2");
+    group.shutdown().await;
+    outcome
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t3_our_producer_to_their_push_consumer() -> Result<()> {
+    const TOPIC: &str = "InteropT3";
+    let group = cluster_with_topic("t3", TOPIC).await?;
+
+    let producer = Producer::builder("interop_t3_producer").namesrv_addr(&group.namesrv_addr).build()?;
+    producer.start().await?;
+    for i in 0..MESSAGE_COUNT {
+        let (body, seen) = expected(TOPIC, i);
+        let message = raftmq_common::message::Message::new(TOPIC, body)
+            .with_tags(seen.tags.clone().unwrap_or_default())
+            .with_keys(seen.keys.join(" "));
+        let result = producer.send(message).await.with_context(|| format!("our send of message {i}"))?;
+        ensure!(result.status == raftmq_client::SendStatus::SendOk, "our send of message {i}: {:?}", result.status);
+    }
+
+    let rt = TheirRuntime::new("t3")?;
+    let (mut consumer, mut rx) = their_push_consumer(&rt, &group.namesrv_addr, "interop_t3_consumer", TOPIC).await?;
+    let outcome = expect_all(&mut rx, &all_expected(TOPIC), "t3").await;
+
+    consumer.shutdown().await;
+    rt.shutdown().await;
+    producer.shutdown().await;
+    print_refused("t3");
+    group.shutdown().await;
+    outcome
+}
