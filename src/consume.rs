@@ -3,8 +3,8 @@
 //!
 //! Built on the lite [`PullConsumer`] so the group's committed offsets stay exact: with `--count N`
 //! the command prints N messages, moves each queue's consumed offset back to its first unprinted
-//! message, commits (and writes the offsets to each group's leader two-way, so they survive the
-//! exit) and exits 0. Without `--count` it runs until SIGINT/SIGTERM; with `--timeout`
+//! message, commits (two-way: the group's leader has stored the offsets when the command exits) and
+//! exits 0. Without `--count` it runs until SIGINT/SIGTERM; with `--timeout`
 //! it gives up after that long (non-zero when `--count` was not reached).
 //!
 //! A polled message does not name its broker group, only its queue id and store host; the queue is
@@ -76,8 +76,7 @@ pub async fn run(args: ConsumeArgs) -> Result<()> {
     consumer.start().await?;
     let admin = Admin::new(&args.namesrv.namesrv_addr)?.with_timeout(args.namesrv.timeout);
     let result = consume_loop(&consumer, &admin, &args).await;
-    consumer.commit().await;
-    let stored = store_offsets(&consumer, &admin, &args.group).await;
+    let stored = consumer.try_commit().await;
     consumer.shutdown().await;
     admin.shutdown().await;
     let received = result?;
@@ -123,25 +122,6 @@ async fn consume_loop(consumer: &PullConsumer, admin: &Admin, args: &ConsumeArgs
             return Ok(received);
         }
     }
-}
-
-/// Writes every assigned queue's consumed offset to its group's leader and waits for the answer.
-/// The consumer's own commit is oneway, and a process that exits right after it may lose it.
-async fn store_offsets(consumer: &PullConsumer, admin: &Admin, group: &str) -> Result<()> {
-    let mut leaders: BTreeMap<String, String> = BTreeMap::new();
-    for mq in consumer.assignment() {
-        let Some(offset) = consumer.committed(&mq).await? else { continue };
-        let addr = match leaders.get(&mq.broker_name) {
-            Some(addr) => addr.clone(),
-            None => {
-                let addr = admin.master_addr_of_group(&mq.broker_name).await?;
-                leaders.insert(mq.broker_name.clone(), addr.clone());
-                addr
-            }
-        };
-        admin.update_consumer_offset(&addr, group, &mq.topic, mq.queue_id, offset).await?;
-    }
-    Ok(())
 }
 
 /// Store host → broker group, learned from the NameServer's cluster view on demand.

@@ -282,9 +282,7 @@ impl ClientInstance {
         }
     }
 
-    /// UPDATE_CONSUMER_OFFSET, oneway as the 4.x client sends it.
-    pub async fn update_consumer_offset_oneway(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
-        let found = self.broker_addr("updateConsumerOffset", mq, MASTER_ID, false).await?;
+    fn update_consumer_offset_request(&self, mq: &MessageQueue, offset: i64) -> RemotingCommand {
         let header = UpdateConsumerOffsetRequestHeader {
             consumer_group: self.group.clone(),
             topic: mq.topic.clone(),
@@ -292,11 +290,36 @@ impl ClientInstance {
             commit_offset: offset,
             bname: None,
         };
-        let request = RemotingCommand::request_with_header(RequestCode::UpdateConsumerOffset, &header).into_oneway();
+        RemotingCommand::request_with_header(RequestCode::UpdateConsumerOffset, &header)
+    }
+
+    /// UPDATE_CONSUMER_OFFSET, oneway as the 4.x client sends it: returns once the frame is queued,
+    /// so it may be lost if the connection closes right after (the periodic persist only).
+    pub async fn update_consumer_offset_oneway(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
+        let found = self.broker_addr("updateConsumerOffset", mq, MASTER_ID, false).await?;
+        let request = self.update_consumer_offset_request(mq, offset).into_oneway();
         self.remoting
             .invoke_oneway(&found.addr, request, self.rpc_timeout)
             .await
             .map_err(|e| ClientError::remoting("updateConsumerOffset", e).with_context("addr", &found.addr))
+    }
+
+    /// UPDATE_CONSUMER_OFFSET, two-way: `Ok` once the group has stored (replicated) the offset. A
+    /// failure refreshes the route and tries once more, since the leader it went to may have moved.
+    pub async fn update_consumer_offset(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
+        let first = self.update_consumer_offset_at_master(mq, offset).await;
+        let Err(e) = first else { return Ok(()) };
+        tracing::debug!(mq = ?mq, offset, error = %e, "offset update failed; refreshing the route and retrying");
+        if let Err(e) = self.routes.update_route(&mq.topic).await {
+            tracing::debug!(topic = %mq.topic, error = %e, "route refresh for an offset update failed");
+        }
+        self.update_consumer_offset_at_master(mq, offset).await
+    }
+
+    async fn update_consumer_offset_at_master(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
+        let found = self.broker_addr("updateConsumerOffset", mq, MASTER_ID, false).await?;
+        let request = self.update_consumer_offset_request(mq, offset);
+        self.call_ok("updateConsumerOffset", &found.addr, request).await.map(|_| ())
     }
 
     /// GET_MAX_OFFSET of `mq` at its master.

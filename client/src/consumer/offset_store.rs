@@ -1,8 +1,11 @@
 //! Consumer offsets (`OffsetStore`): where a group resumes each queue.
 //!
 //! - [`RemoteBrokerOffsetStore`] (clustering): offsets live on the broker. Read with
-//!   QUERY_CONSUMER_OFFSET, written with a **oneway** UPDATE_CONSUMER_OFFSET every persist interval
-//!   (5 s), when a queue is taken away, and on shutdown; pulls also carry the offset (commit bit).
+//!   QUERY_CONSUMER_OFFSET; written with a **oneway** UPDATE_CONSUMER_OFFSET every persist interval
+//!   (5 s) as the 4.x client does, and with a **two-way** one ([`OffsetStore::persist_all_confirmed`])
+//!   when a queue is given away, on an explicit commit and on shutdown: a oneway frame queued just
+//!   before the connection closes may never reach the broker, and the next owner of a queue must read
+//!   the offset its previous owner reached. Pulls also carry the offset (commit bit).
 //! - [`LocalFileOffsetStore`] (broadcasting): each client keeps its own offsets in
 //!   `<dir>/<clientId>/<group>/offsets.json`, replaced atomically (write `offsets.json.tmp`, fsync,
 //!   rename, fsync the directory), so a crash leaves the old file or the new one, never a torn one.
@@ -243,7 +246,8 @@ impl OffsetStore {
         Ok(stored)
     }
 
-    /// Writes the offsets of `mqs` to the store; per-queue failures are logged, not fatal.
+    /// Writes the offsets of `mqs` to the store (oneway to the broker: the periodic persist);
+    /// per-queue failures are logged, not fatal.
     pub async fn persist_all(&self, mqs: &BTreeSet<MessageQueue>) {
         match self {
             OffsetStore::Remote(s) => {
@@ -264,7 +268,57 @@ impl OffsetStore {
         }
     }
 
-    /// Writes `mq`'s offset to the store.
+    /// Writes the offsets of `mqs` to the store and waits until it has them (two-way to the broker,
+    /// queues in parallel; the file is written synchronously anyway). Every queue is tried; the
+    /// error names how many failed.
+    pub async fn persist_all_confirmed(&self, mqs: &BTreeSet<MessageQueue>) -> Result<()> {
+        match self {
+            OffsetStore::Remote(s) => {
+                let mut calls = tokio::task::JoinSet::new();
+                for (mq, offset) in s.table.snapshot() {
+                    if !mqs.contains(&mq) {
+                        continue;
+                    }
+                    let client = s.client.clone();
+                    calls.spawn(async move {
+                        let result = client.update_consumer_offset(&mq, offset).await;
+                        (mq, offset, result)
+                    });
+                }
+                let (mut failed, mut first_error) = (0usize, None);
+                while let Some(joined) = calls.join_next().await {
+                    let error = match joined {
+                        Ok((_, _, Ok(()))) => continue,
+                        Ok((mq, offset, Err(e))) => {
+                            tracing::warn!(mq = ?mq, offset, error = %e, "storing a consumer offset failed");
+                            e
+                        }
+                        Err(e) => ClientError::new(ErrorKind::Shutdown, "persistOffsets", e.to_string()),
+                    };
+                    failed += 1;
+                    first_error.get_or_insert(error);
+                }
+                match first_error {
+                    None => Ok(()),
+                    Some(e) => Err(e.with_context("failed_queues", failed)),
+                }
+            }
+            OffsetStore::Local(s) => s.write_file(Some(mqs)),
+        }
+    }
+
+    /// Writes `mq`'s offset to the store and waits until it has it (see [`Self::persist_all_confirmed`]).
+    pub async fn persist_confirmed(&self, mq: &MessageQueue) -> Result<()> {
+        match self {
+            OffsetStore::Remote(s) => match s.table.get(mq) {
+                Some(offset) => s.client.update_consumer_offset(mq, offset).await,
+                None => Ok(()),
+            },
+            OffsetStore::Local(s) => s.write_file(None),
+        }
+    }
+
+    /// Writes `mq`'s offset to the store (oneway to the broker).
     pub async fn persist(&self, mq: &MessageQueue) {
         match self {
             OffsetStore::Remote(s) => {

@@ -7,7 +7,7 @@
 //!     PULL_MESSAGE (suspend, subscription + lite bits) ─► ConsumeRequest ─► bounded channel ─► poll()
 //!  poll: consumed offset of the queue = last polled + 1; auto-commit every interval (inside poll)
 //!  seek(mq, offset): new generation ─► in-flight fetch aborted, cached batches of the old one discarded
-//!  commit(): consumed offsets ─► offset store ─► persisted
+//!  commit(): consumed offsets ─► offset store ─► stored two-way (auto-commit: oneway; shutdown: two-way)
 //! ```
 //!
 //! Invariants:
@@ -435,7 +435,9 @@ impl PullConsumer {
                 due
             };
             if due {
-                self.commit().await;
+                // Oneway, as the periodic persist of the push consumer: poll must not wait on it.
+                let mqs = self.stage_consumed_offsets();
+                inner.offset_store.persist_all(&mqs).await;
             }
         }
         let deadline = Instant::now() + timeout;
@@ -483,8 +485,22 @@ impl PullConsumer {
         Ok(())
     }
 
-    /// Stores every queue's consumed offset and persists it (`commitAll`).
+    /// Stores every queue's consumed offset and persists it (`commitAll`), waiting until the broker
+    /// (or the broadcasting file) has it; a failure is logged (see [`Self::try_commit`]).
     pub async fn commit(&self) {
+        if let Err(e) = self.try_commit().await {
+            tracing::warn!(error = %e, "commit failed; uncommitted messages will be consumed again");
+        }
+    }
+
+    /// [`Self::commit`], reporting whether every queue's offset was stored.
+    pub async fn try_commit(&self) -> Result<()> {
+        let mqs = self.stage_consumed_offsets();
+        self.inner.offset_store.persist_all_confirmed(&mqs).await
+    }
+
+    /// Moves every assigned queue's consumed offset into the offset store (memory); the queues.
+    fn stage_consumed_offsets(&self) -> BTreeSet<MessageQueue> {
         let queues: Vec<(MessageQueue, Arc<LiteQueue>)> =
             lock(&self.inner.queues).iter().map(|(mq, q)| (mq.clone(), q.clone())).collect();
         let mut mqs = BTreeSet::new();
@@ -494,7 +510,7 @@ impl PullConsumer {
             }
             mqs.insert(mq);
         }
-        self.inner.offset_store.persist_all(&mqs).await;
+        mqs
     }
 
     /// The committed offset of `mq` (memory first, then the store); `None` when there is none.
@@ -565,7 +581,10 @@ impl LiteInner {
                     queue.reset.notify_waiters();
                     queue.wake.notify_waiters();
                     lock(&self.queues).remove(mq);
-                    self.offset_store.persist(mq).await;
+                    // Two-way, so the queue's next owner reads the offset this consumer reached.
+                    if let Err(e) = self.offset_store.persist_confirmed(mq).await {
+                        tracing::warn!(mq = ?mq, error = %e, "released queue's offset not stored");
+                    }
                     self.offset_store.remove_offset(mq);
                 }
             }

@@ -5,12 +5,12 @@
 //!  start ─► routes ─► HEART_BEAT (every broker, every 30 s)
 //!  rebalance (start, every 20 s, NOTIFY_CONSUMER_IDS_CHANGED) ─► GET_CONSUMER_LIST_BY_GROUP ─► allocate
 //!     new queue: [orderly: LOCK_BATCH_MQ] ─► offset (store / consumeFrom) ─► ProcessQueue + pull task
-//!     lost queue: drop ─► persist offset ─► [orderly: UNLOCK_BATCH_MQ]
+//!     lost queue: drop ─► store offset (two-way) ─► [orderly: UNLOCK_BATCH_MQ]
 //!  pull task per queue: flow control (count, bytes, span) ─► PULL_MESSAGE (suspend 15 s, commit bit)
 //!     FOUND ─► ProcessQueue ─► consume tasks ─► listener ─► offset = smallest in flight
 //!     NO_NEW / NO_MATCHED ─► next offset;  OFFSET_MOVED ─► jump to nextBeginOffset (offset reset)
 //!  concurrent ReconsumeLater ─► CONSUMER_SEND_MSG_BACK; failed send-back ─► consumed again locally
-//!  shutdown ─► stop pulls ─► wait for running listeners ─► persist offsets ─► unlock ─► UNREGISTER_CLIENT
+//!  shutdown ─► stop pulls ─► wait for running listeners ─► store offsets (two-way) ─► unlock ─► UNREGISTER_CLIENT
 //! ```
 //!
 //! Invariants:
@@ -623,7 +623,11 @@ impl PushConsumer {
         if tokio::time::timeout(bound, inner.tasks.wait()).await.is_err() {
             tracing::warn!("consumer tasks still running at shutdown");
         }
-        inner.persist_all().await;
+        // Two-way: the connections close next, and a oneway update still queued would be lost.
+        let mqs = inner.assigned();
+        if let Err(e) = inner.offset_store.persist_all_confirmed(&mqs).await {
+            tracing::warn!(error = %e, "offsets not all stored at shutdown; their messages will be redelivered");
+        }
         if inner.is_orderly() && inner.config.message_model == MessageModel::Clustering {
             inner.unlock_all().await;
         }
@@ -768,18 +772,25 @@ impl PushInner {
             // Unlock only once no listener call runs on the queue, so the next owner cannot overlap it.
             let mq_lock = self.mq_lock(mq);
             let guard = tokio::time::timeout(ORDERLY_RELEASE_WAIT, mq_lock.lock_owned()).await;
-            self.offset_store.persist(mq).await;
-            self.offset_store.remove_offset(mq);
+            self.persist_released(mq).await;
             if guard.is_ok()
                 && let Err(e) = self.client.unlock_batch(&mq.broker_name, vec![mq.clone()]).await
             {
                 tracing::debug!(mq = ?mq, error = %e, "unlock failed; the broker lock will expire");
             }
         } else {
-            self.offset_store.persist(mq).await;
-            self.offset_store.remove_offset(mq);
+            self.persist_released(mq).await;
         }
         tracing::info!(mq = ?mq, "queue released");
+    }
+
+    /// Stores a released queue's offset two-way, so its next owner (which reads it from the broker
+    /// when it takes the queue) resumes where this consumer stopped, then forgets it.
+    async fn persist_released(&self, mq: &MessageQueue) {
+        if let Err(e) = self.offset_store.persist_confirmed(mq).await {
+            tracing::warn!(mq = ?mq, error = %e, "released queue's offset not stored; its next owner may redeliver");
+        }
+        self.offset_store.remove_offset(mq);
     }
 
     async fn add_queue(self: &Arc<Self>, mq: &MessageQueue) -> Result<()> {
