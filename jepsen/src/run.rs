@@ -107,6 +107,15 @@ fn write(path: &Path, text: &str) {
 /// fresh runtime, and deletes the namespace. Blocking; call it outside any runtime.
 pub fn run_blocking(opts: &RunOptions) -> Result<RunOutcome, RunError> {
     net::check_environment()?;
+    // Node data lives under the results folder: a reused folder would start the cluster on an
+    // earlier run's log, and the checkers would see that run's values as duplicates and strangers.
+    let reused = std::fs::read_dir(&opts.out).map(|mut entries| entries.next().is_some()).unwrap_or(false);
+    if reused {
+        return Err(RunError::Failed(format!(
+            "the results folder {} is not empty: give each run a new --out",
+            opts.out.display()
+        )));
+    }
     std::fs::create_dir_all(&opts.out).map_err(|e| RunError::Failed(format!("{}: {e}", opts.out.display())))?;
     let ns = NetNs::create(&format!("rmqj-{}", std::process::id()))?;
     let guard = ns.enter_current_thread()?;
