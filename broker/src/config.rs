@@ -117,10 +117,10 @@ pub struct BrokerConfig {
     /// Name of the message-trace topic (default `RMQ_SYS_TRACE_TOPIC`).
     pub msg_trace_topic_name: String,
     /// Deadline of one REGISTER_BROKER call (default 6 s).
-    #[serde(with = "duration")]
+    #[serde(with = "raftmq_common::config_duration")]
     pub register_broker_timeout_mills: Duration,
     /// Period of NameServer registration (default 30 s; RocketMQ clamps it to 10–60 s).
-    #[serde(with = "duration")]
+    #[serde(with = "raftmq_common::config_duration")]
     pub register_name_server_period: Duration,
     /// Hours a sealed CommitLog segment is kept (default 72).
     pub file_reserved_time: u32,
@@ -131,7 +131,7 @@ pub struct BrokerConfig {
     /// Suspend pulls that find nothing (default true); off = short polling.
     pub long_polling_enable: bool,
     /// Wait of a suspended pull when long polling is off (default 1 s).
-    #[serde(with = "duration")]
+    #[serde(with = "raftmq_common::config_duration")]
     pub short_polling_time_mills: Duration,
     /// Bytes one pull returns when reading from memory (default 256 KiB).
     pub max_transfer_bytes_on_message_in_memory: u32,
@@ -523,58 +523,6 @@ fn override_value(raw: &str) -> toml::Value {
     }
 }
 
-/// Durations as integer milliseconds (RocketMQ) or strings with a unit (`ms`, `s`, `m`, `h`).
-mod duration {
-    use std::time::Duration;
-
-    use serde::Deserialize;
-    use serde::Deserializer;
-    use serde::Serializer;
-    use serde::de::Error;
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        let ms = d.as_millis();
-        if ms.is_multiple_of(1000) {
-            s.serialize_str(&format!("{}s", ms / 1000))
-        } else {
-            s.serialize_str(&format!("{ms}ms"))
-        }
-    }
-
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Millis(u64),
-        Text(String),
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        match Raw::deserialize(d)? {
-            Raw::Millis(ms) => Ok(Duration::from_millis(ms)),
-            Raw::Text(text) => parse(&text).ok_or_else(|| {
-                D::Error::custom(format!(
-                    "invalid duration {text:?}: expected e.g. 30000, \"500ms\", \"30s\", \"2m\", \"1h\""
-                ))
-            }),
-        }
-    }
-
-    pub(super) fn parse(text: &str) -> Option<Duration> {
-        let text = text.trim();
-        let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-        let (number, unit) = text.split_at(split);
-        let n: u64 = number.parse().ok()?;
-        let ms_per_unit: u64 = match unit.trim() {
-            "" | "ms" => 1,
-            "s" => 1_000,
-            "m" => 60_000,
-            "h" => 3_600_000,
-            _ => return None,
-        };
-        n.checked_mul(ms_per_unit).map(Duration::from_millis)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -719,9 +667,9 @@ raftAddr = "10.0.0.3:40911"
 
     #[test]
     fn durations_and_delay_levels() {
-        assert_eq!(duration::parse("500ms"), Some(Duration::from_millis(500)));
-        assert_eq!(duration::parse("42"), Some(Duration::from_millis(42)));
-        assert_eq!(duration::parse("s"), None);
+        assert_eq!(raftmq_common::config_duration::parse("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(raftmq_common::config_duration::parse("42"), Some(Duration::from_millis(42)));
+        assert_eq!(raftmq_common::config_duration::parse("s"), None);
         assert_eq!(parse_delay_level("2h"), Some(7_200_000));
         assert_eq!(parse_delay_level("1d"), Some(86_400_000));
         assert_eq!(parse_delay_level("0s"), None);

@@ -10,6 +10,7 @@
 //! a processor reads its typed header from `protocol::header` and its body from `protocol::body` or
 //! `message` → a response command goes back the same way.
 
+pub mod config_duration;
 pub mod java;
 pub mod limits;
 pub mod message;

@@ -42,11 +42,11 @@ pub struct NamesrvConfig {
     /// Interface to listen on (default `0.0.0.0`).
     pub bind_address: String,
     /// Period of the scan that drops silent brokers (default 10 s).
-    #[serde(with = "duration")]
+    #[serde(with = "raftmq_common::config_duration")]
     pub scan_not_active_broker_interval: Duration,
     /// A broker not heard from for longer than this is dropped (default 120 s), unless its
     /// registration carries `heartbeatTimeoutMillis`.
-    #[serde(with = "duration")]
+    #[serde(with = "raftmq_common::config_duration")]
     pub broker_channel_expired_time: Duration,
     /// Where KV config is persisted (default `$HOME/namesrv/kvConfig.json`, as RocketMQ); empty = memory only.
     pub kv_config_path: String,
@@ -195,58 +195,6 @@ fn override_value(raw: &str) -> toml::Value {
     }
 }
 
-/// Durations as integer milliseconds (RocketMQ) or strings with a unit (`ms`, `s`, `m`, `h`).
-mod duration {
-    use std::time::Duration;
-
-    use serde::Deserialize;
-    use serde::Deserializer;
-    use serde::Serializer;
-    use serde::de::Error;
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        let ms = d.as_millis();
-        if ms.is_multiple_of(1000) {
-            s.serialize_str(&format!("{}s", ms / 1000))
-        } else {
-            s.serialize_str(&format!("{ms}ms"))
-        }
-    }
-
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Millis(u64),
-        Text(String),
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        match Raw::deserialize(d)? {
-            Raw::Millis(ms) => Ok(Duration::from_millis(ms)),
-            Raw::Text(text) => parse(&text).ok_or_else(|| {
-                D::Error::custom(format!(
-                    "invalid duration {text:?}: expected e.g. 10000, \"500ms\", \"10s\", \"2m\", \"1h\""
-                ))
-            }),
-        }
-    }
-
-    pub(super) fn parse(text: &str) -> Option<Duration> {
-        let text = text.trim();
-        let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-        let (number, unit) = text.split_at(split);
-        let n: u64 = number.parse().ok()?;
-        let ms_per_unit: u64 = match unit.trim() {
-            "" | "ms" => 1,
-            "s" => 1_000,
-            "m" => 60_000,
-            "h" => 3_600_000,
-            _ => return None,
-        };
-        n.checked_mul(ms_per_unit).map(Duration::from_millis)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,11 +247,11 @@ mod tests {
 
     #[test]
     fn duration_units() {
-        assert_eq!(duration::parse("500ms"), Some(Duration::from_millis(500)));
-        assert_eq!(duration::parse("3m"), Some(Duration::from_secs(180)));
-        assert_eq!(duration::parse("1h"), Some(Duration::from_secs(3600)));
-        assert_eq!(duration::parse("42"), Some(Duration::from_millis(42)));
-        assert_eq!(duration::parse("s"), None);
-        assert_eq!(duration::parse("99999999999999999999h"), None);
+        assert_eq!(raftmq_common::config_duration::parse("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(raftmq_common::config_duration::parse("3m"), Some(Duration::from_secs(180)));
+        assert_eq!(raftmq_common::config_duration::parse("1h"), Some(Duration::from_secs(3600)));
+        assert_eq!(raftmq_common::config_duration::parse("42"), Some(Duration::from_millis(42)));
+        assert_eq!(raftmq_common::config_duration::parse("s"), None);
+        assert_eq!(raftmq_common::config_duration::parse("99999999999999999999h"), None);
     }
 }
