@@ -28,7 +28,6 @@ use raftmq_raft::ApplyHandler;
 use raftmq_raft::Leadership;
 use raftmq_raft::LogStore;
 use raftmq_raft::NodeConfig;
-use raftmq_raft::RaftConfig;
 use raftmq_raft::RaftNode;
 use raftmq_raft::network::RaftServer;
 use raftmq_raft::network::TcpTransport;
@@ -119,7 +118,7 @@ impl Broker {
             .store_host()
             .ok_or_else(|| BrokerError::Config(format!("brokerIP1 {} is not an IP address", config.broker_ip())))?;
         let me = config.self_peer().cloned().ok_or_else(|| BrokerError::Config("raftSelfId is not a peer".into()))?;
-        let raft_cfg = RaftConfig { segment_size_bytes: config.mapped_file_size_commit_log, ..RaftConfig::default() };
+        let raft_cfg = config.raft_config();
         let root = config.store_path_root_dir.clone();
         let delay_levels_ms = config.message_delay_levels_ms().map_err(|e| BrokerError::Config(e.to_string()))?;
         // The recovered CommitLog end bounds the ConsumeQueues before raft applies anything.

@@ -41,6 +41,7 @@ use std::time::Duration;
 
 use raftmq_common::limits::FRAME_SIZE_MAX_BYTES;
 use raftmq_common::protocol::body::topic::perm;
+use raftmq_raft::RaftConfig;
 use serde::Deserialize;
 use serde::Serialize;
 use thiserror::Error;
@@ -151,6 +152,13 @@ pub struct BrokerConfig {
     pub message_delay_level: String,
     /// Admin HTTP port (default 8080).
     pub admin_port: u16,
+    /// Raft heartbeat period in ms (default 150).
+    pub raft_heartbeat_interval_ms: u64,
+    /// Lower bound of openraft's election timeout in ms (default 200). A follower campaigns
+    /// `raftElectionTimeoutMaxMs + rand[min, max]` after its last heartbeat: 1.2–2.0 s by default.
+    pub raft_election_timeout_min_ms: u64,
+    /// Upper bound of openraft's election timeout in ms, also the leader lease (default 1000).
+    pub raft_election_timeout_max_ms: u64,
     /// This node's Raft id (default 0).
     pub raft_self_id: u64,
     /// The Raft group (default: one node, `127.0.0.1:10911` / `127.0.0.1:40911`). Last, because TOML
@@ -195,6 +203,9 @@ impl Default for BrokerConfig {
             max_index_num: INDEX_ENTRY_DEFAULT_COUNT,
             message_delay_level: MESSAGE_DELAY_LEVEL_DEFAULT.to_owned(),
             admin_port: ADMIN_PORT_DEFAULT,
+            raft_heartbeat_interval_ms: RaftConfig::default().heartbeat_interval_ms,
+            raft_election_timeout_min_ms: RaftConfig::default().election_timeout_min_ms,
+            raft_election_timeout_max_ms: RaftConfig::default().election_timeout_max_ms,
             raft_self_id: 0,
             raft_peers: vec![RaftPeer {
                 id: 0,
@@ -288,7 +299,19 @@ impl BrokerConfig {
         self.validate_sizes()?;
         self.validate_times()?;
         self.validate_peers()?;
+        self.raft_config().validate().map_err(|e| invalid(format!("raft settings: {e}")))?;
         Ok(())
+    }
+
+    /// The Raft replica settings these keys describe.
+    pub fn raft_config(&self) -> RaftConfig {
+        RaftConfig {
+            segment_size_bytes: self.mapped_file_size_commit_log,
+            heartbeat_interval_ms: self.raft_heartbeat_interval_ms,
+            election_timeout_min_ms: self.raft_election_timeout_min_ms,
+            election_timeout_max_ms: self.raft_election_timeout_max_ms,
+            ..RaftConfig::default()
+        }
     }
 
     fn validate_names(&self) -> Result<(), ConfigError> {

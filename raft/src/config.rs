@@ -41,9 +41,16 @@ const _: () = assert!(APPEND_STREAM_INFLIGHT_DEFAULT_COUNT <= APPEND_STREAM_INFL
 pub struct RaftConfig {
     /// Heartbeat period; also openraft's AppendEntries deadline (soft = ¾). Default 150 ms.
     pub heartbeat_interval_ms: u64,
-    /// Lower bound of the randomized election timeout. Default 1200 ms (≥ 10 × p99 append).
+    /// Lower bound of openraft's randomized election timeout. Default 200 ms.
+    ///
+    /// openraft 0.10 starts this timer only once the leader lease has run out, and the lease is
+    /// `election_timeout_max_ms`: a follower campaigns `max + rand[min, max]` after the last
+    /// heartbeat it saw, 1.2–2.0 s with the defaults (≥ 8 heartbeats, ≥ 10 × p99 append). A
+    /// 1.2–2.4 s openraft timeout would have meant 3.6–4.8 s, and a crashed leader must be
+    /// replaced, end to end, within 3 s.
     pub election_timeout_min_ms: u64,
-    /// Upper bound of the randomized election timeout. Default 2400 ms.
+    /// Upper bound of openraft's randomized election timeout, and so the leader lease.
+    /// Default 1000 ms (see `election_timeout_min_ms`).
     pub election_timeout_max_ms: u64,
     /// Pre-Vote on (the network must implement `pre_vote`; its default grants). Default true.
     pub enable_pre_vote: bool,
@@ -75,8 +82,8 @@ impl Default for RaftConfig {
     fn default() -> Self {
         Self {
             heartbeat_interval_ms: 150,
-            election_timeout_min_ms: 1200,
-            election_timeout_max_ms: 2400,
+            election_timeout_min_ms: 200,
+            election_timeout_max_ms: 1000,
             enable_pre_vote: true,
             max_payload_entries: 1024,
             append_entries_max_bytes: APPEND_ENTRIES_DEFAULT_BYTES,
@@ -194,7 +201,7 @@ mod tests {
     fn rejects_bad_timing() {
         let c = RaftConfig { heartbeat_interval_ms: 1500, ..RaftConfig::default() };
         assert!(c.validate().is_err());
-        let c = RaftConfig { election_timeout_max_ms: 1200, ..RaftConfig::default() };
+        let c = RaftConfig { election_timeout_max_ms: 200, ..RaftConfig::default() };
         assert!(c.validate().is_err());
     }
 }
