@@ -249,6 +249,8 @@ impl Broker {
     /// tasks, leave the Raft group's RPC, shut Raft down (the log is flushed), flush the ConsumeQueues.
     pub async fn shutdown(self) {
         let Broker { ctx, raft_server, transport, remoting, namesrv_client, cancel, tasks } = self;
+        // Parked long polls would otherwise hold the drain below for their suspend timeouts.
+        ctx.store.release_suspended_pulls();
         remoting.shutdown().await;
         drop(remoting);
         namesrv_registration::unregister_all(&ctx, &namesrv_client).await;

@@ -6,6 +6,7 @@
 //! apply adds units to (topic, queue) ──────────▶ notify(topic, queue, max_offset, tags codes) ─▶ Vec<Woken<T>>
 //! timer at next_deadline() ────────────────────▶ expire(now) ─▶ Vec<Woken<T>>
 //! connection closed ───────────────────────────▶ cancel(id) ─▶ Option<T>
+//! broker shutting down ────────────────────────▶ close() ─▶ Vec<T> (and every later suspend is refused)
 //! ```
 //!
 //! The async shell owns one registry behind a mutex, stores a `oneshot::Sender` (or the request) as `T`,
@@ -60,7 +61,8 @@ struct Waiter<T> {
     payload: T,
 }
 
-/// The registry is full; the pull should be answered at once (PULL_NOT_FOUND) instead of suspended.
+/// The registry is full (or closed); the pull should be answered at once (PULL_NOT_FOUND) instead of
+/// suspended.
 #[derive(Debug)]
 pub struct Full<T>(pub T);
 
@@ -72,6 +74,7 @@ pub struct LongPollRegistry<T> {
     where_is: HashMap<WaiterId, (String, i32)>,
     next_id: u64,
     capacity: usize,
+    closed: bool,
 }
 
 impl<T> Default for LongPollRegistry<T> {
@@ -89,6 +92,7 @@ impl<T> LongPollRegistry<T> {
             where_is: HashMap::new(),
             next_id: 0,
             capacity,
+            closed: false,
         }
     }
 
@@ -112,7 +116,7 @@ impl<T> LongPollRegistry<T> {
         deadline_ms: u64,
         payload: T,
     ) -> Result<WaiterId, Full<T>> {
-        if self.len() >= self.capacity {
+        if self.closed || self.len() >= self.capacity {
             return Err(Full(payload));
         }
         let id = WaiterId(self.next_id);
@@ -195,6 +199,14 @@ impl<T> LongPollRegistry<T> {
         self.take(id).map(|(_, _, payload)| payload)
     }
 
+    /// Releases every waiter and refuses later suspensions: a stopping broker answers its parked pulls
+    /// at once instead of holding its shutdown for their suspend timeouts.
+    pub fn close(&mut self) -> Vec<T> {
+        self.closed = true;
+        let ids: Vec<WaiterId> = self.where_is.keys().copied().collect();
+        ids.into_iter().filter_map(|id| self.cancel(id)).collect()
+    }
+
     /// Queues with waiters (the periodic `checkHoldRequest` re-notifies them with their max offsets).
     pub fn queues(&self) -> impl Iterator<Item = (&str, i32)> {
         self.by_queue.keys().map(|(t, q)| (t.as_str(), *q))
@@ -257,6 +269,19 @@ mod tests {
         assert!(r.is_empty());
         assert_eq!(r.next_deadline(), None);
         assert_eq!(r.queues().count(), 0);
+    }
+
+    #[test]
+    fn close_releases_everyone_and_refuses_later_waiters() {
+        let mut r = LongPollRegistry::with_capacity(8);
+        r.suspend("T", 0, 5, TagFilter::all(), 100, 1).unwrap();
+        r.suspend("U", 1, 5, TagFilter::all(), 200, 2).unwrap();
+        let mut released = r.close();
+        released.sort_unstable();
+        assert_eq!(released, vec![1, 2]);
+        assert!(r.is_empty());
+        assert_eq!(r.next_deadline(), None);
+        assert!(matches!(r.suspend("T", 0, 5, TagFilter::all(), 300, 3), Err(Full(3))));
     }
 
     #[test]

@@ -6,7 +6,10 @@
 //!
 //! Invariants: an update is only ever stored by applying a committed entry (never in local memory
 //! only); a caller that waits is answered after the entry is applied, or with the refusal; at most one
-//! entry is in flight, so updates of one queue apply in arrival order.
+//! entry is in flight, so updates of one queue apply in arrival order. A pull's piggybacked offset only
+//! moves a queue forward ([`OffsetCommitter::commit_forward`]): a pull still in flight when its consumer
+//! committed a newer offset (or shut down) must not take that commit back; explicit updates
+//! (UPDATE_CONSUMER_OFFSET, resets) are stored as sent.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -28,10 +31,21 @@ use crate::replica::WriteError;
 
 type Reply = oneshot::Sender<Result<(), WriteError>>;
 
+/// How an update combines with the queue's stored (or already queued) offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Stored as sent (it may move the offset backwards).
+    Set,
+    /// Stored only if it is greater.
+    Forward,
+}
+
+type Queued = (OffsetCommit, Mode, Option<Reply>);
+
 /// Submits offset updates to the committer task. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct OffsetCommitter {
-    tx: mpsc::Sender<(OffsetCommit, Option<Reply>)>,
+    tx: mpsc::Sender<Queued>,
 }
 
 impl OffsetCommitter {
@@ -41,15 +55,21 @@ impl OffsetCommitter {
         (OffsetCommitter { tx }, tokio::spawn(run(replica, rx, cancel)))
     }
 
-    /// Queues an update without waiting for it (oneway updates, pull piggyback).
+    /// Queues an update without waiting for it (oneway updates).
     pub fn commit_later(&self, commit: OffsetCommit) -> Result<(), WriteError> {
-        self.tx.try_send((commit, None)).map_err(refused)
+        self.tx.try_send((commit, Mode::Set, None)).map_err(refused)
+    }
+
+    /// Queues an update that is dropped unless it moves the queue's offset forward (the commitOffset
+    /// a pull piggybacks).
+    pub fn commit_forward(&self, commit: OffsetCommit) -> Result<(), WriteError> {
+        self.tx.try_send((commit, Mode::Forward, None)).map_err(refused)
     }
 
     /// Stores an update; returns once it is applied (or refused).
     pub async fn commit(&self, commit: OffsetCommit) -> Result<(), WriteError> {
         let (reply, rx) = oneshot::channel();
-        self.tx.try_send((commit, Some(reply))).map_err(refused)?;
+        self.tx.try_send((commit, Mode::Set, Some(reply))).map_err(refused)?;
         rx.await.unwrap_or_else(|_| Err(WriteError::Fatal("is shutting down".into())))
     }
 }
@@ -61,7 +81,34 @@ fn refused<T>(e: mpsc::error::TrySendError<T>) -> WriteError {
     }
 }
 
-async fn run(replica: Arc<Replica>, mut rx: mpsc::Receiver<(OffsetCommit, Option<Reply>)>, cancel: CancellationToken) {
+/// Adds `commit` to the batch being built. `stored` reads the queue's applied offset; it is current
+/// because at most one batch is in flight and it was applied before this one is built.
+fn merge(
+    batch: &mut Vec<OffsetCommit>,
+    index: &mut HashMap<(String, String, i32), usize>,
+    commit: OffsetCommit,
+    mode: Mode,
+    stored: impl Fn(&OffsetCommit) -> Option<i64>,
+) {
+    let key = (commit.topic.clone(), commit.group.clone(), commit.queue_id);
+    match (index.get(&key), mode) {
+        (Some(&i), Mode::Set) => batch[i] = commit,
+        (Some(&i), Mode::Forward) => {
+            if commit.offset > batch[i].offset {
+                batch[i] = commit;
+            }
+        }
+        (None, mode) => {
+            if mode == Mode::Forward && stored(&commit).is_some_and(|current| commit.offset <= current) {
+                return;
+            }
+            index.insert(key, batch.len());
+            batch.push(commit);
+        }
+    }
+}
+
+async fn run(replica: Arc<Replica>, mut rx: mpsc::Receiver<Queued>, cancel: CancellationToken) {
     loop {
         let first = tokio::select! {
             biased;
@@ -78,21 +125,21 @@ async fn run(replica: Arc<Replica>, mut rx: mpsc::Receiver<(OffsetCommit, Option
         let mut commits: Vec<OffsetCommit> = Vec::new();
         let mut replies: Vec<Reply> = Vec::new();
         let mut next = Some(first);
-        while let Some((commit, reply)) = next.take() {
-            let key = (commit.topic.clone(), commit.group.clone(), commit.queue_id);
-            match latest.get(&key) {
-                Some(&i) => commits[i] = commit,
-                None => {
-                    latest.insert(key, commits.len());
-                    commits.push(commit);
-                }
-            }
+        while let Some((commit, mode, reply)) = next.take() {
+            let stored = |c: &OffsetCommit| replica.store().metadata().offsets.query(&c.topic, &c.group, c.queue_id);
+            merge(&mut commits, &mut latest, commit, mode, stored);
             replies.extend(reply);
             if commits.len() < CONSUMER_OFFSET_BATCH_MAX_COUNT {
                 next = rx.try_recv().ok();
             }
         }
         let count = commits.len();
+        if count == 0 {
+            for reply in replies {
+                let _ = reply.send(Ok(()));
+            }
+            continue;
+        }
         let result = replica.propose(&BrokerCommand::ConsumerOffsets(commits)).await;
         if let Err(e) = &result {
             debug!(count, error = %e, "consumer offset batch not stored");
@@ -101,5 +148,33 @@ async fn run(replica: Arc<Replica>, mut rx: mpsc::Receiver<(OffsetCommit, Option
             // A waiter that gave up needs no answer.
             let _ = reply.send(result.clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(queue_id: i32, offset: i64) -> OffsetCommit {
+        OffsetCommit { topic: "T".into(), group: "g".into(), queue_id, offset }
+    }
+
+    #[test]
+    fn piggybacked_offsets_only_move_forward() {
+        let stored = |x: &OffsetCommit| (x.queue_id == 0).then_some(10);
+        let (mut batch, mut index) = (Vec::new(), HashMap::new());
+        merge(&mut batch, &mut index, c(0, 9), Mode::Forward, stored);
+        assert!(batch.is_empty(), "behind the stored offset");
+        merge(&mut batch, &mut index, c(0, 10), Mode::Forward, stored);
+        assert!(batch.is_empty(), "equal to the stored offset");
+        merge(&mut batch, &mut index, c(1, 3), Mode::Forward, stored);
+        assert_eq!(batch, vec![c(1, 3)], "nothing stored yet");
+        merge(&mut batch, &mut index, c(1, 7), Mode::Set, stored);
+        merge(&mut batch, &mut index, c(1, 5), Mode::Forward, stored);
+        assert_eq!(batch, vec![c(1, 7)], "a stale pull behind a queued update");
+        merge(&mut batch, &mut index, c(1, 2), Mode::Set, stored);
+        assert_eq!(batch, vec![c(1, 2)], "an explicit update may move backwards");
+        merge(&mut batch, &mut index, c(0, 4), Mode::Set, stored);
+        assert_eq!(batch, vec![c(1, 2), c(0, 4)]);
     }
 }

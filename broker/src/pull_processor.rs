@@ -163,7 +163,7 @@ async fn pull(ctx: &Arc<BrokerContext>, request: &RemotingCommand) -> Result<Rem
             queue_id: h.queue_id,
             offset: h.commit_offset,
         };
-        if let Err(e) = ctx.offsets.commit_later(commit) {
+        if let Err(e) = ctx.offsets.commit_forward(commit) {
             debug!(error = %e, "piggybacked consumer offset not queued");
         }
     }

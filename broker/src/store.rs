@@ -299,6 +299,14 @@ impl MessageStore {
         Ok(Some((id, rx)))
     }
 
+    /// Answers every suspended pull now and suspends no more (shutdown).
+    pub fn release_suspended_pulls(&self) {
+        for waiter in self.long_poll().close() {
+            // The pull re-runs and answers; one that already gave up needs nothing.
+            let _ = waiter.send(());
+        }
+    }
+
     /// Pulls suspended now (tests and metrics).
     pub fn suspended_pulls(&self) -> usize {
         self.long_poll().len()
