@@ -122,8 +122,17 @@ pub async fn run(args: DevArgs) -> Result<()> {
         return Err(error);
     }
 
-    print_banner(&args, &namesrv_addr, &configs);
-    shutdown.await;
+    tokio::pin!(shutdown);
+    // The banner promises a working cluster: print it once the group has a leader taking writes.
+    let leader = tokio::select! {
+        biased;
+        _ = &mut shutdown => None,
+        leader = ready_leader(&brokers) => Some(leader),
+    };
+    if let Some((node, term)) = leader {
+        print_banner(&args, &namesrv_addr, &configs, node, term);
+        shutdown.await;
+    }
     for broker in brokers {
         broker.shutdown().await;
     }
@@ -132,10 +141,32 @@ pub async fn run(args: DevArgs) -> Result<()> {
     Ok(())
 }
 
-fn print_banner(args: &DevArgs, namesrv_addr: &str, configs: &[BrokerConfig]) {
+/// Waits until one replica leads and takes writes; its (node id, term). Logs while it waits, since
+/// recovering a large store can take a while.
+async fn ready_leader(brokers: &[Broker]) -> (u64, u64) {
+    let started = std::time::Instant::now();
+    let mut waiting_logged = false;
+    loop {
+        if let Some(b) = brokers.iter().find(|b| b.is_ready_leader()) {
+            return (b.node_id(), b.leadership().term);
+        }
+        if !waiting_logged && started.elapsed() > DEV_LEADER_WAIT_NOTICE {
+            println!("waiting for the broker group to elect a leader and catch up…");
+            waiting_logged = true;
+        }
+        tokio::time::sleep(DEV_LEADER_POLL).await;
+    }
+}
+
+/// How often start-up checks whether the group is ready.
+const DEV_LEADER_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+/// When start-up says that it is still waiting for a leader.
+const DEV_LEADER_WAIT_NOTICE: std::time::Duration = std::time::Duration::from_secs(3);
+
+fn print_banner(args: &DevArgs, namesrv_addr: &str, configs: &[BrokerConfig], leader: u64, term: u64) {
     println!();
     println!(
-        "raftmq dev cluster is up ({} replica(s) of {}), data in {}",
+        "raftmq dev cluster is up ({} replica(s) of {}, leader n{leader} in term {term}), data in {}",
         configs.len(),
         args.broker_name,
         args.data.display()
@@ -143,7 +174,7 @@ fn print_banner(args: &DevArgs, namesrv_addr: &str, configs: &[BrokerConfig]) {
     println!("  NameServer    {namesrv_addr}");
     for c in configs {
         println!(
-            "  broker n{}     remoting 127.0.0.1:{}  raft {}  admin port {}",
+            "  broker n{}     remoting 127.0.0.1:{}  raft {}  admin http://127.0.0.1:{}",
             c.raft_self_id,
             c.listen_port,
             c.self_peer().map_or("?", |p| p.raft_addr.as_str()),
