@@ -371,11 +371,19 @@ async fn produce(a: ProduceArgs) -> Result<()> {
     let report = report_produce(&ctx, &reporter, a.run.interval);
     tokio::pin!(report);
     let all_done = futures_join(workers);
-    tokio::select! {
-        _ = all_done => {}
-        _ = &mut report => {}
-    }
+    tokio::pin!(all_done);
+    let workers_done = tokio::select! {
+        _ = &mut all_done => true,
+        _ = &mut report => false,
+    };
     stop.stop();
+    // Sends in flight at the stop end on their own (each within the send timeout): closing the
+    // producer under them would count them as failures of the run.
+    if !workers_done
+        && tokio::time::timeout(a.run.namesrv.timeout + Duration::from_secs(1), &mut all_done).await.is_err()
+    {
+        tracing::warn!("sends still in flight after the send timeout; closing the producer under them");
+    }
     let elapsed = started.elapsed();
     reporter.finish();
     producer.shutdown().await;

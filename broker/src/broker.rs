@@ -193,12 +193,16 @@ impl Broker {
             .map_err(|source| BrokerError::Bind { addr: listen.to_string(), source })?;
 
         let namesrv_client = RemotingClient::new();
-        let tasks = vec![
+        let mut tasks = vec![
             group_commit_task,
             offsets_task,
             tokio::spawn(housekeeping(Arc::clone(&ctx), cancel.child_token())),
             namesrv_registration::spawn(Arc::clone(&ctx), namesrv_client.clone(), cancel.child_token()),
         ];
+        if let Some(file) = &ctx.config.test_clock_skew_file {
+            warn!(file = %file.display(), "TEST ONLY: the wall clock follows testClockSkewFile");
+            tasks.push(crate::clock::spawn_skew_watcher(file.clone(), cancel.child_token()));
+        }
         let line = format!(
             "The broker[{}, {}] boot success. serializeType=JSON and name server is {}",
             ctx.config.broker_name,

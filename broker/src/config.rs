@@ -159,6 +159,10 @@ pub struct BrokerConfig {
     pub raft_election_timeout_min_ms: u64,
     /// Upper bound of openraft's election timeout in ms, also the leader lease (default 1000).
     pub raft_election_timeout_max_ms: u64,
+    /// TEST ONLY: a file holding a wall-clock offset in ms that the broker adds to the system time
+    /// (the jepsen `clock` nemesis); see `crate::clock`. Default none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_clock_skew_file: Option<PathBuf>,
     /// This node's Raft id (default 0).
     pub raft_self_id: u64,
     /// The Raft group (default: one node, `127.0.0.1:10911` / `127.0.0.1:40911`). Last, because TOML
@@ -206,6 +210,7 @@ impl Default for BrokerConfig {
             raft_heartbeat_interval_ms: RaftConfig::default().heartbeat_interval_ms,
             raft_election_timeout_min_ms: RaftConfig::default().election_timeout_min_ms,
             raft_election_timeout_max_ms: RaftConfig::default().election_timeout_max_ms,
+            test_clock_skew_file: None,
             raft_self_id: 0,
             raft_peers: vec![RaftPeer {
                 id: 0,

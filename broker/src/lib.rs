@@ -25,6 +25,7 @@
 //! - [`namesrv_registration`]: REGISTER_BROKER / UNREGISTER_BROKER with the Raft role.
 //! - [`broker`]: `Broker::start` / `shutdown`.
 
+pub mod clock;
 pub mod config;
 pub mod consume_queue;
 pub mod dispatch;

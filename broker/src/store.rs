@@ -475,12 +475,9 @@ impl PayloadPatcher for BrokerPatcher {
     }
 }
 
-/// Wall clock in ms since the epoch.
+/// Wall clock in ms since the epoch ([`crate::clock`]: a test harness may skew it).
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
+    crate::clock::now_ms()
 }
 
 #[cfg(test)]

@@ -83,6 +83,9 @@ pub const JSON_BODY_NESTING_MAX_LEVELS: usize = 128;
 /// `max(16000, maxMsgNums * 20)`), so a selective subscription skips up to 800 units per pull.
 pub const PULL_FILTER_SCAN_MIN_BYTES: usize = 16_000;
 
+/// How often a broker re-reads its test-only clock skew file (`testClockSkewFile`).
+pub const CLOCK_SKEW_POLL_MS: u64 = 100;
+
 /// Pull requests one broker keeps suspended (long polling) at once; beyond it a pull is answered at once.
 pub const LONG_POLL_WAITERS_MAX_COUNT: usize = 65_536;
 

@@ -23,6 +23,8 @@ pub const CLUSTER_NAME: &str = "DefaultCluster";
 pub const COMMIT_LOG_SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
 /// Broker config key of the test-only unsafe mode (acknowledge before fsync) the self-test needs.
 pub const UNSAFE_ACK_KEY: &str = "unsafeAckBeforeFsync";
+/// Broker config key of the test-only injectable clock offset the `clock` nemesis drives.
+pub const CLOCK_SKEW_KEY: &str = "testClockSkewFile";
 /// Where the harness's clients connect from.
 pub const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 1);
 const GID_BASE: u32 = 6000;
@@ -74,6 +76,11 @@ impl NodeSpec {
     /// The log file (stdout and stderr of every incarnation).
     pub fn log_path(&self) -> PathBuf {
         self.dir.join(format!("{}.log", self.name))
+    }
+
+    /// The clock skew file the `clock` nemesis writes (`testClockSkewFile`; absent = no skew).
+    pub fn clock_skew_path(&self) -> PathBuf {
+        self.dir.join("clock-skew-ms")
     }
 }
 
@@ -171,6 +178,7 @@ impl Layout {
         t.insert("registerNameServerPeriod".into(), s("10s"));
         t.insert("adminPort".into(), toml::Value::Integer(i64::from(node.admin_port)));
         t.insert("raftSelfId".into(), toml::Value::Integer(node.raft_id as i64));
+        t.insert(CLOCK_SKEW_KEY.into(), s(&node.clock_skew_path().display().to_string()));
         if self.unsafe_ack_before_fsync {
             t.insert(UNSAFE_ACK_KEY.into(), toml::Value::Boolean(true));
         }

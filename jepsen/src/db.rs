@@ -165,8 +165,17 @@ impl Db {
         Ok(self.proc(name)?.resume()?)
     }
 
-    /// Resumes every paused process and starts every stopped one (the final heal).
+    /// Resumes every paused process, starts every stopped one and removes every clock skew (the
+    /// final heal).
     pub async fn restore_all(&mut self, timeout: Duration) -> Result<(), DbError> {
+        for node in &self.layout.nodes {
+            let path = node.clock_skew_path();
+            if let Err(source) = std::fs::remove_file(&path)
+                && source.kind() != std::io::ErrorKind::NotFound
+            {
+                return Err(DbError::Io { path: path.display().to_string(), source });
+            }
+        }
         let names: Vec<String> = self.procs.keys().cloned().collect();
         for name in &names {
             self.resume(name)?;

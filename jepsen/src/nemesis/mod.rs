@@ -10,10 +10,13 @@
 //! - `pause`: SIGSTOP, SIGCONT after the hold;
 //! - `lose-unfsynced`: kill -9, cut the CommitLog back to its durable watermark ([`lose_unfsynced`]),
 //!   restart after the hold; the target may be the whole group (power loss);
-//! - `power-loss`: `lose-unfsynced` of a whole group only (the self-test's fault).
+//! - `power-loss`: `lose-unfsynced` of a whole group only (the self-test's fault);
+//! - `clock`: skew the wall clock of some nodes of a group by up to ±[`CLOCK_SKEW_MAX_MS`] (each
+//!   broker reads its clock through the test-only `testClockSkewFile`); heal removes the skew. Raft
+//!   timers are monotonic, so this probes what depends on wall time: store timestamps, lock and
+//!   client expiry, delay delivery, retention.
 //!
-//! Clock skew and membership changes are not offered: the broker reads the system clock (no
-//! injectable clock in the binary) and has no membership admin call yet; asking for them is an error.
+//! Membership changes are not offered yet; asking for them is an error.
 //!
 //! Invariant: every applied fault is healed by [`heal`], and the final heal of a run restores every
 //! process and flushes every rule whatever happened before.
@@ -34,6 +37,9 @@ use crate::cluster::CLIENT_IP;
 use crate::db::Db;
 use crate::db::DbError;
 
+/// Largest wall-clock skew the `clock` nemesis applies (either way): past the 120 s client expiry.
+pub const CLOCK_SKEW_MAX_MS: i64 = 180_000;
+
 /// Boot deadline of a restarted node.
 pub const RESTART_READY_TIMEOUT_MS: u64 = 60_000;
 
@@ -53,6 +59,8 @@ pub enum NemesisKind {
     PowerLoss,
     /// The NameServer isolated.
     Namesrv,
+    /// Wall clocks skewed.
+    Clock,
 }
 
 impl NemesisKind {
@@ -67,11 +75,11 @@ impl NemesisKind {
                 "lose-unfsynced" => NemesisKind::LoseUnfsynced,
                 "power-loss" => NemesisKind::PowerLoss,
                 "namesrv" => NemesisKind::Namesrv,
-                "clock" | "clock-skew" => return Err(format!("{name}: the broker has no injectable clock yet")),
+                "clock" | "clock-skew" => NemesisKind::Clock,
                 "membership" => return Err(format!("{name}: the broker has no membership admin call yet")),
                 other => {
                     return Err(format!(
-                        "unknown nemesis {other:?} (partition, kill, pause, lose-unfsynced, power-loss, namesrv)"
+                        "unknown nemesis {other:?} (partition, kill, pause, lose-unfsynced, power-loss, namesrv, clock)"
                     ));
                 }
             };
@@ -112,6 +120,14 @@ pub enum Fault {
     Pause(Target),
     /// kill -9 + cut to the durable watermark, restart after the hold.
     LoseUnfsynced(Target),
+    /// Wall clocks of some nodes of a group moved by the given offsets (ms), each picked in the
+    /// group by index at apply time.
+    ClockSkew {
+        /// The group.
+        group: String,
+        /// (member index, offset ms).
+        offsets: Vec<(usize, i64)>,
+    },
 }
 
 fn target_label(t: &Target) -> String {
@@ -131,6 +147,10 @@ impl Fault {
             Fault::Kill(t) => format!("kill {}", target_label(t)),
             Fault::Pause(t) => format!("pause {}", target_label(t)),
             Fault::LoseUnfsynced(t) => format!("lose-unfsynced {}", target_label(t)),
+            Fault::ClockSkew { group, offsets } => {
+                let list = offsets.iter().map(|(i, ms)| format!("#{i} {ms:+}ms")).collect::<Vec<_>>();
+                format!("clock skew {group} {}", list.join(" "))
+            }
         }
     }
 }
@@ -144,6 +164,8 @@ pub enum Applied {
     Stopped(Vec<String>),
     /// Nodes to resume.
     Paused(Vec<String>),
+    /// Clock skew files to remove.
+    Skewed(Vec<std::path::PathBuf>),
 }
 
 async fn resolve(db: &Db, t: &Target, rng: &mut impl Rng) -> Vec<String> {
@@ -196,6 +218,20 @@ pub async fn apply(db: &mut Db, fault: &Fault, rng: &mut impl Rng) -> Result<(Ap
             }
             Ok((Applied::Paused(names.clone()), format!("paused {}", names.join(" "))))
         }
+        Fault::ClockSkew { group, offsets } => {
+            let members = db.layout.members(group);
+            let mut files = Vec::new();
+            let mut desc = Vec::new();
+            for &(index, ms) in offsets {
+                let Some(node) = members.get(index % members.len().max(1)) else { continue };
+                let path = node.clock_skew_path();
+                std::fs::write(&path, ms.to_string())
+                    .map_err(|source| DbError::Io { path: path.display().to_string(), source })?;
+                desc.push(format!("{} {ms:+}ms", node.name));
+                files.push(path);
+            }
+            Ok((Applied::Skewed(files), format!("skewed {}", desc.join(" "))))
+        }
         Fault::LoseUnfsynced(t) => {
             let names = resolve(db, t, rng).await;
             // Kill all first: a power loss hits the targets at the same instant.
@@ -218,6 +254,16 @@ pub async fn apply(db: &mut Db, fault: &Fault, rng: &mut impl Rng) -> Result<(Ap
 /// Undoes `applied`.
 pub async fn heal(db: &mut Db, applied: &Applied) -> Result<(), DbError> {
     match applied {
+        Applied::Skewed(files) => {
+            for f in files {
+                if let Err(e) = std::fs::remove_file(f)
+                    && e.kind() != std::io::ErrorKind::NotFound
+                {
+                    return Err(DbError::Io { path: f.display().to_string(), source: e });
+                }
+            }
+            Ok(())
+        }
         Applied::Partitioned => Ok(db.firewall().heal()?),
         Applied::Stopped(names) => {
             for n in names {
@@ -244,7 +290,8 @@ mod tests {
             NemesisKind::parse_list("partition, kill,pause,lose-unfsynced,kill"),
             Ok(vec![NemesisKind::Partition, NemesisKind::Kill, NemesisKind::Pause, NemesisKind::LoseUnfsynced])
         );
-        assert!(NemesisKind::parse_list("clock").is_err_and(|e| e.contains("clock")));
+        assert_eq!(NemesisKind::parse_list("clock"), Ok(vec![NemesisKind::Clock]));
+        assert!(NemesisKind::parse_list("membership").is_err_and(|e| e.contains("membership")));
         assert!(NemesisKind::parse_list("bogus").is_err_and(|e| e.contains("unknown")));
     }
 

@@ -71,6 +71,18 @@ pub fn generate(kinds: &[NemesisKind], groups: &[(String, Vec<String>)], time_li
             NemesisKind::Pause => Fault::Pause(pick_target(&mut rng, false)),
             NemesisKind::LoseUnfsynced => Fault::LoseUnfsynced(pick_target(&mut rng, true)),
             NemesisKind::PowerLoss => Fault::LoseUnfsynced(Target::Group(group.clone())),
+            NemesisKind::Clock => {
+                // One to all members, each its own offset, both ways, small and large.
+                let count = rng.random_range(1..=members.len().max(1));
+                let mut indexes: Vec<usize> = (0..members.len()).collect();
+                indexes.shuffle(&mut rng);
+                let offsets = indexes
+                    .into_iter()
+                    .take(count)
+                    .map(|i| (i, rng.random_range(-super::CLOCK_SKEW_MAX_MS..=super::CLOCK_SKEW_MAX_MS)))
+                    .collect();
+                Fault::ClockSkew { group: group.clone(), offsets }
+            }
         };
         steps.push(Step { at: Duration::from_millis(t), hold: Duration::from_millis(hold), fault });
         t += hold + rng.random_range(FAULT_GAP_MS.0..=FAULT_GAP_MS.1);
