@@ -36,6 +36,19 @@ const _: () = assert!(SEGMENT_SIZE_DEFAULT_BYTES <= SEGMENT_SIZE_MAX_BYTES);
 const _: () = assert!(SEGMENT_SIZE_MAX_BYTES <= u32::MAX as u64);
 const _: () = assert!(APPEND_STREAM_INFLIGHT_DEFAULT_COUNT <= APPEND_STREAM_INFLIGHT_MAX_COUNT);
 
+/// Where the log store's group-commit flusher runs (see `flusher`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FlushMode {
+    /// A dedicated std thread per store (plus a page-warming helper thread): syncs never block
+    /// a tokio worker. Production.
+    #[default]
+    Thread,
+    /// A task on the tokio runtime that opens the store, with no thread at all, so that a
+    /// seeded current-thread runtime with paused time runs a whole group deterministically
+    /// (the syncs are the same, but block that runtime while they run). Simulation only.
+    Task,
+}
+
 /// Configuration of one Raft replica (one broker of a group).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RaftConfig {
@@ -76,6 +89,13 @@ pub struct RaftConfig {
     /// Encoded bytes of pipelined AppendEntries awaiting replies per follower (at least one
     /// request is always in flight). Default 16 MiB.
     pub append_stream_inflight_max_bytes: u64,
+    /// Where the store's flusher runs. Default [`FlushMode::Thread`]; `Task` is for
+    /// deterministic simulation.
+    pub flush_mode: FlushMode,
+    /// TEST ONLY, UNSAFE: report appended entries durable before they are fsynced (the flush still
+    /// follows). A group can then commit, and a broker acknowledge, entries a power loss erases:
+    /// the jepsen self-test uses it to prove that its checkers see such a loss. Default false.
+    pub unsafe_ack_before_fsync: bool,
 }
 
 impl Default for RaftConfig {
@@ -93,6 +113,8 @@ impl Default for RaftConfig {
             install_snapshot_timeout_ms: 10_000,
             append_stream_inflight_max_count: APPEND_STREAM_INFLIGHT_DEFAULT_COUNT,
             append_stream_inflight_max_bytes: APPEND_STREAM_INFLIGHT_DEFAULT_BYTES,
+            flush_mode: FlushMode::Thread,
+            unsafe_ack_before_fsync: false,
         }
     }
 }

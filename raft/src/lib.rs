@@ -31,6 +31,7 @@ pub mod node;
 pub mod patcher;
 pub mod payload_codec;
 mod recovery;
+pub mod runtime;
 mod segment;
 pub mod snapshot_file;
 pub mod state_machine;
@@ -40,6 +41,7 @@ pub mod type_config;
 
 pub use config::RaftConfig;
 pub use error::{CorruptReason, StoreError};
+pub use flusher::{FLUSH_LATENCY_BUCKETS_SECONDS, FlushLatency};
 pub use log_store::{EntryPosition, LogReader, LogStore, WeakLogStore};
 pub use node::{Applied, Leadership, NodeConfig, NodeError, NodeStatus, ProposeError, RaftNode, Role};
 pub use patcher::{NoPatch, PayloadPatcher};

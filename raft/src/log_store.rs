@@ -12,6 +12,8 @@
 //! is durable on return; `truncate_after` and `purge` are durable on return (purge persists the
 //! purge point before deleting files). A damaged store (see `recovery`) serves its valid prefix
 //! and refuses every write; a poisoned store (failed fsync) refuses writes and acks nothing.
+//! The flusher runs on its own thread or, in simulations, as a task (`RaftConfig::flush_mode`);
+//! either way it has finished its last batch once the last handle is dropped.
 
 use std::fmt::Debug;
 use std::io;
@@ -23,12 +25,12 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use openraft::storage::{IOFlushed, LogState, RaftLogReader, RaftLogStorage};
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 
-use crate::config::RaftConfig;
+use crate::config::{FlushMode, RaftConfig};
 use crate::entry::HEADER_SIZE;
 use crate::error::{Result, StoreError};
-use crate::flusher::{self, Request, lock};
+use crate::flusher::{self, Flusher, Request, lock};
 use crate::log_index::IndexSet;
 use crate::meta::{META_FILE, MetaFile, MetaState};
 use crate::patcher::{NoPatch, PayloadPatcher};
@@ -42,23 +44,56 @@ pub const COMMITLOG_DIR: &str = "commitlog";
 /// Directory of the index files inside the store directory.
 pub const RAFTINDEX_DIR: &str = "raftindex";
 
+/// Who runs the flusher.
+enum Driver {
+    /// [`FlushMode::Thread`]: joined on drop.
+    Thread(Mutex<Option<JoinHandle<()>>>),
+    /// [`FlushMode::Task`]: the task drains `slot` when `wake` fires; on drop the store takes
+    /// the flusher out of the slot and finishes it inline, so the files are released (and the
+    /// last meta written) before a restart may reopen them, as a joined thread guarantees.
+    Task { slot: Arc<Mutex<Option<Flusher>>>, wake: Arc<Notify> },
+}
+
 struct Shared {
     state: Arc<Mutex<State>>,
     counters: Arc<flusher::Counters>,
     tx: Sender<Request>,
-    flusher: Mutex<Option<JoinHandle<()>>>,
+    driver: Driver,
     dir: PathBuf,
+    /// `RaftConfig::unsafe_ack_before_fsync` (test only).
+    unsafe_ack_before_fsync: bool,
+}
+
+impl Shared {
+    /// Queue `r` for the flusher; false if it is gone.
+    fn send(&self, r: Request) -> bool {
+        let sent = self.tx.send(r).is_ok();
+        if let Driver::Task { wake, .. } = &self.driver {
+            wake.notify_one();
+        }
+        sent
+    }
 }
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        // The flusher finishes what is queued, then exits; a send error means it is gone.
-        let _ = self.tx.send(Request::Shutdown);
-        let handle = self.flusher.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(h) = handle
-            && h.join().is_err()
-        {
-            tracing::error!(dir = %self.dir.display(), "raft log flusher panicked");
+        // The flusher finishes what is queued, then exits; a send failure means it is gone.
+        self.send(Request::Shutdown);
+        match &self.driver {
+            Driver::Thread(handle) => {
+                let handle = handle.lock().unwrap_or_else(|p| p.into_inner()).take();
+                if let Some(h) = handle
+                    && h.join().is_err()
+                {
+                    tracing::error!(dir = %self.dir.display(), "raft log flusher panicked");
+                }
+            }
+            Driver::Task { slot, .. } => {
+                let flusher = flusher::lock_slot(slot).take();
+                if let Some(mut f) = flusher {
+                    f.drain();
+                }
+            }
         }
     }
 }
@@ -148,14 +183,30 @@ impl LogStore {
         let state = Arc::new(Mutex::new(st));
         let (tx, rx) = mpsc::channel();
         let every = Duration::from_millis(cfg.committed_persist_interval_ms);
-        let thread_state = Arc::clone(&state);
         let counters = Arc::new(flusher::Counters::default());
-        let thread_counters = Arc::clone(&counters);
-        let handle = std::thread::Builder::new()
-            .name("raft-log-flusher".into())
-            .spawn(move || flusher::run(thread_state, meta_file, rx, every, thread_counters))
-            .map_err(|e| StoreError::io("spawn flusher", dir, e))?;
-        let shared = Shared { state, counters, tx, flusher: Mutex::new(Some(handle)), dir: dir.to_path_buf() };
+        let flusher = Flusher::new(Arc::clone(&state), meta_file, rx, every, Arc::clone(&counters));
+        let driver = match cfg.flush_mode {
+            FlushMode::Thread => {
+                let handle = std::thread::Builder::new()
+                    .name("raft-log-flusher".into())
+                    .spawn(move || flusher.run_thread())
+                    .map_err(|e| StoreError::io("spawn flusher", dir, e))?;
+                Driver::Thread(Mutex::new(Some(handle)))
+            }
+            FlushMode::Task => {
+                let runtime = tokio::runtime::Handle::try_current()
+                    .map_err(|e| StoreError::Config(format!("flush mode Task needs a tokio runtime: {e}")))?;
+                let slot = Arc::new(Mutex::new(Some(flusher)));
+                let wake = Arc::new(Notify::new());
+                runtime.spawn(flusher::run_task(Arc::clone(&slot), Arc::clone(&wake)));
+                Driver::Task { slot, wake }
+            }
+        };
+        let unsafe_ack_before_fsync = cfg.unsafe_ack_before_fsync;
+        if unsafe_ack_before_fsync {
+            tracing::warn!(dir = %dir.display(), "TEST ONLY: appends are acknowledged before fsync (unsafeAckBeforeFsync)");
+        }
+        let shared = Shared { state, counters, tx, driver, dir: dir.to_path_buf(), unsafe_ack_before_fsync };
         Ok(Self { shared: Arc::new(shared) })
     }
 
@@ -199,7 +250,7 @@ impl LogStore {
         };
         // Wake the flusher so it fails what it holds; the reply is of no interest.
         let (tx, _rx) = oneshot::channel();
-        let _ = self.shared.tx.send(Request::Meta(tx));
+        self.shared.send(Request::Meta(tx));
         durable
     }
 
@@ -251,6 +302,11 @@ impl LogStore {
         self.shared.counters.cycles()
     }
 
+    /// How long the flusher's group commits took to sync (`raftmq_fsync_latency_seconds`).
+    pub fn flush_latency(&self) -> flusher::FlushLatency {
+        self.shared.counters.flush_latency()
+    }
+
     /// Store directory.
     pub fn dir(&self) -> &Path {
         &self.shared.dir
@@ -269,7 +325,9 @@ impl LogStore {
 
     async fn request(&self, make: impl FnOnce(flusher::Done) -> Request) -> Result<()> {
         let (tx, rx) = oneshot::channel();
-        self.shared.tx.send(make(tx)).map_err(|_| StoreError::FlusherStopped)?;
+        if !self.shared.send(make(tx)) {
+            return Err(StoreError::FlusherStopped);
+        }
         rx.await.map_err(|_| StoreError::FlusherStopped)?
     }
 
@@ -282,7 +340,15 @@ impl LogStore {
             cb.io_completed(Err(io::Error::other(e.to_string())));
             return Err(e);
         }
-        self.shared.tx.send(Request::Flush(cb)).map_err(|_| StoreError::FlusherStopped)
+        let cb = if self.shared.unsafe_ack_before_fsync {
+            // The deliberately broken mode of the jepsen self-test: durable as far as openraft
+            // knows, while the bytes are only in the page cache until the flush below.
+            cb.io_completed(Ok(()));
+            IOFlushed::noop()
+        } else {
+            cb
+        };
+        if self.shared.send(Request::Flush(cb)) { Ok(()) } else { Err(StoreError::FlusherStopped) }
     }
 
     async fn do_truncate_after(&self, last: Option<LogId>) -> Result<()> {

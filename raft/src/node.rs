@@ -321,6 +321,24 @@ impl RaftNode {
         }
     }
 
+    /// Whether this node leads and a quorum acknowledged it within the leader lease
+    /// (`election_timeout_max`): until the lease runs out no other node can be elected, so this
+    /// leader's view is the group's. A leader cut off in a minority still believes it leads; this
+    /// tells it apart. A single voter is its own quorum.
+    pub fn leader_lease_valid(&self) -> bool {
+        let Some(raft) = &self.raft else { return false };
+        let lease = Duration::from_millis(raft.config().election_timeout_max);
+        let metrics = raft.metrics();
+        let m = metrics.borrow_watched();
+        if m.state != ServerState::Leader {
+            return false;
+        }
+        if m.membership_config.membership().voter_ids().count() <= 1 {
+            return true;
+        }
+        m.last_quorum_acked.as_ref().is_some_and(|acked| openraft::Instant::elapsed(&**acked) < lease)
+    }
+
     /// A point-in-time view of this replica.
     pub fn status(&self) -> NodeStatus {
         let damaged = self.store.damage_reason();
@@ -372,6 +390,39 @@ impl RaftNode {
         Ok(r.log_id)
     }
 
+    /// Every member (voters and learners) of the effective membership — the latest one appended,
+    /// committed or not — with its addresses. Empty before the node joins a group.
+    pub fn members(&self) -> BTreeMap<NodeId, Node> {
+        let Some(raft) = &self.raft else { return BTreeMap::new() };
+        // Clone the Arc at once: the borrow is a lock inside openraft.
+        let membership = raft.metrics().borrow_watched().membership_config.clone();
+        membership.nodes().map(|(id, node)| (*id, node.clone())).collect()
+    }
+
+    /// Why a membership change is under way, if one is: the effective membership is joint, or not
+    /// committed yet. A new change must wait (parallel changes can leave a joint config).
+    pub fn membership_change_pending(&self) -> Option<String> {
+        let raft = self.raft.as_ref()?;
+        let (effective, committed) = {
+            let m = raft.metrics().borrow_watched().clone();
+            (m.membership_config.clone(), m.committed_membership_config.clone())
+        };
+        if effective.get_joint_config().len() > 1 {
+            return Some(format!("the membership at {:?} is joint (a change is half done)", effective.log_id()));
+        }
+        if effective.log_id() != committed.log_id() {
+            return Some(format!("the membership at {:?} is not committed yet", effective.log_id()));
+        }
+        None
+    }
+
+    /// Remove learners (non-voters) from the membership; one entry, no joint config.
+    pub async fn remove_learners(&self, ids: BTreeSet<NodeId>) -> Result<LogId, NodeError> {
+        let change = openraft::ChangeMembers::RemoveNodes(ids);
+        let r = self.raft()?.change_membership(change, false).await.map_err(|e| NodeError::Api(e.to_string()))?;
+        Ok(r.log_id)
+    }
+
     /// Make `voters` the voter set (joint consensus; removed voters are dropped, not kept as
     /// learners). Call one change at a time.
     pub async fn change_membership(&self, voters: BTreeSet<NodeId>) -> Result<LogId, NodeError> {
@@ -379,9 +430,17 @@ impl RaftNode {
         Ok(r.log_id)
     }
 
-    /// Ask the leader (this node) to hand leadership to `to`.
+    /// Ask the leader (this node) to hand leadership to `to`. openraft checks nothing: the leader
+    /// stops proposing and heartbeating until `to` wins, so `to` must be a caught-up voter.
     pub async fn transfer_leader(&self, to: NodeId) -> Result<(), NodeError> {
         self.raft()?.trigger().transfer_leader(to).await.map_err(|e| NodeError::Raft(e.to_string()))
+    }
+
+    /// Revert this node to a learner if the committed membership no longer has it as a voter: a
+    /// leader that removed itself keeps leading until told (openraft 0.10.0-alpha.37 documents an
+    /// automatic step-down, `removed_leader_step_down`, but never starts it).
+    pub async fn step_down_if_removed(&self) -> Result<(), NodeError> {
+        self.raft()?.trigger().refresh_server_state(None, None).await.map_err(|e| NodeError::Raft(e.to_string()))
     }
 
     /// Build a snapshot at the handler's retention boundary P (see

@@ -9,6 +9,8 @@
 //! - `D = AppPayload`: opaque bytes plus a one-byte tag the broker chooses (RocketMQ records vs
 //!   replicated commands). raft/ never looks inside except through `PayloadPatcher`.
 //! - `R = AppReply`: opaque bytes the broker's state machine returns to `client_write`.
+//! - `AsyncRuntime = RaftRuntime`: openraft's tokio runtime whose RNG a simulation can seed
+//!   (`runtime`); production behaviour is `TokioRuntime`'s.
 //!
 //! serde derives exist only because openraft's `serde` feature requires them (internal RPC via
 //! bincode); nothing serde-encoded is ever written to disk.
@@ -71,6 +73,7 @@ openraft::declare_raft_types!(
         Node = Node,
         Term = u64,
         LeaderId = openraft::impls::leader_id_std::LeaderId<u64, NodeId>,
+        AsyncRuntime = crate::runtime::RaftRuntime,
 );
 
 /// Log id (term, index).

@@ -1,12 +1,14 @@
 //! [`MemRouter`]: an in-process network for tests and simulation. Nodes register their
 //! [`RaftService`] by id; links can be cut (both ways or one way) or a node isolated; each
-//! message waits a delay drawn from a seeded RNG, so a seed fixes the sequence of delays (the
-//! interleaving with real timers is not deterministic, see `tests/t50_sim.rs`).
+//! message waits a delay drawn from a seeded RNG, in the order the calls are made, on tokio
+//! time. On a current-thread runtime with paused time (`tests/t50_sim.rs`) the calls come in a
+//! fixed order, so a seed fixes every delay and the whole interleaving; on a real runtime it
+//! fixes only the sequence of delays. Nothing here depends on hash order.
 //!
 //! A request over a cut link is `Unreachable` (not delivered); a reply over a link cut while the
 //! request was in flight is lost (`Timeout`: processed, outcome unknown), like a real partition.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -18,9 +20,9 @@ use super::{RaftService, RpcKind, Transport, TransportError};
 use crate::type_config::NodeId;
 
 struct State {
-    services: HashMap<NodeId, RaftService>,
-    cut: HashSet<(NodeId, NodeId)>,
-    isolated: HashSet<NodeId>,
+    services: BTreeMap<NodeId, RaftService>,
+    cut: BTreeSet<(NodeId, NodeId)>,
+    isolated: BTreeSet<NodeId>,
     rng: StdRng,
     delay_max_us: u64,
 }
@@ -50,9 +52,9 @@ impl MemRouter {
     /// [`Self::new`], choosing whether replication is pipelined.
     pub fn with_pipelining(seed: u64, pipelined: bool) -> Self {
         let state = State {
-            services: HashMap::new(),
-            cut: HashSet::new(),
-            isolated: HashSet::new(),
+            services: BTreeMap::new(),
+            cut: BTreeSet::new(),
+            isolated: BTreeSet::new(),
             rng: StdRng::seed_from_u64(seed),
             delay_max_us: 0,
         };

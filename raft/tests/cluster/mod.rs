@@ -1,10 +1,12 @@
 //! Test harness: a group of `RaftNode`s in one process over any transport (loopback TCP or the
 //! in-memory router), a [`Gate`] wrapper that cuts links for partitions, crashes that lose
 //! what was never fsynced ([`Cluster::crash`]), and checks that compare the replicas' logs entry
-//! by entry and position by position. Waits are on openraft metrics with deadlines, never sleeps.
+//! by entry and position by position. Waits are on openraft metrics with deadlines, never sleeps
+//! (a refused write backs off, as a client would). Only tokio time and ordered collections, so it
+//! runs unchanged on a simulation's paused current-thread runtime (`t50_sim`).
 #![allow(dead_code)]
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -31,12 +33,15 @@ pub fn test_raft_config() -> RaftConfig {
     }
 }
 
-/// Shared set of cut links `(from, to)`.
+/// Pause between refused proposals in [`Cluster::write_retrying`].
+const WRITE_RETRY_BACKOFF: Duration = Duration::from_millis(10);
+
+/// Shared set of cut links `(from, to)` (ordered, like everything a simulation may iterate).
 #[derive(Clone, Default)]
-pub struct Cuts(Arc<Mutex<HashSet<(NodeId, NodeId)>>>);
+pub struct Cuts(Arc<Mutex<BTreeSet<(NodeId, NodeId)>>>);
 
 impl Cuts {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<(NodeId, NodeId)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<(NodeId, NodeId)>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
     pub fn isolate(&self, id: NodeId, all: &[NodeId]) {
@@ -133,7 +138,7 @@ pub struct Cluster {
     pub cuts: Cuts,
     pub cfg: RaftConfig,
     /// Ids in the initial membership (the others join later as learners).
-    pub initial: std::collections::BTreeSet<NodeId>,
+    pub initial: BTreeSet<NodeId>,
     next_payload: u64,
 }
 
@@ -340,7 +345,12 @@ impl Cluster {
                     last = a.log_id.index;
                     done += 1;
                 }
-                Err(raftmq_raft::ProposeError::ForwardToLeader { .. }) if !left.is_zero() => {}
+                // A leader whose lease lapsed (e.g. just healed) refuses until its next heartbeat
+                // round: back off like a client instead of spinning, which under a simulation's
+                // paused clock would never let that heartbeat's timer fire.
+                Err(raftmq_raft::ProposeError::ForwardToLeader { .. }) if !left.is_zero() => {
+                    tokio::time::sleep(WRITE_RETRY_BACKOFF).await;
+                }
                 Err(e) => return Err(e.into()),
             }
         }
