@@ -13,6 +13,10 @@
 //! `topicStatus` (GET_MIN/MAX_OFFSET per queue), `consumerProgress` (GET_ALL_CONSUMER_OFFSET +
 //! GET_MAX_OFFSET) and `resetOffsetByTime` (`resetOffsetByTimeOld`: SEARCH_OFFSET_BY_TIMESTAMP +
 //! UPDATE_CONSUMER_OFFSET).
+//!
+//! Raft group administration (raftmq's own, no mqadmin counterpart): `groupStatus` asks every member
+//! of a group for its own view (RAFT_GROUP_STATUS; brokers without it fall back to the NameServer's
+//! view), `addNode`, `removeNode` and `transferLeader` go to the group's leader, following leader hints.
 
 use std::collections::BTreeMap;
 
@@ -34,6 +38,7 @@ use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::consume_stats::ConsumeStats;
 use raftmq_common::protocol::body::consume_stats::OffsetWrapper;
 use raftmq_common::protocol::body::consumer_offset::ConsumerOffsetSerializeWrapper;
+use raftmq_common::protocol::body::membership::MembershipReport;
 use raftmq_common::protocol::body::route::MASTER_ID;
 use raftmq_common::protocol::body::route::TopicRouteData;
 use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
@@ -101,12 +106,18 @@ enum AdminCommand {
     /// Move a consumer group's offsets of a topic to a point in time.
     #[command(name = "resetOffsetByTime")]
     ResetOffsetByTime(ResetOffsetByTimeArgs),
-    /// Show a broker group's Raft members and leader as the NameServer sees them.
+    /// Show every member's view of a broker group's Raft state (term, leader, indexes, members).
     #[command(name = "groupStatus")]
     GroupStatus(GroupArgs),
-    /// Ask a broker group's Raft leader to hand leadership to another node.
+    /// Ask a broker group's Raft leader to hand leadership to another voter.
     #[command(name = "transferLeader")]
     TransferLeader(TransferLeaderArgs),
+    /// Add a node to a broker group: a learner until it has caught up, then a voter.
+    #[command(name = "addNode")]
+    AddNode(AddNodeArgs),
+    /// Remove a node (voter or learner, the leader included) from a broker group.
+    #[command(name = "removeNode")]
+    RemoveNode(RemoveNodeArgs),
 }
 
 /// Where a write goes: a cluster (`-c`) or one broker group / address (`-b`).
@@ -254,12 +265,38 @@ struct GroupArgs {
 
 #[derive(Debug, Args)]
 struct TransferLeaderArgs {
-    /// Broker group name (= Raft group).
+    /// Broker group name (= Raft group), or one member's address (`ip:port`).
     #[arg(short = 'b', long = "brokerName")]
     broker_name: String,
-    /// Raft node id of the new leader.
-    #[arg(long = "to", value_name = "NODE")]
-    to: u64,
+    /// Raft node id of the new leader (default: the most up-to-date voter).
+    #[arg(short = 'i', long = "to", value_name = "NODE")]
+    to: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+struct AddNodeArgs {
+    /// Broker group name (= Raft group), or one member's address (`ip:port`).
+    #[arg(short = 'b', long = "brokerName")]
+    broker_name: String,
+    /// Raft node id of the new node: never used before in this group.
+    #[arg(short = 'i', long = "nodeId")]
+    id: u64,
+    /// The new node's remoting address (`brokerIP1:listenPort`).
+    #[arg(short = 'r', long = "remotingAddr")]
+    remoting_addr: String,
+    /// The new node's Raft address.
+    #[arg(short = 'a', long = "raftAddr")]
+    raft_addr: String,
+}
+
+#[derive(Debug, Args)]
+struct RemoveNodeArgs {
+    /// Broker group name (= Raft group), or one member's address (`ip:port`).
+    #[arg(short = 'b', long = "brokerName")]
+    broker_name: String,
+    /// Raft node id of the node to remove.
+    #[arg(short = 'i', long = "nodeId")]
+    id: u64,
 }
 
 /// Runs one admin command to completion.
@@ -285,7 +322,18 @@ async fn dispatch(admin: &Admin, out: Out, command: AdminCommand) -> Result<()> 
         AdminCommand::QueryMsgByKey(a) => query_msg_by_key(admin, out, a).await,
         AdminCommand::ResetOffsetByTime(a) => reset_offset_by_time(admin, out, a).await,
         AdminCommand::GroupStatus(a) => group_status(admin, out, &a.broker_name).await,
-        AdminCommand::TransferLeader(a) => transfer_leader(a),
+        AdminCommand::TransferLeader(a) => {
+            let report = admin.transfer_leader(&a.broker_name, a.to).await;
+            print_report(out, "transferLeader", RequestCode::RaftTransferLeadership, &a.broker_name, report)
+        }
+        AdminCommand::AddNode(a) => {
+            let report = admin.add_node(&a.broker_name, a.id, &a.remoting_addr, &a.raft_addr).await;
+            print_report(out, "addNode", RequestCode::RaftAddNode, &a.broker_name, report)
+        }
+        AdminCommand::RemoveNode(a) => {
+            let report = admin.remove_node(&a.broker_name, a.id).await;
+            print_report(out, "removeNode", RequestCode::RaftRemoveNode, &a.broker_name, report)
+        }
     }
 }
 
@@ -885,7 +933,136 @@ fn print_reset(out: Out, a: &ResetOffsetByTimeArgs, timestamp_ms: i64, rows: &[R
     out.table(&table);
 }
 
+/// `-` for an absent value.
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+fn ids(ids: impl IntoIterator<Item = u64>) -> String {
+    let list: Vec<String> = ids.into_iter().map(|i| i.to_string()).collect();
+    if list.is_empty() { "-".to_owned() } else { list.join(",") }
+}
+
+/// Prints the outcome of a membership change or transfer.
+fn print_report(
+    out: Out,
+    command: &str,
+    request: RequestCode,
+    broker_name: &str,
+    report: std::result::Result<MembershipReport, ClientError>,
+) -> Result<()> {
+    let r = report.map_err(|e| explain(command, request, e))?;
+    if out.json {
+        let mut v = serde_json::to_value(&r)?;
+        v["brokerName"] = json!(broker_name);
+        out.json(&v);
+        return Ok(());
+    }
+    println!("{command} {} on group {broker_name} success ({} ms).", opt(r.node_id), r.elapsed_ms);
+    let mut table = Table::new(&["#Broker Name", "#Term", "#Leader", "#Leader Addr", "#Voters", "#Learners"]);
+    table.row([
+        broker_name.to_owned(),
+        r.term.to_string(),
+        opt(r.leader),
+        opt(r.leader_addr.clone()),
+        ids(r.voters.iter().copied()),
+        ids(r.learners.iter().copied()),
+    ]);
+    out.table(&table);
+    Ok(())
+}
+
+/// Every member's own view (RAFT_GROUP_STATUS); the NameServer's view when no member serves it.
 async fn group_status(admin: &Admin, out: Out, broker_name: &str) -> Result<()> {
+    let views = admin.group_status_all(broker_name).await.context("groupStatus")?;
+    if !views.values().any(|v| v.is_ok()) && views.values().all(|v| v.as_ref().is_err_and(not_supported)) {
+        eprintln!("groupStatus: the brokers do not support RAFT_GROUP_STATUS; showing the NameServer's view");
+        return namesrv_group_status(admin, out, broker_name).await;
+    }
+    let leader = views.values().filter_map(|v| v.as_ref().ok()).filter(|s| s.role == "LEADER").max_by_key(|s| s.term);
+    if out.json {
+        let members: Vec<_> = views
+            .iter()
+            .map(|(addr, v)| match v {
+                Ok(s) => json!({"addr": addr, "status": s}),
+                Err(e) => json!({"addr": addr, "error": e.to_string()}),
+            })
+            .collect();
+        let leader = leader.map(|s| json!({"id": s.node_id, "addr": s.addr, "term": s.term}));
+        out.json(&json!({"brokerName": broker_name, "leader": leader, "members": members}));
+        return Ok(());
+    }
+    let mut table = Table::new(&[
+        "#Broker Name",
+        "#Node",
+        "#Addr",
+        "#Role",
+        "#Term",
+        "#Leader",
+        "#Last Index",
+        "#Committed",
+        "#Applied",
+        "#Voters",
+        "#Learners",
+        "#Note",
+    ]);
+    for (addr, view) in &views {
+        match view {
+            Ok(s) => {
+                let mut note: Vec<String> = Vec::new();
+                if s.ready {
+                    note.push("ready".into());
+                }
+                if s.removed {
+                    note.push("removed".into());
+                }
+                if let Some(c) = &s.membership_change {
+                    note.push(format!("change: {c}"));
+                }
+                if let Some(d) = s.damaged.as_ref().or(s.poisoned.as_ref()) {
+                    note.push(format!("damaged: {d}"));
+                }
+                table.row([
+                    broker_name.to_owned(),
+                    s.node_id.to_string(),
+                    addr.clone(),
+                    s.role.clone(),
+                    s.term.to_string(),
+                    opt(s.leader),
+                    opt(s.last_log_index),
+                    opt(s.committed_index),
+                    opt(s.applied_index),
+                    ids(s.voters.iter().map(|m| m.id)),
+                    ids(s.learners.iter().map(|m| m.id)),
+                    if note.is_empty() { "-".to_owned() } else { note.join("; ") },
+                ]);
+            }
+            Err(e) => {
+                let why = if not_supported(e) { "not supported by this broker".to_owned() } else { e.to_string() };
+                table.row([broker_name, "-", addr, "UNREACHABLE", "-", "-", "-", "-", "-", "-", "-", &why]);
+            }
+        }
+    }
+    out.table(&table);
+    println!();
+    let Some(leader) = leader else {
+        println!("Leader: none (election in progress, or the group lost its quorum)");
+        return Ok(());
+    };
+    println!("Leader: {} (node {}, term {})", leader.addr, leader.node_id, leader.term);
+    if !leader.followers.is_empty() {
+        println!();
+        let mut table = Table::new(&["#Node", "#Match Index", "#Lag"]);
+        for f in &leader.followers {
+            table.row([f.id.to_string(), opt(f.match_index), opt(f.lag)]);
+        }
+        out.table(&table);
+    }
+    Ok(())
+}
+
+/// The group as the NameServer lists it (brokers without RAFT_GROUP_STATUS).
+async fn namesrv_group_status(admin: &Admin, out: Out, broker_name: &str) -> Result<()> {
     let info = admin.cluster_info().await.context("groupStatus")?;
     let bd = info
         .broker_addr_table
@@ -917,17 +1094,6 @@ async fn group_status(admin: &Admin, out: Out, broker_name: &str) -> Result<()> 
         None => println!("Leader: none registered (election in progress, or the group lost its quorum)"),
     }
     Ok(())
-}
-
-fn transfer_leader(a: TransferLeaderArgs) -> Result<()> {
-    // The only leadership-transfer code on the wire (RAFT_TRANSFER_LEADER) is openraft's internal
-    // notice between the nodes of a group, not an admin request; sending it from here would bypass
-    // the leader's own checks. The command exists so scripts get a clear answer instead of a usage error.
-    bail!(
-        "transferLeader: raftmq brokers have no admin request for a leadership transfer yet; group {} was not asked to move its leader to node {}",
-        a.broker_name,
-        a.to
-    )
 }
 
 #[cfg(test)]

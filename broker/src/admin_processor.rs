@@ -11,7 +11,13 @@
 //! | GET_ALL_CONSUMER_OFFSET (43) | `ConsumerOffsetSerializeWrapper` |
 //! | GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) | ConsumeQueue bounds |
 //! | SEARCH_OFFSET_BY_TIMESTAMP (29) | first offset stored at or after a time (binary search) |
+//! | RAFT_ADD_NODE (20101), RAFT_REMOVE_NODE (20102), RAFT_TRANSFER_LEADERSHIP (20103) | [`crate::membership`], leader only (a follower answers with the leader hint) |
+//! | RAFT_GROUP_STATUS (20104) | this node's view of its group (`GroupStatus`), any member |
+//! | RAFT_NODE_REMOVED (20105) | the leader removed this node: stop registering with NameServers |
 
+use std::sync::Arc;
+
+use raftmq_common::limits::TOPIC_QUEUE_NUMS_MAX_COUNT;
 use raftmq_common::message::record::DecodeOptions;
 use raftmq_common::message::record::parse_record;
 use raftmq_common::message::validate::is_system_topic;
@@ -20,6 +26,9 @@ use raftmq_common::message::validate::validate_topic;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::membership::AddNodeRequest;
+use raftmq_common::protocol::body::membership::RemoveNodeRequest;
+use raftmq_common::protocol::body::membership::TransferLeadershipRequest;
 use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::protocol::body::topic::TopicFilterType;
@@ -33,7 +42,10 @@ use raftmq_common::protocol::header::offset::GetMinOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::SearchOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::SearchOffsetResponseHeader;
 
+use raftmq_raft::Role;
+
 use crate::entry::BrokerCommand;
+use crate::membership;
 use crate::processor::BrokerContext;
 use crate::pull::CommitLogReader;
 use crate::store::now_ms;
@@ -51,6 +63,79 @@ fn header<H: raftmq_common::protocol::header::CommandHeader>(request: &RemotingC
 fn json<B: JsonBody>(value: &B) -> Result<RemotingCommand, RemotingCommand> {
     let body = value.encode().map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
     Ok(RemotingCommand::success().with_body(body))
+}
+
+fn body<B: JsonBody>(request: &RemotingCommand) -> Result<B, RemotingCommand> {
+    B::decode(&request.body).map_err(|e| refuse(ResponseCode::SystemError, format!("the request body is invalid: {e}")))
+}
+
+/// RAFT_ADD_NODE: add a node (learner, catch-up, voter); answers a `MembershipReport`.
+pub async fn add_node(ctx: &Arc<BrokerContext>, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    let req: AddNodeRequest = body(request)?;
+    let report = membership::run_detached(ctx, move |ctx| async move {
+        membership::add_node(&ctx, req.id, req.remoting_addr, req.raft_addr).await
+    })
+    .await
+    .map_err(|e| e.to_response(&ctx.config.broker_name))?;
+    json(&report)
+}
+
+/// RAFT_REMOVE_NODE: remove a voter or learner; answers a `MembershipReport`.
+pub async fn remove_node(
+    ctx: &Arc<BrokerContext>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    let req: RemoveNodeRequest = body(request)?;
+    let report = membership::run_detached(ctx, move |ctx| async move { membership::remove_node(&ctx, req.id).await })
+        .await
+        .map_err(|e| e.to_response(&ctx.config.broker_name))?;
+    json(&report)
+}
+
+/// RAFT_TRANSFER_LEADERSHIP: hand leadership to a voter; answers a `MembershipReport`.
+pub async fn transfer_leadership(
+    ctx: &Arc<BrokerContext>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    // An empty body means "any caught-up voter".
+    let req: TransferLeadershipRequest = if request.body.is_empty() { Default::default() } else { body(request)? };
+    let report =
+        membership::run_detached(ctx, move |ctx| async move { membership::transfer_leader(&ctx, req.to).await })
+            .await
+            .map_err(|e| e.to_response(&ctx.config.broker_name))?;
+    json(&report)
+}
+
+/// RAFT_GROUP_STATUS: this node's view of its group.
+pub fn group_status(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+    json(&membership::group_status(ctx))
+}
+
+/// RAFT_NODE_REMOVED: the leader removed this node from the group.
+pub fn node_removed(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    let req: RemoveNodeRequest = body(request)?;
+    if req.id != ctx.replica.node_id() {
+        return Err(refuse(
+            ResponseCode::SystemError,
+            format!("this is node {}, not node {}", ctx.replica.node_id(), req.id),
+        ));
+    }
+    // Only the leader that removed this node sends it, and a leader never removes itself this way: a
+    // notice to a leader, or from an older term, is stale or forged and would unroute a live group.
+    let leadership = ctx.replica.leadership();
+    if leadership.role == Role::Leader || req.term == 0 || req.term < leadership.term {
+        return Err(refuse(
+            ResponseCode::SystemError,
+            format!(
+                "refusing RAFT_NODE_REMOVED of term {} (this node: {:?} in term {})",
+                req.term, leadership.role, leadership.term
+            ),
+        ));
+    }
+    tracing::warn!(id = req.id, "the leader removed this node from the raft group; it stops registering");
+    ctx.replica.mark_removed();
+    ctx.register_now.notify_one();
+    Ok(RemotingCommand::success())
 }
 
 async fn replicate(ctx: &BrokerContext, command: BrokerCommand) -> Result<RemotingCommand, RemotingCommand> {
@@ -72,8 +157,12 @@ pub async fn update_and_create_topic(
             format!("The topic[{}] is conflict with system topic.", h.topic),
         ));
     }
-    if h.read_queue_nums <= 0 || h.write_queue_nums <= 0 || !(0..=15).contains(&h.perm) {
-        return Err(refuse(ResponseCode::SystemError, "queue numbers must be positive and perm within 0..=15"));
+    let queues = 1..=TOPIC_QUEUE_NUMS_MAX_COUNT;
+    if !queues.contains(&h.read_queue_nums) || !queues.contains(&h.write_queue_nums) || !(0..=15).contains(&h.perm) {
+        return Err(refuse(
+            ResponseCode::SystemError,
+            format!("queue numbers must be within 1..={TOPIC_QUEUE_NUMS_MAX_COUNT} and perm within 0..=15"),
+        ));
     }
     let topic_filter_type = TopicFilterType::parse(&h.topic_filter_type).unwrap_or_default();
     let config = TopicConfig {

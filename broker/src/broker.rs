@@ -3,12 +3,15 @@
 //! ```text
 //! start(config)
 //!   LogStore::open ─▶ recovered CommitLog end ─▶ MessageStore::open (ConsumeQueues truncated to it)
+//!   snapshot file? ─▶ MessageStore::restore_snapshot (queues from P, metadata from the manifest)
 //!   RaftServer::bind(raftAddr) ─▶ RaftNode::start (first boot of the group: smallest id initialises;
 //!                                 a restart never re-initialises) ─▶ attach the Raft service
-//!   group commit + offset committer tasks ─▶ RemotingServer(listenPort, BrokerProcessor)
-//!   client housekeeping + NameServer registration tasks ─▶ boot line
+//!   group commit + offset committer tasks ─▶ AdminServer(adminPort) ─▶ RemotingServer(listenPort, BrokerProcessor)
+//!   client housekeeping + delay-queue delivery + retention + NameServer registration tasks ─▶ boot line
 //! shutdown()
-//!   remoting: stop accepting, drain ─▶ unregister from NameServers ─▶ stop tasks ─▶ Raft RPC off
+//!   draining (/readyz 503) ─▶ remoting: stop accepting, drain ─▶ leader: hand leadership over
+//!   ─▶ unregister from NameServers
+//!   ─▶ stop tasks ─▶ admin HTTP off ─▶ Raft RPC off
 //!   ─▶ RaftNode::shutdown (log flushed) ─▶ ConsumeQueues flushed
 //! ```
 //!
@@ -18,6 +21,8 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use raftmq_common::remoting::ProcessorTable;
@@ -31,6 +36,8 @@ use raftmq_raft::NodeConfig;
 use raftmq_raft::RaftNode;
 use raftmq_raft::network::RaftServer;
 use raftmq_raft::network::TcpTransport;
+use raftmq_raft::snapshot_file::SnapshotData;
+use raftmq_raft::snapshot_file::StoredSnapshot;
 use raftmq_raft::type_config::Node;
 use thiserror::Error;
 use tokio::sync::Notify;
@@ -43,6 +50,8 @@ use crate::client_manage_processor::notify_consumer_ids_changed;
 use crate::client_manager::ClientManager;
 use crate::config::BrokerConfig;
 use crate::group_commit::GroupCommit;
+use crate::http::AdminServer;
+use crate::metrics::BrokerMetrics;
 use crate::namesrv_registration;
 use crate::offset_commit::OffsetCommitter;
 use crate::processor::BrokerContext;
@@ -50,6 +59,9 @@ use crate::processor::BrokerProcessor;
 use crate::processor::SERVED_CODES;
 use crate::pull::PullLimits;
 use crate::replica::Replica;
+use crate::retention;
+use crate::retention::RetentionSettings;
+use crate::schedule;
 use crate::store::BrokerPatcher;
 use crate::store::MessageStore;
 use crate::store::StoreSettings;
@@ -93,6 +105,7 @@ pub struct Broker {
     raft_server: RaftServer,
     transport: Arc<TcpTransport>,
     remoting: RemotingServer,
+    admin: AdminServer,
     namesrv_client: RemotingClient,
     cancel: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
@@ -132,6 +145,14 @@ impl Broker {
             index_sizes: config.index_file_sizes(),
         };
         let store = Arc::new(MessageStore::open(settings, log_end)?);
+        // A purged log starts after its snapshot: queues and metadata start from its manifest.
+        if let Some(snapshot) = StoredSnapshot::load(&root)?
+            && let Some(last) = snapshot.last_log_id
+        {
+            let data = SnapshotData::decode(&snapshot.data)
+                .map_err(|reason| raftmq_raft::StoreError::Corrupt { pos: 0, reason })?;
+            store.restore_snapshot(&data.manifest, last).map_err(|e| BrokerError::Config(format!("snapshot: {e}")))?;
+        }
 
         let raft_server = RaftServer::bind(resolve(&me.raft_addr).await?)
             .await
@@ -154,6 +175,7 @@ impl Broker {
         let cancel = CancellationToken::new();
         let (group_commit, group_commit_task) = GroupCommit::spawn(Arc::clone(&replica), cancel.child_token());
         let (offsets, offsets_task) = OffsetCommitter::spawn(Arc::clone(&replica), cancel.child_token());
+        let metrics = BrokerMetrics::new(&config.broker_cluster_name, &config.broker_name, me.id);
         let ctx = Arc::new(BrokerContext {
             pull_limits: PullLimits {
                 max_transfer_bytes_in_memory: u64::from(config.max_transfer_bytes_on_message_in_memory),
@@ -171,6 +193,8 @@ impl Broker {
             store_host,
             forwarder: RemotingClient::new(),
             register_now: Notify::new(),
+            metrics,
+            draining: AtomicBool::new(false),
         });
 
         let mut table = ProcessorTable::new();
@@ -187,6 +211,10 @@ impl Broker {
                 }
             }
         });
+        let admin_listen = SocketAddr::from(([0, 0, 0, 0], ctx.config.admin_port));
+        let admin = AdminServer::bind(Arc::clone(&ctx), admin_listen)
+            .await
+            .map_err(|source| BrokerError::Bind { addr: admin_listen.to_string(), source })?;
         let listen = SocketAddr::from(([0, 0, 0, 0], ctx.config.listen_port));
         let remoting = RemotingServer::bind_with(listen, table, options)
             .await
@@ -197,6 +225,9 @@ impl Broker {
             group_commit_task,
             offsets_task,
             tokio::spawn(housekeeping(Arc::clone(&ctx), cancel.child_token())),
+            tokio::spawn(crate::metrics::upkeep(Arc::clone(&ctx), cancel.child_token())),
+            schedule::spawn(Arc::clone(&ctx), cancel.child_token()),
+            retention::spawn(Arc::clone(&ctx), RetentionSettings::from_config(&ctx.config), cancel.child_token()),
             namesrv_registration::spawn(Arc::clone(&ctx), namesrv_client.clone(), cancel.child_token()),
         ];
         if let Some(file) = &ctx.config.test_clock_skew_file {
@@ -211,12 +242,23 @@ impl Broker {
         );
         info!("{line}");
         println!("{line}");
-        Ok(Broker { ctx, raft_server, transport, remoting, namesrv_client, cancel, tasks })
+        Ok(Broker { ctx, raft_server, transport, remoting, admin, namesrv_client, cancel, tasks })
     }
 
     /// The bound remoting address.
     pub fn local_addr(&self) -> SocketAddr {
         self.remoting.local_addr()
+    }
+
+    /// The bound admin HTTP address (`adminPort`; port 0 binds an ephemeral one).
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        Some(self.admin.local_addr())
+    }
+
+    /// Marks this replica draining ahead of [`Broker::shutdown`] (which does it first anyway): `/readyz`
+    /// answers 503 so load balancers move away, and admin HTTP changes are refused.
+    pub fn begin_draining(&self) {
+        self.ctx.draining.store(true, Ordering::Release);
     }
 
     /// `brokerIP1:listenPort` as registered.
@@ -252,11 +294,21 @@ impl Broker {
     /// Stops gracefully: stop accepting and drain requests, unregister from the NameServers, stop the
     /// tasks, leave the Raft group's RPC, shut Raft down (the log is flushed), flush the ConsumeQueues.
     pub async fn shutdown(self) {
-        let Broker { ctx, raft_server, transport, remoting, namesrv_client, cancel, tasks } = self;
+        let Broker { ctx, raft_server, transport, remoting, admin, namesrv_client, cancel, tasks } = self;
+        // First: `/readyz` answers 503 and admin changes are refused while everything drains.
+        ctx.draining.store(true, Ordering::Release);
         // Parked long polls would otherwise hold the drain below for their suspend timeouts.
         ctx.store.release_suspended_pulls();
         remoting.shutdown().await;
         drop(remoting);
+        // In-flight sends are answered: a leader now hands over, so the group waits out no lease and
+        // no election timeout, and producers see one quick leader change.
+        if ctx.replica.leadership().role == raftmq_raft::Role::Leader {
+            match crate::membership::transfer_leader(&ctx, None).await {
+                Ok(r) => info!(to = ?r.leader, "leadership handed over before shutdown"),
+                Err(e) => warn!(error = %e, "no leadership handover before shutdown; the group will elect"),
+            }
+        }
         namesrv_registration::unregister_all(&ctx, &namesrv_client).await;
         cancel.cancel();
         for task in tasks {
@@ -264,6 +316,8 @@ impl Broker {
                 warn!("a broker task did not stop in time");
             }
         }
+        // Its handlers hold the context, which must be the last handle before Raft shuts down.
+        admin.shutdown().await;
         namesrv_client.close().await;
         ctx.forwarder.close().await;
         raft_server.shutdown().await;

@@ -15,7 +15,8 @@
 //! namesrvAddr = "10.0.0.9:9876;10.0.0.10:9876"
 //! storePathRootDir = "/data/store"
 //! raftSelfId = 0
-//! adminPort = 8080                         # /livez, /readyz, /metrics, admin API
+//! adminPort = 8080                         # /livez, /readyz, /metrics, admin API (0: ephemeral)
+//! adminToken = "s3cret"                    # optional: Bearer token for admin POST/PUT/DELETE
 //!
 //! [[raftPeers]]
 //! id = 0
@@ -127,8 +128,26 @@ pub struct BrokerConfig {
     pub file_reserved_time: u32,
     /// Hours of day (`"04"`, or `"03;04"`) when expired files are deleted (default `"04"`).
     pub delete_when: String,
-    /// Disk usage (%) above which expired files are deleted at any hour (default 75; 10–95).
+    /// Disk usage (%) at or above which expired files are deleted at any hour (default 75; 10–95).
     pub disk_max_used_space_ratio: u32,
+    /// Disk usage (%) at or above which the oldest sealed segments are deleted even when not expired
+    /// (RocketMQ 5's `diskSpaceCleanForciblyRatio`, default 85; at least `diskMaxUsedSpaceRatio`).
+    pub disk_space_clean_forcibly_ratio: u32,
+    /// Disk usage (%) at or above which sends are refused (SERVICE_NOT_AVAILABLE, "the broker's disk
+    /// is full") until it drops again (RocketMQ 5's `diskSpaceWarningLevelRatio`, default 90; 10–99,
+    /// at least `diskSpaceCleanForciblyRatio`).
+    pub disk_space_warning_level_ratio: u32,
+    /// Period of the retention task: disk check, purge decision (RocketMQ `cleanResourceInterval`,
+    /// default 10 s).
+    #[serde(with = "raftmq_common::config_duration")]
+    pub clean_resource_interval: Duration,
+    /// For tests: the reserved time in milliseconds, replacing `fileReservedTime` hours (default none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_reserved_time_ms: Option<u64>,
+    /// For tests: a file holding the disk used ratio (a fraction, `0.95`) that the retention task reads
+    /// instead of measuring the file system of `storePathRootDir` (default none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_used_ratio_file: Option<PathBuf>,
     /// Suspend pulls that find nothing (default true); off = short polling.
     pub long_polling_enable: bool,
     /// Wait of a suspended pull when long polling is off (default 1 s).
@@ -150,8 +169,11 @@ pub struct BrokerConfig {
     pub max_index_num: u32,
     /// Delay levels, space separated (`1s 5s ... 2h`).
     pub message_delay_level: String,
-    /// Admin HTTP port (default 8080).
+    /// Admin HTTP port (default 8080; 0 binds an ephemeral port, see `Broker::admin_addr`).
     pub admin_port: u16,
+    /// Bearer token the admin HTTP API requires of POST/PUT/DELETE (default none: open; GETs always are).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admin_token: Option<String>,
     /// Raft heartbeat period in ms (default 150).
     pub raft_heartbeat_interval_ms: u64,
     /// Lower bound of openraft's election timeout in ms (default 200). A follower campaigns
@@ -163,6 +185,10 @@ pub struct BrokerConfig {
     /// (the jepsen `clock` nemesis); see `crate::clock`. Default none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub test_clock_skew_file: Option<PathBuf>,
+    /// TEST ONLY, UNSAFE: the Raft log reports appends durable before they are fsynced, so a send
+    /// can be acknowledged before any replica made it durable (the jepsen self-test). Default false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unsafe_ack_before_fsync: bool,
     /// This node's Raft id (default 0).
     pub raft_self_id: u64,
     /// The Raft group (default: one node, `127.0.0.1:10911` / `127.0.0.1:40911`). Last, because TOML
@@ -196,6 +222,11 @@ impl Default for BrokerConfig {
             file_reserved_time: 72,
             delete_when: "04".to_owned(),
             disk_max_used_space_ratio: 75,
+            disk_space_clean_forcibly_ratio: 85,
+            disk_space_warning_level_ratio: 90,
+            clean_resource_interval: Duration::from_secs(10),
+            file_reserved_time_ms: None,
+            disk_used_ratio_file: None,
             long_polling_enable: true,
             short_polling_time_mills: Duration::from_secs(1),
             max_transfer_bytes_on_message_in_memory: 256 * 1024,
@@ -207,10 +238,12 @@ impl Default for BrokerConfig {
             max_index_num: INDEX_ENTRY_DEFAULT_COUNT,
             message_delay_level: MESSAGE_DELAY_LEVEL_DEFAULT.to_owned(),
             admin_port: ADMIN_PORT_DEFAULT,
+            admin_token: None,
             raft_heartbeat_interval_ms: RaftConfig::default().heartbeat_interval_ms,
             raft_election_timeout_min_ms: RaftConfig::default().election_timeout_min_ms,
             raft_election_timeout_max_ms: RaftConfig::default().election_timeout_max_ms,
             test_clock_skew_file: None,
+            unsafe_ack_before_fsync: false,
             raft_self_id: 0,
             raft_peers: vec![RaftPeer {
                 id: 0,
@@ -315,6 +348,7 @@ impl BrokerConfig {
             heartbeat_interval_ms: self.raft_heartbeat_interval_ms,
             election_timeout_min_ms: self.raft_election_timeout_min_ms,
             election_timeout_max_ms: self.raft_election_timeout_max_ms,
+            unsafe_ack_before_fsync: self.unsafe_ack_before_fsync,
             ..RaftConfig::default()
         }
     }
@@ -373,6 +407,14 @@ impl BrokerConfig {
         if !(10..=95).contains(&self.disk_max_used_space_ratio) {
             return Err(invalid(format!("diskMaxUsedSpaceRatio {} is not in 10..=95", self.disk_max_used_space_ratio)));
         }
+        let (clean, force, refuse) =
+            (self.disk_max_used_space_ratio, self.disk_space_clean_forcibly_ratio, self.disk_space_warning_level_ratio);
+        if !(10..=99).contains(&force) || !(10..=99).contains(&refuse) || clean > force || force > refuse {
+            return Err(invalid(format!(
+                "disk ratios must be 10..=99 and diskMaxUsedSpaceRatio ({clean}) <= diskSpaceCleanForciblyRatio \
+                 ({force}) <= diskSpaceWarningLevelRatio ({refuse})"
+            )));
+        }
         if !(1..=100).contains(&self.access_message_in_memory_max_ratio) {
             return Err(invalid("accessMessageInMemoryMaxRatio is not in 1..=100"));
         }
@@ -395,6 +437,7 @@ impl BrokerConfig {
             ("registerBrokerTimeoutMills", self.register_broker_timeout_mills),
             ("registerNameServerPeriod", self.register_name_server_period),
             ("shortPollingTimeMills", self.short_polling_time_mills),
+            ("cleanResourceInterval", self.clean_resource_interval),
         ] {
             if d.is_zero() || u64::try_from(d.as_millis()).is_err() {
                 return Err(invalid(format!("{key} must be greater than zero and fit u64 milliseconds")));
@@ -402,6 +445,9 @@ impl BrokerConfig {
         }
         if self.file_reserved_time == 0 {
             return Err(invalid("fileReservedTime must be at least 1 hour"));
+        }
+        if self.file_reserved_time_ms == Some(0) {
+            return Err(invalid("fileReservedTimeMs must be greater than zero"));
         }
         self.delete_when_hours()?;
         self.message_delay_levels_ms()?;
@@ -511,9 +557,12 @@ impl BrokerConfig {
         Ok(levels)
     }
 
-    /// `fileReservedTime` as a duration.
+    /// `fileReservedTime` as a duration (`fileReservedTimeMs` when set, for tests).
     pub fn file_reserved(&self) -> Duration {
-        Duration::from_secs(u64::from(self.file_reserved_time) * 3600)
+        match self.file_reserved_time_ms {
+            Some(ms) => Duration::from_millis(ms),
+            None => Duration::from_secs(u64::from(self.file_reserved_time) * 3600),
+        }
     }
 
     /// The merged configuration as TOML (`-p/--printConfigItem`).
@@ -593,6 +642,10 @@ raftAddr = "10.0.0.3:40911"
         assert_eq!(c.file_reserved(), Duration::from_secs(72 * 3600));
         assert_eq!(c.delete_when_hours().unwrap(), vec![4]);
         assert_eq!(c.disk_max_used_space_ratio, 75);
+        assert_eq!((c.disk_space_clean_forcibly_ratio, c.disk_space_warning_level_ratio), (85, 90));
+        assert_eq!(c.clean_resource_interval, Duration::from_secs(10));
+        let short = BrokerConfig { file_reserved_time_ms: Some(1_500), ..c.clone() };
+        assert_eq!(short.file_reserved(), Duration::from_millis(1_500));
         assert_eq!(c.admin_port, 8080);
         assert_eq!((c.max_hash_slot_num, c.max_index_num), (5_000_000, 20_000_000));
         assert_eq!(c.broker_addr(), "127.0.0.1:10911");
@@ -655,6 +708,11 @@ raftAddr = "10.0.0.3:40911"
             ("defaultTopicQueueNums = 0", "defaultTopicQueueNums"),
             ("brokerPermission = 16", "brokerPermission"),
             ("diskMaxUsedSpaceRatio = 99", "diskMaxUsedSpaceRatio"),
+            ("diskSpaceCleanForciblyRatio = 70", "diskSpaceCleanForciblyRatio"),
+            ("diskSpaceWarningLevelRatio = 100", "diskSpaceWarningLevelRatio"),
+            ("diskSpaceWarningLevelRatio = 80", "diskSpaceWarningLevelRatio"),
+            ("fileReservedTimeMs = 0", "fileReservedTimeMs"),
+            ("cleanResourceInterval = 0", "cleanResourceInterval"),
             ("fileReservedTime = 0", "fileReservedTime"),
             ("deleteWhen = \"25\"", "deleteWhen"),
             ("messageDelayLevel = \"1s 5x\"", "messageDelayLevel"),

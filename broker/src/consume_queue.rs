@@ -606,6 +606,31 @@ impl ConsumeQueue {
         Ok(deleted)
     }
 
+    /// The first offset in `[min, max)` whose unit points at or above `phy_offset`, or `max_offset` when
+    /// none does: the queue's next offset as of a CommitLog that ends at `phy_offset` (a snapshot at
+    /// the retention boundary). Binary search: phyOffsets strictly increase with the offset.
+    pub fn offset_at_or_above_phy(&self, phy_offset: i64) -> u64 {
+        let (mut lo, mut hi) = (self.min_offset, self.max_offset);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            // A missing unit inside [min, max) cannot happen (files are contiguous); treating it as
+            // "above" keeps the search total.
+            if self.unit_at_raw(mid).is_some_and(|u| u.phy_offset < phy_offset) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Raises `min_offset` to the first unit at or above `min_phy_offset` without touching files: the
+    /// CommitLog below it is about to be purged, and a pull there must get OFFSET_MOVED rather than
+    /// a unit whose record is gone ([`Self::delete_below_phy`] deletes the files afterwards).
+    pub fn raise_min_to_phy(&mut self, min_phy_offset: i64) {
+        self.min_offset = self.offset_at_or_above_phy(min_phy_offset);
+    }
+
     /// Makes every unit below `max_offset` durable (`msync`). Returns the flushed offset.
     pub fn flush(&mut self) -> Result<u64, CqError> {
         if self.flushed_offset >= self.max_offset {
@@ -767,6 +792,23 @@ impl ConsumeQueueStore {
         Ok(())
     }
 
+    /// Removes every queue and file (a snapshot install replaces the whole state).
+    pub fn clear_all(&mut self) -> Result<(), CqError> {
+        self.queues.clear();
+        match std::fs::remove_dir_all(&self.root) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_err("remove dir", &self.root, e)),
+        }
+    }
+
+    /// [`ConsumeQueue::raise_min_to_phy`] on every queue.
+    pub fn raise_min_to_phy(&mut self, min_phy_offset: i64) {
+        for (_, _, q) in self.iter_mut() {
+            q.raise_min_to_phy(min_phy_offset);
+        }
+    }
+
     /// Retention on every queue.
     pub fn delete_below_phy(&mut self, min_phy_offset: i64) -> Result<usize, CqError> {
         let mut deleted = 0;
@@ -903,6 +945,27 @@ mod tests {
     }
 
     #[test]
+    fn offset_at_or_above_phy_is_the_next_offset_of_a_shorter_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut q = ConsumeQueue::open(dir.path(), 4).unwrap();
+        assert_eq!(q.offset_at_or_above_phy(0), 0);
+        fill(&mut q, 0, 10); // phy 1000, 1100, ..., 1900
+        assert_eq!(q.offset_at_or_above_phy(0), 0);
+        assert_eq!(q.offset_at_or_above_phy(1000), 0);
+        assert_eq!(q.offset_at_or_above_phy(1001), 1);
+        assert_eq!(q.offset_at_or_above_phy(1550), 6);
+        assert_eq!(q.offset_at_or_above_phy(1900), 9);
+        assert_eq!(q.offset_at_or_above_phy(i64::MAX), 10);
+        q.raise_min_to_phy(1350);
+        assert_eq!((q.min_offset(), q.file_count()), (4, 3), "minimum raised, files kept");
+        assert!(q.read(3, 1).is_none());
+        q.raise_min_to_phy(0);
+        assert_eq!(q.min_offset(), 4, "never lowered");
+        q.delete_below_phy(1600).unwrap();
+        assert_eq!(q.offset_at_or_above_phy(0), 6, "never below the minimum");
+    }
+
+    #[test]
     fn recovery_zeroes_a_torn_tail_and_rejects_corruption_in_the_middle() {
         let dir = tempfile::tempdir().unwrap();
         let mut q = ConsumeQueue::open(dir.path(), 8).unwrap();
@@ -947,5 +1010,9 @@ mod tests {
         store.delete_topic("T").unwrap();
         assert!(store.get("T", 1).is_none());
         assert!(!dir.path().join("consumequeue").join("T").exists());
+        store.clear_all().unwrap();
+        assert_eq!(store.iter().count(), 0);
+        assert!(!dir.path().join("consumequeue").exists());
+        store.clear_all().unwrap();
     }
 }

@@ -9,8 +9,11 @@
 //! | 4 | [`BrokerCommand::TopicDelete`] | `version u8 = 1 \| proposed_at_ms i64 \| topic UTF-8` |
 //! | 5 | [`BrokerCommand::SubscriptionGroupUpsert`] | `version u8 = 1 \| proposed_at_ms i64 \| SubscriptionGroupConfig JSON` |
 //! | 6 | [`BrokerCommand::SubscriptionGroupDelete`] | `version u8 = 1 \| proposed_at_ms i64 \| group UTF-8` |
-//! | 7, 8 | reserved: delay-queue progress, transaction progress | |
-//! | 0, 9–255 | unassigned (0 is what raft/ uses for blank and membership entries) | |
+//! | 7 | [`BrokerCommand::DelayProgress`] | `version u8 = 1 \| count u32 \| count × (queue_id i32, offset i64)` |
+//! | 8 | reserved: transaction progress | |
+//! | 9 | [`BrokerCommand::NodeIdsUsed`] | `version u8 = 1 \| has_new u8 (0/1) \| new_id u64 \| count u32 \| count × id u64` |
+//! | 10 | [`BrokerCommand::RetentionPurge`] | `version u8 = 1 \| index u64 \| term u64 \| next_pos u64` |
+//! | 0, 11–255 | unassigned (0 is what raft/ uses for blank and membership entries) | |
 //!
 //! Tag numbers are on-disk values: never renumber, never reuse. Config bodies are RocketMQ's own JSON
 //! types (the same bytes `topics.json` / UPDATE_AND_CREATE_TOPIC carry), read leniently as fastjson does;
@@ -28,6 +31,8 @@ use bytes::BufMut;
 use bytes::Bytes;
 use bytes::BytesMut;
 use raftmq_common::limits::CONSUMER_OFFSET_BATCH_MAX_COUNT;
+use raftmq_common::limits::DELAY_PROGRESS_BATCH_MAX_COUNT;
+use raftmq_common::limits::RAFT_NODE_IDS_MAX_COUNT;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::record::DecodeOptions;
 use raftmq_common::message::record::RecordEncodeError;
@@ -57,16 +62,22 @@ pub mod tag {
     pub const SUBSCRIPTION_GROUP_UPSERT: u8 = 5;
     /// Delete a consumer group.
     pub const SUBSCRIPTION_GROUP_DELETE: u8 = 6;
-    /// Reserved: delay-queue (`SCHEDULE_TOPIC_XXXX`) delivery progress.
-    pub const RESERVED_DELAY_PROGRESS: u8 = 7;
+    /// Delay-queue (`SCHEDULE_TOPIC_XXXX`) delivery progress ([`crate::schedule`]).
+    pub const DELAY_PROGRESS: u8 = 7;
     /// Reserved: transaction half/op progress.
     pub const RESERVED_TRANSACTION_PROGRESS: u8 = 8;
+    /// Raft node ids the group has used (membership changes; a node id is never given out twice).
+    pub const NODE_IDS_USED: u8 = 9;
+    /// Retention boundary: purge the log up to an entry ([`crate::retention`]).
+    pub const RETENTION_PURGE: u8 = 10;
 }
 
 /// Layout version of the non-record payloads.
 const LAYOUT_VERSION: u8 = 1;
 /// Smallest encoded offset commit: two empty names, queue id and offset.
 const OFFSET_COMMIT_MIN_BYTES: usize = 2 + 2 + 4 + 8;
+/// One encoded delay progress: queue id and offset.
+const DELAY_PROGRESS_BYTES: usize = 4 + 8;
 
 /// One consumer offset to store: `topic@group` queue `queue_id` → `offset`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -78,6 +89,16 @@ pub struct OffsetCommit {
     /// Queue.
     pub queue_id: i32,
     /// Next offset the group will consume (RocketMQ's committed offset).
+    pub offset: i64,
+}
+
+/// Delivery progress of one `SCHEDULE_TOPIC_XXXX` queue (delay level − 1): every unit below
+/// `offset` has been re-proposed into its real topic (RocketMQ's `delayOffset.json` entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DelayProgress {
+    /// `SCHEDULE_TOPIC_XXXX` queue id (= delay level − 1).
+    pub queue_id: i32,
+    /// Next ConsumeQueue offset to deliver.
     pub offset: i64,
 }
 
@@ -116,6 +137,27 @@ pub enum BrokerCommand {
         /// The group.
         group: String,
     },
+    /// Delay-queue delivery progress, applied in order (a level never moves back).
+    DelayProgress(Vec<DelayProgress>),
+    /// Record Raft node ids as used, before a membership change. Apply adds `members` to the
+    /// group's used ids; with `new_id`, it first refuses (deterministically) an id already used or
+    /// listed in `members`, and otherwise records it too — the reservation of a new node's id.
+    NodeIdsUsed {
+        /// The members at the time of the change (the initial members are recorded nowhere else).
+        members: Vec<u64>,
+        /// The id of a node about to be added.
+        new_id: Option<u64>,
+    },
+    /// Set the retention boundary: every replica snapshots at entry (`index`, `term`) and purges
+    /// its log up to it (whole segments); `next_pos` is where the entry after it starts.
+    RetentionPurge {
+        /// Raft index of the last entry to purge (P).
+        index: u64,
+        /// Its term.
+        term: u64,
+        /// Physical position right after entry P: the CommitLog's new minimum.
+        next_pos: u64,
+    },
 }
 
 /// Why an entry payload could not be encoded or decoded.
@@ -151,6 +193,12 @@ pub enum EntryError {
     /// More offsets than one batch may carry, or more than the payload can hold.
     #[error("offset batch claims {0} entries")]
     TooManyOffsets(u64),
+    /// More node ids than one record may carry, or a count that disagrees with the payload.
+    #[error("node id record claims {0} ids")]
+    TooManyNodeIds(u64),
+    /// More delay levels than one progress entry may carry, or more than the payload can hold.
+    #[error("delay progress claims {0} levels")]
+    TooManyDelayLevels(u64),
     /// A name is not UTF-8, or is empty, or too long for its length field.
     #[error("tag {tag}: bad {field}")]
     BadName {
@@ -186,6 +234,9 @@ impl BrokerCommand {
             BrokerCommand::TopicDelete { .. } => tag::TOPIC_DELETE,
             BrokerCommand::SubscriptionGroupUpsert { .. } => tag::SUBSCRIPTION_GROUP_UPSERT,
             BrokerCommand::SubscriptionGroupDelete { .. } => tag::SUBSCRIPTION_GROUP_DELETE,
+            BrokerCommand::DelayProgress(_) => tag::DELAY_PROGRESS,
+            BrokerCommand::NodeIdsUsed { .. } => tag::NODE_IDS_USED,
+            BrokerCommand::RetentionPurge { .. } => tag::RETENTION_PURGE,
         }
     }
 
@@ -214,6 +265,16 @@ impl BrokerCommand {
                     return Err(EntryError::BadName { tag, field: "name" });
                 }
                 config_payload(*proposed_at_ms, name.as_bytes())
+            }
+            BrokerCommand::DelayProgress(levels) => encode_delay_progress(levels)?,
+            BrokerCommand::NodeIdsUsed { members, new_id } => encode_node_ids(members, *new_id)?,
+            BrokerCommand::RetentionPurge { index, term, next_pos } => {
+                let mut out = BytesMut::with_capacity(1 + 3 * 8);
+                out.put_u8(LAYOUT_VERSION);
+                out.put_u64(*index);
+                out.put_u64(*term);
+                out.put_u64(*next_pos);
+                out.freeze()
             }
         };
         Ok((tag, payload))
@@ -248,6 +309,9 @@ impl BrokerCommand {
                 let (proposed_at_ms, body) = split_config_payload(tag, &payload)?;
                 Ok(BrokerCommand::SubscriptionGroupDelete { proposed_at_ms, group: name(tag, body)? })
             }
+            tag::DELAY_PROGRESS => decode_delay_progress(&payload).map(BrokerCommand::DelayProgress),
+            tag::NODE_IDS_USED => decode_node_ids(&payload),
+            tag::RETENTION_PURGE => decode_retention_purge(&payload),
             other => Err(EntryError::UnknownTag(other)),
         }
     }
@@ -322,6 +386,95 @@ fn decode_offsets(payload: &[u8]) -> Result<Vec<OffsetCommit>, EntryError> {
         return Err(EntryError::TrailingBytes { tag, count: r.buf.len() });
     }
     Ok(commits)
+}
+
+fn encode_delay_progress(levels: &[DelayProgress]) -> Result<Bytes, EntryError> {
+    if levels.len() > DELAY_PROGRESS_BATCH_MAX_COUNT {
+        return Err(EntryError::TooManyDelayLevels(levels.len() as u64));
+    }
+    let mut out = BytesMut::with_capacity(1 + 4 + levels.len() * DELAY_PROGRESS_BYTES);
+    out.put_u8(LAYOUT_VERSION);
+    // Bounded by DELAY_PROGRESS_BATCH_MAX_COUNT above.
+    out.put_u32(levels.len() as u32);
+    for p in levels {
+        out.put_i32(p.queue_id);
+        out.put_i64(p.offset);
+    }
+    Ok(out.freeze())
+}
+
+fn decode_delay_progress(payload: &[u8]) -> Result<Vec<DelayProgress>, EntryError> {
+    let tag = tag::DELAY_PROGRESS;
+    let mut r = Reader { tag, buf: payload };
+    r.version()?;
+    let count = r.u32("count")?;
+    // Never allocate for more entries than the bytes can hold.
+    let fits = r.buf.len() / DELAY_PROGRESS_BYTES;
+    if count as usize > DELAY_PROGRESS_BATCH_MAX_COUNT || count as usize > fits {
+        return Err(EntryError::TooManyDelayLevels(u64::from(count)));
+    }
+    let mut levels = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let queue_id = r.i32("queue_id")?;
+        let offset = r.i64("offset")?;
+        levels.push(DelayProgress { queue_id, offset });
+    }
+    if !r.buf.is_empty() {
+        return Err(EntryError::TrailingBytes { tag, count: r.buf.len() });
+    }
+    Ok(levels)
+}
+
+fn encode_node_ids(members: &[u64], new_id: Option<u64>) -> Result<Bytes, EntryError> {
+    if members.len() > RAFT_NODE_IDS_MAX_COUNT {
+        return Err(EntryError::TooManyNodeIds(members.len() as u64));
+    }
+    let mut out = BytesMut::with_capacity(1 + 1 + 8 + 4 + 8 * members.len());
+    out.put_u8(LAYOUT_VERSION);
+    out.put_u8(u8::from(new_id.is_some()));
+    out.put_u64(new_id.unwrap_or(0));
+    // Bounded by RAFT_NODE_IDS_MAX_COUNT above.
+    out.put_u32(members.len() as u32);
+    for id in members {
+        out.put_u64(*id);
+    }
+    Ok(out.freeze())
+}
+
+fn decode_node_ids(payload: &[u8]) -> Result<BrokerCommand, EntryError> {
+    let tag = tag::NODE_IDS_USED;
+    let mut r = Reader { tag, buf: payload };
+    r.version()?;
+    let [has_new] = r.array::<1>("has_new")?;
+    let new_id = u64::from_be_bytes(r.array("new_id")?);
+    let new_id = match has_new {
+        0 => None,
+        1 => Some(new_id),
+        _ => return Err(EntryError::BadName { tag, field: "has_new" }),
+    };
+    let count = r.u32("count")?;
+    // Never allocate for more ids than the bytes hold; and the bytes must hold exactly them.
+    if count as usize > RAFT_NODE_IDS_MAX_COUNT || r.buf.len() != 8 * count as usize {
+        return Err(EntryError::TooManyNodeIds(u64::from(count)));
+    }
+    let mut members = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        members.push(u64::from_be_bytes(r.array("id")?));
+    }
+    Ok(BrokerCommand::NodeIdsUsed { members, new_id })
+}
+
+fn decode_retention_purge(payload: &[u8]) -> Result<BrokerCommand, EntryError> {
+    let tag = tag::RETENTION_PURGE;
+    let mut r = Reader { tag, buf: payload };
+    r.version()?;
+    let index = u64::from_be_bytes(r.array("index")?);
+    let term = u64::from_be_bytes(r.array("term")?);
+    let next_pos = u64::from_be_bytes(r.array("next_pos")?);
+    if !r.buf.is_empty() {
+        return Err(EntryError::TrailingBytes { tag, count: r.buf.len() });
+    }
+    Ok(BrokerCommand::RetentionPurge { index, term, next_pos })
 }
 
 struct Reader<'a> {
@@ -491,16 +644,45 @@ mod tests {
         let del = BrokerCommand::TopicDelete { proposed_at_ms: 1, topic: "T".into() };
         let (tag, bytes) = del.encode().unwrap();
         assert_eq!((tag, bytes.as_ref()), (4, &[1, 0, 0, 0, 0, 0, 0, 0, 1, b'T'][..]));
+        let delay = BrokerCommand::DelayProgress(vec![DelayProgress { queue_id: 2, offset: 9 }]);
+        let (tag, bytes) = delay.encode().unwrap();
+        assert_eq!((tag, bytes.as_ref()), (7, &[1, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 9][..]));
         let up = BrokerCommand::TopicUpsert { proposed_at_ms: 2, config: TopicConfig::new("T") };
         let (tag, bytes) = up.encode().unwrap();
         assert_eq!(tag, 3);
         assert!(bytes[9..].starts_with(br#"{"order":false,"perm":6"#));
+        let purge = BrokerCommand::RetentionPurge { index: 7, term: 2, next_pos: 0x0102 };
+        let (tag, bytes) = purge.encode().unwrap();
+        assert_eq!(
+            (tag, bytes.as_ref()),
+            (10, &[1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 1, 2][..])
+        );
+        let ids = BrokerCommand::NodeIdsUsed { members: vec![1, 2], new_id: Some(4) };
+        let (tag, bytes) = ids.encode().unwrap();
+        assert_eq!(tag, 9);
+        assert_eq!(
+            bytes.as_ref(),
+            &[1, 1, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2][..]
+        );
     }
 
     #[test]
     fn decode_errors() {
-        assert!(matches!(BrokerCommand::decode(9, Bytes::new()), Err(EntryError::UnknownTag(9))));
-        assert!(matches!(BrokerCommand::decode(7, Bytes::new()), Err(EntryError::UnknownTag(7))));
+        assert!(matches!(BrokerCommand::decode(11, Bytes::new()), Err(EntryError::UnknownTag(11))));
+        assert!(matches!(BrokerCommand::decode(10, Bytes::from_static(&[1, 0])), Err(EntryError::Truncated { .. })));
+        assert!(matches!(
+            BrokerCommand::decode(9, Bytes::from_static(&[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff])),
+            Err(EntryError::TooManyNodeIds(_))
+        ));
+        assert!(matches!(
+            BrokerCommand::decode(9, Bytes::from_static(&[1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])),
+            Err(EntryError::BadName { .. })
+        ));
+        assert!(matches!(BrokerCommand::decode(8, Bytes::new()), Err(EntryError::UnknownTag(8))));
+        assert!(matches!(
+            BrokerCommand::decode(7, Bytes::from_static(&[1, 0, 0, 0, 2, 0, 0, 0, 0])),
+            Err(EntryError::TooManyDelayLevels(2))
+        ));
         assert!(matches!(BrokerCommand::decode(1, Bytes::new()), Err(EntryError::NoRecords)));
         assert!(matches!(
             BrokerCommand::decode(2, Bytes::from_static(&[2, 0, 0, 0, 0])),
@@ -551,6 +733,15 @@ mod tests {
             }),
             (any::<i64>(), name_strategy())
                 .prop_map(|(ts, group)| BrokerCommand::SubscriptionGroupDelete { proposed_at_ms: ts, group }),
+            proptest::collection::vec((any::<i32>(), any::<i64>()), 0..20).prop_map(|levels| {
+                BrokerCommand::DelayProgress(
+                    levels.into_iter().map(|(queue_id, offset)| DelayProgress { queue_id, offset }).collect(),
+                )
+            }),
+            (proptest::collection::vec(any::<u64>(), 0..8), proptest::option::of(any::<u64>()))
+                .prop_map(|(members, new_id)| BrokerCommand::NodeIdsUsed { members, new_id }),
+            (any::<u64>(), any::<u64>(), any::<u64>())
+                .prop_map(|(index, term, next_pos)| BrokerCommand::RetentionPurge { index, term, next_pos }),
         ]
     }
 
@@ -562,7 +753,7 @@ mod tests {
         }
 
         #[test]
-        fn decoding_garbage_never_panics(tag in 0u8..10, bytes in proptest::collection::vec(any::<u8>(), 0..128)) {
+        fn decoding_garbage_never_panics(tag in 0u8..12, bytes in proptest::collection::vec(any::<u8>(), 0..128)) {
             // Only the absence of a panic is checked: garbage may decode or fail.
             let _ = BrokerCommand::decode(tag, Bytes::from(bytes.clone()));
             let mut b = bytes.clone();

@@ -97,7 +97,16 @@ impl GroupCommit {
     /// Starts the batcher task; it stops when `cancel` fires or every `GroupCommit` is dropped.
     pub fn spawn(replica: Arc<Replica>, cancel: CancellationToken) -> (GroupCommit, JoinHandle<()>) {
         let (tx, rx) = mpsc::channel(BROKER_SEND_QUEUE_MAX_COUNT);
-        let batcher = Batcher { replica, table: QueueOffsetTable::new(), table_key: None, must_reset: false };
+        // Config keeps a segment ≥ 2 × maxMessageSize, so half a segment holds any one request.
+        let half_segment = usize::try_from(replica.store().segment_size() / 2).unwrap_or(usize::MAX);
+        let batcher = Batcher {
+            replica,
+            table: QueueOffsetTable::new(),
+            table_key: None,
+            must_reset: false,
+            entry_max_bytes: BROKER_GROUP_COMMIT_MAX_BYTES.min(half_segment),
+            carry: None,
+        };
         let handle = tokio::spawn(batcher.run(rx, cancel));
         (GroupCommit { tx }, handle)
     }
@@ -138,6 +147,10 @@ struct Batcher {
     table_key: Option<(u64, u64)>,
     /// An entry failed: rebuild the table once the entries in flight have settled.
     must_reset: bool,
+    /// Record bytes one entry carries at most (several requests only while they fit).
+    entry_max_bytes: usize,
+    /// A request drained that did not fit the last entry: it starts the next one.
+    carry: Option<Queued>,
 }
 
 impl Batcher {
@@ -146,13 +159,20 @@ impl Batcher {
         loop {
             let draining = self.must_reset && !inflight.is_empty();
             let can_take = inflight.len() < BROKER_SEND_INFLIGHT_ENTRIES_MAX_COUNT && !draining;
+            if can_take && let Some(first) = self.carry.take() {
+                let batch = drain(first, &mut rx, self.entry_max_bytes, &mut self.carry);
+                if let Some(p) = self.propose(batch).await {
+                    inflight.push(p);
+                }
+                continue;
+            }
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => break,
                 Some((result, entry)) = inflight.next(), if !inflight.is_empty() => self.finish(result, entry),
                 queued = rx.recv(), if can_take => {
                     let Some(first) = queued else { break };
-                    let batch = drain(first, &mut rx);
+                    let batch = drain(first, &mut rx, self.entry_max_bytes, &mut self.carry);
                     if let Some(p) = self.propose(batch).await {
                         inflight.push(p);
                     }
@@ -160,6 +180,7 @@ impl Batcher {
             }
         }
         // Requests still queued or in flight are answered by dropping their reply senders.
+        self.carry = None;
         rx.close();
     }
 
@@ -255,12 +276,18 @@ impl Batcher {
     }
 }
 
-fn drain(first: Queued, rx: &mut mpsc::Receiver<Queued>) -> Vec<Queued> {
+/// `first` and the requests queued behind it, while they fit one entry; one that does not fit is left
+/// in `carry` for the next entry.
+fn drain(first: Queued, rx: &mut mpsc::Receiver<Queued>, max_bytes: usize, carry: &mut Option<Queued>) -> Vec<Queued> {
     let mut count = first.request.slots.len();
     let mut bytes = first.request.records.len();
     let mut batch = vec![first];
-    while count < BROKER_GROUP_COMMIT_MAX_COUNT && bytes < BROKER_GROUP_COMMIT_MAX_BYTES {
+    while count < BROKER_GROUP_COMMIT_MAX_COUNT && bytes < max_bytes {
         match rx.try_recv() {
+            Ok(q) if bytes + q.request.records.len() > max_bytes => {
+                *carry = Some(q);
+                break;
+            }
             Ok(q) => {
                 count += q.request.slots.len();
                 bytes += q.request.records.len();

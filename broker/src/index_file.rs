@@ -472,6 +472,19 @@ impl IndexService {
         Ok(deleted)
     }
 
+    /// Deletes every file (a snapshot install replaces the whole state; the index is rebuilt from
+    /// the entries that follow). Returns the paths deleted.
+    pub fn clear(&mut self) -> Result<Vec<PathBuf>, IndexError> {
+        let mut deleted = Vec::with_capacity(self.files.len());
+        for file in self.files.drain(..) {
+            let path = file.path().to_owned();
+            drop(file);
+            std::fs::remove_file(&path).map_err(|e| io_err("remove", &path, e))?;
+            deleted.push(path);
+        }
+        Ok(deleted)
+    }
+
     /// Flushes every file.
     pub fn flush(&self) -> Result<(), IndexError> {
         self.files.iter().try_for_each(IndexFile::flush)
@@ -583,6 +596,13 @@ mod tests {
         let deleted = svc.delete_below(55).unwrap();
         assert_eq!(deleted.len(), 1);
         assert_eq!(svc.query("T#k", 100, 0, i64::MAX).len(), 8);
+
+        // A snapshot install starts the index over.
+        assert_eq!(svc.clear().unwrap().len(), 2);
+        assert_eq!((svc.file_count(), svc.end_phy_offset()), (0, -1));
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+        svc.put(index_keys("T", ["k"].into_iter(), None), 500, 13_000, 6_000).unwrap();
+        assert_eq!(svc.query("T#k", 100, 0, i64::MAX), vec![500]);
     }
 
     #[test]

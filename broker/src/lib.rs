@@ -18,11 +18,15 @@
 //! - [`commit_log`]: reads of the committed CommitLog.
 //! - [`store`]: `MessageStore`, what raft applies to (the `ApplyHandler`) and the payload patcher.
 //! - [`replica`]: leadership, the leader-readiness gate, proposals, refusals with the leader hint.
+//! - [`membership`]: adding and removing nodes, leadership transfer, each member's view of the group.
 //! - [`group_commit`], [`offset_commit`]: sends and consumer offsets batched into Raft entries.
+//! - [`retention`]: fileReservedTime / deleteWhen / disk watermarks, purge through Raft, the snapshot manifest.
+//! - [`schedule`]: delayed messages (`SCHEDULE_TOPIC_XXXX`) re-proposed by the leader when due.
 //! - [`client_manager`]: connected producers/consumers, subscriptions, queue locks.
 //! - [`processor`] and [`send_processor`], [`pull_processor`], [`client_manage_processor`],
-//!   [`admin_processor`], [`query_processor`]: the remoting request handlers.
+//!   [`admin_processor`], [`query_processor`], [`send_back`]: the remoting request handlers.
 //! - [`namesrv_registration`]: REGISTER_BROKER / UNREGISTER_BROKER with the Raft role.
+//! - [`metrics`], [`http`]: Prometheus metrics and the admin HTTP server (probes, admin API).
 //! - [`broker`]: `Broker::start` / `shutdown`.
 
 pub mod clock;
@@ -42,8 +46,11 @@ pub mod commit_log;
 pub mod store;
 
 pub mod group_commit;
+pub mod membership;
 pub mod offset_commit;
 pub mod replica;
+pub mod retention;
+pub mod schedule;
 
 // Handlers return `Result<response, refusal>` where both are the response frame: boxing the refusal
 // would only add an allocation to every refused request.
@@ -58,9 +65,13 @@ pub mod pull_processor;
 #[allow(clippy::result_large_err)]
 pub mod query_processor;
 #[allow(clippy::result_large_err)]
+pub mod send_back;
+#[allow(clippy::result_large_err)]
 pub mod send_processor;
 
 pub mod broker;
+pub mod http;
+pub mod metrics;
 pub mod namesrv_registration;
 
 pub use broker::Broker;

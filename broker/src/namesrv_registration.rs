@@ -7,6 +7,10 @@
 //! extension fields (`raftTerm`, `raftRole`, `raftNodeId`) let a raftmq NameServer pick the writable
 //! address by term. A leader that has not passed the readiness gate does not register yet: producers
 //! would only be refused. At shutdown the node unregisters from every NameServer.
+//!
+//! Only members register: a node joining a group waits until the leader adds it to the membership,
+//! and a node the group removed ([`Membership::Removed`]) unregisters once and never registers again
+//! (the leader also unregisters it, [`unregister_member`], since a removed node may never learn it was).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,10 +33,14 @@ use tracing::info;
 use tracing::warn;
 
 use crate::processor::BrokerContext;
+use crate::replica::Membership;
 
 /// What this node registers as now; `None` while it should not register (stopped, or a leader
 /// that is not ready yet).
 pub fn registration(ctx: &BrokerContext) -> Option<(i64, RaftRegistration)> {
+    if ctx.replica.membership() != Membership::Member {
+        return None;
+    }
     let l = ctx.replica.leadership();
     let node_id = ctx.replica.node_id();
     let follower_id = i64::try_from(node_id).unwrap_or(i64::MAX - 1).saturating_add(1);
@@ -77,6 +85,15 @@ async fn run(ctx: Arc<BrokerContext>, client: RemotingClient, cancel: Cancellati
             }
         };
         let now = registration(&ctx);
+        if now.is_none()
+            && let Some((broker_id, _)) = last
+            && ctx.replica.membership() == Membership::Removed
+        {
+            info!(broker_id, "removed from the raft group; unregistering from the NameServers");
+            unregister_member(&ctx, &client, &ctx.config.broker_addr(), broker_id).await;
+            last = None;
+            continue;
+        }
         if now.is_some() && (force || now != last) {
             if let Some((broker_id, raft)) = &now {
                 register_all(&ctx, &client, *broker_id, raft).await;
@@ -131,9 +148,15 @@ pub async fn register_all(ctx: &BrokerContext, client: &RemotingClient, broker_i
 pub async fn unregister_all(ctx: &BrokerContext, client: &RemotingClient) {
     let broker_id = registration(ctx)
         .map_or_else(|| i64::try_from(ctx.replica.node_id()).unwrap_or(i64::MAX - 1).saturating_add(1), |(id, _)| id);
+    unregister_member(ctx, client, &ctx.config.broker_addr(), broker_id).await;
+}
+
+/// UNREGISTER_BROKER of one member of this group (`broker_addr`, this node or one the leader
+/// removed) from every NameServer; bounded by the registration timeout.
+pub async fn unregister_member(ctx: &BrokerContext, client: &RemotingClient, broker_addr: &str, broker_id: i64) {
     let header = UnregisterBrokerRequestHeader {
         broker_name: ctx.config.broker_name.clone(),
-        broker_addr: ctx.config.broker_addr(),
+        broker_addr: broker_addr.to_owned(),
         cluster_name: ctx.config.broker_cluster_name.clone(),
         broker_id,
     };
@@ -145,7 +168,7 @@ pub async fn unregister_all(ctx: &BrokerContext, client: &RemotingClient) {
     });
     for (addr, result) in futures::future::join_all(calls).await {
         match result {
-            Ok(_) => info!(namesrv = addr, "unregistered"),
+            Ok(_) => info!(namesrv = addr, broker_addr, "unregistered"),
             Err(e) => warn!(namesrv = addr, error = %e, "UNREGISTER_BROKER failed"),
         }
     }

@@ -5,6 +5,7 @@
 //! ```text
 //! RemotingServer ──code──▶ BrokerProcessor::process
 //!    SEND_MESSAGE(_V2) / SEND_BATCH_MESSAGE ─▶ send_processor ─▶ group_commit ─▶ raft
+//!    CONSUMER_SEND_MSG_BACK ───────────────▶ send_back (%RETRY% via SCHEDULE_TOPIC_XXXX, or %DLQ%)
 //!    PULL_MESSAGE ─────────────────────────▶ pull_processor (long polling on the store)
 //!    HEART_BEAT, UNREGISTER_CLIENT, offsets, locks ─▶ client_manage_processor (offsets ─▶ offset_commit ─▶ raft)
 //!    topics, groups, queue offsets ────────▶ admin_processor (changes ─▶ raft)
@@ -31,6 +32,7 @@ use crate::pull::PullLimits;
 use crate::pull_processor;
 use crate::query_processor;
 use crate::replica::Replica;
+use crate::send_back;
 use crate::send_processor;
 use crate::store::MessageStore;
 
@@ -39,6 +41,7 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::SendMessage,
     RequestCode::SendMessageV2,
     RequestCode::SendBatchMessage,
+    RequestCode::ConsumerSendMsgBack,
     RequestCode::PullMessage,
     RequestCode::HeartBeat,
     RequestCode::UnregisterClient,
@@ -60,6 +63,11 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::GetEarliestMsgStoretime,
     RequestCode::QueryMessage,
     RequestCode::ViewMessageById,
+    RequestCode::RaftAddNode,
+    RequestCode::RaftRemoveNode,
+    RequestCode::RaftTransferLeadership,
+    RequestCode::RaftGroupStatus,
+    RequestCode::RaftNodeRemoved,
 ];
 
 /// What every processor shares.
@@ -85,6 +93,10 @@ pub struct BrokerContext {
     pub register_now: Notify,
     /// Transfer limits of one pull.
     pub pull_limits: PullLimits,
+    /// This replica's Prometheus metrics.
+    pub metrics: crate::metrics::BrokerMetrics,
+    /// Set first by `Broker::shutdown`: `/readyz` answers 503 and admin changes are refused.
+    pub draining: std::sync::atomic::AtomicBool,
 }
 
 /// The broker's request processor.
@@ -107,6 +119,7 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
                 Ok(send_processor::process_send(ctx, conn.peer_addr(), &request).await)
             }
+            RequestCode::ConsumerSendMsgBack => Ok(send_back::consumer_send_back(ctx, &request).await),
             RequestCode::PullMessage => Ok(pull_processor::process_pull(Arc::clone(ctx), &request).await),
             RequestCode::HeartBeat => client_manage_processor::heart_beat(ctx, &conn, &request),
             RequestCode::UnregisterClient => client_manage_processor::unregister_client(ctx, &conn, &request),
@@ -130,6 +143,11 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::GetEarliestMsgStoretime => query_processor::earliest_msg_storetime(ctx, &request),
             RequestCode::QueryMessage => query_processor::query_message(ctx, &request),
             RequestCode::ViewMessageById => query_processor::view_message_by_id(ctx, &request),
+            RequestCode::RaftAddNode => admin_processor::add_node(ctx, &request).await,
+            RequestCode::RaftRemoveNode => admin_processor::remove_node(ctx, &request).await,
+            RequestCode::RaftTransferLeadership => admin_processor::transfer_leadership(ctx, &request).await,
+            RequestCode::RaftGroupStatus => admin_processor::group_status(ctx),
+            RequestCode::RaftNodeRemoved => admin_processor::node_removed(ctx, &request),
             _ => Err(raftmq_common::remoting::processor::not_supported(&request)),
         };
         Some(result.unwrap_or_else(|refusal| refusal))

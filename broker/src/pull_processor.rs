@@ -194,7 +194,10 @@ fn run(
     filter: &TagFilter,
     allow_suspend: bool,
 ) -> (RemotingCommand, PullOutcome) {
-    let offset_check = ctx.replica.ready_term().is_some();
+    // Only the group's real leader moves a consumer's offset (RocketMQ: only the master). A leader cut
+    // off in a minority still thinks it is ready, and its older queue ends would rewind consumers
+    // that already read past them (redelivery, seen by jepsen): its lease must be current too.
+    let offset_check = ctx.replica.ready_term().is_some() && ctx.replica.node().leader_lease_valid();
     let result = {
         let queues = ctx.store.consume_queues();
         let req = GetMessageRequest { offset: h.queue_offset, max_msg_nums: h.max_msg_nums, filter, offset_check };
@@ -219,6 +222,7 @@ fn run(
     };
     let mut response = RemotingCommand::response(outcome.code, Some(outcome.remark.to_owned())).with_header(&header);
     if outcome.code == ResponseCode::Success {
+        ctx.metrics.on_pull(&h.topic, &h.consumer_group, result.messages.len());
         let mut body = BytesMut::with_capacity(usize::try_from(result.buffer_total_size).unwrap_or(0));
         for m in &result.messages {
             body.extend_from_slice(m);

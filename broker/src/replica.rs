@@ -10,10 +10,19 @@
 //!
 //! Refusals: a follower (or a leader that is not ready) answers SERVICE_NOT_AVAILABLE (14), which
 //! 4.x producers retry on another group, with `leader=<ip:port>` in the remark when the leader is
-//! known (`raftmq_common::protocol::leader_hint`); our SDK retries straight at that address.
+//! known (`raftmq_common::protocol::leader_hint`); our SDK retries straight at that address. The
+//! leader's address comes from the Raft membership (each member's `Node::data`), so it follows
+//! membership changes; the static `raftPeers` map is only the fallback.
+//!
+//! Membership (see [`crate::membership`]): this node runs at most one membership change at a time
+//! ([`Replica::begin_membership_change`]); it knows whether it is a member of its group now, and
+//! whether it was removed (then it never registers with NameServers again while it runs).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
 
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::ResponseCode;
@@ -77,6 +86,30 @@ impl WriteError {
     }
 }
 
+/// Whether this node belongs to its group's membership.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Membership {
+    /// A voter or learner of the effective membership.
+    Member,
+    /// Not (yet) in the membership: a new node before the leader adds it, or replaying
+    /// historical configs while it catches up.
+    NotYet,
+    /// It was a member and a later membership dropped it, or the leader said so.
+    Removed,
+}
+
+/// Releases the membership-change slot when the change ends (success, failure or cancellation).
+#[derive(Debug)]
+pub struct MembershipChangeGuard<'a> {
+    slot: &'a Mutex<Option<String>>,
+}
+
+impl Drop for MembershipChangeGuard<'_> {
+    fn drop(&mut self) {
+        *self.slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+}
+
 /// The Raft group as the broker's processors use it. Cheap to share (`Arc`).
 pub struct Replica {
     node: Arc<RaftNode>,
@@ -84,6 +117,9 @@ pub struct Replica {
     leadership: watch::Receiver<Leadership>,
     peers: BTreeMap<u64, String>,
     broker_name: String,
+    membership_change: Mutex<Option<String>>,
+    was_member: AtomicBool,
+    removed: AtomicBool,
 }
 
 impl std::fmt::Debug for Replica {
@@ -96,7 +132,16 @@ impl Replica {
     /// `peers` maps every Raft node id of the group to its remoting address.
     pub fn new(node: Arc<RaftNode>, store: Arc<MessageStore>, peers: BTreeMap<u64, String>, broker_name: &str) -> Self {
         let leadership = node.leadership();
-        Replica { node, store, leadership, peers, broker_name: broker_name.to_owned() }
+        Replica {
+            node,
+            store,
+            leadership,
+            peers,
+            broker_name: broker_name.to_owned(),
+            membership_change: Mutex::new(None),
+            was_member: AtomicBool::new(false),
+            removed: AtomicBool::new(false),
+        }
     }
 
     /// The Raft node.
@@ -131,7 +176,54 @@ impl Replica {
 
     /// The leader's remoting address, as far as this node knows.
     pub fn leader_addr(&self) -> Option<String> {
-        self.leadership().leader_id.and_then(|id| self.peers.get(&id).cloned())
+        self.leadership().leader_id.and_then(|id| self.member_addr(id))
+    }
+
+    /// Remoting address of node `id`: from the Raft membership, else from the static `raftPeers`.
+    pub fn member_addr(&self, id: u64) -> Option<String> {
+        self.node
+            .members()
+            .get(&id)
+            .map(|n| n.data.clone())
+            .filter(|addr| !addr.is_empty())
+            .or_else(|| self.peers.get(&id).cloned())
+    }
+
+    /// Whether this node belongs to its group now (see [`Membership`]).
+    pub fn membership(&self) -> Membership {
+        if self.removed.load(Ordering::Acquire) {
+            return Membership::Removed;
+        }
+        if self.node.members().contains_key(&self.node.id()) {
+            self.was_member.store(true, Ordering::Release);
+            return Membership::Member;
+        }
+        if self.was_member.load(Ordering::Acquire) {
+            self.removed.store(true, Ordering::Release);
+            return Membership::Removed;
+        }
+        Membership::NotYet
+    }
+
+    /// Records that the group removed this node (the leader said so). Node ids are never reused,
+    /// so a removed node never becomes a member again.
+    pub fn mark_removed(&self) {
+        self.removed.store(true, Ordering::Release);
+    }
+
+    /// Claims this node's membership-change slot: `Err(what is running)` when a change already is.
+    pub fn begin_membership_change(&self, what: &str) -> Result<MembershipChangeGuard<'_>, String> {
+        let mut slot = self.membership_change.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(running) = slot.as_ref() {
+            return Err(running.clone());
+        }
+        *slot = Some(what.to_owned());
+        Ok(MembershipChangeGuard { slot: &self.membership_change })
+    }
+
+    /// The membership change this node is running, if any.
+    pub fn membership_change(&self) -> Option<String> {
+        self.membership_change.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// Whether this node leads and has passed the readiness gate; the term if so.
@@ -160,7 +252,7 @@ impl Replica {
             ProposeError::ForwardToLeader { leader_id, leader_data, .. } => WriteError::NotLeader {
                 leader_addr: leader_data
                     .filter(|d| !d.is_empty())
-                    .or_else(|| leader_id.and_then(|id| self.peers.get(&id).cloned())),
+                    .or_else(|| leader_id.and_then(|id| self.member_addr(id))),
             },
             ProposeError::OutcomeUnknown(why) => WriteError::OutcomeUnknown(why),
             ProposeError::Rejected(why) => WriteError::Rejected(why),

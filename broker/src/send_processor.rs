@@ -3,8 +3,10 @@
 //!
 //! ```text
 //! header (V1 | V2) ─▶ broker perm ─▶ topic name ─▶ body / batch rules ─▶ writable? (leader, ready)
-//!   ─▶ topic exists | auto-create from TBW102 (replicated upsert) ─▶ queue id ─▶ records encoded
-//!   (born host, store host, store timestamp, CLUSTER) ─▶ group commit ─▶ SEND_OK after commit + apply
+//!   ─▶ topic exists | auto-create from TBW102 (replicated upsert) ─▶ queue id
+//!   ─▶ %RETRY% with reconsumeTimes ≥ max: %DLQ% instead (crate::send_back) ─▶ records encoded
+//!   (born host, store host, store timestamp, CLUSTER; DELAY > 0: SCHEDULE_TOPIC_XXXX, crate::schedule)
+//!   ─▶ group commit ─▶ SEND_OK after commit + apply
 //! ```
 //!
 //! Every refusal happens before anything is proposed, so a refused send leaves no record behind;
@@ -40,6 +42,8 @@ use crate::group_commit::RecordSlot;
 use crate::group_commit::SendRequest;
 use crate::processor::BrokerContext;
 use crate::queue_offset::has_queue_offset;
+use crate::schedule::redirect_delayed;
+use crate::send_back::dead_letter_of_retry_send;
 use crate::store::now_ms;
 use crate::topic_config::AutoCreate;
 use crate::topic_config::SendTopic;
@@ -133,6 +137,7 @@ async fn send(
     peer: SocketAddr,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
+    let started = std::time::Instant::now();
     let h = SendMessageRequestHeader::read_request(request)
         .map_err(|e| refuse(ResponseCode::SystemError, format!("the send request header is invalid: {e}")))?;
     let broker_name = &ctx.config.broker_name;
@@ -151,6 +156,9 @@ async fn send(
     }
     let messages = messages_of(ctx, &h, request)?;
     ctx.replica.check_writable().map_err(|e| e.to_response(broker_name))?;
+    if let Some(ratio) = ctx.store.disk_full() {
+        return Err(refuse(ResponseCode::ServiceNotAvailable, crate::retention::disk_full_remark(ratio)));
+    }
     let config = topic_config(ctx, &h).await?;
     if !perm::is_writeable(config.perm) {
         return Err(refuse(ResponseCode::NoPermission, format!("the topic[{}] sending message is forbidden", h.topic)));
@@ -163,10 +171,15 @@ async fn send(
         h.queue_id
     };
     check_send_queue_id(&config, queue_id).map_err(|(code, remark)| refuse(code, remark))?;
-    let (records, slots) = encode(ctx, &h, peer, queue_id, store_timestamp, messages)?;
+    let target = match dead_letter_of_retry_send(ctx, &h).await? {
+        Some(dlq) => Target { topic: dlq.topic_name, queue_id: 0, dead_letter: true },
+        None => Target { topic: h.topic.clone(), queue_id, dead_letter: false },
+    };
+    let (records, slots) = encode(ctx, &h, peer, &target, store_timestamp, messages)?;
     let stored =
         ctx.group_commit.submit(SendRequest { records, slots }).await.map_err(|e| e.to_response(broker_name))?;
     let first = stored.first().map_or(0, |s| s.queue_offset);
+    ctx.metrics.on_send(&h.topic, stored.len(), started.elapsed());
     let msg_id =
         stored.iter().map(|s| OffsetMsgId::new(ctx.store_host, s.phy_offset).to_string()).collect::<Vec<_>>().join(",");
     let mut response = RemotingCommand::success().with_header(&SendMessageResponseHeader {
@@ -180,22 +193,34 @@ async fn send(
     Ok(response)
 }
 
+/// Where a send's records go (the DLQ instead of an exhausted retry topic).
+struct Target {
+    topic: String,
+    queue_id: i32,
+    dead_letter: bool,
+}
+
 fn encode(
     ctx: &BrokerContext,
     h: &SendMessageRequestHeader,
     peer: SocketAddr,
-    queue_id: i32,
+    target: &Target,
     store_timestamp: i64,
     messages: Vec<Message>,
 ) -> Result<(BytesMut, Vec<RecordSlot>), RemotingCommand> {
     let mut out = BytesMut::new();
     let mut slots = Vec::with_capacity(messages.len());
     let born_host = canonical_addr(peer);
+    let delay_levels = ctx.store.delay_levels_ms().len();
     for mut message in messages {
         message.properties.insert(properties::CLUSTER, ctx.config.broker_cluster_name.as_str());
-        let record = MessageExt {
+        message.topic.clone_from(&target.topic);
+        if target.dead_letter {
+            message.set_delay_time_level(0);
+        }
+        let mut record = MessageExt {
             message,
-            queue_id,
+            queue_id: target.queue_id,
             sys_flag: h.sys_flag,
             born_timestamp: h.born_timestamp,
             born_host,
@@ -204,9 +229,15 @@ fn encode(
             reconsume_times: h.reconsume_times.unwrap_or(0),
             ..MessageExt::default()
         };
+        redirect_delayed(&mut record, delay_levels);
         let at = out.len();
         encode_record_into(&record, &mut out).map_err(|e| refuse(ResponseCode::MessageIllegal, e.to_string()))?;
-        slots.push(RecordSlot { topic: h.topic.clone(), queue_id, has_queue_offset: has_queue_offset(h.sys_flag), at });
+        slots.push(RecordSlot {
+            topic: record.message.topic.clone(),
+            queue_id: record.queue_id,
+            has_queue_offset: has_queue_offset(h.sys_flag),
+            at,
+        });
     }
     Ok((out, slots))
 }

@@ -8,8 +8,11 @@
 //!                  MESSAGES: committed end ▲, dispatch::plan ─ok─▶ write_units ─▶ IndexService::put
 //!                                              │                                   ─▶ long-poll notify
 //!                                              └rejected─▶ reply Rejected (writer resets offsets)
-//!                  CONSUMER_OFFSETS / TOPIC_* / SUBSCRIPTION_GROUP_*: metadata tables
+//!                  CONSUMER_OFFSETS / TOPIC_* / SUBSCRIPTION_GROUP_* / DELAY_PROGRESS / NODE_IDS_USED: metadata
+//!                  RETENTION_PURGE: the retention boundary P (crate::retention snapshots and purges there)
 //!                  blank / membership: applied position only
+//! raft snapshot ──▶ build_manifest: (P, Manifest) ─── install_snapshot ──▶ install_manifest (wipe, load)
+//! restart with a snapshot file ──▶ restore_snapshot (queues start at P, metadata loaded)
 //! ```
 //!
 //! Invariants:
@@ -25,8 +28,13 @@
 //!   CommitLog order; a record at or below the index's end offset is already indexed, so the re-apply
 //!   after a restart never indexes twice. The index is derived data: a failed index write is logged
 //!   and the record stays readable by offset, it is not a reason to stop the replica.
+//! - After a manifest is loaded (install or restart), metadata entries at or below its `meta_index`
+//!   change no table: the manifest already holds their effect (see `retention::Manifest` for why
+//!   skipping, not replaying, keeps every replica's `DataVersion` equal). Their ConsumeQueue effects
+//!   (units, a deleted topic's queues) are applied, because queues are restored as of P.
 
 use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::io;
 use std::path::Path;
 use std::path::PathBuf;
@@ -61,6 +69,7 @@ use crate::dispatch::DispatchRequest;
 use crate::dispatch::plan;
 use crate::dispatch::write_units;
 use crate::entry::BrokerCommand;
+use crate::entry::DelayProgress;
 use crate::entry::patch_physical_offsets;
 use crate::entry::tag;
 use crate::index_file::IndexError;
@@ -72,6 +81,10 @@ use crate::long_poll::LongPollRegistry;
 use crate::long_poll::WaiterId;
 use crate::offsets::ConsumerOffsetTable;
 use crate::pull::TagFilter;
+use crate::retention::Manifest;
+use crate::retention::QueueStart;
+use crate::retention::RetentionBoundary;
+use crate::schedule::DelayOffsetTable;
 use crate::subscription_group::SubscriptionGroupTable;
 use crate::topic_config::SystemTopicOptions;
 use crate::topic_config::TopicConfigTable;
@@ -105,6 +118,10 @@ pub struct Metadata {
     pub groups: SubscriptionGroupTable,
     /// Committed consumer offsets.
     pub offsets: ConsumerOffsetTable,
+    /// Delay-queue delivery progress per `SCHEDULE_TOPIC_XXXX` queue.
+    pub delay_offsets: DelayOffsetTable,
+    /// Raft node ids this group has recorded as used (NODE_IDS_USED); a new node never gets one.
+    pub used_node_ids: BTreeSet<u64>,
 }
 
 /// The last applied log position.
@@ -180,6 +197,15 @@ pub enum StoreOpenError {
     Config(String),
 }
 
+/// Retention bookkeeping of a replica.
+#[derive(Debug, Default)]
+struct RetentionState {
+    /// Metadata entries at or below this index are already in the tables (a manifest was loaded).
+    meta_as_of: Option<u64>,
+    /// The disk used ratio that refuses sends, while it is at or above the warning watermark.
+    disk_full: Option<f64>,
+}
+
 /// The broker's applied state. Shared (`Arc`) between raft's apply task and the processors.
 #[derive(Debug)]
 pub struct MessageStore {
@@ -192,6 +218,8 @@ pub struct MessageStore {
     long_poll: Mutex<LongPollRegistry<oneshot::Sender<()>>>,
     topic_generation: AtomicU64,
     failed: Mutex<Option<String>>,
+    retention: Mutex<RetentionState>,
+    boundary: watch::Sender<Option<RetentionBoundary>>,
 }
 
 fn unpoison<T>(r: Result<T, std::sync::PoisonError<T>>) -> T {
@@ -213,6 +241,8 @@ impl MessageStore {
             topics: TopicConfigTable::with_system_topics(&settings.system_topics),
             groups: SubscriptionGroupTable::new(),
             offsets: ConsumerOffsetTable::new(),
+            delay_offsets: DelayOffsetTable::new(),
+            used_node_ids: BTreeSet::new(),
         };
         let commit_log = CommitLogFiles::new(&settings.store_root, settings.segment_size);
         let (applied, _) = watch::channel(AppliedPosition::default());
@@ -226,6 +256,8 @@ impl MessageStore {
             long_poll: Mutex::new(LongPollRegistry::default()),
             topic_generation: AtomicU64::new(0),
             failed: Mutex::new(None),
+            retention: Mutex::new(RetentionState::default()),
+            boundary: watch::channel(None).0,
         })
     }
 
@@ -247,6 +279,16 @@ impl MessageStore {
     /// The IndexFiles, read-only (QUERY_MESSAGE). Never hold across an await.
     pub fn index(&self) -> RwLockReadGuard<'_, IndexService> {
         unpoison(self.index.read())
+    }
+
+    /// CommitLog segment size (`mappedFileSizeCommitLog`): no Raft entry may be larger.
+    pub fn segment_size(&self) -> u64 {
+        self.settings.segment_size
+    }
+
+    /// Delay levels (ms) of `messageDelayLevel`; level n is index n − 1.
+    pub fn delay_levels_ms(&self) -> &[u64] {
+        &self.settings.delay_levels_ms
     }
 
     /// The committed CommitLog.
@@ -402,7 +444,24 @@ impl MessageStore {
         }
     }
 
-    fn apply_metadata(&self, command: BrokerCommand) -> ApplyOutcome {
+    fn apply_metadata(&self, command: BrokerCommand, index: u64) -> ApplyOutcome {
+        let in_manifest = unpoison(self.retention.lock()).meta_as_of.is_some_and(|m| index <= m);
+        match &command {
+            BrokerCommand::RetentionPurge { index, term, next_pos } => {
+                self.record_boundary(RetentionBoundary { index: *index, term: *term, next_pos: *next_pos });
+                return ApplyOutcome::Done;
+            }
+            // The manifest holds the table change; the queues were restored as of P, so they go.
+            BrokerCommand::TopicDelete { topic, .. } if in_manifest => {
+                self.topic_generation.fetch_add(1, Ordering::AcqRel);
+                if let Err(e) = unpoison(self.cq.write()).delete_topic(topic) {
+                    self.mark_failed(format!("deleting ConsumeQueues of {topic}: {e}"));
+                }
+                return ApplyOutcome::Done;
+            }
+            _ if in_manifest => return ApplyOutcome::Done,
+            _ => {}
+        }
         let mut meta = unpoison(self.meta.write());
         match command {
             BrokerCommand::Messages(_) => return ApplyOutcome::Rejected("MESSAGES is not metadata".into()),
@@ -423,8 +482,165 @@ impl MessageStore {
             BrokerCommand::SubscriptionGroupDelete { proposed_at_ms, group } => {
                 meta.groups.delete(&group, proposed_at_ms);
             }
+            BrokerCommand::DelayProgress(levels) => meta.delay_offsets.apply(&levels),
+            BrokerCommand::NodeIdsUsed { members, new_id } => {
+                // Deterministic on every replica: a reused id is refused everywhere, nothing recorded.
+                if let Some(id) = new_id
+                    && (meta.used_node_ids.contains(&id) || members.contains(&id))
+                {
+                    return ApplyOutcome::Rejected(format!("raft node id {id} was used before in this group"));
+                }
+                meta.used_node_ids.extend(members.iter().copied().chain(new_id));
+            }
+            // Handled above.
+            BrokerCommand::RetentionPurge { .. } => {}
         }
         ApplyOutcome::Done
+    }
+}
+
+/// Retention: the boundary, the manifest, file deletion below it, the disk-full flag.
+impl MessageStore {
+    fn record_boundary(&self, b: RetentionBoundary) {
+        self.boundary.send_if_modified(|cur| {
+            let newer = cur.is_none_or(|c| c.index < b.index);
+            if newer {
+                info!(index = b.index, next_pos = b.next_pos, "retention boundary set");
+                *cur = Some(b);
+            }
+            newer
+        });
+    }
+
+    /// The retention boundary P last applied or loaded (the log is, or is about to be, purged to it).
+    pub fn retention_boundary(&self) -> Option<RetentionBoundary> {
+        *self.boundary.borrow()
+    }
+
+    /// Watch of [`Self::retention_boundary`].
+    pub fn retention_boundary_watch(&self) -> watch::Receiver<Option<RetentionBoundary>> {
+        self.boundary.subscribe()
+    }
+
+    /// Refuses sends (`Some(disk used ratio)`) or accepts them again (`None`); returns the previous value.
+    pub fn set_disk_full(&self, ratio: Option<f64>) -> Option<f64> {
+        std::mem::replace(&mut unpoison(self.retention.lock()).disk_full, ratio)
+    }
+
+    /// The disk used ratio while sends are refused for a full disk.
+    pub fn disk_full(&self) -> Option<f64> {
+        unpoison(self.retention.lock()).disk_full
+    }
+
+    /// The manifest at boundary `b` of the state applied up to `applied` (called between applies).
+    fn manifest_at(&self, b: RetentionBoundary, applied: u64) -> Manifest {
+        let next_phy = i64::try_from(b.next_pos).unwrap_or(i64::MAX);
+        let mut queues: Vec<QueueStart> = self
+            .consume_queues()
+            .iter()
+            .map(|(topic, queue_id, q)| QueueStart {
+                topic: topic.to_owned(),
+                queue_id,
+                next_offset: q.offset_at_or_above_phy(next_phy),
+            })
+            .collect();
+        queues.sort_by(|a, b| (&a.topic, a.queue_id).cmp(&(&b.topic, b.queue_id)));
+        // Tables restored from an earlier manifest may be ahead of what was re-applied since.
+        let meta_index = unpoison(self.retention.lock()).meta_as_of.map_or(applied, |m| m.max(applied));
+        let meta = self.metadata();
+        Manifest {
+            boundary: b,
+            meta_index,
+            queues,
+            topics: meta.topics.to_wrapper(),
+            groups: meta.groups.to_wrapper(),
+            offsets: meta.offsets.to_wrapper(),
+            delay_offsets: meta
+                .delay_offsets
+                .iter()
+                .map(|(queue_id, offset)| DelayProgress { queue_id, offset })
+                .collect(),
+            used_node_ids: meta.used_node_ids.iter().copied().collect(),
+        }
+    }
+
+    fn load_metadata(&self, m: Manifest) {
+        {
+            let mut meta = unpoison(self.meta.write());
+            meta.topics = TopicConfigTable::from_wrapper(m.topics, &self.settings.system_topics);
+            meta.groups = SubscriptionGroupTable::from_wrapper(m.groups);
+            meta.offsets = ConsumerOffsetTable::from_wrapper(m.offsets);
+            let mut delay_offsets = DelayOffsetTable::new();
+            delay_offsets.apply(&m.delay_offsets);
+            meta.delay_offsets = delay_offsets;
+            meta.used_node_ids = m.used_node_ids.into_iter().collect();
+        }
+        // Topics may have changed under the leader's queue-offset cache.
+        self.topic_generation.fetch_add(1, Ordering::AcqRel);
+        unpoison(self.retention.lock()).meta_as_of = Some(m.meta_index);
+        self.commit_log.advance_committed_end(i64::try_from(m.boundary.next_pos).unwrap_or(i64::MAX));
+        self.commit_log.forget_files();
+        self.record_boundary(m.boundary);
+    }
+
+    fn decode_manifest(manifest: &[u8], last: LogId) -> io::Result<Manifest> {
+        let m = Manifest::decode(manifest).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        if m.boundary.index != last.index || m.boundary.term != last.leader_id.term {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("manifest boundary {}-{} is not the snapshot's {last}", m.boundary.term, m.boundary.index),
+            ));
+        }
+        Ok(m)
+    }
+
+    /// Startup with a snapshot file (the log starts after its boundary P): queues that the files
+    /// hold less of than P start at P's offsets, queue minimums and IndexFiles move to the
+    /// CommitLog's minimum, and the metadata tables come from the manifest (openraft re-applies
+    /// the entries after P next). Call before raft starts.
+    pub fn restore_snapshot(&self, manifest: &[u8], last: LogId) -> io::Result<()> {
+        let m = Self::decode_manifest(manifest, last)?;
+        {
+            let mut cq = unpoison(self.cq.write());
+            for q in &m.queues {
+                let queue = cq.get_or_open(&q.topic, q.queue_id).map_err(io::Error::other)?;
+                if queue.max_offset() < q.next_offset {
+                    queue.reset_to(q.next_offset).map_err(io::Error::other)?;
+                }
+            }
+        }
+        let (cq_files, index_files) = self.delete_files_below(m.boundary.next_pos);
+        info!(
+            boundary = m.boundary.index,
+            meta_index = m.meta_index,
+            queues = m.queues.len(),
+            cq_files,
+            index_files,
+            "restored the retention snapshot"
+        );
+        self.load_metadata(m);
+        Ok(())
+    }
+
+    /// Deletes ConsumeQueue files and IndexFiles wholly below `min_pos` (the CommitLog's minimum
+    /// after a purge) and raises every queue's minimum offset to its first unit at or above it, so
+    /// pulls below it get OFFSET_MOVED. Returns (ConsumeQueue files, IndexFiles) deleted; a failed
+    /// deletion is logged and retried by the next purge (the files are only derived data).
+    pub fn delete_files_below(&self, min_pos: u64) -> (usize, usize) {
+        let min_phy = i64::try_from(min_pos).unwrap_or(i64::MAX);
+        let cq_files = unpoison(self.cq.write()).delete_below_phy(min_phy).unwrap_or_else(|e| {
+            error!(error = %e, min_pos, "deleting ConsumeQueue files below the CommitLog minimum failed");
+            0
+        });
+        let index_files = match unpoison(self.index.write()).delete_below(min_phy) {
+            Ok(deleted) => deleted.len(),
+            Err(e) => {
+                error!(error = %e, min_pos, "deleting IndexFiles below the CommitLog minimum failed");
+                0
+            }
+        };
+        self.commit_log.forget_files();
+        (cq_files, index_files)
     }
 }
 
@@ -436,7 +652,7 @@ impl ApplyHandler for MessageStore {
             self.apply_messages(&entry.body, entry.payload_pos)
         } else {
             match BrokerCommand::decode(entry.tag, entry.body) {
-                Ok(command) => self.apply_metadata(command),
+                Ok(command) => self.apply_metadata(command, entry.log_id.index),
                 Err(e) => {
                     // Deterministic on every replica: the entry is skipped everywhere.
                     warn!(log_id = %entry.log_id, error = %e, "skipping an undecodable broker entry");
@@ -452,14 +668,36 @@ impl ApplyHandler for MessageStore {
         self.set_applied(&log_id);
     }
 
-    fn build_manifest(&self, _applied: LogId) -> io::Result<Option<(LogId, Bytes)>> {
-        // Retention (which sets the boundary) is not implemented yet: never a snapshot.
-        Ok(None)
+    fn build_manifest(&self, applied: LogId) -> io::Result<Option<(LogId, Bytes)>> {
+        let Some(b) = self.retention_boundary() else { return Ok(None) };
+        if b.index > applied.index {
+            // Set by an applied entry, so this cannot happen; refuse rather than build a wrong one.
+            return Ok(None);
+        }
+        let bytes = self.manifest_at(b, applied.index).encode().map_err(io::Error::other)?;
+        // openraft purges the log to P right after this build: from now on a pull below the new
+        // minimum is told OFFSET_MOVED instead of finding units whose records are going.
+        unpoison(self.cq.write()).raise_min_to_phy(i64::try_from(b.next_pos).unwrap_or(i64::MAX));
+        info!(boundary = b.index, applied = %applied, bytes = bytes.len(), "retention manifest built");
+        Ok(Some((raftmq_raft::type_config::log_id(b.term, b.index), bytes)))
     }
 
-    fn install_manifest(&self, _manifest: Bytes, last: LogId) -> io::Result<()> {
-        // No replica builds manifests (see build_manifest), so none can be offered to install.
-        Err(io::Error::other(format!("manifest snapshots are not supported yet (offered at {last})")))
+    fn install_manifest(&self, manifest: Bytes, last: LogId) -> io::Result<()> {
+        let m = Self::decode_manifest(&manifest, last)?;
+        {
+            let mut cq = unpoison(self.cq.write());
+            cq.clear_all().map_err(io::Error::other)?;
+            for q in &m.queues {
+                cq.get_or_open(&q.topic, q.queue_id)
+                    .and_then(|queue| queue.reset_to(q.next_offset))
+                    .map_err(io::Error::other)?;
+            }
+        }
+        unpoison(self.index.write()).clear().map_err(io::Error::other)?;
+        info!(boundary = %last, meta_index = m.meta_index, queues = m.queues.len(), "installed a retention manifest");
+        self.load_metadata(m);
+        self.set_applied(&last);
+        Ok(())
     }
 }
 
@@ -490,6 +728,7 @@ mod tests {
 
     use super::*;
     use crate::config::BrokerConfig;
+    use crate::entry::DelayProgress;
     use crate::entry::OffsetCommit;
     use crate::entry::encode_messages;
 
@@ -551,6 +790,20 @@ mod tests {
         .unwrap();
         assert_eq!(ApplyOutcome::decode(&store.apply(entry(3, 8192, t, b))), ApplyOutcome::Done);
         assert_eq!(store.metadata().offsets.query("T", "g", 0), Some(2));
+        let progress = |offset| BrokerCommand::DelayProgress(vec![DelayProgress { queue_id: 1, offset }]);
+        let (t, b) = progress(4).encode().unwrap();
+        assert_eq!(ApplyOutcome::decode(&store.apply(entry(5, 8300, t, b))), ApplyOutcome::Done);
+        let (t, b) = progress(3).encode().unwrap();
+        store.apply(entry(6, 8400, t, b));
+        assert_eq!(store.metadata().delay_offsets.get(1), 4, "a level never moves back");
+        let ids = |members: Vec<u64>, new_id| BrokerCommand::NodeIdsUsed { members, new_id }.encode().unwrap();
+        let (t, b) = ids(vec![1, 2, 3], Some(4));
+        assert_eq!(ApplyOutcome::decode(&store.apply(entry(7, 8500, t, b))), ApplyOutcome::Done);
+        let (t, b) = ids(vec![1, 2, 4], Some(3));
+        assert!(matches!(ApplyOutcome::decode(&store.apply(entry(8, 8600, t, b))), ApplyOutcome::Rejected(_)));
+        let (t, b) = ids(vec![2, 4], Some(1));
+        assert!(matches!(ApplyOutcome::decode(&store.apply(entry(9, 8700, t, b))), ApplyOutcome::Rejected(_)));
+        assert_eq!(store.metadata().used_node_ids, BTreeSet::from([1, 2, 3, 4]));
         let (t, b) = BrokerCommand::TopicDelete { proposed_at_ms: 1, topic: "T".into() }.encode().unwrap();
         store.apply(entry(4, 9000, t, b));
         assert_eq!(store.queue_offsets("T", 0), (0, 0));
@@ -574,6 +827,133 @@ mod tests {
         };
         let store = MessageStore::open(settings(dir.path()), second_record_at as u64).unwrap();
         assert_eq!(store.queue_offsets("T", 0), (0, 1));
+    }
+
+    /// The entries of [`manifest_install_then_replay_converges_on_the_builders_state`]: index → entry.
+    fn retention_log() -> Vec<CommittedEntry> {
+        use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
+        use raftmq_common::protocol::body::topic::TopicConfig;
+        let cmd = |index: u64, pos: u64, c: BrokerCommand| {
+            let (t, b) = c.encode().unwrap();
+            entry(index, pos, t, b)
+        };
+        let msgs = |index: u64, pos: u64, offsets: &[i64]| {
+            let records: Vec<MessageExt> = offsets.iter().map(|o| record(*o)).collect();
+            entry(index, pos, tag::MESSAGES, encode_messages(&records).unwrap())
+        };
+        let offset = |o: i64| {
+            BrokerCommand::ConsumerOffsets(vec![OffsetCommit {
+                topic: "T".into(),
+                group: "g".into(),
+                queue_id: 0,
+                offset: o,
+            }])
+        };
+        vec![
+            cmd(1, 48, BrokerCommand::TopicUpsert { proposed_at_ms: 1, config: TopicConfig::new("T") }),
+            msgs(2, 1_048, &[0, 1]),
+            cmd(3, 2_048, offset(1)),
+            msgs(4, 4_096, &[2]),
+            msgs(5, 8_192, &[3]), // P: the log up to here is purged; next_pos 12_288
+            cmd(6, 12_336, BrokerCommand::TopicUpsert { proposed_at_ms: 6, config: TopicConfig::new("U") }),
+            msgs(7, 16_384, &[4]),
+            cmd(8, 20_480, offset(3)),
+            cmd(9, 20_600, BrokerCommand::DelayProgress(vec![DelayProgress { queue_id: 0, offset: 2 }])),
+            cmd(10, 20_700, BrokerCommand::NodeIdsUsed { members: vec![1, 2, 3], new_id: Some(4) }),
+            cmd(11, 20_800, BrokerCommand::TopicDelete { proposed_at_ms: 11, topic: "U".into() }),
+            cmd(12, 20_900, BrokerCommand::RetentionPurge { index: 5, term: 1, next_pos: 12_288 }),
+            cmd(
+                13,
+                21_000,
+                BrokerCommand::SubscriptionGroupUpsert {
+                    proposed_at_ms: 13,
+                    config: SubscriptionGroupConfig::new("g2"),
+                },
+            ),
+            // Applied after the manifest was built, on both.
+            cmd(14, 24_576, BrokerCommand::TopicUpsert { proposed_at_ms: 14, config: TopicConfig::new("V") }),
+            msgs(15, 28_672, &[5]),
+            cmd(16, 32_768, offset(5)),
+        ]
+    }
+
+    fn assert_same_state(a: &MessageStore, b: &MessageStore, what: &str) {
+        let (ma, mb) = (a.metadata(), b.metadata());
+        assert_eq!(ma.topics, mb.topics, "{what}: topics and their DataVersion");
+        assert_eq!(ma.groups, mb.groups, "{what}: groups and their DataVersion");
+        assert_eq!(ma.offsets, mb.offsets, "{what}: consumer offsets");
+        assert_eq!(ma.delay_offsets, mb.delay_offsets, "{what}: delay progress");
+        assert_eq!(ma.used_node_ids, mb.used_node_ids, "{what}: used node ids");
+        assert_eq!(a.queue_offsets("T", 0), b.queue_offsets("T", 0), "{what}: queue T:0");
+        let (qa, qb) = (a.consume_queues(), b.consume_queues());
+        let (min, max) = b.queue_offsets("T", 0);
+        for o in min..max {
+            assert_eq!(qa.get("T", 0).unwrap().unit_at(o), qb.get("T", 0).unwrap().unit_at(o), "{what}: unit {o}");
+        }
+    }
+
+    #[test]
+    fn manifest_install_then_replay_converges_on_the_builders_state() {
+        let log = retention_log();
+        let p = log_id(1, 5);
+        let built_at = 13;
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let leader = MessageStore::open(settings(dirs[0].path()), 0).unwrap();
+        assert_eq!(leader.build_manifest(log_id(1, 0)).unwrap(), None, "no boundary yet");
+        for e in &log[..built_at] {
+            assert!(!matches!(ApplyOutcome::decode(&leader.apply(e.clone())), ApplyOutcome::Rejected(_)));
+        }
+        let boundary = RetentionBoundary { index: 5, term: 1, next_pos: 12_288 };
+        assert_eq!(leader.retention_boundary(), Some(boundary));
+        let (at, manifest) = leader.build_manifest(log_id(1, 13)).unwrap().expect("a boundary is set");
+        assert_eq!(at, p);
+        let decoded = Manifest::decode(&manifest).unwrap();
+        assert_eq!((decoded.meta_index, decoded.queues.len()), (13, 1), "U was deleted before the build");
+        assert_eq!(decoded.queues[0].next_offset, 4, "units 0..=3 lie at or below P");
+
+        // A follower behind P installs the manifest, then receives P+1.. (metadata entries up to 13
+        // are in the manifest already: re-applying them must not bump a DataVersion again).
+        let follower = MessageStore::open(settings(dirs[1].path()), 0).unwrap();
+        let stale = encode_messages(&[record(0)]).unwrap();
+        follower.apply(entry(1, 48, tag::MESSAGES, stale));
+        follower.install_manifest(manifest.clone(), p).unwrap();
+        assert_eq!(follower.queue_offsets("T", 0), (4, 4), "stale units wiped, queue starts at P");
+        assert_eq!(follower.index().file_count(), 0);
+        assert!(follower.install_manifest(manifest.clone(), log_id(2, 5)).is_err(), "wrong boundary term");
+        for e in &log[5..] {
+            follower.apply(e.clone());
+        }
+        for e in &log[built_at..] {
+            leader.apply(e.clone());
+        }
+        assert_eq!(follower.retention_boundary(), Some(boundary));
+        // Building the manifest raised the leader's minimum; the files go once the log is purged.
+        assert_eq!(leader.queue_offsets("T", 0), (4, 6));
+        leader.delete_files_below(boundary.next_pos);
+        assert_same_state(&leader, &follower, "installed");
+        assert!(follower.metadata().topics.get("U").is_none() && follower.metadata().topics.get("V").is_some());
+
+        // A restart on the leader's files with its snapshot converges too.
+        leader.flush();
+        drop(leader);
+        let restarted = MessageStore::open(settings(dirs[0].path()), u64::MAX >> 1).unwrap();
+        restarted.restore_snapshot(&manifest, p).unwrap();
+        assert_eq!(restarted.queue_offsets("T", 0), (4, 6), "minimum corrected after reopening the files");
+        for e in &log[5..] {
+            restarted.apply(e.clone());
+        }
+        assert_same_state(&restarted, &follower, "restarted");
+        assert!(restarted.restore_snapshot(b"garbage", p).is_err());
+    }
+
+    #[test]
+    fn disk_full_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = MessageStore::open(settings(dir.path()), 0).unwrap();
+        assert_eq!(store.disk_full(), None);
+        assert_eq!(store.set_disk_full(Some(0.95)), None);
+        assert_eq!(store.disk_full(), Some(0.95));
+        assert_eq!(store.set_disk_full(None), Some(0.95));
     }
 
     #[test]

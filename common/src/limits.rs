@@ -83,6 +83,10 @@ pub const JSON_BODY_NESTING_MAX_LEVELS: usize = 128;
 /// `max(16000, maxMsgNums * 20)`), so a selective subscription skips up to 800 units per pull.
 pub const PULL_FILTER_SCAN_MIN_BYTES: usize = 16_000;
 
+/// Read or write queues one topic (or retry queues one group) may have: every route, rebalance and
+/// offset reset walks them, and an offset reset commits them all in one Raft entry.
+pub const TOPIC_QUEUE_NUMS_MAX_COUNT: i32 = 1024;
+
 /// How often a broker re-reads its test-only clock skew file (`testClockSkewFile`).
 pub const CLOCK_SKEW_POLL_MS: u64 = 100;
 
@@ -116,6 +120,43 @@ pub const BROKER_REBALANCE_LOCK_MAX_LIVE_MS: u64 = 60_000;
 
 const _: () = assert!(BROKER_GROUP_COMMIT_MAX_COUNT <= BROKER_SEND_QUEUE_MAX_COUNT);
 const _: () = assert!(BROKER_GROUP_COMMIT_MAX_COUNT <= CONSUMER_OFFSET_BATCH_MAX_COUNT);
+
+// ---- Broker delay queue (`SCHEDULE_TOPIC_XXXX` delivery) ----
+
+/// Delay levels one replicated delivery-progress entry carries; also the most levels served.
+pub const DELAY_PROGRESS_BATCH_MAX_COUNT: usize = 1_024;
+/// Due messages of one level re-proposed per round (one group-commit request).
+pub const SCHEDULE_DELIVER_BATCH_MAX_COUNT: usize = 256;
+/// Longest the delivery service sleeps between rounds (`ScheduleMessageService` DELAY_FOR_A_WHILE).
+pub const SCHEDULE_DELIVER_POLL_INTERVAL_MS: u64 = 100;
+/// Pause of a level after a failed re-proposal (Java waits DELAY_FOR_A_PERIOD, 10 s).
+pub const SCHEDULE_DELIVER_RETRY_BACKOFF_MS: u64 = 1_000;
+
+const _: () = assert!(SCHEDULE_DELIVER_BATCH_MAX_COUNT <= BROKER_GROUP_COMMIT_MAX_COUNT);
+
+// ---- Broker admin HTTP API and Prometheus metrics (`broker/src/http/`, `broker/src/metrics.rs`) ----
+
+/// Request body an admin HTTP call may send; beyond it the call is answered 413.
+pub const ADMIN_HTTP_BODY_MAX_BYTES: usize = 64 * 1024;
+/// Deadline of one admin HTTP call (a replicated change included); beyond it the call is answered 504.
+pub const ADMIN_HTTP_REQUEST_TIMEOUT_MS: u64 = 10_000;
+/// Longest wait for the admin HTTP server's connections to close at shutdown.
+pub const ADMIN_HTTP_SHUTDOWN_MAX_MS: u64 = ADMIN_HTTP_REQUEST_TIMEOUT_MS + 1_000;
+/// Messages a by-key query answers when the caller gives no `max` (`mqadmin queryMsgByKey -m`).
+pub const ADMIN_QUERY_MESSAGE_DEFAULT_COUNT: i32 = 64;
+/// Body bytes of one message shown in an admin HTTP answer; the rest is cut (`body_truncated`).
+pub const ADMIN_MESSAGE_BODY_SHOWN_MAX_BYTES: usize = 64 * 1024;
+/// Queue rows of one consumer-progress answer.
+pub const ADMIN_PROGRESS_QUEUES_MAX_COUNT: usize = 65_536;
+/// A follower is ready (`/readyz`) once it has applied all but this many committed entries.
+pub const ADMIN_READY_APPLY_LAG_MAX_COUNT: u64 = 1_000;
+/// `rocketmq_consumer_lag` series one scrape renders; the rest are dropped (and counted).
+pub const METRICS_CONSUMER_LAG_SERIES_MAX_COUNT: usize = 10_000;
+/// How often a broker's metric histograms are drained when nobody scrapes them.
+pub const METRICS_UPKEEP_INTERVAL_MS: u64 = 5_000;
+
+const _: () = assert!(ADMIN_HTTP_SHUTDOWN_MAX_MS > ADMIN_HTTP_REQUEST_TIMEOUT_MS);
+const _: () = assert!(ADMIN_PROGRESS_QUEUES_MAX_COUNT <= CONSUMER_OFFSET_BATCH_MAX_COUNT);
 
 // ---- Consumers (client SDK; `DefaultMQPushConsumer` / `DefaultLitePullConsumer` defaults) ----
 
@@ -166,6 +207,32 @@ pub const QUERY_MESSAGE_MAX_COUNT: i32 = 2_048;
 /// Record bytes one QUERY_MESSAGE answer carries (the first match is always sent); stays well under
 /// the frame limit so the header fits beside it.
 pub const QUERY_MESSAGE_BODY_MAX_BYTES: usize = 8 * 1024 * 1024;
+/// A learner is caught up (and may be promoted to voter) once its matched index is within this many
+/// entries of the leader's last index.
+pub const LEARNER_CATCH_UP_LAG_MAX_ENTRIES: u64 = 256;
+/// Longest wait for a new learner to catch up before `addNode` gives up (the learner stays; a retry
+/// with the same id resumes).
+pub const LEARNER_CATCH_UP_MAX_MS: u64 = 60_000;
+/// Longest wait for a leadership transfer: until the target leads and has passed its readiness gate.
+pub const LEADER_TRANSFER_MAX_MS: u64 = 10_000;
+/// Deadline of one membership admin call on the client side: the longest server-side wait plus room
+/// for the two membership entries to commit.
+pub const MEMBERSHIP_CHANGE_TIMEOUT_MS: u64 = LEARNER_CATCH_UP_MAX_MS + 15_000;
+/// Node ids one replicated node-id record may carry (a broker group is a handful of replicas).
+pub const RAFT_NODE_IDS_MAX_COUNT: usize = 1_024;
+/// CommitLog segments one retention round purges at most (RocketMQ's `DELETE_FILES_BATCH_MAX`).
+pub const RETENTION_SEGMENTS_PER_ROUND_MAX_COUNT: usize = 10;
+/// How soon the retention task looks again while a boundary waits for its snapshot and purge.
+pub const RETENTION_SNAPSHOT_POLL_MS: u64 = 200;
+/// A boundary whose snapshot has not purged the log this long after it was requested is requested
+/// again (a request refused while openraft was busy is not retried by openraft).
+pub const RETENTION_SNAPSHOT_RETRIGGER_MS: u64 = 5_000;
+/// Topic-queues one retention manifest may list (decoding never allocates beyond the bytes either).
+pub const RETENTION_MANIFEST_QUEUES_MAX_COUNT: usize = 1_000_000;
+
+const _: () = assert!(RETENTION_SNAPSHOT_POLL_MS < RETENTION_SNAPSHOT_RETRIGGER_MS);
+const _: () = assert!(LEADER_TRANSFER_MAX_MS < MEMBERSHIP_CHANGE_TIMEOUT_MS);
+const _: () = assert!(LEARNER_CATCH_UP_MAX_MS < MEMBERSHIP_CHANGE_TIMEOUT_MS);
 
 const _: () = assert!(CONSUMER_PULL_BATCH_SIZE_DEFAULT_COUNT <= CONSUMER_PULL_BATCH_SIZE_MAX_COUNT);
 const _: () = assert!(CONSUMER_BROKER_SUSPEND_MAX_MS < CONSUMER_PULL_TIMEOUT_WHEN_SUSPEND_MS);

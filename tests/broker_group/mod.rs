@@ -51,6 +51,11 @@ pub struct Group {
 impl Group {
     /// Starts a NameServer and `n` replicas (ids 1..=n) of one group.
     pub async fn start(n: u64) -> Result<Group> {
+        Self::start_with(n, |_| {}).await
+    }
+
+    /// [`Group::start`] with every replica's config adjusted by `customize` first.
+    pub async fn start_with(n: u64, customize: impl Fn(&mut BrokerConfig)) -> Result<Group> {
         let namesrv = NameServer::start(NamesrvConfig {
             listen_port: 0,
             bind_address: "127.0.0.1".into(),
@@ -70,7 +75,7 @@ impl Group {
         let mut configs = BTreeMap::new();
         for peer in &peers {
             let port: u16 = peer.remoting_addr.rsplit_once(':').and_then(|(_, p)| p.parse().ok()).context("port")?;
-            let config = BrokerConfig {
+            let mut config = BrokerConfig {
                 broker_name: BROKER_NAME.into(),
                 broker_ip1: Some("127.0.0.1".into()),
                 listen_port: port,
@@ -82,8 +87,11 @@ impl Group {
                 max_index_num: 16_384,
                 raft_self_id: peer.id,
                 raft_peers: peers.clone(),
+                // Ephemeral admin HTTP ports: replicas of parallel tests never collide on 8080.
+                admin_port: 0,
                 ..BrokerConfig::default()
             };
+            customize(&mut config);
             configs.insert(peer.id, config);
         }
         let mut group = Group { namesrv, namesrv_addr, configs, brokers: BTreeMap::new(), _dir: dir };
@@ -98,6 +106,13 @@ impl Group {
     /// Remoting address of replica `id`.
     pub fn addr(&self, id: u64) -> String {
         self.configs[&id].broker_addr()
+    }
+
+    /// `127.0.0.1:<bound admin HTTP port>` of running replica `id`.
+    pub fn admin_addr(&self, id: u64) -> Result<String> {
+        let broker = self.brokers.get(&id).with_context(|| format!("replica {id} is not running"))?;
+        let addr = broker.admin_addr().context("admin HTTP is off")?;
+        Ok(format!("127.0.0.1:{}", addr.port()))
     }
 
     /// Waits until a running replica is a ready leader; its id.

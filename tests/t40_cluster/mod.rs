@@ -139,6 +139,8 @@ impl Cluster {
                     mapped_file_size_commit_log: 64 << 20,
                     raft_self_id: peer.id,
                     raft_peers: peers.clone(),
+                    // Ephemeral admin HTTP ports: replicas of parallel tests never collide on 8080.
+                    admin_port: 0,
                     ..BrokerConfig::default()
                 },
             );
@@ -211,6 +213,46 @@ impl Cluster {
             }
         }
         admin.shutdown().await;
+        Ok(())
+    }
+
+    /// Plans replica `id` joining the running group: free ports, a config whose `raftPeers` are the
+    /// group's plus itself (its id is not the smallest, so it never initialises a group of its own).
+    /// Start it with [`Self::start_replica`]; the leader adds it with `addNode`. Returns its peer.
+    pub fn plan_replica(&mut self, id: u64) -> Result<RaftPeer> {
+        let ports = free_ports(2)?;
+        let peer = RaftPeer {
+            id,
+            remoting_addr: format!("127.0.0.1:{}", ports[0]),
+            raft_addr: format!("127.0.0.1:{}", ports[1]),
+        };
+        let template = self.configs.values().next().context("the cluster has no replica")?.clone();
+        let mut raft_peers = template.raft_peers.clone();
+        raft_peers.push(peer.clone());
+        let config = BrokerConfig {
+            listen_port: ports[0],
+            store_path_root_dir: self._dir.path().join(format!("node-{id}")),
+            raft_self_id: id,
+            raft_peers,
+            ..template
+        };
+        self.configs.insert(id, config);
+        Ok(peer)
+    }
+
+    /// Starts replica `id` (planned, or stopped before) on its own runtime.
+    pub async fn start_replica(&mut self, id: u64) -> Result<()> {
+        let config = self.configs.get(&id).with_context(|| format!("no config for replica {id}"))?.clone();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name(format!("broker-{id}"))
+            .enable_all()
+            .build()?;
+        let mut node = Node { runtime: None, broker: None };
+        let handle = runtime.spawn(Broker::start(config));
+        node.runtime = Some(runtime);
+        node.broker = Some(handle.await?.with_context(|| format!("starting replica {id}"))?);
+        self.nodes.insert(id, node);
         Ok(())
     }
 

@@ -9,6 +9,7 @@
 //! - [`pull_api`]: PULL_MESSAGE responses → [`PullResult`].
 //! - `process_queue`: per-queue cache; committed offset = smallest in flight.
 //! - [`listener`]: listener traits and statuses.
+//! - [`send_back`]: the retry message sent when CONSUMER_SEND_MSG_BACK fails.
 //! - [`push`]: [`PushConsumer`]; [`pull`]: [`PullConsumer`].
 
 pub(crate) mod client_instance;
@@ -19,6 +20,7 @@ pub mod pull;
 pub mod pull_api;
 pub mod push;
 pub mod rebalance;
+pub mod send_back;
 pub mod subscription;
 
 pub use listener::ConsumeConcurrentlyContext;

@@ -9,7 +9,9 @@
 //!  pull task per queue: flow control (count, bytes, span) ─► PULL_MESSAGE (suspend 15 s, commit bit)
 //!     FOUND ─► ProcessQueue ─► consume tasks ─► listener ─► offset = smallest in flight
 //!     NO_NEW / NO_MATCHED ─► next offset;  OFFSET_MOVED ─► jump to nextBeginOffset (offset reset)
-//!  concurrent ReconsumeLater ─► CONSUMER_SEND_MSG_BACK; failed send-back ─► consumed again locally
+//!  concurrent ReconsumeLater ─► CONSUMER_SEND_MSG_BACK ─failed─► SEND to %RETRY%<group> (inner producer)
+//!     ─failed─► consumed again locally; clustering subscribes %RETRY%<group>, whose messages reach
+//!     the listener with their original topic (RETRY_TOPIC)
 //!  shutdown ─► stop pulls ─► wait for running listeners ─► store offsets (two-way) ─► unlock ─► UNREGISTER_CLIENT
 //! ```
 //!
@@ -76,10 +78,13 @@ use crate::consumer::pull_api::PullStatus;
 use crate::consumer::pull_api::process_pull_response;
 use crate::consumer::rebalance::AllocateStrategy;
 use crate::consumer::rebalance::allocate;
+use crate::consumer::send_back::CLIENT_INNER_PRODUCER_GROUP;
+use crate::consumer::send_back::retry_message;
 use crate::consumer::subscription::build_subscription_data;
 use crate::error::ClientError;
 use crate::error::ErrorKind;
 use crate::error::Result;
+use crate::producer::Producer;
 use crate::route::RouteConfig;
 
 const STATE_CREATED: u8 = 0;
@@ -396,6 +401,14 @@ impl PushConsumerBuilder {
             let retry = retry_topic(&self.consumer_group);
             subscriptions.insert(retry.clone(), build_subscription_data(&retry, "*", version));
         }
+        // Java shares one client instance between the consumer and its inner producer; ours is a
+        // producer of its own, started with the consumer and used only when a send-back fails.
+        let retry_producer = Producer::builder(CLIENT_INNER_PRODUCER_GROUP)
+            .namesrv_addrs(self.namesrv_addrs.clone())
+            .instance_name(instance.clone())
+            .client_ip(ip)
+            .route_poll_interval(self.route_config.poll_interval)
+            .build()?;
         let offset_store = match self.message_model {
             MessageModel::Clustering => OffsetStore::Remote(RemoteBrokerOffsetStore::new(client.clone())),
             MessageModel::Broadcasting => {
@@ -405,6 +418,7 @@ impl PushConsumerBuilder {
         let inner = PushInner {
             consume_permits: Arc::new(Semaphore::new(self.consume_threads)),
             client,
+            retry_producer,
             offset_store,
             subscriptions,
             listener,
@@ -415,6 +429,7 @@ impl PushConsumerBuilder {
             consume_tasks: TaskTracker::new(),
             state: AtomicU8::new(STATE_CREATED),
             assignment: watch::channel(BTreeSet::new()).0,
+            heartbeated: Mutex::default(),
             stats: Stats::default(),
             epoch: Instant::now(),
             config: self,
@@ -461,6 +476,8 @@ struct Stats {
 struct PushInner {
     config: PushConsumerBuilder,
     client: Arc<ClientInstance>,
+    /// Sends failed messages to the retry topic when CONSUMER_SEND_MSG_BACK fails.
+    retry_producer: Producer,
     offset_store: OffsetStore,
     subscriptions: BTreeMap<String, SubscriptionData>,
     listener: Listener,
@@ -475,6 +492,8 @@ struct PushInner {
     consume_tasks: TaskTracker,
     state: AtomicU8,
     assignment: watch::Sender<BTreeSet<MessageQueue>>,
+    /// Broker addresses that have had a heartbeat from this consumer.
+    heartbeated: Mutex<BTreeSet<String>>,
     stats: Stats,
     epoch: Instant,
 }
@@ -561,6 +580,10 @@ impl PushConsumer {
             inner.state.store(STATE_SHUTDOWN, Ordering::Release);
             return Err(e);
         }
+        if let Err(e) = inner.retry_producer.start().await {
+            inner.state.store(STATE_SHUTDOWN, Ordering::Release);
+            return Err(e);
+        }
         inner.client.routes.start_polling();
         for topic in inner.subscriptions.keys() {
             if let Err(e) = inner.client.routes.update_route(topic).await {
@@ -635,6 +658,7 @@ impl PushConsumer {
         inner.client.unregister(&addrs).await;
         inner.client.routes.stop_polling();
         inner.client.remoting.close().await;
+        inner.retry_producer.shutdown().await;
         tracing::info!(group = %self.consumer_group(), "push consumer shut down");
     }
 }
@@ -692,6 +716,23 @@ impl PushInner {
     async fn send_heartbeat(&self) {
         let addrs = self.heartbeat_addrs();
         self.client.send_heartbeat(&addrs, &self.heartbeat_data()).await;
+        lock(&self.heartbeated).extend(addrs);
+    }
+
+    /// Heartbeats the brokers that routes named since the last heartbeat (a topic created after the
+    /// consumer started, a new leader): until a broker knows the consumer, the group's consumer list
+    /// lacks it and rebalancing would give it nothing for a whole heartbeat period.
+    async fn heartbeat_new_brokers(&self) {
+        let fresh: BTreeSet<String> = {
+            let known = lock(&self.heartbeated);
+            self.heartbeat_addrs().into_iter().filter(|a| !known.contains(a)).collect()
+        };
+        if fresh.is_empty() {
+            return;
+        }
+        tracing::debug!(brokers = ?fresh, "heartbeat to brokers new in the routes");
+        self.client.send_heartbeat(&fresh, &self.heartbeat_data()).await;
+        lock(&self.heartbeated).extend(fresh);
     }
 
     fn assigned(&self) -> BTreeSet<MessageQueue> {
@@ -718,6 +759,7 @@ impl PushInner {
     // ---- rebalance ----
 
     async fn do_rebalance(self: &Arc<Self>) {
+        self.heartbeat_new_brokers().await;
         for topic in self.topics() {
             let mqs = match self.client.subscribe_queues(&topic).await {
                 Ok(mqs) => mqs,
@@ -1000,6 +1042,16 @@ impl PushInner {
         }
     }
 
+    /// `sendMessageBack`: CONSUMER_SEND_MSG_BACK of `msg` (as the listener saw it); when that fails,
+    /// an ordinary send of its retry message to `%RETRY%<group>` by the inner producer.
+    async fn send_message_back(&self, msg: &MessageExt, mq: &MessageQueue, delay_level: i32) -> Result<()> {
+        let max = self.max_reconsume_times();
+        let Err(e) = self.client.send_message_back(msg, mq, delay_level, max).await else { return Ok(()) };
+        tracing::debug!(mq = ?mq, offset = msg.queue_offset, error = %e, "send-back failed; sending to the retry topic");
+        let retry = retry_message(msg, &self.config.consumer_group, max);
+        self.retry_producer.send(retry).await.map(|_| ())
+    }
+
     /// `resetRetryAndNamespace`: a redelivered message shows its original topic.
     fn reset_retry_topic(&self, msgs: &mut [MessageExt]) {
         let group_topic = retry_topic(&self.config.consumer_group);
@@ -1089,7 +1141,7 @@ impl PushInner {
         if self.clustering() {
             for (cached, seen) in msgs.iter().zip(view.iter()).skip(ok) {
                 let delay = ctx.delay_level_when_next_consume;
-                if let Err(e) = self.client.send_message_back(seen, mq, delay, self.max_reconsume_times()).await {
+                if let Err(e) = self.send_message_back(seen, mq, delay).await {
                     tracing::warn!(mq = ?mq, offset = cached.queue_offset, error = %e, "send-back failed; reconsuming locally");
                     let mut again = cached.clone();
                     again.reconsume_times = again.reconsume_times.saturating_add(1);
@@ -1200,7 +1252,7 @@ impl PushInner {
             return false;
         }
         for msg in msgs {
-            if let Err(e) = self.client.send_message_back(msg, mq, -1, max).await {
+            if let Err(e) = self.send_message_back(msg, mq, -1).await {
                 tracing::warn!(mq = ?mq, error = %e, "orderly send-back failed; suspending the queue");
                 return false;
             }

@@ -55,6 +55,16 @@ pub fn compress_body(body: &[u8]) -> Vec<u8> {
 
 /// Decompresses a zlib body, refusing output longer than `max_len_bytes`.
 pub fn uncompress_body(compressed: &[u8], max_len_bytes: usize) -> Result<Vec<u8>, CompressError> {
+    inflate(compressed, max_len_bytes, false)
+}
+
+/// The first `max_len_bytes` of a zlib body (all of it if shorter): what a viewer shows, for the
+/// cost of inflating only that much.
+pub fn uncompress_body_prefix(compressed: &[u8], max_len_bytes: usize) -> Result<Vec<u8>, CompressError> {
+    inflate(compressed, max_len_bytes, true)
+}
+
+fn inflate(compressed: &[u8], max_len_bytes: usize, prefix: bool) -> Result<Vec<u8>, CompressError> {
     // Driving `Decompress` by hand (rather than `read_to_end`) tells a complete stream (StreamEnd)
     // from a truncated one, and lets the output grow only step by step up to the limit.
     let cap_bytes = max_len_bytes.saturating_add(1);
@@ -72,6 +82,10 @@ pub fn uncompress_body(compressed: &[u8], max_len_bytes: usize) -> Result<Vec<u8
             .decompress_vec(input, &mut out, FlushDecompress::None)
             .map_err(|e| CompressError::Corrupt(e.to_string()))?;
         if out.len() > max_len_bytes {
+            if prefix {
+                out.truncate(max_len_bytes);
+                return Ok(out);
+            }
             return Err(CompressError::TooLarge { max_bytes: max_len_bytes });
         }
         match status {
@@ -105,6 +119,15 @@ mod tests {
 
     use super::*;
     use crate::message::testing::body;
+
+    #[test]
+    fn a_prefix_inflates_only_what_is_asked() {
+        let original: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let z = compress_body(&original);
+        assert_eq!(uncompress_body_prefix(&z, 1000).unwrap(), original[..1000]);
+        assert_eq!(uncompress_body_prefix(&z, 1 << 20).unwrap(), original);
+        assert!(matches!(uncompress_body(&z, 1000), Err(CompressError::TooLarge { .. })));
+    }
 
     #[test]
     fn zlib_stream_shape() {

@@ -155,6 +155,22 @@ numbered_codes! {
         RaftTransferLeader = 20_004 => "RAFT_TRANSFER_LEADER",
         /// raftmq private: a follower forwards a write to the leader.
         RaftForward = 20_005 => "RAFT_FORWARD",
+        /// raftmq private admin: add a node to a broker group (learner, catch-up, voter); JSON body
+        /// `AddNodeRequest`, answer `MembershipReport`. Leader only; a follower answers
+        /// SERVICE_NOT_AVAILABLE with `leader=<ip:port>`; a broker without membership answers
+        /// REQUEST_CODE_NOT_SUPPORTED. The 20_1xx range is raftmq's group administration.
+        RaftAddNode = 20_101 => "RAFT_ADD_NODE",
+        /// raftmq private admin: remove a voter or learner (`RemoveNodeRequest` → `MembershipReport`).
+        RaftRemoveNode = 20_102 => "RAFT_REMOVE_NODE",
+        /// raftmq private admin: hand leadership to a node or to any caught-up voter
+        /// (`TransferLeadershipRequest` → `MembershipReport`). Not RAFT_TRANSFER_LEADER (20_004),
+        /// which is openraft's notice between the nodes of a group.
+        RaftTransferLeadership = 20_103 => "RAFT_TRANSFER_LEADERSHIP",
+        /// raftmq private admin: this node's view of its group (no body → `GroupStatus`); any member answers.
+        RaftGroupStatus = 20_104 => "RAFT_GROUP_STATUS",
+        /// raftmq private admin: the leader tells a node it removed that it is no longer a member
+        /// (`RemoveNodeRequest`), so it stops registering with the NameServers.
+        RaftNodeRemoved = 20_105 => "RAFT_NODE_REMOVED",
     }
 }
 

@@ -17,6 +17,7 @@ pub mod consumer_offset;
 pub mod fastjson;
 pub mod heartbeat;
 pub mod lock_batch;
+pub mod membership;
 pub mod message_queue;
 pub mod register;
 pub mod route;

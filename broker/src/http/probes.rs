@@ -1,0 +1,94 @@
+//! Probes and documents: `GET /livez` (200 while the process serves HTTP), `GET /readyz` (200 when
+//! this replica should get traffic, else 503 — machines read only the status), `GET /metrics`
+//! (Prometheus text) and `GET /api/openapi.json` (this API, described).
+//!
+//! Ready means all of: not draining (shutdown sets the flag first), storage healthy (not damaged,
+//! poisoned or failed in apply), a leader known, and caught up — a leader has passed the readiness
+//! gate (applied an entry of its term), a follower has applied all but
+//! [`ADMIN_READY_APPLY_LAG_MAX_COUNT`] of the entries it knows are committed.
+
+use std::sync::atomic::Ordering;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::IntoResponse;
+use axum::response::Response;
+use axum::routing::get;
+use raftmq_common::limits::ADMIN_READY_APPLY_LAG_MAX_COUNT;
+use raftmq_raft::Role;
+use serde::Serialize;
+
+use crate::http::Routes;
+use crate::http::Shared;
+use crate::processor::BrokerContext;
+
+/// The OpenAPI 3 document of the admin API.
+pub const OPENAPI_JSON: &str = include_str!("openapi.json");
+
+/// Routes of this module.
+pub fn routes() -> Routes {
+    Routes::new()
+        .route("/livez", get(livez))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/api/openapi.json", get(openapi))
+}
+
+/// The readiness checks, each true when passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Readiness {
+    /// Not shutting down.
+    pub not_draining: bool,
+    /// The store is neither damaged, poisoned nor failed.
+    pub storage_ok: bool,
+    /// A leader is known (this replica or another).
+    pub leader_known: bool,
+    /// Applied state caught up (see the module doc).
+    pub caught_up: bool,
+}
+
+impl Readiness {
+    /// Every check passed.
+    pub fn ready(&self) -> bool {
+        self.not_draining && self.storage_ok && self.leader_known && self.caught_up
+    }
+
+    /// The checks of `ctx` now.
+    pub fn of(ctx: &BrokerContext) -> Readiness {
+        let status = ctx.replica.node().status();
+        let role = status.leadership.role;
+        let applied = status.applied.map_or(0, |a| a.index);
+        let committed = status.committed.map_or(0, |c| c.index);
+        let caught_up = match role {
+            Role::Leader => ctx.replica.ready_term().is_some(),
+            _ => applied.saturating_add(ADMIN_READY_APPLY_LAG_MAX_COUNT) >= committed,
+        };
+        Readiness {
+            not_draining: !ctx.draining.load(Ordering::Acquire),
+            storage_ok: status.damaged.is_none() && status.poisoned.is_none() && ctx.store.failure().is_none(),
+            leader_known: status.leadership.leader_id.is_some() && role != Role::Stopped,
+            caught_up,
+        }
+    }
+}
+
+async fn livez() -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "status": "ok" }))
+}
+
+async fn readyz(State(ctx): State<Shared>) -> Response {
+    let checks = Readiness::of(&ctx);
+    let status = if checks.ready() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, Json(serde_json::json!({ "ready": checks.ready(), "checks": checks }))).into_response()
+}
+
+async fn metrics(State(ctx): State<Shared>) -> Response {
+    let text = ctx.metrics.render(&ctx);
+    ([(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response()
+}
+
+async fn openapi() -> Response {
+    ([(CONTENT_TYPE, "application/json")], OPENAPI_JSON).into_response()
+}

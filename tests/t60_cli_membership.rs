@@ -1,0 +1,59 @@
+//! `raftmq admin groupStatus` and `raftmq admin transferLeader` against a real 3-replica group (harness
+//! `t40_cluster`), run as the real binary (runner of `t30_cli_harness`): every member's own view as a
+//! table and as JSON, and a leadership transfer that the group then shows.
+
+mod t30_cli_harness;
+mod t40_cluster;
+
+use std::collections::BTreeSet;
+
+use anyhow::Context;
+use anyhow::Result;
+use anyhow::ensure;
+use t40_cluster::BROKER_NAME;
+use t40_cluster::Cluster;
+use t40_cluster::WAIT;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t60_cli_group_status_and_transfer_leader() -> Result<()> {
+    let cluster = Cluster::start(3).await?;
+    let leader = cluster.wait_leader(WAIT).await?;
+    let ns = cluster.namesrv_addr.clone();
+
+    let run = t30_cli_harness::raftmq(&ns, &["admin", "groupStatus", "-n", &ns, "-b", BROKER_NAME]).await?.ok()?;
+    let rows: Vec<Vec<&str>> = run.stdout.lines().map(|l| l.split_whitespace().collect()).collect();
+    ensure!(rows[0][..4] == ["#Broker", "Name", "#Node", "#Addr"], "{}", run.stdout);
+    for id in 1..=3u64 {
+        let addr = cluster.addr(id);
+        let row = rows.iter().find(|r| r.get(2) == Some(&addr.as_str())).with_context(|| run.stdout.clone())?;
+        let role = if id == leader { "LEADER" } else { "FOLLOWER" };
+        ensure!(row[1] == id.to_string() && row[3] == role && row[9] == "1,2,3", "{row:?}\n{}", run.stdout);
+    }
+    ensure!(run.stdout.contains(&format!("Leader: {} (node {leader}", cluster.addr(leader))), "{}", run.stdout);
+    ensure!(run.stdout.contains("#Match Index"), "the leader's follower progress: {}", run.stdout);
+
+    let v = t30_cli_harness::raftmq(&ns, &["admin", "groupStatus", "-b", BROKER_NAME, "--json"]).await?.ok()?.json()?;
+    ensure!(v["leader"]["id"] == leader, "{v}");
+    let members = v["members"].as_array().context("members")?;
+    ensure!(members.len() == 3, "{v}");
+    let ids: BTreeSet<u64> = members.iter().filter_map(|m| m["status"]["nodeId"].as_u64()).collect();
+    ensure!(ids == BTreeSet::from([1, 2, 3]), "{v}");
+
+    let to = if leader == 3 { 2 } else { 3 };
+    let to_arg = to.to_string();
+    let run =
+        t30_cli_harness::raftmq(&ns, &["admin", "transferLeader", "-b", BROKER_NAME, "-i", &to_arg]).await?.ok()?;
+    ensure!(run.stdout.contains(&format!("transferLeader {to} on group {BROKER_NAME} success")), "{}", run.stdout);
+    ensure!(cluster.wait_leader(WAIT).await? == to, "node {to} leads after the transfer");
+
+    // Without -i: the most up-to-date other voter; JSON for scripts.
+    let v =
+        t30_cli_harness::raftmq(&ns, &["admin", "transferLeader", "-b", BROKER_NAME, "--json"]).await?.ok()?.json()?;
+    let new = v["leader"].as_u64().context("leader")?;
+    ensure!(new != to && v["operation"] == "transferLeader" && v["voters"] == serde_json::json!([1, 2, 3]), "{v}");
+
+    // A node that is not a voter is refused with the reason.
+    let run = t30_cli_harness::raftmq(&ns, &["admin", "transferLeader", "-b", BROKER_NAME, "-i", "9"]).await?;
+    ensure!(!run.success && run.stderr.contains("node 9 is not a voter"), "{}", run.stderr);
+    cluster.crash_all().await
+}
