@@ -4,12 +4,20 @@
 //! 127.0.0.1        the harness's clients (producers, consumers, admin)
 //! 127.0.0.2:9876   the NameServer                         gid 6002
 //! 127.0.0.1g r     group g (broker-a, broker-b), replica r = 1..=5, e.g. 127.0.0.11..13   gid 60gr
+//! 127.0.0.1g k     spare k of group g (0-based), k < SPARE_NODES_PER_GROUP: 127.0.0.100..109 for
+//!                  broker-a, 127.0.0.110.. for broker-b; Raft id replicas + 1 + k; gid 6000 + N
 //!                  ports: remoting 10000+10·N+1, raft +2, admin +3 (N = last address byte)
 //! <out>/nodes/<name>/broker.toml, store/, <name>.log
 //! ```
 //!
-//! Invariants: addresses, ports and gids are distinct per process (the brokers bind `0.0.0.0`, so
-//! ports must differ even though addresses do); a node's Raft id never changes across restarts.
+//! Spares are the nodes the `membership` nemesis adds to a group: none runs at the start, each is
+//! used at most once (with its own id and an empty store), in order, so every id a group sees is
+//! fresh and larger than every earlier one (a joining node must never be the smallest id of its
+//! `raftPeers`, or it would initialise a group of its own).
+//!
+//! Invariants: addresses, ports and gids are distinct per process, spares included (the brokers bind
+//! `0.0.0.0`, so ports must differ even though addresses do); a node's Raft id never changes across
+//! restarts and no two nodes of a group share one.
 
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -27,7 +35,11 @@ pub const UNSAFE_ACK_KEY: &str = "unsafeAckBeforeFsync";
 pub const CLOCK_SKEW_KEY: &str = "testClockSkewFile";
 /// Where the harness's clients connect from.
 pub const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 1);
+/// Spare nodes per group the `membership` nemesis can add (each used at most once); their last
+/// address byte is `100 + 10·g + k`, so ten keep groups apart.
+pub const SPARE_NODES_PER_GROUP: usize = 10;
 const GID_BASE: u32 = 6000;
+const SPARE_ADDRESS_BASE: usize = 100;
 
 /// One broker replica.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +48,7 @@ pub struct NodeSpec {
     pub name: String,
     /// Its group (`brokerName`).
     pub group: String,
-    /// Raft id (1-based within the group).
+    /// Raft id (1-based within the group; spares count on from `replicas + 1`).
     pub raft_id: u64,
     /// Its own address.
     pub ip: Ipv4Addr,
@@ -93,8 +105,11 @@ pub struct Layout {
     pub namesrv_gid: u32,
     /// The NameServer's directory (log).
     pub namesrv_dir: PathBuf,
-    /// Every broker replica, group by group.
+    /// Every initial broker replica, group by group.
     pub nodes: Vec<NodeSpec>,
+    /// Every spare (not started until the `membership` nemesis adds it), group by group, in the
+    /// order they are used.
+    pub spares: Vec<NodeSpec>,
     /// Test-only unsafe acknowledgement (self-test).
     pub unsafe_ack_before_fsync: bool,
 }
@@ -106,34 +121,40 @@ pub fn group_name(g: usize) -> String {
 }
 
 impl Layout {
-    /// `groups` groups (1..=9) of `replicas` nodes (1..=9) under `root`.
+    /// `groups` groups (1..=9) of `replicas` nodes (1..=9) under `root`, plus
+    /// [`SPARE_NODES_PER_GROUP`] spares per group.
     pub fn new(root: &Path, groups: usize, replicas: usize, unsafe_ack_before_fsync: bool) -> Self {
         let groups = groups.clamp(1, 9);
         let replicas = replicas.clamp(1, 9);
-        let mut nodes = Vec::new();
-        for g in 0..groups {
-            for r in 1..=replicas {
-                let last = (10 * (g + 1) + r) as u8;
-                let base = 10_000 + 10 * u16::from(last);
-                let name = format!("n{last}");
-                nodes.push(NodeSpec {
-                    group: group_name(g),
-                    raft_id: r as u64,
-                    ip: Ipv4Addr::new(127, 0, 0, last),
-                    listen_port: base + 1,
-                    raft_port: base + 2,
-                    admin_port: base + 3,
-                    gid: GID_BASE + u32::from(last),
-                    dir: root.join("nodes").join(&name),
-                    name,
-                });
+        let spec = |g: usize, last: usize, raft_id: usize| {
+            let last = u8::try_from(last).unwrap_or(u8::MAX);
+            let base = 10_000 + 10 * u16::from(last);
+            let name = format!("n{last}");
+            NodeSpec {
+                group: group_name(g),
+                raft_id: raft_id as u64,
+                ip: Ipv4Addr::new(127, 0, 0, last),
+                listen_port: base + 1,
+                raft_port: base + 2,
+                admin_port: base + 3,
+                gid: GID_BASE + u32::from(last),
+                dir: root.join("nodes").join(&name),
+                name,
             }
+        };
+        let mut nodes = Vec::new();
+        let mut spares = Vec::new();
+        for g in 0..groups {
+            nodes.extend((1..=replicas).map(|r| spec(g, 10 * (g + 1) + r, r)));
+            spares
+                .extend((0..SPARE_NODES_PER_GROUP).map(|k| spec(g, SPARE_ADDRESS_BASE + 10 * g + k, replicas + 1 + k)));
         }
         Layout {
             namesrv_ip: Ipv4Addr::new(127, 0, 0, 2),
             namesrv_gid: GID_BASE + 2,
             namesrv_dir: root.join("nodes").join("namesrv"),
             nodes,
+            spares,
             unsafe_ack_before_fsync,
         }
     }
@@ -154,18 +175,56 @@ impl Layout {
         out
     }
 
-    /// The replicas of `group`.
+    /// The initial replicas of `group` (the running members are [`crate::db::Db::members`]).
     pub fn members(&self, group: &str) -> Vec<&NodeSpec> {
         self.nodes.iter().filter(|n| n.group == group).collect()
     }
 
-    /// The node registered as `addr` (`ip:port`).
-    pub fn node_by_addr(&self, addr: &str) -> Option<&NodeSpec> {
-        self.nodes.iter().find(|n| n.remoting_addr() == addr)
+    /// The spares of `group`, in the order they are used.
+    pub fn spares(&self, group: &str) -> Vec<&NodeSpec> {
+        self.spares.iter().filter(|n| n.group == group).collect()
     }
 
-    /// The `broker.toml` of `node` (RocketMQ's camelCase keys, `BrokerConfig`'s contract).
+    /// Every node, initial replicas first, then spares.
+    pub fn all_nodes(&self) -> impl Iterator<Item = &NodeSpec> {
+        self.nodes.iter().chain(&self.spares)
+    }
+
+    /// The node (initial or spare) named `name`.
+    pub fn node(&self, name: &str) -> Option<&NodeSpec> {
+        self.all_nodes().find(|n| n.name == name)
+    }
+
+    /// The node (initial or spare) of `group` with Raft id `id`.
+    pub fn node_by_id(&self, group: &str, id: u64) -> Option<&NodeSpec> {
+        self.all_nodes().find(|n| n.group == group && n.raft_id == id)
+    }
+
+    /// The node (initial or spare) registered as `addr` (`ip:port`).
+    pub fn node_by_addr(&self, addr: &str) -> Option<&NodeSpec> {
+        self.all_nodes().find(|n| n.remoting_addr() == addr)
+    }
+
+    /// The `broker.toml` of initial replica `node` (RocketMQ's camelCase keys, `BrokerConfig`'s
+    /// contract): `raftPeers` = the group's initial replicas.
     pub fn broker_toml(&self, node: &NodeSpec) -> String {
+        self.toml_with_peers(node, &self.members(&node.group))
+    }
+
+    /// The `broker.toml` of `node` joining a group whose members are `members`: `raftPeers` = the
+    /// members plus itself. `None` when `node` would be the smallest id of that list, because such
+    /// a node initialises a group of its own instead of waiting to be added (ARCHITECTURE.md,
+    /// "Joining a group").
+    pub fn joining_broker_toml(&self, node: &NodeSpec, members: &[&NodeSpec]) -> Option<String> {
+        let mut peers: Vec<&NodeSpec> = members.iter().copied().filter(|m| m.raft_id != node.raft_id).collect();
+        if peers.iter().all(|m| m.raft_id > node.raft_id) {
+            return None;
+        }
+        peers.push(node);
+        Some(self.toml_with_peers(node, &peers))
+    }
+
+    fn toml_with_peers(&self, node: &NodeSpec, peers: &[&NodeSpec]) -> String {
         let mut t = toml::Table::new();
         let s = |v: &str| toml::Value::String(v.to_owned());
         t.insert("brokerClusterName".into(), s(CLUSTER_NAME));
@@ -182,9 +241,8 @@ impl Layout {
         if self.unsafe_ack_before_fsync {
             t.insert(UNSAFE_ACK_KEY.into(), toml::Value::Boolean(true));
         }
-        let peers = self
-            .members(&node.group)
-            .into_iter()
+        let peers = peers
+            .iter()
             .map(|p| {
                 let mut peer = toml::Table::new();
                 peer.insert("id".into(), toml::Value::Integer(p.raft_id as i64));
@@ -207,16 +265,54 @@ mod tests {
     #[test]
     fn two_groups_of_five_get_distinct_addresses_ports_and_gids() {
         let l = Layout::new(Path::new("/tmp/x"), 2, 5, false);
-        assert_eq!(l.nodes.len(), 10);
+        assert_eq!((l.nodes.len(), l.spares.len()), (10, 2 * SPARE_NODES_PER_GROUP));
         assert_eq!(l.groups(), vec!["broker-a".to_owned(), "broker-b".to_owned()]);
-        let ips: BTreeSet<_> = l.nodes.iter().map(|n| n.ip).chain([l.namesrv_ip]).collect();
+        let all: Vec<&NodeSpec> = l.all_nodes().collect();
+        let n = all.len();
+        let ips: BTreeSet<_> = all.iter().map(|n| n.ip).chain([l.namesrv_ip]).collect();
         let ports: BTreeSet<_> =
-            l.nodes.iter().flat_map(|n| [n.listen_port, n.raft_port, n.admin_port]).chain([NAMESRV_PORT]).collect();
-        let gids: BTreeSet<_> = l.nodes.iter().map(|n| n.gid).chain([l.namesrv_gid]).collect();
-        assert_eq!((ips.len(), ports.len(), gids.len()), (11, 31, 11));
+            all.iter().flat_map(|n| [n.listen_port, n.raft_port, n.admin_port]).chain([NAMESRV_PORT]).collect();
+        let gids: BTreeSet<_> = all.iter().map(|n| n.gid).chain([l.namesrv_gid]).collect();
+        let names: BTreeSet<_> = all.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!((ips.len(), ports.len(), gids.len(), names.len()), (n + 1, 3 * n + 1, n + 1, n));
         assert_eq!(l.nodes[0].remoting_addr(), "127.0.0.11:10111");
         assert_eq!(l.nodes[5].ip, Ipv4Addr::new(127, 0, 0, 21));
         assert_eq!(l.node_by_addr("127.0.0.22:10221").map(|n| n.name.as_str()), Some("n22"));
+        for g in l.groups() {
+            let ids: BTreeSet<u64> = all.iter().filter(|n| n.group == g).map(|n| n.raft_id).collect();
+            assert_eq!(ids, (1..=(5 + SPARE_NODES_PER_GROUP) as u64).collect(), "{g}: ids count up, no reuse");
+        }
+    }
+
+    #[test]
+    fn spares_count_on_from_the_replicas_and_are_found_by_address_and_id() {
+        let l = Layout::new(Path::new("/tmp/x"), 2, 3, false);
+        let b = l.spares("broker-b");
+        assert_eq!((b[0].name.as_str(), b[0].raft_id, b[0].remoting_addr()), ("n110", 4, "127.0.0.110:11101".into()));
+        assert_eq!(l.spares("broker-a").last().map(|n| n.raft_id), Some(3 + SPARE_NODES_PER_GROUP as u64));
+        assert_eq!(l.node_by_addr("127.0.0.110:11101").map(|n| n.group.as_str()), Some("broker-b"));
+        assert_eq!(l.node_by_id("broker-a", 4).map(|n| n.name.as_str()), Some("n100"));
+        assert_eq!(l.node("n12").map(|n| n.raft_id), Some(2));
+        assert_eq!(l.members("broker-a").len(), 3, "spares are not initial members");
+    }
+
+    #[test]
+    fn a_joining_node_lists_the_members_and_itself_and_is_never_the_smallest_id() -> anyhow::Result<()> {
+        let l = Layout::new(Path::new("/tmp/x"), 1, 3, false);
+        let spare = l.spares("broker-a")[0];
+        let members: Vec<&NodeSpec> = l.members("broker-a").into_iter().skip(1).collect();
+        let text = l.joining_broker_toml(spare, &members).expect("id 4 joins 2 and 3");
+        let t: toml::Table = toml::from_str(&text)?;
+        assert_eq!(t["raftSelfId"].as_integer(), Some(4));
+        let ids: Vec<i64> = t["raftPeers"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|p| p.get("id").and_then(toml::Value::as_integer)).collect())
+            .unwrap_or_default();
+        assert_eq!(ids, vec![2, 3, 4]);
+        let first = l.members("broker-a")[0];
+        assert_eq!(l.joining_broker_toml(first, &members), None, "id 1 would initialise a group of its own");
+        assert_eq!(l.joining_broker_toml(spare, &[]), None, "alone it would initialise one too");
+        Ok(())
     }
 
     #[test]

@@ -4,6 +4,11 @@
 //! Contract with the `raftmq` binary: `raftmq namesrv --listenPort 9876` prints
 //! `The Name Server boot success`; `raftmq broker -c <node>/broker.toml` prints
 //! `The broker[<name>, <addr>] boot success`. Both exit on SIGTERM after a graceful shutdown.
+//!
+//! Members: each group's current members start as its initial replicas; the `membership` nemesis
+//! replaces them ([`Db::set_members`]) and starts spares ([`Db::start_spare`]). Restores restart
+//! members only (a removed node must never come back), every running process is stopped at the end,
+//! and the final dumps read the members only.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,6 +18,7 @@ use raftmq_client::Admin;
 
 use crate::cluster::Layout;
 use crate::cluster::NAMESRV_PORT;
+use crate::cluster::NodeSpec;
 use crate::net::EnvError;
 use crate::net::Firewall;
 use crate::net::NetNs;
@@ -50,6 +56,17 @@ pub enum DbError {
     /// The admin client could not be built.
     #[error("admin client: {0}")]
     Admin(String),
+    /// Every spare of the group was used.
+    #[error("{0}: no spare node left")]
+    NoSpare(String),
+    /// A membership change did not complete.
+    #[error("membership of {group}: {message}")]
+    Membership {
+        /// The group.
+        group: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 /// The running cluster.
@@ -60,6 +77,11 @@ pub struct Db {
     ns: NetNs,
     procs: BTreeMap<String, NodeProcess>,
     admin: Admin,
+    raftmq: std::path::PathBuf,
+    /// Group → its current members' names.
+    members: BTreeMap<String, Vec<String>>,
+    /// Group → spares started so far (the next one is `layout.spares(group)[n]`).
+    spares_used: BTreeMap<String, usize>,
 }
 
 fn write(path: &Path, text: &str) -> Result<(), DbError> {
@@ -89,23 +111,78 @@ impl Db {
                 boot_marker: NAMESRV_BOOT_MARKER.to_owned(),
             }),
         );
+        let mut members: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for node in &layout.nodes {
             fw.source_by_gid(node.gid, node.ip)?;
             write(&node.config_path(), &layout.broker_toml(node))?;
-            procs.insert(
-                node.name.clone(),
-                NodeProcess::new(ProcessSpec {
-                    name: node.name.clone(),
-                    program: raftmq.to_owned(),
-                    args: vec!["broker".into(), "-c".into(), node.config_path().display().to_string()],
-                    gid: node.gid,
-                    log: node.log_path(),
-                    boot_marker: BROKER_BOOT_MARKER.to_owned(),
-                }),
-            );
+            procs.insert(node.name.clone(), broker_process(node, raftmq));
+            members.entry(node.group.clone()).or_default().push(node.name.clone());
         }
         let admin = Admin::new(&layout.namesrv_addr()).map_err(|e| DbError::Admin(e.to_string()))?;
-        Ok(Db { layout, ns, procs, admin })
+        Ok(Db { layout, ns, procs, admin, raftmq: raftmq.to_owned(), members, spares_used: BTreeMap::new() })
+    }
+
+    /// The current members of `group`.
+    pub fn members(&self, group: &str) -> Vec<&NodeSpec> {
+        self.member_names(group).iter().filter_map(|n| self.layout.node(n)).collect()
+    }
+
+    /// The current members' names of `group`.
+    pub fn member_names(&self, group: &str) -> &[String] {
+        self.members.get(group).map_or(&[], Vec::as_slice)
+    }
+
+    /// Records `names` as `group`'s members (after a membership change took effect).
+    pub fn set_members(&mut self, group: &str, names: Vec<String>) {
+        self.members.insert(group.to_owned(), names);
+    }
+
+    /// Spares of `group` not started yet.
+    pub fn spares_left(&self, group: &str) -> usize {
+        self.layout.spares(group).len().saturating_sub(self.spares_used.get(group).copied().unwrap_or(0))
+    }
+
+    /// Starts `group`'s next unused spare as a node joining the current members (its `raftPeers` =
+    /// the members plus itself, an empty store) and waits for its boot line. The caller adds it to
+    /// the group; until then it waits, unregistered.
+    pub async fn start_spare(&mut self, group: &str, timeout: Duration) -> Result<NodeSpec, DbError> {
+        let used = self.spares_used.get(group).copied().unwrap_or(0);
+        let Some(spec) = self.layout.spares(group).get(used).map(|n| (*n).clone()) else {
+            return Err(DbError::NoSpare(group.to_owned()));
+        };
+        // Counted before anything can fail: a spare is tried once, so its id stays fresh for the next.
+        self.spares_used.insert(group.to_owned(), used + 1);
+        let members = self.members(group);
+        let text = self.layout.joining_broker_toml(&spec, &members).ok_or_else(|| DbError::Membership {
+            group: group.to_owned(),
+            message: format!("{} (id {}) would be the smallest id of its raftPeers", spec.name, spec.raft_id),
+        })?;
+        self.firewall().source_by_gid(spec.gid, spec.ip)?;
+        write(&spec.config_path(), &text)?;
+        self.procs.insert(spec.name.clone(), broker_process(&spec, &self.raftmq));
+        self.start(&spec.name, timeout).await?;
+        Ok(spec)
+    }
+
+    /// Whether `name` has a live process.
+    pub fn is_running(&mut self, name: &str) -> bool {
+        self.procs.get_mut(name).is_some_and(NodeProcess::is_running)
+    }
+
+    /// Brokers (initial or spare) with a live process.
+    pub fn running_brokers(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (name, p) in self.procs.iter_mut() {
+            if name != NAMESRV && p.is_running() {
+                out.push(name.clone());
+            }
+        }
+        out
+    }
+
+    /// SIGTERM `name`, SIGKILL after `grace`.
+    pub async fn terminate(&mut self, name: &str, grace: Duration) -> Result<(), DbError> {
+        Ok(self.proc(name)?.terminate(grace).await?)
     }
 
     /// The namespace.
@@ -165,10 +242,10 @@ impl Db {
         Ok(self.proc(name)?.resume()?)
     }
 
-    /// Resumes every paused process, starts every stopped one and removes every clock skew (the
-    /// final heal).
+    /// Resumes every paused process, starts every stopped member and the NameServer, and removes
+    /// every clock skew (the final heal). Removed nodes stay stopped.
     pub async fn restore_all(&mut self, timeout: Duration) -> Result<(), DbError> {
-        for node in &self.layout.nodes {
+        for node in self.layout.all_nodes() {
             let path = node.clock_skew_path();
             if let Err(source) = std::fs::remove_file(&path)
                 && source.kind() != std::io::ErrorKind::NotFound
@@ -179,8 +256,11 @@ impl Db {
         let names: Vec<String> = self.procs.keys().cloned().collect();
         for name in &names {
             self.resume(name)?;
-            let running = self.proc(name)?.is_running();
-            if !running {
+        }
+        let wanted =
+            [NAMESRV.to_owned()].into_iter().chain(self.members.values().flatten().cloned()).collect::<Vec<_>>();
+        for name in &wanted {
+            if !self.proc(name)?.is_running() {
                 self.start(name, timeout).await?;
             }
         }
@@ -191,7 +271,7 @@ impl Db {
     /// no group can commit anything new while the others shut down and the dumps see one instant),
     /// then the NameServer; SIGKILL after `grace`.
     pub async fn stop_all(&mut self, grace: Duration) -> Result<(), DbError> {
-        let names: Vec<String> = self.layout.nodes.iter().map(|n| n.name.clone()).collect();
+        let names: Vec<String> = self.procs.keys().filter(|n| *n != NAMESRV).cloned().collect();
         for name in &names {
             self.pause(name)?;
         }
@@ -201,9 +281,21 @@ impl Db {
         Ok(())
     }
 
-    /// The node name of `group`'s leader, as the NameServer's route says (brokerId 0).
+    /// The node name of `group`'s leader, as the NameServer's route says (brokerId 0; spares
+    /// included).
     pub async fn leader_of(&self, group: &str) -> Option<String> {
         let addr = self.admin.master_addr_of_group(group).await.ok()?;
         self.layout.node_by_addr(&addr).map(|n| n.name.clone())
     }
+}
+
+fn broker_process(node: &NodeSpec, raftmq: &Path) -> NodeProcess {
+    NodeProcess::new(ProcessSpec {
+        name: node.name.clone(),
+        program: raftmq.to_owned(),
+        args: vec!["broker".into(), "-c".into(), node.config_path().display().to_string()],
+        gid: node.gid,
+        log: node.log_path(),
+        boot_marker: BROKER_BOOT_MARKER.to_owned(),
+    })
 }

@@ -12,7 +12,13 @@
 //! - Send values are unique (`"<process>-<counter>"`), so a value names one attempted message.
 //! - `index` is the position in the file and `time` the nanoseconds since the run started; both only
 //!   grow, so file order is real-time order.
+//! - Membership changes are `nemesis` ops of their own (`member remove broker-a n12 id 2`,
+//!   `member add broker-a n100 id 4`); after every change and at the end of the final heal an
+//!   instant `members <group> <node>…` record ([`members_value`]) states a group's members, and the
+//!   last one of each group ([`final_members`]) is the membership the final checks compare.
 
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::BufRead;
 use std::io::BufReader;
@@ -280,6 +286,27 @@ impl Recorder {
     }
 }
 
+/// Prefix of a members record's value.
+pub const MEMBERS_PREFIX: &str = "members ";
+
+/// The value of a members record: `members broker-a n11 n13 n100`.
+pub fn members_value(group: &str, nodes: &[String]) -> String {
+    format!("{MEMBERS_PREFIX}{group} {}", nodes.join(" "))
+}
+
+/// Each group's members as its last `ok` members record states them; groups without one are absent
+/// (histories written before membership changes existed have none).
+pub fn final_members(ops: &[Op]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out = BTreeMap::new();
+    for op in ops.iter().filter(|o| o.f == OpF::Nemesis && o.kind == OpType::Ok) {
+        let Some(rest) = op.value.as_deref().and_then(|v| v.strip_prefix(MEMBERS_PREFIX)) else { continue };
+        let mut words = rest.split_whitespace();
+        let Some(group) = words.next() else { continue };
+        out.insert(group.to_owned(), words.map(str::to_owned).collect());
+    }
+    out
+}
+
 /// Writes `ops` as JSONL to `path`.
 pub fn write_history(path: &Path, ops: &[Op]) -> Result<(), HistoryError> {
     let io = |source| HistoryError::Io { path: path.to_owned(), source };
@@ -335,6 +362,26 @@ mod tests {
         let text = std::fs::read_to_string(&path)?;
         assert!(text.lines().next().is_some_and(|l| l.contains(r#""type":"invoke""#) && l.contains(r#""f":"send""#)));
         Ok(())
+    }
+
+    #[test]
+    fn the_last_members_record_of_each_group_wins() {
+        let members = |g: &str, n: &[&str]| {
+            let names: Vec<String> = n.iter().map(|s| (*s).to_owned()).collect();
+            Op::new(OpType::Ok, OpF::Nemesis, NEMESIS_PROCESS).value(members_value(g, &names))
+        };
+        let ops = vec![
+            members("broker-a", &["n11", "n12", "n13"]),
+            Op::new(OpType::Ok, OpF::Nemesis, NEMESIS_PROCESS).value("member remove broker-a n12 id 2"),
+            members("broker-b", &["n21", "n22", "n23"]),
+            members("broker-a", &["n11", "n13", "n100"]),
+            Op::new(OpType::Invoke, OpF::Nemesis, NEMESIS_PROCESS).value(members_value("broker-b", &[])),
+        ];
+        let f = final_members(&ops);
+        let names = |g: &str| f.get(g).map(|s| s.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(names("broker-a"), Some(vec!["n100", "n11", "n13"]));
+        assert_eq!(names("broker-b"), Some(vec!["n21", "n22", "n23"]), "only ok records count");
+        assert!(final_members(&[]).is_empty());
     }
 
     #[test]

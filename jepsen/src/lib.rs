@@ -3,8 +3,9 @@
 //! Modules in data-flow order:
 //! - [`net`]: the run's network namespace, per-node source addresses, iptables partitions;
 //! - [`cluster`]: where every process lives (addresses, ports, configs);
-//! - [`node`], [`db`]: the `raftmq` processes and their control (kill, pause, restart);
-//! - [`nemesis`]: faults, their schedule, lose-unfsynced;
+//! - [`node`], [`db`]: the `raftmq` processes, their control (kill, pause, restart) and each group's
+//!   current members;
+//! - [`nemesis`]: faults, their schedule, lose-unfsynced, membership changes;
 //! - [`history`]: the recorded operations (JSONL);
 //! - [`dump`]: per-replica committed logs;
 //! - [`checker`]: one property per file, combined into a report;

@@ -23,7 +23,8 @@ use raftmq_jepsen::workload::WorkloadConfig;
 #[derive(Debug, Parser)]
 #[command(name = "raftmq-jepsen", version, about)]
 struct Args {
-    /// Faults, comma separated: partition, kill, pause, lose-unfsynced, power-loss, namesrv.
+    /// Faults, comma separated: partition, kill, pause, lose-unfsynced, power-loss, namesrv, clock,
+    /// membership.
     #[arg(long, default_value = "partition,kill,pause,lose-unfsynced")]
     nemesis: String,
     /// Seconds of workload under faults.

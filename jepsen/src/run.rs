@@ -3,8 +3,9 @@
 //! ```text
 //! check_environment ─▶ netns rmqj-<pid> (thread enters it) ─▶ runtime
 //!   Db::new (configs, SNAT) ─▶ start namesrv + brokers (boot lines) ─▶ create topic
-//!   workload ∥ nemesis schedule for --time-limit ─▶ stop workload ─▶ heal everything (rules, SIGCONT, restarts)
-//!   quiet ─▶ final drain (every queue from 0) ─▶ SIGTERM all ─▶ per-replica dumps ─▶ checkers
+//!   workload ∥ nemesis schedule for --time-limit ─▶ stop workload ─▶ heal everything (rules, SIGCONT, restarts,
+//!   membership back to the replica count) ─▶ `members …` of every group
+//!   quiet ─▶ final drain (every queue from 0) ─▶ SIGTERM all ─▶ dumps of each group's final members ─▶ checkers
 //! <out>/history.jsonl report.json summary.txt timeline.svg schedule.txt dumps.json nodes/<name>/<name>.log
 //! ```
 //!
@@ -162,7 +163,9 @@ async fn run_inside(opts: &RunOptions, ns: NetNs) -> Result<RunOutcome, RunError
     if let Err(e) = stopped {
         notes.push(format!("stop error: {e}"));
     }
-    for node in db.layout.nodes.clone() {
+    let members: Vec<crate::cluster::NodeSpec> =
+        db.layout.groups().iter().flat_map(|g| db.members(g).into_iter().cloned().collect::<Vec<_>>()).collect();
+    for node in members {
         match dump_replica(&node.group, &node.name, &node.store_dir(), COMMIT_LOG_SEGMENT_BYTES).await {
             Ok(d) => dumps.push(d),
             Err(e) => notes.push(format!("dump of {}: {e}", node.name)),
@@ -200,7 +203,7 @@ async fn phases(opts: &RunOptions, db: &mut Db, rec: &Recorder, steps: &[schedul
         tokio::time::sleep_until(start + step.at).await;
         let label = step.fault.label();
         rec.record(Op::new(OpType::Invoke, OpF::Nemesis, NEMESIS_PROCESS).value(&label));
-        let applied = match nemesis::apply(db, &step.fault, &mut rng).await {
+        let applied = match nemesis::apply(db, &step.fault, &mut rng, rec).await {
             Ok((applied, desc)) => {
                 tracing::info!(fault = %label, %desc, "fault applied");
                 Some(applied)
@@ -212,7 +215,7 @@ async fn phases(opts: &RunOptions, db: &mut Db, rec: &Recorder, steps: &[schedul
         };
         tokio::time::sleep(step.hold).await;
         if let Some(applied) = applied
-            && let Err(e) = nemesis::heal(db, &applied).await
+            && let Err(e) = nemesis::heal(db, &applied, rec).await
         {
             fault_error.get_or_insert_with(|| format!("healing {label}: {e}"));
         }
@@ -232,6 +235,17 @@ async fn phases(opts: &RunOptions, db: &mut Db, rec: &Recorder, steps: &[schedul
     rec.record(Op::new(OpType::Invoke, OpF::Nemesis, NEMESIS_PROCESS).value("final heal + quiet"));
     db.firewall().heal().map_err(|e| e.to_string())?;
     db.restore_all(Duration::from_millis(CLUSTER_READY_TIMEOUT_MS)).await.map_err(|e| e.to_string())?;
+    for group in db.layout.groups() {
+        if opts.nemeses.contains(&NemesisKind::Membership) {
+            // A change the schedule's heal could not finish must not leave the final checks a group
+            // of the wrong size, a learner, or a removed node still running.
+            let deadline = Instant::now() + Duration::from_millis(nemesis::membership::MEMBERSHIP_RECONCILE_MS);
+            let desc = nemesis::membership::reconcile(db, rec, &group, deadline).await.map_err(|e| e.to_string())?;
+            tracing::info!(%group, %desc, "final membership");
+        } else {
+            nemesis::membership::record_members(db, rec, &group);
+        }
+    }
     tokio::time::sleep(opts.quiet).await;
     rec.record(Op::new(OpType::Ok, OpF::Nemesis, NEMESIS_PROCESS).value("final heal + quiet"));
     workload::final_drain(db, &opts.workload, rec, Instant::now() + Duration::from_millis(DRAIN_TIMEOUT_MS)).await?;

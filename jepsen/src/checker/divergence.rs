@@ -7,8 +7,15 @@
 //! its own first offset (earlier ones may be purged into a snapshot) up to the reference's committed
 //! offset. A different digest is `divergent`; an absent one is `missing` (the replica lags or lost
 //! committed data). Both are errors. No dump at all cannot be valid.
+//!
+//! Membership: when the history records a group's final members (`members …`, see
+//! [`crate::history::final_members`]), only those replicas are compared: a removed node stopped
+//! taking part when it left, so its log may lag or end early without anything being wrong
+//! (`excluded`); a final member without a dump is an error (`undumped`), since what it holds cannot be
+//! decided. Groups without such a record compare every dump, as before membership changes existed.
 
 use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 use serde::Deserialize;
 use serde::Serialize;
@@ -49,12 +56,34 @@ impl ReplicaDump {
     }
 }
 
-/// Runs the check.
+/// Runs the check over every dump.
 pub fn check(dumps: &[ReplicaDump]) -> CheckResult {
+    check_members(dumps, &BTreeMap::new())
+}
+
+/// Runs the check over the dumps of each group's final `members` (group → node names); groups absent
+/// from `members` compare every dump.
+pub fn check_members(dumps: &[ReplicaDump], members: &BTreeMap<String, BTreeSet<String>>) -> CheckResult {
     let mut r = CheckResult::new("replica_divergence");
     let mut groups: BTreeMap<&str, Vec<&ReplicaDump>> = BTreeMap::new();
+    let mut excluded = 0usize;
     for d in dumps {
-        groups.entry(d.group.as_str()).or_default().push(d);
+        match members.get(&d.group) {
+            Some(final_members) if !final_members.contains(&d.node) => {
+                r.sample(format!("{}: {} is not a final member; not compared", d.group, d.node));
+                excluded += 1;
+            }
+            _ => groups.entry(d.group.as_str()).or_default().push(d),
+        }
+    }
+    let mut undumped = 0usize;
+    for (group, final_members) in members {
+        for node in final_members {
+            if !dumps.iter().any(|d| &d.group == group && &d.node == node) {
+                r.sample(format!("{group}: final member {node} was not dumped"));
+                undumped += 1;
+            }
+        }
     }
     if groups.is_empty() {
         r.fail("no replica dumps: divergence cannot be decided");
@@ -105,7 +134,9 @@ pub fn check(dumps: &[ReplicaDump]) -> CheckResult {
     r.count("compared", compared);
     r.count("divergent", divergent);
     r.count("missing", missing);
-    if divergent + missing > 0 {
+    r.count("excluded", excluded);
+    r.count("undumped", undumped);
+    if divergent + missing + undumped > 0 {
         r.valid = false;
     }
     r
@@ -159,5 +190,23 @@ mod tests {
             let r = check(&dumps);
             assert_eq!((r.valid, r.get("divergent"), r.get("missing")), (valid, divergent, missing), "{name}: {r:?}");
         }
+    }
+
+    #[test]
+    fn only_final_members_are_compared_and_each_must_be_dumped() {
+        let full = [(1, "a"), (2, "b"), (3, "c")];
+        let members =
+            |names: &[&str]| BTreeMap::from([("g".to_owned(), names.iter().map(|n| (*n).to_owned()).collect())]);
+        // n2 was removed after index 1: its short log is not an error, and n4 (added) is compared.
+        let dumps = vec![d("n1", 1, 3, &full), d("n2", 1, 1, &[(1, "a")]), d("n4", 1, 3, &full)];
+        assert!(!check(&dumps).valid, "without the membership record n2 lags");
+        let r = check_members(&dumps, &members(&["n1", "n4"]));
+        assert!(r.valid, "{r:?}");
+        assert_eq!((r.get("excluded"), r.get("compared")), (1, 3));
+        // A final member that diverges still fails; one without a dump fails too.
+        let bad = vec![d("n1", 1, 3, &full), d("n4", 1, 3, &[(1, "a"), (2, "X"), (3, "c")])];
+        assert_eq!(check_members(&bad, &members(&["n1", "n4"])).get("divergent"), 1);
+        let r = check_members(&dumps[..1], &members(&["n1", "n4"]));
+        assert!(!r.valid && r.get("undumped") == 1, "{r:?}");
     }
 }

@@ -9,7 +9,7 @@
 //! - [`reorder`]: one sequential producer's sends landing out of order in a queue.
 //! - [`offsets`]: offset gaps and one offset holding two values.
 //! - [`consumer_offset`]: consumer offsets moving backwards without a reset.
-//! - [`divergence`]: replicas whose committed logs differ.
+//! - [`divergence`]: replicas (each group's final members) whose committed logs differ.
 //!
 //! Invariant: a checker is valid only when it had the input to decide (e.g. `lost` with no final read
 //! is invalid): a harness that cannot fail proves nothing.
@@ -126,7 +126,7 @@ pub fn check_all(ops: &[Op], dumps: &[ReplicaDump]) -> Report {
         reorder::check(ops),
         offsets::check(ops),
         consumer_offset::check(ops),
-        divergence::check(dumps),
+        divergence::check_members(dumps, &crate::history::final_members(ops)),
     ])
 }
 

@@ -16,12 +16,18 @@
 //!   timers are monotonic, so this probes what depends on wall time: store timestamps, lock and
 //!   client expiry, delay delivery, retention.
 //!
-//! Membership changes are not offered yet; asking for them is an error.
+//! - `membership`: replace a member of a group (the leader or a follower; remove then add a spare,
+//!   or add first and then remove) through the broker's membership admin calls ([`membership`]);
+//!   heal brings the group back to its replica count of voters.
+//!
+//! Process faults act on a group's current members ([`Db::members`]): a scheduled node that a
+//! membership change removed is stood in for by the member at its position.
 //!
 //! Invariant: every applied fault is healed by [`heal`], and the final heal of a run restores every
-//! process and flushes every rule whatever happened before.
+//! member, flushes every rule and reconciles every group's membership whatever happened before.
 
 pub mod lose_unfsynced;
+pub mod membership;
 pub mod partition;
 pub mod schedule;
 
@@ -32,10 +38,12 @@ use rand::Rng;
 use serde::Deserialize;
 use serde::Serialize;
 
+use self::membership::Victim;
 use self::partition::PartitionKind;
 use crate::cluster::CLIENT_IP;
 use crate::db::Db;
 use crate::db::DbError;
+use crate::history::Recorder;
 
 /// Largest wall-clock skew the `clock` nemesis applies (either way): past the 120 s client expiry.
 pub const CLOCK_SKEW_MAX_MS: i64 = 180_000;
@@ -61,6 +69,8 @@ pub enum NemesisKind {
     Namesrv,
     /// Wall clocks skewed.
     Clock,
+    /// A member replaced through the membership admin calls.
+    Membership,
 }
 
 impl NemesisKind {
@@ -76,10 +86,11 @@ impl NemesisKind {
                 "power-loss" => NemesisKind::PowerLoss,
                 "namesrv" => NemesisKind::Namesrv,
                 "clock" | "clock-skew" => NemesisKind::Clock,
-                "membership" => return Err(format!("{name}: the broker has no membership admin call yet")),
+                "membership" => NemesisKind::Membership,
                 other => {
                     return Err(format!(
-                        "unknown nemesis {other:?} (partition, kill, pause, lose-unfsynced, power-loss, namesrv, clock)"
+                        "unknown nemesis {other:?} (partition, kill, pause, lose-unfsynced, power-loss, namesrv, \
+                         clock, membership)"
                     ));
                 }
             };
@@ -128,6 +139,15 @@ pub enum Fault {
         /// (member index, offset ms).
         offsets: Vec<(usize, i64)>,
     },
+    /// One member of a group replaced by a spare.
+    ReplaceMember {
+        /// The group.
+        group: String,
+        /// Which member goes.
+        victim: Victim,
+        /// Add the spare before removing the victim (3 → 4 → 3) instead of after (3 → 2 → 3).
+        add_first: bool,
+    },
 }
 
 fn target_label(t: &Target) -> String {
@@ -151,6 +171,14 @@ impl Fault {
                 let list = offsets.iter().map(|(i, ms)| format!("#{i} {ms:+}ms")).collect::<Vec<_>>();
                 format!("clock skew {group} {}", list.join(" "))
             }
+            Fault::ReplaceMember { group, victim, add_first } => {
+                let who = match victim {
+                    Victim::Leader => "leader".to_owned(),
+                    Victim::Follower(i) => format!("follower #{i}"),
+                };
+                let order = if *add_first { "add first" } else { "remove first" };
+                format!("replace {who} of {group} ({order})")
+            }
         }
     }
 }
@@ -166,17 +194,35 @@ pub enum Applied {
     Paused(Vec<String>),
     /// Clock skew files to remove.
     Skewed(Vec<std::path::PathBuf>),
+    /// A group whose membership must be brought back to its replica count.
+    Membership(String),
+}
+
+/// A scheduled node, or, when a membership change removed it, the current member at its position
+/// among the group's `initial` replicas.
+pub fn stand_in(initial: &[String], members: &[String], name: &str) -> Option<String> {
+    if members.iter().any(|m| m == name) {
+        return Some(name.to_owned());
+    }
+    let index = initial.iter().position(|n| n == name)?;
+    members.get(index % members.len().max(1)).cloned()
+}
+
+fn resolve_node(db: &Db, name: &str) -> Option<String> {
+    let group = &db.layout.node(name)?.group;
+    let initial: Vec<String> = db.layout.members(group).iter().map(|n| n.name.clone()).collect();
+    stand_in(&initial, db.member_names(group), name)
 }
 
 async fn resolve(db: &Db, t: &Target, rng: &mut impl Rng) -> Vec<String> {
     match t {
-        Target::Node(n) => vec![n.clone()],
-        Target::Group(g) => db.layout.members(g).into_iter().map(|n| n.name.clone()).collect(),
-        Target::Leader(g) => match db.leader_of(g).await {
+        Target::Node(n) => resolve_node(db, n).into_iter().collect(),
+        Target::Group(g) => db.member_names(g).to_vec(),
+        Target::Leader(g) => match db.leader_of(g).await.filter(|n| db.member_names(g).contains(n)) {
             Some(n) => vec![n],
             None => {
                 // No known leader (mid-election): any member stands in, the fault still applies.
-                let members = db.layout.members(g);
+                let members = db.members(g);
                 members.get(rng.random_range(0..members.len().max(1))).map(|n| vec![n.name.clone()]).unwrap_or_default()
             }
         },
@@ -184,10 +230,22 @@ async fn resolve(db: &Db, t: &Target, rng: &mut impl Rng) -> Vec<String> {
 }
 
 /// Applies `fault`; returns what [`heal`] must undo and a description of the resolved targets.
-pub async fn apply(db: &mut Db, fault: &Fault, rng: &mut impl Rng) -> Result<(Applied, String), DbError> {
+/// Membership changes are recorded in `rec` as they happen.
+pub async fn apply(
+    db: &mut Db,
+    fault: &Fault,
+    rng: &mut impl Rng,
+    rec: &Recorder,
+) -> Result<(Applied, String), DbError> {
     match fault {
+        Fault::ReplaceMember { group, victim, add_first } => {
+            let desc = membership::replace(db, rec, group, *victim, *add_first).await;
+            // Healing reconciles whatever part of the change happened.
+            let desc = desc.unwrap_or_else(|e| format!("incomplete: {e}"));
+            Ok((Applied::Membership(group.clone()), desc))
+        }
         Fault::Partition { group, kind } => {
-            let members = db.layout.members(group);
+            let members = db.members(group);
             let leader_name = db.leader_of(group).await;
             let leader = leader_name.and_then(|l| members.iter().position(|n| n.name == l));
             let pairs = partition::cuts(*kind, members.len(), leader, rng);
@@ -200,7 +258,7 @@ pub async fn apply(db: &mut Db, fault: &Fault, rng: &mut impl Rng) -> Result<(Ap
         Fault::IsolateNamesrv => {
             let ns_ip = db.layout.namesrv_ip;
             let cuts: Vec<(Ipv4Addr, Ipv4Addr)> =
-                db.layout.nodes.iter().map(|n| (ns_ip, n.ip)).chain([(ns_ip, CLIENT_IP)]).collect();
+                db.layout.all_nodes().map(|n| (ns_ip, n.ip)).chain([(ns_ip, CLIENT_IP)]).collect();
             db.firewall().partition(&cuts)?;
             Ok((Applied::Partitioned, "namesrv cut from all".to_owned()))
         }
@@ -219,7 +277,7 @@ pub async fn apply(db: &mut Db, fault: &Fault, rng: &mut impl Rng) -> Result<(Ap
             Ok((Applied::Paused(names.clone()), format!("paused {}", names.join(" "))))
         }
         Fault::ClockSkew { group, offsets } => {
-            let members = db.layout.members(group);
+            let members = db.members(group);
             let mut files = Vec::new();
             let mut desc = Vec::new();
             for &(index, ms) in offsets {
@@ -240,7 +298,7 @@ pub async fn apply(db: &mut Db, fault: &Fault, rng: &mut impl Rng) -> Result<(Ap
             }
             let mut desc = Vec::new();
             for n in &names {
-                let Some(spec) = db.layout.nodes.iter().find(|s| &s.name == n) else { continue };
+                let Some(spec) = db.layout.node(n) else { continue };
                 match lose_unfsynced::cut_to_durable(&spec.store_dir()) {
                     Ok(r) => desc.push(format!("{n} cut at {} ({} bytes zeroed)", r.durable_pos, r.bytes_zeroed)),
                     Err(e) => desc.push(format!("{n} not cut: {e}")),
@@ -251,9 +309,15 @@ pub async fn apply(db: &mut Db, fault: &Fault, rng: &mut impl Rng) -> Result<(Ap
     }
 }
 
-/// Undoes `applied`.
-pub async fn heal(db: &mut Db, applied: &Applied) -> Result<(), DbError> {
+/// Undoes `applied` (membership reconciles are recorded in `rec`).
+pub async fn heal(db: &mut Db, applied: &Applied, rec: &Recorder) -> Result<(), DbError> {
     match applied {
+        Applied::Membership(group) => {
+            let deadline = tokio::time::Instant::now() + Duration::from_millis(membership::MEMBERSHIP_RECONCILE_MS);
+            let desc = membership::reconcile(db, rec, group, deadline).await?;
+            tracing::info!(%group, %desc, "membership reconciled");
+            Ok(())
+        }
         Applied::Skewed(files) => {
             for f in files {
                 if let Err(e) = std::fs::remove_file(f)
@@ -291,8 +355,23 @@ mod tests {
             Ok(vec![NemesisKind::Partition, NemesisKind::Kill, NemesisKind::Pause, NemesisKind::LoseUnfsynced])
         );
         assert_eq!(NemesisKind::parse_list("clock"), Ok(vec![NemesisKind::Clock]));
-        assert!(NemesisKind::parse_list("membership").is_err_and(|e| e.contains("membership")));
-        assert!(NemesisKind::parse_list("bogus").is_err_and(|e| e.contains("unknown")));
+        assert_eq!(
+            NemesisKind::parse_list("membership,kill,partition"),
+            Ok(vec![NemesisKind::Membership, NemesisKind::Kill, NemesisKind::Partition])
+        );
+        assert!(NemesisKind::parse_list("bogus").is_err_and(|e| e.contains("unknown") && e.contains("membership")));
+    }
+
+    #[test]
+    fn a_removed_node_is_stood_in_for_by_the_member_at_its_position() {
+        let names = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let initial = names(&["n11", "n12", "n13"]);
+        let members = names(&["n11", "n13", "n100"]);
+        assert_eq!(stand_in(&initial, &members, "n13").as_deref(), Some("n13"), "still a member");
+        assert_eq!(stand_in(&initial, &members, "n12").as_deref(), Some("n13"), "position 1");
+        assert_eq!(stand_in(&initial, &names(&["n100", "n101"]), "n13").as_deref(), Some("n100"), "modulo");
+        assert_eq!(stand_in(&initial, &members, "n99"), None, "no such node");
+        assert_eq!(stand_in(&initial, &[], "n12"), None, "no member left");
     }
 
     #[test]
@@ -303,5 +382,7 @@ mod tests {
             "partition broker-a halves"
         );
         assert_eq!(Fault::LoseUnfsynced(Target::Group("broker-b".into())).label(), "lose-unfsynced all of broker-b");
+        let replace = Fault::ReplaceMember { group: "broker-a".into(), victim: Victim::Follower(1), add_first: true };
+        assert_eq!(replace.label(), "replace follower #1 of broker-a (add first)");
     }
 }

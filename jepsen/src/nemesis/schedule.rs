@@ -3,6 +3,9 @@
 //!
 //! Invariants: steps do not overlap, every step ends (healed) before the time limit, and the same
 //! seed, kinds and layout give the same schedule (for `--seed` reproduction with the same build).
+//! A group gets at most [`MEMBERSHIP_CHANGES_PER_GROUP_MAX`] replacements, so its spares (one per
+//! replacement, more when an addition must be retried with a fresh id) cannot run out; once every
+//! group has had its share, other asked kinds take the remaining slots (or the schedule ends).
 
 use std::time::Duration;
 
@@ -15,7 +18,9 @@ use rand::seq::SliceRandom;
 use super::Fault;
 use super::NemesisKind;
 use super::Target;
+use super::membership::Victim;
 use super::partition::PartitionKind;
+use crate::cluster::SPARE_NODES_PER_GROUP;
 
 /// Time before the first fault, so the workload starts on a healthy cluster.
 pub const SCHEDULE_WARMUP_MS: u64 = 3_000;
@@ -23,6 +28,9 @@ pub const SCHEDULE_WARMUP_MS: u64 = 3_000;
 pub const FAULT_HOLD_MS: (u64, u64) = (3_000, 10_000);
 /// Shortest and longest healthy gap between faults.
 pub const FAULT_GAP_MS: (u64, u64) = (2_000, 6_000);
+/// Replacements per group and run: half the spares, the other half left for retried additions.
+pub const MEMBERSHIP_CHANGES_PER_GROUP_MAX: usize = SPARE_NODES_PER_GROUP / 2;
+const _: () = assert!(MEMBERSHIP_CHANGES_PER_GROUP_MAX >= 1);
 
 /// One scheduled fault.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,13 +56,26 @@ pub fn generate(kinds: &[NemesisKind], groups: &[(String, Vec<String>)], time_li
     let mut first_pass: Vec<NemesisKind> = kinds.to_vec();
     first_pass.shuffle(&mut rng);
     first_pass.reverse();
+    let mut replacements_left: Vec<usize> = vec![MEMBERSHIP_CHANGES_PER_GROUP_MAX; groups.len()];
+    let others: Vec<NemesisKind> = kinds.iter().copied().filter(|k| *k != NemesisKind::Membership).collect();
     loop {
         let hold = rng.random_range(FAULT_HOLD_MS.0..=FAULT_HOLD_MS.1);
         if t + hold > limit_ms {
             break;
         }
-        let Some(kind) = first_pass.pop().or_else(|| kinds.choose(&mut rng).copied()) else { break };
-        let Some((group, members)) = groups.choose(&mut rng) else { break };
+        let Some(mut kind) = first_pass.pop().or_else(|| kinds.choose(&mut rng).copied()) else { break };
+        let Some(mut group_index) = (0..groups.len()).collect::<Vec<_>>().choose(&mut rng).copied() else { break };
+        if kind == NemesisKind::Membership && replacements_left[group_index] == 0 {
+            // Another group with spares to give, else another kind; no extra draw when neither is needed.
+            match replacements_left.iter().position(|left| *left > 0) {
+                Some(i) => group_index = i,
+                None => match others.choose(&mut rng) {
+                    Some(k) => kind = *k,
+                    None => break,
+                },
+            }
+        }
+        let (group, members) = &groups[group_index];
         let pick_target =
             |rng: &mut StdRng, allow_group: bool| match rng.random_range(0..if allow_group { 3 } else { 2 }) {
                 0 => Target::Leader(group.clone()),
@@ -82,6 +103,14 @@ pub fn generate(kinds: &[NemesisKind], groups: &[(String, Vec<String>)], time_li
                     .map(|i| (i, rng.random_range(-super::CLOCK_SKEW_MAX_MS..=super::CLOCK_SKEW_MAX_MS)))
                     .collect();
                 Fault::ClockSkew { group: group.clone(), offsets }
+            }
+            NemesisKind::Membership => {
+                replacements_left[group_index] -= 1;
+                let victim = match rng.random_range(0..2) {
+                    0 => Victim::Leader,
+                    _ => Victim::Follower(rng.random_range(0..members.len().max(1))),
+                };
+                Fault::ReplaceMember { group: group.clone(), victim, add_first: rng.random_bool(0.5) }
             }
         };
         steps.push(Step { at: Duration::from_millis(t), hold: Duration::from_millis(hold), fault });
@@ -121,6 +150,35 @@ mod tests {
             assert!(steps.iter().any(|s| matches!(s.fault, Fault::LoseUnfsynced(_))), "seed {seed}: {steps:?}");
             assert!(steps.iter().any(|s| matches!(s.fault, Fault::Kill(_))), "seed {seed}: {steps:?}");
         }
+    }
+
+    #[test]
+    fn membership_replacements_stay_within_the_spares_and_other_kinds_take_over() {
+        let two = vec![
+            ("broker-a".to_owned(), vec!["n11".into(), "n12".into(), "n13".into()]),
+            ("broker-b".to_owned(), vec!["n21".into(), "n22".into(), "n23".into()]),
+        ];
+        let kinds = NemesisKind::parse_list("membership,kill").expect("known kinds");
+        for seed in 0..50u64 {
+            let steps = generate(&kinds, &two, Duration::from_secs(1_200), seed);
+            for (g, _) in &two {
+                let n = steps
+                    .iter()
+                    .filter(|s| matches!(&s.fault, Fault::ReplaceMember { group, .. } if group == g))
+                    .count();
+                assert!(n <= MEMBERSHIP_CHANGES_PER_GROUP_MAX, "seed {seed}: {g} replaced {n} times");
+                assert!(n > 0, "seed {seed}: {g} never replaced in 20 minutes");
+            }
+            assert!(steps.len() > 2 * MEMBERSHIP_CHANGES_PER_GROUP_MAX, "seed {seed}: kill fills the rest");
+            for w in steps.windows(2) {
+                assert!(w[0].at + w[0].hold < w[1].at, "seed {seed}: overlap");
+            }
+        }
+        // Membership alone ends once every group had its share.
+        let only = generate(&[NemesisKind::Membership], &groups(), Duration::from_secs(1_200), 3);
+        assert_eq!(only.len(), MEMBERSHIP_CHANGES_PER_GROUP_MAX);
+        assert!(only.iter().any(|s| matches!(s.fault, Fault::ReplaceMember { victim: Victim::Leader, .. })));
+        assert!(only.iter().any(|s| matches!(s.fault, Fault::ReplaceMember { victim: Victim::Follower(_), .. })));
     }
 
     #[test]
