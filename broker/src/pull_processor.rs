@@ -194,10 +194,12 @@ fn run(
     filter: &TagFilter,
     allow_suspend: bool,
 ) -> (RemotingCommand, PullOutcome) {
-    // Only the group's real leader moves a consumer's offset (RocketMQ: only the master). A leader cut
-    // off in a minority still thinks it is ready, and its older queue ends would rewind consumers
-    // that already read past them (redelivery, seen by jepsen): its lease must be current too.
-    let offset_check = ctx.replica.ready_term().is_some() && ctx.replica.node().leader_lease_valid();
+    // Only the group's real, caught-up leader moves a consumer's offset (RocketMQ: only the master).
+    // A leader cut off in a minority still thinks it is ready, and a leader whose apply runs behind
+    // its commit has queue ends older than what a follower may already have served: either would
+    // rewind consumers that read past them (redelivery, seen by jepsen). Otherwise the consumer keeps
+    // its offset and retries.
+    let offset_check = ctx.replica.ready_term().is_some() && ctx.replica.node().is_authoritative_leader();
     let result = {
         let queues = ctx.store.consume_queues();
         let req = GetMessageRequest { offset: h.queue_offset, max_msg_nums: h.max_msg_nums, filter, offset_check };

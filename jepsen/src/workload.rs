@@ -236,10 +236,14 @@ async fn consumer(
         return;
     }
     let mut assigned: BTreeSet<MessageQueue> = BTreeSet::new();
+    let mut epoch = 0u64;
     let mut next_commit = Instant::now() + Duration::from_millis(OFFSET_PERIOD_MS);
     while !*stop.borrow() {
-        let now_assigned = c.assignment();
-        if now_assigned != assigned {
+        // The epoch also catches a queue released and taken again between two looks: same set, but
+        // restarted from its committed offset.
+        let (now_epoch, now_assigned) = (c.assignment_epoch(), c.assignment());
+        if now_assigned != assigned || now_epoch != epoch {
+            epoch = now_epoch;
             let names: Vec<String> = now_assigned.iter().map(mq_label).collect();
             rec.record(Op::new(OpType::Ok, OpF::Assign, &process).value(names.join(",")));
             assigned = now_assigned;

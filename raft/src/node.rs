@@ -339,6 +339,19 @@ impl RaftNode {
         m.last_quorum_acked.as_ref().is_some_and(|acked| openraft::Instant::elapsed(&**acked) < lease)
     }
 
+    /// [`Self::leader_lease_valid`], and everything committed is applied: the applied state is then
+    /// the group's latest. A follower may apply an entry before its leader does (the leader's apply
+    /// runs behind its commit); until the leader caught up, what a consumer read there is ahead of it.
+    pub fn is_authoritative_leader(&self) -> bool {
+        if !self.leader_lease_valid() {
+            return false;
+        }
+        let Some(raft) = &self.raft else { return false };
+        let metrics = raft.metrics();
+        let m = metrics.borrow_watched();
+        m.last_applied.as_ref().map(|l| l.index) >= m.cluster_committed.as_ref().map(|l| l.index)
+    }
+
     /// A point-in-time view of this replica.
     pub fn status(&self) -> NodeStatus {
         let damaged = self.store.damage_reason();

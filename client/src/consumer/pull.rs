@@ -287,6 +287,7 @@ impl PullConsumerBuilder {
             tasks: TaskTracker::new(),
             state: AtomicU8::new(STATE_CREATED),
             next_auto_commit: Mutex::new(Instant::now() + self.auto_commit_interval),
+            assignment_epoch: AtomicU64::new(0),
             config: self,
         };
         Ok(PullConsumer { inner: Arc::new(inner) })
@@ -328,6 +329,8 @@ struct LiteInner {
     tasks: TaskTracker,
     state: AtomicU8,
     next_auto_commit: Mutex<Instant>,
+    /// Counts queues taken and released (see [`PullConsumer::assignment_epoch`]).
+    assignment_epoch: AtomicU64,
 }
 
 /// A lite pull consumer; clones share it.
@@ -364,6 +367,13 @@ impl PullConsumer {
     /// The queues read now.
     pub fn assignment(&self) -> BTreeSet<MessageQueue> {
         lock(&self.inner.queues).keys().cloned().collect()
+    }
+
+    /// Grows every time a queue is taken or released. A queue released and taken again between two
+    /// looks at [`Self::assignment`] leaves the set unchanged but restarts the queue from its
+    /// committed offset (redelivering what was read after it): this tells such a rebalance apart.
+    pub fn assignment_epoch(&self) -> u64 {
+        self.inner.assignment_epoch.load(Ordering::Acquire)
     }
 
     /// Starts fetching (assign mode) or rebalancing (subscribe mode).
@@ -581,6 +591,7 @@ impl LiteInner {
                     queue.reset.notify_waiters();
                     queue.wake.notify_waiters();
                     lock(&self.queues).remove(mq);
+                    self.assignment_epoch.fetch_add(1, Ordering::AcqRel);
                     // Two-way, so the queue's next owner reads the offset this consumer reached.
                     if let Err(e) = self.offset_store.persist_confirmed(mq).await {
                         tracing::warn!(mq = ?mq, error = %e, "released queue's offset not stored");
@@ -611,6 +622,7 @@ impl LiteInner {
             reset: Notify::new(),
         });
         lock(&self.queues).insert(mq.clone(), queue.clone());
+        self.assignment_epoch.fetch_add(1, Ordering::AcqRel);
         let me = self.clone();
         let mq = mq.clone();
         self.tasks.spawn(async move { me.fetch_loop(mq, queue).await });
