@@ -1,0 +1,77 @@
+//! The shipped deployment stays loadable: every `deploy/*.toml` is a valid NameServer or broker config,
+//! the broker replicas describe one and the same Raft group (each its own member, addresses agreeing
+//! with `brokerIP1:listenPort`), and `docker-compose.yml` starts each config it ships at the address
+//! that config advertises.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use anyhow::Result;
+use anyhow::ensure;
+use raftmq_broker::BrokerConfig;
+use raftmq_namesrv::NamesrvConfig;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn broker_configs() -> Result<Vec<(String, BrokerConfig)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(root().join("deploy"))? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+        if name.starts_with("broker-") && name.ends_with(".toml") {
+            let config = BrokerConfig::load(Some(&path), &[]).with_context(|| format!("loading {name}"))?;
+            config.validate().with_context(|| format!("validating {name}"))?;
+            out.push((name, config));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+#[test]
+fn deploy_configs_describe_one_consistent_group() -> Result<()> {
+    NamesrvConfig::load(Some(Path::new(&root().join("deploy/namesrv.toml"))), &[])?;
+    let brokers = broker_configs()?;
+    ensure!(
+        brokers.len() == 3,
+        "expected three replicas, found {:?}",
+        brokers.iter().map(|b| &b.0).collect::<Vec<_>>()
+    );
+    let (_, first) = &brokers[0];
+    let mut ids = BTreeSet::new();
+    for (name, c) in &brokers {
+        ensure!(c.raft_peers == first.raft_peers, "{name}: raftPeers differ from {}", brokers[0].0);
+        ensure!(c.broker_name == first.broker_name && c.namesrv_addr == first.namesrv_addr, "{name}: another group");
+        let me = c.self_peer().with_context(|| format!("{name}: raftSelfId is not a peer"))?;
+        ensure!(
+            me.remoting_addr == c.broker_addr(),
+            "{name}: peer address {} vs {}",
+            me.remoting_addr,
+            c.broker_addr()
+        );
+        ensure!(ids.insert(c.raft_self_id), "{name}: raftSelfId {} used twice", c.raft_self_id);
+    }
+    ensure!(ids.len() == first.raft_peers.len(), "every peer has a config");
+    Ok(())
+}
+
+#[test]
+fn compose_starts_every_shipped_config_at_its_address() -> Result<()> {
+    let compose = std::fs::read_to_string(root().join("docker-compose.yml"))?;
+    ensure!(compose.contains("/etc/raftmq/namesrv.toml"), "the NameServer config is not used");
+    for (name, c) in broker_configs()? {
+        ensure!(compose.contains(&format!("/etc/raftmq/{name}")), "{name} is not started by docker-compose.yml");
+        let ip = c.broker_ip();
+        ensure!(compose.contains(&format!("ipv4_address: {ip} ")), "{name} advertises {ip}, which no service has");
+    }
+    let namesrv_ip = broker_configs()?
+        .first()
+        .and_then(|(_, c)| c.namesrv_addr.rsplit_once(':').map(|(h, _)| h.to_owned()))
+        .context("namesrvAddr")?;
+    ensure!(compose.contains(&format!("ipv4_address: {namesrv_ip} ")), "no service at namesrvAddr {namesrv_ip}");
+    Ok(())
+}
