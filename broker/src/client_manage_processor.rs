@@ -145,11 +145,20 @@ pub fn consumer_list(ctx: &BrokerContext, request: &RemotingCommand) -> Result<R
 }
 
 /// QUERY_CONSUMER_OFFSET: the replicated offset, 0 for a queue still starting at 0, else QUERY_NOT_FOUND.
-pub fn query_consumer_offset(
+pub async fn query_consumer_offset(
     ctx: &BrokerContext,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h: QueryConsumerOffsetRequestHeader = header(request)?;
+    // A consumer taking a queue starts from this answer: a follower still replaying its log after a
+    // restart (or cut off from the group) holds older offsets, and answering from them would rewind
+    // the group (seen by the jepsen soak). Only the ready leader answers; a follower relays.
+    if ctx.replica.ready_term().is_none() {
+        return match ctx.replica.leader_addr() {
+            Some(leader) if leader != ctx.config.broker_addr() => forward(ctx, &leader, request).await,
+            leader_addr => Err(WriteError::NotLeader { leader_addr }.to_response(&ctx.config.broker_name)),
+        };
+    }
     let stored = ctx.store.metadata().offsets.query(&h.topic, &h.consumer_group, h.queue_id);
     let (min, _) = ctx.store.queue_offsets(&h.topic, h.queue_id);
     match query_offset_answer(stored, i64::try_from(min).unwrap_or(i64::MAX), true) {

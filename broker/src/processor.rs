@@ -124,7 +124,7 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::HeartBeat => client_manage_processor::heart_beat(ctx, &conn, &request),
             RequestCode::UnregisterClient => client_manage_processor::unregister_client(ctx, &conn, &request),
             RequestCode::GetConsumerListByGroup => client_manage_processor::consumer_list(ctx, &request),
-            RequestCode::QueryConsumerOffset => client_manage_processor::query_consumer_offset(ctx, &request),
+            RequestCode::QueryConsumerOffset => client_manage_processor::query_consumer_offset(ctx, &request).await,
             RequestCode::UpdateConsumerOffset => client_manage_processor::update_consumer_offset(ctx, &request).await,
             RequestCode::LockBatchMq => client_manage_processor::lock_batch(ctx, &request),
             RequestCode::UnlockBatchMq => client_manage_processor::unlock_batch(ctx, &request),
