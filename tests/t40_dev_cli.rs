@@ -138,8 +138,16 @@ impl Dev {
     fn diagnostics(&self) -> String {
         let stdout = self.lines.lock().unwrap_or_else(|p| p.into_inner()).join("\n");
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let tail: Vec<&str> = log.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
-        format!("--- stdout\n{stdout}\n--- stderr (tail)\n{}", tail.join("\n"))
+        // Backtrace frames would push the error itself out of the tail.
+        let lines: Vec<&str> = log
+            .lines()
+            .filter(|l| {
+                !l.trim_start().starts_with("at ")
+                    && l.trim_start().split(':').next().is_none_or(|n| n.trim().parse::<u32>().is_err())
+            })
+            .collect();
+        let tail = lines.get(lines.len().saturating_sub(40)..).unwrap_or_default();
+        format!("--- stdout\n{stdout}\n--- stderr (tail, backtraces left out)\n{}", tail.join("\n"))
     }
 
     /// SIGTERM, then its exit status (bounded).
