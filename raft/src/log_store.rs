@@ -54,6 +54,10 @@ enum Driver {
     Task { slot: Arc<Mutex<Option<Flusher>>>, wake: Arc<Notify> },
 }
 
+/// `unsafe_ack_before_fsync` (test only): appends are flushed at most this often, so up to this
+/// much acknowledged data is only in the page cache at any time.
+const UNSAFE_FLUSH_PERIOD_MS: u64 = 1000;
+
 struct Shared {
     state: Arc<Mutex<State>>,
     counters: Arc<flusher::Counters>,
@@ -62,6 +66,8 @@ struct Shared {
     dir: PathBuf,
     /// `RaftConfig::unsafe_ack_before_fsync` (test only).
     unsafe_ack_before_fsync: bool,
+    /// When the unsafe mode last asked for a flush.
+    unsafe_last_flush: Mutex<std::time::Instant>,
 }
 
 impl Shared {
@@ -206,7 +212,15 @@ impl LogStore {
         if unsafe_ack_before_fsync {
             tracing::warn!(dir = %dir.display(), "TEST ONLY: appends are acknowledged before fsync (unsafeAckBeforeFsync)");
         }
-        let shared = Shared { state, counters, tx, driver, dir: dir.to_path_buf(), unsafe_ack_before_fsync };
+        let shared = Shared {
+            state,
+            counters,
+            tx,
+            driver,
+            dir: dir.to_path_buf(),
+            unsafe_ack_before_fsync,
+            unsafe_last_flush: Mutex::new(std::time::Instant::now()),
+        };
         Ok(Self { shared: Arc::new(shared) })
     }
 
@@ -340,14 +354,24 @@ impl LogStore {
             cb.io_completed(Err(io::Error::other(e.to_string())));
             return Err(e);
         }
-        let cb = if self.shared.unsafe_ack_before_fsync {
+        if self.shared.unsafe_ack_before_fsync {
             // The deliberately broken mode of the jepsen self-test: durable as far as openraft
-            // knows, while the bytes are only in the page cache until the flush below.
+            // knows, while the bytes stay in the page cache only, for a window wide enough that a
+            // power loss reliably erases acknowledged entries.
             cb.io_completed(Ok(()));
-            IOFlushed::noop()
-        } else {
-            cb
-        };
+            let due = {
+                let mut last = self.shared.unsafe_last_flush.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let due = last.elapsed() >= Duration::from_millis(UNSAFE_FLUSH_PERIOD_MS);
+                if due {
+                    *last = std::time::Instant::now();
+                }
+                due
+            };
+            if due && !self.shared.send(Request::Flush(IOFlushed::noop())) {
+                return Err(StoreError::FlusherStopped);
+            }
+            return Ok(());
+        }
         if self.shared.send(Request::Flush(cb)) { Ok(()) } else { Err(StoreError::FlusherStopped) }
     }
 
