@@ -29,9 +29,9 @@ use broker_group::BROKER_NAME;
 use broker_group::drain_queue;
 use broker_group::free_port;
 use broker_group::query_offset;
+use broker_group::replica_configs;
 use broker_group::update_offset;
 use raftmq_broker::BrokerConfig;
-use raftmq_broker::config::RaftPeer;
 use raftmq_client::Admin;
 use raftmq_client::Producer;
 use raftmq_common::message::Message;
@@ -61,36 +61,11 @@ struct Processes {
 }
 
 impl Processes {
-    fn new(dir: &Path, namesrv_addr: &str, n: u64) -> Self {
-        let peers: Vec<RaftPeer> = (1..=n)
-            .map(|id| RaftPeer {
-                id,
-                remoting_addr: format!("127.0.0.1:{}", free_port()),
-                raft_addr: format!("127.0.0.1:{}", free_port()),
-            })
-            .collect();
-        let configs = peers
-            .iter()
-            .map(|peer| {
-                let port = peer.remoting_addr.rsplit_once(':').and_then(|(_, p)| p.parse().ok()).unwrap_or(0);
-                let config = BrokerConfig {
-                    broker_name: BROKER_NAME.into(),
-                    broker_ip1: Some("127.0.0.1".into()),
-                    listen_port: port,
-                    admin_port: free_port(),
-                    namesrv_addr: namesrv_addr.to_owned(),
-                    store_path_root_dir: dir.join(format!("node-{}", peer.id)),
-                    mapped_file_size_commit_log: 64 << 20,
-                    max_hash_slot_num: 4_096,
-                    max_index_num: 16_384,
-                    raft_self_id: peer.id,
-                    raft_peers: peers.clone(),
-                    ..BrokerConfig::default()
-                };
-                (peer.id, config)
-            })
-            .collect();
-        Processes { dir: dir.to_owned(), configs, children: BTreeMap::new(), starts: 0 }
+    fn new(dir: &Path, namesrv_addr: &str, n: u64) -> Result<Self> {
+        let mut configs = replica_configs(dir, namesrv_addr, n)?;
+        // Separate processes: a fixed free admin port per replica, so a restart keeps it.
+        configs.values_mut().for_each(|c| c.admin_port = free_port());
+        Ok(Processes { dir: dir.to_owned(), configs, children: BTreeMap::new(), starts: 0 })
     }
 
     fn start(&mut self, id: u64) -> Result<()> {
@@ -199,7 +174,7 @@ async fn t25_leader_sigkilled_mid_stream_then_restarted_loses_nothing() -> Resul
     .await?;
     let namesrv_addr = namesrv.local_addr().to_string();
     let dir = tempfile::tempdir()?;
-    let mut procs = Processes::new(dir.path(), &namesrv_addr, 3);
+    let mut procs = Processes::new(dir.path(), &namesrv_addr, 3)?;
     let result = scenario(&mut procs, &namesrv_addr).await;
     if result.is_err() {
         procs.dump_logs();

@@ -39,6 +39,40 @@ pub fn free_port() -> u16 {
     listener.local_addr().expect("local addr").port()
 }
 
+/// The configs of an `n`-replica group (ids 1..=n) on free loopback ports, stores under `dir`, small
+/// CommitLog segments and IndexFiles, ephemeral admin HTTP ports.
+pub fn replica_configs(dir: &std::path::Path, namesrv_addr: &str, n: u64) -> Result<BTreeMap<u64, BrokerConfig>> {
+    let peers: Vec<RaftPeer> = (1..=n)
+        .map(|id| RaftPeer {
+            id,
+            remoting_addr: format!("127.0.0.1:{}", free_port()),
+            raft_addr: format!("127.0.0.1:{}", free_port()),
+        })
+        .collect();
+    let mut configs = BTreeMap::new();
+    for peer in &peers {
+        let port: u16 = peer.remoting_addr.rsplit_once(':').and_then(|(_, p)| p.parse().ok()).context("port")?;
+        let config = BrokerConfig {
+            broker_name: BROKER_NAME.into(),
+            broker_ip1: Some("127.0.0.1".into()),
+            listen_port: port,
+            namesrv_addr: namesrv_addr.to_owned(),
+            store_path_root_dir: dir.join(format!("node-{}", peer.id)),
+            mapped_file_size_commit_log: 64 << 20,
+            // Small index files: the defaults make a 420 MB (sparse) file per replica.
+            max_hash_slot_num: 4_096,
+            max_index_num: 16_384,
+            raft_self_id: peer.id,
+            raft_peers: peers.clone(),
+            // Ephemeral admin HTTP ports: replicas of parallel tests never collide on 8080.
+            admin_port: 0,
+            ..BrokerConfig::default()
+        };
+        configs.insert(peer.id, config);
+    }
+    Ok(configs)
+}
+
 /// A NameServer and a broker group.
 pub struct Group {
     pub namesrv: NameServer,
@@ -55,7 +89,7 @@ impl Group {
     }
 
     /// [`Group::start`] with every replica's config adjusted by `customize` first.
-    pub async fn start_with(n: u64, customize: impl Fn(&mut BrokerConfig)) -> Result<Group> {
+    pub async fn start_with(n: u64, customize: impl FnMut(&mut BrokerConfig)) -> Result<Group> {
         let namesrv = NameServer::start(NamesrvConfig {
             listen_port: 0,
             bind_address: "127.0.0.1".into(),
@@ -65,35 +99,8 @@ impl Group {
         .await?;
         let namesrv_addr = namesrv.local_addr().to_string();
         let dir = tempfile::tempdir()?;
-        let peers: Vec<RaftPeer> = (1..=n)
-            .map(|id| RaftPeer {
-                id,
-                remoting_addr: format!("127.0.0.1:{}", free_port()),
-                raft_addr: format!("127.0.0.1:{}", free_port()),
-            })
-            .collect();
-        let mut configs = BTreeMap::new();
-        for peer in &peers {
-            let port: u16 = peer.remoting_addr.rsplit_once(':').and_then(|(_, p)| p.parse().ok()).context("port")?;
-            let mut config = BrokerConfig {
-                broker_name: BROKER_NAME.into(),
-                broker_ip1: Some("127.0.0.1".into()),
-                listen_port: port,
-                namesrv_addr: namesrv_addr.clone(),
-                store_path_root_dir: dir.path().join(format!("node-{}", peer.id)),
-                mapped_file_size_commit_log: 64 << 20,
-                // Small index files: the defaults make a 420 MB (sparse) file per replica.
-                max_hash_slot_num: 4_096,
-                max_index_num: 16_384,
-                raft_self_id: peer.id,
-                raft_peers: peers.clone(),
-                // Ephemeral admin HTTP ports: replicas of parallel tests never collide on 8080.
-                admin_port: 0,
-                ..BrokerConfig::default()
-            };
-            customize(&mut config);
-            configs.insert(peer.id, config);
-        }
+        let mut configs = replica_configs(dir.path(), &namesrv_addr, n)?;
+        configs.values_mut().for_each(customize);
         let mut group = Group { namesrv, namesrv_addr, configs, brokers: BTreeMap::new(), _dir: dir };
         let starts = group.configs.values().cloned().map(Broker::start);
         for broker in futures::future::join_all(starts).await {
