@@ -26,6 +26,7 @@ use anyhow::bail;
 use anyhow::ensure;
 use broker_group::Group;
 use broker_group::pull;
+use broker_group::pull_settled;
 use raftmq_broker::Broker;
 use raftmq_broker::BrokerConfig;
 use raftmq_broker::retention::local_hour_of_day;
@@ -260,7 +261,7 @@ async fn t60_purge_through_raft_then_a_lagging_follower_installs_the_snapshot() 
     let mut retained: BTreeMap<i32, Vec<MessageExt>> = BTreeMap::new();
     for q in 0..QUEUES {
         let (min, max) = store.queue_offsets(TOPIC, q);
-        let p = pull(&client, &leader_addr, "t60_group", TOPIC, q, 0, 32, None).await?;
+        let p = pull_settled(&client, &leader_addr, "t60_group", TOPIC, q, 0, 32, WAIT).await?;
         assert_eq!(p.code, ResponseCode::PullOffsetMoved, "queue {q}: {:?}", p.remark);
         let h = p.header.context("header")?;
         assert_eq!((h.next_begin_offset, h.min_offset), (min as i64, min as i64), "queue {q}: moved to the minimum");

@@ -201,6 +201,30 @@ pub async fn pull(
     Ok(Pulled { code, remark: response.remark, header, messages })
 }
 
+/// [`pull`] as a RocketMQ consumer does it: PULL_RETRY_IMMEDIATELY (a replica that cannot yet
+/// decide an out-of-range offset, e.g. a leader whose apply runs behind its commit) is asked again
+/// until it answers otherwise or `wait` runs out.
+#[allow(clippy::too_many_arguments)]
+pub async fn pull_settled(
+    client: &RemotingClient,
+    addr: &str,
+    group: &str,
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+    max: i32,
+    wait: Duration,
+) -> Result<Pulled> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let p = pull(client, addr, group, topic, queue_id, offset, max, None).await?;
+        if p.code != ResponseCode::PullRetryImmediately || tokio::time::Instant::now() >= deadline {
+            return Ok(p);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Reads a whole queue from `offset` to its end.
 pub async fn drain_queue(client: &RemotingClient, addr: &str, topic: &str, queue_id: i32) -> Result<Vec<MessageExt>> {
     let mut out = Vec::new();
