@@ -26,6 +26,7 @@ use raftmq_client::Producer;
 use raftmq_common::message::Message;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::topic::TopicConfig;
+use raftmq_common::protocol::leader_hint::parse_leader_hint;
 use raftmq_common::remoting::RemotingClient;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -50,6 +51,15 @@ async fn t23_leader_killed_mid_stream_loses_no_acknowledged_message() -> Result<
         let r = update_offset(&client, &group.addr(old), "t23_group", TOPIC, q, 100 + i64::from(q)).await?;
         assert_eq!(r.response_code(), ResponseCode::Success, "{:?}", r.remark);
     }
+    // A follower refuses an update, naming the leader, and never relays it: a relayed update can wait
+    // in the follower's connection through a partition and land after newer commits (jepsen 7000).
+    for id in group.brokers.keys().copied().filter(|id| *id != old).collect::<Vec<_>>() {
+        let r = update_offset(&client, &group.addr(id), "t23_group", TOPIC, 0, 1).await?;
+        assert_eq!(r.response_code(), ResponseCode::ServiceNotAvailable, "follower {id}: {:?}", r.remark);
+        let hint = r.remark.as_deref().and_then(parse_leader_hint);
+        assert!(hint.is_none_or(|h| h == group.addr(old)), "follower {id} names {hint:?}");
+    }
+    assert_eq!(query_offset(&client, &group.addr(old), "t23_group", TOPIC, 0).await?, Some(100));
 
     let producer = Arc::new(
         Producer::builder("t23_producer")

@@ -2,10 +2,12 @@
 //! UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP, QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET,
 //! LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, and NOTIFY_CONSUMER_IDS_CHANGED sent back on clients' connections.
 //!
-//! Offsets: queries read the replicated table on any replica; an update is stored only through Raft —
-//! the leader batches it ([`crate::offset_commit`]), a follower forwards it to the leader (oneway
-//! stays oneway) or refuses with the leader hint when no leader is known; nothing is ever applied
-//! locally only.
+//! Offsets: a query is answered by the ready leader (a follower relays it); an update is stored only
+//! through Raft — the leader batches it ([`crate::offset_commit`]), a follower refuses it with
+//! SERVICE_NOT_AVAILABLE and the leader hint and never relays it: an update is stored as sent (a
+//! reset may move an offset back), so a relayed one that waited in the follower→leader connection
+//! through a partition would land after newer commits and rewind the group (jepsen seed 7000). A
+//! late relayed query is harmless.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -167,7 +169,7 @@ pub async fn query_consumer_offset(
     }
 }
 
-/// UPDATE_CONSUMER_OFFSET: replicated by the leader, forwarded by a follower.
+/// UPDATE_CONSUMER_OFFSET: replicated by the leader, refused by a follower (with the leader hint).
 pub async fn update_consumer_offset(
     ctx: &BrokerContext,
     request: &RemotingCommand,
@@ -185,7 +187,6 @@ pub async fn update_consumer_offset(
             ctx.offsets.commit(commit).await.map_err(|e| e.to_response(broker_name))?;
             Ok(RemotingCommand::success())
         }
-        Err(WriteError::NotLeader { leader_addr: Some(leader) }) => forward(ctx, &leader, request).await,
         Err(e) => Err(e.to_response(broker_name)),
     }
 }

@@ -15,9 +15,13 @@
 //!                     MESSAGE_WAS_REMOVING   offset + units scanned            PULL_RETRY_IMMEDIATELY
 //! ```
 //!
-//! `offset_check` is RocketMQ's "master, or `offsetCheckInSlave`": the Raft leader corrects offsets; a
-//! follower serving committed data keeps the client's offset and turns PULL_OFFSET_MOVED into
-//! PULL_RETRY_IMMEDIATELY, because a follower that is merely behind must never move a consumer backwards.
+//! [`OffsetCheck`] is RocketMQ's "master, or `offsetCheckInSlave`", split by direction: a correction
+//! forward (to the minimum, to the next ConsumeQueue file) is safe from any leader, since a queue's
+//! minimum only grows and a stale one is lower; a correction backward (to the maximum, to 0 for an
+//! empty queue) needs a leader whose applied state covers everything any replica may have served.
+//! Where a correction is not allowed the client keeps its offset: PULL_OFFSET_MOVED becomes
+//! PULL_RETRY_IMMEDIATELY, because a replica that is merely behind must never move a consumer
+//! backwards (redelivery, seen by jepsen).
 //!
 //! Differences from 4.9.8, deliberate: the tag of each record read is re-checked exactly
 //! ([`TagFilter::matches_tag`]) so hash collisions are dropped here rather than by the client (same
@@ -223,6 +227,28 @@ pub struct GetMessageResult {
     pub suggest_pulling_from_slave: bool,
 }
 
+/// Which offset corrections this replica may make (see the module header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetCheck {
+    /// A follower, or a leader not holding its lease: the client's offset is kept.
+    Keep,
+    /// A leader holding its lease whose apply may trail its log: only forward corrections.
+    ForwardOnly,
+    /// A leader holding its lease whose applied state covers its whole log: every correction.
+    All,
+}
+
+impl OffsetCheck {
+    /// May a result with `status` move the consumer's offset?
+    pub fn allows(self, status: GetMessageStatus) -> bool {
+        match self {
+            Self::Keep => false,
+            Self::ForwardOnly => matches!(status, GetMessageStatus::OffsetTooSmall | GetMessageStatus::OffsetFoundNull),
+            Self::All => true,
+        }
+    }
+}
+
 /// One pull request as `getMessage` sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GetMessageRequest<'f> {
@@ -232,8 +258,8 @@ pub struct GetMessageRequest<'f> {
     pub max_msg_nums: i32,
     /// The subscription's filter.
     pub filter: &'f TagFilter,
-    /// Leader: correct offsets (RocketMQ master); follower: keep the client's.
-    pub offset_check: bool,
+    /// Which corrections of the client's offset this replica may make.
+    pub offset_check: OffsetCheck,
 }
 
 fn to_i64(v: u64) -> i64 {
@@ -249,7 +275,8 @@ pub fn get_message(
     limits: &PullLimits,
 ) -> GetMessageResult {
     let offset = request.offset;
-    let correct = |new: i64| if request.offset_check { new } else { offset };
+    let correct =
+        |status: GetMessageStatus, new: i64| (status, if request.offset_check.allows(status) { new } else { offset });
     let (min, max) = queue.map_or((0, 0), |q| (to_i64(q.min_offset()), to_i64(q.max_offset())));
     let mut result = GetMessageResult {
         status: GetMessageStatus::NoMessageInQueue,
@@ -261,19 +288,19 @@ pub fn get_message(
         suggest_pulling_from_slave: false,
     };
     let (status, next) = if max == 0 {
-        (GetMessageStatus::NoMessageInQueue, correct(0))
+        correct(GetMessageStatus::NoMessageInQueue, 0)
     } else if offset < min {
-        (GetMessageStatus::OffsetTooSmall, correct(min))
+        correct(GetMessageStatus::OffsetTooSmall, min)
     } else if offset == max {
-        (GetMessageStatus::OffsetOverflowOne, correct(offset))
+        (GetMessageStatus::OffsetOverflowOne, offset)
     } else if offset > max {
-        (GetMessageStatus::OffsetOverflowBadly, correct(max))
+        correct(GetMessageStatus::OffsetOverflowBadly, max)
     } else {
         // min <= offset < max, so the queue exists and offset is non-negative.
         let Some(queue) = queue else { return result };
         let from = offset as u64;
         match queue.read(from, scan_units_max(request.max_msg_nums)) {
-            None => (GetMessageStatus::OffsetFoundNull, correct(to_i64(queue.roll_next_file(from)))),
+            None => correct(GetMessageStatus::OffsetFoundNull, to_i64(queue.roll_next_file(from))),
             Some(units) => {
                 let (status, scanned) = collect(units, request, log, limits, &mut result);
                 (status, offset + scanned as i64)
@@ -410,8 +437,8 @@ pub struct PullPolicy {
     pub long_polling_enable: bool,
     /// `shortPollingTimeMills`.
     pub short_polling_ms: u64,
-    /// Leader (master semantics) rather than follower.
-    pub offset_check: bool,
+    /// Which corrections of the client's offset this replica may make.
+    pub offset_check: OffsetCheck,
 }
 
 /// Maps a `getMessage` result to the response (`PullMessageProcessor`, 4.9.8).
@@ -432,7 +459,7 @@ pub fn pull_outcome(
     };
     let mut offset_moved_event = false;
     if code == ResponseCode::PullOffsetMoved {
-        if policy.offset_check {
+        if policy.offset_check.allows(result.status) {
             offset_moved_event = true;
         } else {
             code = ResponseCode::PullRetryImmediately;
@@ -591,7 +618,8 @@ mod tests {
         f: &TagFilter,
         leader: bool,
     ) -> GetMessageResult {
-        let req = GetMessageRequest { offset, max_msg_nums: max_msgs, filter: f, offset_check: leader };
+        let offset_check = if leader { OffsetCheck::All } else { OffsetCheck::Keep };
+        let req = GetMessageRequest { offset, max_msg_nums: max_msgs, filter: f, offset_check };
         get_message(q, &req, log, &PullLimits::default())
     }
 
@@ -599,9 +627,9 @@ mod tests {
         broker_allow_suspend: true,
         long_polling_enable: true,
         short_polling_ms: 1000,
-        offset_check: true,
+        offset_check: OffsetCheck::All,
     };
-    const FOLLOWER: PullPolicy = PullPolicy { offset_check: false, ..LEADER };
+    const FOLLOWER: PullPolicy = PullPolicy { offset_check: OffsetCheck::Keep, ..LEADER };
     const SUSPEND: i32 = pull_sys_flag::SUSPEND;
 
     #[test]
@@ -765,6 +793,33 @@ mod tests {
     }
 
     #[test]
+    fn a_leader_behind_its_log_corrects_offsets_only_forward() {
+        let (q, log) = fixture(2, &["a", "b", "c"], 100); // min 2, max 5
+        let (empty, empty_log) = fixture(0, &[], 100);
+        let policy = PullPolicy { offset_check: OffsetCheck::ForwardOnly, ..LEADER };
+        let run = |queue: &FakeQueue, log: &FakeLog, offset: i64| {
+            let req = GetMessageRequest {
+                offset,
+                max_msg_nums: 32,
+                filter: &TagFilter::all(),
+                offset_check: OffsetCheck::ForwardOnly,
+            };
+            let r = get_message(Some(queue), &req, log, &PullLimits::default());
+            (r.status, r.next_begin_offset, pull_outcome(&r, offset, SUSPEND, 15_000, &policy).code)
+        };
+        // Below the minimum: forward to it (a minimum only grows, so even a stale one is safe).
+        assert_eq!(run(&q, &log, 0), (GetMessageStatus::OffsetTooSmall, 2, ResponseCode::PullOffsetMoved));
+        // Past the maximum, or an empty queue: a move back could rewind a consumer that read what a
+        // follower already applied, so the offset is kept and the client asks again.
+        assert_eq!(run(&q, &log, 9), (GetMessageStatus::OffsetOverflowBadly, 9, ResponseCode::PullRetryImmediately));
+        assert_eq!(
+            run(&empty, &empty_log, 7),
+            (GetMessageStatus::NoMessageInQueue, 7, ResponseCode::PullRetryImmediately)
+        );
+        assert_eq!(run(&q, &log, 3).0, GetMessageStatus::Found);
+    }
+
+    #[test]
     fn found_returns_records_byte_for_byte_and_respects_max_msgs() {
         let (q, log) = fixture(0, &["a", "b", "c", "d"], 100);
         let r = pull(Some(&q), &log, 1, 2, &TagFilter::all(), true);
@@ -850,7 +905,12 @@ mod tests {
         assert!(r.suggest_pulling_from_slave);
         // The byte limit: 64 KiB on disk holds fewer records when records are large.
         let limits = PullLimits { max_transfer_bytes_in_disk: 300, ..PullLimits::default() };
-        let req = GetMessageRequest { offset: 0, max_msg_nums: 64, filter: &TagFilter::all(), offset_check: true };
+        let req = GetMessageRequest {
+            offset: 0,
+            max_msg_nums: 64,
+            filter: &TagFilter::all(),
+            offset_check: OffsetCheck::All,
+        };
         let r = get_message(Some(&q), &req, &log, &limits);
         let per = r.messages[0].len() as u64;
         assert_eq!(r.messages.len() as u64, 300 / per);

@@ -29,6 +29,7 @@ use crate::entry::BrokerCommand;
 use crate::entry::OffsetCommit;
 use crate::processor::BrokerContext;
 use crate::pull::GetMessageRequest;
+use crate::pull::OffsetCheck;
 use crate::pull::PullOutcome;
 use crate::pull::PullPolicy;
 use crate::pull::TagFilter;
@@ -194,12 +195,19 @@ fn run(
     filter: &TagFilter,
     allow_suspend: bool,
 ) -> (RemotingCommand, PullOutcome) {
-    // Only the group's real, caught-up leader moves a consumer's offset (RocketMQ: only the master).
-    // A leader cut off in a minority still thinks it is ready, and a leader whose apply runs behind
-    // its commit has queue ends older than what a follower may already have served: either would
-    // rewind consumers that read past them (redelivery, seen by jepsen). Otherwise the consumer keeps
-    // its offset and retries.
-    let offset_check = ctx.replica.ready_term().is_some() && ctx.replica.node().is_authoritative_leader();
+    // Only the group's real leader moves a consumer's offset (RocketMQ: only the master), and only
+    // forward unless its apply covers its whole log. A leader cut off in a minority still thinks it is
+    // ready (hence the lease), and a leader whose apply trails its log has queue ends older than what
+    // a follower may already have served: moving back to them rewinds consumers that read past them
+    // (redelivery, jepsen seeds 6014/7002/7004). Otherwise the consumer keeps its offset and retries.
+    let node = ctx.replica.node();
+    let offset_check = if ctx.replica.ready_term().is_none() || !node.leader_lease_valid() {
+        OffsetCheck::Keep
+    } else if node.is_authoritative_leader() {
+        OffsetCheck::All
+    } else {
+        OffsetCheck::ForwardOnly
+    };
     let result = {
         let queues = ctx.store.consume_queues();
         let req = GetMessageRequest { offset: h.queue_offset, max_msg_nums: h.max_msg_nums, filter, offset_check };

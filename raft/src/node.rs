@@ -339,17 +339,25 @@ impl RaftNode {
         m.last_quorum_acked.as_ref().is_some_and(|acked| openraft::Instant::elapsed(&**acked) < lease)
     }
 
-    /// [`Self::leader_lease_valid`], and everything committed is applied: the applied state is then
-    /// the group's latest. A follower may apply an entry before its leader does (the leader's apply
-    /// runs behind its commit); until the leader caught up, what a consumer read there is ahead of it.
+    /// [`Self::leader_lease_valid`], and everything in this leader's log is applied: the applied
+    /// state is then at least what any replica may have applied. A follower may apply an entry before
+    /// its leader does (the leader's apply runs behind its commit); until the leader caught up, what a
+    /// consumer read there is ahead of it.
+    ///
+    /// Compared with the live log end, not openraft's `cluster_committed` metric: that is published
+    /// once per RaftCore loop, after the same loop already sent the new commit index to followers, so
+    /// a follower can serve an entry the metric does not show yet (jepsen seeds 6014/7002/7004). A
+    /// follower only holds entries this leader appended, and an append is visible at once; the
+    /// `last_applied` metric lags the real apply, which only makes the answer more conservative.
     pub fn is_authoritative_leader(&self) -> bool {
         if !self.leader_lease_valid() {
             return false;
         }
         let Some(raft) = &self.raft else { return false };
-        let metrics = raft.metrics();
-        let m = metrics.borrow_watched();
-        m.last_applied.as_ref().map(|l| l.index) >= m.cluster_committed.as_ref().map(|l| l.index)
+        // The log end first: both only grow, so reading it first can only make the answer stricter.
+        let appended = self.store.last_log_id().map(|l| l.index);
+        let applied = raft.metrics().borrow_watched().last_applied.as_ref().map(|l| l.index);
+        applied_covers_log(applied, appended)
     }
 
     /// A point-in-time view of this replica.
@@ -517,4 +525,23 @@ fn spawn_leadership_watch(raft: &Raft) -> watch::Receiver<Leadership> {
         }
     });
     rx
+}
+
+/// Whether an applied index covers a log end (`None`: nothing applied / an empty log).
+fn applied_covers_log(applied: Option<u64>, appended: Option<u64>) -> bool {
+    applied >= appended
+}
+
+#[cfg(test)]
+mod tests {
+    use super::applied_covers_log;
+
+    #[test]
+    fn a_leader_is_authoritative_only_once_its_apply_covers_its_log() {
+        // The incident's shape: entry k appended (and possibly applied by a follower), not yet here.
+        assert!(!applied_covers_log(Some(41), Some(42)));
+        assert!(!applied_covers_log(None, Some(1)));
+        assert!(applied_covers_log(Some(42), Some(42)));
+        assert!(applied_covers_log(None, None));
+    }
 }

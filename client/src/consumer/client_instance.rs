@@ -54,6 +54,7 @@ use crate::error::Result;
 use crate::namesrv::NamesrvClient;
 use crate::route::RouteConfig;
 use crate::route::TopicRouteManager;
+use crate::route::parse_leader_hint;
 
 /// A broker address chosen for a subscribe-side call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -305,10 +306,16 @@ impl ClientInstance {
     }
 
     /// UPDATE_CONSUMER_OFFSET, two-way: `Ok` once the group has stored (replicated) the offset. A
-    /// failure refreshes the route and tries once more, since the leader it went to may have moved.
+    /// follower refuses it naming the leader: the update goes straight there. Any other failure
+    /// refreshes the route and tries once more, since the leader it went to may have moved.
     pub async fn update_consumer_offset(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
         let first = self.update_consumer_offset_at_master(mq, offset).await;
         let Err(e) = first else { return Ok(()) };
+        if let Some(leader) = e.remark().and_then(parse_leader_hint) {
+            tracing::debug!(mq = ?mq, offset, leader, "offset update refused by a follower; sending it to the leader");
+            let request = self.update_consumer_offset_request(mq, offset);
+            return self.call_ok("updateConsumerOffset", leader, request).await.map(|_| ());
+        }
         tracing::debug!(mq = ?mq, offset, error = %e, "offset update failed; refreshing the route and retrying");
         if let Err(e) = self.routes.update_route(&mq.topic).await {
             tracing::debug!(topic = %mq.topic, error = %e, "route refresh for an offset update failed");
