@@ -19,6 +19,11 @@ mod table;
 use anyhow::Result;
 use clap::Parser;
 
+// glibc's malloc took ~15 % of the broker's CPU under send load (frees crossing threads, arena
+// consolidation); mimalloc's thread-local free lists avoid both. Measured in BENCHMARKS.md.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<()> {
     let cli = cli::Cli::parse();
     logging::init(cli.log_json);

@@ -477,7 +477,83 @@ struct JsonHeaderIn {
     #[serde(default)]
     remark: Option<String>,
     #[serde(default, rename = "extFields")]
-    ext_fields: Option<IndexMap<String, serde_json::Value>>,
+    ext_fields: Option<ExtFieldsIn>,
+}
+
+/// `extFields` read straight into [`ExtFields`]: on the send path this map is most of the header, and
+/// going through `serde_json::Value` first cost a second allocation per key and value.
+struct ExtFieldsIn(ExtFields);
+
+impl<'de> Deserialize<'de> for ExtFieldsIn {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = ExtFieldsIn;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of extFields")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ExtFieldsIn, A::Error> {
+                let mut fields = ExtFields::with_capacity(map.size_hint().unwrap_or(0).min(64));
+                while let Some((key, ExtValue(value))) = map.next_entry::<String, ExtValue>()? {
+                    // A null value is an absent field, as Java's fastjson reads it.
+                    if let Some(value) = value {
+                        fields.insert(key, value);
+                    }
+                }
+                Ok(ExtFieldsIn(fields))
+            }
+        }
+        deserializer.deserialize_map(Fields)
+    }
+}
+
+/// One `extFields` value as its string form: strings as they are, scalars as JSON writes them,
+/// nested values as their JSON text, null as `None`.
+struct ExtValue(Option<String>);
+
+impl<'de> Deserialize<'de> for ExtValue {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Value;
+        impl<'de> serde::de::Visitor<'de> for Value {
+            type Value = ExtValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an extFields value")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ExtValue, E> {
+                Ok(ExtValue(Some(v.to_owned())))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<ExtValue, E> {
+                Ok(ExtValue(Some(v)))
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<ExtValue, E> {
+                Ok(ExtValue(Some(v.to_string())))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ExtValue, E> {
+                Ok(ExtValue(Some(v.to_string())))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ExtValue, E> {
+                Ok(ExtValue(Some(v.to_string())))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<ExtValue, E> {
+                Ok(ExtValue(Some(serde_json::Value::from(v).to_string())))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<ExtValue, E> {
+                Ok(ExtValue(None))
+            }
+            fn visit_none<E: serde::de::Error>(self) -> Result<ExtValue, E> {
+                Ok(ExtValue(None))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<ExtValue, A::Error> {
+                let v = serde_json::Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(ExtValue(Some(v.to_string())))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<ExtValue, A::Error> {
+                let v = serde_json::Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(ExtValue(Some(v.to_string())))
+            }
+        }
+        deserializer.deserialize_any(Value)
+    }
 }
 
 fn decode_json_header(header: &[u8]) -> Result<RemotingCommand, DecodeError> {
@@ -489,15 +565,7 @@ fn decode_json_header(header: &[u8]) -> Result<RemotingCommand, DecodeError> {
         }
         _ => LanguageCode::Other,
     };
-    let mut ext_fields = ExtFields::new();
-    for (key, value) in parsed.ext_fields.unwrap_or_default() {
-        let value = match value {
-            serde_json::Value::String(s) => s,
-            serde_json::Value::Null => continue,
-            other => other.to_string(),
-        };
-        ext_fields.insert(key, value);
-    }
+    let ext_fields = parsed.ext_fields.map(|f| f.0).unwrap_or_default();
     Ok(RemotingCommand {
         code: parsed.code,
         language,
@@ -625,6 +693,19 @@ mod tests {
         assert_eq!(cmd.ext_fields.get("queueId").map(String::as_str), Some("3"));
         assert_eq!(cmd.ext_fields.get("commit").map(String::as_str), Some("true"));
         assert!(!cmd.ext_fields.contains_key("x"));
+
+        let header = br#"{"code":10,"extFields":{"a":"q\"\u00e9","f":1.5,"n":-7,"m":{"k":[1,"v"]},"s":[]}}"#;
+        let mut frame = BytesMut::new();
+        frame.put_u32(header.len() as u32);
+        frame.put_slice(header);
+        let cmd = RemotingCommand::decode_frame(frame.freeze()).unwrap();
+        let field = |k: &str| cmd.ext_fields.get(k).map(String::as_str);
+        assert_eq!(field("a"), Some("q\"\u{e9}"));
+        assert_eq!(field("f"), Some("1.5"));
+        assert_eq!(field("n"), Some("-7"));
+        assert_eq!(field("m"), Some(r#"{"k":[1,"v"]}"#));
+        assert_eq!(field("s"), Some("[]"));
+        assert_eq!(cmd.ext_fields.keys().collect::<Vec<_>>(), ["a", "f", "n", "m", "s"], "order kept");
     }
 
     #[test]
