@@ -156,6 +156,9 @@ struct ConsumeBenchArgs {
     /// A group without committed offsets starts at each queue's first message (default: its end).
     #[arg(long = "from-first")]
     from_first: bool,
+    /// Messages per listener call (the consumer's `consumeMessageBatchMaxSize`, 1..=1024).
+    #[arg(long = "consume-batch", default_value_t = 1)]
+    consume_batch: usize,
 }
 
 /// Runs the chosen benchmark.
@@ -544,6 +547,7 @@ async fn consume(a: ConsumeBenchArgs) -> Result<()> {
         .namesrv_addr(&a.run.namesrv.namesrv_addr)
         .subscribe(a.run.topic.as_str(), a.expr.as_str())
         .consume_from(from)
+        .consume_message_batch_max_size(a.consume_batch)
         .rpc_timeout(a.run.namesrv.timeout)
         .listener_concurrently(listener)
         .build()?;
@@ -610,7 +614,7 @@ fn summarize_consume(
     let (p50, p99, p999) = (pct(0.50), pct(0.99), pct(0.999));
     if a.run.json {
         let summary = json!({
-            "kind": "consume", "topic": a.run.topic, "group": a.group, "elapsed_s": secs, "received": n,
+            "kind": "consume", "topic": a.run.topic, "group": a.group, "consume_batch": a.consume_batch, "elapsed_s": secs, "received": n,
             "failed": failed, "tps": tps, "avg_b2c_ms": avg_b2c, "avg_s2c_ms": avg_s2c, "max_b2c_ms": max_b2c,
             "max_s2c_ms": max_s2c, "p50_ms": p50, "p99_ms": p99, "p999_ms": p999, "max_ms": max_b2c,
         });

@@ -13,6 +13,7 @@
 //! - [`push`]: [`PushConsumer`]; [`pull`]: [`PullConsumer`].
 
 pub(crate) mod client_instance;
+pub(crate) mod consume_pool;
 pub mod listener;
 pub mod offset_store;
 pub(crate) mod process_queue;

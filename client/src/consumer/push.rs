@@ -54,13 +54,13 @@ use raftmq_common::protocol::body::heartbeat::SubscriptionData;
 use raftmq_common::protocol::body::route::MASTER_ID;
 use raftmq_common::protocol::header::pull::PullMessageRequestHeader;
 use raftmq_common::protocol::header::pull::pull_sys_flag;
-use tokio::sync::Semaphore;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::consumer::client_instance::ClientInstance;
+use crate::consumer::consume_pool::ConsumePool;
 use crate::consumer::listener::ConsumeConcurrentlyContext;
 use crate::consumer::listener::ConsumeConcurrentlyStatus;
 use crate::consumer::listener::ConsumeOrderlyContext;
@@ -416,7 +416,10 @@ impl PushConsumerBuilder {
             }
         };
         let inner = PushInner {
-            consume_permits: Arc::new(Semaphore::new(self.consume_threads)),
+            consume_pool: ConsumePool::new(
+                &format!("ConsumeMessageThread_{}", self.consumer_group),
+                self.consume_threads,
+            ),
             client,
             retry_producer,
             offset_store,
@@ -484,7 +487,8 @@ struct PushInner {
     process_queues: Mutex<BTreeMap<MessageQueue, Arc<ProcessQueue>>>,
     /// Held by an orderly task across listener calls (`MessageQueueLock`).
     mq_locks: Mutex<HashMap<MessageQueue, Arc<tokio::sync::Mutex<()>>>>,
-    consume_permits: Arc<Semaphore>,
+    /// Listener threads (`consumeThreadMax`).
+    consume_pool: ConsumePool,
     shutdown: CancellationToken,
     /// Pull loops and timers.
     tasks: TaskTracker,
@@ -643,6 +647,8 @@ impl PushConsumer {
         if tokio::time::timeout(bound, inner.consume_tasks.wait()).await.is_err() {
             tracing::warn!("listener calls still running at shutdown; their messages will be redelivered");
         }
+        // Idle listener threads exit now; one still in a listener exits when it returns.
+        inner.consume_pool.close();
         if tokio::time::timeout(bound, inner.tasks.wait()).await.is_err() {
             tracing::warn!("consumer tasks still running at shutdown");
         }
@@ -1078,12 +1084,6 @@ impl PushInner {
             {
                 return;
             }
-            let permit = tokio::select! {
-                biased;
-                _ = me.shutdown.cancelled() => return,
-                p = me.consume_permits.clone().acquire_owned() => p,
-            };
-            let Ok(_permit) = permit else { return };
             if pq.is_dropped() || me.shutdown.is_cancelled() {
                 return;
             }
@@ -1095,12 +1095,20 @@ impl PushInner {
                 delay_level_when_next_consume: 0,
                 ack_index: i32::MAX,
             };
-            let call = tokio::task::spawn_blocking(move || {
+            // Re-checked on the listener thread: the job may have waited in the pool's queue while
+            // the queue was dropped or the consumer shut down (then the messages are not consumed and
+            // their offset is not committed: they are delivered again, never lost).
+            let (dropped, shutdown) = (pq.clone(), me.shutdown.clone());
+            let call = me.consume_pool.run(move || {
+                if dropped.is_dropped() || shutdown.is_cancelled() {
+                    return None;
+                }
                 let status = listener.consume_message(&view, &mut ctx);
-                (status, ctx, view)
+                Some((status, ctx, view))
             });
             let (status, ctx, view) = match call.await {
-                Ok(done) => done,
+                Ok(Some(done)) => done,
+                Ok(None) => return,
                 Err(e) => {
                     tracing::warn!(mq = ?mq, error = %e, "listener panicked; reconsuming later");
                     let mut view = msgs.clone();
@@ -1193,17 +1201,14 @@ impl PushInner {
                 return;
             }
             self.reset_retry_topic(&mut msgs);
-            let permit = tokio::select! {
-                biased;
-                _ = self.shutdown.cancelled() => return,
-                p = self.consume_permits.clone().acquire_owned() => p,
-            };
-            let Ok(permit) = permit else { return };
+            if self.shutdown.is_cancelled() {
+                return;
+            }
             let listener = listener.clone();
             let mut ctx =
                 ConsumeOrderlyContext { message_queue: mq.clone(), suspend_current_queue_time_millis: suspend_ms };
             let batch = msgs.clone();
-            let call = tokio::task::spawn_blocking(move || {
+            let call = self.consume_pool.run(move || {
                 let status = listener.consume_message(&batch, &mut ctx);
                 (status, ctx)
             });
@@ -1214,7 +1219,6 @@ impl PushInner {
                     (ConsumeOrderlyStatus::SuspendCurrentQueueAMoment, suspend_ms)
                 }
             };
-            drop(permit);
             match status {
                 ConsumeOrderlyStatus::Success => {
                     self.stats.consume_ok.fetch_add(msgs.len() as u64, Ordering::Relaxed);
