@@ -25,6 +25,10 @@ use raftmq_raft::network::{RaftServer, TcpTransport};
 use raftmq_raft::type_config::{LogId, Node, NodeId};
 use raftmq_raft::{AppPayload, AppReply, ApplyHandler, CommittedEntry, NodeConfig, RaftConfig, RaftNode, Role};
 
+// The allocator the `raftmq` binary ships with, so the figures are the product's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Longest commit latency the histogram records exactly (longer ones saturate).
 const LATENCY_MAX_US: u64 = 60_000_000;
 const ELECTION_WAIT: Duration = Duration::from_secs(20);
