@@ -2,7 +2,8 @@
 # Issue 5's send/consume benchmark on one machine, as recorded in BENCHMARKS.md:
 #   1. a `raftmq dev` group of NODES replicas (release build, data in a fresh temp dir);
 #   2. `raftmq bench produce`: 1 KiB messages, 256 sync senders in flight, for DURATION;
-#   3. STORED more messages stored, then `raftmq bench consume --from-first` of all of them (catch-up).
+#   3. STORED more messages stored, then `raftmq bench consume --from-first` of all of them (catch-up),
+#      once with one message per listener call and once with 32.
 #
 #   deploy/bench-send.sh [NODES] [DURATION] [STORED]     # defaults: 3 20s 1000000
 #
@@ -33,5 +34,8 @@ echo "== produce: $nodes node(s), 1 KiB, 256 in flight, $duration (load before: 
     2>/dev/null
 echo "== storing $stored messages for the catch-up read"
 "$bin" bench produce -n $ns -t CatchUp --count "$stored" --size 1024 --concurrency 256 --mode sync --json 2>/dev/null
-echo "== catch-up consume of $stored stored messages"
+echo "== catch-up consume of $stored stored messages (one message per listener call, RocketMQ's default)"
 "$bin" bench consume -n $ns -t CatchUp -g catchup --from-first --count "$stored" --json 2>/dev/null
+echo "== catch-up consume of $stored stored messages (consumeMessageBatchMaxSize 32)"
+"$bin" bench consume -n $ns -t CatchUp -g catchup32 --from-first --count "$stored" --consume-batch 32 --json \
+    2>/dev/null
