@@ -397,10 +397,10 @@ impl PushConsumerBuilder {
         for (topic, expression) in &self.subscriptions {
             subscriptions.insert(topic.clone(), build_subscription_data(topic, expression, version));
         }
+        let group_retry_topic = retry_topic(&self.consumer_group);
         if self.message_model == MessageModel::Clustering {
             // Redelivered messages of the group come back on its retry topic (`copySubscription`).
-            let retry = retry_topic(&self.consumer_group);
-            subscriptions.insert(retry.clone(), build_subscription_data(&retry, "*", version));
+            subscriptions.insert(group_retry_topic.clone(), build_subscription_data(&group_retry_topic, "*", version));
         }
         // Java shares one client instance between the consumer and its inner producer; ours is a
         // producer of its own, started with the consumer and used only when a send-back fails.
@@ -421,6 +421,7 @@ impl PushConsumerBuilder {
                 &format!("ConsumeMessageThread_{}", self.consumer_group),
                 self.consume_threads,
             ),
+            retry_topic: group_retry_topic,
             client,
             retry_producer,
             offset_store,
@@ -490,6 +491,8 @@ struct PushInner {
     mq_locks: Mutex<HashMap<MessageQueue, Arc<tokio::sync::Mutex<()>>>>,
     /// Listener threads (`consumeThreadMax`).
     consume_pool: ConsumePool,
+    /// `%RETRY%<group>`, looked for in every consumed batch.
+    retry_topic: String,
     shutdown: CancellationToken,
     /// Pull loops and timers.
     tasks: TaskTracker,
@@ -1061,9 +1064,8 @@ impl PushInner {
 
     /// `resetRetryAndNamespace`: a redelivered message shows its original topic.
     fn reset_retry_topic(&self, msgs: &mut [MessageExt]) {
-        let group_topic = retry_topic(&self.config.consumer_group);
         for msg in msgs {
-            if msg.message.topic == group_topic
+            if msg.message.topic == self.retry_topic
                 && let Some(original) = msg.message.property(properties::RETRY_TOPIC).map(str::to_owned)
             {
                 msg.message.topic = original;
@@ -1141,8 +1143,7 @@ impl PushInner {
     /// What the listener sees: the cached messages, or copies with their original topics restored
     /// when some come from the group's retry topic (`resetRetryAndNamespace`).
     fn retry_view(&self, msgs: &[MessageExt]) -> Option<Vec<MessageExt>> {
-        let group_topic = retry_topic(&self.config.consumer_group);
-        if !msgs.iter().any(|m| m.message.topic == group_topic) {
+        if !msgs.iter().any(|m| m.message.topic == self.retry_topic) {
             return None;
         }
         let mut view = msgs.to_vec();
