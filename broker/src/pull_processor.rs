@@ -203,7 +203,7 @@ fn run(
     let node = ctx.replica.node();
     let offset_check = if ctx.replica.ready_term().is_none() || !node.leader_lease_valid() {
         OffsetCheck::Keep
-    } else if node.is_authoritative_leader() {
+    } else if node.apply_caught_up() {
         OffsetCheck::All
     } else {
         OffsetCheck::ForwardOnly

@@ -339,20 +339,17 @@ impl RaftNode {
         m.last_quorum_acked.as_ref().is_some_and(|acked| openraft::Instant::elapsed(&**acked) < lease)
     }
 
-    /// [`Self::leader_lease_valid`], and everything in this leader's log is applied: the applied
-    /// state is then at least what any replica may have applied. A follower may apply an entry before
-    /// its leader does (the leader's apply runs behind its commit); until the leader caught up, what a
-    /// consumer read there is ahead of it.
+    /// Everything in this node's log is applied. On a leader holding its lease
+    /// ([`Self::leader_lease_valid`]) the applied state is then at least what any replica may have
+    /// applied. A follower may apply an entry before its leader does (the leader's apply runs behind
+    /// its commit); until the leader caught up, what a consumer read there is ahead of it.
     ///
     /// Compared with the live log end, not openraft's `cluster_committed` metric: that is published
     /// once per RaftCore loop, after the same loop already sent the new commit index to followers, so
     /// a follower can serve an entry the metric does not show yet (jepsen seeds 6014/7002/7004). A
-    /// follower only holds entries this leader appended, and an append is visible at once; the
+    /// follower only holds entries its leader appended, and an append is visible at once; the
     /// `last_applied` metric lags the real apply, which only makes the answer more conservative.
-    pub fn is_authoritative_leader(&self) -> bool {
-        if !self.leader_lease_valid() {
-            return false;
-        }
+    pub fn apply_caught_up(&self) -> bool {
         let Some(raft) = &self.raft else { return false };
         // The log end first: both only grow, so reading it first can only make the answer stricter.
         let appended = self.store.last_log_id().map(|l| l.index);
