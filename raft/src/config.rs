@@ -17,9 +17,6 @@ pub const SEGMENT_SIZE_MIN_BYTES: u64 = 4096;
 pub const SEGMENT_SIZE_MAX_BYTES: u64 = 1 << 31;
 /// Index slots per `raftindex/` file (DLedger: 5 Mi × 32 B = 160 MiB).
 pub const INDEX_FILE_ENTRIES_DEFAULT: u64 = 5 * 1024 * 1024;
-/// How far past the log end the flusher pre-faults the mapped segment (RocketMQ warms whole
-/// mapped files; a window keeps the page cache footprint small).
-pub const SEGMENT_WARM_AHEAD_BYTES: u64 = 8 << 20;
 /// Byte budget of one AppendEntries batch read by `limited_get_log_entries` (databend: 2 MiB).
 pub const APPEND_ENTRIES_DEFAULT_BYTES: u64 = 2 << 20;
 /// Default count of pipelined AppendEntries awaiting replies on one replication stream.
@@ -39,7 +36,7 @@ const _: () = assert!(APPEND_STREAM_INFLIGHT_DEFAULT_COUNT <= APPEND_STREAM_INFL
 /// Where the log store's group-commit flusher runs (see `flusher`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum FlushMode {
-    /// A dedicated std thread per store (plus a page-warming helper thread): syncs never block
+    /// A dedicated std thread per store: syncs never block
     /// a tokio worker. Production.
     #[default]
     Thread,

@@ -5,17 +5,17 @@
 //! interleaving, and virtual time never advances while a sync is in progress).
 //!
 //! ```text
-//! append() ──memcpy into mmap──▶ State ──┐          ┌─ msync [durable, end) of data segments
+//! append() ───pwrite to segment──▶ State ─┐          ┌─ msync [durable, end) of data segments
 //!          └─ Request::Flush(cb) ──▶ channel ──▶ loop: take all queued requests ─┤─ fsync dir if a segment was created
 //! save_vote/purge ─ Request::Meta ──▶   │           ├─ write meta slot (+fdatasync) if asked
 //! truncate ──────── Request::Sync ──▶   │           └─ complete callbacks in FIFO order
 //! ```
 //!
-//! After completing a batch the thread flusher has a helper thread pre-fault the next
-//! `SEGMENT_WARM_AHEAD_BYTES` after the log end (RocketMQ's "warm mapped file"): first writes to
-//! a sparse mapping otherwise fault on the openraft task that appends, and on a busy group those
-//! faults were a third of the CPU; on the flusher itself they delayed the next group commit.
-//! The task flusher does not warm (a pure speed-up, and a thread).
+//! Appends reach the segment files with `pwrite` (see `store_state`), never through the
+//! mapping, so there is nothing to pre-fault: RocketMQ's "warm mapped file" made the kernel zero
+//! fresh pages that the next append overwrote, and writing through the mapping made every
+//! `msync` write-protect the mapped pages again (TLB shootdowns); together about a third of the
+//! CPU of a busy group, and replication twice as slow as with `pwrite`.
 //!
 //! Both modes run the same [`Flusher::batch`] with the same syscalls; only who waits for the
 //! channel differs. The committed log id is persisted at most every `committed_every` of tokio
@@ -35,7 +35,6 @@ use std::time::{Duration, Instant};
 use openraft::storage::IOFlushed;
 use tokio::sync::{Notify, oneshot};
 
-use crate::config::SEGMENT_WARM_AHEAD_BYTES;
 use crate::error::{Result, StoreError};
 use crate::mapped_file::{SyncHandle, sync_dir};
 use crate::meta::MetaFile;
@@ -147,7 +146,6 @@ pub struct Flusher {
     last_meta_write: tokio::time::Instant,
     /// Requests held while a crash test froze the store (see `LogStore::freeze_for_crash_test`).
     held: Vec<Request>,
-    warmer: Option<Warmer>,
     stopped: bool,
 }
 
@@ -168,7 +166,6 @@ impl Flusher {
             counters,
             last_meta_write: tokio::time::Instant::now(),
             held: Vec::new(),
-            warmer: None,
             stopped: false,
         }
     }
@@ -178,14 +175,10 @@ impl Flusher {
     pub fn run_thread(mut self) {
         // On this thread's clock (the real one), as the throttle always was.
         self.last_meta_write = tokio::time::Instant::now();
-        self.warmer = Some(Warmer::start(&self.state));
         while let Ok(first) = self.rx.recv() {
             if !self.batch(first) {
                 break;
             }
-        }
-        if let Some(w) = self.warmer.take() {
-            w.stop();
         }
     }
 
@@ -244,15 +237,7 @@ impl Flusher {
             st.poisoned.get_or_insert(reason);
         }
         complete(batch, &result);
-        if shutdown {
-            return false;
-        }
-        if result.is_ok()
-            && let Some(w) = &mut self.warmer
-        {
-            w.poke(&self.state);
-        }
-        true
+        !shutdown
     }
 }
 
@@ -275,75 +260,6 @@ pub async fn run_task(slot: Arc<Mutex<Option<Flusher>>>, wake: Arc<Notify>) {
         if !running {
             // Close the files now, not when the runtime drops this task.
             guard.take();
-            return;
-        }
-    }
-}
-
-/// Runs [`warm_ahead`] off the flusher thread: page faults of fresh pages cost milliseconds on
-/// a virtualised host, and on the flusher they delayed the next group commit. Pokes coalesce
-/// (one pending at most); without the thread (spawn failed) the flusher warms inline.
-struct Warmer {
-    poke: Option<std::sync::mpsc::SyncSender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-    inline_warmed_to: u64,
-}
-
-impl Warmer {
-    fn start(state: &Arc<Mutex<State>>) -> Self {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
-        let state = Arc::clone(state);
-        let spawned = std::thread::Builder::new().name("raft-log-warmer".into()).spawn(move || {
-            let mut warmed_to = 0u64;
-            while rx.recv().is_ok() {
-                warm_ahead(&state, &mut warmed_to);
-            }
-        });
-        match spawned {
-            Ok(t) => Self { poke: Some(tx), thread: Some(t), inline_warmed_to: 0 },
-            Err(e) => {
-                tracing::warn!(%e, "cannot start the CommitLog warmer thread; warming on the flusher");
-                Self { poke: None, thread: None, inline_warmed_to: 0 }
-            }
-        }
-    }
-
-    fn poke(&mut self, state: &Mutex<State>) {
-        match &self.poke {
-            // Full: a warm is already pending and will see the new end.
-            Some(tx) => drop(tx.try_send(())),
-            None => warm_ahead(state, &mut self.inline_warmed_to),
-        }
-    }
-
-    fn stop(mut self) {
-        self.poke = None;
-        if let Some(t) = self.thread.take()
-            && t.join().is_err()
-        {
-            tracing::error!("raft log warmer panicked");
-        }
-    }
-}
-
-/// Pre-fault the mapping after the log end, up to `SEGMENT_WARM_AHEAD_BYTES` ahead (within
-/// existing segments). Best effort: a failure only costs the appender its page faults.
-fn warm_ahead(state: &Mutex<State>, warmed_to: &mut u64) {
-    let ranges = {
-        let st = lock(state);
-        let end = st.end_pos;
-        let to = end.saturating_add(SEGMENT_WARM_AHEAD_BYTES);
-        let from = (*warmed_to).clamp(end, to);
-        // Anything still unwarmed waits for the next cycle; a truncation moves the end back.
-        if to.saturating_sub(from) < SEGMENT_WARM_AHEAD_BYTES / 4 {
-            return;
-        }
-        *warmed_to = to;
-        st.segs.sync_ranges(from, to)
-    };
-    for (h, off, len) in ranges {
-        if let Err(e) = h.prefault(off, len) {
-            tracing::debug!(%e, "cannot pre-fault the CommitLog ahead of its end");
             return;
         }
     }

@@ -181,6 +181,8 @@ impl LogStore {
             frozen: false,
             damaged: None,
             patcher,
+            staged: Vec::new(),
+            staged_pos: 0,
         };
         recovery::recover(&mut st)?;
         if st.damaged.is_none() {
@@ -348,7 +350,7 @@ impl LogStore {
     async fn do_append(&self, entries: Vec<Entry>, cb: IOFlushed<TypeConfig>) -> Result<()> {
         let appended = {
             let mut st = lock(&self.shared.state);
-            st.check_writable().and_then(|()| entries.iter().try_for_each(|e| st.append_one(e)))
+            st.append_batch(&entries)
         };
         if let Err(e) = appended {
             cb.io_completed(Err(io::Error::other(e.to_string())));

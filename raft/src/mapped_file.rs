@@ -1,7 +1,8 @@
 //! One fixed-length file mapped shared into memory: the only `unsafe` in the crate.
 //!
 //! Soundness rule enforced by the borrow checker: bytes are read through `&self` and written
-//! through `&mut self`, so no reference into the mapping can coexist with a write. The owner
+//! through `&mut self` (into the mapping, or with `pwrite` into the file under it, which shares
+//! the page cache), so no reference into the mapping can coexist with a write. The owner
 //! (a segment or index file) lives inside the log store's mutex. The flusher only gets a
 //! [`SyncHandle`], which can `msync` a range but never touches the bytes from Rust.
 
@@ -17,9 +18,9 @@ struct Inner {
     map: MmapRaw,
     len: u64,
     path: PathBuf,
-    // Kept open so the mapping's file stays addressable for diagnostics; the mapping itself
-    // does not need it.
-    _file: File,
+    // Appends go through `pwrite` on it: the kernel copies into the page cache, so fresh pages
+    // are not zeroed first and writeback never write-protects mapped pages (TLB shootdowns).
+    file: File,
 }
 
 /// A mapped file of fixed length.
@@ -42,25 +43,6 @@ impl SyncHandle {
         }
         let (o, l) = (to_usize(off)?, to_usize(len)?);
         self.inner.map.flush_range(o, l).map_err(|e| StoreError::io("msync", &self.inner.path, e))
-    }
-
-    /// Fault bytes `[off, off + len)` in writable (`MADV_POPULATE_WRITE`) without changing
-    /// them, so the appender's memcpy does not stop on page faults (block allocation and
-    /// zeroing of a sparse file). Contents are untouched; a no-op where unsupported.
-    pub fn prefault(&self, off: u64, len: u64) -> Result<()> {
-        assert!(off + len <= self.inner.len, "prefault range past the end of the mapping");
-        if len == 0 {
-            return Ok(());
-        }
-        #[cfg(target_os = "linux")]
-        {
-            let (o, l) = (to_usize(off)?, to_usize(len)?);
-            self.inner
-                .map
-                .advise_range(memmap2::Advice::PopulateWrite, o, l)
-                .map_err(|e| StoreError::io("madvise(populate write)", &self.inner.path, e))?;
-        }
-        Ok(())
     }
 }
 
@@ -92,7 +74,7 @@ impl MappedFile {
             file.set_len(len).map_err(|e| StoreError::io("set_len", path, e))?;
         }
         let map = MmapOptions::new().len(to_usize(len)?).map_raw(&file).map_err(|e| StoreError::io("mmap", path, e))?;
-        let inner = Inner { map, len, path: path.to_path_buf(), _file: file };
+        let inner = Inner { map, len, path: path.to_path_buf(), file };
         Ok((Self { inner: Arc::new(inner) }, created))
     }
 
@@ -126,6 +108,19 @@ impl MappedFile {
         // long as `self.inner`; writes need `&mut self`, so none can happen while this shared
         // borrow is alive. Other processes modifying the file are outside the store's contract.
         Some(unsafe { std::slice::from_raw_parts(self.inner.map.as_ptr().add(o), len) })
+    }
+
+    /// Write `data` at `off` with `pwrite`; readable through [`Self::read`] on return.
+    pub fn write_at(&mut self, off: u64, data: &[u8]) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        if self.check(off, data.len()).is_none() {
+            return Err(StoreError::Contract(format!(
+                "write of {} B at {off} outside {}",
+                data.len(),
+                self.path().display()
+            )));
+        }
+        self.inner.file.write_all_at(data, off).map_err(|e| StoreError::io("pwrite", &self.inner.path, e))
     }
 
     /// Mutable bytes `[off, off + len)`, or `None` if out of range.

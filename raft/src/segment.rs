@@ -99,6 +99,15 @@ impl SegmentSet {
             .ok_or_else(|| StoreError::Contract(format!("write of {len} B at {pos} outside a segment")))
     }
 
+    /// Write `data` at `pos`; it must lie in one existing segment (see [`Self::ensure`]).
+    pub fn write_at(&mut self, pos: u64, data: &[u8]) -> Result<()> {
+        let (base, off) = self.locate(pos);
+        match self.segs.get_mut(&base) {
+            Some(s) => s.write_at(off, data),
+            None => Err(StoreError::Contract(format!("write of {} B at {pos} outside a segment", data.len()))),
+        }
+    }
+
     /// Sync handles covering `[from, to)`: `(handle, offset in file, length)`.
     pub fn sync_ranges(&self, from: u64, to: u64) -> Vec<(SyncHandle, u64, u64)> {
         let mut out = Vec::new();
