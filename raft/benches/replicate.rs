@@ -9,8 +9,9 @@
 //!
 //! No benchmark framework:
 //! `cargo bench -p raftmq-raft --bench replicate -- [--nodes 3] [--writers 256] [--payload 1024] [--duration 10s]
-//! [--sequential] [--inflight N]` (`--sequential`: one AppendEntries at a time per follower;
-//! `--inflight`: pipelined requests in flight per follower, default `RaftConfig`'s);
+//! [--sequential] [--inflight N] [--no-zero-ahead]` (`--sequential`: one AppendEntries at a time
+//! per follower; `--inflight`: pipelined requests in flight per follower, default `RaftConfig`'s;
+//! `--no-zero-ahead`: appends land on fresh blocks, see `RaftConfig::segment_zero_ahead`);
 //! `-- --test` (as `cargo test --benches` passes) runs a 1 s smoke check.
 
 use std::collections::BTreeMap;
@@ -42,6 +43,8 @@ struct Args {
     sequential: bool,
     /// Pipelined AppendEntries in flight per follower (`RaftConfig` default when absent).
     inflight: Option<u64>,
+    /// Appends land on fresh blocks (`RaftConfig::segment_zero_ahead` off).
+    no_zero_ahead: bool,
 }
 
 fn parse_duration(s: &str) -> anyhow::Result<Duration> {
@@ -64,6 +67,7 @@ fn parse_args() -> anyhow::Result<Args> {
         duration: Duration::from_secs(10),
         sequential: false,
         inflight: None,
+        no_zero_ahead: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -75,6 +79,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--duration" => a.duration = parse_duration(&value()?)?,
             "--sequential" => a.sequential = true,
             "--inflight" => a.inflight = Some(value()?.parse()?),
+            "--no-zero-ahead" => a.no_zero_ahead = true,
             "--test" => a.duration = Duration::from_secs(1),
             // cargo bench passes --bench to harness-less benches.
             "--bench" => {}
@@ -134,6 +139,7 @@ async fn start_group(a: &Args) -> anyhow::Result<Group> {
     for (id, server) in (1..=n).zip(&servers) {
         let mut cfg = NodeConfig::new("bench-group", id, tmp.path().join(format!("n{id}")), members.clone());
         cfg.raft = RaftConfig { segment_size_bytes: 256 << 20, ..RaftConfig::default() };
+        cfg.raft.segment_zero_ahead = !a.no_zero_ahead;
         if let Some(count) = a.inflight {
             cfg.raft.append_stream_inflight_max_count = count;
         }
@@ -195,9 +201,10 @@ async fn writer(
 
 async fn run(a: Args) -> anyhow::Result<()> {
     println!(
-        "replicate: {} nodes, loopback TCP ({}), real fsync; {} writers x {} B payloads for {:?}; load average before: {}",
+        "replicate: {} nodes, loopback TCP ({}), real fsync, zero-ahead {}; {} writers x {} B payloads for {:?}; load average before: {}",
         a.nodes,
         if a.sequential { "sequential".to_string() } else { format!("pipelined, window {:?}", a.inflight) },
+        if a.no_zero_ahead { "off" } else { "on" },
         a.writers,
         a.payload_bytes,
         a.duration,
@@ -218,9 +225,9 @@ async fn run(a: Args) -> anyhow::Result<()> {
     }
     // Flusher counters at the start and end of the measured window.
     let fsyncs = |g: &Group, leader: &RaftNode| {
-        let counts: Vec<(u64, u64)> = std::iter::once(leader)
+        let counts: Vec<(u64, u64, f64)> = std::iter::once(leader)
             .chain(g.nodes.values())
-            .map(|n| (n.store().fsync_count(), n.store().flush_count()))
+            .map(|n| (n.store().fsync_count(), n.store().flush_count(), n.store().flush_latency().sum_seconds))
             .collect();
         counts
     };
@@ -252,14 +259,15 @@ async fn run(a: Args) -> anyhow::Result<()> {
         ms(0.999),
         hist.max() as f64 / 1000.0
     );
-    for (i, ((f0, c0), (f1, c1))) in before.iter().zip(&after).enumerate() {
+    for (i, ((f0, c0, s0), (f1, c1, s1))) in before.iter().zip(&after).enumerate() {
         let role = if i == 0 { format!("leader n{leader_id}") } else { "follower".to_string() };
         let (f, c) = (f1 - f0, c1 - c0);
         println!(
-            "  {role}: fsyncs/s {:.0}, group commits/s {:.0}, entries per group commit {:.1}",
+            "  {role}: fsyncs/s {:.0}, group commits/s {:.0}, entries per group commit {:.1}, sync ms per group commit {:.3}",
             f as f64 / secs,
             c as f64 / secs,
-            committed as f64 / c.max(1) as f64
+            committed as f64 / c.max(1) as f64,
+            (s1 - s0) * 1e3 / c.max(1) as f64
         );
     }
     println!("load average after: {}", load_average());

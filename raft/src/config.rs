@@ -17,6 +17,12 @@ pub const SEGMENT_SIZE_MIN_BYTES: u64 = 4096;
 pub const SEGMENT_SIZE_MAX_BYTES: u64 = 1 << 31;
 /// Index slots per `raftindex/` file (DLedger: 5 Mi × 32 B = 160 MiB).
 pub const INDEX_FILE_ENTRIES_DEFAULT: u64 = 5 * 1024 * 1024;
+/// How far past the log end `zero_ahead` keeps the current segment zero-written and synced.
+pub const SEGMENT_ZERO_AHEAD_BYTES: u64 = 8 << 20;
+/// Bytes `zero_ahead` writes per hold of the store mutex.
+pub const SEGMENT_ZERO_CHUNK_BYTES: u64 = 256 << 10;
+/// `zero_ahead` refills once this much of its window is used: one sync per step.
+pub const SEGMENT_ZERO_STEP_BYTES: u64 = 1 << 20;
 /// Byte budget of one AppendEntries batch read by `limited_get_log_entries` (databend: 2 MiB).
 pub const APPEND_ENTRIES_DEFAULT_BYTES: u64 = 2 << 20;
 /// Default count of pipelined AppendEntries awaiting replies on one replication stream.
@@ -31,12 +37,13 @@ pub const APPEND_STREAM_INFLIGHT_MAX_COUNT: u64 = 64;
 const _: () = assert!(SEGMENT_SIZE_MIN_BYTES > HEADER_SIZE + BLANK_MIN_BYTES);
 const _: () = assert!(SEGMENT_SIZE_DEFAULT_BYTES <= SEGMENT_SIZE_MAX_BYTES);
 const _: () = assert!(SEGMENT_SIZE_MAX_BYTES <= u32::MAX as u64);
+const _: () = assert!(SEGMENT_ZERO_CHUNK_BYTES <= SEGMENT_ZERO_AHEAD_BYTES);
 const _: () = assert!(APPEND_STREAM_INFLIGHT_DEFAULT_COUNT <= APPEND_STREAM_INFLIGHT_MAX_COUNT);
 
 /// Where the log store's group-commit flusher runs (see `flusher`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum FlushMode {
-    /// A dedicated std thread per store: syncs never block
+    /// A dedicated std thread per store (and a `zero_ahead` helper thread): syncs never block
     /// a tokio worker. Production.
     #[default]
     Thread,
@@ -89,6 +96,11 @@ pub struct RaftConfig {
     /// Where the store's flusher runs. Default [`FlushMode::Thread`]; `Task` is for
     /// deterministic simulation.
     pub flush_mode: FlushMode,
+    /// With [`FlushMode::Thread`], keep the blocks after the log end written ahead of the
+    /// appends (`zero_ahead`): every byte is written twice, off the commit path, and each group
+    /// commit's sync skips the filesystem's allocation I/O. Default true (false only to measure
+    /// the difference).
+    pub segment_zero_ahead: bool,
     /// TEST ONLY, UNSAFE: report appended entries durable before they are fsynced (the flush still
     /// follows). A group can then commit, and a broker acknowledge, entries a power loss erases:
     /// the jepsen self-test uses it to prove that its checkers see such a loss. Default false.
@@ -111,6 +123,7 @@ impl Default for RaftConfig {
             append_stream_inflight_max_count: APPEND_STREAM_INFLIGHT_DEFAULT_COUNT,
             append_stream_inflight_max_bytes: APPEND_STREAM_INFLIGHT_DEFAULT_BYTES,
             flush_mode: FlushMode::Thread,
+            segment_zero_ahead: true,
             unsafe_ack_before_fsync: false,
         }
     }

@@ -11,6 +11,9 @@
 //! truncate ──────── Request::Sync ──▶   │           └─ complete callbacks in FIFO order
 //! ```
 //!
+//! The thread flusher has a helper thread keep the blocks after the log end written
+//! (`zero_ahead`), so its syncs skip the filesystem's block allocation.
+//!
 //! Appends reach the segment files with `pwrite` (see `store_state`), never through the
 //! mapping, so there is nothing to pre-fault: RocketMQ's "warm mapped file" made the kernel zero
 //! fresh pages that the next append overwrote, and writing through the mapping made every
@@ -40,6 +43,7 @@ use crate::mapped_file::{SyncHandle, sync_dir};
 use crate::meta::MetaFile;
 use crate::store_state::State;
 use crate::type_config::TypeConfig;
+use crate::zero_ahead::ZeroAhead;
 
 /// Reply channel of a synchronous request.
 pub type Done = oneshot::Sender<Result<()>>;
@@ -146,6 +150,10 @@ pub struct Flusher {
     last_meta_write: tokio::time::Instant,
     /// Requests held while a crash test froze the store (see `LogStore::freeze_for_crash_test`).
     held: Vec<Request>,
+    /// Thread mode only: keeps the blocks after the log end written (see `zero_ahead`).
+    zero_ahead: Option<ZeroAhead>,
+    /// Whether `run_thread` starts `zero_ahead` (`RaftConfig::segment_zero_ahead`).
+    pub zero_ahead_enabled: bool,
     stopped: bool,
 }
 
@@ -166,6 +174,8 @@ impl Flusher {
             counters,
             last_meta_write: tokio::time::Instant::now(),
             held: Vec::new(),
+            zero_ahead: None,
+            zero_ahead_enabled: true,
             stopped: false,
         }
     }
@@ -175,10 +185,16 @@ impl Flusher {
     pub fn run_thread(mut self) {
         // On this thread's clock (the real one), as the throttle always was.
         self.last_meta_write = tokio::time::Instant::now();
+        if self.zero_ahead_enabled {
+            self.zero_ahead = ZeroAhead::start(&self.state);
+        }
         while let Ok(first) = self.rx.recv() {
             if !self.batch(first) {
                 break;
             }
+        }
+        if let Some(z) = self.zero_ahead.take() {
+            z.stop();
         }
     }
 
@@ -237,6 +253,11 @@ impl Flusher {
             st.poisoned.get_or_insert(reason);
         }
         complete(batch, &result);
+        if result.is_ok()
+            && let Some(z) = &self.zero_ahead
+        {
+            z.poke();
+        }
         !shutdown
     }
 }

@@ -9,7 +9,8 @@
 //! - [`payload_codec`]: entry payload ⇄ bytes, explicit membership layout (pure);
 //! - [`patcher`]: the broker's hook to patch PHYSICALOFFSET at append time;
 //! - `mapped_file`, `segment`, `log_index`, [`meta`]: the files;
-//! - `store_state`, `recovery`, `flusher`: in-memory state, crash recovery, group commit;
+//! - `store_state`, `recovery`, `flusher`, `zero_ahead`: in-memory state, crash recovery, group
+//!   commit, blocks written ahead of the log end;
 //! - [`log_store`]: the `RaftLogStorage` implementation;
 //! - [`snapshot_file`]: the snapshot (manifest + where the log continues) on disk and on the wire;
 //! - [`state_machine`]: the seam to the broker ([`ApplyHandler`]) and openraft's state machine;
@@ -38,6 +39,7 @@ pub mod state_machine;
 mod store_state;
 pub mod testing;
 pub mod type_config;
+mod zero_ahead;
 
 pub use config::RaftConfig;
 pub use error::{CorruptReason, StoreError};

@@ -183,6 +183,7 @@ impl LogStore {
             patcher,
             staged: Vec::new(),
             staged_pos: 0,
+            truncation_pending: false,
         };
         recovery::recover(&mut st)?;
         if st.damaged.is_none() {
@@ -192,7 +193,8 @@ impl LogStore {
         let (tx, rx) = mpsc::channel();
         let every = Duration::from_millis(cfg.committed_persist_interval_ms);
         let counters = Arc::new(flusher::Counters::default());
-        let flusher = Flusher::new(Arc::clone(&state), meta_file, rx, every, Arc::clone(&counters));
+        let mut flusher = Flusher::new(Arc::clone(&state), meta_file, rx, every, Arc::clone(&counters));
+        flusher.zero_ahead_enabled = cfg.segment_zero_ahead;
         let driver = match cfg.flush_mode {
             FlushMode::Thread => {
                 let handle = std::thread::Builder::new()

@@ -63,6 +63,9 @@ pub struct State {
     /// `[staged_pos, staged_pos + staged.len())`, within one segment. Empty outside a batch.
     pub staged: Vec<u8>,
     pub staged_pos: u64,
+    /// Between [`Self::truncate_logically`] and [`Self::truncate_files`]: the bytes after the
+    /// end are stale records that must not change before the lowered watermark is durable.
+    pub truncation_pending: bool,
 }
 
 /// A truncation done in memory whose file work is pending.
@@ -258,6 +261,7 @@ impl State {
             self.meta.start_pos = new_end;
         }
         self.meta.durable_pos = self.meta.durable_pos.min(new_end);
+        self.truncation_pending = true;
         Ok(Some(Truncation { new_end, old_end }))
     }
 
@@ -277,6 +281,7 @@ impl State {
         };
         let removed = self.segs.remove_where(|b| b > base)?;
         self.dir_dirty |= removed > 0;
+        self.truncation_pending = false;
         Ok(TruncateSync { ranges })
     }
 
