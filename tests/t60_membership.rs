@@ -196,6 +196,8 @@ async fn t60_grow_remove_leader_and_transfer_under_load_lose_no_ack() -> Result<
     .await?;
     let removed_view = admin.group_status(&old_addr).await?;
     ensure!(removed_view.removed, "the removed node knows: {removed_view:?}");
+    let readiness = cluster.broker(old).context("the removed node still runs")?.readiness();
+    ensure!(!readiness.member && !readiness.ready(), "a removed node is not ready for traffic: {readiness:?}");
     let reused = admin.add_node(BROKER_NAME, old, "127.0.0.1:1", "127.0.0.1:2").await;
     ensure!(reused.as_ref().is_err_and(|e| e.to_string().contains("was used before")), "{reused:?}");
     cluster.stop(old).await?;

@@ -281,6 +281,11 @@ impl Broker {
         self.ctx.replica.ready_term().is_some()
     }
 
+    /// `/readyz`'s checks now.
+    pub fn readiness(&self) -> crate::http::probes::Readiness {
+        crate::http::probes::Readiness::of(&self.ctx)
+    }
+
     /// The applied state (tests, admin).
     pub fn store(&self) -> &Arc<MessageStore> {
         &self.ctx.store

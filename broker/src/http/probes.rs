@@ -2,7 +2,8 @@
 //! this replica should get traffic, else 503 — machines read only the status), `GET /metrics`
 //! (Prometheus text) and `GET /api/openapi.json` (this API, described).
 //!
-//! Ready means all of: not draining (shutdown sets the flag first), storage healthy (not damaged,
+//! Ready means all of: not draining (shutdown sets the flag first), a member of the group (a node
+//! that was removed, or was never added, gets no traffic), storage healthy (not damaged,
 //! poisoned or failed in apply), a leader known, and caught up — a leader has passed the readiness
 //! gate (applied an entry of its term), a follower has applied all but
 //! [`ADMIN_READY_APPLY_LAG_MAX_COUNT`] of the entries it knows are committed.
@@ -23,6 +24,7 @@ use serde::Serialize;
 use crate::http::Routes;
 use crate::http::Shared;
 use crate::processor::BrokerContext;
+use crate::replica::Membership;
 
 /// The OpenAPI 3 document of the admin API.
 pub const OPENAPI_JSON: &str = include_str!("openapi.json");
@@ -41,6 +43,8 @@ pub fn routes() -> Routes {
 pub struct Readiness {
     /// Not shutting down.
     pub not_draining: bool,
+    /// A voter or learner of the group's membership (not removed, not waiting to be added).
+    pub member: bool,
     /// The store is neither damaged, poisoned nor failed.
     pub storage_ok: bool,
     /// A leader is known (this replica or another).
@@ -52,7 +56,7 @@ pub struct Readiness {
 impl Readiness {
     /// Every check passed.
     pub fn ready(&self) -> bool {
-        self.not_draining && self.storage_ok && self.leader_known && self.caught_up
+        self.not_draining && self.member && self.storage_ok && self.leader_known && self.caught_up
     }
 
     /// The checks of `ctx` now.
@@ -67,6 +71,7 @@ impl Readiness {
         };
         Readiness {
             not_draining: !ctx.draining.load(Ordering::Acquire),
+            member: ctx.replica.membership() == Membership::Member,
             storage_ok: status.damaged.is_none() && status.poisoned.is_none() && ctx.store.failure().is_none(),
             leader_known: status.leadership.leader_id.is_some() && role != Role::Stopped,
             caught_up,
