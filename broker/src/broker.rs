@@ -204,13 +204,16 @@ impl Broker {
         }
         let hook_ctx = Arc::downgrade(&ctx);
         // Runs on a connection task: removes the channels and spawns the notifications.
-        let options = ServerOptions::default().on_connection_closed(move |event| {
-            if let Some(ctx) = hook_ctx.upgrade() {
-                for group in ctx.clients.connection_closed(event.connection_id) {
-                    notify_consumer_ids_changed(&ctx, &group);
+        let options = ServerOptions::default()
+            .on_connection_closed(move |event| {
+                if let Some(ctx) = hook_ctx.upgrade() {
+                    for group in ctx.clients.connection_closed(event.connection_id) {
+                        notify_consumer_ids_changed(&ctx, &group);
+                    }
                 }
-            }
-        });
+            })
+            // A group commit answers many sends at once; they leave in one write.
+            .coalesce_writes(true);
         let admin_listen = SocketAddr::from(([0, 0, 0, 0], ctx.config.admin_port));
         let admin = AdminServer::bind(Arc::clone(&ctx), admin_listen)
             .await

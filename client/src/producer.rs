@@ -56,6 +56,7 @@ use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::header::send::SendMessageRequestHeaderV2;
+use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::RemotingClient;
 use tokio::time::Instant;
 
@@ -232,7 +233,8 @@ impl ProducerBuilder {
         if self.max_message_size_bytes == 0 || self.max_message_size_bytes > MESSAGE_BODY_SIZE_MAX_BYTES {
             return Err(invalid(format!("maxMessageSize must be 1..={MESSAGE_BODY_SIZE_MAX_BYTES} bytes")));
         }
-        let remoting = RemotingClient::new();
+        // Many senders share one connection per broker: requests made together leave in one write.
+        let remoting = RemotingClient::with_options(ProcessorTable::new(), true);
         let namesrv = NamesrvClient::new(remoting.clone(), self.namesrv_addrs.clone())?;
         let routes = TopicRouteManager::new(namesrv, self.route_config.clone());
         let ip = self.client_ip.unwrap_or_else(local_ip);

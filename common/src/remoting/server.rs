@@ -44,11 +44,15 @@ use crate::limits::SHUTDOWN_DRAIN_MAX_MS;
 #[derive(Clone, Default)]
 pub struct ServerOptions {
     on_connection_closed: Option<ConnectionClosedHook>,
+    coalesce_writes: bool,
 }
 
 impl std::fmt::Debug for ServerOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerOptions").field("on_connection_closed", &self.on_connection_closed.is_some()).finish()
+        f.debug_struct("ServerOptions")
+            .field("on_connection_closed", &self.on_connection_closed.is_some())
+            .field("coalesce_writes", &self.coalesce_writes)
+            .finish()
     }
 }
 
@@ -58,6 +62,13 @@ impl ServerOptions {
     /// connection task and must not block.
     pub fn on_connection_closed(mut self, hook: impl Fn(&ConnectionClosed) + Send + Sync + 'static) -> Self {
         self.on_connection_closed = Some(Arc::new(hook));
+        self
+    }
+
+    /// Responses finished together leave in one write (see `ConnectionSetup::coalesce_writes`):
+    /// for servers of many concurrent requests, like the broker's client port. Default off.
+    pub fn coalesce_writes(mut self, on: bool) -> Self {
+        self.coalesce_writes = on;
         self
     }
 }
@@ -105,6 +116,7 @@ impl RemotingServer {
 
         let connections: ConnectionTable = Arc::default();
         let table = connections.clone();
+        let coalesce_writes = options.coalesce_writes;
         let user_hook = options.on_connection_closed;
         let on_closed: ConnectionClosedHook = Arc::new(move |event: &ConnectionClosed| {
             lock(&table).remove(&event.connection_id);
@@ -128,6 +140,7 @@ impl RemotingServer {
             request_tasks: server.request_tasks.clone(),
             refuse_requests: server.refuse_requests.clone(),
             on_closed: Some(on_closed),
+            coalesce_writes,
         };
         let accept = accept_loop(listener, setup, connections, server.stop_accepting.clone());
         *lock(&server.accept_task) = Some(tokio::spawn(accept));
