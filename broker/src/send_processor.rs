@@ -148,13 +148,18 @@ async fn send(
         ));
     }
     validate_send_topic(&h.topic).map_err(|e| refuse(e.response_code(), e.to_string()))?;
-    if TransactionType::of(h.sys_flag) == TransactionType::Prepared {
+    let messages = messages_of(ctx, &h, request)?;
+    // Transactions are not implemented yet. A RocketMQ broker recognises a half message by its
+    // TRAN_MSG property (its sysFlag bit is set from it by the client), so both are refused:
+    // stored as a plain message, a half would reach consumers before its producer decides.
+    if TransactionType::of(h.sys_flag) == TransactionType::Prepared
+        || messages.iter().any(Message::is_transaction_prepared)
+    {
         return Err(refuse(
             ResponseCode::NoPermission,
             format!("the broker[{}] sending transaction message is forbidden", ctx.config.broker_addr()),
         ));
     }
-    let messages = messages_of(ctx, &h, request)?;
     ctx.replica.check_writable().map_err(|e| e.to_response(broker_name))?;
     if let Some(ratio) = ctx.store.disk_full() {
         return Err(refuse(ResponseCode::ServiceNotAvailable, crate::retention::disk_full_remark(ratio)));
