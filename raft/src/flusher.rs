@@ -153,7 +153,7 @@ pub struct Flusher {
     /// Thread mode only: keeps the blocks after the log end written (see `zero_ahead`).
     zero_ahead: Option<ZeroAhead>,
     /// Whether `run_thread` starts `zero_ahead` (`RaftConfig::segment_zero_ahead`).
-    pub zero_ahead_enabled: bool,
+    zero_ahead_enabled: bool,
     stopped: bool,
 }
 
@@ -165,6 +165,7 @@ impl Flusher {
         rx: Receiver<Request>,
         committed_every: Duration,
         counters: Arc<Counters>,
+        zero_ahead_enabled: bool,
     ) -> Self {
         Self {
             state,
@@ -175,7 +176,7 @@ impl Flusher {
             last_meta_write: tokio::time::Instant::now(),
             held: Vec::new(),
             zero_ahead: None,
-            zero_ahead_enabled: true,
+            zero_ahead_enabled,
             stopped: false,
         }
     }

@@ -193,8 +193,8 @@ impl LogStore {
         let (tx, rx) = mpsc::channel();
         let every = Duration::from_millis(cfg.committed_persist_interval_ms);
         let counters = Arc::new(flusher::Counters::default());
-        let mut flusher = Flusher::new(Arc::clone(&state), meta_file, rx, every, Arc::clone(&counters));
-        flusher.zero_ahead_enabled = cfg.segment_zero_ahead;
+        let flusher =
+            Flusher::new(Arc::clone(&state), meta_file, rx, every, Arc::clone(&counters), cfg.segment_zero_ahead);
         let driver = match cfg.flush_mode {
             FlushMode::Thread => {
                 let handle = std::thread::Builder::new()
