@@ -186,7 +186,7 @@ async fn pull(ctx: &Arc<BrokerContext>, request: &RemotingCommand) -> Result<Rem
 }
 
 fn request_peer(request: &RemotingCommand) -> String {
-    request.ext_fields.get("clientId").cloned().unwrap_or_default()
+    request.ext_fields.get("clientId").map(|c| c.to_string()).unwrap_or_default()
 }
 
 fn run(

@@ -32,6 +32,7 @@ use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::protocol::body::topic::perm;
+use raftmq_common::protocol::command::FieldStr;
 use raftmq_common::protocol::header::send::MSG_REGION_KEY;
 use raftmq_common::protocol::header::send::SendMessageRequestHeader;
 use raftmq_common::protocol::header::send::SendMessageResponseHeader;
@@ -193,8 +194,8 @@ async fn send(
         queue_offset: first,
         transaction_id: None,
     });
-    response.ext_fields.insert(MSG_REGION_KEY.to_owned(), REGION_ID_DEFAULT.to_owned());
-    response.ext_fields.insert(TRACE_ON_KEY.to_owned(), "true".to_owned());
+    response.ext_fields.insert(FieldStr::const_new(MSG_REGION_KEY), FieldStr::const_new(REGION_ID_DEFAULT));
+    response.ext_fields.insert(FieldStr::const_new(TRACE_ON_KEY), FieldStr::const_new("true"));
     Ok(response)
 }
 

@@ -94,9 +94,8 @@ pub fn process_send_response(
         .ext_fields
         .get(raftmq_common::protocol::header::send::MSG_REGION_KEY)
         .filter(|r| !r.is_empty())
-        .cloned()
-        .unwrap_or_else(|| DEFAULT_TRACE_REGION_ID.to_owned());
-    let trace_on = response.ext_fields.get(raftmq_common::protocol::header::send::TRACE_ON_KEY).map(String::as_str)
+        .map_or_else(|| DEFAULT_TRACE_REGION_ID.to_owned(), |r| r.to_string());
+    let trace_on = response.ext_fields.get(raftmq_common::protocol::header::send::TRACE_ON_KEY).map(|v| v.as_str())
         != Some("false");
     Ok(SendResult {
         status,

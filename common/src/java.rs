@@ -31,8 +31,11 @@ where
         let h = string_hash_code(k) as u32;
         ((h ^ (h >> 16)) as usize) & (capacity - 1)
     };
-    // A stable sort keeps insertion order within one bucket.
-    keys.sort_by_key(|k| bucket(k));
+    // Each key's bucket computed once (every response header is ordered like this); a stable sort
+    // keeps insertion order within one bucket.
+    let mut keyed: Vec<(usize, &str)> = keys.drain(..).map(|k| (bucket(k), k)).collect();
+    keyed.sort_by_key(|&(b, _)| b);
+    keys.extend(keyed.into_iter().map(|(_, k)| k));
     keys
 }
 

@@ -81,7 +81,7 @@ fn echo_table() -> ProcessorTable {
 
 fn request(code: RequestCode, seq: u64) -> RemotingCommand {
     let mut cmd = RemotingCommand::request(code);
-    cmd.ext_fields.insert("seq".into(), seq.to_string());
+    cmd.ext_fields.insert("seq".into(), seq.to_string().into());
     cmd
 }
 
@@ -118,7 +118,10 @@ async fn expect_closed_by_server(stream: &mut TcpStream) -> Result<()> {
 async fn assert_served(client: &RemotingClient, addr: &str, seq: u64) -> Result<()> {
     let response = client.invoke(addr, request(RequestCode::HeartBeat, seq), RPC).await?;
     ensure!(response.response_code() == ResponseCode::Success, "unexpected {response:?}");
-    ensure!(response.ext_fields.get("seq") == Some(&seq.to_string()), "wrong seq in {response:?}");
+    ensure!(
+        response.ext_fields.get("seq").map(|s| s.as_str()) == Some(seq.to_string().as_str()),
+        "wrong seq in {response:?}"
+    );
     Ok(())
 }
 
@@ -156,8 +159,11 @@ async fn t10_many_clients_every_response_matches_its_request() -> Result<()> {
                     cmd.serialize_type = serialize_type;
                     let response = client.invoke(addr, cmd, RPC).await?;
                     ensure!(response.response_code() == ResponseCode::Success, "{response:?}");
-                    ensure!(response.ext_fields.get("seq") == Some(&seq.to_string()), "seq {seq}: {response:?}");
-                    ensure!(response.ext_fields.get("by").map(String::as_str) == Some(by), "seq {seq}: {response:?}");
+                    ensure!(
+                        response.ext_fields.get("seq").map(|s| s.as_str()) == Some(seq.to_string().as_str()),
+                        "seq {seq}: {response:?}"
+                    );
+                    ensure!(response.ext_fields.get("by").map(|s| s.as_str()) == Some(by), "seq {seq}: {response:?}");
                     ensure!(response.serialize_type == serialize_type, "seq {seq}: serialize type not echoed");
                     Ok(())
                 }
@@ -196,7 +202,7 @@ async fn t11_oneway_gets_no_response() -> Result<()> {
             let counter = counter.clone();
             async move {
                 counter.fetch_add(1, Ordering::SeqCst);
-                let seq = request.ext_fields.get("seq").cloned().unwrap_or_default();
+                let seq = request.ext_fields.get("seq").map(|s| s.to_string()).unwrap_or_default();
                 let _ = seen_tx.send(seq).await;
                 // Answering anyway proves the transport, not the processor, suppresses oneway replies.
                 Some(RemotingCommand::success())
@@ -210,7 +216,7 @@ async fn t11_oneway_gets_no_response() -> Result<()> {
             let counter = counter.clone();
             async move {
                 let mut response = RemotingCommand::success();
-                response.ext_fields.insert("oneways".into(), counter.load(Ordering::SeqCst).to_string());
+                response.ext_fields.insert("oneways".into(), counter.load(Ordering::SeqCst).to_string().into());
                 Some(response)
             }
         })),
@@ -223,7 +229,7 @@ async fn t11_oneway_gets_no_response() -> Result<()> {
     client.invoke_oneway(&addr, request(RequestCode::UpdateConsumerOffset, 1), RPC).await?;
     ensure!(bounded("the oneway processor", seen_rx.recv()).await? == Some("1".into()));
     let response = client.invoke(&addr, RemotingCommand::request(RequestCode::QueryConsumerOffset), RPC).await?;
-    ensure!(response.ext_fields.get("oneways").map(String::as_str) == Some("1"), "{response:?}");
+    ensure!(response.ext_fields.get("oneways").map(|s| s.as_str()) == Some("1"), "{response:?}");
     ensure!(client.cached_connection(&addr).context("connection")?.pending_count() == 0);
 
     // On a raw socket: the first frame back must be the sync call's response, not one for the oneway.
@@ -238,7 +244,7 @@ async fn t11_oneway_gets_no_response() -> Result<()> {
     let mut frames = FramedRead::new(stream, RemotingCodec::new());
     let first = bounded("the sync response", frames.next()).await?.context("server closed the socket")??;
     ensure!(first.opaque == 101, "a frame answered the oneway: {first:?}");
-    ensure!(first.ext_fields.get("oneways").map(String::as_str) == Some("2"), "{first:?}");
+    ensure!(first.ext_fields.get("oneways").map(|s| s.as_str()) == Some("2"), "{first:?}");
     server.shutdown().await;
     Ok(())
 }
@@ -489,7 +495,7 @@ async fn t30_server_sends_requests_back_on_the_client_connection() -> Result<()>
         async move {
             let _ = seen_tx.send(request.code).await;
             let mut response = RemotingCommand::success();
-            response.ext_fields.insert("peer".into(), ctx.peer_addr().to_string());
+            response.ext_fields.insert("peer".into(), ctx.peer_addr().to_string().into());
             Some(response)
         }
     })));
@@ -504,7 +510,7 @@ async fn t30_server_sends_requests_back_on_the_client_connection() -> Result<()>
 
     let response = to_client.invoke(RemotingCommand::request(RequestCode::GetConsumerRunningInfo), RPC).await?;
     ensure!(response.response_code() == ResponseCode::Success, "{response:?}");
-    ensure!(response.ext_fields.get("peer") == Some(&addr), "{response:?}");
+    ensure!(response.ext_fields.get("peer").map(|s| s.as_str()) == Some(addr.as_str()), "{response:?}");
     ensure!(to_client.pending_count() == 0);
 
     // A client without a processor answers REQUEST_CODE_NOT_SUPPORTED instead of hanging up.

@@ -125,7 +125,7 @@ mod tests {
     fn sample(opaque: i32) -> RemotingCommand {
         let mut cmd = RemotingCommand::request(RequestCode::HeartBeat).with_body(vec![7u8; 100]);
         cmd.opaque = opaque;
-        cmd.ext_fields.insert("k".into(), format!("v{opaque}"));
+        cmd.ext_fields.insert("k".into(), format!("v{opaque}").into());
         cmd
     }
 

@@ -122,7 +122,7 @@ fn bad_registrations_get_system_error_with_a_remark() {
     assert_eq!(p.handle(Some(1), &garbage).response_code(), ResponseCode::SystemError);
 
     let mut empty_name = register(0, 1, RaftRole::Leader, false);
-    empty_name.ext_fields.insert("brokerName".into(), String::new());
+    empty_name.ext_fields.insert("brokerName".into(), "".into());
     assert_eq!(p.handle(Some(1), &empty_name).response_code(), ResponseCode::SystemError);
 
     assert_eq!(p.routes().live_broker_count(), 0, "nothing was registered");

@@ -62,7 +62,8 @@ fn our_frames_decode_with_rocketmq_rust() {
         assert_eq!(theirs.body().map(|b| &b[..]), Some(&b"\x00\x01body"[..]));
         let ext: BTreeMap<String, String> =
             theirs.ext_fields().expect("ext fields").iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let expected: BTreeMap<String, String> = ours.ext_fields.clone().into_iter().collect();
+        let expected: BTreeMap<String, String> =
+            ours.ext_fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         assert_eq!(ext, expected, "{serialize_type:?}");
     }
 }
@@ -89,8 +90,8 @@ fn rocketmq_rust_frames_decode_with_ours() {
         assert_eq!(ours.opaque, 77);
         assert_eq!(ours.remark.as_deref(), Some("from rust"));
         assert_eq!(&ours.body[..], b"payload");
-        assert_eq!(ours.ext_fields.get("a").map(String::as_str), Some("producer-group"));
-        assert_eq!(ours.ext_fields.get("b").map(String::as_str), Some("TopicTest"));
+        assert_eq!(ours.ext_fields.get("a").map(|v| v.as_str()), Some("producer-group"));
+        assert_eq!(ours.ext_fields.get("b").map(|v| v.as_str()), Some("TopicTest"));
     }
 }
 
@@ -201,7 +202,7 @@ fn our_records_decode_with_rocketmq_rust() {
     assert_eq!(theirs.store_host, ours.store_host);
     let props: BTreeMap<String, String> =
         theirs.properties.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    assert_eq!(props.get("TAGS").map(String::as_str), Some("TagA"));
-    assert_eq!(props.get("KEYS").map(String::as_str), Some("order-1 order-2"));
+    assert_eq!(props.get("TAGS").map(|v| v.as_str()), Some("TagA"));
+    assert_eq!(props.get("KEYS").map(|v| v.as_str()), Some("order-1 order-2"));
     assert_eq!(props.len(), 3);
 }

@@ -219,7 +219,7 @@ mod tests {
             ("order", "false"),
         ]
         .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .map(|(k, v)| (k.into(), v.into()))
         .collect();
         let header = CreateTopicRequestHeader::read_ext_fields(&fields).expect("valid header");
         assert_eq!(header.read_queue_nums, 8);

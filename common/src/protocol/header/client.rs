@@ -113,7 +113,7 @@ mod tests {
             ("maxReconsumeTimes", "16"),
         ]
         .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .map(|(k, v)| (k.into(), v.into()))
         .collect();
         let header = ConsumerSendMsgBackRequestHeader::read_ext_fields(&fields).expect("valid header");
         assert_eq!(header.offset, 4242);

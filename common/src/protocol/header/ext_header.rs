@@ -168,8 +168,8 @@ pub(crate) mod testing {
                 prop_assert_eq!(decoded.decode_header::<H>(), Ok(header.clone()));
             }
             let mut extended = fields.clone();
-            extended.insert("someFutureField".to_owned(), "x".to_owned());
-            extended.insert("lo".to_owned(), "true".to_owned());
+            extended.insert("someFutureField".into(), "x".into());
+            extended.insert("lo".into(), "true".into());
             prop_assert_eq!(H::read_ext_fields(&extended).ok(), Some(header));
             Ok(())
         });
@@ -180,7 +180,7 @@ pub(crate) mod testing {
         let keys: Vec<&'static str> = H::FIELDS.iter().map(|(key, _)| *key).collect();
         let value = prop_oneof![".{0,12}", "-?[0-9]{1,20}", Just("true".to_owned()), Just(String::new())];
         let arbitrary_fields = btree_map(proptest::sample::select(keys), value, 0..=H::FIELDS.len())
-            .prop_map(|m| m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect::<ExtFields>());
+            .prop_map(|m| m.into_iter().map(|(k, v)| (k.into(), v.into())).collect::<ExtFields>());
         let result = runner.run(&arbitrary_fields, |fields| {
             // Either outcome is fine; reaching the end without a panic is the property.
             let _ = H::read_ext_fields(&fields);

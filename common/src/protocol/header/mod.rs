@@ -18,6 +18,7 @@ pub mod transaction;
 use thiserror::Error;
 
 use super::command::ExtFields;
+use super::command::FieldStr;
 
 /// A header that travels as `extFields`.
 pub trait CommandHeader: Sized {
@@ -29,7 +30,7 @@ pub trait CommandHeader: Sized {
 
     /// The header as a fresh `extFields` map.
     fn to_ext_fields(&self) -> ExtFields {
-        let mut fields = ExtFields::new();
+        let mut fields = ExtFields::default();
         self.write_ext_fields(&mut fields);
         fields
     }
@@ -63,7 +64,7 @@ pub trait FieldValue: Sized {
     /// Parses the wire string.
     fn parse_field(raw: &str) -> Option<Self>;
     /// Formats for the wire.
-    fn format_field(&self) -> String;
+    fn format_field(&self) -> FieldStr;
 }
 
 macro_rules! int_field_value {
@@ -73,8 +74,8 @@ macro_rules! int_field_value {
             fn parse_field(raw: &str) -> Option<Self> {
                 raw.trim().parse().ok()
             }
-            fn format_field(&self) -> String {
-                self.to_string()
+            fn format_field(&self) -> FieldStr {
+                compact_str::ToCompactString::to_compact_string(self)
             }
         }
     )*};
@@ -94,8 +95,8 @@ impl FieldValue for bool {
             None
         }
     }
-    fn format_field(&self) -> String {
-        self.to_string()
+    fn format_field(&self) -> FieldStr {
+        FieldStr::const_new(if *self { "true" } else { "false" })
     }
 }
 
@@ -104,8 +105,8 @@ impl FieldValue for String {
     fn parse_field(raw: &str) -> Option<Self> {
         Some(raw.to_owned())
     }
-    fn format_field(&self) -> String {
-        self.clone()
+    fn format_field(&self) -> FieldStr {
+        FieldStr::from(self.as_str())
     }
 }
 
@@ -136,7 +137,7 @@ fn parse<T: FieldValue>(raw: &str, field: &'static str) -> Result<T, HeaderError
 
 /// Writes a field.
 pub fn put<T: FieldValue>(fields: &mut ExtFields, field: &'static str, value: &T) {
-    fields.insert(field.to_owned(), value.format_field());
+    fields.insert(FieldStr::const_new(field), value.format_field());
 }
 
 /// Writes a field when present.

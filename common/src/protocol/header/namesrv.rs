@@ -76,8 +76,8 @@ impl FieldValue for RaftRole {
         }
     }
 
-    fn format_field(&self) -> String {
-        self.as_str().to_owned()
+    fn format_field(&self) -> crate::protocol::command::FieldStr {
+        crate::protocol::command::FieldStr::const_new(self.as_str())
     }
 }
 
@@ -398,7 +398,7 @@ mod tests {
     use super::*;
 
     fn fields(pairs: &[(&str, &str)]) -> ExtFields {
-        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+        pairs.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect()
     }
 
     fn register_header(raft: Option<RaftRegistration>) -> RegisterBrokerRequestHeader {
@@ -470,7 +470,7 @@ mod tests {
             Err(HeaderError::Invalid { field: RAFT_ROLE_KEY, .. })
         ));
         f.insert(RAFT_ROLE_KEY.into(), "LEADER".into());
-        f.insert(RAFT_NODE_ID_KEY.into(), u64::MAX.to_string());
+        f.insert(RAFT_NODE_ID_KEY.into(), u64::MAX.to_string().into());
         assert!(matches!(
             RegisterBrokerRequestHeader::read_ext_fields(&f),
             Err(HeaderError::Invalid { field: RAFT_NODE_ID_KEY, .. })
@@ -497,7 +497,7 @@ mod tests {
         let h = GetKvConfigResponseHeader { value: Some(String::new()) };
         assert_eq!(GetKvConfigResponseHeader::read_ext_fields(&h.to_ext_fields()), Ok(h));
         assert_eq!(
-            GetTopicsByClusterRequestHeader::read_ext_fields(&ExtFields::new()),
+            GetTopicsByClusterRequestHeader::read_ext_fields(&ExtFields::default()),
             Err(HeaderError::Missing { field: "cluster" })
         );
     }

@@ -155,7 +155,7 @@ mod tests {
             ("expressionType", "TAG"),
         ]
         .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .map(|(k, v)| (k.into(), v.into()))
         .collect();
         let header = PullMessageRequestHeader::read_ext_fields(&fields).expect("valid pull header");
         assert_eq!(header.queue_offset, 118);

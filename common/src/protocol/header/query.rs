@@ -86,7 +86,7 @@ mod tests {
             ("_UNIQUE_KEY_QUERY", "true"),
         ]
         .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .map(|(k, v)| (k.into(), v.into()))
         .collect();
         let header = QueryMessageRequestHeader::read_ext_fields(&fields).expect("valid header");
         assert_eq!(header.unique_key_query, Some(true));

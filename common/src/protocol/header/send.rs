@@ -223,7 +223,7 @@ mod tests {
             ("n", "broker-a"),
         ]
         .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .map(|(k, v)| (k.into(), v.into()))
         .collect()
     }
 
@@ -254,7 +254,7 @@ mod tests {
     #[test]
     fn unparsable_number_names_the_key() {
         let mut fields = java_v2_fields();
-        fields.insert("e".to_owned(), "three".to_owned());
+        fields.insert("e".into(), "three".into());
         let err = SendMessageRequestHeaderV2::read_ext_fields(&fields).expect_err("queueId is not a number");
         assert!(matches!(err, HeaderError::Invalid { field: "e", expected: "i32", .. }), "{err:?}");
     }
