@@ -43,6 +43,7 @@ use raftmq_common::limits::BENCH_CONCURRENCY_MAX_COUNT;
 use raftmq_common::limits::MESSAGE_BODY_SIZE_MAX_BYTES;
 use raftmq_common::message::Message;
 use raftmq_common::message::MessageExt;
+use raftmq_common::protocol::SerializeType;
 use serde_json::json;
 use tokio::sync::Notify;
 use tokio::sync::Semaphore;
@@ -141,6 +142,34 @@ struct ProduceArgs {
     /// Producer group.
     #[arg(short = 'p', long = "producerGroup", default_value = "benchmark_producer")]
     producer_group: String,
+    /// Header encoding of the sends: the SDK's binary default, or JSON as Java clients send it.
+    #[arg(long = "serialize", value_enum, default_value_t = HeaderEncoding::Rocketmq)]
+    serialize: HeaderEncoding,
+}
+
+/// `rocketmq.serialize.type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum HeaderEncoding {
+    /// `RocketMQSerializable`: binary.
+    Rocketmq,
+    /// fastjson, Java clients' default.
+    Json,
+}
+
+impl HeaderEncoding {
+    fn serialize_type(self) -> SerializeType {
+        match self {
+            HeaderEncoding::Rocketmq => SerializeType::RocketMq,
+            HeaderEncoding::Json => SerializeType::Json,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            HeaderEncoding::Rocketmq => "ROCKETMQ",
+            HeaderEncoding::Json => "JSON",
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -351,6 +380,7 @@ async fn produce(a: ProduceArgs) -> Result<()> {
     let producer = Producer::builder(a.producer_group.as_str())
         .namesrv_addr(&a.run.namesrv.namesrv_addr)
         .send_timeout(a.run.namesrv.timeout)
+        .serialize_type(a.serialize.serialize_type())
         .build()?;
     producer.start().await?;
     // Java's benchmark sends the same body every time; its content does not matter to the broker.
@@ -486,7 +516,7 @@ fn summarize_produce(ctx: &ProduceCtx, a: &ProduceArgs, elapsed: Duration) -> Re
     let max_ms = ms_of_us(c.rt_max_us.load(Ordering::Relaxed));
     if a.run.json {
         let summary = json!({
-            "kind": "produce", "mode": a.mode.name(), "topic": a.run.topic, "size": a.size,
+            "kind": "produce", "mode": a.mode.name(), "serialize": a.serialize.name(), "topic": a.run.topic, "size": a.size,
             "concurrency": a.concurrency, "batch": a.batch, "elapsed_s": secs, "sent": ok, "failed": failed,
             "send_failed": send_failed, "response_failed": response_failed, "tps": tps, "avg_ms": avg,
             "p50_ms": p50, "p99_ms": p99, "p999_ms": p999, "max_ms": max_ms,

@@ -44,6 +44,10 @@ pub type ExtFields = IndexMap<FieldStr, FieldStr, foldhash::fast::RandomState>;
 /// A key or value of [`ExtFields`]: up to 24 bytes inline, static keys without a copy.
 pub type FieldStr = compact_str::CompactString;
 
+/// The most `extFields` entries a decoder reserves room for before reading them (a send header
+/// has 14; more than this still decode, by growing the map).
+const EXT_FIELDS_PRESIZE_MAX_COUNT: usize = 32;
+
 /// `flag` bit 0: this command is a response (`RemotingCommand.RPC_TYPE`).
 pub const FLAG_RESPONSE: i32 = 0b01;
 /// `flag` bit 1: no response is expected (`RemotingCommand.RPC_ONEWAY`).
@@ -502,8 +506,10 @@ impl<'de> Deserialize<'de> for ExtFieldsIn {
                 f.write_str("a map of extFields")
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ExtFieldsIn, A::Error> {
-                let mut fields =
-                    ExtFields::with_capacity_and_hasher(map.size_hint().unwrap_or(0).min(64), Default::default());
+                let mut fields = ExtFields::with_capacity_and_hasher(
+                    map.size_hint().unwrap_or(EXT_FIELDS_PRESIZE_MAX_COUNT / 2).min(EXT_FIELDS_PRESIZE_MAX_COUNT),
+                    Default::default(),
+                );
                 while let Some((key, ExtValue(value))) = map.next_entry::<FieldStr, ExtValue>()? {
                     // A null value is an absent field, as Java's fastjson reads it.
                     if let Some(value) = value {
@@ -606,7 +612,10 @@ fn decode_rocketmq_header(mut header: &[u8]) -> Result<RemotingCommand, DecodeEr
     let ext_len = non_negative(header.get_i32() as i64, "extFields")?;
     need(header, ext_len, "extFields")?;
     let mut ext = &header[..ext_len];
-    let mut ext_fields = ExtFields::default();
+    // A field takes at least 6 bytes (two length words); sized once, the map never regrows for a
+    // send header, and a hostile length cannot make it reserve more than the header's size allows.
+    let mut ext_fields =
+        ExtFields::with_capacity_and_hasher((ext_len / 6).min(EXT_FIELDS_PRESIZE_MAX_COUNT), Default::default());
     while ext.has_remaining() {
         need(ext, 2, "ext key length")?;
         let key_len = non_negative(ext.get_i16() as i64, "ext key")?;
