@@ -102,6 +102,15 @@ impl ConsumePool {
         }
     }
 
+    /// Queues `f` to run on a pool thread, with nobody waiting for it; a panic is logged.
+    pub(crate) fn execute(&self, f: impl FnOnce() + Send + 'static) -> Result<(), PoolError> {
+        self.submit(Box::new(move || {
+            if let Err(p) = std::panic::catch_unwind(AssertUnwindSafe(f)) {
+                tracing::error!(panic = %panic_text(&*p), "a consume job panicked");
+            }
+        }))
+    }
+
     fn submit(&self, job: Job) -> Result<(), PoolError> {
         let mut st = lock(&self.shared.state);
         st.jobs.push_back(job);
@@ -232,6 +241,16 @@ mod tests {
         let results = join_all(jobs).await;
         assert!(results.iter().all(Result::is_ok));
         assert_eq!(peak.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn executed_jobs_run_and_a_panic_spares_the_thread() {
+        let pool = ConsumePool::new("t", 1);
+        let (tx, rx) = oneshot::channel();
+        pool.execute(|| panic!("boom")).unwrap();
+        pool.execute(move || tx.send(5).unwrap()).unwrap();
+        assert_eq!(rx.await, Ok(5));
+        assert_eq!(lock(&pool.shared.state).threads, 1);
     }
 
     #[tokio::test]

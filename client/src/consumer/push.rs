@@ -7,7 +7,7 @@
 //!     new queue: [orderly: LOCK_BATCH_MQ] ─► offset (store / consumeFrom) ─► ProcessQueue + pull task
 //!     lost queue: drop ─► store offset (two-way) ─► [orderly: UNLOCK_BATCH_MQ]
 //!  pull task per queue: flow control (count, bytes, span) ─► PULL_MESSAGE (suspend 15 s, commit bit)
-//!     FOUND ─► ProcessQueue ─► consume tasks ─► listener ─► offset = smallest in flight
+//!     FOUND ─► ProcessQueue ─► listener thread (ConsumePool) ─► offset = smallest in flight
 //!     NO_NEW / NO_MATCHED ─► next offset;  OFFSET_MOVED ─► jump to nextBeginOffset (offset reset)
 //!  concurrent ReconsumeLater ─► CONSUMER_SEND_MSG_BACK ─failed─► SEND to %RETRY%<group> (inner producer)
 //!     ─failed─► consumed again locally; clustering subscribes %RETRY%<group>, whose messages reach
@@ -29,6 +29,7 @@ use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -396,10 +397,10 @@ impl PushConsumerBuilder {
         for (topic, expression) in &self.subscriptions {
             subscriptions.insert(topic.clone(), build_subscription_data(topic, expression, version));
         }
+        let group_retry_topic = retry_topic(&self.consumer_group);
         if self.message_model == MessageModel::Clustering {
             // Redelivered messages of the group come back on its retry topic (`copySubscription`).
-            let retry = retry_topic(&self.consumer_group);
-            subscriptions.insert(retry.clone(), build_subscription_data(&retry, "*", version));
+            subscriptions.insert(group_retry_topic.clone(), build_subscription_data(&group_retry_topic, "*", version));
         }
         // Java shares one client instance between the consumer and its inner producer; ours is a
         // producer of its own, started with the consumer and used only when a send-back fails.
@@ -420,6 +421,7 @@ impl PushConsumerBuilder {
                 &format!("ConsumeMessageThread_{}", self.consumer_group),
                 self.consume_threads,
             ),
+            retry_topic: group_retry_topic,
             client,
             retry_producer,
             offset_store,
@@ -489,6 +491,8 @@ struct PushInner {
     mq_locks: Mutex<HashMap<MessageQueue, Arc<tokio::sync::Mutex<()>>>>,
     /// Listener threads (`consumeThreadMax`).
     consume_pool: ConsumePool,
+    /// `%RETRY%<group>`, looked for in every consumed batch.
+    retry_topic: String,
     shutdown: CancellationToken,
     /// Pull loops and timers.
     tasks: TaskTracker,
@@ -1060,9 +1064,8 @@ impl PushInner {
 
     /// `resetRetryAndNamespace`: a redelivered message shows its original topic.
     fn reset_retry_topic(&self, msgs: &mut [MessageExt]) {
-        let group_topic = retry_topic(&self.config.consumer_group);
         for msg in msgs {
-            if msg.message.topic == group_topic
+            if msg.message.topic == self.retry_topic
                 && let Some(original) = msg.message.property(properties::RETRY_TOPIC).map(str::to_owned)
             {
                 msg.message.topic = original;
@@ -1077,52 +1080,97 @@ impl PushInner {
         msgs: Vec<MessageExt>,
         delay: Option<Duration>,
     ) {
+        let Some(d) = delay else { return self.consume_concurrently(mq, pq, msgs) };
         let me = self.clone();
         self.consume_tasks.spawn(async move {
-            if let Some(d) = delay
-                && !me.pause(d).await
-            {
-                return;
+            if me.pause(d).await {
+                me.consume_concurrently(mq, pq, msgs);
             }
+        });
+    }
+
+    /// Hands one batch to a listener thread. The common outcome, every message consumed, is settled
+    /// on that thread (it only touches the process queue and the offset table); anything else
+    /// (send-back, reconsume, a panic) goes back to the runtime. So a consumed message costs one
+    /// hand-off, not a task, a hand-off and a wake-up back.
+    fn consume_concurrently(self: &Arc<Self>, mq: MessageQueue, pq: Arc<ProcessQueue>, msgs: Vec<MessageExt>) {
+        if pq.is_dropped() || self.shutdown.is_cancelled() {
+            return;
+        }
+        let Listener::Concurrently(listener) = self.listener.clone() else { return };
+        let me = self.clone();
+        // Shutdown waits for a queued or running job as for a task.
+        let token = self.consume_tasks.token();
+        let runtime = tokio::runtime::Handle::current();
+        let job = move || {
+            // Re-checked here: the job may have waited in the pool's queue while the queue was dropped
+            // or the consumer shut down; its messages are then not consumed and their offset is not
+            // committed (delivered again, never lost).
             if pq.is_dropped() || me.shutdown.is_cancelled() {
                 return;
             }
-            let Listener::Concurrently(listener) = me.listener.clone() else { return };
-            let mut view = msgs.clone();
-            me.reset_retry_topic(&mut view);
+            let view = me.retry_view(&msgs);
             let mut ctx = ConsumeConcurrentlyContext {
                 message_queue: mq.clone(),
                 delay_level_when_next_consume: 0,
                 ack_index: i32::MAX,
             };
-            // Re-checked on the listener thread: the job may have waited in the pool's queue while
-            // the queue was dropped or the consumer shut down (then the messages are not consumed and
-            // their offset is not committed: they are delivered again, never lost).
-            let (dropped, shutdown) = (pq.clone(), me.shutdown.clone());
-            let call = me.consume_pool.run(move || {
-                if dropped.is_dropped() || shutdown.is_cancelled() {
-                    return None;
-                }
-                let status = listener.consume_message(&view, &mut ctx);
-                Some((status, ctx, view))
-            });
-            let (status, ctx, view) = match call.await {
-                Ok(Some(done)) => done,
-                Ok(None) => return,
-                Err(e) => {
-                    tracing::warn!(mq = ?mq, error = %e, "listener panicked; reconsuming later");
-                    let mut view = msgs.clone();
-                    me.reset_retry_topic(&mut view);
-                    let ctx = ConsumeConcurrentlyContext {
-                        message_queue: mq.clone(),
-                        delay_level_when_next_consume: 0,
-                        ack_index: -1,
-                    };
-                    (ConsumeConcurrentlyStatus::ReconsumeLater, ctx, view)
+            let seen = view.as_deref().unwrap_or(&msgs);
+            let status = match std::panic::catch_unwind(AssertUnwindSafe(|| listener.consume_message(seen, &mut ctx))) {
+                Ok(status) => status,
+                Err(_) => {
+                    tracing::warn!(mq = ?mq, "listener panicked; reconsuming later");
+                    ctx.ack_index = -1;
+                    ConsumeConcurrentlyStatus::ReconsumeLater
                 }
             };
-            me.process_consume_result(status, ctx, &mq, &pq, msgs, view).await;
-        });
+            if me.settle_if_all_consumed(status, &ctx, &mq, &pq, &msgs) {
+                return;
+            }
+            let view = view.unwrap_or_else(|| msgs.clone());
+            let inner = me.clone();
+            me.consume_tasks.spawn_on(
+                async move { inner.process_consume_result(status, ctx, &mq, &pq, msgs, view).await },
+                &runtime,
+            );
+            drop(token);
+        };
+        if let Err(e) = self.consume_pool.execute(job) {
+            tracing::error!(error = %e, "cannot run the listener; the batch stays cached and is delivered again");
+        }
+    }
+
+    /// What the listener sees: the cached messages, or copies with their original topics restored
+    /// when some come from the group's retry topic (`resetRetryAndNamespace`).
+    fn retry_view(&self, msgs: &[MessageExt]) -> Option<Vec<MessageExt>> {
+        if !msgs.iter().any(|m| m.message.topic == self.retry_topic) {
+            return None;
+        }
+        let mut view = msgs.to_vec();
+        self.reset_retry_topic(&mut view);
+        Some(view)
+    }
+
+    /// [`Self::process_consume_result`] for the case where the listener consumed the whole batch,
+    /// which needs no I/O; returns false (and does nothing) otherwise.
+    fn settle_if_all_consumed(
+        &self,
+        status: ConsumeConcurrentlyStatus,
+        ctx: &ConsumeConcurrentlyContext,
+        mq: &MessageQueue,
+        pq: &ProcessQueue,
+        msgs: &[MessageExt],
+    ) -> bool {
+        if consumed_count(status, ctx, msgs.len()) < msgs.len() {
+            return false;
+        }
+        self.stats.consume_ok.fetch_add(msgs.len() as u64, Ordering::Relaxed);
+        if let Some(offset) = pq.remove_messages(msgs)
+            && !pq.is_dropped()
+        {
+            self.offset_store.update_offset(mq, offset, true);
+        }
+        true
     }
 
     /// `ConsumeMessageConcurrentlyService.processConsumeResult`. `msgs` are the cached messages,
@@ -1137,12 +1185,7 @@ impl PushInner {
         view: Vec<MessageExt>,
     ) {
         let n = msgs.len();
-        let ok = match status {
-            ConsumeConcurrentlyStatus::ConsumeSuccess => {
-                usize::try_from(ctx.ack_index.saturating_add(1)).unwrap_or(0).min(n)
-            }
-            ConsumeConcurrentlyStatus::ReconsumeLater => 0,
-        };
+        let ok = consumed_count(status, &ctx, n);
         self.stats.consume_ok.fetch_add(ok as u64, Ordering::Relaxed);
         self.stats.consume_failed.fetch_add((n - ok) as u64, Ordering::Relaxed);
         let mut back_failed: Vec<MessageExt> = Vec::new();
@@ -1262,5 +1305,15 @@ impl PushInner {
             }
         }
         true
+    }
+}
+
+/// How many of a batch of `n` the listener consumed (`ackIndex + 1` on success, none otherwise).
+fn consumed_count(status: ConsumeConcurrentlyStatus, ctx: &ConsumeConcurrentlyContext, n: usize) -> usize {
+    match status {
+        ConsumeConcurrentlyStatus::ConsumeSuccess => {
+            usize::try_from(ctx.ack_index.saturating_add(1)).unwrap_or(0).min(n)
+        }
+        ConsumeConcurrentlyStatus::ReconsumeLater => 0,
     }
 }

@@ -379,7 +379,11 @@ impl State {
         {
             let mut data = self.data();
             if pull_sys_flag::has_commit_offset(h.sys_flag) {
-                data.offsets.insert((h.consumer_group.clone(), h.topic.clone(), h.queue_id), h.commit_offset);
+                // Forward only, as the real broker (`OffsetCommitter::commit_forward`): a pull read
+                // before a consumer's final UPDATE_CONSUMER_OFFSET may be processed after it, and
+                // must not take that commit back.
+                let stored = data.offsets.entry((h.consumer_group.clone(), h.topic.clone(), h.queue_id)).or_insert(0);
+                *stored = (*stored).max(h.commit_offset);
             }
             data.pulls.push(h.clone());
         }
