@@ -10,6 +10,9 @@
 //!   [`ProcessQueue::take_messages`] clears it, in its critical section, when nothing is left.
 //! - `space` is notified whenever messages leave the cache or the queue is dropped, so a pull loop
 //!   paused by flow control waits for it instead of polling.
+//! - Only an orderly queue keeps the messages themselves (its task takes them from here); a
+//!   concurrently consumed queue keeps offsets alone, since its listener jobs own the messages and
+//!   a deep copy of each (topic, properties) cost a consuming client more than its listener calls.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -24,8 +27,8 @@ use tokio::time::Instant;
 
 #[derive(Debug, Default)]
 struct Cache {
-    /// Cached messages by queue offset (`msgTreeMap`).
-    msgs: BTreeMap<i64, MessageExt>,
+    /// Cached offsets (`msgTreeMap`), each with its message when the queue keeps them (orderly).
+    msgs: BTreeMap<i64, Option<MessageExt>>,
     /// Body bytes of `msgs` and of `consuming`.
     size_bytes: u64,
     /// Messages taken by an orderly task and not yet committed (`consumingMsgOrderlyTreeMap`).
@@ -40,6 +43,8 @@ struct Cache {
 #[derive(Debug)]
 pub(crate) struct ProcessQueue {
     cache: Mutex<Cache>,
+    /// Orderly: the cache holds the messages, not only their offsets.
+    keeps_messages: bool,
     dropped: AtomicBool,
     locked: AtomicBool,
     /// ms since `epoch` of the last successful broker lock.
@@ -50,9 +55,11 @@ pub(crate) struct ProcessQueue {
 }
 
 impl ProcessQueue {
-    pub fn new(epoch: Instant) -> Self {
+    /// A queue's state; `keeps_messages` for orderly consumption (see [`Self::take_messages`]).
+    pub fn new(epoch: Instant, keeps_messages: bool) -> Self {
         ProcessQueue {
             cache: Mutex::default(),
+            keeps_messages,
             dropped: AtomicBool::new(false),
             locked: AtomicBool::new(false),
             last_lock_ms: AtomicU64::new(0),
@@ -101,7 +108,8 @@ impl ProcessQueue {
     pub fn put_messages(&self, msgs: &[MessageExt]) -> bool {
         let mut cache = self.cache();
         for msg in msgs {
-            if cache.msgs.insert(msg.queue_offset, msg.clone()).is_none() {
+            let kept = self.keeps_messages.then(|| msg.clone());
+            if cache.msgs.insert(msg.queue_offset, kept).is_none() {
                 cache.size_bytes += msg.message.body.len() as u64;
             }
             cache.queue_offset_max = cache.queue_offset_max.max(msg.queue_offset);
@@ -154,12 +162,15 @@ impl ProcessQueue {
     }
 
     /// Orderly: moves up to `n` messages, in offset order, to the consuming set; with none left it
-    /// clears the consuming flag and returns nothing (`takeMessages`).
+    /// clears the consuming flag and returns nothing (`takeMessages`). A queue that does not keep
+    /// its messages has none to give.
     pub fn take_messages(&self, n: usize) -> Vec<MessageExt> {
         let mut cache = self.cache();
         let mut out = Vec::with_capacity(n.min(cache.msgs.len()));
-        while out.len() < n {
-            let Some((offset, msg)) = cache.msgs.pop_first() else { break };
+        while self.keeps_messages && out.len() < n {
+            let Some((offset, kept)) = cache.msgs.pop_first() else { break };
+            // Every entry of a queue that keeps messages holds one (put_messages).
+            let Some(msg) = kept else { continue };
             cache.consuming.insert(offset, msg.clone());
             out.push(msg);
         }
@@ -190,7 +201,7 @@ impl ProcessQueue {
         for msg in msgs {
             if let Some(mut m) = cache.consuming.remove(&msg.queue_offset) {
                 m.reconsume_times = m.reconsume_times.saturating_add(1);
-                cache.msgs.insert(m.queue_offset, m);
+                cache.msgs.insert(m.queue_offset, Some(m));
             }
         }
     }
@@ -217,7 +228,12 @@ mod tests {
 
     #[test]
     fn committed_offset_is_the_smallest_in_flight() {
-        let pq = ProcessQueue::new(Instant::now());
+        committed_offset_is_the_smallest_in_flight_when(true);
+        committed_offset_is_the_smallest_in_flight_when(false);
+    }
+
+    fn committed_offset_is_the_smallest_in_flight_when(keeps_messages: bool) {
+        let pq = ProcessQueue::new(Instant::now(), keeps_messages);
         assert!(pq.put_messages(&msgs(&[5, 6, 7, 8])));
         assert_eq!((pq.msg_count(), pq.msg_size_bytes(), pq.max_span()), (4, 40, 3));
         // 6 and 8 done while 5 is still running: the queue may not pass 5.
@@ -229,8 +245,16 @@ mod tests {
     }
 
     #[test]
+    fn a_queue_that_keeps_offsets_only_has_no_messages_to_take() {
+        let pq = ProcessQueue::new(Instant::now(), false);
+        pq.put_messages(&msgs(&[0, 1]));
+        assert!(pq.take_messages(10).is_empty());
+        assert_eq!((pq.msg_count(), pq.msg_size_bytes()), (2, 20), "still counted for flow control");
+    }
+
+    #[test]
     fn orderly_dispatch_flag_admits_one_task() {
-        let pq = ProcessQueue::new(Instant::now());
+        let pq = ProcessQueue::new(Instant::now(), true);
         assert!(pq.put_messages(&msgs(&[0, 1, 2])));
         assert!(!pq.put_messages(&msgs(&[3])), "a task already consumes");
         let first = pq.take_messages(2);
@@ -249,7 +273,7 @@ mod tests {
 
     #[test]
     fn lock_expiry() {
-        let pq = ProcessQueue::new(Instant::now());
+        let pq = ProcessQueue::new(Instant::now(), true);
         assert!(!pq.is_locked());
         pq.set_locked(true);
         assert!(pq.is_locked() && !pq.is_lock_expired(30_000));

@@ -846,7 +846,7 @@ impl PushInner {
     }
 
     async fn add_queue(self: &Arc<Self>, mq: &MessageQueue) -> Result<()> {
-        let pq = Arc::new(ProcessQueue::new(self.epoch));
+        let pq = Arc::new(ProcessQueue::new(self.epoch, self.is_orderly()));
         if self.is_orderly() && self.clustering() {
             let locked = self.client.lock_batch(&mq.broker_name, vec![mq.clone()]).await?;
             if !locked.contains(mq) {
@@ -1038,8 +1038,12 @@ impl PushInner {
         let dispatch = pq.put_messages(&msgs);
         match &self.listener {
             Listener::Concurrently(_) => {
-                for chunk in msgs.chunks(self.config.consume_message_batch_max_size) {
-                    self.spawn_concurrently(mq.clone(), pq.clone(), chunk.to_vec(), None);
+                // Moved into the jobs, batch by batch: the process queue keeps only their offsets.
+                let batch = self.config.consume_message_batch_max_size.max(1);
+                let mut rest = msgs.into_iter().peekable();
+                while rest.peek().is_some() {
+                    let chunk: Vec<MessageExt> = rest.by_ref().take(batch).collect();
+                    self.spawn_concurrently(mq.clone(), pq.clone(), chunk, None);
                 }
             }
             Listener::Orderly(_) => {
