@@ -29,8 +29,11 @@ use std::path::PathBuf;
 
 use memmap2::MmapMut;
 use memmap2::MmapOptions;
+use raftmq_common::limits::CONSUME_QUEUE_RESERVE_STEP_BYTES;
 use thiserror::Error;
 use tracing::warn;
+
+use crate::disk_space::DiskReservation;
 
 /// Bytes of one unit (`ConsumeQueue.CQ_STORE_UNIT_SIZE`).
 pub const CQ_STORE_UNIT_SIZE_BYTES: usize = 20;
@@ -215,6 +218,8 @@ struct CqFile {
     base: u64,
     path: PathBuf,
     map: MmapMut,
+    /// Units are stored through `map` only where this has allocated blocks.
+    space: DiskReservation,
 }
 
 impl CqFile {
@@ -224,18 +229,19 @@ impl CqFile {
         bytes.try_into().ok().map(CqUnit::decode)
     }
 
-    fn write(&mut self, index_in_file: u64, unit: &CqUnit) -> bool {
+    /// Stores `unit`; `Ok(false)` when the index lies outside the file.
+    fn write(&mut self, index_in_file: u64, unit: &CqUnit) -> Result<bool, CqError> {
         let Some(start) = usize::try_from(index_in_file).ok().and_then(|i| i.checked_mul(CQ_STORE_UNIT_SIZE_BYTES))
         else {
-            return false;
+            return Ok(false);
         };
-        match self.map.get_mut(start..start + CQ_STORE_UNIT_SIZE_BYTES) {
-            Some(slot) => {
-                slot.copy_from_slice(&unit.encode());
-                true
-            }
-            None => false,
+        let end = start + CQ_STORE_UNIT_SIZE_BYTES;
+        if end > self.map.len() {
+            return Ok(false);
         }
+        self.space.reserve_through(end as u64).map_err(|e| io_err("fallocate", &self.path, e))?;
+        self.map[start..end].copy_from_slice(&unit.encode());
+        Ok(true)
     }
 }
 
@@ -331,8 +337,9 @@ impl ConsumeQueue {
             {
                 return Err(self.corrupt(format!("files are not contiguous before {}", path.display())));
             }
-            let map = map_file(&path, file_len, false)?;
-            self.files.push(CqFile { base, path, map });
+            let (file, map) = map_file(&path, file_len, false)?;
+            let space = DiskReservation::new(file, file_len, CONSUME_QUEUE_RESERVE_STEP_BYTES);
+            self.files.push(CqFile { base, path, map, space });
         }
         Ok(())
     }
@@ -474,7 +481,7 @@ impl ConsumeQueue {
         }
         let index = self.ensure_file_for(offset)?;
         let file = &mut self.files[index];
-        let written = file.write(offset - file.base, &unit);
+        let written = file.write(offset - file.base, &unit)?;
         assert!(written, "offset {offset} lies in file {} of {} units", file.base, self.units_per_file);
         self.max_offset = offset + 1;
         self.last_phy_offset = Some(unit.phy_offset);
@@ -493,12 +500,13 @@ impl ConsumeQueue {
         }
         std::fs::create_dir_all(&self.dir).map_err(|e| io_err("create dir", &self.dir, e))?;
         let path = self.dir.join(format!("{:020}", base * CQ_STORE_UNIT_SIZE_BYTES as u64));
-        let map = map_file(&path, self.file_len_bytes(), true)?;
+        let (handle, map) = map_file(&path, self.file_len_bytes(), true)?;
         sync_dir(&self.dir)?;
-        let mut file = CqFile { base, path, map };
+        let space = DiskReservation::new(handle, self.file_len_bytes(), CONSUME_QUEUE_RESERVE_STEP_BYTES);
+        let mut file = CqFile { base, path, map, space };
         if self.files.is_empty() {
             for o in base..offset {
-                file.write(o - base, &CqUnit::FILLER);
+                file.write(o - base, &CqUnit::FILLER)?;
             }
         }
         self.files.push(file);
@@ -557,7 +565,7 @@ impl ConsumeQueue {
         for offset in from..to {
             if let Some(index) = self.file_index(offset) {
                 let file = &mut self.files[index];
-                file.write(offset - file.base, &zero);
+                file.write(offset - file.base, &zero)?;
             }
         }
         for file in &self.files {
@@ -661,7 +669,8 @@ impl ConsumeQueue {
     }
 }
 
-fn map_file(path: &Path, len: u64, create: bool) -> Result<MmapMut, CqError> {
+/// The file (kept for reserving its blocks) and its mapping.
+fn map_file(path: &Path, len: u64, create: bool) -> Result<(File, MmapMut), CqError> {
     let file: File = OpenOptions::new()
         .read(true)
         .write(true)
@@ -677,7 +686,8 @@ fn map_file(path: &Path, len: u64, create: bool) -> Result<MmapMut, CqError> {
     // SAFETY: the file is ours (the store directory is not shared with other writers) and exactly
     // `len` bytes long (created so or checked by the caller); the mapping is only accessed through
     // the returned `MmapMut`, whose borrows the `ConsumeQueue` API ties to `&self` / `&mut self`.
-    unsafe { MmapOptions::new().len(len_usize).map_mut(&file) }.map_err(|e| io_err("mmap", path, e))
+    let map = unsafe { MmapOptions::new().len(len_usize).map_mut(&file) }.map_err(|e| io_err("mmap", path, e))?;
+    Ok((file, map))
 }
 
 fn sync_dir(dir: &Path) -> Result<(), CqError> {

@@ -36,9 +36,12 @@ use std::path::PathBuf;
 
 use memmap2::MmapMut;
 use memmap2::MmapOptions;
+use raftmq_common::limits::INDEX_FILE_RESERVE_STEP_BYTES;
 use raftmq_common::message::properties;
 use raftmq_common::message::tag::index_key_hash;
 use thiserror::Error;
+
+use crate::disk_space::DiskReservation;
 
 /// Header bytes (`IndexHeader.INDEX_HEADER_SIZE`).
 pub const INDEX_HEADER_SIZE_BYTES: usize = 40;
@@ -146,6 +149,9 @@ pub struct IndexFile {
     sizes: IndexFileSizes,
     map: MmapMut,
     header: IndexHeader,
+    /// Stores through `map` go only where this has allocated blocks: the header and the hash slots
+    /// from the start, the entries step by step.
+    space: DiskReservation,
 }
 
 impl std::fmt::Debug for IndexFile {
@@ -164,7 +170,7 @@ impl IndexFile {
             .open(path)
             .map_err(|e| io_err("create", path, e))?;
         file.set_len(sizes.file_len_bytes()).map_err(|e| io_err("set_len", path, e))?;
-        let mut index = Self::map(path, &file, sizes)?;
+        let mut index = Self::map(path, file, sizes)?;
         index.header = IndexHeader { index_count: 1, ..IndexHeader::default() };
         index.write_header();
         Ok(index)
@@ -180,7 +186,7 @@ impl IndexFile {
                 reason: format!("{len} bytes, expected {}", sizes.file_len_bytes()),
             });
         }
-        let mut index = Self::map(path, &file, sizes)?;
+        let mut index = Self::map(path, file, sizes)?;
         index.header = index.read_header();
         let h = index.header;
         if h.index_count < 1 || h.index_count as u32 > sizes.entry_count || h.hash_slot_count < 0 {
@@ -189,13 +195,17 @@ impl IndexFile {
         Ok(index)
     }
 
-    fn map(path: &Path, file: &File, sizes: IndexFileSizes) -> Result<Self, IndexError> {
+    fn map(path: &Path, file: File, sizes: IndexFileSizes) -> Result<Self, IndexError> {
         let len = usize::try_from(sizes.file_len_bytes())
             .map_err(|_| IndexError::InvalidSizes(format!("{sizes:?} does not fit in memory")))?;
         // SAFETY: the file is ours (the broker's store directory) and stays open for the mapping's
         // life through memmap2; no other process resizes it while mapped.
-        let map = unsafe { MmapOptions::new().len(len).map_mut(file) }.map_err(|e| io_err("mmap", path, e))?;
-        Ok(Self { path: path.to_owned(), sizes, map, header: IndexHeader::default() })
+        let map = unsafe { MmapOptions::new().len(len).map_mut(&file) }.map_err(|e| io_err("mmap", path, e))?;
+        let mut space = DiskReservation::new(file, sizes.file_len_bytes(), INDEX_FILE_RESERVE_STEP_BYTES);
+        // Slots are written at random: all of them get their blocks now.
+        let slots_end = INDEX_HEADER_SIZE_BYTES + sizes.slot_count as usize * INDEX_SLOT_SIZE_BYTES;
+        space.reserve_through(slots_end as u64).map_err(|e| io_err("fallocate", path, e))?;
+        Ok(Self { path: path.to_owned(), sizes, map, header: IndexHeader::default(), space })
     }
 
     /// The file's path.
@@ -220,11 +230,14 @@ impl IndexFile {
     }
 
     /// Indexes `key` for the record at `phy_offset` stored at `store_timestamp_ms`. Returns false
-    /// when the file is full (the caller rolls a new one).
-    pub fn put_key(&mut self, key: &str, phy_offset: i64, store_timestamp_ms: i64) -> bool {
+    /// when the file is full (the caller rolls a new one); an error when the disk has no room for
+    /// the entry (nothing is written then).
+    pub fn put_key(&mut self, key: &str, phy_offset: i64, store_timestamp_ms: i64) -> Result<bool, IndexError> {
         if self.is_full() {
-            return false;
+            return Ok(false);
         }
+        let entry_end = self.entry_pos(self.header.index_count) + INDEX_ENTRY_SIZE_BYTES;
+        self.space.reserve_through(entry_end as u64).map_err(|e| io_err("fallocate", &self.path, e))?;
         let key_hash = index_key_hash(key);
         let slot = key_hash as u32 % self.sizes.slot_count;
         let slot_pos = INDEX_HEADER_SIZE_BYTES + slot as usize * INDEX_SLOT_SIZE_BYTES;
@@ -251,7 +264,7 @@ impl IndexFile {
         self.header.end_phy_offset = phy_offset;
         self.header.end_timestamp = store_timestamp_ms;
         self.write_header();
-        true
+        Ok(true)
     }
 
     /// Physical offsets of records indexed under `key` and stored in `[begin_ms, end_ms]`, newest
@@ -404,12 +417,15 @@ impl IndexService {
             return Ok(());
         }
         for key in keys {
-            let fits = self.files.last_mut().is_some_and(|f| f.put_key(&key, phy_offset, store_timestamp_ms));
+            let fits = match self.files.last_mut() {
+                Some(f) => f.put_key(&key, phy_offset, store_timestamp_ms)?,
+                None => false,
+            };
             if !fits {
                 self.roll(now_ms)?;
                 let file =
                     self.files.last_mut().ok_or_else(|| IndexError::InvalidSizes("no file after roll".into()))?;
-                if !file.put_key(&key, phy_offset, store_timestamp_ms) {
+                if !file.put_key(&key, phy_offset, store_timestamp_ms)? {
                     return Err(IndexError::InvalidSizes(format!("{:?} cannot hold one key", self.sizes)));
                 }
             }
@@ -540,7 +556,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("20240101000000000");
         let mut f = IndexFile::create(&path, SMALL).unwrap();
-        assert!(f.put_key("T#k1", 1000, 5_000));
+        assert!(f.put_key("T#k1", 1000, 5_000).unwrap());
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(bytes.len() as u64, 40 + 7 * 4 + 6 * 20);
         let hash = index_key_hash("T#k1");
@@ -640,7 +656,7 @@ mod tests {
         let path = dir.path().join("20240101000000000");
         let mut f = IndexFile::create(&path, IndexFileSizes { slot_count: 1, entry_count: 8 }).unwrap();
         for i in 0..3 {
-            f.put_key("T#a", i, 0);
+            f.put_key("T#a", i, 0).unwrap();
         }
         // Point entry 3's prev at itself and at a future entry: both must end the walk.
         let e3 = 40 + 4 + 3 * 20;

@@ -32,6 +32,7 @@
 pub mod clock;
 pub mod config;
 pub mod consume_queue;
+pub mod disk_space;
 pub mod dispatch;
 pub mod entry;
 pub mod index_file;

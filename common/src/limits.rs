@@ -113,6 +113,14 @@ pub const BROKER_SEND_INFLIGHT_ENTRIES_MAX_COUNT: usize = 64;
 pub const BROKER_OFFSET_QUEUE_MAX_COUNT: usize = 65_536;
 /// How long consumer-offset updates are collected into one replicated batch.
 pub const BROKER_OFFSET_COMMIT_LINGER_MS: u64 = 20;
+
+// ---- Broker mapped files ----
+
+/// Disk blocks a ConsumeQueue file allocates at a time ahead of its written end (`posix_fallocate`), so
+/// a full disk is an error and never a SIGBUS in a store through the mapping.
+pub const CONSUME_QUEUE_RESERVE_STEP_BYTES: u64 = 1024 * 1024;
+/// The same for the index entries of an IndexFile (its hash slots are reserved when it is created).
+pub const INDEX_FILE_RESERVE_STEP_BYTES: u64 = 4 * 1024 * 1024;
 /// A client channel silent this long is dropped (`ClientHousekeepingService`, 120 s).
 pub const BROKER_CLIENT_CHANNEL_EXPIRED_MS: u64 = 120_000;
 /// A queue lock not renewed this long is free again (`RebalanceLockManager`, 60 s).
