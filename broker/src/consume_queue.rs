@@ -229,19 +229,27 @@ impl CqFile {
         bytes.try_into().ok().map(CqUnit::decode)
     }
 
-    /// Stores `unit`; `Ok(false)` when the index lies outside the file.
+    /// Stores `unit` at a position never written before (an append or a filler), reserving its
+    /// blocks first; `Ok(false)` when the index lies outside the file.
     fn write(&mut self, index_in_file: u64, unit: &CqUnit) -> Result<bool, CqError> {
-        let Some(start) = usize::try_from(index_in_file).ok().and_then(|i| i.checked_mul(CQ_STORE_UNIT_SIZE_BYTES))
-        else {
-            return Ok(false);
-        };
-        let end = start + CQ_STORE_UNIT_SIZE_BYTES;
-        if end > self.map.len() {
-            return Ok(false);
-        }
-        self.space.reserve_through(end as u64).map_err(|e| io_err("fallocate", &self.path, e))?;
-        self.map[start..end].copy_from_slice(&unit.encode());
+        let Some(range) = self.unit_range(index_in_file) else { return Ok(false) };
+        self.space.reserve_through(range.end as u64).map_err(|e| io_err("fallocate", &self.path, e))?;
+        self.map[range].copy_from_slice(&unit.encode());
         Ok(true)
+    }
+
+    /// Overwrites a unit that was written before, so its page has its block (recovery zeroing a torn
+    /// or dropped tail); needs no reservation, and so works on a full disk.
+    fn overwrite(&mut self, index_in_file: u64, unit: &CqUnit) {
+        if let Some(range) = self.unit_range(index_in_file) {
+            self.map[range].copy_from_slice(&unit.encode());
+        }
+    }
+
+    fn unit_range(&self, index_in_file: u64) -> Option<std::ops::Range<usize>> {
+        let start = usize::try_from(index_in_file).ok()?.checked_mul(CQ_STORE_UNIT_SIZE_BYTES)?;
+        let end = start.checked_add(CQ_STORE_UNIT_SIZE_BYTES)?;
+        (end <= self.map.len()).then_some(start..end)
     }
 }
 
@@ -337,8 +345,8 @@ impl ConsumeQueue {
             {
                 return Err(self.corrupt(format!("files are not contiguous before {}", path.display())));
             }
-            let (file, map) = map_file(&path, file_len, false)?;
-            let space = DiskReservation::new(file, file_len, CONSUME_QUEUE_RESERVE_STEP_BYTES);
+            let map = map_file(&path, file_len, false)?;
+            let space = DiskReservation::new(&path, file_len, CONSUME_QUEUE_RESERVE_STEP_BYTES);
             self.files.push(CqFile { base, path, map, space });
         }
         Ok(())
@@ -500,9 +508,9 @@ impl ConsumeQueue {
         }
         std::fs::create_dir_all(&self.dir).map_err(|e| io_err("create dir", &self.dir, e))?;
         let path = self.dir.join(format!("{:020}", base * CQ_STORE_UNIT_SIZE_BYTES as u64));
-        let (handle, map) = map_file(&path, self.file_len_bytes(), true)?;
+        let map = map_file(&path, self.file_len_bytes(), true)?;
         sync_dir(&self.dir)?;
-        let space = DiskReservation::new(handle, self.file_len_bytes(), CONSUME_QUEUE_RESERVE_STEP_BYTES);
+        let space = DiskReservation::new(&path, self.file_len_bytes(), CONSUME_QUEUE_RESERVE_STEP_BYTES);
         let mut file = CqFile { base, path, map, space };
         if self.files.is_empty() {
             for o in base..offset {
@@ -565,7 +573,7 @@ impl ConsumeQueue {
         for offset in from..to {
             if let Some(index) = self.file_index(offset) {
                 let file = &mut self.files[index];
-                file.write(offset - file.base, &zero)?;
+                file.overwrite(offset - file.base, &zero);
             }
         }
         for file in &self.files {
@@ -669,8 +677,7 @@ impl ConsumeQueue {
     }
 }
 
-/// The file (kept for reserving its blocks) and its mapping.
-fn map_file(path: &Path, len: u64, create: bool) -> Result<(File, MmapMut), CqError> {
+fn map_file(path: &Path, len: u64, create: bool) -> Result<MmapMut, CqError> {
     let file: File = OpenOptions::new()
         .read(true)
         .write(true)
@@ -686,8 +693,7 @@ fn map_file(path: &Path, len: u64, create: bool) -> Result<(File, MmapMut), CqEr
     // SAFETY: the file is ours (the store directory is not shared with other writers) and exactly
     // `len` bytes long (created so or checked by the caller); the mapping is only accessed through
     // the returned `MmapMut`, whose borrows the `ConsumeQueue` API ties to `&self` / `&mut self`.
-    let map = unsafe { MmapOptions::new().len(len_usize).map_mut(&file) }.map_err(|e| io_err("mmap", path, e))?;
-    Ok((file, map))
+    unsafe { MmapOptions::new().len(len_usize).map_mut(&file) }.map_err(|e| io_err("mmap", path, e))
 }
 
 fn sync_dir(dir: &Path) -> Result<(), CqError> {

@@ -13,26 +13,30 @@
 //! - `reserved_end` never passes the file's length, and only grows: a step allocates at least
 //!   `step_bytes` more, so the system call is rare.
 //! - Allocating blocks that already exist is a no-op, so a file reopened after a restart starts at 0
-//!   and reserves over what it already holds without writing anything.
+//!   and reserves over what it already holds without writing anything. Overwriting bytes that were
+//!   written before (recovery zeroing a torn tail) needs no reservation: they have their blocks.
+//! - No file descriptor is held between steps: a broker maps a file per ConsumeQueue file and the
+//!   file is opened only for the rare `posix_fallocate`.
 
-use std::fs::File;
+use std::fs::OpenOptions;
 use std::io;
 use std::os::fd::AsRawFd;
+use std::path::PathBuf;
 
 /// The allocated prefix of one file.
 #[derive(Debug)]
 pub struct DiskReservation {
-    file: File,
+    path: PathBuf,
     file_len_bytes: u64,
     step_bytes: u64,
     reserved_end: u64,
 }
 
 impl DiskReservation {
-    /// Nothing reserved yet of `file`, which is `file_len_bytes` long; reservations grow by at least
-    /// `step_bytes` at a time.
-    pub fn new(file: File, file_len_bytes: u64, step_bytes: u64) -> Self {
-        Self { file, file_len_bytes, step_bytes: step_bytes.max(1), reserved_end: 0 }
+    /// Nothing reserved yet of the file at `path`, which is `file_len_bytes` long; reservations grow
+    /// by at least `step_bytes` at a time.
+    pub fn new(path: impl Into<PathBuf>, file_len_bytes: u64, step_bytes: u64) -> Self {
+        Self { path: path.into(), file_len_bytes, step_bytes: step_bytes.max(1), reserved_end: 0 }
     }
 
     /// Makes sure `[0, end)` has blocks on disk. `ENOSPC` (and any other failure) is returned, never
@@ -50,7 +54,8 @@ impl DiskReservation {
         let target = end.max(self.reserved_end.saturating_add(self.step_bytes)).min(self.file_len_bytes);
         let offset = off_t(self.reserved_end)?;
         let len = off_t(target - self.reserved_end)?;
-        nix::fcntl::posix_fallocate(self.file.as_raw_fd(), offset, len).map_err(io::Error::from)?;
+        let file = OpenOptions::new().write(true).open(&self.path)?;
+        nix::fcntl::posix_fallocate(file.as_raw_fd(), offset, len).map_err(io::Error::from)?;
         self.reserved_end = target;
         Ok(())
     }
@@ -67,6 +72,7 @@ fn off_t(v: u64) -> io::Result<nix::libc::off_t> {
 
 #[cfg(test)]
 mod tests {
+    use std::fs::File;
     use std::os::unix::fs::MetadataExt;
 
     use super::*;
@@ -78,11 +84,11 @@ mod tests {
     #[test]
     fn reservations_allocate_in_steps_and_stop_at_the_file_end() {
         let dir = tempfile::tempdir().unwrap();
-        let file = File::options().read(true).write(true).create_new(true).open(dir.path().join("f")).unwrap();
-        file.set_len(1 << 20).unwrap();
-        let probe = file.try_clone().unwrap();
+        let path = dir.path().join("f");
+        let probe = File::options().read(true).write(true).create_new(true).open(&path).unwrap();
+        probe.set_len(1 << 20).unwrap();
         assert_eq!(allocated_bytes(&probe), 0, "set_len leaves the file sparse");
-        let mut space = DiskReservation::new(file, 1 << 20, 256 << 10);
+        let mut space = DiskReservation::new(&path, 1 << 20, 256 << 10);
         space.reserve_through(20).unwrap();
         assert_eq!(space.reserved_end(), 256 << 10, "a whole step, not just the 20 bytes asked for");
         assert!(allocated_bytes(&probe) >= 256 << 10);

@@ -149,8 +149,8 @@ pub struct IndexFile {
     sizes: IndexFileSizes,
     map: MmapMut,
     header: IndexHeader,
-    /// Stores through `map` go only where this has allocated blocks: the header and the hash slots
-    /// from the start, the entries step by step.
+    /// Stores through `map` go only where this has allocated blocks: the header when the file is
+    /// created, then everything up to each new entry (slots included) before a key is put.
     space: DiskReservation,
 }
 
@@ -169,8 +169,26 @@ impl IndexFile {
             .create_new(true)
             .open(path)
             .map_err(|e| io_err("create", path, e))?;
-        file.set_len(sizes.file_len_bytes()).map_err(|e| io_err("set_len", path, e))?;
-        let mut index = Self::map(path, file, sizes)?;
+        let created = file
+            .set_len(sizes.file_len_bytes())
+            .map_err(|e| io_err("set_len", path, e))
+            .and_then(|()| Self::map(path, &file, sizes))
+            .and_then(|mut index| {
+                index
+                    .space
+                    .reserve_through(INDEX_HEADER_SIZE_BYTES as u64)
+                    .map_err(|e| io_err("fallocate", path, e))?;
+                Ok(index)
+            });
+        let mut index = match created {
+            Ok(index) => index,
+            Err(e) => {
+                // No room (or no mapping): leave no header-less file behind for the next start to
+                // reject, nor blocks for the next try to find taken.
+                let _ = std::fs::remove_file(path);
+                return Err(e);
+            }
+        };
         index.header = IndexHeader { index_count: 1, ..IndexHeader::default() };
         index.write_header();
         Ok(index)
@@ -186,7 +204,7 @@ impl IndexFile {
                 reason: format!("{len} bytes, expected {}", sizes.file_len_bytes()),
             });
         }
-        let mut index = Self::map(path, file, sizes)?;
+        let mut index = Self::map(path, &file, sizes)?;
         index.header = index.read_header();
         let h = index.header;
         if h.index_count < 1 || h.index_count as u32 > sizes.entry_count || h.hash_slot_count < 0 {
@@ -195,16 +213,15 @@ impl IndexFile {
         Ok(index)
     }
 
-    fn map(path: &Path, file: File, sizes: IndexFileSizes) -> Result<Self, IndexError> {
+    fn map(path: &Path, file: &File, sizes: IndexFileSizes) -> Result<Self, IndexError> {
         let len = usize::try_from(sizes.file_len_bytes())
             .map_err(|_| IndexError::InvalidSizes(format!("{sizes:?} does not fit in memory")))?;
         // SAFETY: the file is ours (the broker's store directory) and stays open for the mapping's
         // life through memmap2; no other process resizes it while mapped.
-        let map = unsafe { MmapOptions::new().len(len).map_mut(&file) }.map_err(|e| io_err("mmap", path, e))?;
-        let mut space = DiskReservation::new(file, sizes.file_len_bytes(), INDEX_FILE_RESERVE_STEP_BYTES);
-        // Slots are written at random: all of them get their blocks now.
-        let slots_end = INDEX_HEADER_SIZE_BYTES + sizes.slot_count as usize * INDEX_SLOT_SIZE_BYTES;
-        space.reserve_through(slots_end as u64).map_err(|e| io_err("fallocate", path, e))?;
+        let map = unsafe { MmapOptions::new().len(len).map_mut(file) }.map_err(|e| io_err("mmap", path, e))?;
+        // Nothing reserved for a file only read (an older one, or one reopened at start): a full disk
+        // must not stop a restart. The first key put reserves the slots too (they precede entries).
+        let space = DiskReservation::new(path, sizes.file_len_bytes(), INDEX_FILE_RESERVE_STEP_BYTES);
         Ok(Self { path: path.to_owned(), sizes, map, header: IndexHeader::default(), space })
     }
 

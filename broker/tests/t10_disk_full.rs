@@ -2,7 +2,7 @@
 //!
 //! Both kinds of file are created sparse at their full size and written through a mapping; without
 //! blocks reserved ahead (`broker/src/disk_space.rs`) the first store into a page the file system
-//! cannot allocate kills the process. The test mounts a 4 MiB tmpfs, which needs root and the mount
+//! cannot allocate kills the process. The test mounts an 8 MiB tmpfs, which needs root and the mount
 //! capability; without them it says SKIPPED and passes nothing off as tested.
 
 use std::path::Path;
@@ -16,7 +16,7 @@ use raftmq_broker::index_file::IndexError;
 use raftmq_broker::index_file::IndexFile;
 use raftmq_broker::index_file::IndexFileSizes;
 
-const FS_BYTES: u64 = 4 * 1024 * 1024;
+const FS_BYTES: u64 = 8 * 1024 * 1024;
 
 /// A tmpfs of `FS_BYTES` mounted on a fresh directory, unmounted on drop.
 struct SmallFs {
@@ -63,7 +63,7 @@ fn a_consume_queue_on_a_full_disk_refuses_the_append_and_keeps_what_it_wrote() {
         Ok(fs) => fs,
         Err(why) => return skip(&why),
     };
-    // One file of 20 MB: five times the file system, sparse until written.
+    // One file of 20 MB: more than twice the file system, sparse until written.
     let units_per_file = 1_000_000;
     let dir: PathBuf = fs.path().join("consumequeue/T/0");
     let mut queue = ConsumeQueue::open(&dir, units_per_file).expect("open");
@@ -74,7 +74,7 @@ fn a_consume_queue_on_a_full_disk_refuses_the_append_and_keeps_what_it_wrote() {
             Ok(_) => appended += 1,
             Err(e) => break e,
         }
-        assert!(appended < units_per_file, "a 4 MiB file system held a 20 MB queue file");
+        assert!(appended < units_per_file, "an 8 MiB file system held a 20 MB queue file");
     };
     match &error {
         CqError::Io { op, source, .. } => {
@@ -90,7 +90,7 @@ fn a_consume_queue_on_a_full_disk_refuses_the_append_and_keeps_what_it_wrote() {
 }
 
 #[test]
-fn an_index_file_on_a_full_disk_refuses_the_key() {
+fn an_index_file_on_a_full_disk_refuses_the_key_and_a_new_file() {
     let fs = match SmallFs::mount() {
         Ok(fs) => fs,
         Err(why) => return skip(&why),
@@ -118,4 +118,12 @@ fn an_index_file_on_a_full_disk_refuses_the_key() {
     let mut found = Vec::new();
     index.select_phy_offsets("T#k0", 8, 0, i64::MAX, &mut found);
     assert_eq!(found, vec![1], "keys put before the disk filled are still found");
+
+    // The next file cannot get its first blocks: refused, and nothing is left for a restart to trip on.
+    let next = fs.path().join("index-next");
+    match IndexFile::create(&next, sizes) {
+        Err(IndexError::Io { op: "fallocate", source, .. }) if is_no_space(&source) => {}
+        other => panic!("expected ENOSPC from create, got {other:?}"),
+    }
+    assert!(!next.exists(), "a refused create removes its file");
 }

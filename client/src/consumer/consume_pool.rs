@@ -156,6 +156,11 @@ impl ConsumePool {
         }
     }
 
+    /// Whether a thread exists: from then on the pool accepts every job.
+    pub(crate) fn has_threads(&self) -> bool {
+        lock(&self.shared.state).threads > 0
+    }
+
     /// Lets the threads exit once the queue is empty; jobs already queued still run.
     pub(crate) fn close(&self) {
         lock(&self.shared.state).closed = true;

@@ -1106,6 +1106,9 @@ impl PushInner {
         // Shutdown waits for a queued or running job as for a task.
         let token = self.consume_tasks.token();
         let runtime = tokio::runtime::Handle::current();
+        // The pool can refuse a job only while it has no thread and cannot start one; keep what
+        // reconsuming the batch needs then (a copy only until the first thread exists).
+        let fallback = (!self.consume_pool.has_threads()).then(|| (mq.clone(), pq.clone(), msgs.clone()));
         let job = move || {
             // Re-checked here: the job may have waited in the pool's queue while the queue was dropped
             // or the consumer shut down; its messages are then not consumed and their offset is not
@@ -1140,7 +1143,23 @@ impl PushInner {
             drop(token);
         };
         if let Err(e) = self.consume_pool.execute(job) {
-            tracing::error!(error = %e, "cannot run the listener; the batch stays cached and is delivered again");
+            let Some((mq, pq, msgs)) = fallback else {
+                // Unreachable (a pool with a thread accepts every job); the batch stays cached.
+                tracing::error!(error = %e, "cannot run the listener");
+                return;
+            };
+            // As a listener that failed: sent back (or retried locally), so the queue moves on.
+            tracing::error!(mq = ?mq, error = %e, "cannot run the listener; reconsuming the batch later");
+            let ctx = ConsumeConcurrentlyContext {
+                message_queue: mq.clone(),
+                delay_level_when_next_consume: 0,
+                ack_index: -1,
+            };
+            let me = self.clone();
+            self.consume_tasks.spawn(async move {
+                let view = me.retry_view(&msgs).unwrap_or_else(|| msgs.clone());
+                me.process_consume_result(ConsumeConcurrentlyStatus::ReconsumeLater, ctx, &mq, &pq, msgs, view).await;
+            });
         }
     }
 
