@@ -169,18 +169,13 @@ impl IndexFile {
             .create_new(true)
             .open(path)
             .map_err(|e| io_err("create", path, e))?;
-        let created = file
-            .set_len(sizes.file_len_bytes())
-            .map_err(|e| io_err("set_len", path, e))
-            .and_then(|()| Self::map(path, &file, sizes))
-            .and_then(|mut index| {
-                index
-                    .space
-                    .reserve_through(INDEX_HEADER_SIZE_BYTES as u64)
-                    .map_err(|e| io_err("fallocate", path, e))?;
-                Ok(index)
-            });
-        let mut index = match created {
+        let sized_and_mapped = || -> Result<Self, IndexError> {
+            file.set_len(sizes.file_len_bytes()).map_err(|e| io_err("set_len", path, e))?;
+            let mut index = Self::map(path, &file, sizes)?;
+            index.space.reserve_through(INDEX_HEADER_SIZE_BYTES as u64).map_err(|e| io_err("fallocate", path, e))?;
+            Ok(index)
+        };
+        let mut index = match sized_and_mapped() {
             Ok(index) => index,
             Err(e) => {
                 // No room (or no mapping): leave no header-less file behind for the next start to

@@ -31,11 +31,9 @@ where
         let h = string_hash_code(k) as u32;
         ((h ^ (h >> 16)) as usize) & (capacity - 1)
     };
-    // Each key's bucket computed once (every response header is ordered like this); a stable sort
-    // keeps insertion order within one bucket.
-    let mut keyed: Vec<(usize, &str)> = keys.drain(..).map(|k| (bucket(k), k)).collect();
-    keyed.sort_by_key(|&(b, _)| b);
-    keys.extend(keyed.into_iter().map(|(_, k)| k));
+    // Stable, so insertion order holds within one bucket; each key's hash is computed once (every
+    // response header is ordered like this).
+    keys.sort_by_cached_key(|k| bucket(k));
     keys
 }
 

@@ -119,7 +119,7 @@ pub const BROKER_OFFSET_COMMIT_LINGER_MS: u64 = 20;
 /// Disk blocks a ConsumeQueue file allocates at a time ahead of its written end (`posix_fallocate`), so
 /// a full disk is an error and never a SIGBUS in a store through the mapping.
 pub const CONSUME_QUEUE_RESERVE_STEP_BYTES: u64 = 1024 * 1024;
-/// The same for the index entries of an IndexFile (its hash slots are reserved when it is created).
+/// The same for an IndexFile: its header when it is created, then its slots and entries as keys are put.
 pub const INDEX_FILE_RESERVE_STEP_BYTES: u64 = 4 * 1024 * 1024;
 /// A client channel silent this long is dropped (`ClientHousekeepingService`, 120 s).
 pub const BROKER_CLIENT_CHANNEL_EXPIRED_MS: u64 = 120_000;
