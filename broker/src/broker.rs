@@ -195,6 +195,7 @@ impl Broker {
             register_now: Notify::new(),
             metrics,
             draining: AtomicBool::new(false),
+            transactions: crate::transaction::TransactionState::new(),
         });
 
         let mut table = ProcessorTable::new();
@@ -230,6 +231,7 @@ impl Broker {
             tokio::spawn(housekeeping(Arc::clone(&ctx), cancel.child_token())),
             tokio::spawn(crate::metrics::upkeep(Arc::clone(&ctx), cancel.child_token())),
             schedule::spawn(Arc::clone(&ctx), cancel.child_token()),
+            crate::transaction::spawn(Arc::clone(&ctx), cancel.child_token()),
             retention::spawn(Arc::clone(&ctx), RetentionSettings::from_config(&ctx.config), cancel.child_token()),
             namesrv_registration::spawn(Arc::clone(&ctx), namesrv_client.clone(), cancel.child_token()),
         ];

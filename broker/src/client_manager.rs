@@ -69,6 +69,8 @@ pub struct ClientManager {
     consumers: Mutex<HashMap<String, ConsumerGroupInfo>>,
     producers: Mutex<HashMap<String, HashMap<u64, ClientChannel>>>,
     locks: Mutex<HashMap<String, QueueLocks>>,
+    /// Rotates [`ClientManager::producer_connection`]'s choice.
+    producer_turn: std::sync::atomic::AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -114,6 +116,20 @@ impl ClientManager {
     /// HEART_BEAT of a producer.
     pub fn register_producer(&self, group: &str, channel: ClientChannel) {
         lock(&self.producers).entry(group.to_owned()).or_default().insert(channel.connection.id(), channel);
+    }
+
+    /// A live connection of a producer group (`getAvailableChannel`), turn by turn across calls so
+    /// transaction checks spread over the group's producers.
+    pub fn producer_connection(&self, group: &str) -> Option<Connection> {
+        let producers = lock(&self.producers);
+        let mut live: Vec<&ClientChannel> =
+            producers.get(group)?.values().filter(|c| !c.connection.is_closed()).collect();
+        if live.is_empty() {
+            return None;
+        }
+        live.sort_by_key(|c| c.connection.id());
+        let turn = self.producer_turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        live.get(turn % live.len()).map(|c| c.connection.clone())
     }
 
     /// UNREGISTER_CLIENT: removes the connection's channel from the groups. Returns consumer groups

@@ -169,6 +169,17 @@ pub struct BrokerConfig {
     pub max_index_num: u32,
     /// Delay levels, space separated (`1s 5s ... 2h`).
     pub message_delay_level: String,
+    /// A half message younger than this is not checked back (`transactionTimeOut`, default 6 s).
+    #[serde(with = "raftmq_common::config_duration")]
+    pub transaction_time_out: Duration,
+    /// Checks of one half message before it is given up to `TRANS_CHECK_MAX_TIME_TOPIC`
+    /// (`transactionCheckMax`, default 15).
+    pub transaction_check_max: u32,
+    /// Period of the transaction check-back round (`transactionCheckInterval`, default 60 s).
+    #[serde(with = "raftmq_common::config_duration")]
+    pub transaction_check_interval: Duration,
+    /// Refuse half messages with NO_PERMISSION (`rejectTransactionMessage`, default false).
+    pub reject_transaction_message: bool,
     /// Admin HTTP port (default 8080; 0 binds an ephemeral port, see `Broker::admin_addr`).
     pub admin_port: u16,
     /// Bearer token the admin HTTP API requires of POST/PUT/DELETE (default none: open; GETs always are).
@@ -237,6 +248,10 @@ impl Default for BrokerConfig {
             max_hash_slot_num: INDEX_SLOT_DEFAULT_COUNT,
             max_index_num: INDEX_ENTRY_DEFAULT_COUNT,
             message_delay_level: MESSAGE_DELAY_LEVEL_DEFAULT.to_owned(),
+            transaction_time_out: Duration::from_secs(6),
+            transaction_check_max: 15,
+            transaction_check_interval: Duration::from_secs(60),
+            reject_transaction_message: false,
             admin_port: ADMIN_PORT_DEFAULT,
             admin_token: None,
             raft_heartbeat_interval_ms: RaftConfig::default().heartbeat_interval_ms,
@@ -438,10 +453,15 @@ impl BrokerConfig {
             ("registerNameServerPeriod", self.register_name_server_period),
             ("shortPollingTimeMills", self.short_polling_time_mills),
             ("cleanResourceInterval", self.clean_resource_interval),
+            ("transactionTimeOut", self.transaction_time_out),
+            ("transactionCheckInterval", self.transaction_check_interval),
         ] {
             if d.is_zero() || u64::try_from(d.as_millis()).is_err() {
                 return Err(invalid(format!("{key} must be greater than zero and fit u64 milliseconds")));
             }
+        }
+        if self.transaction_check_max == 0 {
+            return Err(invalid("transactionCheckMax must be at least 1"));
         }
         if self.file_reserved_time == 0 {
             return Err(invalid("fileReservedTime must be at least 1 hour"));

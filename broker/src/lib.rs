@@ -22,6 +22,7 @@
 //! - [`group_commit`], [`offset_commit`]: sends and consumer offsets batched into Raft entries.
 //! - [`retention`]: fileReservedTime / deleteWhen / disk watermarks, purge through Raft, the snapshot manifest.
 //! - [`schedule`]: delayed messages (`SCHEDULE_TOPIC_XXXX`) re-proposed by the leader when due.
+//! - [`transaction`]: transactional half messages, END_TRANSACTION and the check-back service.
 //! - [`client_manager`]: connected producers/consumers, subscriptions, queue locks.
 //! - [`processor`] and [`send_processor`], [`pull_processor`], [`client_manage_processor`],
 //!   [`admin_processor`], [`query_processor`], [`send_back`]: the remoting request handlers.
@@ -52,6 +53,9 @@ pub mod offset_commit;
 pub mod replica;
 pub mod retention;
 pub mod schedule;
+// END_TRANSACTION's handlers return `Result<response, refusal>`, as the processors below do.
+#[allow(clippy::result_large_err)]
+pub mod transaction;
 
 // Handlers return `Result<response, refusal>` where both are the response frame: boxing the refusal
 // would only add an allocation to every refused request.

@@ -68,6 +68,7 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::RaftTransferLeadership,
     RequestCode::RaftGroupStatus,
     RequestCode::RaftNodeRemoved,
+    RequestCode::EndTransaction,
 ];
 
 /// What every processor shares.
@@ -95,6 +96,8 @@ pub struct BrokerContext {
     pub pull_limits: PullLimits,
     /// This replica's Prometheus metrics.
     pub metrics: crate::metrics::BrokerMetrics,
+    /// The leader's transaction bookkeeping (ended halves, check progress).
+    pub transactions: crate::transaction::TransactionState,
     /// Set first by `Broker::shutdown`: `/readyz` answers 503 and admin changes are refused.
     pub draining: std::sync::atomic::AtomicBool,
 }
@@ -119,6 +122,7 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
                 Ok(send_processor::process_send(ctx, conn.peer_addr(), &request).await)
             }
+            RequestCode::EndTransaction => Ok(crate::transaction::end_transaction(ctx, &request).await),
             RequestCode::ConsumerSendMsgBack => Ok(send_back::consumer_send_back(ctx, &request).await),
             RequestCode::PullMessage => Ok(pull_processor::process_pull(Arc::clone(ctx), &request).await),
             RequestCode::HeartBeat => client_manage_processor::heart_beat(ctx, &conn, &request),

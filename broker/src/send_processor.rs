@@ -5,7 +5,8 @@
 //! header (V1 | V2) ─▶ broker perm ─▶ topic name ─▶ body / batch rules ─▶ writable? (leader, ready)
 //!   ─▶ topic exists | auto-create from TBW102 (replicated upsert) ─▶ queue id
 //!   ─▶ %RETRY% with reconsumeTimes ≥ max: %DLQ% instead (crate::send_back) ─▶ records encoded
-//!   (born host, store host, store timestamp, CLUSTER; DELAY > 0: SCHEDULE_TOPIC_XXXX, crate::schedule)
+//!   (born host, store host, store timestamp, CLUSTER; DELAY > 0: SCHEDULE_TOPIC_XXXX, crate::schedule;
+//!   TRAN_MSG: the half queue, crate::transaction)
 //!   ─▶ group commit ─▶ SEND_OK after commit + apply
 //! ```
 //!
@@ -26,6 +27,7 @@ use raftmq_common::message::properties;
 use raftmq_common::message::properties::Properties;
 use raftmq_common::message::record::encode_record_into;
 use raftmq_common::message::sys_flag::TransactionType;
+use raftmq_common::message::validate::RMQ_SYS_TRANS_HALF_TOPIC;
 use raftmq_common::message::validate::validate_send_topic;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
@@ -45,11 +47,13 @@ use crate::processor::BrokerContext;
 use crate::queue_offset::has_queue_offset;
 use crate::schedule::redirect_delayed;
 use crate::send_back::dead_letter_of_retry_send;
+use crate::send_back::ensure_topic;
 use crate::store::now_ms;
 use crate::topic_config::AutoCreate;
 use crate::topic_config::SendTopic;
 use crate::topic_config::check_send_queue_id;
 use crate::topic_config::decide_send_topic;
+use crate::transaction::redirect_half;
 
 /// `MixAll.DEFAULT_TRACE_REGION_ID`, sent as `MSG_REGION`.
 pub const REGION_ID_DEFAULT: &str = "DefaultRegion";
@@ -150,16 +154,21 @@ async fn send(
     }
     validate_send_topic(&h.topic).map_err(|e| refuse(e.response_code(), e.to_string()))?;
     let messages = messages_of(ctx, &h, request)?;
-    // Transactions are not implemented yet. A RocketMQ broker recognises a half message by its
-    // TRAN_MSG property (its sysFlag bit is set from it by the client), so both are refused:
-    // stored as a plain message, a half would reach consumers before its producer decides.
-    if TransactionType::of(h.sys_flag) == TransactionType::Prepared
-        || messages.iter().any(Message::is_transaction_prepared)
-    {
+    // A RocketMQ broker recognises a half message by its TRAN_MSG property; the client sets the
+    // PREPARED sysFlag bit from it.
+    let half = messages.iter().any(Message::is_transaction_prepared);
+    if half && ctx.config.reject_transaction_message {
         return Err(refuse(
             ResponseCode::NoPermission,
             format!("the broker[{}] sending transaction message is forbidden", ctx.config.broker_addr()),
         ));
+    }
+    if half && messages.len() > 1 {
+        return Err(refuse(ResponseCode::MessageIllegal, "a batch cannot hold transactional messages"));
+    }
+    if !half && TransactionType::of(h.sys_flag) == TransactionType::Prepared {
+        // Stored as PREPARED it would get no queue unit and never be ended: invisible forever.
+        return Err(refuse(ResponseCode::MessageIllegal, "a PREPARED sysFlag needs the TRAN_MSG property"));
     }
     ctx.replica.check_writable().map_err(|e| e.to_response(broker_name))?;
     if let Some(ratio) = ctx.store.disk_full() {
@@ -178,9 +187,17 @@ async fn send(
     };
     check_send_queue_id(&config, queue_id).map_err(|(code, remark)| refuse(code, remark))?;
     let target = match dead_letter_of_retry_send(ctx, &h).await? {
-        Some(dlq) => Target { topic: dlq.topic_name, queue_id: 0, dead_letter: true },
-        None => Target { topic: h.topic.clone(), queue_id, dead_letter: false },
+        Some(dlq) => Target { topic: dlq.topic_name, queue_id: 0, dead_letter: true, half: false },
+        None => Target { topic: h.topic.clone(), queue_id, dead_letter: false, half },
     };
+    if target.half {
+        ensure_topic(
+            ctx,
+            TopicConfig { read_queue_nums: 1, write_queue_nums: 1, ..TopicConfig::new(RMQ_SYS_TRANS_HALF_TOPIC) },
+        )
+        .await?;
+    }
+    let uniq_key = messages.first().and_then(Message::uniq_key).map(str::to_owned);
     let (records, slots) = encode(ctx, &h, peer, &target, store_timestamp, messages)?;
     let stored =
         ctx.group_commit.submit(SendRequest { records, slots }).await.map_err(|e| e.to_response(broker_name))?;
@@ -188,11 +205,14 @@ async fn send(
     ctx.metrics.on_send(&h.topic, stored.len(), started.elapsed());
     let msg_id =
         stored.iter().map(|s| OffsetMsgId::new(ctx.store_host, s.phy_offset).to_string()).collect::<Vec<_>>().join(",");
+    // A half answers with its own offsets in the half queue (END_TRANSACTION names them) and, as
+    // RocketMQ 5 does, its UNIQ_KEY as the transaction id.
+    let transaction_id = if target.half { uniq_key.clone() } else { None };
     let mut response = RemotingCommand::success().with_header(&SendMessageResponseHeader {
         msg_id,
         queue_id,
         queue_offset: first,
-        transaction_id: None,
+        transaction_id,
     });
     response.ext_fields.insert(FieldStr::const_new(MSG_REGION_KEY), FieldStr::const_new(REGION_ID_DEFAULT));
     response.ext_fields.insert(FieldStr::const_new(TRACE_ON_KEY), FieldStr::const_new("true"));
@@ -204,6 +224,8 @@ struct Target {
     topic: String,
     queue_id: i32,
     dead_letter: bool,
+    /// A transactional half message: stored in the half queue ([`crate::transaction`]).
+    half: bool,
 }
 
 fn encode(
@@ -235,13 +257,17 @@ fn encode(
             reconsume_times: h.reconsume_times.unwrap_or(0),
             ..MessageExt::default()
         };
-        redirect_delayed(&mut record, delay_levels);
+        if target.half {
+            redirect_half(&mut record);
+        } else {
+            redirect_delayed(&mut record, delay_levels);
+        }
         let at = out.len();
         encode_record_into(&record, &mut out).map_err(|e| refuse(ResponseCode::MessageIllegal, e.to_string()))?;
         slots.push(RecordSlot {
             topic: record.message.topic.clone(),
             queue_id: record.queue_id,
-            has_queue_offset: has_queue_offset(h.sys_flag),
+            has_queue_offset: has_queue_offset(record.sys_flag),
             at,
         });
     }

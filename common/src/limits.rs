@@ -142,6 +142,19 @@ pub const SCHEDULE_DELIVER_RETRY_BACKOFF_MS: u64 = 1_000;
 
 const _: () = assert!(SCHEDULE_DELIVER_BATCH_MAX_COUNT <= BROKER_GROUP_COMMIT_MAX_COUNT);
 
+/// Half messages one transaction check round looks at (one group-commit request of copies at most).
+pub const TRANSACTION_CHECK_BATCH_MAX_COUNT: usize = 256;
+/// Op (`RMQ_SYS_TRANS_OP_HALF_TOPIC`) records read per look at the op queue.
+pub const TRANSACTION_OP_READ_BATCH_MAX_COUNT: usize = 4_096;
+/// Ops a leader keeps in memory while their half messages are ahead of the check progress; past it,
+/// reading stops until the progress catches up (a check of a half whose op was not read yet is a
+/// duplicate check, never a loss).
+pub const TRANSACTION_OP_PENDING_MAX_COUNT: usize = 1 << 20;
+/// Pause of the check round after a failed write (the round retries from the same progress).
+pub const TRANSACTION_CHECK_RETRY_BACKOFF_MS: u64 = 1_000;
+
+const _: () = assert!(TRANSACTION_CHECK_BATCH_MAX_COUNT <= BROKER_GROUP_COMMIT_MAX_COUNT);
+
 // ---- Broker admin HTTP API and Prometheus metrics (`broker/src/http/`, `broker/src/metrics.rs`) ----
 
 /// Request body an admin HTTP call may send; beyond it the call is answered 413.

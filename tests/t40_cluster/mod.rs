@@ -93,10 +93,15 @@ impl Cluster {
     /// A port chosen free can be taken before a replica binds it (by a parallel test, or as the
     /// local port of some connection): then the whole cluster starts again on new ports.
     pub async fn start(n: u64) -> Result<Cluster> {
+        Self::start_with(n, |_| {}).await
+    }
+
+    /// [`Self::start`] with `tweak` applied to every replica's config.
+    pub async fn start_with(n: u64, tweak: impl Fn(&mut BrokerConfig)) -> Result<Cluster> {
         init_logging();
         let mut attempt = 1;
         loop {
-            match Self::start_once(n).await {
+            match Self::start_once(n, &tweak).await {
                 Err(e) if attempt < START_ATTEMPTS_MAX && is_bind_error(&e) => {
                     eprintln!("cluster start attempt {attempt} lost a port race ({e:#}); retrying");
                     attempt += 1;
@@ -106,7 +111,7 @@ impl Cluster {
         }
     }
 
-    async fn start_once(n: u64) -> Result<Cluster> {
+    async fn start_once(n: u64, tweak: &impl Fn(&mut BrokerConfig)) -> Result<Cluster> {
         let namesrv = NameServer::start(NamesrvConfig {
             listen_port: 0,
             bind_address: "127.0.0.1".into(),
@@ -128,22 +133,21 @@ impl Cluster {
         let mut configs = BTreeMap::new();
         for peer in &peers {
             let port: u16 = peer.remoting_addr.rsplit_once(':').and_then(|(_, p)| p.parse().ok()).context("port")?;
-            configs.insert(
-                peer.id,
-                BrokerConfig {
-                    broker_name: BROKER_NAME.into(),
-                    broker_ip1: Some("127.0.0.1".into()),
-                    listen_port: port,
-                    namesrv_addr: namesrv_addr.clone(),
-                    store_path_root_dir: dir.path().join(format!("node-{}", peer.id)),
-                    mapped_file_size_commit_log: 64 << 20,
-                    raft_self_id: peer.id,
-                    raft_peers: peers.clone(),
-                    // Ephemeral admin HTTP ports: replicas of parallel tests never collide on 8080.
-                    admin_port: 0,
-                    ..BrokerConfig::default()
-                },
-            );
+            let mut config = BrokerConfig {
+                broker_name: BROKER_NAME.into(),
+                broker_ip1: Some("127.0.0.1".into()),
+                listen_port: port,
+                namesrv_addr: namesrv_addr.clone(),
+                store_path_root_dir: dir.path().join(format!("node-{}", peer.id)),
+                mapped_file_size_commit_log: 64 << 20,
+                raft_self_id: peer.id,
+                raft_peers: peers.clone(),
+                // Ephemeral admin HTTP ports: replicas of parallel tests never collide on 8080.
+                admin_port: 0,
+                ..BrokerConfig::default()
+            };
+            tweak(&mut config);
+            configs.insert(peer.id, config);
         }
         let mut cluster = Cluster { namesrv, namesrv_addr, configs, nodes: BTreeMap::new(), _dir: dir };
         // All replicas start together: the group elects its first leader once a majority is up.

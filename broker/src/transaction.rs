@@ -1,0 +1,845 @@
+//! Transactional messages (RocketMQ's `TransactionalMessageService`, `EndTransactionProcessor` and
+//! `TransactionalMessageCheckService`) on a Raft group.
+//!
+//! ```text
+//! producer SEND (TRAN_MSG=true) ─▶ redirect_half: RMQ_SYS_TRANS_HALF_TOPIC queue 0, sysFlag NOT_TYPE,
+//!                                  REAL_TOPIC / REAL_QID kept ─▶ group commit ─▶ SEND_OK (half offsets)
+//! producer END_TRANSACTION (oneway) ─▶ ready leader: half read back at commitLogOffset, checked
+//!   COMMIT:   [real-topic record (sysFlag COMMIT), op record "d" naming the half] ─▶ ONE entry
+//!   ROLLBACK: [op record]                                                         ─▶ one entry
+//! ready leader, every transactionCheckInterval:
+//!   ops read (op queue) ─▶ halves from the check progress: resolved ─▶ skip; checked
+//!   transactionCheckMax times ─▶ copy to TRANS_CHECK_MAX_TIME_TOPIC; younger than the timeout ─▶
+//!   stop; else ─▶ copy re-put at the half queue's end (TRANSACTION_CHECK_TIMES + 1) ─▶
+//!   CHECK_TRANSACTION_STATE (oneway) to a producer of PGROUP ─▶ it answers with END_TRANSACTION
+//!   ─▶ progress: consumer offsets of CID_RMQ_SYS_TRANS on the half and op queues (replicated)
+//! ```
+//!
+//! Invariants and guarantees:
+//! - A half message gets a ConsumeQueue unit in the half topic only; no consumer of the real topic
+//!   sees anything before a commit. A commit stores the real record and its op record in one Raft
+//!   entry, so after any crash either both exist or neither does (Java writes them apart).
+//! - Only a ready leader ends transactions or checks; a follower answers SLAVE_NOT_AVAILABLE
+//!   (END_TRANSACTION is oneway, so the producer never sees it: the next leader's check resolves
+//!   the half instead).
+//! - One leader ends a half at most once: an END_TRANSACTION for a half that an op already names, or
+//!   that another END_TRANSACTION is ending, answers SUCCESS and writes nothing. Ops are read back
+//!   from the op queue when a leader starts, so this holds across leader changes too.
+//! - The check progress moves past a half only after its copy (or its discard copy) is committed,
+//!   and is proposed right after. Delivery is at least once, as in RocketMQ: a commit of a half and
+//!   a commit of its check copy are two commits.
+//! - Disk input never panics the service: an unreadable half or op is skipped with a warning.
+
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::MutexGuard;
+use std::time::Duration;
+
+use bytes::Bytes;
+use bytes::BytesMut;
+use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
+use raftmq_common::limits::TRANSACTION_CHECK_BATCH_MAX_COUNT;
+use raftmq_common::limits::TRANSACTION_CHECK_RETRY_BACKOFF_MS;
+use raftmq_common::limits::TRANSACTION_OP_PENDING_MAX_COUNT;
+use raftmq_common::limits::TRANSACTION_OP_READ_BATCH_MAX_COUNT;
+use raftmq_common::message::Message;
+use raftmq_common::message::MessageExt;
+use raftmq_common::message::msg_id::OffsetMsgId;
+use raftmq_common::message::properties;
+use raftmq_common::message::record::DecodeOptions;
+use raftmq_common::message::record::decode_record_bytes;
+use raftmq_common::message::record::encode_record_into;
+use raftmq_common::message::sys_flag::TransactionType;
+use raftmq_common::message::sys_flag::with_transaction_type;
+use raftmq_common::message::validate::RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC;
+use raftmq_common::message::validate::RMQ_SYS_TRANS_HALF_TOPIC;
+use raftmq_common::message::validate::RMQ_SYS_TRANS_OP_HALF_TOPIC;
+use raftmq_common::protocol::RemotingCommand;
+use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::body::topic::TopicConfig;
+use raftmq_common::protocol::header::transaction::CheckTransactionStateRequestHeader;
+use raftmq_common::protocol::header::transaction::EndTransactionRequestHeader;
+use raftmq_common::protocol::header::transaction::commit_or_rollback;
+use thiserror::Error;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::debug;
+use tracing::info;
+use tracing::warn;
+
+use crate::consume_queue::CqUnit;
+use crate::entry::BrokerCommand;
+use crate::entry::OffsetCommit;
+use crate::group_commit::RecordSlot;
+use crate::group_commit::SendRequest;
+use crate::group_commit::StoredRecord;
+use crate::processor::BrokerContext;
+use crate::query_processor::record_at;
+use crate::queue_offset::has_queue_offset;
+use crate::send_back::ensure_topic;
+use crate::store::now_ms;
+
+/// The group whose consumer offsets hold the check progress (`MixAll.CID_SYS_RMQ_TRANS`).
+pub const CID_RMQ_SYS_TRANS: &str = "CID_RMQ_SYS_TRANS";
+/// Tag of an op record (`TransactionalMessageUtil.REMOVETAG`).
+pub const REMOVE_TAG: &str = "d";
+/// The half and op topics have one queue.
+const HALF_QUEUE_ID: i32 = 0;
+
+fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
+    RemotingCommand::response(code, Some(remark.into()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pure decisions and record shapes.
+// ---------------------------------------------------------------------------------------------
+
+/// `parseHalfMessageInner`: the half of a transactional send goes to the half topic's queue 0 with
+/// its real topic and queue kept in properties, and without the transaction bits, so that it gets
+/// a unit in the half queue (a PREPARED record gets none). A DELAY is dropped: Java's producer
+/// clears it, and a half must never take the delay queue's path.
+pub fn redirect_half(msg: &mut MessageExt) {
+    let real_topic = std::mem::replace(&mut msg.message.topic, RMQ_SYS_TRANS_HALF_TOPIC.to_owned());
+    msg.message.properties.insert(properties::REAL_TOPIC, real_topic);
+    msg.message.properties.insert(properties::REAL_QID, msg.queue_id.to_string());
+    msg.message.properties.remove(properties::DELAY);
+    msg.sys_flag = with_transaction_type(msg.sys_flag, TransactionType::Not);
+    msg.queue_id = HALF_QUEUE_ID;
+}
+
+/// Why a record cannot be ended or checked as a half message.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum HalfError {
+    /// The record is not in the half topic.
+    #[error("the message at that offset is not a half message (topic {0})")]
+    NotAHalf(String),
+    /// `REAL_TOPIC` is missing.
+    #[error("the half message has no REAL_TOPIC")]
+    NoRealTopic,
+    /// `REAL_QID` is missing or not a queue id.
+    #[error("the half message has REAL_QID {0:?}")]
+    BadRealQueueId(Option<String>),
+}
+
+fn real_target(half: &MessageExt) -> Result<(String, i32), HalfError> {
+    if half.message.topic != RMQ_SYS_TRANS_HALF_TOPIC {
+        return Err(HalfError::NotAHalf(half.message.topic.clone()));
+    }
+    let props = &half.message.properties;
+    let topic = props.get(properties::REAL_TOPIC).filter(|t| !t.is_empty()).ok_or(HalfError::NoRealTopic)?;
+    let qid = props.get(properties::REAL_QID);
+    let queue_id = qid
+        .and_then(|q| q.parse::<i32>().ok())
+        .filter(|q| *q >= 0)
+        .ok_or_else(|| HalfError::BadRealQueueId(qid.map(str::to_owned)))?;
+    Ok((topic.to_owned(), queue_id))
+}
+
+/// `endMessageTransaction`: the committed record of a half, in its real topic and queue, sysFlag
+/// COMMIT, pointing back at the half. Unlike Java (which copies the properties string before it
+/// clears them), the bookkeeping properties are gone: a consumer's send-back of a committed
+/// message must not look like a new half.
+pub fn committed_message(
+    half: &MessageExt,
+    store_host: SocketAddr,
+    store_timestamp: i64,
+) -> Result<MessageExt, HalfError> {
+    let (topic, queue_id) = real_target(half)?;
+    let mut message = half.message.clone();
+    message.topic = topic;
+    for key in [properties::REAL_TOPIC, properties::REAL_QID, properties::TRAN_MSG, properties::TRANSACTION_CHECK_TIMES]
+    {
+        message.properties.remove(key);
+    }
+    Ok(MessageExt {
+        message,
+        queue_id,
+        sys_flag: with_transaction_type(half.sys_flag, TransactionType::Commit),
+        born_timestamp: half.born_timestamp,
+        born_host: half.born_host,
+        store_timestamp,
+        store_host,
+        reconsume_times: half.reconsume_times,
+        prepared_transaction_offset: half.commit_log_offset,
+        ..MessageExt::default()
+    })
+}
+
+/// `addRemoveTagInTransactionOp`: the op record saying the half at `half_queue_offset` is ended.
+pub fn op_message(half_queue_offset: i64, store_host: SocketAddr, now_ms: i64) -> MessageExt {
+    let message =
+        Message::new(RMQ_SYS_TRANS_OP_HALF_TOPIC, Bytes::from(half_queue_offset.to_string())).with_tags(REMOVE_TAG);
+    MessageExt {
+        message,
+        queue_id: HALF_QUEUE_ID,
+        born_timestamp: now_ms,
+        born_host: store_host,
+        store_timestamp: now_ms,
+        store_host,
+        ..MessageExt::default()
+    }
+}
+
+/// The half queue offsets an op record names: Java 4.x writes one, 5.x a comma-separated list.
+/// Anything unparsable is ignored (a broken op can only cause an extra check).
+pub fn parse_op_body(body: &[u8]) -> Vec<i64> {
+    std::str::from_utf8(body)
+        .map(|s| s.split(',').filter_map(|o| o.trim().parse::<i64>().ok()).filter(|o| *o >= 0).collect())
+        .unwrap_or_default()
+}
+
+/// `TRANSACTION_CHECK_TIMES` of a half (0 when absent or unreadable).
+pub fn check_times(half: &MessageExt) -> u32 {
+    half.message.properties.get(properties::TRANSACTION_CHECK_TIMES).and_then(|t| t.parse().ok()).unwrap_or(0)
+}
+
+/// `renewHalfMessageInner`: the copy of a half re-put at the half queue's end before a check, with
+/// its check count raised. Born time and host are kept: the copy is as old as its original.
+pub fn check_copy(half: &MessageExt, checks: u32, store_host: SocketAddr, store_timestamp: i64) -> MessageExt {
+    let mut message = half.message.clone();
+    message.properties.insert(properties::TRANSACTION_CHECK_TIMES, checks.to_string());
+    MessageExt {
+        message,
+        queue_id: HALF_QUEUE_ID,
+        sys_flag: half.sys_flag,
+        born_timestamp: half.born_timestamp,
+        born_host: half.born_host,
+        store_timestamp,
+        store_host,
+        reconsume_times: half.reconsume_times,
+        ..MessageExt::default()
+    }
+}
+
+/// `DefaultTransactionalMessageCheckListener.resolveDiscardMsg`: a half checked too often is given
+/// up to `TRANS_CHECK_MAX_TIME_TOPIC`, where an operator can still find it.
+pub fn discard_copy(half: &MessageExt, store_host: SocketAddr, store_timestamp: i64) -> MessageExt {
+    let mut copy = check_copy(half, check_times(half), store_host, store_timestamp);
+    copy.message.topic = RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC.to_owned();
+    copy
+}
+
+/// What the check round does with one half.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HalfDecision {
+    /// Checked `transactionCheckMax` times already: give it up.
+    Discard,
+    /// Too young to check: stop the round, come back in this many ms.
+    Wait(u64),
+    /// Ask its producer.
+    Check,
+}
+
+/// `needDiscard` / the immunity rule of `check`: a half is checked once it is older than
+/// `CHECK_IMMUNITY_TIME_IN_SECONDS` (when set) or `transactionTimeOut`. A born time in the future
+/// (the producer's clock is ahead) is checked at once, as Java does.
+pub fn decide_half(half: &MessageExt, now_ms: i64, timeout_ms: u64, check_max: u32) -> HalfDecision {
+    if check_times(half) >= check_max {
+        return HalfDecision::Discard;
+    }
+    let immunity_ms = half
+        .message
+        .properties
+        .get(properties::CHECK_IMMUNITY_TIME_IN_SECONDS)
+        .and_then(|s| s.parse::<i64>().ok())
+        .filter(|s| *s >= 0)
+        .map_or(timeout_ms, |s| u64::try_from(s).unwrap_or(0).saturating_mul(1_000));
+    let age_ms = now_ms.saturating_sub(half.born_timestamp);
+    match u64::try_from(age_ms) {
+        Ok(age) if age < immunity_ms => HalfDecision::Wait(immunity_ms - age),
+        _ => HalfDecision::Check,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The leader's view: which halves are ended, where the check stands.
+// ---------------------------------------------------------------------------------------------
+
+/// What a ready leader knows of its half and op queues, rebuilt from replicated state each term.
+#[derive(Debug)]
+struct LeaderView {
+    term: u64,
+    /// Next half queue offset the check round looks at (replicated as `replicated.0` once proposed).
+    half_next: i64,
+    /// Next op queue offset to read.
+    op_read_next: i64,
+    /// Ops read whose halves are not all behind `half_next`: op offset → largest half offset named.
+    pending_ops: BTreeMap<i64, i64>,
+    /// Halves at or after `half_next` that an op names.
+    ended: BTreeSet<i64>,
+    /// Halves an END_TRANSACTION is ending right now.
+    ending: HashSet<i64>,
+    /// (half, op) progress as last replicated.
+    replicated: (i64, i64),
+}
+
+impl LeaderView {
+    fn load(ctx: &BrokerContext, term: u64) -> LeaderView {
+        let (half_min, _) = ctx.store.queue_offsets(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID);
+        let (op_min, _) = ctx.store.queue_offsets(RMQ_SYS_TRANS_OP_HALF_TOPIC, HALF_QUEUE_ID);
+        let (half, op) = {
+            let meta = ctx.store.metadata();
+            let q = |topic: &str| meta.offsets.query(topic, CID_RMQ_SYS_TRANS, HALF_QUEUE_ID);
+            (q(RMQ_SYS_TRANS_HALF_TOPIC), q(RMQ_SYS_TRANS_OP_HALF_TOPIC))
+        };
+        let half_next = half.unwrap_or(0).max(i64::try_from(half_min).unwrap_or(i64::MAX));
+        let op_next = op.unwrap_or(0).max(i64::try_from(op_min).unwrap_or(i64::MAX));
+        info!(term, half_next, op_next, "transaction check state loaded on this leader");
+        LeaderView {
+            term,
+            half_next,
+            op_read_next: op_next,
+            pending_ops: BTreeMap::new(),
+            ended: BTreeSet::new(),
+            ending: HashSet::new(),
+            replicated: (half.unwrap_or(-1), op.unwrap_or(-1)),
+        }
+    }
+
+    /// Reads the op records appended since the last look.
+    fn read_ops(&mut self, ctx: &BrokerContext) {
+        loop {
+            if self.pending_ops.len() >= TRANSACTION_OP_PENDING_MAX_COUNT {
+                warn!(
+                    pending = self.pending_ops.len(),
+                    "transaction ops far ahead of the check progress; reading paused"
+                );
+                return;
+            }
+            let (min, max) = ctx.store.queue_offsets(RMQ_SYS_TRANS_OP_HALF_TOPIC, HALF_QUEUE_ID);
+            let from = self.op_read_next.max(i64::try_from(min).unwrap_or(i64::MAX));
+            let Ok(from_u) = u64::try_from(from) else { return };
+            if from_u >= max {
+                self.op_read_next = from;
+                return;
+            }
+            let units = read_units(ctx, RMQ_SYS_TRANS_OP_HALF_TOPIC, from_u, TRANSACTION_OP_READ_BATCH_MAX_COUNT);
+            if units.is_empty() {
+                return;
+            }
+            for (i, unit) in units.iter().enumerate() {
+                let op_offset = from + i as i64;
+                let halves = match read_message(ctx, unit) {
+                    Ok(op) if op.message.tags() == Some(REMOVE_TAG) => parse_op_body(&op.message.body),
+                    Ok(_) => Vec::new(),
+                    Err(e) => {
+                        warn!(op_offset, error = %e, "transaction op unreadable; skipped");
+                        Vec::new()
+                    }
+                };
+                self.note_ended(op_offset, &halves);
+            }
+            self.op_read_next = from + units.len() as i64;
+        }
+    }
+
+    fn note_ended(&mut self, op_offset: i64, halves: &[i64]) {
+        let ahead: Vec<i64> = halves.iter().copied().filter(|h| *h >= self.half_next).collect();
+        if let Some(max) = ahead.iter().copied().max() {
+            self.ended.extend(ahead);
+            self.pending_ops.insert(op_offset, max);
+        }
+    }
+
+    /// Moves the check progress to `half_next`, dropping what lies behind it.
+    fn advance(&mut self, half_next: i64) {
+        self.half_next = self.half_next.max(half_next);
+        let keep = self.ended.split_off(&self.half_next);
+        self.ended = keep;
+        let progress = self.half_next;
+        self.pending_ops.retain(|_, max| *max >= progress);
+    }
+
+    /// The op progress: every op before it names only halves behind the check progress.
+    fn op_next(&self) -> i64 {
+        self.pending_ops.keys().next().copied().unwrap_or(self.op_read_next)
+    }
+}
+
+/// The leader's transaction bookkeeping, shared by END_TRANSACTION and the check service.
+#[derive(Debug, Default)]
+pub struct TransactionState {
+    view: Mutex<Option<LeaderView>>,
+}
+
+/// How an END_TRANSACTION may go on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Claim {
+    /// This request ends the half.
+    Claimed,
+    /// An op names it already, or another request is ending it.
+    AlreadyEnded,
+}
+
+impl TransactionState {
+    /// Nothing known yet; loaded by the first use in a term.
+    pub fn new() -> Self {
+        TransactionState::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<LeaderView>> {
+        self.view.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The view of `term`, loaded (and the ops read) if it is another term's.
+    fn with_view<R>(&self, ctx: &BrokerContext, term: u64, f: impl FnOnce(&mut LeaderView) -> R) -> R {
+        let mut guard = self.lock();
+        if guard.as_ref().is_none_or(|v| v.term != term) {
+            *guard = Some(LeaderView::load(ctx, term));
+        }
+        let view = guard.get_or_insert_with(|| LeaderView::load(ctx, term));
+        view.read_ops(ctx);
+        f(view)
+    }
+
+    fn claim(&self, ctx: &BrokerContext, term: u64, half_queue_offset: i64) -> Claim {
+        self.with_view(ctx, term, |v| {
+            if v.ended.contains(&half_queue_offset) || !v.ending.insert(half_queue_offset) {
+                Claim::AlreadyEnded
+            } else {
+                Claim::Claimed
+            }
+        })
+    }
+
+    fn release(&self, term: u64, half_queue_offset: i64, ended: bool) {
+        let mut guard = self.lock();
+        if let Some(v) = guard.as_mut().filter(|v| v.term == term) {
+            v.ending.remove(&half_queue_offset);
+            if ended && half_queue_offset >= v.half_next {
+                v.ended.insert(half_queue_offset);
+            }
+        }
+    }
+}
+
+fn read_units(ctx: &BrokerContext, topic: &str, from: u64, max: usize) -> Vec<CqUnit> {
+    let cq = ctx.store.consume_queues();
+    match cq.get(topic, HALF_QUEUE_ID).and_then(|q| q.read(from, max)) {
+        Some(units) => units.iter().map(|(_, u)| u).collect(),
+        None => Vec::new(),
+    }
+}
+
+fn read_message(ctx: &BrokerContext, unit: &CqUnit) -> Result<MessageExt, String> {
+    if !unit.is_message() {
+        return Err("not a message unit".into());
+    }
+    read_at(ctx, unit.phy_offset)
+}
+
+fn read_at(ctx: &BrokerContext, phy_offset: i64) -> Result<MessageExt, String> {
+    let bytes = record_at(ctx.store.commit_log(), phy_offset).map_err(|e| e.to_string())?;
+    decode_record_bytes(&bytes, DecodeOptions::default()).map(|(m, _)| m).map_err(|e| e.to_string())
+}
+
+fn encode_request(records: &[MessageExt]) -> Result<SendRequest, String> {
+    let mut out = BytesMut::new();
+    let mut slots = Vec::with_capacity(records.len());
+    for r in records {
+        let at = out.len();
+        encode_record_into(r, &mut out).map_err(|e| e.to_string())?;
+        slots.push(RecordSlot {
+            topic: r.message.topic.clone(),
+            queue_id: r.queue_id,
+            has_queue_offset: has_queue_offset(r.sys_flag),
+            at,
+        });
+    }
+    Ok(SendRequest { records: out, slots })
+}
+
+fn system_topic(name: &str) -> TopicConfig {
+    TopicConfig { read_queue_nums: 1, write_queue_nums: 1, ..TopicConfig::new(name) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// END_TRANSACTION.
+// ---------------------------------------------------------------------------------------------
+
+/// END_TRANSACTION (37). Usually oneway: the answer only matters to callers that wait for one.
+pub async fn end_transaction(ctx: &BrokerContext, request: &RemotingCommand) -> RemotingCommand {
+    match end(ctx, request).await {
+        Ok(response) | Err(response) => response,
+    }
+}
+
+async fn end(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    let h: EndTransactionRequestHeader = request
+        .decode_header()
+        .map_err(|e| refuse(ResponseCode::SystemError, format!("the END_TRANSACTION header is invalid: {e}")))?;
+    let from_check = h.from_transaction_check.unwrap_or(false);
+    let commit = match h.commit_or_rollback {
+        commit_or_rollback::COMMIT_TYPE => true,
+        commit_or_rollback::ROLLBACK_TYPE => false,
+        commit_or_rollback::NOT_TYPE => {
+            debug!(msg_id = %h.msg_id, from_check, "transaction state unknown; the broker will check back");
+            return Ok(RemotingCommand::success());
+        }
+        other => {
+            return Err(refuse(ResponseCode::SystemError, format!("commitOrRollback {other} is not 0, 8 or 12")));
+        }
+    };
+    let Some(term) = ctx.replica.ready_term() else {
+        debug!(msg_id = %h.msg_id, "END_TRANSACTION on a replica that is not the ready leader; the leader's check resolves it");
+        return Err(refuse(ResponseCode::SlaveNotAvailable, "Store is not in master status"));
+    };
+    let half = read_at(ctx, h.commit_log_offset)
+        .map_err(|e| refuse(ResponseCode::SystemError, format!("Find prepared transaction message failed: {e}")))?;
+    check_prepare_message(&half, &h)?;
+    match ctx.transactions.claim(ctx, term, half.queue_offset) {
+        Claim::AlreadyEnded => {
+            debug!(msg_id = %h.msg_id, half = half.queue_offset, "transaction already ended; nothing written");
+            return Ok(RemotingCommand::success());
+        }
+        Claim::Claimed => {}
+    }
+    let outcome = write_end(ctx, &half, commit).await;
+    ctx.transactions.release(term, half.queue_offset, outcome.is_ok());
+    outcome?;
+    debug!(msg_id = %h.msg_id, commit, from_check, "transaction ended");
+    Ok(RemotingCommand::success())
+}
+
+/// `checkPrepareMessage`, plus: the record must be a half message with a real topic.
+fn check_prepare_message(half: &MessageExt, h: &EndTransactionRequestHeader) -> Result<(), RemotingCommand> {
+    real_target(half).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
+    if half.message.property(properties::PGROUP) != Some(h.producer_group.as_str()) {
+        return Err(refuse(ResponseCode::SystemError, "The producer group wrong"));
+    }
+    if half.queue_offset != h.tran_state_table_offset {
+        return Err(refuse(ResponseCode::SystemError, "The transaction state table offset wrong"));
+    }
+    if half.commit_log_offset != h.commit_log_offset {
+        return Err(refuse(ResponseCode::SystemError, "The commit log offset wrong"));
+    }
+    Ok(())
+}
+
+async fn write_end(ctx: &BrokerContext, half: &MessageExt, commit: bool) -> Result<(), RemotingCommand> {
+    let broker_name = &ctx.config.broker_name;
+    ensure_topic(ctx, system_topic(RMQ_SYS_TRANS_OP_HALF_TOPIC)).await?;
+    let now = now_ms() as i64;
+    let mut records = Vec::with_capacity(2);
+    if commit {
+        records.push(
+            committed_message(half, ctx.store_host, now)
+                .map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?,
+        );
+    }
+    records.push(op_message(half.queue_offset, ctx.store_host, now));
+    let request = encode_request(&records).map_err(|e| refuse(ResponseCode::MessageIllegal, e))?;
+    ctx.group_commit.submit(request).await.map_err(|e| e.to_response(broker_name))?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The check service.
+// ---------------------------------------------------------------------------------------------
+
+/// Starts the check service; it checks only while this replica is a ready leader, the first round
+/// one `transactionCheckInterval` after it became one (producers need that long to heartbeat a new
+/// leader, and a check with no producer to ask would spend one of the half's checks for nothing).
+pub fn spawn(ctx: Arc<BrokerContext>, cancel: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(run(ctx, cancel))
+}
+
+async fn run(ctx: Arc<BrokerContext>, cancel: CancellationToken) {
+    let interval = ctx.config.transaction_check_interval;
+    let mut leadership = ctx.replica.leadership_watch();
+    let mut watching = true;
+    // (term, when its first round is due)
+    let mut leading: Option<(u64, tokio::time::Instant)> = None;
+    loop {
+        let now = tokio::time::Instant::now();
+        let wait = match ctx.replica.ready_term() {
+            None => {
+                leading = None;
+                interval.min(Duration::from_millis(500))
+            }
+            Some(term) => match leading {
+                Some((t, due)) if t == term && due <= now => match round(&ctx, term).await {
+                    Ok(()) => interval,
+                    Err(()) => Duration::from_millis(TRANSACTION_CHECK_RETRY_BACKOFF_MS),
+                },
+                Some((t, due)) if t == term => due - now,
+                _ => {
+                    leading = Some((term, now + interval));
+                    interval
+                }
+            },
+        };
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => break,
+            changed = leadership.changed(), if watching => watching = changed.is_ok(),
+            _ = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+/// One pass over the half queue, from the check progress.
+async fn round(ctx: &BrokerContext, term: u64) -> Result<(), ()> {
+    loop {
+        let (checked, more) = round_batch(ctx, term).await?;
+        propose_progress(ctx, term).await;
+        if !more || checked == 0 {
+            return Ok(());
+        }
+    }
+}
+
+/// Looks at one batch of halves; returns how many it passed and whether the queue holds more.
+async fn round_batch(ctx: &BrokerContext, term: u64) -> Result<(usize, bool), ()> {
+    let timeout_ms = u64::try_from(ctx.config.transaction_time_out.as_millis()).unwrap_or(u64::MAX);
+    let check_max = ctx.config.transaction_check_max;
+    let (from, ended, ending) =
+        ctx.transactions.with_view(ctx, term, |v| (v.half_next, v.ended.clone(), v.ending.clone()));
+    let (_, max) = ctx.store.queue_offsets(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID);
+    let Ok(from_u) = u64::try_from(from) else { return Ok((0, false)) };
+    if from_u >= max {
+        return Ok((0, false));
+    }
+    let units = read_units(ctx, RMQ_SYS_TRANS_HALF_TOPIC, from_u, TRANSACTION_CHECK_BATCH_MAX_COUNT);
+    let now = now_ms() as i64;
+    let mut passed = 0usize;
+    let mut copies: Vec<MessageExt> = Vec::new();
+    let mut discards: Vec<MessageExt> = Vec::new();
+    let mut stopped = false;
+    for (i, unit) in units.iter().enumerate() {
+        let offset = from + i as i64;
+        if ended.contains(&offset) {
+            passed = i + 1;
+            continue;
+        }
+        if ending.contains(&offset) {
+            // Its END_TRANSACTION is being written: look again next round rather than check it.
+            stopped = true;
+            break;
+        }
+        let half = match read_message(ctx, unit) {
+            Ok(h) => h,
+            Err(e) => {
+                warn!(half = offset, error = %e, "half message unreadable; skipped");
+                passed = i + 1;
+                continue;
+            }
+        };
+        match decide_half(&half, now, timeout_ms, check_max) {
+            HalfDecision::Wait(_) => {
+                stopped = true;
+                break;
+            }
+            HalfDecision::Discard => {
+                warn!(half = offset, msg_id = ?half.message.uniq_key(), "half message checked too often; moved to TRANS_CHECK_MAX_TIME_TOPIC");
+                discards.push(discard_copy(&half, ctx.store_host, now));
+            }
+            HalfDecision::Check => {
+                copies.push(check_copy(&half, check_times(&half).saturating_add(1), ctx.store_host, now));
+            }
+        }
+        passed = i + 1;
+    }
+    if !copies.is_empty() || !discards.is_empty() {
+        if !discards.is_empty() {
+            ensure_topic(ctx, system_topic(RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC)).await.map_err(|_| ())?;
+        }
+        let records: Vec<MessageExt> = copies.iter().chain(&discards).cloned().collect();
+        let request = encode_request(&records).map_err(|e| warn!(error = %e, "check copies cannot be encoded"))?;
+        let stored = ctx.group_commit.submit(request).await.map_err(|e| {
+            debug!(error = %e, "check copies not stored; the round retries");
+        })?;
+        for (copy, at) in copies.into_iter().zip(stored) {
+            send_check(ctx, copy, at);
+        }
+    }
+    let next = from + passed as i64;
+    ctx.transactions.with_view(ctx, term, |v| v.advance(next));
+    let more = !stopped && u64::try_from(next).is_ok_and(|n| n < max);
+    Ok((passed, more))
+}
+
+/// Replicates the check progress when it moved.
+async fn propose_progress(ctx: &BrokerContext, term: u64) {
+    let (half, op, replicated) = ctx.transactions.with_view(ctx, term, |v| (v.half_next, v.op_next(), v.replicated));
+    if (half, op) == replicated {
+        return;
+    }
+    let commit = |topic: &str, offset: i64| OffsetCommit {
+        topic: topic.to_owned(),
+        group: CID_RMQ_SYS_TRANS.to_owned(),
+        queue_id: HALF_QUEUE_ID,
+        offset,
+    };
+    let command = BrokerCommand::ConsumerOffsets(vec![
+        commit(RMQ_SYS_TRANS_HALF_TOPIC, half),
+        commit(RMQ_SYS_TRANS_OP_HALF_TOPIC, op),
+    ]);
+    match ctx.replica.propose(&command).await {
+        Ok(()) => {
+            let mut guard = ctx.transactions.lock();
+            if let Some(v) = guard.as_mut().filter(|v| v.term == term) {
+                v.replicated = (half, op);
+            }
+        }
+        // Proposed again after the next round; a new leader re-checks from the replicated progress.
+        Err(e) => debug!(error = %e, "transaction check progress not replicated yet"),
+    }
+}
+
+/// `sendCheckMessage`: asks one producer of the half's group about the copy just stored, oneway.
+fn send_check(ctx: &BrokerContext, mut copy: MessageExt, at: StoredRecord) {
+    let group = copy.message.property(properties::PGROUP).unwrap_or_default().to_owned();
+    let Some(connection) = ctx.clients.producer_connection(&group) else {
+        debug!(group, half = at.queue_offset, "no producer of the group connected; the half is checked again later");
+        return;
+    };
+    let offset_msg_id = OffsetMsgId::new(ctx.store_host, at.phy_offset).to_string();
+    let uniq = copy.message.uniq_key().map(str::to_owned);
+    let header = CheckTransactionStateRequestHeader {
+        tran_state_table_offset: at.queue_offset,
+        commit_log_offset: at.phy_offset,
+        msg_id: uniq.clone(),
+        transaction_id: uniq,
+        offset_msg_id: Some(offset_msg_id),
+        bname: Some(ctx.config.broker_name.clone()),
+    };
+    // The producer sees the message as it was sent: real topic and queue (Java restores them).
+    if let Ok((topic, queue_id)) = real_target(&copy) {
+        copy.message.topic = topic;
+        copy.queue_id = queue_id;
+    }
+    copy.queue_offset = at.queue_offset;
+    copy.commit_log_offset = at.phy_offset;
+    let mut body = BytesMut::new();
+    if let Err(e) = encode_record_into(&copy, &mut body) {
+        warn!(error = %e, "check message cannot be encoded");
+        return;
+    }
+    let request = RemotingCommand::request_with_header(RequestCode::CheckTransactionState, &header)
+        .with_body(body.freeze())
+        .into_oneway();
+    tokio::spawn(async move {
+        if let Err(e) = connection.invoke_oneway(request, Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS)).await {
+            debug!(peer = %connection.peer_addr(), error = %e, "CHECK_TRANSACTION_STATE not delivered");
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host() -> SocketAddr {
+        "10.0.0.1:10911".parse().unwrap()
+    }
+
+    fn half(born: i64) -> MessageExt {
+        let mut message = Message::new("Orders", &b"body"[..]).with_tags("TagA");
+        message.properties.insert(properties::TRAN_MSG, "true");
+        message.properties.insert(properties::PGROUP, "tx-group");
+        message.properties.insert(properties::DELAY, "3");
+        let mut m = MessageExt {
+            message,
+            queue_id: 5,
+            sys_flag: raftmq_common::message::sys_flag::TRANSACTION_PREPARED_TYPE,
+            born_timestamp: born,
+            born_host: host(),
+            store_host: host(),
+            ..MessageExt::default()
+        };
+        redirect_half(&mut m);
+        m.queue_offset = 7;
+        m.commit_log_offset = 4242;
+        m
+    }
+
+    #[test]
+    fn a_half_goes_to_the_half_queue_without_transaction_bits_or_delay() {
+        let h = half(0);
+        assert_eq!((h.message.topic.as_str(), h.queue_id), (RMQ_SYS_TRANS_HALF_TOPIC, 0));
+        assert_eq!(TransactionType::of(h.sys_flag), TransactionType::Not);
+        assert!(has_queue_offset(h.sys_flag), "a half needs a unit in the half queue");
+        assert_eq!(h.message.property(properties::REAL_TOPIC), Some("Orders"));
+        assert_eq!(h.message.property(properties::REAL_QID), Some("5"));
+        assert_eq!(h.message.property(properties::DELAY), None);
+    }
+
+    #[test]
+    fn a_commit_restores_the_real_queue_and_points_at_the_half() {
+        let c = committed_message(&half(1), host(), 99).unwrap();
+        assert_eq!((c.message.topic.as_str(), c.queue_id), ("Orders", 5));
+        assert_eq!(TransactionType::of(c.sys_flag), TransactionType::Commit);
+        assert_eq!(c.prepared_transaction_offset, 4242);
+        assert_eq!((c.born_timestamp, c.store_timestamp), (1, 99));
+        assert_eq!(c.message.tags(), Some("TagA"));
+        assert_eq!(c.message.property(properties::PGROUP), Some("tx-group"));
+        for gone in [properties::REAL_TOPIC, properties::REAL_QID, properties::TRAN_MSG] {
+            assert_eq!(c.message.property(gone), None, "{gone}");
+        }
+        let mut plain = half(1);
+        plain.message.topic = "Orders".into();
+        assert_eq!(committed_message(&plain, host(), 0), Err(HalfError::NotAHalf("Orders".into())));
+        let mut bad = half(1);
+        bad.message.properties.insert(properties::REAL_QID, "-1");
+        assert_eq!(committed_message(&bad, host(), 0), Err(HalfError::BadRealQueueId(Some("-1".into()))));
+    }
+
+    #[test]
+    fn op_bodies_name_half_offsets() {
+        let op = op_message(7, host(), 5);
+        assert_eq!((op.message.topic.as_str(), op.message.tags()), (RMQ_SYS_TRANS_OP_HALF_TOPIC, Some(REMOVE_TAG)));
+        assert_eq!(parse_op_body(&op.message.body), vec![7]);
+        assert_eq!(parse_op_body(b"1,2,3,"), vec![1, 2, 3], "5.x batches ops");
+        assert_eq!(parse_op_body(b"x,-4,9"), vec![9]);
+        assert_eq!(parse_op_body(&[0xff, 0xfe]), Vec::<i64>::new());
+    }
+
+    #[test]
+    fn halves_are_checked_after_the_timeout_and_given_up_after_the_maximum() {
+        let h = half(1_000);
+        assert_eq!(decide_half(&h, 1_500, 6_000, 15), HalfDecision::Wait(5_500));
+        assert_eq!(decide_half(&h, 7_000, 6_000, 15), HalfDecision::Check);
+        assert_eq!(decide_half(&h, 0, 6_000, 15), HalfDecision::Check, "born in the future");
+        let mut immune = h.clone();
+        immune.message.properties.insert(properties::CHECK_IMMUNITY_TIME_IN_SECONDS, "60");
+        assert_eq!(decide_half(&immune, 7_000, 6_000, 15), HalfDecision::Wait(54_000));
+        let copy = check_copy(&h, 15, host(), 10);
+        assert_eq!(check_times(&copy), 15);
+        assert_eq!((copy.born_timestamp, copy.store_timestamp, copy.queue_id), (1_000, 10, 0));
+        assert_eq!(copy.message.topic, RMQ_SYS_TRANS_HALF_TOPIC);
+        assert_eq!(decide_half(&copy, 7_000, 6_000, 15), HalfDecision::Discard);
+        assert_eq!(discard_copy(&copy, host(), 11).message.topic, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC);
+    }
+
+    #[test]
+    fn ops_ahead_of_the_progress_hold_the_op_progress_back() {
+        let mut v = LeaderView {
+            term: 1,
+            half_next: 10,
+            op_read_next: 0,
+            pending_ops: BTreeMap::new(),
+            ended: BTreeSet::new(),
+            ending: HashSet::new(),
+            replicated: (-1, -1),
+        };
+        v.note_ended(0, &[5]);
+        v.note_ended(1, &[12]);
+        v.note_ended(2, &[11, 15]);
+        v.op_read_next = 3;
+        assert_eq!(v.ended.iter().copied().collect::<Vec<_>>(), vec![11, 12, 15]);
+        assert_eq!(v.op_next(), 1, "op 0 names a half behind the progress only");
+        v.advance(13);
+        assert_eq!(v.op_next(), 2);
+        assert_eq!(v.ended.iter().copied().collect::<Vec<_>>(), vec![15]);
+        v.advance(16);
+        assert_eq!(v.op_next(), 3);
+        v.advance(2);
+        assert_eq!(v.half_next, 16, "the progress never moves back");
+    }
+}
