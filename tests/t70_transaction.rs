@@ -8,6 +8,8 @@
 //!   SYSTEM_ERROR with RocketMQ's remarks; a follower answers SLAVE_NOT_AVAILABLE. The consumer sees
 //!   exactly the committed messages, once each, and nothing of a half before its commit.
 //! - t71: a half left unknown when the leader is killed is checked by the new leader and committed.
+//! - t72: the SDK's `TransactionProducer` end to end: commit, rollback, and unknown halves resolved
+//!   by its listener's check answer; the consumer sees exactly the committed ones.
 
 mod t40_cluster;
 
@@ -22,10 +24,14 @@ use anyhow::Result;
 use anyhow::bail;
 use anyhow::ensure;
 use raftmq_client::Admin;
+use raftmq_client::Producer;
 use raftmq_client::PushConsumer;
 use raftmq_client::consumer::ConsumeConcurrentlyContext;
 use raftmq_client::consumer::ConsumeConcurrentlyStatus;
 use raftmq_client::consumer::ConsumeFrom;
+use raftmq_client::transaction::LocalTransactionState;
+use raftmq_client::transaction::TransactionListener;
+use raftmq_client::transaction::TransactionProducer;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::msg_id::OffsetMsgId;
 use raftmq_common::message::properties;
@@ -388,5 +394,85 @@ async fn t71_a_new_leader_checks_the_halves_of_the_old_one() -> Result<()> {
     producer.end_ok(&cluster.addr(new), &copy, commit_or_rollback::COMMIT_TYPE, true).await?;
     seen.wait_for_bodies(&BTreeSet::from(["survivor".to_owned()])).await?;
     consumer.shutdown().await;
+    cluster.shutdown().await
+}
+
+/// The SDK's listener for t72: the body names the local outcome; a check of "late" commits.
+struct BodyListener;
+
+impl TransactionListener for BodyListener {
+    fn execute_local_transaction(
+        &self,
+        msg: &raftmq_common::message::Message,
+        _arg: &(dyn std::any::Any + Send + Sync),
+    ) -> LocalTransactionState {
+        match &msg.body[..] {
+            b"sdk-commit" => LocalTransactionState::CommitMessage,
+            b"sdk-rollback" => LocalTransactionState::RollbackMessage,
+            _ => LocalTransactionState::Unknown,
+        }
+    }
+
+    fn check_local_transaction(&self, msg: &MessageExt) -> LocalTransactionState {
+        match &msg.message.body[..] {
+            b"sdk-late" => LocalTransactionState::CommitMessage,
+            _ => LocalTransactionState::RollbackMessage,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t72_sdk_transaction_producer_end_to_end() -> Result<()> {
+    let cluster = Cluster::start_with(3, tweak).await?;
+    let topic = "T72Tx";
+    cluster.create_topic(topic, 4).await?;
+    let producer = TransactionProducer::builder(
+        Producer::builder("t72-tx-producers").namesrv_addr(&cluster.namesrv_addr),
+        Arc::new(BodyListener),
+    )
+    .build()?;
+    producer.start().await?;
+    let seen = Collector::default();
+    let consumer = consumer(&cluster, "t72-consumers", topic, &seen).await?;
+    let mut states = BTreeMap::new();
+    for body in ["sdk-commit", "sdk-rollback", "sdk-late", "sdk-late-rollback"] {
+        let msg = raftmq_common::message::Message::new(topic, body.as_bytes().to_vec()).with_tags("TagTx");
+        let result = producer.send_message_in_transaction(msg, &()).await?;
+        states.insert(body, result.local_transaction_state);
+    }
+    ensure!(states["sdk-commit"] == LocalTransactionState::CommitMessage, "{states:?}");
+    ensure!(states["sdk-late"] == LocalTransactionState::Unknown, "{states:?}");
+    // The committed one at once, the unknown one after its check: each once, never a rolled-back one.
+    seen.wait_for_bodies(&BTreeSet::from(["sdk-commit".to_owned(), "sdk-late".to_owned()])).await?;
+    let leader = cluster.wait_leader(WAIT).await?;
+    let admin = Admin::new(&cluster.namesrv_addr)?;
+    let half_max = admin.max_offset(&cluster.addr(leader), RMQ_SYS_TRANS_HALF_TOPIC, 0).await?;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let progress = admin
+            .all_consumer_offset(&cluster.addr(leader))
+            .await?
+            .offset_table
+            .get(&format!("{RMQ_SYS_TRANS_HALF_TOPIC}@CID_RMQ_SYS_TRANS"))
+            .and_then(|q| q.get(&0).copied())
+            .unwrap_or(-1);
+        if progress >= half_max {
+            break;
+        }
+        ensure!(tokio::time::Instant::now() < deadline, "check progress {progress} never reached {half_max}");
+        // Replicated state with no subscription API: poll it.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut total = 0;
+    for q in 0..4 {
+        total += admin.max_offset(&cluster.addr(leader), topic, q).await?;
+    }
+    ensure!(total == 2, "exactly the two committed messages stored in {topic}, found {total}");
+    let mut bodies = seen.bodies();
+    bodies.sort();
+    ensure!(bodies == vec!["sdk-commit".to_owned(), "sdk-late".to_owned()], "consumed {bodies:?}");
+    consumer.shutdown().await;
+    producer.shutdown().await;
+    admin.shutdown().await;
     cluster.shutdown().await
 }

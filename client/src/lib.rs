@@ -8,6 +8,8 @@
 //! - [`selector`]: queue selectors for partition-ordered sends.
 //! - [`send_result`]: [`SendResult`], [`SendStatus`], response mapping.
 //! - [`producer`]: [`Producer`] / [`ProducerBuilder`].
+//! - [`transaction`]: [`TransactionProducer`] and [`TransactionListener`]: half messages,
+//!   END_TRANSACTION, answers to the broker's CHECK_TRANSACTION_STATE.
 //! - [`admin`]: [`Admin`]: NameServer and broker administration calls.
 //! - [`consumer`]: [`PushConsumer`] and [`PullConsumer`] (rebalance, offsets, listeners).
 //!
@@ -34,6 +36,7 @@ pub mod producer;
 pub mod route;
 pub mod selector;
 pub mod send_result;
+pub mod transaction;
 
 pub use admin::Admin;
 pub use consumer::PullConsumer;
@@ -47,3 +50,8 @@ pub use selector::MessageQueueSelector;
 pub use selector::SelectMessageQueueByHash;
 pub use send_result::SendResult;
 pub use send_result::SendStatus;
+pub use transaction::LocalTransactionState;
+pub use transaction::TransactionListener;
+pub use transaction::TransactionProducer;
+pub use transaction::TransactionProducerBuilder;
+pub use transaction::TransactionSendResult;

@@ -20,7 +20,13 @@
 //!   [`PRODUCER_SEND_ATTEMPTS_MAX_COUNT`].
 //! - Ordered sends (selector, sharding key, explicit queue) never move to another queue; only a
 //!   leader hint retries them, on the same queue.
+//! - Heartbeats (HEART_BEAT with `producerDataSet`, brokerId 0 of every cached route, at start, every
+//!   [`CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS`] and as soon as a topic's route is first used) run only
+//!   when enabled by the crate ([`crate::transaction::TransactionProducer`]): a broker sends
+//!   CHECK_TRANSACTION_STATE only to producers it knows. Plain producers stay silent, as before.
 
+use std::collections::BTreeSet;
+use std::collections::HashSet;
 use std::future::Future;
 use std::net::IpAddr;
 use std::net::Ipv4Addr;
@@ -34,6 +40,7 @@ use std::time::SystemTime;
 use std::time::UNIX_EPOCH;
 
 use bytes::Bytes;
+use raftmq_common::limits::CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS;
 use raftmq_common::limits::COMPRESS_BODY_OVER_BYTES;
 use raftmq_common::limits::MESSAGE_BODY_SIZE_MAX_BYTES;
 use raftmq_common::limits::PRODUCER_SEND_ATTEMPTS_MAX_COUNT;
@@ -56,9 +63,14 @@ use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::SerializeType;
+use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::heartbeat::HeartbeatData;
+use raftmq_common::protocol::body::heartbeat::ProducerData;
 use raftmq_common::protocol::header::send::SendMessageRequestHeaderV2;
 use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::RemotingClient;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::error::ClientError;
@@ -103,6 +115,8 @@ pub struct ProducerBuilder {
     send_latency_fault_enable: bool,
     retry_another_broker_when_not_store_ok: bool,
     serialize_type: SerializeType,
+    /// Send HEART_BEAT to the groups' brokerId 0 (only the transaction producer turns it on).
+    heartbeat: bool,
 }
 
 impl ProducerBuilder {
@@ -125,6 +139,7 @@ impl ProducerBuilder {
             send_latency_fault_enable: true,
             retry_another_broker_when_not_store_ok: false,
             serialize_type: SerializeType::RocketMq,
+            heartbeat: false,
         }
     }
 
@@ -229,8 +244,25 @@ impl ProducerBuilder {
         self
     }
 
+    /// Whether the producer heartbeats its brokers (see the module docs).
+    pub(crate) fn heartbeat(mut self, enable: bool) -> Self {
+        self.heartbeat = enable;
+        self
+    }
+
+    /// The producer group this builder is for.
+    pub(crate) fn group(&self) -> &str {
+        &self.producer_group
+    }
+
     /// Checks the options and builds the producer (not started).
     pub fn build(self) -> Result<Producer> {
+        self.build_with_processors(ProcessorTable::new())
+    }
+
+    /// [`Self::build`], with `processors` handling the requests brokers send on the producer's
+    /// connections (CHECK_TRANSACTION_STATE for a transaction producer).
+    pub(crate) fn build_with_processors(self, processors: ProcessorTable) -> Result<Producer> {
         let invalid = |m: String| ClientError::invalid_argument("buildProducer", m);
         validate_group(&self.producer_group).map_err(|e| invalid(e.to_string()))?;
         if self.send_timeout.is_zero() {
@@ -248,7 +280,7 @@ impl ProducerBuilder {
             return Err(invalid(format!("maxMessageSize must be 1..={MESSAGE_BODY_SIZE_MAX_BYTES} bytes")));
         }
         // Many senders share one connection per broker: requests made together leave in one write.
-        let remoting = RemotingClient::with_options(ProcessorTable::new(), true);
+        let remoting = RemotingClient::with_options(processors, true);
         let namesrv = NamesrvClient::new(remoting.clone(), self.namesrv_addrs.clone())?;
         let routes = TopicRouteManager::new(namesrv, self.route_config.clone());
         let ip = self.client_ip.unwrap_or_else(local_ip);
@@ -259,6 +291,7 @@ impl ProducerBuilder {
             fault: Mutex::new(MqFaultStrategy::new(self.send_latency_fault_enable)),
             state: AtomicU8::new(STATE_CREATED),
             epoch: Instant::now(),
+            heartbeat: HeartbeatState::default(),
             remoting,
             routes,
             config: self,
@@ -288,6 +321,17 @@ struct ProducerInner {
     state: AtomicU8,
     /// Zero of the fault strategy's monotonic clock.
     epoch: Instant,
+    heartbeat: HeartbeatState,
+}
+
+/// The heartbeat task and what wakes it early.
+#[derive(Default)]
+struct HeartbeatState {
+    /// Topics whose route has already triggered a heartbeat.
+    topics: Mutex<HashSet<String>>,
+    /// Woken when a topic's route is first used, so its brokers learn the group before any check.
+    wake: Arc<Notify>,
+    task: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// A message ready for the wire: what every attempt of one send reuses.
@@ -346,6 +390,9 @@ impl Producer {
         match self.inner.state.compare_exchange(STATE_CREATED, STATE_RUNNING, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => {
                 self.inner.routes.start_polling();
+                if self.inner.config.heartbeat {
+                    self.start_heartbeat();
+                }
                 tracing::info!(producer_group = %self.producer_group(), client_id = %self.client_id(), "producer started");
                 Ok(())
             }
@@ -360,6 +407,9 @@ impl Producer {
             return;
         }
         self.inner.routes.stop_polling();
+        if let Some(task) = lock(&self.inner.heartbeat.task).take() {
+            task.abort();
+        }
         self.inner.remoting.close().await;
         tracing::info!(producer_group = %self.producer_group(), "producer shut down");
     }
@@ -459,6 +509,109 @@ impl Producer {
     /// while the route is unchanged (`SelectMessageQueueByHash`, Java-compatible hashing).
     pub async fn send_orderly(&self, msg: Message, sharding_key: &str) -> Result<SendResult> {
         self.send_with_selector(msg, &SelectMessageQueueByHash, sharding_key).await
+    }
+
+    /// A synchronous send (`send(Message)`) that leaves `msg` completed as sent (UNIQ_KEY, WAIT),
+    /// so the caller can hand the very message to a transaction listener.
+    pub(crate) async fn send_in_place(&self, msg: &mut Message, op: &'static str) -> Result<SendResult> {
+        self.check_running(op)?;
+        let out = self.prepare(msg, op)?;
+        self.send_default(out, 1 + self.inner.config.retry_times_when_send_failed, op).await
+    }
+
+    /// The remoting client (sends, heartbeats and END_TRANSACTION share its connections).
+    pub(crate) fn remoting(&self) -> &RemotingClient {
+        &self.inner.remoting
+    }
+
+    /// `sendMsgTimeout`.
+    pub(crate) fn send_timeout(&self) -> Duration {
+        self.inner.config.send_timeout
+    }
+
+    /// How request headers are encoded.
+    pub(crate) fn serialize_type(&self) -> SerializeType {
+        self.inner.config.serialize_type
+    }
+
+    /// The heartbeat task (`startScheduledTask`'s heartbeat): one HEART_BEAT round at once, then every
+    /// interval or when a topic's route is first used. Holds the producer weakly so a dropped one stops it.
+    fn start_heartbeat(&self) {
+        let mut task = lock(&self.inner.heartbeat.task);
+        if task.is_some() {
+            return;
+        }
+        let weak = Arc::downgrade(&self.inner);
+        let wake = self.inner.heartbeat.wake.clone();
+        let period = Duration::from_millis(CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS);
+        *task = Some(tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(period);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = ticker.tick() => {}
+                    _ = wake.notified() => {}
+                }
+                let Some(inner) = weak.upgrade() else { return };
+                Producer { inner }.send_heartbeat_to_all_brokers().await;
+            }
+        }));
+    }
+
+    /// HEART_BEAT {clientID, producerDataSet: [group]} to the brokerId 0 address of every group in the
+    /// cached routes (`sendHeartbeatToAllBroker`: producers skip followers). Returns how many answered
+    /// SUCCESS; failures are logged.
+    pub(crate) async fn send_heartbeat_to_all_brokers(&self) -> usize {
+        let routes = &self.inner.routes;
+        let addrs: BTreeSet<String> = routes
+            .cached_topics()
+            .iter()
+            .filter_map(|topic| routes.cached_route(topic))
+            .flat_map(|route| route.broker_datas.into_iter())
+            .filter_map(|bd| routes.broker_addr_in_publish(&bd.broker_name))
+            .collect();
+        if addrs.is_empty() {
+            return 0;
+        }
+        let data = HeartbeatData {
+            client_id: self.inner.client_id.clone(),
+            consumer_data_set: Vec::new(),
+            producer_data_set: vec![ProducerData { group_name: self.inner.config.producer_group.clone() }],
+        };
+        let body = match data.encode() {
+            Ok(body) => Bytes::from(body),
+            Err(e) => {
+                tracing::error!(error = %e, "heartbeat body does not encode");
+                return 0;
+            }
+        };
+        let mut ok = 0;
+        for addr in &addrs {
+            let mut request = RemotingCommand::request(RequestCode::HeartBeat).with_body(body.clone());
+            request.serialize_type = self.inner.config.serialize_type;
+            match self.inner.remoting.invoke(addr, request, self.inner.config.route_config.rpc_timeout).await {
+                Ok(r) if r.response_code() == ResponseCode::Success => ok += 1,
+                Ok(r) => {
+                    tracing::warn!(addr = %addr, code = %r.response_code(), remark = ?r.remark, "heartbeat refused")
+                }
+                Err(e) => tracing::warn!(addr = %addr, error = %e, "heartbeat failed"),
+            }
+        }
+        ok
+    }
+
+    /// Wakes the heartbeat task the first time `topic`'s route is used.
+    fn note_route_for_heartbeat(&self, topic: &str) {
+        if !self.inner.config.heartbeat {
+            return;
+        }
+        let first = {
+            let mut topics = lock(&self.inner.heartbeat.topics);
+            !topics.contains(topic) && topics.insert(topic.to_owned())
+        };
+        if first {
+            self.inner.heartbeat.wake.notify_one();
+        }
     }
 
     async fn send_with_retries(&self, mut msg: Message, retries: u32) -> Result<SendResult> {
@@ -579,10 +732,12 @@ impl Producer {
     async fn publish_info(&self, topic: &str, op: &'static str) -> Result<Arc<TopicPublishInfo>> {
         let config = &self.inner.config;
         let default = Some((config.create_topic_key.as_str(), config.default_topic_queue_nums));
-        self.inner.routes.publish_info(topic, default).await.map_err(|mut e| {
+        let info = self.inner.routes.publish_info(topic, default).await.map_err(|mut e| {
             e.operation = op;
             e
-        })
+        })?;
+        self.note_route_for_heartbeat(topic);
+        Ok(info)
     }
 
     fn select_queue(&self, info: &TopicPublishInfo, last_broker: Option<&str>) -> Option<MessageQueue> {
