@@ -10,7 +10,7 @@
 //! | 5 | [`BrokerCommand::SubscriptionGroupUpsert`] | `version u8 = 1 \| proposed_at_ms i64 \| SubscriptionGroupConfig JSON` |
 //! | 6 | [`BrokerCommand::SubscriptionGroupDelete`] | `version u8 = 1 \| proposed_at_ms i64 \| group UTF-8` |
 //! | 7 | [`BrokerCommand::DelayProgress`] | `version u8 = 1 \| count u32 \| count × (queue_id i32, offset i64)` |
-//! | 8 | reserved: transaction progress | |
+//! | 8 | reserved, unused: the transaction check progress is consumer offsets of `CID_RMQ_SYS_TRANS` (tag 2, [`crate::transaction`]) | |
 //! | 9 | [`BrokerCommand::NodeIdsUsed`] | `version u8 = 1 \| has_new u8 (0/1) \| new_id u64 \| count u32 \| count × id u64` |
 //! | 10 | [`BrokerCommand::RetentionPurge`] | `version u8 = 1 \| index u64 \| term u64 \| next_pos u64` |
 //! | 0, 11–255 | unassigned (0 is what raft/ uses for blank and membership entries) | |
@@ -64,7 +64,7 @@ pub mod tag {
     pub const SUBSCRIPTION_GROUP_DELETE: u8 = 6;
     /// Delay-queue (`SCHEDULE_TOPIC_XXXX`) delivery progress ([`crate::schedule`]).
     pub const DELAY_PROGRESS: u8 = 7;
-    /// Reserved: transaction half/op progress.
+    /// Reserved, never written: transaction check progress travels as consumer offsets (tag 2).
     pub const RESERVED_TRANSACTION_PROGRESS: u8 = 8;
     /// Raft node ids the group has used (membership changes; a node id is never given out twice).
     pub const NODE_IDS_USED: u8 = 9;

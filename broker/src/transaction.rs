@@ -598,9 +598,14 @@ async fn round(ctx: &BrokerContext, term: u64) -> Result<(), ()> {
 async fn round_batch(ctx: &BrokerContext, term: u64) -> Result<(usize, bool), ()> {
     let timeout_ms = u64::try_from(ctx.config.transaction_time_out.as_millis()).unwrap_or(u64::MAX);
     let check_max = ctx.config.transaction_check_max;
-    let (from, ended, ending) =
-        ctx.transactions.with_view(ctx, term, |v| (v.half_next, v.ended.clone(), v.ending.clone()));
-    let (_, max) = ctx.store.queue_offsets(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID);
+    let (min, max) = ctx.store.queue_offsets(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID);
+    let batch_end = |from: i64| from.saturating_add(TRANSACTION_CHECK_BATCH_MAX_COUNT as i64);
+    let (from, ended, ending) = ctx.transactions.with_view(ctx, term, |v| {
+        // Retention may have purged halves the progress had not reached (Java: OFFSET_ILLEGAL, jump).
+        let from = v.half_next.max(i64::try_from(min).unwrap_or(i64::MAX));
+        let ended: BTreeSet<i64> = v.ended.range(from..batch_end(from)).copied().collect();
+        (from, ended, v.ending.clone())
+    });
     let Ok(from_u) = u64::try_from(from) else { return Ok((0, false)) };
     if from_u >= max {
         return Ok((0, false));
