@@ -10,6 +10,8 @@
 //! - t71: a half left unknown when the leader is killed is checked by the new leader and committed.
 //! - t72: the SDK's `TransactionProducer` end to end: commit, rollback, and unknown halves resolved
 //!   by its listener's check answer; the consumer sees exactly the committed ones.
+//! - t73: the SDK producer heartbeats the new leader after a failover (route poll) and answers its
+//!   check of a half the old leader stored.
 
 mod t40_cluster;
 
@@ -474,5 +476,35 @@ async fn t72_sdk_transaction_producer_end_to_end() -> Result<()> {
     consumer.shutdown().await;
     producer.shutdown().await;
     admin.shutdown().await;
+    cluster.shutdown().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t73_sdk_producer_answers_the_new_leaders_check_after_a_failover() -> Result<()> {
+    let mut cluster = Cluster::start_with(3, tweak).await?;
+    let topic = "T73Tx";
+    cluster.create_topic(topic, 2).await?;
+    let old = cluster.wait_leader(WAIT).await?;
+    let producer = TransactionProducer::builder(
+        Producer::builder("t73-tx-producers")
+            .namesrv_addr(&cluster.namesrv_addr)
+            .route_poll_interval(Duration::from_millis(500)),
+        Arc::new(BodyListener),
+    )
+    .build()?;
+    producer.start().await?;
+    let msg = raftmq_common::message::Message::new(topic, b"sdk-late".to_vec());
+    let sent = producer.send_message_in_transaction(msg, &()).await?;
+    ensure!(sent.local_transaction_state == LocalTransactionState::Unknown, "{sent:?}");
+    cluster.kill(old);
+    let new = cluster.wait_leader(WAIT).await?;
+    ensure!(new != old, "a new leader");
+    // The producer learns the new leader from its route poll and heartbeats it; the new leader's
+    // check reaches the listener, whose answer commits the half.
+    let seen = Collector::default();
+    let consumer = consumer(&cluster, "t73-consumers", topic, &seen).await?;
+    seen.wait_for_bodies(&BTreeSet::from(["sdk-late".to_owned()])).await?;
+    consumer.shutdown().await;
+    producer.shutdown().await;
     cluster.shutdown().await
 }

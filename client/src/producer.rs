@@ -21,7 +21,8 @@
 //! - Ordered sends (selector, sharding key, explicit queue) never move to another queue; only a
 //!   leader hint retries them, on the same queue.
 //! - Heartbeats (HEART_BEAT with `producerDataSet`, brokerId 0 of every cached route, at start, every
-//!   [`CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS`] and as soon as a topic's route is first used) run only
+//!   [`CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS`], as soon as a topic's route is first used, and within
+//!   [`PRODUCER_HEARTBEAT_ROUTE_CHECK_MS`] of a change of a group's leader address) run only
 //!   when enabled by the crate ([`crate::transaction::TransactionProducer`]): a broker sends
 //!   CHECK_TRANSACTION_STATE only to producers it knows. Plain producers stay silent, as before.
 
@@ -43,6 +44,7 @@ use bytes::Bytes;
 use raftmq_common::limits::CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS;
 use raftmq_common::limits::COMPRESS_BODY_OVER_BYTES;
 use raftmq_common::limits::MESSAGE_BODY_SIZE_MAX_BYTES;
+use raftmq_common::limits::PRODUCER_HEARTBEAT_ROUTE_CHECK_MS;
 use raftmq_common::limits::PRODUCER_SEND_ATTEMPTS_MAX_COUNT;
 use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
 use raftmq_common::message::Message;
@@ -535,7 +537,10 @@ impl Producer {
     }
 
     /// The heartbeat task (`startScheduledTask`'s heartbeat): one HEART_BEAT round at once, then every
-    /// interval or when a topic's route is first used. Holds the producer weakly so a dropped one stops it.
+    /// interval, when a topic's route is first used, and within [`PRODUCER_HEARTBEAT_ROUTE_CHECK_MS`]
+    /// of a change of the groups' leader addresses (a failover, learned from a route poll or a
+    /// leader hint), so a new leader knows the producer long before its first check round. Holds the
+    /// producer weakly so a dropped one stops it.
     fn start_heartbeat(&self) {
         let mut task = lock(&self.inner.heartbeat.task);
         if task.is_some() {
@@ -545,31 +550,44 @@ impl Producer {
         let wake = self.inner.heartbeat.wake.clone();
         let period = Duration::from_millis(CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS);
         *task = Some(tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(period);
+            let mut ticker = tokio::time::interval(Duration::from_millis(PRODUCER_HEARTBEAT_ROUTE_CHECK_MS));
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut sent_to: BTreeSet<String> = BTreeSet::new();
+            let mut sent_at: Option<Instant> = None;
             loop {
-                tokio::select! {
-                    _ = ticker.tick() => {}
-                    _ = wake.notified() => {}
-                }
+                let woken = tokio::select! {
+                    _ = ticker.tick() => false,
+                    _ = wake.notified() => true,
+                };
                 let Some(inner) = weak.upgrade() else { return };
-                Producer { inner }.send_heartbeat_to_all_brokers().await;
+                let producer = Producer { inner };
+                let addrs = producer.heartbeat_addrs();
+                let due = woken || addrs != sent_to || sent_at.is_none_or(|at| at.elapsed() >= period);
+                if due && !addrs.is_empty() {
+                    producer.send_heartbeat(&addrs).await;
+                    sent_to = addrs;
+                    sent_at = Some(Instant::now());
+                }
             }
         }));
     }
 
-    /// HEART_BEAT {clientID, producerDataSet: [group]} to the brokerId 0 address of every group in the
-    /// cached routes (`sendHeartbeatToAllBroker`: producers skip followers). Returns how many answered
-    /// SUCCESS; failures are logged.
-    pub(crate) async fn send_heartbeat_to_all_brokers(&self) -> usize {
+    /// The brokerId 0 address of every group in the cached routes (producers skip followers, as
+    /// `sendHeartbeatToAllBroker` does).
+    fn heartbeat_addrs(&self) -> BTreeSet<String> {
         let routes = &self.inner.routes;
-        let addrs: BTreeSet<String> = routes
+        routes
             .cached_topics()
             .iter()
             .filter_map(|topic| routes.cached_route(topic))
             .flat_map(|route| route.broker_datas.into_iter())
             .filter_map(|bd| routes.broker_addr_in_publish(&bd.broker_name))
-            .collect();
+            .collect()
+    }
+
+    /// HEART_BEAT {clientID, producerDataSet: [group]} to `addrs`. Returns how many answered
+    /// SUCCESS; failures are logged.
+    async fn send_heartbeat(&self, addrs: &BTreeSet<String>) -> usize {
         if addrs.is_empty() {
             return 0;
         }
@@ -586,7 +604,7 @@ impl Producer {
             }
         };
         let mut ok = 0;
-        for addr in &addrs {
+        for addr in addrs {
             let mut request = RemotingCommand::request(RequestCode::HeartBeat).with_body(body.clone());
             request.serialize_type = self.inner.config.serialize_type;
             match self.inner.remoting.invoke(addr, request, self.inner.config.route_config.rpc_timeout).await {

@@ -204,6 +204,9 @@ pub const CONSUMER_PULL_TIMEOUT_WHEN_SUSPEND_MS: u64 = 30_000;
 pub const CONSUMER_PULL_DELAY_WHEN_EXCEPTION_MS: u64 = 3_000;
 /// How often a client heartbeats every broker of its routes (`heartbeatBrokerInterval`, 30 s).
 pub const CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS: u64 = 30_000;
+/// How often a heartbeating producer looks for a change of its groups' leader addresses (a
+/// failover): a new leader hears from it within this period, not a whole heartbeat interval later.
+pub const PRODUCER_HEARTBEAT_ROUTE_CHECK_MS: u64 = 1_000;
 /// How often consumer offsets are persisted (`persistConsumerOffsetInterval`, 5 s).
 pub const CONSUMER_OFFSET_PERSIST_INTERVAL_DEFAULT_MS: u64 = 5_000;
 /// How often a consumer rebalances without a notification (`rocketmq.client.rebalance.waitInterval`, 20 s).
