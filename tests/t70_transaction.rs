@@ -350,6 +350,9 @@ async fn t70_commit_rollback_and_check_back() -> Result<()> {
         // The progress is replicated state with no subscription API: poll it.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // Ends repeated after the check progress passed their halves write nothing either.
+    producer.end_ok(&addr, &commit, commit_or_rollback::COMMIT_TYPE, false).await?;
+    producer.end_ok(&addr, &rollback, commit_or_rollback::COMMIT_TYPE, false).await?;
     let max_total: i64 = {
         let mut total = 0;
         for q in 0..4 {
@@ -399,8 +402,25 @@ async fn t71_a_new_leader_checks_the_halves_of_the_old_one() -> Result<()> {
     cluster.shutdown().await
 }
 
-/// The SDK's listener for t72: the body names the local outcome; a check of "late" commits.
-struct BodyListener;
+/// The SDK's listener for t72/t73: the body names the local outcome; a check of "sdk-late" commits,
+/// any other check rolls back. Every checked body is published.
+struct BodyListener {
+    checked: tokio::sync::watch::Sender<BTreeSet<String>>,
+}
+
+impl BodyListener {
+    fn new() -> Arc<BodyListener> {
+        Arc::new(BodyListener { checked: tokio::sync::watch::channel(BTreeSet::new()).0 })
+    }
+
+    async fn wait_checked(&self, body: &str) -> Result<()> {
+        let mut rx = self.checked.subscribe();
+        match tokio::time::timeout(WAIT, rx.wait_for(|set| set.contains(body))).await {
+            Ok(Ok(_)) => Ok(()),
+            _ => bail!("{body} was never checked"),
+        }
+    }
+}
 
 impl TransactionListener for BodyListener {
     fn execute_local_transaction(
@@ -416,6 +436,10 @@ impl TransactionListener for BodyListener {
     }
 
     fn check_local_transaction(&self, msg: &MessageExt) -> LocalTransactionState {
+        let body = String::from_utf8_lossy(&msg.message.body).into_owned();
+        self.checked.send_modify(|set| {
+            set.insert(body);
+        });
         match &msg.message.body[..] {
             b"sdk-late" => LocalTransactionState::CommitMessage,
             _ => LocalTransactionState::RollbackMessage,
@@ -428,9 +452,10 @@ async fn t72_sdk_transaction_producer_end_to_end() -> Result<()> {
     let cluster = Cluster::start_with(3, tweak).await?;
     let topic = "T72Tx";
     cluster.create_topic(topic, 4).await?;
+    let listener = BodyListener::new();
     let producer = TransactionProducer::builder(
         Producer::builder("t72-tx-producers").namesrv_addr(&cluster.namesrv_addr),
-        Arc::new(BodyListener),
+        listener.clone(),
     )
     .build()?;
     producer.start().await?;
@@ -446,6 +471,7 @@ async fn t72_sdk_transaction_producer_end_to_end() -> Result<()> {
     ensure!(states["sdk-late"] == LocalTransactionState::Unknown, "{states:?}");
     // The committed one at once, the unknown one after its check: each once, never a rolled-back one.
     seen.wait_for_bodies(&BTreeSet::from(["sdk-commit".to_owned(), "sdk-late".to_owned()])).await?;
+    listener.wait_checked("sdk-late-rollback").await?;
     let leader = cluster.wait_leader(WAIT).await?;
     let admin = Admin::new(&cluster.namesrv_addr)?;
     let half_max = admin.max_offset(&cluster.addr(leader), RMQ_SYS_TRANS_HALF_TOPIC, 0).await?;
@@ -489,7 +515,7 @@ async fn t73_sdk_producer_answers_the_new_leaders_check_after_a_failover() -> Re
         Producer::builder("t73-tx-producers")
             .namesrv_addr(&cluster.namesrv_addr)
             .route_poll_interval(Duration::from_millis(500)),
-        Arc::new(BodyListener),
+        BodyListener::new(),
     )
     .build()?;
     producer.start().await?;

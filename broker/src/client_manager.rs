@@ -118,6 +118,11 @@ impl ClientManager {
         lock(&self.producers).entry(group.to_owned()).or_default().insert(channel.connection.id(), channel);
     }
 
+    /// Whether a producer of `group` is connected.
+    pub fn has_producer(&self, group: &str) -> bool {
+        lock(&self.producers).get(group).is_some_and(|channels| channels.values().any(|c| !c.connection.is_closed()))
+    }
+
     /// A live connection of a producer group (`getAvailableChannel`), turn by turn across calls so
     /// transaction checks spread over the group's producers.
     pub fn producer_connection(&self, group: &str) -> Option<Connection> {

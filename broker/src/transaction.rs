@@ -7,10 +7,12 @@
 //! producer END_TRANSACTION (oneway) ─▶ ready leader: half read back at commitLogOffset, checked
 //!   COMMIT:   [real-topic record (sysFlag COMMIT), op record "d" naming the half] ─▶ ONE entry
 //!   ROLLBACK: [op record]                                                         ─▶ one entry
-//! ready leader, every transactionCheckInterval:
-//!   ops read (op queue) ─▶ halves from the check progress: resolved ─▶ skip; checked
-//!   transactionCheckMax times ─▶ copy to TRANS_CHECK_MAX_TIME_TOPIC; younger than the timeout ─▶
-//!   stop; else ─▶ copy re-put at the half queue's end (TRANSACTION_CHECK_TIMES + 1) ─▶
+//! ready leader, every transactionCheckInterval (ops read first; halves up to the queue's end as
+//! the round began):
+//!   ended ─▶ pass; checked transactionCheckMax times ─▶ copy to TRANS_CHECK_MAX_TIME_TOPIC;
+//!   transactionTimeOut not passed since birth (a copy: since its check) ─▶ stop;
+//!   CHECK_IMMUNITY_TIME_IN_SECONDS not passed ─▶ copy re-put, count unchanged;
+//!   else ─▶ copy re-put at the half queue's end (TRANSACTION_CHECK_TIMES + 1) ─▶
 //!   CHECK_TRANSACTION_STATE (oneway) to a producer of PGROUP ─▶ it answers with END_TRANSACTION
 //!   ─▶ progress: consumer offsets of CID_RMQ_SYS_TRANS on the half and op queues (replicated)
 //! ```
@@ -22,12 +24,19 @@
 //! - Only a ready leader ends transactions or checks; a follower answers SLAVE_NOT_AVAILABLE
 //!   (END_TRANSACTION is oneway, so the producer never sees it: the next leader's check resolves
 //!   the half instead).
-//! - One leader ends a half at most once: an END_TRANSACTION for a half that an op already names, or
-//!   that another END_TRANSACTION is ending, answers SUCCESS and writes nothing. Ops are read back
-//!   from the op queue when a leader starts, so this holds across leader changes too.
+//! - A half offset is ended at most once: an END_TRANSACTION for a half that an op already names,
+//!   or that another END_TRANSACTION is ending, answers SUCCESS and writes nothing. A new leader
+//!   reads the op queue back (from the op progress) before it ends anything, so this holds across
+//!   leader changes; the memory of ended halves is bounded ([`TRANSACTION_ENDED_MEMORY_MAX_COUNT`]).
+//!   A check copy is another offset: the original's END and the copy's checked END are two commits
+//!   (at least once, as in RocketMQ). A copy is checked again only a transactionTimeOut after its
+//!   own check, so an answer on its way is not asked for twice.
 //! - The check progress moves past a half only after its copy (or its discard copy) is committed,
 //!   and is proposed right after. Delivery is at least once, as in RocketMQ: a commit of a half and
 //!   a commit of its check copy are two commits.
+//! - For [`TRANSACTION_NO_PRODUCER_GRACE_MS`] after a leader starts, a due half whose producer group
+//!   has not connected to it holds the round (its producers are still finding the new leader);
+//!   after that, as in Java, a check with nobody to ask still counts.
 //! - Disk input never panics the service: an unreadable half or op is skipped with a warning.
 
 use std::collections::BTreeMap;
@@ -41,9 +50,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use bytes::BytesMut;
+use raftmq_common::limits::BROKER_GROUP_COMMIT_MAX_BYTES;
 use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
 use raftmq_common::limits::TRANSACTION_CHECK_BATCH_MAX_COUNT;
 use raftmq_common::limits::TRANSACTION_CHECK_RETRY_BACKOFF_MS;
+use raftmq_common::limits::TRANSACTION_ENDED_MEMORY_MAX_COUNT;
+use raftmq_common::limits::TRANSACTION_NO_PRODUCER_GRACE_MS;
 use raftmq_common::limits::TRANSACTION_OP_PENDING_MAX_COUNT;
 use raftmq_common::limits::TRANSACTION_OP_READ_BATCH_MAX_COUNT;
 use raftmq_common::message::Message;
@@ -231,29 +243,36 @@ pub enum HalfDecision {
     Discard,
     /// Too young to check: stop the round, come back in this many ms.
     Wait(u64),
+    /// Old enough to check, but its `CHECK_IMMUNITY_TIME_IN_SECONDS` has not passed: re-put it
+    /// (the count unchanged) and go on, so one immune half never holds up the others.
+    Immune,
     /// Ask its producer.
     Check,
 }
 
-/// `needDiscard` / the immunity rule of `check`: a half is checked once it is older than
-/// `CHECK_IMMUNITY_TIME_IN_SECONDS` (when set) or `transactionTimeOut`. A born time in the future
-/// (the producer's clock is ahead) is checked at once, as Java does.
+/// `needDiscard` / `isNeedCheck`: a half is checked once `transactionTimeOut` has passed since it
+/// was born or, for a copy, since its previous check was sent (Java measures copies from their
+/// birth too, which re-checks a copy at the very next round even when its answer is on the way).
+/// `CHECK_IMMUNITY_TIME_IN_SECONDS` (from birth) defers the first check further. A time in the
+/// future (the producer's clock is ahead) is due at once, as in Java.
 pub fn decide_half(half: &MessageExt, now_ms: i64, timeout_ms: u64, check_max: u32) -> HalfDecision {
-    if check_times(half) >= check_max {
+    let checks = check_times(half);
+    if checks >= check_max {
         return HalfDecision::Discard;
+    }
+    let since = if checks == 0 { half.born_timestamp } else { half.store_timestamp };
+    let age_ms = u64::try_from(now_ms.saturating_sub(since)).unwrap_or(u64::MAX);
+    if age_ms < timeout_ms {
+        return HalfDecision::Wait(timeout_ms - age_ms);
     }
     let immunity_ms = half
         .message
         .properties
         .get(properties::CHECK_IMMUNITY_TIME_IN_SECONDS)
-        .and_then(|s| s.parse::<i64>().ok())
-        .filter(|s| *s >= 0)
-        .map_or(timeout_ms, |s| u64::try_from(s).unwrap_or(0).saturating_mul(1_000));
-    let age_ms = now_ms.saturating_sub(half.born_timestamp);
-    match u64::try_from(age_ms) {
-        Ok(age) if age < immunity_ms => HalfDecision::Wait(immunity_ms - age),
-        _ => HalfDecision::Check,
-    }
+        .and_then(|s| s.parse::<u64>().ok())
+        .map_or(0, |s| s.saturating_mul(1_000));
+    let born_age_ms = u64::try_from(now_ms.saturating_sub(half.born_timestamp)).unwrap_or(u64::MAX);
+    if checks == 0 && born_age_ms < immunity_ms { HalfDecision::Immune } else { HalfDecision::Check }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -270,12 +289,16 @@ struct LeaderView {
     op_read_next: i64,
     /// Ops read whose halves are not all behind `half_next`: op offset → largest half offset named.
     pending_ops: BTreeMap<i64, i64>,
-    /// Halves at or after `half_next` that an op names.
+    /// Halves an op names (read back, or written by this leader), behind the progress too, so a
+    /// repeated END_TRANSACTION is recognised; the lowest are forgotten past
+    /// [`TRANSACTION_ENDED_MEMORY_MAX_COUNT`] (then a repeat may commit again: at least once).
     ended: BTreeSet<i64>,
     /// Halves an END_TRANSACTION is ending right now.
     ending: HashSet<i64>,
     /// (half, op) progress as last replicated.
     replicated: (i64, i64),
+    /// When this leader loaded the view (the no-producer grace runs from here).
+    loaded_at: std::time::Instant,
 }
 
 impl LeaderView {
@@ -298,59 +321,62 @@ impl LeaderView {
             ended: BTreeSet::new(),
             ending: HashSet::new(),
             replicated: (half.unwrap_or(-1), op.unwrap_or(-1)),
+            loaded_at: std::time::Instant::now(),
         }
     }
 
-    /// Reads the op records appended since the last look.
-    fn read_ops(&mut self, ctx: &BrokerContext) {
-        loop {
-            if self.pending_ops.len() >= TRANSACTION_OP_PENDING_MAX_COUNT {
-                warn!(
-                    pending = self.pending_ops.len(),
-                    "transaction ops far ahead of the check progress; reading paused"
-                );
-                return;
-            }
-            let (min, max) = ctx.store.queue_offsets(RMQ_SYS_TRANS_OP_HALF_TOPIC, HALF_QUEUE_ID);
-            let from = self.op_read_next.max(i64::try_from(min).unwrap_or(i64::MAX));
-            let Ok(from_u) = u64::try_from(from) else { return };
-            if from_u >= max {
-                self.op_read_next = from;
-                return;
-            }
-            let units = read_units(ctx, RMQ_SYS_TRANS_OP_HALF_TOPIC, from_u, TRANSACTION_OP_READ_BATCH_MAX_COUNT);
-            if units.is_empty() {
-                return;
-            }
-            for (i, unit) in units.iter().enumerate() {
-                let op_offset = from + i as i64;
-                let halves = match read_message(ctx, unit) {
-                    Ok(op) if op.message.tags() == Some(REMOVE_TAG) => parse_op_body(&op.message.body),
-                    Ok(_) => Vec::new(),
-                    Err(e) => {
-                        warn!(op_offset, error = %e, "transaction op unreadable; skipped");
-                        Vec::new()
-                    }
-                };
-                self.note_ended(op_offset, &halves);
-            }
-            self.op_read_next = from + units.len() as i64;
+    /// Reads at most one batch of the op records appended since the last look (the caller holds
+    /// the view's lock: the work per call is bounded). Returns whether every op is read.
+    fn read_ops(&mut self, ctx: &BrokerContext) -> bool {
+        if self.pending_ops.len() >= TRANSACTION_OP_PENDING_MAX_COUNT {
+            // Nothing more can be read until the progress catches up; a half whose op is unread may
+            // be checked once more (a duplicate check, never a loss).
+            warn!(pending = self.pending_ops.len(), "transaction ops far ahead of the check progress; reading paused");
+            return true;
         }
+        let (min, max) = ctx.store.queue_offsets(RMQ_SYS_TRANS_OP_HALF_TOPIC, HALF_QUEUE_ID);
+        let from = self.op_read_next.max(i64::try_from(min).unwrap_or(i64::MAX));
+        let Ok(from_u) = u64::try_from(from) else { return true };
+        if from_u >= max {
+            self.op_read_next = from;
+            return true;
+        }
+        let units = read_units(ctx, RMQ_SYS_TRANS_OP_HALF_TOPIC, from_u, TRANSACTION_OP_READ_BATCH_MAX_COUNT);
+        for (i, unit) in units.iter().enumerate() {
+            let op_offset = from + i as i64;
+            let halves = match read_message(ctx, unit) {
+                Ok(op) if op.message.tags() == Some(REMOVE_TAG) => parse_op_body(&op.message.body),
+                Ok(_) => Vec::new(),
+                Err(e) => {
+                    warn!(op_offset, error = %e, "transaction op unreadable; skipped");
+                    Vec::new()
+                }
+            };
+            self.note_ended(op_offset, &halves);
+        }
+        self.op_read_next = from + units.len() as i64;
+        u64::try_from(self.op_read_next).is_ok_and(|n| n >= max)
     }
 
     fn note_ended(&mut self, op_offset: i64, halves: &[i64]) {
-        let ahead: Vec<i64> = halves.iter().copied().filter(|h| *h >= self.half_next).collect();
-        if let Some(max) = ahead.iter().copied().max() {
-            self.ended.extend(ahead);
+        for h in halves {
+            self.remember_ended(*h);
+        }
+        if let Some(max) = halves.iter().copied().filter(|h| *h >= self.half_next).max() {
             self.pending_ops.insert(op_offset, max);
         }
     }
 
-    /// Moves the check progress to `half_next`, dropping what lies behind it.
+    fn remember_ended(&mut self, half: i64) {
+        self.ended.insert(half);
+        while self.ended.len() > TRANSACTION_ENDED_MEMORY_MAX_COUNT {
+            self.ended.pop_first();
+        }
+    }
+
+    /// Moves the check progress to `half_next` (never back).
     fn advance(&mut self, half_next: i64) {
         self.half_next = self.half_next.max(half_next);
-        let keep = self.ended.split_off(&self.half_next);
-        self.ended = keep;
         let progress = self.half_next;
         self.pending_ops.retain(|_, max| *max >= progress);
     }
@@ -367,13 +393,11 @@ pub struct TransactionState {
     view: Mutex<Option<LeaderView>>,
 }
 
-/// How an END_TRANSACTION may go on.
+/// Why the view of a term cannot be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Claim {
-    /// This request ends the half.
-    Claimed,
-    /// An op names it already, or another request is ending it.
-    AlreadyEnded,
+enum ViewError {
+    /// A later term's view replaced it: the caller lost leadership in between.
+    Superseded,
 }
 
 impl TransactionState {
@@ -386,33 +410,76 @@ impl TransactionState {
         self.view.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The view of `term`, loaded (and the ops read) if it is another term's.
-    fn with_view<R>(&self, ctx: &BrokerContext, term: u64, f: impl FnOnce(&mut LeaderView) -> R) -> R {
+    /// `f` on the view of `term` (loaded if the view is an older term's; refused if a newer one's),
+    /// after reading at most one batch of new ops; `f` learns whether every op is read.
+    fn with_view<R>(
+        &self,
+        ctx: &BrokerContext,
+        term: u64,
+        f: impl FnOnce(&mut LeaderView, bool) -> R,
+    ) -> Result<R, ViewError> {
         let mut guard = self.lock();
-        if guard.as_ref().is_none_or(|v| v.term != term) {
-            *guard = Some(LeaderView::load(ctx, term));
+        match guard.as_ref().map(|v| v.term) {
+            Some(t) if t > term => return Err(ViewError::Superseded),
+            Some(t) if t == term => {}
+            _ => *guard = Some(LeaderView::load(ctx, term)),
         }
-        let view = guard.get_or_insert_with(|| LeaderView::load(ctx, term));
-        view.read_ops(ctx);
-        f(view)
+        let Some(view) = guard.as_mut() else { return Err(ViewError::Superseded) };
+        let caught_up = view.read_ops(ctx);
+        Ok(f(view, caught_up))
     }
 
-    fn claim(&self, ctx: &BrokerContext, term: u64, half_queue_offset: i64) -> Claim {
-        self.with_view(ctx, term, |v| {
-            if v.ended.contains(&half_queue_offset) || !v.ending.insert(half_queue_offset) {
-                Claim::AlreadyEnded
+    /// Claims `half` for one END_TRANSACTION of `term`; released by dropping the claim.
+    fn claim<'a>(&'a self, ctx: &BrokerContext, term: u64, half: i64) -> Result<Claim<'a>, ClaimRefused> {
+        self.with_view(ctx, term, |v, caught_up| {
+            if v.ended.contains(&half) || v.ending.contains(&half) {
+                Err(ClaimRefused::AlreadyEnded)
+            } else if !caught_up {
+                // An op not read yet may name it: ending it now could commit it twice.
+                Err(ClaimRefused::Loading)
             } else {
-                Claim::Claimed
+                v.ending.insert(half);
+                Ok(())
             }
         })
+        .map_err(|_| ClaimRefused::Superseded)??;
+        Ok(Claim { state: self, term, half, ended: false })
     }
+}
 
-    fn release(&self, term: u64, half_queue_offset: i64, ended: bool) {
-        let mut guard = self.lock();
-        if let Some(v) = guard.as_mut().filter(|v| v.term == term) {
-            v.ending.remove(&half_queue_offset);
-            if ended && half_queue_offset >= v.half_next {
-                v.ended.insert(half_queue_offset);
+/// Why an END_TRANSACTION does not write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClaimRefused {
+    /// An op names the half already, or another request is ending it.
+    AlreadyEnded,
+    /// The new leader is still reading its op queue back.
+    Loading,
+    /// Leadership moved on while the request waited.
+    Superseded,
+}
+
+/// One END_TRANSACTION's hold on a half; the drop releases it (also when the request fails or
+/// its task is cancelled), recording the half as ended when [`Claim::ended`] was called.
+struct Claim<'a> {
+    state: &'a TransactionState,
+    term: u64,
+    half: i64,
+    ended: bool,
+}
+
+impl Claim<'_> {
+    fn ended(mut self) {
+        self.ended = true;
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let mut guard = self.state.lock();
+        if let Some(v) = guard.as_mut().filter(|v| v.term == self.term) {
+            v.ending.remove(&self.half);
+            if self.ended {
+                v.remember_ended(self.half);
             }
         }
     }
@@ -492,18 +559,47 @@ async fn end(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingC
     let half = read_at(ctx, h.commit_log_offset)
         .map_err(|e| refuse(ResponseCode::SystemError, format!("Find prepared transaction message failed: {e}")))?;
     check_prepare_message(&half, &h)?;
-    match ctx.transactions.claim(ctx, term, half.queue_offset) {
-        Claim::AlreadyEnded => {
+    if commit {
+        check_real_queue(ctx, &half)?;
+    }
+    let claim = match ctx.transactions.claim(ctx, term, half.queue_offset) {
+        Ok(claim) => claim,
+        Err(ClaimRefused::AlreadyEnded) => {
             debug!(msg_id = %h.msg_id, half = half.queue_offset, "transaction already ended; nothing written");
             return Ok(RemotingCommand::success());
         }
-        Claim::Claimed => {}
-    }
-    let outcome = write_end(ctx, &half, commit).await;
-    ctx.transactions.release(term, half.queue_offset, outcome.is_ok());
-    outcome?;
+        Err(ClaimRefused::Loading) => {
+            return Err(refuse(
+                ResponseCode::SystemBusy,
+                "the new leader is still loading transaction state; it will check back",
+            ));
+        }
+        Err(ClaimRefused::Superseded) => {
+            return Err(refuse(ResponseCode::SlaveNotAvailable, "Store is not in master status"));
+        }
+    };
+    write_end(ctx, term, &half, commit).await?;
+    claim.ended();
     debug!(msg_id = %h.msg_id, commit, from_check, "transaction ended");
     Ok(RemotingCommand::success())
+}
+
+/// A commit needs its real topic and queue to exist still (an operator may have deleted the topic
+/// since the half was stored); otherwise the half stays to be checked, and in the end given up.
+fn check_real_queue(ctx: &BrokerContext, half: &MessageExt) -> Result<(), RemotingCommand> {
+    let (topic, queue_id) = real_target(half).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
+    let meta = ctx.store.metadata();
+    match meta.topics.get(&topic) {
+        Some(config) if queue_id < config.write_queue_nums => Ok(()),
+        Some(config) => Err(refuse(
+            ResponseCode::SystemError,
+            format!(
+                "queue {queue_id} of topic {topic} does not exist any more ({} write queues)",
+                config.write_queue_nums
+            ),
+        )),
+        None => Err(refuse(ResponseCode::TopicNotExist, format!("the topic {topic} does not exist any more"))),
+    }
 }
 
 /// `checkPrepareMessage`, plus: the record must be a half message with a real topic.
@@ -521,9 +617,13 @@ fn check_prepare_message(half: &MessageExt, h: &EndTransactionRequestHeader) -> 
     Ok(())
 }
 
-async fn write_end(ctx: &BrokerContext, half: &MessageExt, commit: bool) -> Result<(), RemotingCommand> {
+async fn write_end(ctx: &BrokerContext, term: u64, half: &MessageExt, commit: bool) -> Result<(), RemotingCommand> {
     let broker_name = &ctx.config.broker_name;
     ensure_topic(ctx, system_topic(RMQ_SYS_TRANS_OP_HALF_TOPIC)).await?;
+    // The claim is this term's: a leader of a later term keeps its own, and must not be raced.
+    if ctx.replica.ready_term() != Some(term) {
+        return Err(refuse(ResponseCode::SlaveNotAvailable, "Store is not in master status"));
+    }
     let now = now_ms() as i64;
     let mut records = Vec::with_capacity(2);
     if commit {
@@ -583,40 +683,64 @@ async fn run(ctx: Arc<BrokerContext>, cancel: CancellationToken) {
     }
 }
 
-/// One pass over the half queue, from the check progress.
+/// One pass over the half queue, from the check progress to where the queue ended when the pass
+/// began: the copies it re-puts are the next pass's business (Java stops at halves stored after the
+/// round started).
 async fn round(ctx: &BrokerContext, term: u64) -> Result<(), ()> {
+    // Every op must be known before a half is judged unanswered; one batch per lock hold.
+    while !ctx.transactions.with_view(ctx, term, |_, caught_up| caught_up).map_err(|_| ())? {
+        tokio::task::yield_now().await;
+    }
+    let (_, round_end) = ctx.store.queue_offsets(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID);
     loop {
-        let (checked, more) = round_batch(ctx, term).await?;
+        let (passed, more) = round_batch(ctx, term, round_end).await?;
         propose_progress(ctx, term).await;
-        if !more || checked == 0 {
+        if !more || passed == 0 {
             return Ok(());
         }
     }
 }
 
-/// Looks at one batch of halves; returns how many it passed and whether the queue holds more.
-async fn round_batch(ctx: &BrokerContext, term: u64) -> Result<(usize, bool), ()> {
+/// A record the round stores: a check copy (and whether its producer is asked now) or a discard.
+struct Put {
+    record: MessageExt,
+    check: bool,
+}
+
+/// Looks at one batch of halves below `round_end`; returns how many it passed and whether there
+/// are more to look at in this round.
+async fn round_batch(ctx: &BrokerContext, term: u64, round_end: u64) -> Result<(usize, bool), ()> {
     let timeout_ms = u64::try_from(ctx.config.transaction_time_out.as_millis()).unwrap_or(u64::MAX);
     let check_max = ctx.config.transaction_check_max;
     let (min, max) = ctx.store.queue_offsets(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID);
+    let end = max.min(round_end);
     let batch_end = |from: i64| from.saturating_add(TRANSACTION_CHECK_BATCH_MAX_COUNT as i64);
-    let (from, ended, ending) = ctx.transactions.with_view(ctx, term, |v| {
-        // Retention may have purged halves the progress had not reached (Java: OFFSET_ILLEGAL, jump).
-        let from = v.half_next.max(i64::try_from(min).unwrap_or(i64::MAX));
-        let ended: BTreeSet<i64> = v.ended.range(from..batch_end(from)).copied().collect();
-        (from, ended, v.ending.clone())
-    });
+    let (from, ended, ending, in_grace) = ctx
+        .transactions
+        .with_view(ctx, term, |v, _| {
+            // Retention may have purged halves the progress had not reached (Java: OFFSET_ILLEGAL, jump).
+            let from = v.half_next.max(i64::try_from(min).unwrap_or(i64::MAX));
+            let ended: BTreeSet<i64> = v.ended.range(from..batch_end(from)).copied().collect();
+            let in_grace = v.loaded_at.elapsed() < Duration::from_millis(TRANSACTION_NO_PRODUCER_GRACE_MS);
+            (from, ended, v.ending.clone(), in_grace)
+        })
+        .map_err(|_| ())?;
     let Ok(from_u) = u64::try_from(from) else { return Ok((0, false)) };
-    if from_u >= max {
+    if from_u >= end {
         return Ok((0, false));
     }
-    let units = read_units(ctx, RMQ_SYS_TRANS_HALF_TOPIC, from_u, TRANSACTION_CHECK_BATCH_MAX_COUNT);
+    let count = usize::try_from(end - from_u).unwrap_or(usize::MAX).min(TRANSACTION_CHECK_BATCH_MAX_COUNT);
+    let units = read_units(ctx, RMQ_SYS_TRANS_HALF_TOPIC, from_u, count);
     let now = now_ms() as i64;
     let mut passed = 0usize;
-    let mut copies: Vec<MessageExt> = Vec::new();
-    let mut discards: Vec<MessageExt> = Vec::new();
+    let mut puts: Vec<Put> = Vec::new();
+    let mut put_bytes = 0usize;
     let mut stopped = false;
     for (i, unit) in units.iter().enumerate() {
+        // One entry of copies stays within a group-commit entry (an entry must fit a Raft RPC).
+        if put_bytes >= BROKER_GROUP_COMMIT_MAX_BYTES {
+            break;
+        }
         let offset = from + i as i64;
         if ended.contains(&offset) {
             passed = i + 1;
@@ -635,43 +759,61 @@ async fn round_batch(ctx: &BrokerContext, term: u64) -> Result<(usize, bool), ()
                 continue;
             }
         };
-        match decide_half(&half, now, timeout_ms, check_max) {
+        let put = match decide_half(&half, now, timeout_ms, check_max) {
             HalfDecision::Wait(_) => {
                 stopped = true;
                 break;
             }
             HalfDecision::Discard => {
                 warn!(half = offset, msg_id = ?half.message.uniq_key(), "half message checked too often; moved to TRANS_CHECK_MAX_TIME_TOPIC");
-                discards.push(discard_copy(&half, ctx.store_host, now));
+                Put { record: discard_copy(&half, ctx.store_host, now), check: false }
             }
-            HalfDecision::Check => {
-                copies.push(check_copy(&half, check_times(&half).saturating_add(1), ctx.store_host, now));
+            HalfDecision::Immune => Put { record: check_copy(&half, 0, ctx.store_host, now), check: false },
+            HalfDecision::Check
+                if in_grace && !ctx.clients.has_producer(half.message.property(properties::PGROUP).unwrap_or("")) =>
+            {
+                // A new leader: its producers may not have heartbeaten it yet. Java would spend a
+                // check on nobody (and after transactionCheckMax give the half up); wait instead.
+                stopped = true;
+                break;
             }
-        }
+            HalfDecision::Check => Put {
+                record: check_copy(&half, check_times(&half).saturating_add(1), ctx.store_host, now),
+                check: true,
+            },
+        };
+        put_bytes = put_bytes.saturating_add(usize::try_from(unit.size).unwrap_or(0));
+        puts.push(put);
         passed = i + 1;
     }
-    if !copies.is_empty() || !discards.is_empty() {
-        if !discards.is_empty() {
+    if !puts.is_empty() {
+        if puts.iter().any(|p| p.record.message.topic == RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC) {
             ensure_topic(ctx, system_topic(RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC)).await.map_err(|_| ())?;
         }
-        let records: Vec<MessageExt> = copies.iter().chain(&discards).cloned().collect();
+        let records: Vec<MessageExt> = puts.iter().map(|p| p.record.clone()).collect();
         let request = encode_request(&records).map_err(|e| warn!(error = %e, "check copies cannot be encoded"))?;
         let stored = ctx.group_commit.submit(request).await.map_err(|e| {
             debug!(error = %e, "check copies not stored; the round retries");
         })?;
-        for (copy, at) in copies.into_iter().zip(stored) {
-            send_check(ctx, copy, at);
+        for (put, at) in puts.into_iter().zip(stored) {
+            if put.check {
+                send_check(ctx, put.record, at);
+            }
         }
     }
     let next = from + passed as i64;
-    ctx.transactions.with_view(ctx, term, |v| v.advance(next));
-    let more = !stopped && u64::try_from(next).is_ok_and(|n| n < max);
+    ctx.transactions.with_view(ctx, term, |v, _| v.advance(next)).map_err(|_| ())?;
+    let more = !stopped && u64::try_from(next).is_ok_and(|n| n < end);
     Ok((passed, more))
 }
 
 /// Replicates the check progress when it moved.
 async fn propose_progress(ctx: &BrokerContext, term: u64) {
-    let (half, op, replicated) = ctx.transactions.with_view(ctx, term, |v| (v.half_next, v.op_next(), v.replicated));
+    let Ok((half, op, replicated)) =
+        ctx.transactions.with_view(ctx, term, |v, _| (v.half_next, v.op_next(), v.replicated))
+    else {
+        return;
+    };
     if (half, op) == replicated {
         return;
     }
@@ -811,15 +953,28 @@ mod tests {
         assert_eq!(decide_half(&h, 1_500, 6_000, 15), HalfDecision::Wait(5_500));
         assert_eq!(decide_half(&h, 7_000, 6_000, 15), HalfDecision::Check);
         assert_eq!(decide_half(&h, 0, 6_000, 15), HalfDecision::Check, "born in the future");
+        let copy = check_copy(&h, 15, host(), 10_000);
+        assert_eq!(check_times(&copy), 15);
+        assert_eq!((copy.born_timestamp, copy.store_timestamp, copy.queue_id), (1_000, 10_000, 0));
+        assert_eq!(copy.message.topic, RMQ_SYS_TRANS_HALF_TOPIC);
+        assert_eq!(decide_half(&copy, 11_000, 6_000, 15), HalfDecision::Discard);
+        assert_eq!(discard_copy(&copy, host(), 11).message.topic, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC);
+    }
+
+    #[test]
+    fn a_copy_waits_a_timeout_after_its_check_and_immunity_defers_only_the_first() {
+        let h = half(1_000);
+        let copy = check_copy(&h, 1, host(), 10_000);
+        // Born long ago, but checked at 10 s: its answer is on the way.
+        assert_eq!(decide_half(&copy, 12_000, 6_000, 15), HalfDecision::Wait(4_000));
+        assert_eq!(decide_half(&copy, 16_000, 6_000, 15), HalfDecision::Check);
         let mut immune = h.clone();
         immune.message.properties.insert(properties::CHECK_IMMUNITY_TIME_IN_SECONDS, "60");
-        assert_eq!(decide_half(&immune, 7_000, 6_000, 15), HalfDecision::Wait(54_000));
-        let copy = check_copy(&h, 15, host(), 10);
-        assert_eq!(check_times(&copy), 15);
-        assert_eq!((copy.born_timestamp, copy.store_timestamp, copy.queue_id), (1_000, 10, 0));
-        assert_eq!(copy.message.topic, RMQ_SYS_TRANS_HALF_TOPIC);
-        assert_eq!(decide_half(&copy, 7_000, 6_000, 15), HalfDecision::Discard);
-        assert_eq!(discard_copy(&copy, host(), 11).message.topic, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC);
+        assert_eq!(decide_half(&immune, 2_000, 6_000, 15), HalfDecision::Wait(5_000), "the timeout first");
+        assert_eq!(decide_half(&immune, 7_000, 6_000, 15), HalfDecision::Immune, "re-put, not a stop");
+        assert_eq!(decide_half(&immune, 61_000, 6_000, 15), HalfDecision::Check);
+        immune.message.properties.insert(properties::CHECK_IMMUNITY_TIME_IN_SECONDS, "x");
+        assert_eq!(decide_half(&immune, 7_000, 6_000, 15), HalfDecision::Check, "unparsable: no immunity");
     }
 
     #[test]
@@ -832,19 +987,20 @@ mod tests {
             ended: BTreeSet::new(),
             ending: HashSet::new(),
             replicated: (-1, -1),
+            loaded_at: std::time::Instant::now(),
         };
         v.note_ended(0, &[5]);
         v.note_ended(1, &[12]);
         v.note_ended(2, &[11, 15]);
         v.op_read_next = 3;
-        assert_eq!(v.ended.iter().copied().collect::<Vec<_>>(), vec![11, 12, 15]);
+        assert_eq!(v.ended.iter().copied().collect::<Vec<_>>(), vec![5, 11, 12, 15], "behind the progress too");
         assert_eq!(v.op_next(), 1, "op 0 names a half behind the progress only");
         v.advance(13);
         assert_eq!(v.op_next(), 2);
-        assert_eq!(v.ended.iter().copied().collect::<Vec<_>>(), vec![15]);
         v.advance(16);
         assert_eq!(v.op_next(), 3);
         v.advance(2);
         assert_eq!(v.half_next, 16, "the progress never moves back");
+        assert!(v.ended.contains(&12), "a repeated END of a passed half is still recognised");
     }
 }

@@ -52,9 +52,11 @@ use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
 use raftmq_common::message::Message;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::OffsetMsgId;
+use raftmq_common::message::compress::uncompress_stored_body;
 use raftmq_common::message::properties;
 use raftmq_common::message::record::DecodeOptions;
 use raftmq_common::message::record::decode_record_bytes;
+use raftmq_common::message::sys_flag;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::header::transaction::CheckTransactionStateRequestHeader;
@@ -117,8 +119,10 @@ impl LocalTransactionState {
 /// as in Java; a panic counts as [`LocalTransactionState::Unknown`].
 pub trait TransactionListener: Send + Sync + 'static {
     /// Runs the local transaction for the half message `msg` just stored (`executeLocalTransaction`).
-    /// Runs on the task that called [`TransactionProducer::send_message_in_transaction`]; `arg` is
-    /// what that call was given.
+    /// Runs on the task that called [`TransactionProducer::send_message_in_transaction`], so it
+    /// occupies that runtime worker while it runs: a local transaction that blocks for long (a
+    /// database call) belongs in `tokio::task::block_in_place` or on a caller outside the runtime.
+    /// `arg` is what that call was given.
     fn execute_local_transaction(&self, msg: &Message, arg: &(dyn Any + Send + Sync)) -> LocalTransactionState;
 
     /// Tells the broker's check what became of the transaction of `msg` (`checkLocalTransaction`).
@@ -395,9 +399,15 @@ fn accept_check(ctx: &ConnectionContext, request: &RemotingCommand, group: &str,
     }
 }
 
-/// The half message of a check body: exactly one CommitLog record.
-fn decode_half(body: &Bytes) -> std::result::Result<MessageExt, raftmq_common::message::RecordError> {
-    decode_record_bytes(body, DecodeOptions::default()).map(|(msg, _len)| msg)
+/// The half message of a check body: exactly one CommitLog record, its body decompressed as
+/// `execute_local_transaction` saw it (Java decodes with `deCompressBody=true`).
+fn decode_half(body: &Bytes) -> std::result::Result<MessageExt, String> {
+    let (mut msg, _len) = decode_record_bytes(body, DecodeOptions::default()).map_err(|e| e.to_string())?;
+    if sys_flag::is_compressed(msg.sys_flag) {
+        msg.message.body = uncompress_stored_body(msg.sys_flag, &msg.message.body).map_err(|e| e.to_string())?;
+        msg.sys_flag = sys_flag::clear_compressed(msg.sys_flag);
+    }
+    Ok(msg)
 }
 
 /// Runs checks one at a time until the producer is gone or shut down.
@@ -467,5 +477,25 @@ mod tests {
     fn bad_check_bodies_are_errors_not_panics() {
         assert!(decode_half(&Bytes::new()).is_err());
         assert!(decode_half(&Bytes::from_static(&[0, 0, 0, 9, 1, 2, 3, 4, 5])).is_err());
+    }
+
+    #[test]
+    fn a_compressed_half_reaches_the_check_listener_decompressed() {
+        use bytes::BytesMut;
+        use raftmq_common::message::compress::compress_body;
+        use raftmq_common::message::record::encode_record_into;
+        let plain = Bytes::from(vec![b'x'; 8192]);
+        let compressed = compress_body(&plain);
+        let mut half = MessageExt {
+            message: Message::new("T", compressed),
+            sys_flag: sys_flag::COMPRESSED | sys_flag::COMPRESSION_ZLIB_TYPE,
+            ..MessageExt::default()
+        };
+        half.message.properties.insert(properties::PGROUP, "g");
+        let mut out = BytesMut::new();
+        encode_record_into(&half, &mut out).expect("encodes");
+        let decoded = decode_half(&out.freeze()).expect("decodes");
+        assert_eq!(decoded.message.body, plain);
+        assert!(!sys_flag::is_compressed(decoded.sys_flag));
     }
 }

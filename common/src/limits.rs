@@ -150,6 +150,13 @@ pub const TRANSACTION_OP_READ_BATCH_MAX_COUNT: usize = 4_096;
 /// reading stops until the progress catches up (a check of a half whose op was not read yet is a
 /// duplicate check, never a loss).
 pub const TRANSACTION_OP_PENDING_MAX_COUNT: usize = 1 << 20;
+/// How long after becoming leader a transaction check round waits at a due half whose producer
+/// group has no connection here, instead of spending one of the half's checks on nobody: two client
+/// heartbeat intervals, in which every live producer has heartbeaten the new leader.
+pub const TRANSACTION_NO_PRODUCER_GRACE_MS: u64 = 2 * CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS;
+/// Ended half offsets a leader remembers (to answer a repeated END_TRANSACTION without writing);
+/// the lowest are forgotten first.
+pub const TRANSACTION_ENDED_MEMORY_MAX_COUNT: usize = 1 << 18;
 /// Pause of the check round after a failed write (the round retries from the same progress).
 pub const TRANSACTION_CHECK_RETRY_BACKOFF_MS: u64 = 1_000;
 
