@@ -670,6 +670,10 @@ async fn run(ctx: Arc<BrokerContext>, cancel: CancellationToken) {
                 Some((t, due)) if t == term => due - now,
                 _ => {
                     leading = Some((term, now + interval));
+                    // END_TRANSACTION is refused until the ops are read back: read them now.
+                    if catch_up_ops(&ctx, term).await.is_err() {
+                        leading = None;
+                    }
                     interval
                 }
             },
@@ -683,14 +687,21 @@ async fn run(ctx: Arc<BrokerContext>, cancel: CancellationToken) {
     }
 }
 
+/// Reads the op queue up to its end, one batch per lock hold (END_TRANSACTION waits for this on a
+/// new leader).
+async fn catch_up_ops(ctx: &BrokerContext, term: u64) -> Result<(), ()> {
+    while !ctx.transactions.with_view(ctx, term, |_, caught_up| caught_up).map_err(|_| ())? {
+        tokio::task::yield_now().await;
+    }
+    Ok(())
+}
+
 /// One pass over the half queue, from the check progress to where the queue ended when the pass
 /// began: the copies it re-puts are the next pass's business (Java stops at halves stored after the
 /// round started).
 async fn round(ctx: &BrokerContext, term: u64) -> Result<(), ()> {
-    // Every op must be known before a half is judged unanswered; one batch per lock hold.
-    while !ctx.transactions.with_view(ctx, term, |_, caught_up| caught_up).map_err(|_| ())? {
-        tokio::task::yield_now().await;
-    }
+    // Every op must be known before a half is judged unanswered.
+    catch_up_ops(ctx, term).await?;
     let (_, round_end) = ctx.store.queue_offsets(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID);
     loop {
         let (passed, more) = round_batch(ctx, term, round_end).await?;
