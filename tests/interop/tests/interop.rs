@@ -6,6 +6,10 @@
 //!   (concurrent listener): every message consumed, topic/tags/keys/body intact.
 //! - t2: their producer → our `raftmq_client::PushConsumer`.
 //! - t3: our `raftmq_client::Producer` → their push consumer.
+//! - t4: their `TransactionMQProducer` with a `TransactionListener` (commit, rollback, and two
+//!   unknown halves that the broker's check resolves to commit and rollback) → our push consumer:
+//!   exactly the two committed messages, each once, once the check progress has passed every half;
+//!   no request of theirs refused.
 //!
 //! Every request code our broker or NameServer refuses with REQUEST_CODE_NOT_SUPPORTED is recorded
 //! (from the remoting transport's `request code not supported` debug event, which names the server's
@@ -31,12 +35,17 @@ use std::time::Instant;
 use anyhow::Context as _;
 use anyhow::Result;
 use anyhow::anyhow;
+use anyhow::bail;
 use anyhow::ensure;
 use broker_group::Group;
+use raftmq_broker::BrokerConfig;
 use raftmq_client::Admin;
 use raftmq_client::Producer;
 use raftmq_client::PushConsumer;
 use raftmq_client::consumer::ConsumeFrom;
+use raftmq_common::message::properties;
+use raftmq_common::message::validate::RMQ_SYS_TRANS_HALF_TOPIC;
+use raftmq_common::message::validate::RMQ_SYS_TRANS_OP_HALF_TOPIC;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
@@ -48,9 +57,13 @@ use rocketmq_client_rust::ClientRuntime;
 use rocketmq_client_rust::ClientRuntimeConfig;
 use rocketmq_client_rust::DefaultMQProducer;
 use rocketmq_client_rust::DefaultMQPushConsumer;
+use rocketmq_client_rust::LocalTransactionState;
 use rocketmq_client_rust::MQPushConsumer;
 use rocketmq_client_rust::TelemetryHandle;
+use rocketmq_client_rust::TransactionListener;
+use rocketmq_client_rust::TransactionMQProducer;
 use rocketmq_model::common::consumer::consume_from_where::ConsumeFromWhere;
+use rocketmq_model::common::message::MessageTrait;
 use rocketmq_model::common::message::message_ext::MessageExt as TheirMessageExt;
 use rocketmq_model::common::message::message_single::Message as TheirMessage;
 use rocketmq_model::result::SendStatus;
@@ -185,8 +198,13 @@ fn print_refused(test: &str) {
 /// Starts a NameServer and 3 replicas, creates `topic` on the leader and waits for its route.
 /// The servers' addresses are named after `test` for [`print_refused`].
 async fn cluster_with_topic(test: &str, topic: &str) -> Result<Group> {
+    cluster_with_topic_and(test, topic, |_| {}).await
+}
+
+/// [`cluster_with_topic`] with every replica's config adjusted by `customize` first.
+async fn cluster_with_topic_and(test: &str, topic: &str, customize: impl FnMut(&mut BrokerConfig)) -> Result<Group> {
     init_tracing();
-    let group = Group::start(3).await?;
+    let group = Group::start_with(3, customize).await?;
     name_server(&group.namesrv_addr, format!("{test} namesrv"));
     for id in group.configs.keys() {
         name_server(&group.addr(*id), format!("{test} broker node {id}"));
@@ -219,8 +237,9 @@ struct Seen {
 /// Message `i`: tags alternate, keys are one or two (space-separated on the wire), the body is
 /// unique and has bytes outside ASCII.
 fn expected(topic: &str, i: usize) -> (Vec<u8>, Seen) {
-    let tags = if i % 2 == 0 { "TagA" } else { "TagB" };
-    let keys = if i % 3 == 0 { vec![format!("key-{i}"), format!("order-{i}")] } else { vec![format!("key-{i}")] };
+    let tags = if i.is_multiple_of(2) { "TagA" } else { "TagB" };
+    let keys =
+        if i.is_multiple_of(3) { vec![format!("key-{i}"), format!("order-{i}")] } else { vec![format!("key-{i}")] };
     let mut body = format!("interop body {i} ").into_bytes();
     body.extend_from_slice(&[0x00, 0xff, 0x7f, 0x80]);
     (body, Seen { topic: topic.to_owned(), tags: Some(tags.to_owned()), keys })
@@ -481,4 +500,268 @@ async fn t3_our_producer_to_their_push_consumer() -> Result<()> {
     print_refused("t3");
     group.shutdown().await;
     outcome
+}
+
+// ---------------------------------------------------------------------------------------------
+// t4: their TransactionMQProducer against the broker's half messages, END_TRANSACTION and check.
+// ---------------------------------------------------------------------------------------------
+
+/// t4's bodies; each names what its local transaction returns and what its check answers.
+const TX_COMMIT: &str = "interop tx: commit";
+const TX_ROLLBACK: &str = "interop tx: rollback";
+const TX_CHECKED_COMMIT: &str = "interop tx: unknown, check commits";
+const TX_CHECKED_ROLLBACK: &str = "interop tx: unknown, check rolls back";
+/// t4's producer group (their client sets it as the half's PGROUP; our check finds it by it).
+const TX_PRODUCER_GROUP: &str = "interop_t4_tx_producer";
+
+/// One CHECK_TRANSACTION_STATE as their listener was asked it: (body, topic shown to the listener).
+type CheckSeen = (String, String);
+
+/// Their `TransactionListener`: the body decides, and every check is reported on `checks`.
+struct BodyListener {
+    checks: mpsc::UnboundedSender<CheckSeen>,
+}
+
+impl TransactionListener for BodyListener {
+    fn execute_local_transaction(
+        &self,
+        msg: &dyn MessageTrait,
+        _arg: Option<&(dyn std::any::Any + Send + Sync)>,
+    ) -> LocalTransactionState {
+        let body = msg.get_body().map(|b| lossy(b)).unwrap_or_default();
+        match body.as_str() {
+            TX_COMMIT => LocalTransactionState::CommitMessage,
+            TX_ROLLBACK => LocalTransactionState::RollbackMessage,
+            _ => LocalTransactionState::Unknown,
+        }
+    }
+
+    fn check_local_transaction(&self, msg: &TheirMessageExt) -> LocalTransactionState {
+        let body = lossy(&msg.body().unwrap_or_default());
+        let _ = self.checks.send((body.clone(), msg.topic().to_string()));
+        // A check of an already ended half (it should not come) is answered as that half was ended.
+        match body.as_str() {
+            TX_COMMIT | TX_CHECKED_COMMIT => LocalTransactionState::CommitMessage,
+            _ => LocalTransactionState::RollbackMessage,
+        }
+    }
+}
+
+/// What our consumer saw of one message of t4: (body, topic, whether it still carries TRAN_MSG).
+type TxConsumed = (String, String, bool);
+
+/// The check progress (`CID_RMQ_SYS_TRANS` on the half queue) of the group's leader reaches the half
+/// queue's end as it is now: every half and check copy stored so far has been ended or checked.
+async fn wait_check_progress(group: &Group) -> Result<()> {
+    let leader = group.wait_leader(WAIT).await?;
+    let addr = group.addr(leader);
+    let admin = Admin::new(&group.namesrv_addr)?;
+    let outcome = async {
+        let half_max = admin.max_offset(&addr, RMQ_SYS_TRANS_HALF_TOPIC, 0).await?;
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let progress = admin
+                .all_consumer_offset(&addr)
+                .await?
+                .offset_table
+                .get(&format!("{RMQ_SYS_TRANS_HALF_TOPIC}@CID_RMQ_SYS_TRANS"))
+                .and_then(|q| q.get(&0).copied())
+                .unwrap_or(-1);
+            if progress >= half_max {
+                println!("[t4] check progress {progress} reached the half queue's max offset {half_max}");
+                return Ok(());
+            }
+            ensure!(Instant::now() < deadline, "[t4] check progress {progress} never reached {half_max}");
+            // Replicated state with no subscription API: poll it.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    .await;
+    admin.shutdown().await;
+    outcome
+}
+
+/// Every END_TRANSACTION their producer sent was applied. The op queue holds one record per ended
+/// half or check copy, so it must reach 2 (the halves ended by the send's own END_TRANSACTION) plus
+/// one per check answered; an end our broker refused never gets its op, and this fails at the
+/// deadline. Checks arriving meanwhile are counted into `checked` (the listener reports a check
+/// before it answers, so the op count can never be ahead of it).
+async fn wait_ends_recorded(
+    group: &Group,
+    checks: &mut mpsc::UnboundedReceiver<CheckSeen>,
+    checked: &mut BTreeMap<String, usize>,
+) -> Result<()> {
+    let leader = group.wait_leader(WAIT).await?;
+    let addr = group.addr(leader);
+    let admin = Admin::new(&group.namesrv_addr)?;
+    let outcome = async {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            // Ops first, checks second: every op read was preceded by its check's report.
+            let ops = admin.max_offset(&addr, RMQ_SYS_TRANS_OP_HALF_TOPIC, 0).await?;
+            while let Ok((body, _)) = checks.try_recv() {
+                *checked.entry(body).or_default() += 1;
+            }
+            let want = 2 + checked.values().sum::<usize>() as i64;
+            ensure!(ops <= want, "[t4] {ops} transaction ops but only {want} ends were sent; checks {checked:?}");
+            if ops == want {
+                return Ok(());
+            }
+            ensure!(Instant::now() < deadline, "[t4] only {ops} of {want} ends recorded; checks {checked:?}");
+            // Replicated state with no subscription API: poll it.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    .await;
+    admin.shutdown().await;
+    outcome
+}
+
+/// Messages stored in `topic` (all queues) on the group's leader.
+async fn stored_in(group: &Group, topic: &str) -> Result<i64> {
+    let leader = group.wait_leader(WAIT).await?;
+    let admin = Admin::new(&group.namesrv_addr)?;
+    let total = async {
+        let mut total = 0;
+        for q in 0..QUEUE_COUNT {
+            total += admin.max_offset(&group.addr(leader), topic, q).await?;
+        }
+        Ok::<i64, anyhow::Error>(total)
+    }
+    .await;
+    admin.shutdown().await;
+    total
+}
+
+/// t4's sends, waits and assertions (the caller shuts everything down whatever this returns).
+async fn t4_transactions(
+    group: &Group,
+    producer: &TransactionMQProducer,
+    consumed: &mut mpsc::UnboundedReceiver<TxConsumed>,
+    checks: &mut mpsc::UnboundedReceiver<CheckSeen>,
+    topic: &str,
+) -> Result<()> {
+    let sends = [
+        (TX_COMMIT, LocalTransactionState::CommitMessage),
+        (TX_ROLLBACK, LocalTransactionState::RollbackMessage),
+        (TX_CHECKED_COMMIT, LocalTransactionState::Unknown),
+        (TX_CHECKED_ROLLBACK, LocalTransactionState::Unknown),
+    ];
+    for (body, want) in sends {
+        let message =
+            TheirMessage::builder().topic(topic).tags("TagTx").body(body.as_bytes().to_vec()).build_unchecked();
+        let result = producer
+            .send_message_in_transaction::<(), _>(message, None)
+            .await
+            .map_err(|e| anyhow!("[t4] their transactional send of {body:?}: {e}"))?;
+        let status = result.send_result.as_ref().map(|r| r.send_status);
+        ensure!(status == Some(SendStatus::SendOk), "[t4] half {body:?} sent with {status:?}");
+        ensure!(result.local_transaction_state == Some(want), "[t4] {body:?}: local state {result:?}");
+    }
+
+    // Both unknown halves are checked once older than transaction_time_out; the listener answers.
+    let mut checked: BTreeMap<String, usize> = BTreeMap::new();
+    let deadline = Instant::now() + WAIT;
+    while !(checked.contains_key(TX_CHECKED_COMMIT) && checked.contains_key(TX_CHECKED_ROLLBACK)) {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let Ok(Some((body, seen_topic))) = tokio::time::timeout(remaining, checks.recv()).await else {
+            bail!("[t4] the unknown halves were not both checked within {WAIT:?}; checked: {checked:?}");
+        };
+        ensure!(seen_topic == topic, "[t4] the check of {body:?} shows topic {seen_topic:?}, not the real one");
+        *checked.entry(body).or_default() += 1;
+    }
+
+    // The committed bodies arrive, the one ended at once and the one ended by its check.
+    let want: BTreeSet<String> = [TX_COMMIT, TX_CHECKED_COMMIT].map(str::to_owned).into();
+    let mut got: BTreeMap<String, usize> = BTreeMap::new();
+    let record = |got: &mut BTreeMap<String, usize>, (body, seen_topic, tran_msg): TxConsumed| -> Result<()> {
+        ensure!(want.contains(&body), "[t4] consumed {body:?}, which was not committed");
+        ensure!(seen_topic == topic, "[t4] {body:?} consumed from {seen_topic:?}");
+        ensure!(!tran_msg, "[t4] {body:?} consumed with TRAN_MSG still set");
+        *got.entry(body).or_default() += 1;
+        Ok(())
+    };
+    while got.len() < want.len() {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let Ok(Some(seen)) = tokio::time::timeout(remaining, consumed.recv()).await else {
+            bail!("[t4] committed messages not all consumed within {WAIT:?}; consumed: {got:?}");
+        };
+        record(&mut got, seen)?;
+    }
+
+    // Every end they sent (at send time and in answer to a check) was applied; once the check
+    // progress has passed every half and check copy, nothing more can be committed: the real topic
+    // holds exactly the two committed messages and each was consumed once.
+    wait_ends_recorded(group, checks, &mut checked).await?;
+    wait_check_progress(group).await?;
+    wait_ends_recorded(group, checks, &mut checked).await?;
+    let stored = stored_in(group, topic).await?;
+    ensure!(stored == 2, "[t4] exactly the two committed messages stored in {topic}, found {stored}");
+    while let Ok(seen) = consumed.try_recv() {
+        record(&mut got, seen)?;
+    }
+    ensure!(got.values().all(|n| *n == 1), "[t4] consumed {got:?}: each committed message once");
+    // A check of a half ended by the send's own END_TRANSACTION means the broker dropped that end.
+    ensure!(
+        !checked.contains_key(TX_COMMIT) && !checked.contains_key(TX_ROLLBACK),
+        "[t4] halves ended at once were checked: {checked:?}"
+    );
+    println!("[t4] consumed {got:?}; checks answered {checked:?}");
+    Ok(())
+}
+
+/// Their `TransactionMQProducer` (as its examples/transaction uses it) and our push consumer:
+/// commit, rollback, and two unknown halves resolved by the broker's check (commit, rollback).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t4_their_transaction_producer_commit_rollback_and_check() -> Result<()> {
+    const TOPIC: &str = "InteropT4Tx";
+    let group = cluster_with_topic_and("t4", TOPIC, |c| {
+        // Small enough that a check round comes soon after the 1 s timeout.
+        c.transaction_time_out = Duration::from_secs(1);
+        c.transaction_check_interval = Duration::from_millis(300);
+    })
+    .await?;
+
+    let offsets = tempfile::tempdir()?;
+    let (tx, mut consumed) = mpsc::unbounded_channel();
+    let consumer = PushConsumer::builder("interop_t4_consumer")
+        .namesrv_addr(&group.namesrv_addr)
+        .subscribe(TOPIC, "*")
+        .consume_from(ConsumeFrom::FirstOffset)
+        .offset_store_dir(offsets.path())
+        .listener_concurrently(
+            move |msgs: &[raftmq_common::message::MessageExt],
+                  _ctx: &mut raftmq_client::consumer::ConsumeConcurrentlyContext| {
+                for msg in msgs {
+                    let tran_msg = msg.message.property(properties::TRAN_MSG).is_some();
+                    let _ = tx.send((lossy(&msg.message.body), msg.topic().to_owned(), tran_msg));
+                }
+                raftmq_client::consumer::ConsumeConcurrentlyStatus::ConsumeSuccess
+            },
+        )
+        .build()?;
+    consumer.start().await?;
+
+    let rt = TheirRuntime::new("t4")?;
+    let (check_tx, mut checks) = mpsc::unbounded_channel();
+    let mut producer = TransactionMQProducer::builder(rt.client.clone())
+        .producer_group(TX_PRODUCER_GROUP)
+        .name_server_addr(group.namesrv_addr.clone())
+        .topics(vec![TOPIC])
+        .transaction_listener(BodyListener { checks: check_tx })
+        .build();
+    let outcome = match producer.start().await {
+        Ok(()) => t4_transactions(&group, &producer, &mut consumed, &mut checks, TOPIC).await,
+        Err(e) => Err(anyhow!("their transaction producer start: {e}")),
+    };
+
+    producer.shutdown().await;
+    consumer.shutdown().await;
+    rt.shutdown().await;
+    print_refused("t4");
+    let refusals = refused_in("t4");
+    group.shutdown().await;
+    outcome?;
+    ensure!(refusals.is_empty(), "[t4] requests refused with REQUEST_CODE_NOT_SUPPORTED: {refusals:?}");
+    Ok(())
 }
