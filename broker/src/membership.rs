@@ -33,6 +33,7 @@ use std::time::Duration;
 use std::time::Instant;
 
 use raftmq_common::limits::LEADER_TRANSFER_MAX_MS;
+use raftmq_common::limits::LEADER_TRANSFER_TARGET_ACK_AGE_MIN_MS;
 use raftmq_common::limits::LEARNER_CATCH_UP_LAG_MAX_ENTRIES;
 use raftmq_common::limits::LEARNER_CATCH_UP_MAX_MS;
 use raftmq_common::limits::RAFT_NODE_IDS_MAX_COUNT;
@@ -357,7 +358,7 @@ async fn hand_over_removed_leadership(ctx: &BrokerContext) -> Option<GroupStatus
     let node = ctx.replica.node();
     let me = ctx.replica.node_id();
     let deadline = Instant::now() + Duration::from_millis(LEADER_TRANSFER_MAX_MS);
-    let target = choose_target(&node.status(), me, None).ok();
+    let target = choose_target(&node.status(), me, None, live_ack_age_max_ms(ctx)).ok();
     let mut view = None;
     if let Some(target) = target {
         info!(from = me, to = target, "the removed leader hands over leadership");
@@ -406,14 +407,19 @@ pub async fn transfer_leader(ctx: &BrokerContext, to: Option<u64>) -> Result<Mem
         .begin_membership_change(&format!("transferLeader {}", to.map_or_else(|| "any".to_owned(), |t| t.to_string())))
         .map_err(MembershipError::InProgress)?;
     let status = ctx.replica.node().status();
-    let target = choose_target(&status, me, to)?;
+    let target = choose_target(&status, me, to, live_ack_age_max_ms(ctx))?;
     info!(from = me, to = target, "transferring leadership");
     ctx.replica.node().transfer_leader(target).await.map_err(|e| raft_error(ctx, e))?;
     let deadline = started + Duration::from_millis(LEADER_TRANSFER_MAX_MS);
+    // The target campaigns as soon as it hears of the transfer and wins within a few round trips;
+    // if it has not led within two election timeouts it never heard (it stopped a moment ago, or
+    // is cut off): say so now rather than at the deadline.
+    let election_wait = Duration::from_millis(ctx.config.raft_election_timeout_max_ms.saturating_mul(2));
+    let moved_by = deadline.min(started + election_wait);
     let mut leadership = ctx.replica.leadership_watch();
     let moved = leadership.wait_for(|l| l.leader_id == Some(target) && l.role != Role::Leader);
     // A bool, not the watch's borrow: that must not live across the next await.
-    let moved = tokio::time::timeout_at(deadline.into(), moved).await.is_ok_and(|r| r.is_ok());
+    let moved = tokio::time::timeout_at(moved_by.into(), moved).await.is_ok_and(|r| r.is_ok());
     if !moved || wait_ready_leader(ctx, target, deadline).await.is_none() {
         return Err(MembershipError::TransferTimeout {
             to: target,
@@ -424,10 +430,18 @@ pub async fn transfer_leader(ctx: &BrokerContext, to: Option<u64>) -> Result<Mem
     Ok(report(ctx, "transferLeader", Some(target), started))
 }
 
-/// The voter to hand leadership to: `to` if it is a caught-up voter, else the caught-up voter with
-/// the highest matched index.
-fn choose_target(status: &NodeStatus, me: u64, to: Option<u64>) -> Result<u64, MembershipError> {
+/// How recently a transfer target must have acknowledged the leader: a few heartbeats. A dead
+/// voter of an idle group still shows a matched index equal to the log's end; handing leadership to
+/// it would leave the group without a leader until an election timeout.
+fn live_ack_age_max_ms(ctx: &BrokerContext) -> u64 {
+    ctx.config.raft_heartbeat_interval_ms.saturating_mul(4).max(LEADER_TRANSFER_TARGET_ACK_AGE_MIN_MS)
+}
+
+/// The voter to hand leadership to: `to` if it is a caught-up, live voter, else the caught-up live
+/// voter with the highest matched index. Live: acknowledged within `ack_age_max_ms`.
+fn choose_target(status: &NodeStatus, me: u64, to: Option<u64>, ack_age_max_ms: u64) -> Result<u64, MembershipError> {
     let last = status.last_log_index.unwrap_or(0);
+    let live = |id: &u64| status.follower_ack_age_ms.get(id).is_some_and(|age| *age <= ack_age_max_ms);
     let caught_up = |id: &u64| {
         status
             .followers
@@ -435,6 +449,7 @@ fn choose_target(status: &NodeStatus, me: u64, to: Option<u64>) -> Result<u64, M
             .copied()
             .flatten()
             .filter(|m| last.saturating_sub(*m) <= LEARNER_CATCH_UP_LAG_MAX_ENTRIES)
+            .filter(|_| live(id))
     };
     match to {
         Some(id) if !status.voters.contains(&id) => {
@@ -442,8 +457,10 @@ fn choose_target(status: &NodeStatus, me: u64, to: Option<u64>) -> Result<u64, M
         }
         Some(id) => caught_up(&id).map(|_| id).ok_or_else(|| {
             MembershipError::Invalid(format!(
-                "node {id} is not caught up (matched {:?} of {last}); try again later",
-                status.followers.get(&id).copied().flatten()
+                "node {id} is not caught up or not answering (matched {:?} of {last}, last ack {:?} ms ago); \
+                 try again later",
+                status.followers.get(&id).copied().flatten(),
+                status.follower_ack_age_ms.get(&id)
             ))
         }),
         None => status
@@ -453,7 +470,7 @@ fn choose_target(status: &NodeStatus, me: u64, to: Option<u64>) -> Result<u64, M
             .filter_map(|v| caught_up(v).map(|m| (m, *v)))
             .max()
             .map(|(_, id)| id)
-            .ok_or_else(|| MembershipError::Invalid("no other voter is caught up".into())),
+            .ok_or_else(|| MembershipError::Invalid("no other voter is caught up and answering".into())),
     }
 }
 
@@ -568,6 +585,7 @@ mod tests {
             voters: voters.iter().copied().collect(),
             learners: BTreeSet::new(),
             followers: followers.iter().copied().collect::<BTreeMap<_, _>>(),
+            follower_ack_age_ms: followers.iter().map(|(id, _)| (*id, 10)).collect(),
             damaged: None,
             poisoned: None,
         }
@@ -575,15 +593,23 @@ mod tests {
 
     #[test]
     fn transfer_targets_are_caught_up_voters() {
+        const AGE: u64 = 1_000;
         let s = status(&[1, 2, 3], &[(2, Some(1_000)), (3, Some(990)), (4, Some(1_000))], 1_000);
-        assert_eq!(choose_target(&s, 1, None).unwrap(), 2, "the most up-to-date voter");
-        assert_eq!(choose_target(&s, 1, Some(3)).unwrap(), 3);
-        assert!(matches!(choose_target(&s, 1, Some(4)), Err(MembershipError::Invalid(_))), "4 is a learner");
+        assert_eq!(choose_target(&s, 1, None, AGE).unwrap(), 2, "the most up-to-date voter");
+        assert_eq!(choose_target(&s, 1, Some(3), AGE).unwrap(), 3);
+        assert!(matches!(choose_target(&s, 1, Some(4), AGE), Err(MembershipError::Invalid(_))), "4 is a learner");
         let lagging = status(&[1, 2], &[(2, Some(10))], 10 + LEARNER_CATCH_UP_LAG_MAX_ENTRIES + 1);
-        assert!(choose_target(&lagging, 1, Some(2)).is_err());
-        assert!(choose_target(&lagging, 1, None).is_err());
+        assert!(choose_target(&lagging, 1, Some(2), AGE).is_err());
+        assert!(choose_target(&lagging, 1, None, AGE).is_err());
         let unmatched = status(&[1, 2], &[(2, None)], 0);
-        assert!(choose_target(&unmatched, 1, None).is_err());
+        assert!(choose_target(&unmatched, 1, None, AGE).is_err());
+        // Node 3 is as far as node 2 but stopped answering (an idle group's dead voter).
+        let mut dead = status(&[1, 2, 3], &[(2, Some(1_000)), (3, Some(1_000))], 1_000);
+        dead.follower_ack_age_ms.insert(3, 5_000);
+        assert_eq!(choose_target(&dead, 1, None, AGE).unwrap(), 2, "3 wins ties by id, but is gone");
+        assert!(choose_target(&dead, 1, Some(3), AGE).is_err());
+        dead.follower_ack_age_ms.remove(&2);
+        assert!(choose_target(&dead, 1, None, AGE).is_err(), "never acknowledged: not live");
     }
 
     #[test]

@@ -333,6 +333,7 @@ mod tests {
             voters: BTreeSet::from([1, 2, 3]),
             learners: BTreeSet::new(),
             followers: BTreeMap::new(),
+            follower_ack_age_ms: BTreeMap::new(),
             damaged: None,
             poisoned: None,
         }

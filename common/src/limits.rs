@@ -246,6 +246,10 @@ pub const LEARNER_CATCH_UP_LAG_MAX_ENTRIES: u64 = 256;
 pub const LEARNER_CATCH_UP_MAX_MS: u64 = 60_000;
 /// Longest wait for a leadership transfer: until the target leads and has passed its readiness gate.
 pub const LEADER_TRANSFER_MAX_MS: u64 = 10_000;
+/// A leadership transfer goes only to a voter that acknowledged the leader this recently (or within
+/// four heartbeat intervals, if longer): matched indexes alone cannot tell a dead voter of an idle
+/// group from a live one.
+pub const LEADER_TRANSFER_TARGET_ACK_AGE_MIN_MS: u64 = 1_000;
 /// Deadline of one membership admin call on the client side: the longest server-side wait plus room
 /// for the two membership entries to commit.
 pub const MEMBERSHIP_CHANGE_TIMEOUT_MS: u64 = LEARNER_CATCH_UP_MAX_MS + 15_000;

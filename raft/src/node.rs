@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use openraft::async_runtime::WatchReceiver;
 use openraft::error::{ClientWriteError, RaftError};
-use openraft::{RaftMetrics, ServerState};
+use openraft::{Instant as _, RaftMetrics, ServerState};
 use tokio::sync::watch;
 
 use crate::config::RaftConfig;
@@ -122,6 +122,9 @@ pub struct NodeStatus {
     pub learners: BTreeSet<NodeId>,
     /// On the leader: each follower's matched log index (`None` = nothing matched yet).
     pub followers: BTreeMap<NodeId, Option<u64>>,
+    /// On the leader: ms since each follower last acknowledged a heartbeat or an append (absent:
+    /// never). A matched index says how far a follower got; this says whether it is still there.
+    pub follower_ack_age_ms: BTreeMap<NodeId, u64>,
     /// Why the store is damaged (the replica refuses to vote or lead), if it is.
     pub damaged: Option<String>,
     /// Why the store is poisoned (an fsync failed), if it is.
@@ -372,6 +375,7 @@ impl RaftNode {
                 voters: BTreeSet::new(),
                 learners: BTreeSet::new(),
                 followers: BTreeMap::new(),
+                follower_ack_age_ms: BTreeMap::new(),
                 damaged,
                 poisoned,
             };
@@ -386,6 +390,19 @@ impl RaftNode {
             .as_ref()
             .map(|r| r.iter().filter(|(id, _)| **id != self.id).map(|(id, l)| (*id, l.map(|l| l.index))).collect())
             .unwrap_or_default();
+        let follower_ack_age_ms = m
+            .heartbeat
+            .as_ref()
+            .map(|h| {
+                h.iter()
+                    .filter(|(id, _)| **id != self.id)
+                    .filter_map(|(id, at)| {
+                        let age = at.as_ref()?.elapsed();
+                        Some((*id, u64::try_from(age.as_millis()).unwrap_or(u64::MAX)))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         NodeStatus {
             id: self.id,
             leadership: leadership_of(&m),
@@ -396,6 +413,7 @@ impl RaftNode {
             voters,
             learners,
             followers,
+            follower_ack_age_ms,
             damaged,
             poisoned,
         }
