@@ -23,6 +23,9 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 use std::path::PathBuf;
 
+use crate::transaction::TRANSACTION_CHECK_INTERVAL_MS;
+use crate::transaction::TRANSACTION_TIME_OUT_MS;
+
 /// The NameServer's port (RocketMQ's 9876).
 pub const NAMESRV_PORT: u16 = 9876;
 /// The cluster name every group registers under.
@@ -238,6 +241,9 @@ impl Layout {
         t.insert("adminPort".into(), toml::Value::Integer(i64::from(node.admin_port)));
         t.insert("raftSelfId".into(), toml::Value::Integer(node.raft_id as i64));
         t.insert(CLOCK_SKEW_KEY.into(), s(&node.clock_skew_path().display().to_string()));
+        // Unknown halves must be checked back and resolved within a run, not after RocketMQ's 6 s / 60 s.
+        t.insert("transactionTimeOut".into(), s(&format!("{TRANSACTION_TIME_OUT_MS}ms")));
+        t.insert("transactionCheckInterval".into(), s(&format!("{TRANSACTION_CHECK_INTERVAL_MS}ms")));
         if self.unsafe_ack_before_fsync {
             t.insert(UNSAFE_ACK_KEY.into(), toml::Value::Boolean(true));
         }

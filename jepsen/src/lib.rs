@@ -11,6 +11,7 @@
 //! - [`checker`]: one property per file, combined into a report;
 //! - [`run`]: one run end to end and its results folder;
 //! - [`workload`]: producers, consumers and the final drain through the SDK;
+//! - [`transaction`]: transaction producers, their commit/rollback rule, the wait for checks to settle;
 //! - [`timeline`]: the SVG picture of operations and faults.
 
 pub mod checker;
@@ -23,4 +24,5 @@ pub mod net;
 pub mod node;
 pub mod run;
 pub mod timeline;
+pub mod transaction;
 pub mod workload;

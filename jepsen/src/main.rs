@@ -57,6 +57,9 @@ struct Args {
     /// Producers with a window of async sends.
     #[arg(long = "async-producers", default_value_t = 1)]
     async_producers: usize,
+    /// Transaction producers (commit, rollback and check-resolved transactions; 0 = none).
+    #[arg(long = "tx-producers", default_value_t = 0)]
+    tx_producers: usize,
     /// Consumers in the consumer group.
     #[arg(long, default_value_t = 2)]
     consumers: usize,
@@ -135,6 +138,7 @@ fn main() -> ExitCode {
                 sync_producers: args.sync_producers,
                 async_producers: args.async_producers,
                 async_window: 4,
+                tx_producers: args.tx_producers,
                 consumers: args.consumers,
                 group: "jepsen_consumers".into(),
             },

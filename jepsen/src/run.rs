@@ -5,7 +5,8 @@
 //!   Db::new (configs, SNAT) ─▶ start namesrv + brokers (boot lines) ─▶ create topic
 //!   workload ∥ nemesis schedule for --time-limit ─▶ stop workload ─▶ heal everything (rules, SIGCONT, restarts,
 //!   membership back to the replica count) ─▶ `members …` of every group
-//!   quiet ─▶ final drain (every queue from 0) ─▶ SIGTERM all ─▶ dumps of each group's final members ─▶ checkers
+//!   quiet ─▶ [tx producers: wait until every leader's transaction checks settled, then stop them]
+//!   ─▶ final drain (every queue from 0) ─▶ SIGTERM all ─▶ dumps of each group's final members ─▶ checkers
 //! <out>/history.jsonl report.json summary.txt timeline.svg schedule.txt dumps.json nodes/<name>/<name>.log
 //! ```
 //!
@@ -41,6 +42,7 @@ use crate::nemesis::schedule;
 use crate::net;
 use crate::net::EnvError;
 use crate::net::NetNs;
+use crate::transaction;
 use crate::workload;
 use crate::workload::WorkloadConfig;
 
@@ -196,6 +198,9 @@ async fn phases(opts: &RunOptions, db: &mut Db, rec: &Recorder, steps: &[schedul
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = workload::spawn(db, &opts.workload, rec, &stop_rx)?;
+    // Transaction producers outlive the workload: they answer checks until the final wait is over.
+    let (tx_done_tx, tx_done_rx) = watch::channel(false);
+    let mut tx_tasks = transaction::spawn(db, &opts.workload, rec, &stop_rx, &tx_done_rx);
     let start = Instant::now();
     let mut rng = StdRng::seed_from_u64(opts.seed ^ 0x006e_656d_6573_6973);
     let mut fault_error = None;
@@ -248,6 +253,24 @@ async fn phases(opts: &RunOptions, db: &mut Db, rec: &Recorder, steps: &[schedul
     }
     tokio::time::sleep(opts.quiet).await;
     rec.record(Op::new(OpType::Ok, OpF::Nemesis, NEMESIS_PROCESS).value("final heal + quiet"));
+    if opts.workload.tx_producers > 0 {
+        // Unknown halves resolve only through checks; a timeout is recorded and the checkers judge.
+        // A check copy stored under a clock skewed ahead looks young until real time catches up, and
+        // the round stops at the first young half, so `clock` may hold the checks back by its skew.
+        let mut wait = Duration::from_millis(transaction::TX_SETTLE_TIMEOUT_MS);
+        if opts.nemeses.contains(&NemesisKind::Clock) {
+            wait += Duration::from_millis(nemesis::CLOCK_SKEW_MAX_MS.unsigned_abs());
+        }
+        transaction::settle(db, rec, Instant::now() + wait).await;
+    }
+    tx_done_tx.send_replace(true);
+    let joined = tokio::time::timeout(Duration::from_millis(WORKLOAD_STOP_MS), async {
+        while tx_tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if joined.is_err() {
+        tx_tasks.abort_all();
+    }
     workload::final_drain(db, &opts.workload, rec, Instant::now() + Duration::from_millis(DRAIN_TIMEOUT_MS)).await?;
     match fault_error {
         Some(e) => Err(e),

@@ -4,6 +4,7 @@
 //! ```text
 //! sync producers  p<i>.<incarnation>: send one unique value, wait, record, repeat   (reorder is checked on these)
 //! async producers a<i>.<incarnation>: keep a window of sends in flight
+//! tx producers    t<i>.<incarnation>: transactional sends, one at a time (crate::transaction; spawned apart)
 //! consumers       c<i>:       subscribe (rebalance), poll, record reads, commit every second
 //! monitor:                    the broker's stored consumer offset of every queue, every second
 //! final drain:                a fresh consumer assigned every queue, seek 0, read to the max offset
@@ -60,6 +61,8 @@ pub struct WorkloadConfig {
     pub async_producers: usize,
     /// Sends in flight per async producer.
     pub async_window: usize,
+    /// Transaction producers (`t<i>`, [`crate::transaction`]); 0 = none.
+    pub tx_producers: usize,
     /// Consumers in the group.
     pub consumers: usize,
     /// The consumer group.

@@ -1,4 +1,5 @@
-//! CI smoke test: four short schedules and the self-test against real `raftmq` processes.
+//! CI smoke test: four short schedules and the self-test against real `raftmq` processes; the
+//! `kill` schedule also runs two transaction producers (commit, rollback, check-resolved halves).
 //!
 //! Skips, printing why, when the machine cannot run the harness (not root, no `ip netns`, no
 //! iptables), when the `raftmq` binary is missing (build it first: `cargo build -p raftmq`), when the
@@ -79,6 +80,7 @@ fn options(name: &str, nemesis: &str, seed: u64, out: &Path, bin: &Path) -> RunO
             sync_producers: 2,
             async_producers: 1,
             async_window: 4,
+            tx_producers: 0,
             consumers: 2,
             group: "jepsen_consumers".into(),
         },
@@ -108,10 +110,17 @@ fn smoke_schedules_pass_and_the_self_test_finds_loss() {
             std::fs::remove_dir_all(&out).expect("remove a stale smoke folder");
         }
     }
-    for (name, nemesis) in
-        [("partition", "partition"), ("kill", "kill"), ("pause", "pause"), ("lose-unfsynced", "lose-unfsynced,kill")]
-    {
-        let outcome = run_blocking(&options(name, nemesis, seed, &out, &bin))
+    // Transactions ride the kill schedule: leaders die with halves unknown, and the new leader's
+    // checks must commit and roll them back as the producers answer.
+    for (name, nemesis, tx_producers) in [
+        ("partition", "partition", 0),
+        ("kill", "kill", 2),
+        ("pause", "pause", 0),
+        ("lose-unfsynced", "lose-unfsynced,kill", 0),
+    ] {
+        let mut opts = options(name, nemesis, seed, &out, &bin);
+        opts.workload.tx_producers = tx_producers;
+        let outcome = run_blocking(&opts)
             .unwrap_or_else(|e| panic!("{name} (seed {seed}): run failed: {e}; see {}", out.join(name).display()));
         assert!(outcome.report.valid, "{name} (seed {seed}):\n{}", outcome.report.summary());
     }

@@ -2,7 +2,10 @@
 //! (Jepsen's total-queue `lost = ok_enqueues − dequeues`, restricted to the final drain, which reads
 //! each queue from offset 0 after heal and quiet).
 //!
-//! Also reported, never an error: `recovered`, sends that ended `info` yet were found (they landed).
+//! Also reported, never an error: `recovered`, sends that ended `info` yet were found (they landed);
+//! for transaction producers, `tx_committed` (their `ok` sends: committed transactions, counted in
+//! `acked` and lost like any other) and `tx_committed_by_check` (those of them the broker's check
+//! committed, [`crate::transaction::TxIntent::via_check`], found in the final read).
 //! Invalid without any successful final read, or when a queue's final read did not succeed: the
 //! property cannot be decided then.
 
@@ -15,6 +18,7 @@ use super::oks;
 use crate::history::Op;
 use crate::history::OpF;
 use crate::history::OpType;
+use crate::transaction::TxIntent;
 
 /// Runs the check.
 pub fn check(ops: &[Op]) -> CheckResult {
@@ -39,6 +43,10 @@ pub fn check(ops: &[Op]) -> CheckResult {
     r.count("lost", lost.len());
     r.count("recovered", recovered);
     r.count("undrained_queues", undrained.len());
+    let tx_committed: Vec<(&str, TxIntent)> =
+        sends.acked.keys().filter_map(|v| TxIntent::of_value(v).map(|i| (*v, i))).collect();
+    r.count("tx_committed", tx_committed.len());
+    r.count("tx_committed_by_check", tx_committed.iter().filter(|(v, i)| i.via_check() && seen.contains(v)).count());
     if finals.is_empty() {
         r.fail("no successful final read: loss cannot be decided");
     }
@@ -143,5 +151,23 @@ mod tests {
             assert_eq!(r.get("lost"), c.lost, "{}: {r:?}", c.name);
             assert_eq!(r.get("recovered"), c.recovered, "{}: {r:?}", c.name);
         }
+    }
+
+    #[test]
+    fn a_committed_transaction_missing_from_the_final_read_is_lost() {
+        let ops = h([
+            tx_committed("t0.0", "t0.0-0", "a:0"),
+            send_ended("t0.0", "t0.0-1", OpType::Fail),
+            tx_committed("t0.0", "t0.0-2", "a:1"),
+            tx_committed("t0.0", "t0.0-4", "a:1"),
+            drain("a:0", &[(0, "t0.0-0")]),
+            drain("a:1", &[(0, "t0.0-2")]),
+        ]
+        .concat());
+        let r = check(&ops);
+        assert!(!r.valid, "{r:?}");
+        assert_eq!((r.get("acked"), r.get("lost")), (3, 1), "{r:?}");
+        assert_eq!((r.get("tx_committed"), r.get("tx_committed_by_check")), (3, 1), "{r:?}");
+        assert_eq!(r.samples, vec!["lost t0.0-4".to_owned()]);
     }
 }

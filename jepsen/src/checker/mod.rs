@@ -193,6 +193,11 @@ pub(crate) mod testkit {
         ]
     }
 
+    /// invoke + ok of a transactional send: the real queue, no offset.
+    pub fn tx_committed(p: &str, v: &str, q: &str) -> Vec<Op> {
+        vec![Op::new(OpType::Invoke, OpF::Send, p).value(v), Op::new(OpType::Ok, OpF::Send, p).value(v).queue(q)]
+    }
+
     /// invoke + completion `kind` of a send without a result.
     pub fn send_ended(p: &str, v: &str, kind: OpType) -> Vec<Op> {
         vec![Op::new(OpType::Invoke, OpF::Send, p).value(v), Op::new(kind, OpF::Send, p).value(v)]

@@ -1,7 +1,9 @@
 //! `reorder`: one producer's sequential sends must land in a queue in the order they were sent
 //! (`nonmonotonic_send`): for each process that never had two sends outstanding, its `ok` sends to one
 //! queue, in history order, must have strictly increasing offsets. Processes with concurrent (async)
-//! sends promise no order and are skipped (counted as `concurrent_processes`).
+//! sends promise no order and are skipped (counted as `concurrent_processes`), and so are `ok` sends
+//! without an offset: transaction producers record none (their SendResult's offset is the half's,
+//! and a transaction committed by a check lands after later ones anyway).
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
@@ -92,6 +94,12 @@ mod tests {
                 0,
             ),
             ("async sends are not checked", async_pair, true, 0),
+            (
+                "transactional sends carry no offset and are not checked",
+                [tx_committed("t0.0", "t0.0-2", "a:0"), tx_committed("t0.0", "t0.0-4", "a:0")].concat(),
+                true,
+                0,
+            ),
         ];
         for (name, ops, valid, reordered) in cases {
             let r = check(&h(ops));
