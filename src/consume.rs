@@ -19,6 +19,7 @@ use clap::Args;
 use raftmq_client::Admin;
 use raftmq_client::PullConsumer;
 use raftmq_client::consumer::ConsumeFrom;
+use raftmq_client::consumer::MessageSelector;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
 use serde_json::json;
@@ -47,6 +48,11 @@ pub struct ConsumeArgs {
     #[arg(long = "expr", default_value = "*")]
     expr: String,
 
+    /// Select by a SQL92 expression over message properties instead of tags, e.g.
+    /// `"a > 5 AND region = 'eu'"` (the broker needs `enablePropertyFilter = true`).
+    #[arg(long = "sql", conflicts_with = "expr")]
+    sql: Option<String>,
+
     /// A group without committed offsets starts at each queue's first message (default: its end).
     #[arg(long = "from-first")]
     from_first: bool,
@@ -69,7 +75,13 @@ pub async fn run(args: ConsumeArgs) -> Result<()> {
     let from = if args.from_first { ConsumeFrom::FirstOffset } else { ConsumeFrom::LastOffset };
     let consumer = PullConsumer::builder(args.group.as_str())
         .namesrv_addr(&args.namesrv.namesrv_addr)
-        .subscribe(args.topic.as_str(), args.expr.as_str())
+        .subscribe_selector(
+            args.topic.as_str(),
+            match &args.sql {
+                Some(sql) => MessageSelector::Sql92(sql.clone()),
+                None => MessageSelector::Tag(args.expr.clone()),
+            },
+        )
         .consume_from(from)
         .rpc_timeout(args.namesrv.timeout)
         .build()?;

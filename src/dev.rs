@@ -81,6 +81,9 @@ pub fn broker_configs(args: &DevArgs, namesrv_addr: &str) -> Result<Vec<BrokerCo
             admin_port: port(args.admin_port, 1, i)?,
             raft_self_id: i,
             raft_peers: peers.clone(),
+            // A development cluster serves every subscription a client may try (RocketMQ's
+            // default is off; production configs opt in).
+            enable_property_filter: true,
             ..BrokerConfig::default()
         });
     }

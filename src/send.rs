@@ -7,6 +7,7 @@
 
 use std::io::Read;
 
+use anyhow::Context;
 use anyhow::Result;
 use anyhow::bail;
 use clap::Args;
@@ -35,6 +36,10 @@ pub struct SendArgs {
     #[arg(short = 'k', long = "key")]
     key: Option<String>,
 
+    /// A user property `name=value` (repeatable); SQL92 subscriptions select on these.
+    #[arg(long = "property", value_parser = parse_property)]
+    property: Vec<(String, String)>,
+
     /// How many copies to send, one after another.
     #[arg(long = "count", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     count: u64,
@@ -49,6 +54,14 @@ pub struct SendArgs {
 
     /// Message body; `-` reads it from stdin.
     body: String,
+}
+
+/// `name=value` of `--property`.
+fn parse_property(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() => Ok((name.trim().to_owned(), value.to_owned())),
+        _ => Err(format!("expected name=value, got {text:?}")),
+    }
 }
 
 /// Sends the messages and prints one line each.
@@ -73,6 +86,9 @@ pub async fn run(args: SendArgs) -> Result<()> {
         }
         if let Some(key) = &args.key {
             msg.set_keys(key.as_str());
+        }
+        for (name, value) in &args.property {
+            msg.put_user_property(name.as_str(), value.as_str()).with_context(|| format!("property {name}={value}"))?;
         }
         match producer.send(msg).await {
             Ok(result) => print_result(&result, args.json),

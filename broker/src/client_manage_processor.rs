@@ -9,6 +9,8 @@
 //! through a partition would land after newer commits and rewind the group (jepsen seed 7000). A
 //! late relayed query is harmless.
 
+use raftmq_common::protocol::body::heartbeat::CheckClientRequestBody;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,6 +41,8 @@ use crate::entry::BrokerCommand;
 use crate::entry::OffsetCommit;
 use crate::offsets::query_offset_answer;
 use crate::processor::BrokerContext;
+use crate::pull_processor::is_sql92;
+use crate::pull_processor::sql_filter;
 use crate::replica::WriteError;
 use crate::store::now_ms;
 
@@ -115,6 +119,22 @@ pub fn notify_consumer_ids_changed(ctx: &BrokerContext, group: &str) {
             }
         }
     });
+}
+
+/// CHECK_CLIENT_CONFIG (`checkClientConfig`): whether this broker can filter by the consumer's
+/// subscription. TAG always; SQL92 when `enablePropertyFilter` is on and the expression compiles.
+pub fn check_client_config(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    let check: CheckClientRequestBody = body(request)?;
+    let sub = &check.subscription_data;
+    let kind = sub.expression_type.as_str();
+    if kind.is_empty() || kind.eq_ignore_ascii_case("TAG") {
+        return Ok(RemotingCommand::success());
+    }
+    if !is_sql92(Some(kind)) {
+        return Err(refuse(ResponseCode::SubscriptionParseFailed, format!("unknown expression type {kind}")));
+    }
+    sql_filter(ctx, &sub.sub_string)?;
+    Ok(RemotingCommand::success())
 }
 
 /// UNREGISTER_CLIENT.

@@ -180,6 +180,9 @@ pub struct BrokerConfig {
     pub transaction_check_interval: Duration,
     /// Refuse half messages with NO_PERMISSION (`rejectTransactionMessage`, default false).
     pub reject_transaction_message: bool,
+    /// Serve SQL92 subscriptions (`enablePropertyFilter`, default false as in RocketMQ: a SQL92
+    /// consumer is refused with "The broker does not support consumer to filter message by SQL92").
+    pub enable_property_filter: bool,
     /// Admin HTTP port (default 8080; 0 binds an ephemeral port, see `Broker::admin_addr`).
     pub admin_port: u16,
     /// Bearer token the admin HTTP API requires of POST/PUT/DELETE (default none: open; GETs always are).
@@ -252,6 +255,7 @@ impl Default for BrokerConfig {
             transaction_check_max: 15,
             transaction_check_interval: Duration::from_secs(60),
             reject_transaction_message: false,
+            enable_property_filter: false,
             admin_port: ADMIN_PORT_DEFAULT,
             admin_token: None,
             raft_heartbeat_interval_ms: RaftConfig::default().heartbeat_interval_ms,

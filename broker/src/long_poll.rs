@@ -22,7 +22,7 @@ use std::collections::HashMap;
 
 use raftmq_common::limits::LONG_POLL_WAITERS_MAX_COUNT;
 
-use crate::pull::TagFilter;
+use crate::pull::MessageFilter;
 
 /// Handle of a suspended pull.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -57,7 +57,7 @@ struct Waiter<T> {
     id: WaiterId,
     pull_from_offset: i64,
     deadline_ms: u64,
-    filter: TagFilter,
+    filter: MessageFilter,
     payload: T,
 }
 
@@ -112,7 +112,7 @@ impl<T> LongPollRegistry<T> {
         topic: &str,
         queue_id: i32,
         pull_from_offset: i64,
-        filter: TagFilter,
+        filter: MessageFilter,
         deadline_ms: u64,
         payload: T,
     ) -> Result<WaiterId, Full<T>> {
@@ -231,17 +231,17 @@ mod tests {
 
     use super::*;
 
-    fn only(tag: &str) -> TagFilter {
-        TagFilter { all: false, codes: vec![tags_code(Some(tag)) as i32], tags: vec![tag.to_owned()] }
+    fn only(tag: &str) -> MessageFilter {
+        MessageFilter { all: false, codes: vec![tags_code(Some(tag)) as i32], tags: vec![tag.to_owned()], sql: None }
     }
 
     #[test]
     fn notify_wakes_waiters_behind_the_new_max_that_match() {
         let mut r = LongPollRegistry::with_capacity(8);
-        let a = r.suspend("T", 0, 5, TagFilter::all(), 15_000, "a").unwrap();
-        let b = r.suspend("T", 0, 7, TagFilter::all(), 15_000, "b").unwrap();
+        let a = r.suspend("T", 0, 5, MessageFilter::all(), 15_000, "a").unwrap();
+        let b = r.suspend("T", 0, 7, MessageFilter::all(), 15_000, "b").unwrap();
         let c = r.suspend("T", 0, 5, only("x"), 15_000, "c").unwrap();
-        r.suspend("T", 1, 5, TagFilter::all(), 15_000, "other queue").unwrap();
+        r.suspend("T", 1, 5, MessageFilter::all(), 15_000, "other queue").unwrap();
         let woken = r.notify("T", 0, 6, Some(&[tags_code(Some("y"))]), 1_000);
         assert_eq!(woken.iter().map(|w| (w.id, w.payload)).collect::<Vec<_>>(), vec![(a, "a")]);
         assert_eq!(woken[0].reason, WakeReason::MessageArrived);
@@ -256,9 +256,9 @@ mod tests {
     #[test]
     fn expiry_and_cancel() {
         let mut r = LongPollRegistry::with_capacity(8);
-        let a = r.suspend("T", 0, 5, TagFilter::all(), 100, 1).unwrap();
-        let b = r.suspend("T", 0, 5, TagFilter::all(), 200, 2).unwrap();
-        let c = r.suspend("U", 3, 0, TagFilter::all(), 100, 3).unwrap();
+        let a = r.suspend("T", 0, 5, MessageFilter::all(), 100, 1).unwrap();
+        let b = r.suspend("T", 0, 5, MessageFilter::all(), 200, 2).unwrap();
+        let c = r.suspend("U", 3, 0, MessageFilter::all(), 100, 3).unwrap();
         assert_eq!(r.next_deadline(), Some(100));
         let expired = r.expire(150);
         assert_eq!(expired.iter().map(|w| w.id).collect::<Vec<_>>(), vec![a, c]);
@@ -274,14 +274,14 @@ mod tests {
     #[test]
     fn close_releases_everyone_and_refuses_later_waiters() {
         let mut r = LongPollRegistry::with_capacity(8);
-        r.suspend("T", 0, 5, TagFilter::all(), 100, 1).unwrap();
-        r.suspend("U", 1, 5, TagFilter::all(), 200, 2).unwrap();
+        r.suspend("T", 0, 5, MessageFilter::all(), 100, 1).unwrap();
+        r.suspend("U", 1, 5, MessageFilter::all(), 200, 2).unwrap();
         let mut released = r.close();
         released.sort_unstable();
         assert_eq!(released, vec![1, 2]);
         assert!(r.is_empty());
         assert_eq!(r.next_deadline(), None);
-        assert!(matches!(r.suspend("T", 0, 5, TagFilter::all(), 300, 3), Err(Full(3))));
+        assert!(matches!(r.suspend("T", 0, 5, MessageFilter::all(), 300, 3), Err(Full(3))));
     }
 
     #[test]
@@ -289,7 +289,7 @@ mod tests {
         let mut r = LongPollRegistry::with_capacity(2);
         r.suspend("T", 0, 5, only("x"), 100, 1).unwrap();
         r.suspend("T", 0, 5, only("x"), 500, 2).unwrap();
-        assert!(matches!(r.suspend("T", 0, 5, TagFilter::all(), 100, 3), Err(Full(3))));
+        assert!(matches!(r.suspend("T", 0, 5, MessageFilter::all(), 100, 3), Err(Full(3))));
         let woken = r.notify("T", 0, 9, Some(&[0]), 200);
         assert_eq!(woken.iter().map(|w| (w.payload, w.reason)).collect::<Vec<_>>(), vec![(1, WakeReason::Timeout)]);
         assert_eq!(r.len(), 1);

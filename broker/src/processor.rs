@@ -69,6 +69,7 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::RaftGroupStatus,
     RequestCode::RaftNodeRemoved,
     RequestCode::EndTransaction,
+    RequestCode::CheckClientConfig,
 ];
 
 /// What every processor shares.
@@ -122,6 +123,7 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
                 Ok(send_processor::process_send(ctx, conn.peer_addr(), &request).await)
             }
+            RequestCode::CheckClientConfig => client_manage_processor::check_client_config(ctx, &request),
             RequestCode::EndTransaction => Ok(crate::transaction::end_transaction(ctx, &request).await),
             RequestCode::ConsumerSendMsgBack => Ok(send_back::consumer_send_back(ctx, &request).await),
             RequestCode::PullMessage => Ok(pull_processor::process_pull(Arc::clone(ctx), &request).await),

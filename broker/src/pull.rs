@@ -24,14 +24,18 @@
 //! backwards (redelivery, seen by jepsen).
 //!
 //! Differences from 4.9.8, deliberate: the tag of each record read is re-checked exactly
-//! ([`TagFilter::matches_tag`]) so hash collisions are dropped here rather than by the client (same
+//! ([`MessageFilter::matches_tag`]) so hash collisions are dropped here rather than by the client (same
 //! consumer-visible result, same nextBeginOffset); `suggestWhichBrokerId` is always 0 (no slave reads).
 
+use std::sync::Arc;
+
 use bytes::Bytes;
+use raftmq_common::filter::SqlFilter;
 use raftmq_common::java::string_hash_code;
 use raftmq_common::limits::LONG_POLL_SUSPEND_MAX_MS;
 use raftmq_common::limits::PULL_FILTER_SCAN_MIN_BYTES;
 use raftmq_common::message::properties;
+use raftmq_common::message::properties::Properties;
 use raftmq_common::message::record::DecodeOptions;
 use raftmq_common::message::record::parse_record;
 use raftmq_common::protocol::ResponseCode;
@@ -121,37 +125,65 @@ impl GetMessageStatus {
     }
 }
 
-/// A subscription's tag filter (`ExpressionMessageFilter` for expression type TAG).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct TagFilter {
+/// A subscription's filter (`ExpressionMessageFilter`): TAG by hash code in the ConsumeQueue and
+/// exactly on the record, or SQL92 ([`SqlFilter`]) on the record's properties (no ConsumeQueue
+/// pre-filter: RocketMQ's bloom-filter bit map is optional and off by default).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MessageFilter {
     /// Everything matches (`*`, class-filter mode, or no subscription).
     pub all: bool,
     /// Tag hash codes (`codeSet`).
     pub codes: Vec<i32>,
     /// Tags (`tagsSet`), for the exact re-check.
     pub tags: Vec<String>,
+    /// A SQL92 subscription's compiled expression; then `codes` and `tags` are unused.
+    pub sql: Option<Arc<SqlFilter>>,
 }
 
-impl TagFilter {
+impl MessageFilter {
     /// Matches every message.
     pub fn all() -> Self {
-        TagFilter { all: true, ..TagFilter::default() }
+        MessageFilter { all: true, ..MessageFilter::default() }
     }
 
     /// The filter of a TAG subscription (the caller rejects SQL92 before pulling).
     pub fn from_subscription(sub: &SubscriptionData) -> Self {
         if sub.class_filter_mode || sub.is_sub_all() {
-            return TagFilter::all();
+            return MessageFilter::all();
         }
         let mut codes = sub.code_set.clone();
         codes.sort_unstable();
         codes.dedup();
-        TagFilter { all: false, codes, tags: sub.tags_set.clone() }
+        MessageFilter { all: false, codes, tags: sub.tags_set.clone(), sql: None }
+    }
+
+    /// A SQL92 subscription's filter.
+    pub fn sql(filter: SqlFilter) -> Self {
+        MessageFilter { all: false, codes: Vec::new(), tags: Vec::new(), sql: Some(Arc::new(filter)) }
     }
 
     /// `isMatchedByConsumeQueue`: the unit's tags code truncated to `int`, as Java's `intValue()`.
+    /// A SQL92 filter needs the record, so every unit passes here.
     pub fn matches_code(&self, tags_code: i64) -> bool {
-        self.all || self.codes.binary_search(&(tags_code as i32)).is_ok()
+        self.all || self.sql.is_some() || self.codes.binary_search(&(tags_code as i32)).is_ok()
+    }
+
+    /// `isMatchedByCommitLog` for a record that passed [`Self::matches_code`].
+    fn matches_record(&self, record: &[u8]) -> bool {
+        if self.all {
+            return true;
+        }
+        match parse_record(record, DecodeOptions::default()) {
+            Ok(view) => match &self.sql {
+                Some(sql) => sql.matches_properties(&Properties::from_wire_str(view.properties)),
+                None => self.matches_tag(property_of(view.properties, properties::TAGS)),
+            },
+            Err(e) => {
+                // A unit pointing at something that is not a record: never send it to a client.
+                warn!(error = %e, "ConsumeQueue unit points at an unreadable record; skipped");
+                false
+            }
+        }
     }
 
     /// The exact check a 4.x client applies (`PullAPIWrapper.processPullResult`): a message without tag
@@ -250,14 +282,14 @@ impl OffsetCheck {
 }
 
 /// One pull request as `getMessage` sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GetMessageRequest<'f> {
     /// Requested queue offset (may be anything the client sends).
     pub offset: i64,
     /// `maxMsgNums`.
     pub max_msg_nums: i32,
     /// The subscription's filter.
-    pub filter: &'f TagFilter,
+    pub filter: &'f MessageFilter,
     /// Which corrections of the client's offset this replica may make.
     pub offset_check: OffsetCheck,
 }
@@ -355,7 +387,7 @@ fn collect(
             next_phy_file_start = log.roll_next_file(unit.phy_offset);
             continue;
         };
-        if !request.filter.all && !record_tag_matches(&record, request.filter) {
+        if !request.filter.matches_record(&record) {
             if result.buffer_total_size == 0 {
                 status = GetMessageStatus::NoMatchedMessage;
             }
@@ -370,23 +402,12 @@ fn collect(
     (status, scanned)
 }
 
-fn record_tag_matches(record: &[u8], filter: &TagFilter) -> bool {
-    match parse_record(record, DecodeOptions::default()) {
-        Ok(view) => {
-            let tag = view
-                .properties
-                .split(properties::PROPERTY_SEPARATOR)
-                .filter_map(|pair| pair.split_once(properties::NAME_VALUE_SEPARATOR))
-                .find(|(k, _)| *k == properties::TAGS)
-                .map(|(_, v)| v);
-            filter.matches_tag(tag)
-        }
-        Err(e) => {
-            // A unit pointing at something that is not a record: never send it to a client.
-            warn!(error = %e, "ConsumeQueue unit points at an unreadable record; skipped");
-            false
-        }
-    }
+/// One property of a record's raw properties string.
+fn property_of<'a>(raw: &'a str, key: &str) -> Option<&'a str> {
+    raw.split(properties::PROPERTY_SEPARATOR)
+        .filter_map(|pair| pair.split_once(properties::NAME_VALUE_SEPARATOR))
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v)
 }
 
 /// `DefaultMessageStore.isTheBatchFull`: the first message always fits.
@@ -600,14 +621,14 @@ mod tests {
         (FakeQueue::new(min, &units, per_file), FakeLog { records, max, min_phy: 0, segment: 4000 })
     }
 
-    fn filter(tags: &[&str]) -> TagFilter {
+    fn filter(tags: &[&str]) -> MessageFilter {
         let sub = SubscriptionData {
             sub_string: tags.join(" || "),
             code_set: tags.iter().map(|t| tags_code(Some(t)) as i32).collect(),
             tags_set: tags.iter().map(|t| (*t).to_owned()).collect(),
             ..SubscriptionData::default()
         };
-        TagFilter::from_subscription(&sub)
+        MessageFilter::from_subscription(&sub)
     }
 
     fn pull(
@@ -615,7 +636,7 @@ mod tests {
         log: &FakeLog,
         offset: i64,
         max_msgs: i32,
-        f: &TagFilter,
+        f: &MessageFilter,
         leader: bool,
     ) -> GetMessageResult {
         let offset_check = if leader { OffsetCheck::All } else { OffsetCheck::Keep };
@@ -645,7 +666,7 @@ mod tests {
 
     #[test]
     fn offset_range_table() {
-        let all = TagFilter::all();
+        let all = MessageFilter::all();
         let (q, log) = fixture(2, &["a", "b", "c"], 100); // min 2, max 5
         let (empty, empty_log) = fixture(0, &[], 100);
         struct Case {
@@ -801,7 +822,7 @@ mod tests {
             let req = GetMessageRequest {
                 offset,
                 max_msg_nums: 32,
-                filter: &TagFilter::all(),
+                filter: &MessageFilter::all(),
                 offset_check: OffsetCheck::ForwardOnly,
             };
             let r = get_message(Some(queue), &req, log, &PullLimits::default());
@@ -822,13 +843,13 @@ mod tests {
     #[test]
     fn found_returns_records_byte_for_byte_and_respects_max_msgs() {
         let (q, log) = fixture(0, &["a", "b", "c", "d"], 100);
-        let r = pull(Some(&q), &log, 1, 2, &TagFilter::all(), true);
+        let r = pull(Some(&q), &log, 1, 2, &MessageFilter::all(), true);
         assert_eq!(r.status, GetMessageStatus::Found);
         assert_eq!(r.next_begin_offset, 3);
         assert_eq!(r.messages, vec![log.records[&2000].clone(), log.records[&3000].clone()]);
         assert_eq!(r.buffer_total_size, (r.messages[0].len() * 2) as u64);
         // maxMsgNums 0 still returns the first message (isTheBatchFull accepts the first).
-        let r = pull(Some(&q), &log, 0, 0, &TagFilter::all(), true);
+        let r = pull(Some(&q), &log, 0, 0, &MessageFilter::all(), true);
         assert_eq!((r.messages.len(), r.next_begin_offset), (1, 1));
     }
 
@@ -860,7 +881,7 @@ mod tests {
     #[test]
     fn scan_stops_at_the_consume_queue_file_end() {
         let (q, log) = fixture(0, &["a", "a", "a", "a", "a"], 3);
-        let r = pull(Some(&q), &log, 1, 32, &TagFilter::all(), true);
+        let r = pull(Some(&q), &log, 1, 32, &MessageFilter::all(), true);
         assert_eq!((r.messages.len(), r.next_begin_offset), (2, 3));
     }
 
@@ -868,11 +889,11 @@ mod tests {
     fn deleted_consume_queue_file_is_offset_found_null() {
         let (mut q, log) = fixture(0, &["a", "a", "a", "a", "a"], 3);
         q.gone_files.push(0);
-        let r = pull(Some(&q), &log, 1, 32, &TagFilter::all(), true);
+        let r = pull(Some(&q), &log, 1, 32, &MessageFilter::all(), true);
         assert_eq!((r.status, r.next_begin_offset), (GetMessageStatus::OffsetFoundNull, 3));
         let out = pull_outcome(&r, 1, SUSPEND, 15_000, &LEADER);
         assert_eq!((out.code, out.suspend_ms), (ResponseCode::PullNotFound, Some(15_000)));
-        let r = pull(Some(&q), &log, 1, 32, &TagFilter::all(), false);
+        let r = pull(Some(&q), &log, 1, 32, &MessageFilter::all(), false);
         assert_eq!(r.next_begin_offset, 1);
     }
 
@@ -881,12 +902,12 @@ mod tests {
         // Records at 1000..=5000; segments of 4000 bytes; the segment [0, 4000) is gone.
         let (q, mut log) = fixture(0, &["a", "a", "a", "a", "a"], 100);
         log.min_phy = 4000;
-        let r = pull(Some(&q), &log, 0, 32, &TagFilter::all(), true);
+        let r = pull(Some(&q), &log, 0, 32, &MessageFilter::all(), true);
         assert_eq!(r.status, GetMessageStatus::Found);
         assert_eq!(r.messages, vec![log.records[&4000].clone(), log.records[&5000].clone()]);
         assert_eq!(r.next_begin_offset, 5);
         log.min_phy = i64::MAX;
-        let r = pull(Some(&q), &log, 0, 32, &TagFilter::all(), true);
+        let r = pull(Some(&q), &log, 0, 32, &MessageFilter::all(), true);
         assert_eq!((r.status, r.next_begin_offset), (GetMessageStatus::MessageWasRemoving, 5));
         assert_eq!(pull_outcome(&r, 0, SUSPEND, 15_000, &LEADER).code, ResponseCode::PullRetryImmediately);
     }
@@ -895,12 +916,12 @@ mod tests {
     fn transfer_limits_in_memory_and_on_disk() {
         let tags = vec!["a"; 40];
         let (q, mut log) = fixture(0, &tags, 100);
-        let r = pull(Some(&q), &log, 0, 64, &TagFilter::all(), true);
+        let r = pull(Some(&q), &log, 0, 64, &MessageFilter::all(), true);
         assert_eq!((r.messages.len(), r.next_begin_offset), (32, 32));
         assert!(!r.suggest_pulling_from_slave);
         // Everything counts as on disk: 8 messages, and the consumer is told it is slow.
         log.max += 10 * 1024 * 1024 * 1024;
-        let r = pull(Some(&q), &log, 0, 64, &TagFilter::all(), true);
+        let r = pull(Some(&q), &log, 0, 64, &MessageFilter::all(), true);
         assert_eq!((r.messages.len(), r.next_begin_offset), (8, 8));
         assert!(r.suggest_pulling_from_slave);
         // The byte limit: 64 KiB on disk holds fewer records when records are large.
@@ -908,7 +929,7 @@ mod tests {
         let req = GetMessageRequest {
             offset: 0,
             max_msg_nums: 64,
-            filter: &TagFilter::all(),
+            filter: &MessageFilter::all(),
             offset_check: OffsetCheck::All,
         };
         let r = get_message(Some(&q), &req, &log, &limits);
@@ -927,7 +948,7 @@ mod tests {
     #[test]
     fn suspension_policy() {
         let (q, log) = fixture(0, &["a"], 100);
-        let r = pull(Some(&q), &log, 1, 32, &TagFilter::all(), true);
+        let r = pull(Some(&q), &log, 1, 32, &MessageFilter::all(), true);
         assert_eq!(r.status, GetMessageStatus::OffsetOverflowOne);
         let no_flag = pull_outcome(&r, 1, 0, 15_000, &LEADER);
         assert_eq!(no_flag.suspend_ms, None);
@@ -945,10 +966,10 @@ mod tests {
 
     #[test]
     fn filters_follow_rocketmq() {
-        let all = TagFilter::from_subscription(&SubscriptionData { sub_string: "*".into(), ..Default::default() });
+        let all = MessageFilter::from_subscription(&SubscriptionData { sub_string: "*".into(), ..Default::default() });
         assert!(all.all && all.matches_tag(None));
         let class = SubscriptionData { class_filter_mode: true, sub_string: "x".into(), ..Default::default() };
-        assert!(TagFilter::from_subscription(&class).all);
+        assert!(MessageFilter::from_subscription(&class).all);
         let f = filter(&["a", "b"]);
         assert!(f.matches_code(tags_code(Some("b"))));
         assert!(!f.matches_code(0));

@@ -11,6 +11,8 @@
 //! must never move a consumer backwards; it never stores the piggybacked offset (only the leader
 //! proposes it, as a Java slave ignores it).
 
+use raftmq_common::filter::EXPRESSION_TYPE_SQL92;
+use raftmq_common::filter::SqlFilter;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,10 +31,10 @@ use crate::entry::BrokerCommand;
 use crate::entry::OffsetCommit;
 use crate::processor::BrokerContext;
 use crate::pull::GetMessageRequest;
+use crate::pull::MessageFilter;
 use crate::pull::OffsetCheck;
 use crate::pull::PullOutcome;
 use crate::pull::PullPolicy;
-use crate::pull::TagFilter;
 use crate::pull::build_subscription;
 use crate::pull::get_message;
 use crate::pull::pull_outcome;
@@ -80,14 +82,31 @@ fn check_group(ctx: &BrokerContext, group: &str) -> Result<(), RemotingCommand> 
     Ok(())
 }
 
-fn filter_of(ctx: &BrokerContext, h: &PullMessageRequestHeader) -> Result<TagFilter, RemotingCommand> {
-    let sql = |t: Option<&str>| t.is_some_and(|t| t.eq_ignore_ascii_case("SQL92"));
+/// A SQL92 subscription's filter, when `enablePropertyFilter` allows one (RocketMQ's remarks).
+pub fn sql_filter(ctx: &BrokerContext, expression: &str) -> Result<MessageFilter, RemotingCommand> {
+    if !ctx.config.enable_property_filter {
+        return Err(refuse(
+            ResponseCode::SystemError,
+            format!("The broker does not support consumer to filter message by {EXPRESSION_TYPE_SQL92}"),
+        ));
+    }
+    SqlFilter::compile(expression).map(MessageFilter::sql).map_err(|e| {
+        refuse(
+            ResponseCode::SubscriptionParseFailed,
+            format!("parse the consumer's subscription[{expression}] failed: {e}"),
+        )
+    })
+}
+
+/// Whether an `expressionType` names SQL92 (absent or anything else is TAG, as in RocketMQ).
+pub fn is_sql92(expression_type: Option<&str>) -> bool {
+    expression_type.is_some_and(|t| t.eq_ignore_ascii_case(EXPRESSION_TYPE_SQL92))
+}
+
+fn filter_of(ctx: &BrokerContext, h: &PullMessageRequestHeader) -> Result<MessageFilter, RemotingCommand> {
     let sub = if pull_sys_flag::has_subscription(h.sys_flag) {
-        if sql(h.expression_type.as_deref()) {
-            return Err(refuse(
-                ResponseCode::SubscriptionParseFailed,
-                "SQL92 filtering is not supported by this broker",
-            ));
+        if is_sql92(h.expression_type.as_deref()) {
+            return sql_filter(ctx, h.subscription.as_deref().unwrap_or(""));
         }
         build_subscription(&h.topic, h.subscription.as_deref().unwrap_or("*")).map_err(|e| {
             refuse(ResponseCode::SubscriptionParseFailed, format!("parse the consumer's subscription failed: {e}"))
@@ -106,15 +125,12 @@ fn filter_of(ctx: &BrokerContext, h: &PullMessageRequestHeader) -> Result<TagFil
         if sub.sub_version < h.sub_version {
             return Err(refuse(ResponseCode::SubscriptionNotLatest, "the consumer's subscription not latest"));
         }
-        if sql(Some(&sub.expression_type)) {
-            return Err(refuse(
-                ResponseCode::SubscriptionParseFailed,
-                "SQL92 filtering is not supported by this broker",
-            ));
+        if is_sql92(Some(&sub.expression_type)) {
+            return sql_filter(ctx, &sub.sub_string);
         }
         sub
     };
-    Ok(TagFilter::from_subscription(&sub))
+    Ok(MessageFilter::from_subscription(&sub))
 }
 
 async fn pull(ctx: &Arc<BrokerContext>, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
@@ -192,7 +208,7 @@ fn request_peer(request: &RemotingCommand) -> String {
 fn run(
     ctx: &BrokerContext,
     h: &PullMessageRequestHeader,
-    filter: &TagFilter,
+    filter: &MessageFilter,
     allow_suspend: bool,
 ) -> (RemotingCommand, PullOutcome) {
     // Only the group's real leader moves a consumer's offset (RocketMQ: only the master), and only

@@ -80,7 +80,7 @@ use crate::long_poll::Full;
 use crate::long_poll::LongPollRegistry;
 use crate::long_poll::WaiterId;
 use crate::offsets::ConsumerOffsetTable;
-use crate::pull::TagFilter;
+use crate::pull::MessageFilter;
 use crate::retention::Manifest;
 use crate::retention::QueueStart;
 use crate::retention::RetentionBoundary;
@@ -328,7 +328,7 @@ impl MessageStore {
         topic: &str,
         queue_id: i32,
         offset: i64,
-        filter: TagFilter,
+        filter: MessageFilter,
         deadline_ms: u64,
     ) -> Result<Option<(WaiterId, oneshot::Receiver<()>)>, Full<()>> {
         let (tx, rx) = oneshot::channel();
@@ -764,7 +764,7 @@ mod tests {
     fn apply_builds_queues_wakes_pulls_and_replays_idempotently() {
         let dir = tempfile::tempdir().unwrap();
         let store = MessageStore::open(settings(dir.path()), 0).unwrap();
-        let waiter = store.suspend_pull("T", 0, 0, TagFilter::all(), u64::MAX).unwrap();
+        let waiter = store.suspend_pull("T", 0, 0, MessageFilter::all(), u64::MAX).unwrap();
         let (_, mut rx) = waiter.expect("nothing arrived yet");
         let payload = encode_messages(&[record(0), record(1)]).unwrap();
         let e = entry(1, 48, tag::MESSAGES, payload.clone());
@@ -778,7 +778,7 @@ mod tests {
         assert!(matches!(ApplyOutcome::decode(&store.apply(bad)), ApplyOutcome::Rejected(_)));
         assert_eq!(store.queue_offsets("T", 0), (0, 2));
         // Already arrived: no suspension.
-        assert!(store.suspend_pull("T", 0, 1, TagFilter::all(), u64::MAX).unwrap().is_none());
+        assert!(store.suspend_pull("T", 0, 1, MessageFilter::all(), u64::MAX).unwrap().is_none());
         // Metadata commands.
         let (t, b) = BrokerCommand::ConsumerOffsets(vec![OffsetCommit {
             topic: "T".into(),

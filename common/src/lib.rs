@@ -11,6 +11,7 @@
 //! `message` → a response command goes back the same way.
 
 pub mod config_duration;
+pub mod filter;
 pub mod java;
 pub mod limits;
 pub mod message;

@@ -83,6 +83,15 @@ pub const JSON_BODY_NESTING_MAX_LEVELS: usize = 128;
 /// `max(16000, maxMsgNums * 20)`), so a selective subscription skips up to 800 units per pull.
 pub const PULL_FILTER_SCAN_MIN_BYTES: usize = 16_000;
 
+/// Longest SQL92 filter expression a subscription may carry (Java has no limit; an `IN` list of a
+/// few thousand ids fits).
+pub const SQL_FILTER_EXPRESSION_MAX_BYTES: usize = 64 * 1024;
+/// Deepest nesting of a SQL92 filter (parentheses, prefix `NOT`/`-`/`+`, and the compiled tree),
+/// so parsing, evaluating and dropping one recurse a bounded amount.
+pub const SQL_FILTER_NESTING_MAX_LEVELS: usize = 64;
+/// Values one `IN (...)` list of a SQL92 filter may hold.
+pub const SQL_FILTER_IN_LIST_MAX_COUNT: usize = 4_096;
+
 /// Read or write queues one topic (or retry queues one group) may have: every route, rebalance and
 /// offset reset walks them, and an offset reset commits them all in one Raft entry.
 pub const TOPIC_QUEUE_NUMS_MAX_COUNT: i32 = 1024;

@@ -40,3 +40,4 @@ pub use push::PushConsumer;
 pub use push::PushConsumerBuilder;
 pub use raftmq_common::protocol::body::heartbeat::MessageModel;
 pub use rebalance::AllocateStrategy;
+pub use subscription::MessageSelector;

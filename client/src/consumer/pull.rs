@@ -60,6 +60,7 @@ use crate::consumer::push::default_instance_name;
 use crate::consumer::push::now_ms;
 use crate::consumer::rebalance::AllocateStrategy;
 use crate::consumer::rebalance::allocate;
+use crate::consumer::subscription::MessageSelector;
 use crate::consumer::subscription::build_subscription_data;
 use crate::error::ClientError;
 use crate::error::ErrorKind;
@@ -80,7 +81,7 @@ pub const LITE_PULL_BROKER_SUSPEND_MAX_MS: u64 = 20_000;
 pub struct PullConsumerBuilder {
     consumer_group: String,
     namesrv_addrs: Vec<String>,
-    subscriptions: Vec<(String, String)>,
+    subscriptions: Vec<(String, MessageSelector)>,
     assigned: Vec<MessageQueue>,
     message_model: MessageModel,
     consume_from: ConsumeFrom,
@@ -139,7 +140,14 @@ impl PullConsumerBuilder {
 
     /// Subscribes `topic` (`"TagA || TagB"` or `"*"`); the group rebalances its queues.
     pub fn subscribe(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
-        self.subscriptions.push((topic.into(), expression.into()));
+        self.subscriptions.push((topic.into(), MessageSelector::Tag(expression.into())));
+        self
+    }
+
+    /// Subscribes `topic` with a selector: a tag expression or SQL92 over message properties; the
+    /// broker must have `enablePropertyFilter = true`.
+    pub fn subscribe_selector(mut self, topic: impl Into<String>, selector: MessageSelector) -> Self {
+        self.subscriptions.push((topic.into(), selector));
         self
     }
 
@@ -247,6 +255,9 @@ impl PullConsumerBuilder {
         if self.subscriptions.is_empty() == self.assigned.is_empty() {
             return Err(invalid("either subscribe topics or assign queues, not both or neither"));
         }
+        for (topic, selector) in &self.subscriptions {
+            selector.validate().map_err(|e| invalid(&format!("the SQL92 subscription of {topic} is invalid: {e}")))?;
+        }
         if !(1..=L::CONSUMER_PULL_BATCH_SIZE_MAX_COUNT).contains(&self.pull_batch_size) {
             return Err(invalid("pullBatchSize out of range [1, 1024]"));
         }
@@ -262,8 +273,8 @@ impl PullConsumerBuilder {
         )?);
         let version = now_ms();
         let mut subscriptions = BTreeMap::new();
-        for (topic, expression) in &self.subscriptions {
-            subscriptions.insert(topic.clone(), build_subscription_data(topic, expression, version));
+        for (topic, selector) in &self.subscriptions {
+            subscriptions.insert(topic.clone(), selector.subscription_data(topic, version));
         }
         for mq in &self.assigned {
             subscriptions.entry(mq.topic.clone()).or_insert_with(|| build_subscription_data(&mq.topic, "*", version));

@@ -81,6 +81,7 @@ use crate::consumer::rebalance::AllocateStrategy;
 use crate::consumer::rebalance::allocate;
 use crate::consumer::send_back::CLIENT_INNER_PRODUCER_GROUP;
 use crate::consumer::send_back::retry_message;
+use crate::consumer::subscription::MessageSelector;
 use crate::consumer::subscription::build_subscription_data;
 use crate::error::ClientError;
 use crate::error::ErrorKind;
@@ -107,7 +108,7 @@ enum Listener {
 pub struct PushConsumerBuilder {
     consumer_group: String,
     namesrv_addrs: Vec<String>,
-    subscriptions: Vec<(String, String)>,
+    subscriptions: Vec<(String, MessageSelector)>,
     message_model: MessageModel,
     consume_from: ConsumeFrom,
     allocate_strategy: AllocateStrategy,
@@ -195,7 +196,14 @@ impl PushConsumerBuilder {
 
     /// Subscribes `topic` with a tag expression: `"TagA || TagB"` or `"*"`.
     pub fn subscribe(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
-        self.subscriptions.push((topic.into(), expression.into()));
+        self.subscriptions.push((topic.into(), MessageSelector::Tag(expression.into())));
+        self
+    }
+
+    /// Subscribes `topic` with a selector: a tag expression or SQL92 over message properties
+    /// (`subscribe(topic, MessageSelector)`); the broker must have `enablePropertyFilter = true`.
+    pub fn subscribe_selector(mut self, topic: impl Into<String>, selector: MessageSelector) -> Self {
+        self.subscriptions.push((topic.into(), selector));
         self
     }
 
@@ -370,6 +378,9 @@ impl PushConsumerBuilder {
         if self.subscriptions.is_empty() {
             return Err(invalid("subscription is empty"));
         }
+        for (topic, selector) in &self.subscriptions {
+            selector.validate().map_err(|e| invalid(&format!("the SQL92 subscription of {topic} is invalid: {e}")))?;
+        }
         if !(1..=L::CONSUMER_PULL_BATCH_SIZE_MAX_COUNT).contains(&self.pull_batch_size) {
             return Err(invalid("pullBatchSize out of range [1, 1024]"));
         }
@@ -394,8 +405,8 @@ impl PushConsumerBuilder {
         )?);
         let mut subscriptions = BTreeMap::new();
         let version = now_ms();
-        for (topic, expression) in &self.subscriptions {
-            subscriptions.insert(topic.clone(), build_subscription_data(topic, expression, version));
+        for (topic, selector) in &self.subscriptions {
+            subscriptions.insert(topic.clone(), selector.subscription_data(topic, version));
         }
         let group_retry_topic = retry_topic(&self.consumer_group);
         if self.message_model == MessageModel::Clustering {

@@ -6,6 +6,9 @@
 //! the tag string of every pulled message again. Invariant: a message reaches a listener only if its
 //! subscription is `*` or its tag is one of the subscribed tags, exactly.
 
+use raftmq_common::filter::EXPRESSION_TYPE_SQL92;
+use raftmq_common::filter::FilterError;
+use raftmq_common::filter::SqlFilter;
 use raftmq_common::java::string_hash_code;
 use raftmq_common::message::MessageExt;
 use raftmq_common::protocol::body::heartbeat::SUB_ALL;
@@ -13,6 +16,40 @@ use raftmq_common::protocol::body::heartbeat::SubscriptionData;
 
 /// `ExpressionType.TAG`.
 pub const EXPRESSION_TYPE_TAG: &str = "TAG";
+
+/// How a subscription selects messages (`MessageSelector`): by tag, or by a SQL92 expression over
+/// the message's properties (evaluated by the broker; it needs `enablePropertyFilter = true`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MessageSelector {
+    /// `"TagA || TagB"` or `"*"` (`MessageSelector.byTag`).
+    Tag(String),
+    /// A SQL92 expression, e.g. `"a > 5 AND region = 'eu'"` (`MessageSelector.bySql`).
+    Sql92(String),
+}
+
+impl MessageSelector {
+    /// The subscription of `topic` this selector makes, at `sub_version`.
+    pub fn subscription_data(&self, topic: &str, sub_version: i64) -> SubscriptionData {
+        match self {
+            MessageSelector::Tag(expression) => build_subscription_data(topic, expression, sub_version),
+            MessageSelector::Sql92(expression) => SubscriptionData {
+                topic: topic.to_owned(),
+                sub_string: expression.trim().to_owned(),
+                sub_version,
+                expression_type: EXPRESSION_TYPE_SQL92.to_owned(),
+                ..SubscriptionData::default()
+            },
+        }
+    }
+
+    /// Checks a SQL92 expression before the consumer starts (the broker would refuse it on every pull).
+    pub fn validate(&self) -> Result<(), FilterError> {
+        match self {
+            MessageSelector::Tag(_) => Ok(()),
+            MessageSelector::Sql92(expression) => SqlFilter::compile(expression).map(|_| ()),
+        }
+    }
+}
 
 /// Parses `"TagA || TagB"` (or `"*"`, or empty = `*`) into a TAG subscription of `topic` with version
 /// `sub_version` (Java uses the clock in ms). Tags are trimmed; empty parts are skipped; codes are
@@ -41,7 +78,8 @@ pub fn build_subscription_data(topic: &str, sub_string: &str, sub_version: i64) 
 }
 
 /// Whether `msg` passes `sub` on the client: `*` (or a class-filter subscription) takes everything;
-/// otherwise the message's tag string must be one of the subscribed tags.
+/// otherwise the message's tag string must be one of the subscribed tags. A SQL92 subscription has
+/// no tags: the broker filtered it, the client takes what it returns (as Java's client does).
 pub fn tag_matches(sub: &SubscriptionData, msg: &MessageExt) -> bool {
     if sub.tags_set.is_empty() || sub.class_filter_mode {
         return true;

@@ -106,6 +106,26 @@ impl SubscriptionData {
     }
 }
 
+/// CHECK_CLIENT_CONFIG (46) request body (`CheckClientRequestBody`): before it starts, a consumer
+/// whose subscription is not a TAG expression asks each broker whether it can filter by it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CheckClientRequestBody {
+    /// The asking client (`ip@instanceName`).
+    #[serde(deserialize_with = "null_as_default")]
+    pub client_id: String,
+    /// Consumer group.
+    #[serde(deserialize_with = "null_as_default")]
+    pub group: String,
+    /// The subscription to check.
+    #[serde(deserialize_with = "null_as_default")]
+    pub subscription_data: SubscriptionData,
+}
+
+impl JsonBody for CheckClientRequestBody {
+    const NAME: &'static str = "CheckClientRequestBody";
+}
+
 /// A consumer group the client belongs to (`ConsumerData`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
