@@ -6,6 +6,7 @@
 #
 #   jepsen/soak.sh OUT FIRST COUNT [LANES] [TIME_LIMIT_S] [NEMESES]
 #   jepsen/soak.sh soak 5000 20 4 300    # the 20 × 300 s runs of jepsen/RESULTS.md
+#   RAFTMQ_JEPSEN_ARGS="--tx-producers 2" jepsen/soak.sh soak 9200 8 4 240   # with transactions
 #
 # Needs root (ip netns, iptables) and release binaries: cargo build --release -p raftmq -p raftmq-jepsen
 set -euo pipefail
@@ -17,6 +18,8 @@ lanes=${4:-4}
 time_limit=${5:-300}
 nemeses=${6:-partition,kill,pause,lose-unfsynced,power-loss,namesrv,clock,membership}
 bin=${RAFTMQ_JEPSEN_BIN:-target/release/raftmq-jepsen}
+# Extra raftmq-jepsen arguments for every run, split on spaces (e.g. "--tx-producers 2").
+read -r -a extra <<<"${RAFTMQ_JEPSEN_ARGS:-}"
 
 mkdir -p "$out"
 lane() {
@@ -24,7 +27,7 @@ lane() {
     for ((seed = first + lane; seed < first + count; seed += lanes)); do
         local dir="$out/$seed"
         local started=$SECONDS rc=0
-        "$bin" --nemesis "$nemeses" --time-limit "$time_limit" --seed "$seed" --out "$dir" \
+        "$bin" --nemesis "$nemeses" --time-limit "$time_limit" --seed "$seed" --out "$dir" "${extra[@]}" \
             >"$out/$seed.out" 2>"$out/$seed.err" || rc=$?
         rm -rf "$dir"/nodes/*/store
         find "$dir" \( -name '*.log' -o -name '*.jsonl' -o -name 'dumps.json' \) -exec gzip -f {} + 2>/dev/null || true
