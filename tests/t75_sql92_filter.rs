@@ -7,7 +7,8 @@
 //!   order; CHECK_CLIENT_CONFIG accepts the expression and refuses a broken one with
 //!   SUBSCRIPTION_PARSE_FAILED.
 //! - t76: a broker with `enablePropertyFilter` off (RocketMQ's default) refuses SQL92 consumers with
-//!   SYSTEM_ERROR and RocketMQ's remark, at CHECK_CLIENT_CONFIG and at PULL_MESSAGE.
+//!   SYSTEM_ERROR and RocketMQ's remark, at CHECK_CLIENT_CONFIG and at PULL_MESSAGE; the SDK's
+//!   consumer fails at start; a broken expression fails at build.
 
 mod t40_cluster;
 
@@ -156,5 +157,21 @@ async fn t76_sql92_is_refused_unless_enabled() -> Result<()> {
     ensure!(pull.response_code() == ResponseCode::SystemError, "{pull:?}");
     ensure!(pull.remark.as_deref() == Some(remark), "{:?}", pull.remark);
     client.close().await;
+
+    // The SDK asks before it starts (`checkClientInBroker`) and fails there, not on every pull.
+    let consumer = PushConsumer::builder("t76-consumers")
+        .namesrv_addr(&cluster.namesrv_addr)
+        .subscribe_selector(topic, MessageSelector::Sql92("a > 1".into()))
+        .listener_orderly(|_: &[MessageExt], _: &mut ConsumeOrderlyContext| ConsumeOrderlyStatus::Success)
+        .build()?;
+    let refused = consumer.start().await.err().map(|e| e.to_string()).unwrap_or_default();
+    ensure!(refused.contains("does not support consumer to filter message by SQL92"), "start: {refused:?}");
+    // A broken expression never reaches a broker: the builder refuses it.
+    let broken = PushConsumer::builder("t76-broken")
+        .namesrv_addr(&cluster.namesrv_addr)
+        .subscribe_selector(topic, MessageSelector::Sql92("a >".into()))
+        .listener_orderly(|_: &[MessageExt], _: &mut ConsumeOrderlyContext| ConsumeOrderlyStatus::Success)
+        .build();
+    ensure!(broken.is_err(), "a broken SQL92 expression is refused at build");
     cluster.shutdown().await
 }

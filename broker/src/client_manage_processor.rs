@@ -124,13 +124,23 @@ pub fn notify_consumer_ids_changed(ctx: &BrokerContext, group: &str) {
 /// CHECK_CLIENT_CONFIG (`checkClientConfig`): whether this broker can filter by the consumer's
 /// subscription. TAG always; SQL92 when `enablePropertyFilter` is on and the expression compiles.
 pub fn check_client_config(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    // Java answers SUCCESS when there is nothing to check.
+    if request.body.is_empty() {
+        return Ok(RemotingCommand::success());
+    }
     let check: CheckClientRequestBody = body(request)?;
     let sub = &check.subscription_data;
     let kind = sub.expression_type.as_str();
-    if kind.is_empty() || kind.eq_ignore_ascii_case("TAG") {
+    if kind.is_empty() || kind == "TAG" {
         return Ok(RemotingCommand::success());
     }
     if !is_sql92(Some(kind)) {
+        if !ctx.config.enable_property_filter {
+            return Err(refuse(
+                ResponseCode::SystemError,
+                format!("The broker does not support consumer to filter message by {kind}"),
+            ));
+        }
         return Err(refuse(ResponseCode::SubscriptionParseFailed, format!("unknown expression type {kind}")));
     }
     sql_filter(ctx, &sub.sub_string)?;

@@ -363,6 +363,7 @@ async fn hand_over_removed_leadership(ctx: &BrokerContext) -> Option<GroupStatus
     if let Some(target) = target {
         info!(from = me, to = target, "the removed leader hands over leadership");
         match node.transfer_leader(target).await {
+            // Polled at the target: a removed node may never hear from the new leader itself.
             Ok(()) => view = wait_ready_leader(ctx, target, deadline).await,
             Err(e) => warn!(to = target, error = %e, "leadership transfer failed"),
         }
@@ -411,16 +412,7 @@ pub async fn transfer_leader(ctx: &BrokerContext, to: Option<u64>) -> Result<Mem
     info!(from = me, to = target, "transferring leadership");
     ctx.replica.node().transfer_leader(target).await.map_err(|e| raft_error(ctx, e))?;
     let deadline = started + Duration::from_millis(LEADER_TRANSFER_MAX_MS);
-    // The target campaigns as soon as it hears of the transfer and wins within a few round trips;
-    // if it has not led within two election timeouts it never heard (it stopped a moment ago, or
-    // is cut off): say so now rather than at the deadline.
-    let election_wait = Duration::from_millis(ctx.config.raft_election_timeout_max_ms.saturating_mul(2));
-    let moved_by = deadline.min(started + election_wait);
-    let mut leadership = ctx.replica.leadership_watch();
-    let moved = leadership.wait_for(|l| l.leader_id == Some(target) && l.role != Role::Leader);
-    // A bool, not the watch's borrow: that must not live across the next await.
-    let moved = tokio::time::timeout_at(moved_by.into(), moved).await.is_ok_and(|r| r.is_ok());
-    if !moved || wait_ready_leader(ctx, target, deadline).await.is_none() {
+    if !wait_moved(ctx, target, deadline).await || wait_ready_leader(ctx, target, deadline).await.is_none() {
         return Err(MembershipError::TransferTimeout {
             to: target,
             waited_ms: elapsed_ms(started),
@@ -435,6 +427,20 @@ pub async fn transfer_leader(ctx: &BrokerContext, to: Option<u64>) -> Result<Mem
 /// it would leave the group without a leader until an election timeout.
 fn live_ack_age_max_ms(ctx: &BrokerContext) -> u64 {
     ctx.config.raft_heartbeat_interval_ms.saturating_mul(4).max(LEADER_TRANSFER_TARGET_ACK_AGE_MIN_MS)
+}
+
+/// Waits until this node sees `target` lead. The target campaigns as soon as it hears of the
+/// transfer; if it did not (it stopped a moment ago, is cut off, or is still catching up), the
+/// group's ordinary election, 1–2 election timeouts after the last heartbeat, settles it instead:
+/// three election timeouts after the transfer the outcome is known, and a miss is reported then
+/// rather than at the deadline.
+async fn wait_moved(ctx: &BrokerContext, target: u64, deadline: Instant) -> bool {
+    let election_wait = Duration::from_millis(ctx.config.raft_election_timeout_max_ms.saturating_mul(3));
+    let moved_by = deadline.min(Instant::now() + election_wait);
+    let mut leadership = ctx.replica.leadership_watch();
+    let moved = leadership.wait_for(|l| l.leader_id == Some(target) && l.role != Role::Leader);
+    // A bool, not the watch's borrow: that must not live across an await.
+    tokio::time::timeout_at(moved_by.into(), moved).await.is_ok_and(|r| r.is_ok())
 }
 
 /// The voter to hand leadership to: `to` if it is a caught-up, live voter, else the caught-up live

@@ -146,7 +146,7 @@ impl MessageFilter {
         MessageFilter { all: true, ..MessageFilter::default() }
     }
 
-    /// The filter of a TAG subscription (the caller rejects SQL92 before pulling).
+    /// The filter of a TAG subscription (a SQL92 one is built by [`MessageFilter::sql`]).
     pub fn from_subscription(sub: &SubscriptionData) -> Self {
         if sub.class_filter_mode || sub.is_sub_all() {
             return MessageFilter::all();

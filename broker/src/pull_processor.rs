@@ -98,9 +98,10 @@ pub fn sql_filter(ctx: &BrokerContext, expression: &str) -> Result<MessageFilter
     })
 }
 
-/// Whether an `expressionType` names SQL92 (absent or anything else is TAG, as in RocketMQ).
+/// Whether an `expressionType` names SQL92, exactly as RocketMQ compares it (absent or anything
+/// else is filtered as TAG).
 pub fn is_sql92(expression_type: Option<&str>) -> bool {
-    expression_type.is_some_and(|t| t.eq_ignore_ascii_case(EXPRESSION_TYPE_SQL92))
+    expression_type == Some(EXPRESSION_TYPE_SQL92)
 }
 
 fn filter_of(ctx: &BrokerContext, h: &PullMessageRequestHeader) -> Result<MessageFilter, RemotingCommand> {

@@ -14,6 +14,8 @@
 //! - Heartbeats go to **every** address of every group of the subscribed topics (followers too).
 //! - Every call is bounded by a deadline; no lock is held across an `.await`.
 
+use raftmq_common::protocol::body::heartbeat::CheckClientRequestBody;
+use raftmq_common::protocol::body::heartbeat::SubscriptionData;
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -48,6 +50,7 @@ use raftmq_common::remoting::RemotingClient;
 use raftmq_common::remoting::processor_fn;
 use tokio::sync::Notify;
 
+use crate::consumer::subscription::EXPRESSION_TYPE_TAG;
 use crate::error::ClientError;
 use crate::error::ErrorKind;
 use crate::error::Result;
@@ -210,6 +213,32 @@ impl ClientInstance {
             }
         }
         ok
+    }
+
+    /// CHECK_CLIENT_CONFIG (`checkClientInBroker`): every broker of each routed topic whose
+    /// subscription is not a TAG expression must accept it, so a consumer whose brokers cannot filter
+    /// by it fails at start instead of pulling errors forever. A topic without a route yet is checked
+    /// by nobody (its pulls will say).
+    pub async fn check_client_in_broker(&self, subscriptions: &BTreeMap<String, SubscriptionData>) -> Result<()> {
+        for (topic, sub) in subscriptions {
+            if sub.expression_type.is_empty() || sub.expression_type == EXPRESSION_TYPE_TAG {
+                continue;
+            }
+            let body = CheckClientRequestBody {
+                client_id: self.client_id.clone(),
+                group: self.group.clone(),
+                subscription_data: sub.clone(),
+            }
+            .encode()
+            .map_err(|e| ClientError::invalid_argument("checkClientInBroker", e.to_string()))?;
+            for addr in self.broker_addrs_of(std::slice::from_ref(topic)) {
+                let request = RemotingCommand::request(RequestCode::CheckClientConfig).with_body(body.clone());
+                self.call_ok("checkClientInBroker", &addr, request)
+                    .await
+                    .map_err(|e| e.with_context("topic", topic).with_context("expression", &sub.sub_string))?;
+            }
+        }
+        Ok(())
     }
 
     /// UNREGISTER_CLIENT for the consumer group at every address in `addrs`; failures are logged.

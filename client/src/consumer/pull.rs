@@ -407,6 +407,11 @@ impl PullConsumer {
                 tracing::warn!(topic, error = %e, "no route for a topic yet");
             }
         }
+        if let Err(e) = inner.client.check_client_in_broker(&inner.subscriptions).await {
+            inner.client.routes.stop_polling();
+            inner.state.store(STATE_SHUTDOWN, Ordering::Release);
+            return Err(e);
+        }
         inner.send_heartbeat().await;
         if inner.config.assigned.is_empty() {
             let me = inner.clone();

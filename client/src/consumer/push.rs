@@ -609,6 +609,12 @@ impl PushConsumer {
                 tracing::warn!(topic, error = %e, "no route for a subscribed topic yet");
             }
         }
+        if let Err(e) = inner.client.check_client_in_broker(&inner.subscriptions).await {
+            inner.client.routes.stop_polling();
+            inner.retry_producer.shutdown().await;
+            inner.state.store(STATE_SHUTDOWN, Ordering::Release);
+            return Err(e);
+        }
         inner.send_heartbeat().await;
         self.spawn_timers();
         tracing::info!(group = %self.consumer_group(), client_id = %self.client_id(), "push consumer started");
