@@ -324,6 +324,9 @@ struct LiteQueue {
 #[derive(Debug)]
 struct ConsumeRequest {
     mq: MessageQueue,
+    /// The fetch state the batch was fetched for: a queue released and taken again has a new one
+    /// (whose generations start at 0 again), so the generation alone cannot tell a stale batch.
+    queue: Arc<LiteQueue>,
     generation: u64,
     msgs: Vec<MessageExt>,
 }
@@ -477,11 +480,15 @@ impl PullConsumer {
                     Ok(None) | Err(_) => return Ok(Vec::new()),
                 },
             };
-            let Some(queue) = lock(&inner.queues).get(&request.mq).cloned() else { continue };
+            let queue = &request.queue;
             queue.cached.fetch_sub(request.msgs.len() as u64, Ordering::AcqRel);
             queue.wake.notify_waiters();
+            // A batch of a released queue must not reach the caller, nor move the consumed offset
+            // of the queue's next incarnation (found by jepsen: a batch fetched before a release
+            // and re-take was delivered after it, then redelivered from the committed offset).
+            let assigned = lock(&inner.queues).get(&request.mq).is_some_and(|q| Arc::ptr_eq(q, queue));
             let current = lock(&queue.pull).1;
-            if queue.dropped.load(Ordering::Acquire) || request.generation != current {
+            if !assigned || queue.dropped.load(Ordering::Acquire) || request.generation != current {
                 continue;
             }
             if let Some(last) = request.msgs.last() {
@@ -691,7 +698,8 @@ impl LiteInner {
                         continue;
                     }
                     queue.cached.fetch_add(result.msgs.len() as u64, Ordering::AcqRel);
-                    let request = ConsumeRequest { mq: mq.clone(), generation, msgs: result.msgs };
+                    let request =
+                        ConsumeRequest { mq: mq.clone(), queue: Arc::clone(&queue), generation, msgs: result.msgs };
                     tokio::select! {
                         biased;
                         _ = self.shutdown.cancelled() => return,
