@@ -252,6 +252,28 @@ async fn answer_checks(
     Ok(())
 }
 
+/// Waits until the broker at `addr` has checked (or seen ended) every half stored so far: the
+/// check progress, consumer offset of CID_RMQ_SYS_TRANS on the half queue, reaches its end.
+async fn wait_check_progress(admin: &Admin, addr: &str) -> Result<()> {
+    let half_max = admin.max_offset(addr, RMQ_SYS_TRANS_HALF_TOPIC, 0).await?;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let progress = admin
+            .all_consumer_offset(addr)
+            .await?
+            .offset_table
+            .get(&format!("{RMQ_SYS_TRANS_HALF_TOPIC}@CID_RMQ_SYS_TRANS"))
+            .and_then(|q| q.get(&0).copied())
+            .unwrap_or(-1);
+        if progress >= half_max {
+            return Ok(());
+        }
+        ensure!(tokio::time::Instant::now() < deadline, "check progress {progress} never reached {half_max}");
+        // The progress is replicated state with no subscription API: poll it.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 fn addr_map(cluster: &Cluster) -> BTreeMap<SocketAddr, String> {
     cluster.running().into_iter().filter_map(|id| Some((cluster.addr(id).parse().ok()?, cluster.addr(id)))).collect()
 }
@@ -333,23 +355,7 @@ async fn t70_commit_rollback_and_check_back() -> Result<()> {
     // Once the check progress has passed every half and copy, nothing more can arrive: the
     // consumer saw each committed message once, in its real queue, and no rolled-back one.
     let admin = Admin::new(&cluster.namesrv_addr)?;
-    let half_max = admin.max_offset(&addr, RMQ_SYS_TRANS_HALF_TOPIC, 0).await?;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let progress = admin
-            .all_consumer_offset(&addr)
-            .await?
-            .offset_table
-            .get(&format!("{RMQ_SYS_TRANS_HALF_TOPIC}@CID_RMQ_SYS_TRANS"))
-            .and_then(|q| q.get(&0).copied())
-            .unwrap_or(-1);
-        if progress >= half_max {
-            break;
-        }
-        ensure!(tokio::time::Instant::now() < deadline, "check progress {progress} never reached {half_max}");
-        // The progress is replicated state with no subscription API: poll it.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_check_progress(&admin, &addr).await?;
     // Ends repeated after the check progress passed their halves write nothing either.
     producer.end_ok(&addr, &commit, commit_or_rollback::COMMIT_TYPE, false).await?;
     producer.end_ok(&addr, &rollback, commit_or_rollback::COMMIT_TYPE, false).await?;
@@ -474,23 +480,7 @@ async fn t72_sdk_transaction_producer_end_to_end() -> Result<()> {
     listener.wait_checked("sdk-late-rollback").await?;
     let leader = cluster.wait_leader(WAIT).await?;
     let admin = Admin::new(&cluster.namesrv_addr)?;
-    let half_max = admin.max_offset(&cluster.addr(leader), RMQ_SYS_TRANS_HALF_TOPIC, 0).await?;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let progress = admin
-            .all_consumer_offset(&cluster.addr(leader))
-            .await?
-            .offset_table
-            .get(&format!("{RMQ_SYS_TRANS_HALF_TOPIC}@CID_RMQ_SYS_TRANS"))
-            .and_then(|q| q.get(&0).copied())
-            .unwrap_or(-1);
-        if progress >= half_max {
-            break;
-        }
-        ensure!(tokio::time::Instant::now() < deadline, "check progress {progress} never reached {half_max}");
-        // Replicated state with no subscription API: poll it.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_check_progress(&admin, &cluster.addr(leader)).await?;
     let mut total = 0;
     for q in 0..4 {
         total += admin.max_offset(&cluster.addr(leader), topic, q).await?;

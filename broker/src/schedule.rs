@@ -37,6 +37,7 @@ use raftmq_common::limits::SCHEDULE_DELIVER_POLL_INTERVAL_MS;
 use raftmq_common::limits::SCHEDULE_DELIVER_RETRY_BACKOFF_MS;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::properties;
+use raftmq_common::message::properties::Properties;
 use raftmq_common::message::record::DecodeOptions;
 use raftmq_common::message::record::decode_record_bytes;
 use raftmq_common::message::record::encode_record_into;
@@ -133,13 +134,7 @@ pub fn restore_real(
     store_host: std::net::SocketAddr,
     store_timestamp: i64,
 ) -> Result<MessageExt, RestoreError> {
-    let props = &scheduled.message.properties;
-    let topic = props.get(properties::REAL_TOPIC).filter(|t| !t.is_empty()).ok_or(RestoreError::NoRealTopic)?;
-    let qid = props.get(properties::REAL_QID);
-    let queue_id = qid
-        .and_then(|q| q.parse::<i32>().ok())
-        .filter(|q| *q >= 0)
-        .ok_or_else(|| RestoreError::BadRealQueueId(qid.map(str::to_owned)))?;
+    let (topic, queue_id) = real_queue(&scheduled.message.properties)?;
     let mut message = scheduled.message.clone();
     message.topic = topic.to_owned();
     message.properties.remove(properties::DELAY);
@@ -156,6 +151,18 @@ pub fn restore_real(
         prepared_transaction_offset: scheduled.prepared_transaction_offset,
         ..MessageExt::default()
     })
+}
+
+/// The real topic and queue a redirected message (delayed, or a transaction half) keeps in its
+/// `REAL_TOPIC` / `REAL_QID` properties.
+pub fn real_queue(props: &Properties) -> Result<(&str, i32), RestoreError> {
+    let topic = props.get(properties::REAL_TOPIC).filter(|t| !t.is_empty()).ok_or(RestoreError::NoRealTopic)?;
+    let qid = props.get(properties::REAL_QID);
+    let queue_id = qid
+        .and_then(|q| q.parse::<i32>().ok())
+        .filter(|q| *q >= 0)
+        .ok_or_else(|| RestoreError::BadRealQueueId(qid.map(str::to_owned)))?;
+    Ok((topic, queue_id))
 }
 
 /// `correctDeliverTimestamp`: a delivery time further away than the level's delay (the storing

@@ -53,6 +53,7 @@ use crate::topic_config::AutoCreate;
 use crate::topic_config::SendTopic;
 use crate::topic_config::check_send_queue_id;
 use crate::topic_config::decide_send_topic;
+use crate::topic_config::one_queue_topic;
 use crate::transaction::redirect_half;
 
 /// `MixAll.DEFAULT_TRACE_REGION_ID`, sent as `MSG_REGION`.
@@ -191,13 +192,11 @@ async fn send(
         None => Target { topic: h.topic.clone(), queue_id, dead_letter: false, half },
     };
     if target.half {
-        ensure_topic(
-            ctx,
-            TopicConfig { read_queue_nums: 1, write_queue_nums: 1, ..TopicConfig::new(RMQ_SYS_TRANS_HALF_TOPIC) },
-        )
-        .await?;
+        ensure_topic(ctx, one_queue_topic(RMQ_SYS_TRANS_HALF_TOPIC)).await?;
     }
-    let uniq_key = messages.first().and_then(Message::uniq_key).map(str::to_owned);
+    // Only a half answers with its UNIQ_KEY: ordinary sends copy nothing.
+    let half_uniq_key =
+        if target.half { messages.first().and_then(Message::uniq_key).map(str::to_owned) } else { None };
     let (records, slots) = encode(ctx, &h, peer, &target, store_timestamp, messages)?;
     let stored =
         ctx.group_commit.submit(SendRequest { records, slots }).await.map_err(|e| e.to_response(broker_name))?;
@@ -207,12 +206,11 @@ async fn send(
         stored.iter().map(|s| OffsetMsgId::new(ctx.store_host, s.phy_offset).to_string()).collect::<Vec<_>>().join(",");
     // A half answers with its own offsets in the half queue (END_TRANSACTION names them) and, as
     // RocketMQ 5 does, its UNIQ_KEY as the transaction id.
-    let transaction_id = if target.half { uniq_key.clone() } else { None };
     let mut response = RemotingCommand::success().with_header(&SendMessageResponseHeader {
         msg_id,
         queue_id,
         queue_offset: first,
-        transaction_id,
+        transaction_id: half_uniq_key,
     });
     response.ext_fields.insert(FieldStr::const_new(MSG_REGION_KEY), FieldStr::const_new(REGION_ID_DEFAULT));
     response.ext_fields.insert(FieldStr::const_new(TRACE_ON_KEY), FieldStr::const_new("true"));

@@ -68,6 +68,11 @@ fn queues(name: &str, n: i32) -> TopicConfig {
     TopicConfig { read_queue_nums: n, write_queue_nums: n, ..TopicConfig::new(name) }
 }
 
+/// A system topic of one read and one write queue (the transaction half, op and check-max topics).
+pub fn one_queue_topic(name: &str) -> TopicConfig {
+    queues(name, 1)
+}
+
 /// The topics `TopicConfigManager`'s constructor creates (4.9.8), in its order.
 pub fn system_topics(o: &SystemTopicOptions) -> Vec<TopicConfig> {
     let mut out = vec![queues(RMQ_SYS_SELF_TEST_TOPIC, 1)];

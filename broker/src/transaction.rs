@@ -73,7 +73,6 @@ use raftmq_common::message::validate::RMQ_SYS_TRANS_OP_HALF_TOPIC;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
-use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::protocol::header::transaction::CheckTransactionStateRequestHeader;
 use raftmq_common::protocol::header::transaction::EndTransactionRequestHeader;
 use raftmq_common::protocol::header::transaction::commit_or_rollback;
@@ -93,8 +92,11 @@ use crate::group_commit::StoredRecord;
 use crate::processor::BrokerContext;
 use crate::query_processor::record_at;
 use crate::queue_offset::has_queue_offset;
+use crate::schedule::RestoreError;
+use crate::schedule::real_queue;
 use crate::send_back::ensure_topic;
 use crate::store::now_ms;
+use crate::topic_config::one_queue_topic;
 
 /// The group whose consumer offsets hold the check progress (`MixAll.CID_SYS_RMQ_TRANS`).
 pub const CID_RMQ_SYS_TRANS: &str = "CID_RMQ_SYS_TRANS";
@@ -142,13 +144,10 @@ fn real_target(half: &MessageExt) -> Result<(String, i32), HalfError> {
     if half.message.topic != RMQ_SYS_TRANS_HALF_TOPIC {
         return Err(HalfError::NotAHalf(half.message.topic.clone()));
     }
-    let props = &half.message.properties;
-    let topic = props.get(properties::REAL_TOPIC).filter(|t| !t.is_empty()).ok_or(HalfError::NoRealTopic)?;
-    let qid = props.get(properties::REAL_QID);
-    let queue_id = qid
-        .and_then(|q| q.parse::<i32>().ok())
-        .filter(|q| *q >= 0)
-        .ok_or_else(|| HalfError::BadRealQueueId(qid.map(str::to_owned)))?;
+    let (topic, queue_id) = real_queue(&half.message.properties).map_err(|e| match e {
+        RestoreError::NoRealTopic => HalfError::NoRealTopic,
+        RestoreError::BadRealQueueId(qid) => HalfError::BadRealQueueId(qid),
+    })?;
     Ok((topic.to_owned(), queue_id))
 }
 
@@ -521,10 +520,6 @@ fn encode_request(records: &[MessageExt]) -> Result<SendRequest, String> {
     Ok(SendRequest { records: out, slots })
 }
 
-fn system_topic(name: &str) -> TopicConfig {
-    TopicConfig { read_queue_nums: 1, write_queue_nums: 1, ..TopicConfig::new(name) }
-}
-
 // ---------------------------------------------------------------------------------------------
 // END_TRANSACTION.
 // ---------------------------------------------------------------------------------------------
@@ -619,7 +614,7 @@ fn check_prepare_message(half: &MessageExt, h: &EndTransactionRequestHeader) -> 
 
 async fn write_end(ctx: &BrokerContext, term: u64, half: &MessageExt, commit: bool) -> Result<(), RemotingCommand> {
     let broker_name = &ctx.config.broker_name;
-    ensure_topic(ctx, system_topic(RMQ_SYS_TRANS_OP_HALF_TOPIC)).await?;
+    ensure_topic(ctx, one_queue_topic(RMQ_SYS_TRANS_OP_HALF_TOPIC)).await?;
     // The claim is this term's: a leader of a later term keeps its own, and must not be raced.
     if ctx.replica.ready_term() != Some(term) {
         return Err(refuse(ResponseCode::SlaveNotAvailable, "Store is not in master status"));
@@ -799,7 +794,7 @@ async fn round_batch(ctx: &BrokerContext, term: u64, round_end: u64) -> Result<(
     }
     if !puts.is_empty() {
         if puts.iter().any(|p| p.record.message.topic == RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC) {
-            ensure_topic(ctx, system_topic(RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC)).await.map_err(|_| ())?;
+            ensure_topic(ctx, one_queue_topic(RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC)).await.map_err(|_| ())?;
         }
         let records: Vec<MessageExt> = puts.iter().map(|p| p.record.clone()).collect();
         let request = encode_request(&records).map_err(|e| warn!(error = %e, "check copies cannot be encoded"))?;

@@ -21,8 +21,6 @@ use anyhow::Context;
 use anyhow::Result;
 use anyhow::bail;
 use bytes::Bytes;
-use common::CLUSTER;
-use common::RPC_TIMEOUT;
 use common::start_namesrv;
 use raftmq_client::ErrorKind;
 use raftmq_client::LocalTransactionState;
@@ -42,13 +40,7 @@ use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::JsonBody;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
-use raftmq_common::protocol::body::register::RegisterBrokerBody;
-use raftmq_common::protocol::body::register::TopicConfigSerializeWrapper;
-use raftmq_common::protocol::body::register::body_crc32;
-use raftmq_common::protocol::body::topic::DataVersion;
-use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::protocol::body::topic::perm;
-use raftmq_common::protocol::header::namesrv::RegisterBrokerRequestHeader;
 use raftmq_common::protocol::header::send::SendMessageRequestHeader;
 use raftmq_common::protocol::header::send::SendMessageResponseHeader;
 use raftmq_common::protocol::header::transaction::CheckTransactionStateRequestHeader;
@@ -142,32 +134,15 @@ impl FakeTxBroker {
 
     /// REGISTER_BROKER as brokerId 0 of [`BROKER_NAME`] with [`TOPIC`] (4 queues, read-write).
     async fn register(&self, namesrv: &str) -> Result<()> {
-        let mut wrapper = TopicConfigSerializeWrapper {
-            data_version: DataVersion { counter: 1, timestamp: 1_700_000_000_000 },
-            ..Default::default()
-        };
-        let config =
-            TopicConfig { read_queue_nums: 4, write_queue_nums: 4, perm: perm::READ_WRITE, ..TopicConfig::new(TOPIC) };
-        wrapper.topic_config_table.insert(TOPIC.to_owned(), config);
-        let body = RegisterBrokerBody { filter_server_list: vec![], topic_config_serialize_wrapper: wrapper }
-            .encode_body(false)?;
-        let header = RegisterBrokerRequestHeader {
-            broker_name: BROKER_NAME.into(),
-            broker_addr: self.addr.clone(),
-            cluster_name: CLUSTER.into(),
-            ha_server_addr: self.addr.clone(),
-            broker_id: 0,
-            heartbeat_timeout_millis: None,
-            compressed: false,
-            body_crc32: body_crc32(&body),
-            raft: None,
-        };
-        let request = RemotingCommand::request_with_header(RequestCode::RegisterBroker, &header).with_body(body);
-        let response = self.namesrv_client.invoke(namesrv, request, RPC_TIMEOUT).await?;
-        if response.response_code() != ResponseCode::Success {
-            bail!("REGISTER_BROKER failed: {} {:?}", response.response_code(), response.remark);
-        }
-        Ok(())
+        common::register_broker(
+            &self.namesrv_client,
+            namesrv,
+            BROKER_NAME,
+            0,
+            &self.addr,
+            &[(TOPIC, 4, perm::READ_WRITE)],
+        )
+        .await
     }
 
     fn set_reply(&self, code: ResponseCode, transaction_id: Option<&str>) {

@@ -146,38 +146,7 @@ impl FakeBroker {
 
     /// REGISTER_BROKER with `namesrv`: `(topic, queue count, perm)` per topic.
     pub async fn register(&self, namesrv: &str, topics: &[(&str, i32, i32)]) -> Result<()> {
-        let mut wrapper = TopicConfigSerializeWrapper {
-            data_version: DataVersion { counter: 1, timestamp: 1_700_000_000_000 },
-            ..Default::default()
-        };
-        for (topic, queues, perm) in topics {
-            let config = TopicConfig {
-                read_queue_nums: *queues,
-                write_queue_nums: *queues,
-                perm: *perm,
-                ..TopicConfig::new(*topic)
-            };
-            wrapper.topic_config_table.insert((*topic).to_owned(), config);
-        }
-        let body = RegisterBrokerBody { filter_server_list: vec![], topic_config_serialize_wrapper: wrapper }
-            .encode_body(false)?;
-        let header = RegisterBrokerRequestHeader {
-            broker_name: self.broker_name.clone(),
-            broker_addr: self.addr.clone(),
-            cluster_name: CLUSTER.into(),
-            ha_server_addr: self.addr.clone(),
-            broker_id: self.broker_id,
-            heartbeat_timeout_millis: None,
-            compressed: false,
-            body_crc32: body_crc32(&body),
-            raft: None,
-        };
-        let request = RemotingCommand::request_with_header(RequestCode::RegisterBroker, &header).with_body(body);
-        let response = self.namesrv_client.invoke(namesrv, request, RPC_TIMEOUT).await?;
-        if response.response_code() != ResponseCode::Success {
-            bail!("REGISTER_BROKER failed: {} {:?}", response.response_code(), response.remark);
-        }
-        Ok(())
+        register_broker(&self.namesrv_client, namesrv, &self.broker_name, self.broker_id, &self.addr, topics).await
     }
 
     pub fn set_behavior(&self, behavior: Behavior) {
@@ -283,4 +252,48 @@ impl FakeState {
             transaction_id: None,
         })
     }
+}
+
+/// REGISTER_BROKER of a fake broker `broker_name`/`broker_id` at `addr` with `namesrv`:
+/// `(topic, queue count, perm)` per topic.
+pub async fn register_broker(
+    namesrv_client: &RemotingClient,
+    namesrv: &str,
+    broker_name: &str,
+    broker_id: i64,
+    addr: &str,
+    topics: &[(&str, i32, i32)],
+) -> Result<()> {
+    let mut wrapper = TopicConfigSerializeWrapper {
+        data_version: DataVersion { counter: 1, timestamp: 1_700_000_000_000 },
+        ..Default::default()
+    };
+    for (topic, queues, perm) in topics {
+        let config = TopicConfig {
+            read_queue_nums: *queues,
+            write_queue_nums: *queues,
+            perm: *perm,
+            ..TopicConfig::new(*topic)
+        };
+        wrapper.topic_config_table.insert((*topic).to_owned(), config);
+    }
+    let body = RegisterBrokerBody { filter_server_list: vec![], topic_config_serialize_wrapper: wrapper }
+        .encode_body(false)?;
+    let header = RegisterBrokerRequestHeader {
+        broker_name: broker_name.to_owned(),
+        broker_addr: addr.to_owned(),
+        cluster_name: CLUSTER.into(),
+        ha_server_addr: addr.to_owned(),
+        broker_id,
+        heartbeat_timeout_millis: None,
+        compressed: false,
+        body_crc32: body_crc32(&body),
+        raft: None,
+    };
+    let request = RemotingCommand::request_with_header(RequestCode::RegisterBroker, &header).with_body(body);
+    let response = namesrv_client.invoke(namesrv, request, RPC_TIMEOUT).await?;
+    if response.response_code() != ResponseCode::Success {
+        bail!("REGISTER_BROKER failed: {} {:?}", response.response_code(), response.remark);
+    }
+    Ok(())
 }
