@@ -144,9 +144,9 @@ fn smoke_schedules_pass_and_the_self_test_finds_loss() {
 
 /// Removes the results of a passed run unless the user named the folder (`RAFTMQ_JEPSEN_OUT`).
 fn remove_default_folder(out: &Path) {
-    if std::env::var_os("RAFTMQ_JEPSEN_OUT").is_none() {
-        if let Err(e) = std::fs::remove_dir_all(out) {
-            println!("could not remove the smoke folder {}: {e}", out.display());
-        }
+    if std::env::var_os("RAFTMQ_JEPSEN_OUT").is_none()
+        && let Err(e) = std::fs::remove_dir_all(out)
+    {
+        println!("could not remove the smoke folder {}: {e}", out.display());
     }
 }
