@@ -196,6 +196,7 @@ impl Broker {
             metrics,
             draining: AtomicBool::new(false),
             transactions: crate::transaction::TransactionState::new(),
+            sql_filters: crate::pull::SqlFilterCache::default(),
         });
 
         let mut table = ProcessorTable::new();

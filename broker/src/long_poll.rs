@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! pull finds nothing (PULL_NOT_FOUND + suspend) ─▶ suspend(topic, queue, offset, filter, deadline, T) ─▶ WaiterId
-//! apply adds units to (topic, queue) ──────────▶ notify(topic, queue, max_offset, tags codes) ─▶ Vec<Woken<T>>
+//! apply adds units to (topic, queue) ──────────▶ notify(topic, queue, max_offset, arrivals) ─▶ Vec<Woken<T>>
 //! timer at next_deadline() ────────────────────▶ expire(now) ─▶ Vec<Woken<T>>
 //! connection closed ───────────────────────────▶ cancel(id) ─▶ Option<T>
 //! broker shutting down ────────────────────────▶ close() ─▶ Vec<T> (and every later suspend is refused)
@@ -23,6 +23,16 @@ use std::collections::HashMap;
 use raftmq_common::limits::LONG_POLL_WAITERS_MAX_COUNT;
 
 use crate::pull::MessageFilter;
+
+/// A message that just became readable, as much of it as a waiter's filter looks at: its unit's
+/// tags code (TAG filters) and its properties in wire form (SQL92 filters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arrival<'a> {
+    /// The ConsumeQueue unit's tags code.
+    pub tags_code: i64,
+    /// The record's properties string.
+    pub properties: &'a str,
+}
 
 /// Handle of a suspended pull.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -136,14 +146,17 @@ impl<T> LongPollRegistry<T> {
     }
 
     /// Messages up to `max_offset` (exclusive) are now readable in a queue (`notifyMessageArriving`).
-    /// Wakes the waiters whose offset is below it and whose filter matches one of `tags_codes` (`None`:
-    /// codes unknown, every such waiter wakes). Also wakes waiters whose deadline passed by `now_ms`.
+    /// Wakes the waiters whose offset is below it and whose filter matches one of `arrivals` (`None`:
+    /// the messages are unknown, every such waiter wakes). A SQL92 waiter is matched on the
+    /// properties, as Java's `isMatchedByCommitLog(null, properties)` does, so a subscription that
+    /// selects few messages is not re-pulled for every message of its queue. Also wakes waiters whose
+    /// deadline passed by `now_ms`.
     pub fn notify(
         &mut self,
         topic: &str,
         queue_id: i32,
         max_offset: i64,
-        tags_codes: Option<&[i64]>,
+        arrivals: Option<&[Arrival<'_>]>,
         now_ms: u64,
     ) -> Vec<Woken<T>> {
         let key = (topic.to_owned(), queue_id);
@@ -152,7 +165,7 @@ impl<T> LongPollRegistry<T> {
         let mut kept = Vec::with_capacity(list.len());
         for w in list.drain(..) {
             let arrived = max_offset > w.pull_from_offset
-                && tags_codes.is_none_or(|codes| codes.iter().any(|c| w.filter.matches_code(*c)));
+                && arrivals.is_none_or(|list| list.iter().any(|a| w.filter.matches_arrival(a.tags_code, a.properties)));
             let reason = if arrived {
                 Some(WakeReason::MessageArrived)
             } else if now_ms >= w.deadline_ms {
@@ -227,12 +240,43 @@ impl<T> LongPollRegistry<T> {
 
 #[cfg(test)]
 mod tests {
+    use raftmq_common::filter::SqlFilter;
     use raftmq_common::message::tag::tags_code;
 
     use super::*;
 
     fn only(tag: &str) -> MessageFilter {
         MessageFilter { all: false, codes: vec![tags_code(Some(tag)) as i32], tags: vec![tag.to_owned()], sql: None }
+    }
+
+    fn tagged(tag: &str) -> Arrival<'static> {
+        Arrival { tags_code: tags_code(Some(tag)), properties: "" }
+    }
+
+    fn sql(expression: &str) -> MessageFilter {
+        MessageFilter::sql(SqlFilter::compile(expression).expect("a valid expression"))
+    }
+
+    #[test]
+    fn a_sql92_waiter_wakes_only_for_a_message_whose_properties_match() {
+        let mut r = LongPollRegistry::with_capacity(8);
+        let red = r.suspend("T", 0, 5, sql("color = 'red'"), 15_000, "red").unwrap();
+        let big = r.suspend("T", 0, 5, sql("size > 10"), 15_000, "big").unwrap();
+        let blue = "color\u{1}blue\u{2}size\u{1}3\u{2}";
+        assert!(r.notify("T", 0, 6, Some(&[Arrival { tags_code: 0, properties: blue }]), 1_000).is_empty());
+        assert_eq!(r.len(), 2);
+        let red_and_big = "color\u{1}red\u{2}size\u{1}11\u{2}";
+        let woken = r.notify(
+            "T",
+            0,
+            8,
+            Some(&[Arrival { tags_code: 0, properties: blue }, Arrival { tags_code: 0, properties: red_and_big }]),
+            1_000,
+        );
+        let mut ids = woken.iter().map(|w| w.id).collect::<Vec<_>>();
+        ids.sort_unstable();
+        assert_eq!(ids, vec![red, big]);
+        assert!(r.is_empty());
     }
 
     #[test]
@@ -242,11 +286,11 @@ mod tests {
         let b = r.suspend("T", 0, 7, MessageFilter::all(), 15_000, "b").unwrap();
         let c = r.suspend("T", 0, 5, only("x"), 15_000, "c").unwrap();
         r.suspend("T", 1, 5, MessageFilter::all(), 15_000, "other queue").unwrap();
-        let woken = r.notify("T", 0, 6, Some(&[tags_code(Some("y"))]), 1_000);
+        let woken = r.notify("T", 0, 6, Some(&[tagged("y")]), 1_000);
         assert_eq!(woken.iter().map(|w| (w.id, w.payload)).collect::<Vec<_>>(), vec![(a, "a")]);
         assert_eq!(woken[0].reason, WakeReason::MessageArrived);
         assert_eq!(r.len(), 3);
-        let woken = r.notify("T", 0, 8, Some(&[tags_code(Some("x"))]), 1_000);
+        let woken = r.notify("T", 0, 8, Some(&[tagged("x")]), 1_000);
         assert_eq!(woken.iter().map(|w| w.id).collect::<Vec<_>>(), vec![b, c]);
         assert_eq!(r.notify("T", 0, 100, None, 1_000).len(), 0);
         assert_eq!(r.notify("nope", 0, 100, None, 1_000).len(), 0);
@@ -290,7 +334,7 @@ mod tests {
         r.suspend("T", 0, 5, only("x"), 100, 1).unwrap();
         r.suspend("T", 0, 5, only("x"), 500, 2).unwrap();
         assert!(matches!(r.suspend("T", 0, 5, MessageFilter::all(), 100, 3), Err(Full(3))));
-        let woken = r.notify("T", 0, 9, Some(&[0]), 200);
+        let woken = r.notify("T", 0, 9, Some(&[Arrival { tags_code: 0, properties: "" }]), 200);
         assert_eq!(woken.iter().map(|w| (w.payload, w.reason)).collect::<Vec<_>>(), vec![(1, WakeReason::Timeout)]);
         assert_eq!(r.len(), 1);
         assert_eq!(r.queues().collect::<Vec<_>>(), vec![("T", 0)]);

@@ -95,6 +95,8 @@ pub struct BrokerContext {
     pub register_now: Notify,
     /// Transfer limits of one pull.
     pub pull_limits: PullLimits,
+    /// SQL92 subscriptions compiled once for all pulls.
+    pub sql_filters: crate::pull::SqlFilterCache,
     /// This replica's Prometheus metrics.
     pub metrics: crate::metrics::BrokerMetrics,
     /// The leader's transaction bookkeeping (ended halves, check progress).

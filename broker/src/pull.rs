@@ -27,13 +27,18 @@
 //! ([`MessageFilter::matches_tag`]) so hash collisions are dropped here rather than by the client (same
 //! consumer-visible result, same nextBeginOffset); `suggestWhichBrokerId` is always 0 (no slave reads).
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::MutexGuard;
 
 use bytes::Bytes;
+use raftmq_common::filter::FilterError;
 use raftmq_common::filter::SqlFilter;
 use raftmq_common::java::string_hash_code;
 use raftmq_common::limits::LONG_POLL_SUSPEND_MAX_MS;
 use raftmq_common::limits::PULL_FILTER_SCAN_MIN_BYTES;
+use raftmq_common::limits::SQL_FILTER_CACHE_MAX_COUNT;
 use raftmq_common::message::properties;
 use raftmq_common::message::properties::Properties;
 use raftmq_common::message::record::DecodeOptions;
@@ -159,13 +164,27 @@ impl MessageFilter {
 
     /// A SQL92 subscription's filter.
     pub fn sql(filter: SqlFilter) -> Self {
-        MessageFilter { all: false, codes: Vec::new(), tags: Vec::new(), sql: Some(Arc::new(filter)) }
+        MessageFilter::sql_shared(Arc::new(filter))
+    }
+
+    /// A SQL92 subscription's filter compiled once for every pull (see [`SqlFilterCache`]).
+    pub fn sql_shared(filter: Arc<SqlFilter>) -> Self {
+        MessageFilter { all: false, codes: Vec::new(), tags: Vec::new(), sql: Some(filter) }
     }
 
     /// `isMatchedByConsumeQueue`: the unit's tags code truncated to `int`, as Java's `intValue()`.
     /// A SQL92 filter needs the record, so every unit passes here.
     pub fn matches_code(&self, tags_code: i64) -> bool {
         self.all || self.sql.is_some() || self.codes.binary_search(&(tags_code as i32)).is_ok()
+    }
+
+    /// Whether a message that just arrived can wake a suspended pull with this filter: the tags code
+    /// for TAG, the properties (wire form) for SQL92.
+    pub fn matches_arrival(&self, tags_code: i64, properties: &str) -> bool {
+        match &self.sql {
+            Some(sql) if !self.all => sql.matches_properties(&Properties::from_wire_str(properties)),
+            _ => self.matches_code(tags_code),
+        }
     }
 
     /// `isMatchedByCommitLog` for a record that passed [`Self::matches_code`].
@@ -190,6 +209,46 @@ impl MessageFilter {
     /// matches only an empty tag set.
     pub fn matches_tag(&self, tag: Option<&str>) -> bool {
         self.all || self.tags.is_empty() || tag.is_some_and(|t| self.tags.iter().any(|s| s == t))
+    }
+}
+
+/// Compiled SQL92 expressions by their text, so a consumer's every pull does not parse its
+/// subscription again (RocketMQ keeps them in `ConsumerFilterManager` per topic and group). At most
+/// [`SQL_FILTER_CACHE_MAX_COUNT`] entries; a full cache is emptied. Expressions that fail to compile
+/// are not kept: they are refused, and a client does not keep pulling with them.
+#[derive(Debug, Default)]
+pub struct SqlFilterCache {
+    compiled: Mutex<HashMap<Box<str>, Arc<SqlFilter>>>,
+}
+
+impl SqlFilterCache {
+    /// The compiled `expression`, compiling it on first use.
+    pub fn get_or_compile(&self, expression: &str) -> Result<Arc<SqlFilter>, FilterError> {
+        if let Some(hit) = self.lock().get(expression) {
+            return Ok(Arc::clone(hit));
+        }
+        // Compiled outside the lock: a long expression must not stall every other pull.
+        let filter = Arc::new(SqlFilter::compile(expression)?);
+        let mut compiled = self.lock();
+        if compiled.len() >= SQL_FILTER_CACHE_MAX_COUNT {
+            compiled.clear();
+        }
+        compiled.insert(expression.into(), Arc::clone(&filter));
+        Ok(filter)
+    }
+
+    /// Expressions held.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<Box<str>, Arc<SqlFilter>>> {
+        self.compiled.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -652,6 +711,24 @@ mod tests {
     };
     const FOLLOWER: PullPolicy = PullPolicy { offset_check: OffsetCheck::Keep, ..LEADER };
     const SUSPEND: i32 = pull_sys_flag::SUSPEND;
+
+    #[test]
+    fn the_sql_filter_cache_compiles_an_expression_once_and_stays_bounded() {
+        let cache = SqlFilterCache::default();
+        let a = cache.get_or_compile("a > 1").expect("valid");
+        let again = cache.get_or_compile("a > 1").expect("valid");
+        assert!(Arc::ptr_eq(&a, &again), "a second pull reuses the compiled expression");
+        assert!(cache.get_or_compile("a >").is_err());
+        assert_eq!(cache.len(), 1, "a refused expression is not kept");
+        for i in 0..SQL_FILTER_CACHE_MAX_COUNT + 5 {
+            cache.get_or_compile(&format!("a > {i}")).expect("valid");
+            assert!(cache.len() <= SQL_FILTER_CACHE_MAX_COUNT);
+        }
+        let filter = MessageFilter::sql_shared(cache.get_or_compile("a > 1").expect("valid"));
+        assert!(filter.matches_arrival(0, "a\u{1}2\u{2}"));
+        assert!(!filter.matches_arrival(0, "a\u{1}1\u{2}"));
+        assert!(!filter.matches_arrival(0, ""), "an absent property is unknown, and unknown does not pass");
+    }
 
     #[test]
     fn subscriptions_are_built_as_filter_api_does() {

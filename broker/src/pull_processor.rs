@@ -12,7 +12,6 @@
 //! proposes it, as a Java slave ignores it).
 
 use raftmq_common::filter::EXPRESSION_TYPE_SQL92;
-use raftmq_common::filter::SqlFilter;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -90,7 +89,7 @@ pub fn sql_filter(ctx: &BrokerContext, expression: &str) -> Result<MessageFilter
             format!("The broker does not support consumer to filter message by {EXPRESSION_TYPE_SQL92}"),
         ));
     }
-    SqlFilter::compile(expression).map(MessageFilter::sql).map_err(|e| {
+    ctx.sql_filters.get_or_compile(expression).map(MessageFilter::sql_shared).map_err(|e| {
         refuse(
             ResponseCode::SubscriptionParseFailed,
             format!("parse the consumer's subscription[{expression}] failed: {e}"),

@@ -76,6 +76,7 @@ use crate::index_file::IndexError;
 use crate::index_file::IndexFileSizes;
 use crate::index_file::IndexService;
 use crate::index_file::record_index_keys;
+use crate::long_poll::Arrival;
 use crate::long_poll::Full;
 use crate::long_poll::LongPollRegistry;
 use crate::long_poll::WaiterId;
@@ -386,7 +387,7 @@ impl MessageStore {
     }
 
     fn apply_messages(&self, payload: &[u8], payload_pos: u64) -> ApplyOutcome {
-        let mut arrived: BTreeMap<(String, i32), (u64, Vec<i64>)> = BTreeMap::new();
+        let mut arrived: BTreeMap<(String, i32), (u64, Vec<Arrival<'_>>)> = BTreeMap::new();
         let planned = {
             let mut cq = unpoison(self.cq.write());
             let planned = match plan(payload, payload_pos, &*cq, &self.settings.delay_levels_ms) {
@@ -403,7 +404,8 @@ impl MessageStore {
             }
             for req in planned.iter().filter(|r| r.action == CqAction::Append) {
                 let key = (req.topic().to_owned(), req.queue_id());
-                arrived.entry(key).or_default().1.push(req.unit.tags_code);
+                let arrival = Arrival { tags_code: req.unit.tags_code, properties: req.record.properties };
+                arrived.entry(key).or_default().1.push(arrival);
             }
             for ((topic, queue_id), (max, _)) in arrived.iter_mut() {
                 *max = cq.offsets(topic, *queue_id).1;
@@ -414,9 +416,9 @@ impl MessageStore {
         if !arrived.is_empty() {
             let now = now_ms();
             let mut registry = self.long_poll();
-            for ((topic, queue_id), (max, codes)) in &arrived {
+            for ((topic, queue_id), (max, arrivals)) in &arrived {
                 let max = i64::try_from(*max).unwrap_or(i64::MAX);
-                for woken in registry.notify(topic, *queue_id, max, Some(codes), now) {
+                for woken in registry.notify(topic, *queue_id, max, Some(arrivals), now) {
                     // The waiter may have given up meanwhile; nothing to do then.
                     let _ = woken.payload.send(());
                 }

@@ -102,6 +102,10 @@ pub const CLOCK_SKEW_POLL_MS: u64 = 100;
 /// Pull requests one broker keeps suspended (long polling) at once; beyond it a pull is answered at once.
 pub const LONG_POLL_WAITERS_MAX_COUNT: usize = 65_536;
 
+/// Compiled SQL92 expressions one broker keeps for its pulls; a full cache starts over, so a client
+/// cycling through expressions costs compiles, never memory.
+pub const SQL_FILTER_CACHE_MAX_COUNT: usize = 1_024;
+
 /// Longest a pull may stay suspended, whatever `suspendTimeoutMillis` asks (push consumers ask 15 s).
 pub const LONG_POLL_SUSPEND_MAX_MS: u64 = 300_000;
 

@@ -43,6 +43,7 @@ use raftmq_common::protocol::header::pull::PullMessageRequestHeader;
 use raftmq_common::protocol::header::pull::pull_sys_flag;
 use tokio::sync::Notify;
 use tokio::sync::mpsc;
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -299,6 +300,7 @@ impl PullConsumerBuilder {
             state: AtomicU8::new(STATE_CREATED),
             next_auto_commit: Mutex::new(Instant::now() + self.auto_commit_interval),
             assignment_epoch: AtomicU64::new(0),
+            assignment: watch::channel(BTreeSet::new()).0,
             config: self,
         };
         Ok(PullConsumer { inner: Arc::new(inner) })
@@ -345,6 +347,8 @@ struct LiteInner {
     next_auto_commit: Mutex<Instant>,
     /// Counts queues taken and released (see [`PullConsumer::assignment_epoch`]).
     assignment_epoch: AtomicU64,
+    /// The assignment after every take and release (see [`PullConsumer::assignment_watch`]).
+    assignment: watch::Sender<BTreeSet<MessageQueue>>,
 }
 
 /// A lite pull consumer; clones share it.
@@ -388,6 +392,12 @@ impl PullConsumer {
     /// committed offset (redelivering what was read after it): this tells such a rebalance apart.
     pub fn assignment_epoch(&self) -> u64 {
         self.inner.assignment_epoch.load(Ordering::Acquire)
+    }
+
+    /// A receiver of the assignment, updated after every queue taken or released (to wait for a
+    /// rebalance instead of polling [`Self::assignment`]).
+    pub fn assignment_watch(&self) -> watch::Receiver<BTreeSet<MessageQueue>> {
+        self.inner.assignment.subscribe()
     }
 
     /// Starts fetching (assign mode) or rebalancing (subscribe mode).
@@ -614,7 +624,7 @@ impl LiteInner {
                     queue.reset.notify_waiters();
                     queue.wake.notify_waiters();
                     lock(&self.queues).remove(mq);
-                    self.assignment_epoch.fetch_add(1, Ordering::AcqRel);
+                    self.assignment_changed();
                     // Two-way, so the queue's next owner reads the offset this consumer reached.
                     if let Err(e) = self.offset_store.persist_confirmed(mq).await {
                         tracing::warn!(mq = ?mq, error = %e, "released queue's offset not stored");
@@ -633,6 +643,11 @@ impl LiteInner {
         }
     }
 
+    fn assignment_changed(&self) {
+        self.assignment_epoch.fetch_add(1, Ordering::AcqRel);
+        self.assignment.send_replace(lock(&self.queues).keys().cloned().collect());
+    }
+
     async fn add_queue(self: &Arc<Self>, mq: &MessageQueue) -> Result<()> {
         self.offset_store.remove_offset(mq);
         let offset = compute_pull_from_where(&self.offset_store, &self.client, mq, self.config.consume_from).await?;
@@ -645,7 +660,7 @@ impl LiteInner {
             reset: Notify::new(),
         });
         lock(&self.queues).insert(mq.clone(), queue.clone());
-        self.assignment_epoch.fetch_add(1, Ordering::AcqRel);
+        self.assignment_changed();
         let me = self.clone();
         let mq = mq.clone();
         self.tasks.spawn(async move { me.fetch_loop(mq, queue).await });
