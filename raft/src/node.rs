@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use openraft::async_runtime::WatchReceiver;
 use openraft::error::{ClientWriteError, RaftError};
+use openraft::metrics::RaftServerMetrics;
 use openraft::{Instant as _, RaftMetrics, ServerState};
 use tokio::sync::watch;
 
@@ -518,18 +519,21 @@ impl RaftNode {
 
 /// Mirror openraft's metrics into a `Leadership` watch, notifying only on change.
 fn spawn_leadership_watch(raft: &Raft) -> watch::Receiver<Leadership> {
-    let mut metrics = raft.metrics();
-    let first = leadership_of(&metrics.borrow_watched().clone());
+    // The server metrics change with the vote, role, leader or membership only; the full metrics
+    // change with every append and apply, and cloning them for each woke this task thousands of
+    // times a second per replica for nothing. A core that stopped drops the sender: Stopped.
+    let mut server = raft.server_metrics();
+    let first = leadership_of(&raft.metrics().borrow_watched());
     let (tx, rx) = watch::channel(first);
     tokio::spawn(async move {
         loop {
-            let l = leadership_of(&metrics.borrow_and_update().clone());
+            let l = leadership_of_server(&server.borrow_and_update());
             tx.send_if_modified(|cur| {
                 let changed = *cur != l;
                 *cur = l;
                 changed
             });
-            if l.role == Role::Stopped || metrics.changed().await.is_err() {
+            if server.changed().await.is_err() {
                 tx.send_if_modified(|cur| {
                     let changed = cur.role != Role::Stopped;
                     cur.role = Role::Stopped;
@@ -540,6 +544,10 @@ fn spawn_leadership_watch(raft: &Raft) -> watch::Receiver<Leadership> {
         }
     });
     rx
+}
+
+fn leadership_of_server(m: &RaftServerMetrics<TypeConfig>) -> Leadership {
+    Leadership { term: m.vote.leader_id().term, leader_id: m.current_leader, role: role_of(m.state) }
 }
 
 /// Whether an applied index covers a log end (`None`: nothing applied / an empty log).
