@@ -18,36 +18,40 @@
 use std::sync::Arc;
 
 use raftmq_common::limits::TOPIC_QUEUE_NUMS_MAX_COUNT;
-use raftmq_common::message::record::DecodeOptions;
-use raftmq_common::message::record::parse_record;
 use raftmq_common::message::validate::is_system_topic;
 use raftmq_common::message::validate::validate_group;
 use raftmq_common::message::validate::validate_topic;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::consume_stats::ConsumeStats;
+use raftmq_common::protocol::body::consume_stats::OffsetWrapper;
 use raftmq_common::protocol::body::membership::AddNodeRequest;
 use raftmq_common::protocol::body::membership::RemoveNodeRequest;
 use raftmq_common::protocol::body::membership::TransferLeadershipRequest;
+use raftmq_common::protocol::body::message_queue::MessageQueue;
 use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::protocol::body::topic::TopicFilterType;
+use raftmq_common::protocol::body::topic_stats::TopicOffset;
+use raftmq_common::protocol::body::topic_stats::TopicStatsTable;
 use raftmq_common::protocol::header::admin::CreateTopicRequestHeader;
 use raftmq_common::protocol::header::admin::DeleteSubscriptionGroupRequestHeader;
 use raftmq_common::protocol::header::admin::DeleteTopicRequestHeader;
+use raftmq_common::protocol::header::admin::GetConsumeStatsRequestHeader;
+use raftmq_common::protocol::header::admin::GetTopicStatsInfoRequestHeader;
 use raftmq_common::protocol::header::offset::GetMaxOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::GetMaxOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::GetMinOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::GetMinOffsetResponseHeader;
-use raftmq_common::protocol::header::offset::SearchOffsetRequestHeader;
-use raftmq_common::protocol::header::offset::SearchOffsetResponseHeader;
 
 use raftmq_raft::Role;
 
+use crate::client_manager::SubscriptionMissing;
 use crate::entry::BrokerCommand;
 use crate::membership;
 use crate::processor::BrokerContext;
-use crate::pull::CommitLogReader;
+use crate::query_processor::unit_store_time;
 use crate::store::now_ms;
 
 fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
@@ -227,6 +231,71 @@ pub fn all_consumer_offset(ctx: &BrokerContext) -> Result<RemotingCommand, Remot
     json(&wrapper)
 }
 
+/// GET_TOPIC_STATS_INFO (`mqadmin topicStatus`, the dashboard's topic view): min and max offset
+/// of each write queue and the store time of its last message (0 for an empty queue), from this
+/// replica's applied state.
+pub fn topic_stats_info(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    let h: GetTopicStatsInfoRequestHeader = header(request)?;
+    let Some(config) = ctx.store.metadata().topics.get(&h.topic).cloned() else {
+        return Err(refuse(ResponseCode::TopicNotExist, format!("topic[{}] not exist", h.topic)));
+    };
+    let mut table = TopicStatsTable::default();
+    for queue_id in 0..config.write_queue_nums.max(0) {
+        let (min, max) = ctx.store.queue_offsets(&h.topic, queue_id);
+        let last_update_timestamp = match max.checked_sub(1) {
+            Some(last) => unit_store_time(&ctx.store, &h.topic, queue_id, last).unwrap_or(-1),
+            None => 0,
+        };
+        let offset = TopicOffset {
+            min_offset: i64::try_from(min).unwrap_or(i64::MAX),
+            max_offset: i64::try_from(max).unwrap_or(i64::MAX),
+            last_update_timestamp,
+        };
+        table.offset_table.insert(MessageQueue::new(&h.topic, &ctx.config.broker_name, queue_id), offset);
+    }
+    json(&table)
+}
+
+/// GET_CONSUME_STATS (`mqadmin consumerProgress`, the dashboard's lag view): for each read queue
+/// of the group's topics (the one asked for, or every topic it has offsets on), the queue's max
+/// offset, the group's committed offset and the store time of the last message it consumed; and
+/// the group's pull rate over the last minute as `consumeTps`. A topic the online group does not
+/// subscribe to is left out, as Java does.
+pub fn consume_stats(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    let h: GetConsumeStatsRequestHeader = header(request)?;
+    let group = h.consumer_group.as_str();
+    let topics: Vec<String> = match h.topic.as_deref().filter(|t| !t.is_empty()) {
+        Some(topic) => vec![topic.to_owned()],
+        None => ctx.store.metadata().offsets.topics_of_group(group).into_iter().map(str::to_owned).collect(),
+    };
+    let now_s = now_ms() / 1000;
+    let mut stats = ConsumeStats::default();
+    for topic in &topics {
+        let Some(config) = ctx.store.metadata().topics.get(topic).cloned() else { continue };
+        if matches!(ctx.clients.subscription(group, topic), Err(SubscriptionMissing::Topic)) {
+            continue;
+        }
+        let committed = ctx.store.metadata().offsets.query_all(topic, group).cloned().unwrap_or_default();
+        for queue_id in 0..config.read_queue_nums.max(0) {
+            let (_, max) = ctx.store.queue_offsets(topic, queue_id);
+            let consumer_offset = committed.get(&queue_id).copied().unwrap_or(0).max(0);
+            let last_timestamp = u64::try_from(consumer_offset - 1)
+                .ok()
+                .and_then(|last| unit_store_time(&ctx.store, topic, queue_id, last))
+                .filter(|t| *t > 0)
+                .unwrap_or(0);
+            let wrapper = OffsetWrapper {
+                broker_offset: i64::try_from(max).unwrap_or(i64::MAX),
+                consumer_offset,
+                last_timestamp,
+            };
+            stats.offset_table.insert(MessageQueue::new(topic, &ctx.config.broker_name, queue_id), wrapper);
+        }
+        stats.consume_tps += ctx.group_get_stats.tps(topic, group, now_s);
+    }
+    json(&stats)
+}
+
 /// GET_MAX_OFFSET.
 pub fn max_offset(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: GetMaxOffsetRequestHeader = header(request)?;
@@ -241,27 +310,4 @@ pub fn min_offset(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Remo
     let (min, _) = ctx.store.queue_offsets(&h.topic, h.queue_id);
     let offset = i64::try_from(min).unwrap_or(i64::MAX);
     Ok(RemotingCommand::success().with_header(&GetMinOffsetResponseHeader { offset }))
-}
-
-/// SEARCH_OFFSET_BY_TIMESTAMP: the first offset whose store time is at or after `timestamp` (max
-/// offset when none is), by binary search over the queue (store times grow with the offset).
-pub fn search_offset(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
-    let h: SearchOffsetRequestHeader = header(request)?;
-    let queues = ctx.store.consume_queues();
-    let log = ctx.store.commit_log();
-    let (mut lo, mut hi) = queues.offsets(&h.topic, h.queue_id);
-    let store_time = |offset: u64| -> Option<i64> {
-        let unit = queues.get(&h.topic, h.queue_id)?.unit_at(offset)?;
-        let bytes = log.read(unit.phy_offset, unit.size)?;
-        parse_record(&bytes, DecodeOptions::default()).ok().map(|r| r.store_timestamp)
-    };
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        match store_time(mid) {
-            Some(t) if t < h.timestamp => lo = mid + 1,
-            _ => hi = mid,
-        }
-    }
-    let offset = i64::try_from(lo).unwrap_or(i64::MAX);
-    Ok(RemotingCommand::success().with_header(&SearchOffsetResponseHeader { offset }))
 }

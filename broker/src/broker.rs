@@ -197,6 +197,7 @@ impl Broker {
             draining: AtomicBool::new(false),
             transactions: crate::transaction::TransactionState::new(),
             sql_filters: crate::pull::SqlFilterCache::default(),
+            group_get_stats: crate::stats::GroupGetStats::default(),
         });
 
         let mut table = ProcessorTable::new();

@@ -20,6 +20,8 @@ use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::connection::ConsumerConnection;
+use raftmq_common::protocol::body::connection::ProducerConnection;
 use raftmq_common::protocol::body::consumer_list::ConsumerListBody;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
 use raftmq_common::protocol::body::lock_batch::LockBatchRequestBody;
@@ -27,6 +29,8 @@ use raftmq_common::protocol::body::lock_batch::LockBatchResponseBody;
 use raftmq_common::protocol::body::lock_batch::UnlockBatchRequestBody;
 use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::protocol::body::topic::perm;
+use raftmq_common::protocol::header::admin::GetConsumerConnectionListRequestHeader;
+use raftmq_common::protocol::header::admin::GetProducerConnectionListRequestHeader;
 use raftmq_common::protocol::header::client::GetConsumerListByGroupRequestHeader;
 use raftmq_common::protocol::header::client::NotifyConsumerIdsChangedRequestHeader;
 use raftmq_common::protocol::header::client::UnregisterClientRequestHeader;
@@ -69,8 +73,13 @@ pub fn heart_beat(
 ) -> Result<RemotingCommand, RemotingCommand> {
     let data: HeartbeatData = body(request)?;
     let now = now_ms();
-    let channel =
-        ClientChannel { client_id: data.client_id.clone(), connection: conn.connection().clone(), last_update_ms: now };
+    let channel = ClientChannel {
+        client_id: data.client_id.clone(),
+        connection: conn.connection().clone(),
+        last_update_ms: now,
+        language: request.language,
+        version: request.version,
+    };
     for producer in &data.producer_data_set {
         ctx.clients.register_producer(&producer.group_name, channel.clone());
     }
@@ -174,6 +183,52 @@ pub fn consumer_list(ctx: &BrokerContext, request: &RemotingCommand) -> Result<R
         }
         _ => Err(refuse(ResponseCode::SystemError, format!("no consumer for this group, {}", h.consumer_group))),
     }
+}
+
+/// GET_CONSUMER_CONNECTION_LIST (`mqadmin consumerConnection`): the group's live clients (address,
+/// id, language, version), its subscriptions and consume settings; CONSUMER_NOT_ONLINE when no
+/// client of the group is connected to this replica.
+pub fn consumer_connection_list(
+    ctx: &BrokerContext,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    let h: GetConsumerConnectionListRequestHeader = header(request)?;
+    let Some(info) = ctx.clients.consumer_group(&h.consumer_group).filter(|g| !g.channels.is_empty()) else {
+        return Err(refuse(
+            ResponseCode::ConsumerNotOnline,
+            format!("the consumer group[{}] not online", h.consumer_group),
+        ));
+    };
+    let mut connection_set: Vec<_> = info.channels.values().map(ClientChannel::to_connection_body).collect();
+    connection_set.sort_by(|a, b| (&a.client_id, &a.client_addr).cmp(&(&b.client_id, &b.client_addr)));
+    let body = ConsumerConnection {
+        connection_set,
+        consume_from_where: Some(info.consume_from_where),
+        consume_type: Some(info.consume_type),
+        message_model: Some(info.message_model),
+        subscription_table: info.subscriptions.into_iter().collect(),
+    };
+    encode_body(&body)
+}
+
+/// GET_PRODUCER_CONNECTION_LIST (`mqadmin producerConnection`): the group's live producer clients;
+/// SYSTEM_ERROR when the group never connected to this replica (Java's answer).
+pub fn producer_connection_list(
+    ctx: &BrokerContext,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    let h: GetProducerConnectionListRequestHeader = header(request)?;
+    let Some(channels) = ctx.clients.producer_channels(&h.producer_group) else {
+        return Err(refuse(ResponseCode::SystemError, format!("the producer group[{}] not exist", h.producer_group)));
+    };
+    let body = ProducerConnection { connection_set: channels.iter().map(ClientChannel::to_connection_body).collect() };
+    encode_body(&body)
+}
+
+fn encode_body<B: JsonBody>(body: &B) -> Result<RemotingCommand, RemotingCommand> {
+    body.encode()
+        .map(|bytes| RemotingCommand::success().with_body(bytes))
+        .map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))
 }
 
 /// QUERY_CONSUMER_OFFSET: the replicated offset, 0 for a queue still starting at 0, else QUERY_NOT_FOUND.

@@ -18,6 +18,8 @@ use std::sync::MutexGuard;
 use raftmq_common::limits::BROKER_CLIENT_CHANNEL_EXPIRED_MS;
 use raftmq_common::limits::BROKER_REBALANCE_LOCK_MAX_LIVE_MS;
 use raftmq_common::message::validate::is_retry_topic;
+use raftmq_common::protocol::LanguageCode;
+use raftmq_common::protocol::body::connection::Connection as ConnectionBody;
 use raftmq_common::protocol::body::heartbeat::ConsumeFromWhere;
 use raftmq_common::protocol::body::heartbeat::ConsumeType;
 use raftmq_common::protocol::body::heartbeat::ConsumerData;
@@ -35,6 +37,22 @@ pub struct ClientChannel {
     pub connection: Connection,
     /// Last heartbeat (ms).
     pub last_update_ms: u64,
+    /// The client's language, from its heartbeat's remoting header.
+    pub language: LanguageCode,
+    /// The client's `MQVersion` ordinal, from the same header.
+    pub version: i32,
+}
+
+impl ClientChannel {
+    /// The admin view of this channel (`Connection` of GET_*_CONNECTION_LIST).
+    pub fn to_connection_body(&self) -> ConnectionBody {
+        ConnectionBody {
+            client_addr: self.connection.peer_addr().to_string(),
+            client_id: self.client_id.clone(),
+            language: self.language.name().to_owned(),
+            version: self.version,
+        }
+    }
 }
 
 /// What the broker knows of a consumer group.
@@ -121,6 +139,16 @@ impl ClientManager {
     /// Whether a producer of `group` is connected.
     pub fn has_producer(&self, group: &str) -> bool {
         lock(&self.producers).get(group).is_some_and(|channels| channels.values().any(|c| !c.connection.is_closed()))
+    }
+
+    /// The live channels of a producer group, by client id; `None` when the group never connected
+    /// (GET_PRODUCER_CONNECTION_LIST).
+    pub fn producer_channels(&self, group: &str) -> Option<Vec<ClientChannel>> {
+        let producers = lock(&self.producers);
+        let mut live: Vec<ClientChannel> =
+            producers.get(group)?.values().filter(|c| !c.connection.is_closed()).cloned().collect();
+        live.sort_by(|a, b| a.client_id.cmp(&b.client_id));
+        Some(live)
     }
 
     /// A live connection of a producer group (`getAvailableChannel`), turn by turn across calls so

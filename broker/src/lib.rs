@@ -28,6 +28,7 @@
 //!   [`admin_processor`], [`query_processor`], [`send_back`]: the remoting request handlers.
 //! - [`namesrv_registration`]: REGISTER_BROKER / UNREGISTER_BROKER with the Raft role.
 //! - [`metrics`], [`http`]: Prometheus metrics and the admin HTTP server (probes, admin API).
+//! - [`stats`]: per-minute pull rates by topic and group (`consumeTps` of GET_CONSUME_STATS).
 //! - [`broker`]: `Broker::start` / `shutdown`.
 
 pub mod clock;
@@ -78,6 +79,7 @@ pub mod broker;
 pub mod http;
 pub mod metrics;
 pub mod namesrv_registration;
+pub mod stats;
 
 pub use broker::Broker;
 pub use broker::BrokerError;

@@ -70,6 +70,10 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::RaftNodeRemoved,
     RequestCode::EndTransaction,
     RequestCode::CheckClientConfig,
+    RequestCode::GetTopicStatsInfo,
+    RequestCode::GetConsumeStats,
+    RequestCode::GetConsumerConnectionList,
+    RequestCode::GetProducerConnectionList,
 ];
 
 /// What every processor shares.
@@ -95,6 +99,8 @@ pub struct BrokerContext {
     pub register_now: Notify,
     /// Transfer limits of one pull.
     pub pull_limits: PullLimits,
+    /// Messages pulled per topic and group by the minute (GET_CONSUME_STATS `consumeTps`).
+    pub group_get_stats: crate::stats::GroupGetStats,
     /// SQL92 subscriptions compiled once for all pulls.
     pub sql_filters: crate::pull::SqlFilterCache,
     /// This replica's Prometheus metrics.
@@ -146,6 +152,10 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::DeleteSubscriptiongroup => admin_processor::delete_group(ctx, &request).await,
             RequestCode::GetAllConsumerOffset => admin_processor::all_consumer_offset(ctx),
             RequestCode::GetMaxOffset => admin_processor::max_offset(ctx, &request),
+            RequestCode::GetTopicStatsInfo => admin_processor::topic_stats_info(ctx, &request),
+            RequestCode::GetConsumeStats => admin_processor::consume_stats(ctx, &request),
+            RequestCode::GetConsumerConnectionList => client_manage_processor::consumer_connection_list(ctx, &request),
+            RequestCode::GetProducerConnectionList => client_manage_processor::producer_connection_list(ctx, &request),
             RequestCode::GetMinOffset => admin_processor::min_offset(ctx, &request),
             RequestCode::SearchOffsetByTimestamp => query_processor::search_offset_by_timestamp(ctx, &request),
             RequestCode::GetEarliestMsgStoretime => query_processor::earliest_msg_storetime(ctx, &request),

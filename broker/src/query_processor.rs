@@ -180,8 +180,9 @@ pub fn lower_bound_by_time(lo: u64, hi: u64, timestamp_ms: i64, store_time: impl
     lo
 }
 
-/// Store time of the record a queue unit points at.
-fn unit_store_time(store: &MessageStore, topic: &str, queue_id: i32, offset: u64) -> Option<i64> {
+/// Store time of the record a queue unit points at (`getMessageStoreTimeStamp`), `None` when the
+/// unit or its record is gone.
+pub fn unit_store_time(store: &MessageStore, topic: &str, queue_id: i32, offset: u64) -> Option<i64> {
     let unit = store.consume_queues().get(topic, queue_id)?.unit_at(offset)?;
     let bytes = store.commit_log().read(unit.phy_offset, unit.size)?;
     parse_record(&bytes, DecodeOptions::default()).ok().map(|r| r.store_timestamp)

@@ -37,6 +37,8 @@ use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::connection::ConsumerConnection;
+use raftmq_common::protocol::body::connection::ProducerConnection;
 use raftmq_common::protocol::body::consume_stats::ConsumeStats;
 use raftmq_common::protocol::body::consumer_offset::ConsumerOffsetSerializeWrapper;
 use raftmq_common::protocol::body::membership::AddNodeRequest;
@@ -58,6 +60,8 @@ use raftmq_common::protocol::header::CommandHeader;
 use raftmq_common::protocol::header::admin::CreateTopicRequestHeader;
 use raftmq_common::protocol::header::admin::DeleteTopicRequestHeader;
 use raftmq_common::protocol::header::admin::GetConsumeStatsRequestHeader;
+use raftmq_common::protocol::header::admin::GetConsumerConnectionListRequestHeader;
+use raftmq_common::protocol::header::admin::GetProducerConnectionListRequestHeader;
 use raftmq_common::protocol::header::admin::GetTopicStatsInfoRequestHeader;
 use raftmq_common::protocol::header::admin::ResetOffsetRequestHeader;
 use raftmq_common::protocol::header::namesrv::DeleteKvConfigRequestHeader;
@@ -369,6 +373,27 @@ impl Admin {
         let header =
             GetConsumeStatsRequestHeader { consumer_group: consumer_group.to_owned(), topic: topic.map(str::to_owned) };
         let request = RemotingCommand::request_with_header(RequestCode::GetConsumeStats, &header);
+        let response = self.broker_call(op, addr, request).await?;
+        decode_body(op, &response)
+    }
+
+    /// The live clients, subscriptions and consume settings of a consumer group connected to the
+    /// broker at `addr` (`consumerConnection`, GET_CONSUMER_CONNECTION_LIST; CONSUMER_NOT_ONLINE when
+    /// none is).
+    pub async fn consumer_connection(&self, addr: &str, consumer_group: &str) -> Result<ConsumerConnection> {
+        let op = "consumerConnection";
+        let header = GetConsumerConnectionListRequestHeader { consumer_group: consumer_group.to_owned() };
+        let request = RemotingCommand::request_with_header(RequestCode::GetConsumerConnectionList, &header);
+        let response = self.broker_call(op, addr, request).await?;
+        decode_body(op, &response)
+    }
+
+    /// The live clients of a producer group connected to the broker at `addr`
+    /// (`producerConnection`, GET_PRODUCER_CONNECTION_LIST).
+    pub async fn producer_connection(&self, addr: &str, producer_group: &str) -> Result<ProducerConnection> {
+        let op = "producerConnection";
+        let header = GetProducerConnectionListRequestHeader { producer_group: producer_group.to_owned() };
+        let request = RemotingCommand::request_with_header(RequestCode::GetProducerConnectionList, &header);
         let response = self.broker_call(op, addr, request).await?;
         decode_body(op, &response)
     }

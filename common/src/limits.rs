@@ -102,6 +102,10 @@ pub const CLOCK_SKEW_POLL_MS: u64 = 100;
 /// Pull requests one broker keeps suspended (long polling) at once; beyond it a pull is answered at once.
 pub const LONG_POLL_WAITERS_MAX_COUNT: usize = 65_536;
 
+/// (topic, consumer group) pairs whose pull rate a broker keeps for GET_CONSUME_STATS; pairs idle for
+/// a minute make room, and beyond it a new pair is not counted.
+pub const STATS_KEYS_MAX_COUNT: usize = 16_384;
+
 /// Compiled SQL92 expressions one broker keeps for its pulls; a full cache starts over, so a client
 /// cycling through expressions costs compiles, never memory.
 pub const SQL_FILTER_CACHE_MAX_COUNT: usize = 1_024;

@@ -1,0 +1,165 @@
+//! The broker's answers to RocketMQ's monitoring requests, which `mqadmin` and the RocketMQ
+//! dashboard send unchanged: GET_TOPIC_STATS_INFO (`topicStatus`), GET_CONSUME_STATS
+//! (`consumerProgress`), GET_CONSUMER_CONNECTION_LIST and GET_PRODUCER_CONNECTION_LIST. A
+//! NameServer and a one-node group in process (harness `t40_cluster`), the SDK's producer, push
+//! consumer and admin.
+//!
+//! - t55: after sends and a consumer that read everything, the topic's queues report their offsets
+//!   and last store times, the group's progress reports no lag and a pull rate, and the connection
+//!   lists name the clients; unknown topics and groups get Java's codes.
+
+mod t40_cluster;
+
+use std::time::Duration;
+
+use anyhow::Result;
+use anyhow::bail;
+use anyhow::ensure;
+use raftmq_client::Admin;
+use raftmq_client::Producer;
+use raftmq_client::PushConsumer;
+use raftmq_client::consumer::ConsumeConcurrentlyContext;
+use raftmq_client::consumer::ConsumeConcurrentlyStatus;
+use raftmq_client::consumer::ConsumeFrom;
+use raftmq_common::message::Message;
+use raftmq_common::message::MessageExt;
+use raftmq_common::protocol::RemotingCommand;
+use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::heartbeat::HeartbeatData;
+use raftmq_common::protocol::body::heartbeat::MessageModel;
+use raftmq_common::protocol::body::heartbeat::ProducerData;
+use raftmq_common::remoting::RemotingClient;
+use t40_cluster::Cluster;
+use t40_cluster::Collector;
+use t40_cluster::WAIT;
+
+const TOPIC: &str = "T55Stats";
+const CONSUMERS: &str = "t55-consumers";
+const PRODUCERS: &str = "t55-producers";
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Re-asks until `done` holds for the answer (state the broker learns from the clients' periodic
+/// heartbeats and offset commits); each answer is a fresh RPC, so this waits on the broker, not on time.
+async fn until<T, F, Fut>(what: &str, mut ask: F, done: impl Fn(&T) -> bool) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let answer = ask().await?;
+        if done(&answer) {
+            return Ok(answer);
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("timed out waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t55_topic_and_consumer_progress_and_connections_are_reported() -> Result<()> {
+    let cluster = Cluster::start(1).await?;
+    cluster.create_topic(TOPIC, 2).await?;
+    let addr = cluster.addr(cluster.wait_leader(WAIT).await?);
+    let admin = Admin::new(&cluster.namesrv_addr)?;
+
+    let unknown = admin.topic_stats(&addr, "T55NoSuchTopic").await.err().and_then(|e| e.response_code());
+    ensure!(unknown == Some(ResponseCode::TopicNotExist), "{unknown:?}");
+    let empty = admin.topic_stats(&addr, TOPIC).await?;
+    ensure!(empty.offset_table.len() == 2, "{empty:?}");
+    ensure!(empty.offset_table.values().all(|o| o.max_offset == 0 && o.last_update_timestamp == 0), "{empty:?}");
+
+    let before = now_ms();
+    let producer = Producer::builder(PRODUCERS).namesrv_addr(&cluster.namesrv_addr).build()?;
+    producer.start().await?;
+    for i in 0..7 {
+        producer.send(Message::new(TOPIC, format!("m{i}").into_bytes())).await?;
+    }
+    let stats = admin.topic_stats(&addr, TOPIC).await?;
+    let total: i64 = stats.offset_table.values().map(|o| o.max_offset - o.min_offset).sum();
+    ensure!(total == 7, "{stats:?}");
+    for (mq, o) in &stats.offset_table {
+        ensure!(mq.broker_name == t40_cluster::BROKER_NAME && mq.topic == TOPIC, "{mq:?}");
+        if o.max_offset > 0 {
+            ensure!(o.last_update_timestamp >= before && o.last_update_timestamp <= now_ms(), "{mq:?}: {o:?}");
+        } else {
+            ensure!(o.last_update_timestamp == 0, "{mq:?}: {o:?}");
+        }
+    }
+
+    let seen = Collector::default();
+    let sink = seen.clone();
+    let consumer = PushConsumer::builder(CONSUMERS)
+        .namesrv_addr(&cluster.namesrv_addr)
+        .instance_name("t55")
+        .subscribe(TOPIC, "*")
+        .consume_from(ConsumeFrom::FirstOffset)
+        .persist_interval(Duration::from_millis(200))
+        .heartbeat_interval(Duration::from_millis(500))
+        .listener_concurrently(move |msgs: &[MessageExt], _ctx: &mut ConsumeConcurrentlyContext| {
+            sink.record("c", msgs);
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        })
+        .build()?;
+    consumer.start().await?;
+    seen.wait_until("all seven", |r| r.len() >= 7).await?;
+
+    let progress = until(
+        "the group's offsets to reach the queues' ends",
+        || async { Ok(admin.consume_stats(&addr, CONSUMERS, None).await?) },
+        |s| {
+            let mine: Vec<_> = s.offset_table.iter().filter(|(mq, _)| mq.topic == TOPIC).collect();
+            mine.len() == 2 && mine.iter().all(|(_, w)| w.consumer_offset == w.broker_offset)
+        },
+    )
+    .await?;
+    ensure!(progress.compute_total_diff() == 0, "{progress:?}");
+    ensure!(progress.consume_tps > 0.0, "seven messages pulled within the last minute: {progress:?}");
+    for (mq, w) in progress.offset_table.iter().filter(|(mq, _)| mq.topic == TOPIC) {
+        let stored = stats.offset_table.get(mq).map(|o| o.last_update_timestamp);
+        let expected = if w.consumer_offset > 0 { stored } else { Some(0) };
+        ensure!(Some(w.last_timestamp) == expected, "{mq:?}: {w:?}, topic stats {stored:?}");
+    }
+    let one_topic = admin.consume_stats(&addr, CONSUMERS, Some(TOPIC)).await?;
+    ensure!(one_topic.offset_table.keys().all(|mq| mq.topic == TOPIC) && one_topic.offset_table.len() == 2);
+
+    let connections = admin.consumer_connection(&addr, CONSUMERS).await?;
+    ensure!(connections.connection_set.len() == 1, "{connections:?}");
+    let c = &connections.connection_set[0];
+    ensure!(c.client_id == consumer.client_id() && c.language == "RUST", "{c:?}");
+    ensure!(c.client_addr.starts_with("127.0.0.1:"), "{c:?}");
+    ensure!(connections.subscription_table.contains_key(TOPIC), "{connections:?}");
+    ensure!(connections.message_model == Some(MessageModel::Clustering), "{connections:?}");
+    let offline = admin.consumer_connection(&addr, "t55-nobody").await.err().and_then(|e| e.response_code());
+    ensure!(offline == Some(ResponseCode::ConsumerNotOnline), "{offline:?}");
+
+    // A Java producer heartbeats its brokers with its group (the SDK's plain producer does not):
+    // one such heartbeat, and the group lists that connection.
+    let java_like = RemotingClient::new();
+    let heartbeat = HeartbeatData {
+        client_id: "127.0.0.1@t55-java".into(),
+        consumer_data_set: Vec::new(),
+        producer_data_set: vec![ProducerData { group_name: PRODUCERS.into() }],
+    };
+    let request = RemotingCommand::request(RequestCode::HeartBeat).with_body(heartbeat.encode()?);
+    let answer = java_like.invoke(&addr, request, Duration::from_secs(5)).await?;
+    ensure!(answer.response_code() == ResponseCode::Success, "{answer:?}");
+    let producers = admin.producer_connection(&addr, PRODUCERS).await?;
+    ensure!(producers.connection_set.len() == 1, "{producers:?}");
+    ensure!(producers.connection_set[0].client_id == "127.0.0.1@t55-java", "{producers:?}");
+    let no_group = admin.producer_connection(&addr, "t55-nobody").await.err().and_then(|e| e.response_code());
+    ensure!(no_group == Some(ResponseCode::SystemError), "{no_group:?}");
+
+    java_like.close().await;
+    consumer.shutdown().await;
+    producer.shutdown().await;
+    admin.shutdown().await;
+    cluster.shutdown().await
+}
