@@ -35,6 +35,8 @@ use raftmq_common::message::MessageQueue;
 use raftmq_common::message::OffsetMsgId;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::body::connection::Connection as ConnectionBody;
+use raftmq_common::protocol::body::connection::ConsumerConnection;
 use raftmq_common::protocol::body::consume_stats::ConsumeStats;
 use raftmq_common::protocol::body::consume_stats::OffsetWrapper;
 use raftmq_common::protocol::body::consumer_offset::ConsumerOffsetSerializeWrapper;
@@ -97,6 +99,12 @@ enum AdminCommand {
     /// Show a consumer group's offsets and lag per queue.
     #[command(name = "consumerProgress")]
     ConsumerProgress(ConsumerProgressArgs),
+    /// List a consumer group's connected clients and its subscriptions.
+    #[command(name = "consumerConnection")]
+    ConsumerConnection(ConsumerConnectionArgs),
+    /// List a producer group's connected clients on the brokers of a topic.
+    #[command(name = "producerConnection")]
+    ProducerConnection(ProducerConnectionArgs),
     /// Show a message by its offsetMsgId (or by its client msgId with `-t`).
     #[command(name = "queryMsgById")]
     QueryMsgById(QueryMsgByIdArgs),
@@ -211,6 +219,23 @@ struct ConsumerProgressArgs {
 }
 
 #[derive(Debug, Args)]
+struct ConsumerConnectionArgs {
+    /// Consumer group name.
+    #[arg(short = 'g', long = "consumerGroup")]
+    group: String,
+}
+
+#[derive(Debug, Args)]
+struct ProducerConnectionArgs {
+    /// Producer group name.
+    #[arg(short = 'g', long = "producerGroup")]
+    group: String,
+    /// A topic the group sends to: its brokers are asked.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+}
+
+#[derive(Debug, Args)]
 struct QueryMsgByIdArgs {
     /// offsetMsgId(s), comma-separated; with `-t`, client msgIds (UNIQ_KEY).
     #[arg(short = 'i', long = "msgId", value_delimiter = ',', required = true)]
@@ -318,6 +343,8 @@ async fn dispatch(admin: &Admin, out: Out, command: AdminCommand) -> Result<()> 
         AdminCommand::ClusterList => cluster_list(admin, out).await,
         AdminCommand::UpdateSubGroup(a) => update_sub_group(admin, out, a).await,
         AdminCommand::ConsumerProgress(a) => consumer_progress(admin, out, a).await,
+        AdminCommand::ConsumerConnection(a) => consumer_connection(admin, out, a).await,
+        AdminCommand::ProducerConnection(a) => producer_connection(admin, out, a).await,
         AdminCommand::QueryMsgById(a) => query_msg_by_id(admin, out, a).await,
         AdminCommand::QueryMsgByKey(a) => query_msg_by_key(admin, out, a).await,
         AdminCommand::ResetOffsetByTime(a) => reset_offset_by_time(admin, out, a).await,
@@ -672,6 +699,112 @@ async fn consumer_progress(admin: &Admin, out: Out, a: ConsumerProgressArgs) -> 
     println!();
     println!("Consume TPS: {:.2}", total.consume_tps);
     println!("Consume Diff Total: {diff_total}");
+    Ok(())
+}
+
+fn connection_json(c: &ConnectionBody) -> serde_json::Value {
+    json!({"clientId": c.client_id, "clientAddr": c.client_addr, "language": c.language, "version": c.version})
+}
+
+fn connection_table(connections: &[ConnectionBody]) -> Table {
+    let mut table = Table::new(&["#", "#ClientId", "#ClientAddr", "#Language", "#Version"]);
+    for (i, c) in connections.iter().enumerate() {
+        table.row([
+            format!("{:06}", i + 1),
+            c.client_id.clone(),
+            c.client_addr.clone(),
+            c.language.clone(),
+            c.version.to_string(),
+        ]);
+    }
+    table
+}
+
+/// `examineConsumerConnectionInfo`: every broker group's leader is asked (a group's clients
+/// heartbeat each broker they read from), and the answers are merged.
+async fn consumer_connection(admin: &Admin, out: Out, a: ConsumerConnectionArgs) -> Result<()> {
+    let info = admin.cluster_info().await.context("consumerConnection")?;
+    let mut merged: Option<ConsumerConnection> = None;
+    for bd in info.broker_addr_table.values() {
+        let Some(addr) = bd.select_broker_addr() else { continue };
+        match admin.consumer_connection(addr, &a.group).await {
+            Ok(c) => {
+                let m = merged.get_or_insert_with(|| ConsumerConnection { connection_set: Vec::new(), ..c.clone() });
+                m.subscription_table.extend(c.subscription_table);
+                for conn in c.connection_set {
+                    if !m.connection_set.iter().any(|x| x.client_id == conn.client_id) {
+                        m.connection_set.push(conn);
+                    }
+                }
+            }
+            Err(e) if e.response_code() == Some(ResponseCode::ConsumerNotOnline) => {}
+            Err(e) => return Err(explain("consumerConnection", RequestCode::GetConsumerConnectionList, e)),
+        }
+    }
+    let Some(mut c) = merged else { bail!("consumerConnection: the consumer group[{}] not online", a.group) };
+    c.connection_set.sort_by(|x, y| x.client_id.cmp(&y.client_id));
+    let name = |v: Option<serde_json::Value>| v.and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+    let consume_type = name(c.consume_type.map(|t| json!(t)));
+    let message_model = name(c.message_model.map(|m| json!(m)));
+    let consume_from = name(c.consume_from_where.map(|f| json!(f)));
+    if out.json {
+        let subscriptions: Vec<_> = c
+            .subscription_table
+            .values()
+            .map(|s| json!({"topic": s.topic, "subExpression": s.sub_string, "expressionType": s.expression_type}))
+            .collect();
+        out.json(
+            &json!({"group": a.group, "connections": c.connection_set.iter().map(connection_json).collect::<Vec<_>>(),
+            "subscriptions": subscriptions, "consumeType": consume_type, "messageModel": message_model,
+            "consumeFromWhere": consume_from}),
+        );
+        return Ok(());
+    }
+    out.table(&connection_table(&c.connection_set));
+    println!();
+    println!("Below is subscription:");
+    let mut subs = Table::new(&["#", "#Topic", "#SubExpression"]);
+    for (i, s) in c.subscription_table.values().enumerate() {
+        subs.row([format!("{:06}", i + 1), s.topic.clone(), s.sub_string.clone()]);
+    }
+    out.table(&subs);
+    println!();
+    println!("ConsumeType: {consume_type}");
+    println!("MessageModel: {message_model}");
+    println!("ConsumeFromWhere: {consume_from}");
+    Ok(())
+}
+
+/// `examineProducerConnectionInfo`: the topic's brokers are asked and their answers merged.
+async fn producer_connection(admin: &Admin, out: Out, a: ProducerConnectionArgs) -> Result<()> {
+    let route = admin.topic_route(&a.topic).await.context("producerConnection")?;
+    let mut connections: Vec<ConnectionBody> = Vec::new();
+    let mut found = false;
+    for (_, addr) in read_targets(&route) {
+        match admin.producer_connection(&addr, &a.group).await {
+            Ok(p) => {
+                found = true;
+                for conn in p.connection_set {
+                    if !connections.iter().any(|x| x.client_id == conn.client_id) {
+                        connections.push(conn);
+                    }
+                }
+            }
+            Err(e) if e.response_code() == Some(ResponseCode::SystemError) => {}
+            Err(e) => return Err(explain("producerConnection", RequestCode::GetProducerConnectionList, e)),
+        }
+    }
+    if !found {
+        bail!("producerConnection: the producer group[{}] not exist", a.group);
+    }
+    connections.sort_by(|x, y| x.client_id.cmp(&y.client_id));
+    if out.json {
+        out.json(
+            &json!({"group": a.group, "connections": connections.iter().map(connection_json).collect::<Vec<_>>()}),
+        );
+        return Ok(());
+    }
+    out.table(&connection_table(&connections));
     Ok(())
 }
 
