@@ -22,9 +22,10 @@
 //!   leader hint retries them, on the same queue.
 //! - Heartbeats (HEART_BEAT with `producerDataSet`, brokerId 0 of every cached route, at start, every
 //!   [`CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS`], as soon as a topic's route is first used, and within
-//!   [`PRODUCER_HEARTBEAT_ROUTE_CHECK_MS`] of a change of a group's leader address) run only
-//!   when enabled by the crate ([`crate::transaction::TransactionProducer`]): a broker sends
-//!   CHECK_TRANSACTION_STATE only to producers it knows. Plain producers stay silent, as before.
+//!   [`PRODUCER_HEARTBEAT_ROUTE_CHECK_MS`] of a change of a group's leader address), as Java's
+//!   `MQClientInstance` sends them: brokers list the group's connections for `producerConnection`,
+//!   and send CHECK_TRANSACTION_STATE only to producers they know
+//!   ([`crate::transaction::TransactionProducer`]). `ProducerBuilder::heartbeat(false)` turns them off.
 
 use std::collections::BTreeSet;
 use std::collections::HashSet;
@@ -141,7 +142,7 @@ impl ProducerBuilder {
             send_latency_fault_enable: true,
             retry_another_broker_when_not_store_ok: false,
             serialize_type: SerializeType::RocketMq,
-            heartbeat: false,
+            heartbeat: true,
         }
     }
 
@@ -246,8 +247,11 @@ impl ProducerBuilder {
         self
     }
 
-    /// Whether the producer heartbeats its brokers (see the module docs).
-    pub(crate) fn heartbeat(mut self, enable: bool) -> Self {
+    /// Whether the producer heartbeats its brokers with its group, as a Java producer does (on by
+    /// default; see the module docs). Brokers list heartbeating producers in
+    /// GET_PRODUCER_CONNECTION_LIST (`admin producerConnection`), and a transaction producer
+    /// needs it to be asked about its halves.
+    pub fn heartbeat(mut self, enable: bool) -> Self {
         self.heartbeat = enable;
         self
     }
