@@ -99,6 +99,9 @@ enum AdminCommand {
     /// Show a consumer group's offsets and lag per queue.
     #[command(name = "consumerProgress")]
     ConsumerProgress(ConsumerProgressArgs),
+    /// Show a broker's runtime counters (messages in and out, rates, uptime, Raft position).
+    #[command(name = "brokerStatus")]
+    BrokerStatus(BrokerStatusArgs),
     /// List a consumer group's connected clients and its subscriptions.
     #[command(name = "consumerConnection")]
     ConsumerConnection(ConsumerConnectionArgs),
@@ -216,6 +219,16 @@ struct ConsumerProgressArgs {
     /// Only this topic.
     #[arg(short = 't', long = "topicName")]
     topic: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct BrokerStatusArgs {
+    /// One broker's address (`ip:port`).
+    #[arg(short = 'b', long = "brokerAddr", required_unless_present = "cluster")]
+    broker: Option<String>,
+    /// Every broker of a cluster (each group's leader).
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -343,6 +356,7 @@ async fn dispatch(admin: &Admin, out: Out, command: AdminCommand) -> Result<()> 
         AdminCommand::ClusterList => cluster_list(admin, out).await,
         AdminCommand::UpdateSubGroup(a) => update_sub_group(admin, out, a).await,
         AdminCommand::ConsumerProgress(a) => consumer_progress(admin, out, a).await,
+        AdminCommand::BrokerStatus(a) => broker_status(admin, out, a).await,
         AdminCommand::ConsumerConnection(a) => consumer_connection(admin, out, a).await,
         AdminCommand::ProducerConnection(a) => producer_connection(admin, out, a).await,
         AdminCommand::QueryMsgById(a) => query_msg_by_id(admin, out, a).await,
@@ -699,6 +713,40 @@ async fn consumer_progress(admin: &Admin, out: Out, a: ConsumerProgressArgs) -> 
     println!();
     println!("Consume TPS: {:.2}", total.consume_tps);
     println!("Consume Diff Total: {diff_total}");
+    Ok(())
+}
+
+/// Java's `BrokerStatusSubCommand`: `key: value` lines (`%-32s: %s`), or with `-c` each broker's
+/// lines prefixed by its address.
+async fn broker_status(admin: &Admin, out: Out, a: BrokerStatusArgs) -> Result<()> {
+    let addrs: Vec<String> = match (&a.broker, &a.cluster) {
+        (Some(b), _) => vec![b.clone()],
+        (None, Some(c)) => {
+            admin.master_addrs_of_cluster(c).await.context("brokerStatus")?.into_iter().map(|(_, a)| a).collect()
+        }
+        (None, None) => bail!("give -b BROKER_ADDR or -c CLUSTER"),
+    };
+    let mut all = BTreeMap::new();
+    for addr in &addrs {
+        let kv = admin
+            .broker_runtime_info(addr)
+            .await
+            .map_err(|e| explain("brokerStatus", RequestCode::GetBrokerRuntimeInfo, e))?;
+        all.insert(addr.clone(), kv.table);
+    }
+    if out.json {
+        out.json(&json!(all));
+        return Ok(());
+    }
+    for (addr, table) in &all {
+        for (k, v) in table {
+            if addrs.len() == 1 {
+                println!("{k:<32}: {v}");
+            } else {
+                println!("{addr:<24} {k:<32}: {v}");
+            }
+        }
+    }
     Ok(())
 }
 

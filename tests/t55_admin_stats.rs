@@ -1,12 +1,14 @@
 //! The broker's answers to RocketMQ's monitoring requests, which `mqadmin` and the RocketMQ
 //! dashboard send unchanged: GET_TOPIC_STATS_INFO (`topicStatus`), GET_CONSUME_STATS
-//! (`consumerProgress`), GET_CONSUMER_CONNECTION_LIST and GET_PRODUCER_CONNECTION_LIST. A
+//! (`consumerProgress`), GET_CONSUMER_CONNECTION_LIST, GET_PRODUCER_CONNECTION_LIST and
+//! GET_BROKER_RUNTIME_INFO (`brokerStatus`). A
 //! NameServer and a one-node group in process (harness `t40_cluster`), the SDK's producer, push
 //! consumer and admin.
 //!
 //! - t55: after sends and a consumer that read everything, the topic's queues report their offsets
-//!   and last store times, the group's progress reports no lag and a pull rate, and the connection
-//!   lists name the clients; unknown topics and groups get Java's codes.
+//!   and last store times, the group's progress reports no lag and a pull rate, the connection
+//!   lists name the clients, and GET_BROKER_RUNTIME_INFO counts the messages in and out; unknown
+//!   topics and groups get Java's codes.
 
 mod t40_cluster;
 
@@ -164,6 +166,15 @@ async fn t55_topic_and_consumer_progress_and_connections_are_reported() -> Resul
     ensure!(ids == want, "{producers:?}");
     let no_group = admin.producer_connection(&addr, "t55-nobody").await.err().and_then(|e| e.response_code());
     ensure!(no_group == Some(ResponseCode::SystemError), "{no_group:?}");
+
+    let status = admin.broker_runtime_info(&addr).await?.table;
+    let value = |k: &str| status.get(k).cloned().unwrap_or_default();
+    ensure!(value("msgPutTotalTodayNow") == "7", "{status:?}");
+    ensure!(value("msgGetTotalTodayNow").parse::<u64>()? >= 7, "{status:?}");
+    ensure!(value("putTps").split(' ').count() == 3, "{status:?}");
+    ensure!(value("brokerVersionDesc") == "V4_9_8" && value("raftRole") == "LEADER", "{status:?}");
+    ensure!(value("commitLogMaxOffset").parse::<i64>()? > 0, "{status:?}");
+    ensure!(value("raftAppliedIndex").parse::<u64>()? <= value("raftLastLogIndex").parse::<u64>()?, "{status:?}");
 
     java_like.close().await;
     consumer.shutdown().await;

@@ -15,6 +15,7 @@
 //! | RAFT_GROUP_STATUS (20104) | this node's view of its group (`GroupStatus`), any member |
 //! | RAFT_NODE_REMOVED (20105) | the leader removed this node: stop registering with NameServers |
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use raftmq_common::limits::TOPIC_QUEUE_NUMS_MAX_COUNT;
@@ -30,6 +31,7 @@ use raftmq_common::protocol::body::membership::AddNodeRequest;
 use raftmq_common::protocol::body::membership::RemoveNodeRequest;
 use raftmq_common::protocol::body::membership::TransferLeadershipRequest;
 use raftmq_common::protocol::body::message_queue::MessageQueue;
+use raftmq_common::protocol::body::register::KvTable;
 use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::protocol::body::topic::TopicFilterType;
@@ -51,7 +53,9 @@ use crate::client_manager::SubscriptionMissing;
 use crate::entry::BrokerCommand;
 use crate::membership;
 use crate::processor::BrokerContext;
+use crate::pull::CommitLogReader;
 use crate::query_processor::unit_store_time;
+use crate::stats::runtime_string;
 use crate::store::now_ms;
 
 fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
@@ -294,6 +298,37 @@ pub fn consume_stats(ctx: &BrokerContext, request: &RemotingCommand) -> Result<R
         stats.consume_tps += ctx.group_get_stats.tps(topic, group, now_s);
     }
     json(&stats)
+}
+
+/// GET_BROKER_RUNTIME_INFO (`mqadmin brokerStatus`, the dashboard's cluster view): the
+/// `KVTable` keys RocketMQ 4.9 reports that this broker can state truthfully. Message counts are of
+/// sends and pulls served by this replica since it started; the Raft keys say where it stands in
+/// its group.
+pub fn broker_runtime_info(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+    let now = now_ms();
+    let totals = ctx.broker_totals.view(now);
+    let mut table: BTreeMap<String, String> = totals.entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+    let mut put = |k: &str, v: String| {
+        table.insert(k.to_owned(), v);
+    };
+    put("brokerVersionDesc", "V4_9_8".to_owned());
+    put("brokerVersion", raftmq_common::protocol::code::version::V4_9_8.to_string());
+    put("bootTimestamp", ctx.broker_totals.boot_ms().to_string());
+    put("runtime", runtime_string(now.saturating_sub(ctx.broker_totals.boot_ms())));
+    put("commitLogMaxOffset", ctx.store.commit_log().max_offset().to_string());
+    if let Some(ratio) = crate::metrics::disk_used_ratio(&ctx.config.store_path_root_dir) {
+        put("commitLogDiskRatio", ratio.to_string());
+    }
+    let status = ctx.replica.node().status();
+    put("raftRole", format!("{:?}", status.leadership.role).to_uppercase());
+    put("raftTerm", status.leadership.term.to_string());
+    if let Some(index) = status.last_log_index {
+        put("raftLastLogIndex", index.to_string());
+    }
+    if let Some(applied) = status.applied {
+        put("raftAppliedIndex", applied.index.to_string());
+    }
+    json(&KvTable { table })
 }
 
 /// GET_MAX_OFFSET.

@@ -71,6 +71,7 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::EndTransaction,
     RequestCode::CheckClientConfig,
     RequestCode::GetTopicStatsInfo,
+    RequestCode::GetBrokerRuntimeInfo,
     RequestCode::GetConsumeStats,
     RequestCode::GetConsumerConnectionList,
     RequestCode::GetProducerConnectionList,
@@ -99,6 +100,8 @@ pub struct BrokerContext {
     pub register_now: Notify,
     /// Transfer limits of one pull.
     pub pull_limits: PullLimits,
+    /// Messages sent and pulled since boot (GET_BROKER_RUNTIME_INFO).
+    pub broker_totals: crate::stats::BrokerTotals,
     /// Messages pulled per topic and group by the minute (GET_CONSUME_STATS `consumeTps`).
     pub group_get_stats: crate::stats::GroupGetStats,
     /// SQL92 subscriptions compiled once for all pulls.
@@ -153,6 +156,7 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::GetAllConsumerOffset => admin_processor::all_consumer_offset(ctx),
             RequestCode::GetMaxOffset => admin_processor::max_offset(ctx, &request),
             RequestCode::GetTopicStatsInfo => admin_processor::topic_stats_info(ctx, &request),
+            RequestCode::GetBrokerRuntimeInfo => admin_processor::broker_runtime_info(ctx),
             RequestCode::GetConsumeStats => admin_processor::consume_stats(ctx, &request),
             RequestCode::GetConsumerConnectionList => client_manage_processor::consumer_connection_list(ctx, &request),
             RequestCode::GetProducerConnectionList => client_manage_processor::producer_connection_list(ctx, &request),

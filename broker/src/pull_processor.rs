@@ -249,7 +249,9 @@ fn run(
     let mut response = RemotingCommand::response(outcome.code, Some(outcome.remark.to_owned())).with_header(&header);
     if outcome.code == ResponseCode::Success {
         ctx.metrics.on_pull(&h.topic, &h.consumer_group, result.messages.len());
-        ctx.group_get_stats.on_pull(&h.topic, &h.consumer_group, result.messages.len() as u64, now_ms() / 1000);
+        let now = now_ms();
+        ctx.group_get_stats.on_pull(&h.topic, &h.consumer_group, result.messages.len() as u64, now / 1000);
+        ctx.broker_totals.on_get(result.messages.len() as u64, now);
         let mut body = BytesMut::with_capacity(usize::try_from(result.buffer_total_size).unwrap_or(0));
         for m in &result.messages {
             body.extend_from_slice(m);

@@ -398,6 +398,13 @@ impl Admin {
         decode_body(op, &response)
     }
 
+    /// The broker's runtime counters (`brokerStatus`, GET_BROKER_RUNTIME_INFO): key → value.
+    pub async fn broker_runtime_info(&self, addr: &str) -> Result<KvTable> {
+        let op = "brokerStatus";
+        let response = self.broker_call(op, addr, RemotingCommand::request(RequestCode::GetBrokerRuntimeInfo)).await?;
+        decode_body(op, &response)
+    }
+
     /// Every committed offset of every group on the broker at `addr` (GET_ALL_CONSUMER_OFFSET).
     pub async fn all_consumer_offset(&self, addr: &str) -> Result<ConsumerOffsetSerializeWrapper> {
         let op = "getAllConsumerOffset";
