@@ -593,12 +593,40 @@ async fn cluster_list(admin: &Admin, out: Out) -> Result<()> {
         out.json(&serde_json::to_value(&info)?);
         return Ok(());
     }
-    let mut table = Table::new(&["#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Role"]);
+    // Java's clusterList also shows each broker's GET_BROKER_RUNTIME_INFO; a broker that does not
+    // answer keeps its row, with `-` for what it would have said.
+    let mut table = Table::new(&[
+        "#Cluster Name",
+        "#Broker Name",
+        "#BID",
+        "#Addr",
+        "#Role",
+        "#Version",
+        "#InTPS",
+        "#OutTPS",
+        "#InTotalToday",
+        "#OutTotalToday",
+    ]);
     for (cluster, names) in &info.cluster_addr_table {
         for name in names {
             let Some(bd) = info.broker_addr_table.get(name) else { continue };
             for (id, addr) in &bd.broker_addrs {
-                table.row([cluster.as_str(), name.as_str(), &id.to_string(), addr, role_of(*id).0]);
+                let runtime = admin.broker_runtime_info(addr).await.map(|kv| kv.table).unwrap_or_default();
+                let value = |k: &str| runtime.get(k).cloned().unwrap_or_else(|| "-".to_owned());
+                // Java shows the 10-second rate: the first of the three.
+                let rate = |k: &str| value(k).split(' ').next().unwrap_or("-").to_owned();
+                table.row([
+                    cluster.clone(),
+                    name.clone(),
+                    id.to_string(),
+                    addr.clone(),
+                    role_of(*id).0.to_owned(),
+                    value("brokerVersionDesc"),
+                    rate("putTps"),
+                    rate("getTransferedTps"),
+                    value("msgPutTotalTodayNow"),
+                    value("msgGetTotalTodayNow"),
+                ]);
             }
         }
     }

@@ -54,9 +54,15 @@ async fn cluster_list_and_group_status_show_raft_roles() -> Result<()> {
     let cluster = Cluster::start().await?;
     let run = cluster.raftmq(&["admin", "clusterList"]).await?.ok()?;
     let rows = cells(&run.stdout);
-    assert_eq!(rows[0], ["#Cluster", "Name", "#Broker", "Name", "#BID", "#Addr", "#Role"], "{}", run.stdout);
-    assert_eq!(rows[1], [CLUSTER, "broker-a", "0", cluster.leader.addr.as_str(), "LEADER"]);
-    assert_eq!(rows[2], [CLUSTER, "broker-a", "2", cluster.follower.addr.as_str(), "FOLLOWER"]);
+    let header = ["#Cluster", "Name", "#Broker", "Name", "#BID", "#Addr", "#Role", "#Version", "#InTPS", "#OutTPS"];
+    assert_eq!(rows[0][..10], header, "{}", run.stdout);
+    assert_eq!(rows[0][10..], ["#InTotalToday", "#OutTotalToday"], "{}", run.stdout);
+    // The fake nodes do not serve GET_BROKER_RUNTIME_INFO: their rows stay, with `-` for its values.
+    let unknown = ["-"; 5];
+    assert_eq!(rows[1][..5], [CLUSTER, "broker-a", "0", cluster.leader.addr.as_str(), "LEADER"]);
+    assert_eq!(rows[1][5..], unknown);
+    assert_eq!(rows[2][..5], [CLUSTER, "broker-a", "2", cluster.follower.addr.as_str(), "FOLLOWER"]);
+    assert_eq!(rows[2][5..], unknown);
 
     let v = cluster.raftmq(&["admin", "clusterList", "--json"]).await?.ok()?.json()?;
     assert_eq!(v["clusterAddrTable"][CLUSTER][0], "broker-a", "{v}");
