@@ -594,7 +594,7 @@ async fn cluster_list(admin: &Admin, out: Out) -> Result<()> {
         return Ok(());
     }
     // Java's clusterList also shows each broker's GET_BROKER_RUNTIME_INFO; a broker that does not
-    // answer keeps its row, with `-` for what it would have said.
+    // answer keeps its row, with `-` for what it would have said. Today is since midnight, UTC.
     let mut table = Table::new(&[
         "#Cluster Name",
         "#Broker Name",
@@ -613,8 +613,16 @@ async fn cluster_list(admin: &Admin, out: Out) -> Result<()> {
             for (id, addr) in &bd.broker_addrs {
                 let runtime = admin.broker_runtime_info(addr).await.map(|kv| kv.table).unwrap_or_default();
                 let value = |k: &str| runtime.get(k).cloned().unwrap_or_else(|| "-".to_owned());
-                // Java shows the 10-second rate: the first of the three.
+                // Java shows the 10-second rate (the first of the three) and today's counts as the
+                // total now less the total at midnight.
                 let rate = |k: &str| value(k).split(' ').next().unwrap_or("-").to_owned();
+                let since_midnight = |now: &str, morning: &str| {
+                    let count = |k: &str| runtime.get(k).and_then(|v| v.parse::<u64>().ok());
+                    match (count(now), count(morning)) {
+                        (Some(n), Some(m)) => n.saturating_sub(m).to_string(),
+                        _ => "-".to_owned(),
+                    }
+                };
                 table.row([
                     cluster.clone(),
                     name.clone(),
@@ -624,8 +632,8 @@ async fn cluster_list(admin: &Admin, out: Out) -> Result<()> {
                     value("brokerVersionDesc"),
                     rate("putTps"),
                     rate("getTransferedTps"),
-                    value("msgPutTotalTodayNow"),
-                    value("msgGetTotalTodayNow"),
+                    since_midnight("msgPutTotalTodayNow", "msgPutTotalTodayMorning"),
+                    since_midnight("msgGetTotalTodayNow", "msgGetTotalTodayMorning"),
                 ]);
             }
         }
