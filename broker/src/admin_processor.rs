@@ -302,8 +302,9 @@ pub fn consume_stats(ctx: &BrokerContext, request: &RemotingCommand) -> Result<R
 
 /// GET_BROKER_RUNTIME_INFO (`mqadmin brokerStatus`, the dashboard's cluster view): the
 /// `KVTable` keys RocketMQ 4.9 reports that this broker can state truthfully. Message counts are of
-/// sends and pulls served by this replica since it started; the Raft keys say where it stands in
-/// its group.
+/// records this replica stored as leader (sends, send-backs, delayed deliveries, transaction
+/// records: Java's `putMessage` count) and messages its pulls returned, since it started; the Raft
+/// keys say where it stands in its group.
 pub fn broker_runtime_info(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
     let now = now_ms();
     let totals = ctx.broker_totals.view(now);

@@ -114,6 +114,20 @@ pub struct BrokerContext {
     pub draining: std::sync::atomic::AtomicBool,
 }
 
+impl BrokerContext {
+    /// Stores message records through group commit and counts them for GET_BROKER_RUNTIME_INFO
+    /// (every stored record counts, as Java's `putMessage` statistics do: sends, send-backs, delayed
+    /// deliveries, transaction halves, commits and op records).
+    pub async fn store_records(
+        &self,
+        request: crate::group_commit::SendRequest,
+    ) -> Result<Vec<crate::group_commit::StoredRecord>, crate::replica::WriteError> {
+        let stored = self.group_commit.submit(request).await?;
+        self.broker_totals.on_put(stored.len() as u64, crate::store::now_ms());
+        Ok(stored)
+    }
+}
+
 /// The broker's request processor.
 #[derive(Debug, Clone)]
 pub struct BrokerProcessor {

@@ -312,7 +312,7 @@ async fn deliver_level(
     let request = build_request(ctx, due);
     if !request.slots.is_empty() {
         let count = request.slots.len();
-        if let Err(e) = ctx.group_commit.submit(request).await {
+        if let Err(e) = ctx.store_records(request).await {
             debug!(level = level_index + 1, error = %e, "delayed messages not delivered; retrying later");
             return Err(());
         }

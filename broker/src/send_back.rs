@@ -251,10 +251,7 @@ async fn send_back(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Rem
         has_queue_offset: has_queue_offset(msg.sys_flag),
         at: 0,
     };
-    ctx.group_commit
-        .submit(SendRequest { records, slots: vec![slot] })
-        .await
-        .map_err(|e| e.to_response(broker_name))?;
+    ctx.store_records(SendRequest { records, slots: vec![slot] }).await.map_err(|e| e.to_response(broker_name))?;
     tracing::debug!(group = %h.group, %topic, ?target, offset = h.offset, "message sent back");
     Ok(RemotingCommand::success())
 }

@@ -198,11 +198,9 @@ async fn send(
     let half_uniq_key =
         if target.half { messages.first().and_then(Message::uniq_key).map(str::to_owned) } else { None };
     let (records, slots) = encode(ctx, &h, peer, &target, store_timestamp, messages)?;
-    let stored =
-        ctx.group_commit.submit(SendRequest { records, slots }).await.map_err(|e| e.to_response(broker_name))?;
+    let stored = ctx.store_records(SendRequest { records, slots }).await.map_err(|e| e.to_response(broker_name))?;
     let first = stored.first().map_or(0, |s| s.queue_offset);
     ctx.metrics.on_send(&h.topic, stored.len(), started.elapsed());
-    ctx.broker_totals.on_put(stored.len() as u64, crate::store::now_ms());
     let msg_id =
         stored.iter().map(|s| OffsetMsgId::new(ctx.store_host, s.phy_offset).to_string()).collect::<Vec<_>>().join(",");
     // A half answers with its own offsets in the half queue (END_TRANSACTION names them) and, as

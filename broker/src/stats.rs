@@ -2,7 +2,8 @@
 //! `StoreStatsService` and `BrokerStats` keep them:
 //! - [`GroupGetStats`]: messages pulled per (topic, consumer group) over the last minute
 //!   (`GROUP_GET_NUMS`), which GET_CONSUME_STATS answers as `consumeTps`;
-//! - [`BrokerTotals`]: messages stored and pulled since boot, at the last two midnights (UTC), and
+//! - [`BrokerTotals`]: records stored (every group-commit write, as Java counts `putMessage`) and
+//!   messages pulled since boot, at the last two midnights (UTC), and
 //!   per second over 10 s / 1 min / 10 min, for GET_BROKER_RUNTIME_INFO (`mqadmin brokerStatus`,
 //!   the dashboard's cluster view).
 //!

@@ -629,7 +629,7 @@ async fn write_end(ctx: &BrokerContext, term: u64, half: &MessageExt, commit: bo
     }
     records.push(op_message(half.queue_offset, ctx.store_host, now));
     let request = encode_request(&records).map_err(|e| refuse(ResponseCode::MessageIllegal, e))?;
-    ctx.group_commit.submit(request).await.map_err(|e| e.to_response(broker_name))?;
+    ctx.store_records(request).await.map_err(|e| e.to_response(broker_name))?;
     Ok(())
 }
 
@@ -798,7 +798,7 @@ async fn round_batch(ctx: &BrokerContext, term: u64, round_end: u64) -> Result<(
         }
         let records: Vec<MessageExt> = puts.iter().map(|p| p.record.clone()).collect();
         let request = encode_request(&records).map_err(|e| warn!(error = %e, "check copies cannot be encoded"))?;
-        let stored = ctx.group_commit.submit(request).await.map_err(|e| {
+        let stored = ctx.store_records(request).await.map_err(|e| {
             debug!(error = %e, "check copies not stored; the round retries");
         })?;
         for (put, at) in puts.into_iter().zip(stored) {
