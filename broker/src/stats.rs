@@ -25,36 +25,24 @@ use raftmq_common::limits::STATS_KEYS_MAX_COUNT;
 /// Seconds one rate is averaged over (Java's "in minute" statistics).
 pub const RATE_WINDOW_SECONDS: usize = 60;
 
-/// Counts per second over the last [`RATE_WINDOW_SECONDS`].
-#[derive(Debug, Clone)]
+/// Counts per second over the last [`RATE_WINDOW_SECONDS`], and when it last counted (to tell idle
+/// pairs apart).
+#[derive(Debug, Clone, Default)]
 pub struct RateWindow {
-    /// `(second, count)` per slot `second % RATE_WINDOW_SECONDS`.
-    slots: [(u64, u64); RATE_WINDOW_SECONDS],
+    counter: SecondCounter<RATE_WINDOW_SECONDS>,
     last_second: u64,
-}
-
-impl Default for RateWindow {
-    fn default() -> Self {
-        RateWindow { slots: [(0, 0); RATE_WINDOW_SECONDS], last_second: 0 }
-    }
 }
 
 impl RateWindow {
     /// Adds `n` events at `now_s`.
     pub fn add(&mut self, now_s: u64, n: u64) {
-        let slot = &mut self.slots[(now_s % RATE_WINDOW_SECONDS as u64) as usize];
-        if slot.0 != now_s {
-            *slot = (now_s, 0);
-        }
-        slot.1 = slot.1.saturating_add(n);
+        self.counter.add(now_s, n);
         self.last_second = self.last_second.max(now_s);
     }
 
     /// Events per second over the window ending at `now_s`.
     pub fn per_second(&self, now_s: u64) -> f64 {
-        let oldest = now_s.saturating_sub(RATE_WINDOW_SECONDS as u64 - 1);
-        let sum: u64 = self.slots.iter().filter(|(s, _)| *s >= oldest && *s <= now_s).map(|(_, n)| *n).sum();
-        sum as f64 / RATE_WINDOW_SECONDS as f64
+        self.counter.per_second(now_s, RATE_WINDOW_SECONDS)
     }
 
     fn idle_at(&self, now_s: u64) -> bool {

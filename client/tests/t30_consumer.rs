@@ -94,10 +94,19 @@ async fn recv_n(rx: &mut mpsc::UnboundedReceiver<MessageExt>, n: usize) -> Resul
 }
 
 async fn wait_assignment(c: &PushConsumer, what: &str, cond: impl Fn(&BTreeSet<MessageQueue>) -> bool) -> Result<()> {
-    let mut rx = c.assignment_watch();
+    wait_watched_assignment(c.assignment_watch(), c.client_id(), what, cond).await
+}
+
+/// Waits on a consumer's assignment watch (push or lite) until `cond` holds.
+async fn wait_watched_assignment(
+    mut rx: tokio::sync::watch::Receiver<BTreeSet<MessageQueue>>,
+    client_id: &str,
+    what: &str,
+    cond: impl Fn(&BTreeSet<MessageQueue>) -> bool,
+) -> Result<()> {
     tokio::time::timeout(WAIT_MAX, rx.wait_for(|a| cond(a)))
         .await
-        .with_context(|| format!("{}: timed out waiting for {what}", c.client_id()))??;
+        .with_context(|| format!("{client_id}: timed out waiting for {what}"))??;
     Ok(())
 }
 
@@ -528,11 +537,7 @@ async fn wait_lite_assignment(
     what: &str,
     cond: impl Fn(&BTreeSet<MessageQueue>) -> bool,
 ) -> Result<()> {
-    let mut rx = c.assignment_watch();
-    tokio::time::timeout(WAIT_MAX, rx.wait_for(|a| cond(a)))
-        .await
-        .with_context(|| format!("{}: timed out waiting for {what}", c.client_id()))??;
-    Ok(())
+    wait_watched_assignment(c.assignment_watch(), c.client_id(), what, cond).await
 }
 
 /// Found by the transactional soak (seed 9201): a batch fetched before the queue was released and
