@@ -4,15 +4,15 @@
 //! start(config)
 //!   LogStore::open ─▶ recovered CommitLog end ─▶ MessageStore::open (ConsumeQueues truncated to it)
 //!   snapshot file? ─▶ MessageStore::restore_snapshot (queues from P, metadata from the manifest)
-//!   RaftServer::bind(raftAddr) ─▶ RaftNode::start (first boot of the group: smallest id initialises;
-//!                                 a restart never re-initialises) ─▶ attach the Raft service
+//!   on the replica's own NodeRuntime: RaftServer::bind(raftAddr) ─▶ RaftNode::start (first boot of
+//!     the group: smallest id initialises; a restart never re-initialises) ─▶ attach the Raft service
 //!   group commit + offset committer tasks ─▶ AdminServer(adminPort) ─▶ RemotingServer(listenPort, BrokerProcessor)
 //!   client housekeeping + delay-queue delivery + retention + NameServer registration tasks ─▶ boot line
 //! shutdown()
 //!   draining (/readyz 503) ─▶ remoting: stop accepting, drain ─▶ leader: hand leadership over
 //!   ─▶ unregister from NameServers
 //!   ─▶ stop tasks ─▶ admin HTTP off ─▶ Raft RPC off
-//!   ─▶ RaftNode::shutdown (log flushed) ─▶ ConsumeQueues flushed
+//!   ─▶ RaftNode::shutdown (log flushed) ─▶ ConsumeQueues flushed ─▶ the replica's runtime dropped
 //! ```
 //!
 //! Invariant: the ConsumeQueues are recovered against the CommitLog before Raft applies anything, so
@@ -32,7 +32,9 @@ use raftmq_common::remoting::ServerOptions;
 use raftmq_raft::ApplyHandler;
 use raftmq_raft::Leadership;
 use raftmq_raft::LogStore;
+use raftmq_raft::NODE_RUNTIME_WORKER_THREADS;
 use raftmq_raft::NodeConfig;
+use raftmq_raft::NodeRuntime;
 use raftmq_raft::RaftNode;
 use raftmq_raft::network::RaftServer;
 use raftmq_raft::network::TcpTransport;
@@ -97,6 +99,9 @@ pub enum BrokerError {
     /// Raft did not start.
     #[error("raft: {0}")]
     Raft(#[from] raftmq_raft::NodeError),
+    /// The replica's runtime could not start, or a start-up step on it panicked.
+    #[error("replica runtime: {0}")]
+    Runtime(#[source] std::io::Error),
 }
 
 /// A running broker replica.
@@ -109,6 +114,8 @@ pub struct Broker {
     namesrv_client: RemotingClient,
     cancel: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
+    /// Declared last: dropped after everything that runs on it.
+    raft_runtime: NodeRuntime,
 }
 
 impl std::fmt::Debug for Broker {
@@ -154,8 +161,13 @@ impl Broker {
             store.restore_snapshot(&data.manifest, last).map_err(|e| BrokerError::Config(format!("snapshot: {e}")))?;
         }
 
-        let raft_server = RaftServer::bind(resolve(&me.raft_addr).await?)
+        // The replica and its RPC server run on a runtime of their own (see `NodeRuntime`).
+        let raft_runtime = NodeRuntime::new("raft-node", NODE_RUNTIME_WORKER_THREADS).map_err(BrokerError::Runtime)?;
+        let raft_addr = resolve(&me.raft_addr).await?;
+        let raft_server = raft_runtime
+            .run(RaftServer::bind(raft_addr))
             .await
+            .map_err(BrokerError::Runtime)?
             .map_err(|source| BrokerError::Bind { addr: me.raft_addr.clone(), source })?;
         let members: BTreeMap<u64, Node> = config
             .raft_peers
@@ -167,7 +179,9 @@ impl Broker {
         node_cfg.patcher = Box::new(BrokerPatcher);
         let transport = Arc::new(TcpTransport::new());
         let handler: Arc<dyn ApplyHandler> = store.clone();
-        let node = Arc::new(RaftNode::start(node_cfg, handler, Arc::clone(&transport)).await?);
+        let start = RaftNode::start(node_cfg, handler, Arc::clone(&transport));
+        let node = raft_runtime.run(start).await.map_err(BrokerError::Runtime)??;
+        let node = Arc::new(node);
         raft_server.attach(node.service());
 
         let peers = config.raft_peers.iter().map(|p| (p.id, p.remoting_addr.clone())).collect();
@@ -250,7 +264,7 @@ impl Broker {
         );
         info!("{line}");
         println!("{line}");
-        Ok(Broker { ctx, raft_server, transport, remoting, admin, namesrv_client, cancel, tasks })
+        Ok(Broker { ctx, raft_server, transport, remoting, admin, namesrv_client, cancel, tasks, raft_runtime })
     }
 
     /// The bound remoting address.
@@ -307,7 +321,7 @@ impl Broker {
     /// Stops gracefully: stop accepting and drain requests, unregister from the NameServers, stop the
     /// tasks, leave the Raft group's RPC, shut Raft down (the log is flushed), flush the ConsumeQueues.
     pub async fn shutdown(self) {
-        let Broker { ctx, raft_server, transport, remoting, admin, namesrv_client, cancel, tasks } = self;
+        let Broker { ctx, raft_server, transport, remoting, admin, namesrv_client, cancel, tasks, raft_runtime } = self;
         // First: `/readyz` answers 503 and admin changes are refused while everything drains.
         ctx.draining.store(true, Ordering::Release);
         // Parked long polls would otherwise hold the drain below for their suspend timeouts.
@@ -354,6 +368,7 @@ impl Broker {
             }
         }
         store.flush();
+        drop(raft_runtime);
         info!(broker = %store.store_root().display(), "broker stopped");
     }
 }

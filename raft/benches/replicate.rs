@@ -9,9 +9,11 @@
 //!
 //! No benchmark framework:
 //! `cargo bench -p raftmq-raft --bench replicate -- [--nodes 3] [--writers 256] [--payload 1024] [--duration 10s]
-//! [--sequential] [--inflight N] [--no-zero-ahead]` (`--sequential`: one AppendEntries at a time
-//! per follower; `--inflight`: pipelined requests in flight per follower, default `RaftConfig`'s;
-//! `--no-zero-ahead`: appends land on fresh blocks, see `RaftConfig::segment_zero_ahead`);
+//! [--sequential] [--inflight N] [--no-zero-ahead] [--shared-runtime]` (`--sequential`: one
+//! AppendEntries at a time per follower; `--inflight`: pipelined requests in flight per follower,
+//! default `RaftConfig`'s; `--no-zero-ahead`: appends land on fresh blocks, see
+//! `RaftConfig::segment_zero_ahead`; `--shared-runtime`: the replicas run on the writers' runtime
+//! instead of a `NodeRuntime` each, as a broker runs its replica);
 //! `-- --test` (as `cargo test --benches` passes) runs a 1 s smoke check.
 
 use std::collections::BTreeMap;
@@ -24,7 +26,10 @@ use bytes::Bytes;
 use hdrhistogram::Histogram;
 use raftmq_raft::network::{RaftServer, TcpTransport};
 use raftmq_raft::type_config::{LogId, Node, NodeId};
-use raftmq_raft::{AppPayload, AppReply, ApplyHandler, CommittedEntry, NodeConfig, RaftConfig, RaftNode, Role};
+use raftmq_raft::{
+    AppPayload, AppReply, ApplyHandler, CommittedEntry, NODE_RUNTIME_WORKER_THREADS, NodeConfig, NodeRuntime,
+    RaftConfig, RaftNode, Role,
+};
 
 // The allocator the `raftmq` binary ships with, so the figures are the product's.
 #[global_allocator]
@@ -45,6 +50,8 @@ struct Args {
     inflight: Option<u64>,
     /// Appends land on fresh blocks (`RaftConfig::segment_zero_ahead` off).
     no_zero_ahead: bool,
+    /// Replicas run on the writers' runtime instead of a `NodeRuntime` each (the broker's way).
+    shared_runtime: bool,
 }
 
 fn parse_duration(s: &str) -> anyhow::Result<Duration> {
@@ -68,6 +75,7 @@ fn parse_args() -> anyhow::Result<Args> {
         sequential: false,
         inflight: None,
         no_zero_ahead: false,
+        shared_runtime: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -80,6 +88,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--sequential" => a.sequential = true,
             "--inflight" => a.inflight = Some(value()?.parse()?),
             "--no-zero-ahead" => a.no_zero_ahead = true,
+            "--shared-runtime" => a.shared_runtime = true,
             "--test" => a.duration = Duration::from_secs(1),
             // cargo bench passes --bench to harness-less benches.
             "--bench" => {}
@@ -125,13 +134,19 @@ struct Group {
     nodes: BTreeMap<NodeId, RaftNode>,
 }
 
-async fn start_group(a: &Args) -> anyhow::Result<Group> {
+/// Start the group; node `i` is started on `rts[i - 1]` when given (every task a replica
+/// spawns, Raft core, replication, RPC server, lands on the runtime it was started on).
+async fn start_group(a: &Args, rts: &[NodeRuntime]) -> anyhow::Result<Group> {
     let n = a.nodes;
     let tmp = tempfile::tempdir()?;
+    let on = |i: u64| rts.get(usize::try_from(i - 1).unwrap_or(usize::MAX));
     let mut servers = Vec::new();
     let mut members = BTreeMap::new();
     for id in 1..=n {
-        let s = RaftServer::bind("127.0.0.1:0".parse()?).await?;
+        let s = match on(id) {
+            Some(rt) => rt.run(RaftServer::bind("127.0.0.1:0".parse()?)).await??,
+            None => RaftServer::bind("127.0.0.1:0".parse()?).await?,
+        };
         members.insert(id, Node { raft_addr: s.local_addr().to_string(), data: format!("broker-{id}") });
         servers.push(s);
     }
@@ -144,7 +159,11 @@ async fn start_group(a: &Args) -> anyhow::Result<Group> {
             cfg.raft.append_stream_inflight_max_count = count;
         }
         let transport = if a.sequential { TcpTransport::sequential() } else { TcpTransport::new() };
-        let node = RaftNode::start(cfg, Arc::new(CountingHandler::default()), Arc::new(transport)).await?;
+        let start = RaftNode::start(cfg, Arc::new(CountingHandler::default()), Arc::new(transport));
+        let node = match on(id) {
+            Some(rt) => rt.run(start).await??,
+            None => start.await?,
+        };
         server.attach(node.service());
         nodes.insert(id, node);
     }
@@ -199,18 +218,19 @@ async fn writer(
     }
 }
 
-async fn run(a: Args) -> anyhow::Result<()> {
+async fn run(a: Args, rts: &[NodeRuntime]) -> anyhow::Result<()> {
     println!(
-        "replicate: {} nodes, loopback TCP ({}), real fsync, zero-ahead {}; {} writers x {} B payloads for {:?}; load average before: {}",
+        "replicate: {} nodes, loopback TCP ({}), real fsync, zero-ahead {}, {}; {} writers x {} B payloads for {:?}; load average before: {}",
         a.nodes,
         if a.sequential { "sequential".to_string() } else { format!("pipelined, window {:?}", a.inflight) },
         if a.no_zero_ahead { "off" } else { "on" },
+        if a.shared_runtime { "replicas on the writers' runtime" } else { "a runtime per replica" },
         a.writers,
         a.payload_bytes,
         a.duration,
         load_average()
     );
-    let mut g = start_group(&a).await?;
+    let mut g = start_group(&a, rts).await?;
     let leader_id = wait_leader(&g).await?;
     let leader = Arc::new(g.nodes.remove(&leader_id).context("leader")?);
     let warmup = (a.duration / 10).min(Duration::from_secs(1));
@@ -289,5 +309,15 @@ async fn run(a: Args) -> anyhow::Result<()> {
 fn main() -> anyhow::Result<()> {
     let args = parse_args()?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    rt.block_on(run(args))
+    let node_rts = if args.shared_runtime {
+        Vec::new()
+    } else {
+        (0..args.nodes)
+            .map(|_| NodeRuntime::new("raft-node", NODE_RUNTIME_WORKER_THREADS))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let res = rt.block_on(run(args, &node_rts));
+    drop(rt);
+    drop(node_rts);
+    res
 }

@@ -16,6 +16,7 @@
 //! - [`state_machine`]: the seam to the broker ([`ApplyHandler`]) and openraft's state machine;
 //! - [`network`]: Raft RPC (TCP over the remoting transport, in-memory router for tests);
 //! - [`node`]: [`RaftNode`], the replica the broker drives (propose, leadership, membership);
+//! - [`node_runtime`]: [`NodeRuntime`], the tokio runtime a replica runs on, apart from clients;
 //! - [`testing`]: a recording handler for tests;
 //! - [`error`]: error types.
 
@@ -29,6 +30,7 @@ mod mapped_file;
 pub mod meta;
 pub mod network;
 pub mod node;
+pub mod node_runtime;
 pub mod patcher;
 pub mod payload_codec;
 mod recovery;
@@ -46,6 +48,7 @@ pub use error::{CorruptReason, StoreError};
 pub use flusher::{FLUSH_LATENCY_BUCKETS_SECONDS, FlushLatency};
 pub use log_store::{EntryPosition, LogReader, LogStore, WeakLogStore};
 pub use node::{Applied, Leadership, NodeConfig, NodeError, NodeStatus, ProposeError, RaftNode, Role};
+pub use node_runtime::{NODE_RUNTIME_WORKER_THREADS, NodeRuntime};
 pub use patcher::{NoPatch, PayloadPatcher};
 pub use state_machine::{ApplyHandler, CommittedEntry};
 pub use type_config::{AppPayload, AppReply, TypeConfig};
