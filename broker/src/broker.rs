@@ -187,7 +187,10 @@ impl Broker {
         let peers = config.raft_peers.iter().map(|p| (p.id, p.remoting_addr.clone())).collect();
         let replica = Arc::new(Replica::new(node, Arc::clone(&store), peers, &config.broker_name));
         let cancel = CancellationToken::new();
-        let (group_commit, group_commit_task) = GroupCommit::spawn(Arc::clone(&replica), cancel.child_token());
+        let (group_commit, group_commit_task) = {
+            let (replica, token) = (Arc::clone(&replica), cancel.child_token());
+            raft_runtime.run(async move { GroupCommit::spawn(replica, token) }).await.map_err(BrokerError::Runtime)?
+        };
         let (offsets, offsets_task) = OffsetCommitter::spawn(Arc::clone(&replica), cancel.child_token());
         let metrics = BrokerMetrics::new(&config.broker_cluster_name, &config.broker_name, me.id);
         let ctx = Arc::new(BrokerContext {
