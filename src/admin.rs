@@ -12,7 +12,10 @@
 //! where Java's own tools have an older path built from requests the broker does serve:
 //! `topicStatus` (GET_MIN/MAX_OFFSET per queue), `consumerProgress` (GET_ALL_CONSUMER_OFFSET +
 //! GET_MAX_OFFSET) and `resetOffsetByTime` (`resetOffsetByTimeOld`: SEARCH_OFFSET_BY_TIMESTAMP +
-//! UPDATE_CONSUMER_OFFSET).
+//! UPDATE_CONSUMER_OFFSET, used when the group has no consumer online, as Java does).
+//!
+//! `consumerStatus` asks the group's clients themselves (GET_CONSUMER_RUNNING_INFO, relayed by a
+//! broker holding the client's connection).
 //!
 //! Raft group administration (raftmq's own, no mqadmin counterpart): `groupStatus` asks every member
 //! of a group for its own view (RAFT_GROUP_STATUS; brokers without it fall back to the NameServer's
@@ -33,6 +36,7 @@ use raftmq_common::limits::QUERY_MESSAGE_MAX_COUNT;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
 use raftmq_common::message::OffsetMsgId;
+use raftmq_common::message::validate::RETRY_GROUP_TOPIC_PREFIX;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::connection::Connection as ConnectionBody;
@@ -40,6 +44,9 @@ use raftmq_common::protocol::body::connection::ConsumerConnection;
 use raftmq_common::protocol::body::consume_stats::ConsumeStats;
 use raftmq_common::protocol::body::consume_stats::OffsetWrapper;
 use raftmq_common::protocol::body::consumer_offset::ConsumerOffsetSerializeWrapper;
+use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
+use raftmq_common::protocol::body::consumer_running_info::PROP_CLIENT_VERSION;
+use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUME_ORDERLY;
 use raftmq_common::protocol::body::membership::MembershipReport;
 use raftmq_common::protocol::body::route::MASTER_ID;
 use raftmq_common::protocol::body::route::TopicRouteData;
@@ -105,6 +112,9 @@ enum AdminCommand {
     /// List a consumer group's connected clients and its subscriptions.
     #[command(name = "consumerConnection")]
     ConsumerConnection(ConsumerConnectionArgs),
+    /// Show what a consumer group's running clients report: settings, subscriptions, queues held.
+    #[command(name = "consumerStatus")]
+    ConsumerStatus(ConsumerStatusArgs),
     /// List a producer group's connected clients on the brokers of a topic.
     #[command(name = "producerConnection")]
     ProducerConnection(ProducerConnectionArgs),
@@ -239,6 +249,19 @@ struct ConsumerConnectionArgs {
 }
 
 #[derive(Debug, Args)]
+struct ConsumerStatusArgs {
+    /// Consumer group name.
+    #[arg(short = 'g', long = "consumerGroup")]
+    group: String,
+    /// One client of the group (`ip@instanceName`): print its whole report.
+    #[arg(short = 'i', long = "clientId")]
+    client_id: Option<String>,
+    /// Ask for a stack dump (only JVM clients have one).
+    #[arg(short = 's', long = "jstack")]
+    jstack: bool,
+}
+
+#[derive(Debug, Args)]
 struct ProducerConnectionArgs {
     /// Producer group name.
     #[arg(short = 'g', long = "producerGroup")]
@@ -358,6 +381,7 @@ async fn dispatch(admin: &Admin, out: Out, command: AdminCommand) -> Result<()> 
         AdminCommand::ConsumerProgress(a) => consumer_progress(admin, out, a).await,
         AdminCommand::BrokerStatus(a) => broker_status(admin, out, a).await,
         AdminCommand::ConsumerConnection(a) => consumer_connection(admin, out, a).await,
+        AdminCommand::ConsumerStatus(a) => consumer_status(admin, out, a).await,
         AdminCommand::ProducerConnection(a) => producer_connection(admin, out, a).await,
         AdminCommand::QueryMsgById(a) => query_msg_by_id(admin, out, a).await,
         AdminCommand::QueryMsgByKey(a) => query_msg_by_key(admin, out, a).await,
@@ -857,6 +881,165 @@ async fn consumer_connection(admin: &Admin, out: Out, a: ConsumerConnectionArgs)
     println!("MessageModel: {message_model}");
     println!("ConsumeFromWhere: {consume_from}");
     Ok(())
+}
+
+/// `ConsumerStatusSubCommand`: each client of the group (or the one named) is asked for its
+/// running info through a broker leader holding its connection. With one client, its whole
+/// report; otherwise a line per client and Java's two checks: every client subscribes the same,
+/// and the queues held add up to the group's queues with none held twice.
+async fn consumer_status(admin: &Admin, out: Out, a: ConsumerStatusArgs) -> Result<()> {
+    let cmd = "consumerStatus";
+    let info = admin.cluster_info().await.context(cmd)?;
+    let leaders: Vec<String> =
+        info.broker_addr_table.values().filter_map(|bd| bd.select_broker_addr().map(str::to_owned)).collect();
+    let mut clients: Vec<String> = Vec::new();
+    for addr in &leaders {
+        match admin.consumer_connection(addr, &a.group).await {
+            Ok(c) => clients.extend(c.connection_set.into_iter().map(|c| c.client_id)),
+            Err(e) if e.response_code() == Some(ResponseCode::ConsumerNotOnline) => {}
+            Err(e) => return Err(explain(cmd, RequestCode::GetConsumerConnectionList, e)),
+        }
+    }
+    clients.sort_unstable();
+    clients.dedup();
+    if let Some(id) = &a.client_id {
+        if !clients.contains(id) {
+            bail!("{cmd}: client {id} of group {} is not online", a.group);
+        }
+        clients = vec![id.clone()];
+    }
+    if clients.is_empty() {
+        bail!("{cmd}: the consumer group[{}] not online", a.group);
+    }
+    let mut reports = Vec::new();
+    for id in &clients {
+        let mut last_err = None;
+        let mut found = None;
+        for addr in &leaders {
+            match admin.consumer_running_info(addr, &a.group, id, a.jstack).await {
+                Ok(r) => {
+                    found = Some(r);
+                    break;
+                }
+                Err(e) => last_err = Some(e),
+            }
+        }
+        match (found, last_err) {
+            (Some(r), _) => reports.push((id.clone(), r)),
+            (None, Some(e)) => return Err(explain(cmd, RequestCode::GetConsumerRunningInfo, e)),
+            (None, None) => bail!("{cmd}: no broker holds client {id}'s connection"),
+        }
+    }
+    let queues_of = |r: &ConsumerRunningInfo| {
+        r.mq_table.keys().filter(|mq| !mq.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX)).count()
+    };
+    let same_subscription = reports.windows(2).all(|w| subscription_key(&w[0].1) == subscription_key(&w[1].1));
+    let mut held: Vec<_> = reports.iter().flat_map(|(_, r)| r.mq_table.keys().cloned()).collect();
+    let held_total = held.len();
+    held.sort();
+    held.dedup();
+    let none_twice = held.len() == held_total;
+    if out.json {
+        let clients: Vec<_> = reports
+            .iter()
+            .map(|(id, r)| {
+                let queues: Vec<_> = r
+                    .mq_table
+                    .iter()
+                    .map(|(mq, q)| json!({"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id,
+                        "commitOffset": q.commit_offset, "cachedMsgCount": q.cached_msg_count,
+                        "lastPullTimestamp": q.last_pull_timestamp, "lastConsumeTimestamp": q.last_consume_timestamp,
+                        "locked": q.locked}))
+                    .collect();
+                json!({"clientId": id, "properties": r.properties, "subscriptions": r.subscription_set.iter()
+                    .map(|s| json!({"topic": s.topic, "subExpression": s.sub_string, "expressionType": s.expression_type}))
+                    .collect::<Vec<_>>(), "queues": queues, "jstack": r.jstack})
+            })
+            .collect();
+        out.json(&json!({"group": a.group, "clients": clients, "sameSubscription": same_subscription,
+            "noQueueHeldTwice": none_twice}));
+        return Ok(());
+    }
+    if let [(id, r)] = reports.as_slice()
+        && a.client_id.is_some()
+    {
+        println!("#Consumer Properties#");
+        for (k, v) in &r.properties {
+            println!("{k:<40}: {v}");
+        }
+        println!();
+        println!("#Consumer Subscription#");
+        let mut subs = Table::new(&["#", "#Topic", "#ClassFilterMode", "#SubExpression"]);
+        for (i, s) in r.subscription_set.iter().enumerate() {
+            subs.row([format!("{:03}", i + 1), s.topic.clone(), s.class_filter_mode.to_string(), s.sub_string.clone()]);
+        }
+        out.table(&subs);
+        println!();
+        println!("#Consumer Offset# ({id})");
+        let mut q = Table::new(&[
+            "#Topic",
+            "#Broker Name",
+            "#QID",
+            "#Consumer Offset",
+            "#Cached Msgs",
+            "#Last Pull",
+            "#Last Consume",
+            "#Locked",
+        ]);
+        for (mq, p) in &r.mq_table {
+            q.row([
+                mq.topic.clone(),
+                mq.broker_name.clone(),
+                mq.queue_id.to_string(),
+                p.commit_offset.to_string(),
+                p.cached_msg_count.to_string(),
+                p.last_pull_timestamp.to_string(),
+                p.last_consume_timestamp.to_string(),
+                p.locked.to_string(),
+            ]);
+        }
+        out.table(&q);
+        if let Some(stack) = &r.jstack {
+            println!();
+            println!("#Consumer jstack#");
+            println!("{stack}");
+        }
+        return Ok(());
+    }
+    let mut t = Table::new(&["#", "#ClientId", "#Version", "#Orderly", "#Queues", "#Cached Msgs"]);
+    for (i, (id, r)) in reports.iter().enumerate() {
+        let prop = |k: &str| r.properties.get(k).cloned().unwrap_or_default();
+        let cached: i64 = r.mq_table.values().map(|q| i64::from(q.cached_msg_count)).sum();
+        t.row([
+            format!("{:03}", i + 1),
+            id.clone(),
+            prop(PROP_CLIENT_VERSION),
+            prop(PROP_CONSUME_ORDERLY),
+            queues_of(r).to_string(),
+            cached.to_string(),
+        ]);
+    }
+    out.table(&t);
+    println!();
+    if same_subscription {
+        println!("Same subscription in the same group of consumer");
+    } else {
+        println!("WARN: Different subscription in the same group of consumer!!!");
+    }
+    if none_twice {
+        println!("Rebalance OK");
+    } else {
+        println!("WARN: a queue is held by more than one client; the group is rebalancing or misconfigured");
+    }
+    Ok(())
+}
+
+/// A client's subscriptions, comparable across clients (topic and expression).
+fn subscription_key(r: &ConsumerRunningInfo) -> Vec<(String, String, String)> {
+    let mut key: Vec<_> =
+        r.subscription_set.iter().map(|s| (s.topic.clone(), s.expression_type.clone(), s.sub_string.clone())).collect();
+    key.sort();
+    key
 }
 
 /// `examineProducerConnectionInfo`: the topic's brokers are asked and their answers merged.

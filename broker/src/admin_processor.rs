@@ -312,7 +312,7 @@ pub fn broker_runtime_info(ctx: &BrokerContext) -> Result<RemotingCommand, Remot
     let mut put = |k: &str, v: String| {
         table.insert(k.to_owned(), v);
     };
-    put("brokerVersionDesc", "V4_9_8".to_owned());
+    put("brokerVersionDesc", raftmq_common::protocol::code::version::V4_9_8_DESC.to_owned());
     put("brokerVersion", raftmq_common::protocol::code::version::V4_9_8.to_string());
     put("bootTimestamp", ctx.broker_totals.boot_ms().to_string());
     put("runtime", runtime_string(now.saturating_sub(ctx.broker_totals.boot_ms())));

@@ -1,6 +1,7 @@
 //! Client requests (RocketMQ's `ClientManageProcessor` and `ConsumerManageProcessor`): HEART_BEAT,
 //! UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP, QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET,
-//! LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, and NOTIFY_CONSUMER_IDS_CHANGED sent back on clients' connections.
+//! LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, NOTIFY_CONSUMER_IDS_CHANGED sent back on clients' connections,
+//! the connection lists, and GET_CONSUMER_RUNNING_INFO relayed to the client it names.
 //!
 //! Offsets: a query is answered by the ready leader (a follower relays it); an update is stored only
 //! through Raft — the leader batches it ([`crate::offset_commit`]), a follower refuses it with
@@ -14,6 +15,7 @@ use raftmq_common::protocol::body::heartbeat::CheckClientRequestBody;
 use std::sync::Arc;
 use std::time::Duration;
 
+use raftmq_common::limits::BROKER_CLIENT_CALL_TIMEOUT_MS;
 use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
 use raftmq_common::message::validate::retry_topic;
 use raftmq_common::protocol::RemotingCommand;
@@ -30,6 +32,7 @@ use raftmq_common::protocol::body::lock_batch::UnlockBatchRequestBody;
 use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::protocol::body::topic::perm;
 use raftmq_common::protocol::header::admin::GetConsumerConnectionListRequestHeader;
+use raftmq_common::protocol::header::admin::GetConsumerRunningInfoRequestHeader;
 use raftmq_common::protocol::header::admin::GetProducerConnectionListRequestHeader;
 use raftmq_common::protocol::header::client::GetConsumerListByGroupRequestHeader;
 use raftmq_common::protocol::header::client::NotifyConsumerIdsChangedRequestHeader;
@@ -38,6 +41,7 @@ use raftmq_common::protocol::header::offset::QueryConsumerOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::QueryConsumerOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::UpdateConsumerOffsetRequestHeader;
 use raftmq_common::remoting::ConnectionContext;
+use raftmq_common::remoting::RemotingError;
 use tracing::debug;
 
 use crate::client_manager::ClientChannel;
@@ -223,6 +227,31 @@ pub fn producer_connection_list(
     };
     let body = ProducerConnection { connection_set: channels.iter().map(ClientChannel::to_connection_body).collect() };
     encode_body(&body)
+}
+
+/// GET_CONSUMER_RUNNING_INFO (`mqadmin consumerStatus`, the dashboard's consumer client view):
+/// relayed to the client on its own connection, whose answer (a `ConsumerRunningInfo`) is the
+/// answer. Java's codes: SYSTEM_ERROR when the client is not connected here or the call fails,
+/// CONSUME_MSG_TIMEOUT when it does not answer in time.
+pub async fn consumer_running_info(
+    ctx: &BrokerContext,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    let h: GetConsumerRunningInfoRequestHeader = header(request)?;
+    let (group, client) = (&h.consumer_group, &h.client_id);
+    let Some(conn) = ctx.clients.consumer_connection(group, client) else {
+        return Err(refuse(ResponseCode::SystemError, format!("The Consumer <{group}> <{client}> not online")));
+    };
+    let relayed = RemotingCommand::request_with_header(RequestCode::GetConsumerRunningInfo, &h);
+    match conn.invoke(relayed, Duration::from_millis(BROKER_CLIENT_CALL_TIMEOUT_MS)).await {
+        Ok(answer) => Ok(answer),
+        Err(e @ RemotingError::Timeout { .. }) => {
+            Err(refuse(ResponseCode::ConsumeMsgTimeout, format!("consumer <{group}> <{client}> Timeout: {e}")))
+        }
+        Err(e) => {
+            Err(refuse(ResponseCode::SystemError, format!("invoke consumer <{group}> <{client}> Exception: {e}")))
+        }
+    }
 }
 
 fn encode_body<B: JsonBody>(body: &B) -> Result<RemotingCommand, RemotingCommand> {

@@ -254,6 +254,16 @@ impl ClientManager {
             .unwrap_or_default()
     }
 
+    /// The connection of consumer `client_id` of `group`, if it is connected here.
+    pub fn consumer_connection(&self, group: &str, client_id: &str) -> Option<Connection> {
+        lock(&self.consumers)
+            .get(group)?
+            .channels
+            .values()
+            .find(|c| c.client_id == client_id)
+            .map(|c| c.connection.clone())
+    }
+
     /// Producer groups with at least one connected client.
     pub fn producer_groups(&self) -> Vec<String> {
         lock(&self.producers).keys().cloned().collect()

@@ -20,6 +20,7 @@
 //! - [`replica`]: leadership, the leader-readiness gate, proposals, refusals with the leader hint.
 //! - [`membership`]: adding and removing nodes, leadership transfer, each member's view of the group.
 //! - [`group_commit`], [`offset_commit`]: sends and consumer offsets batched into Raft entries.
+//! - [`offset_reset`]: a group's offsets moved to a time, committed and pushed to its consumers.
 //! - [`retention`]: fileReservedTime / deleteWhen / disk watermarks, purge through Raft, the snapshot manifest.
 //! - [`schedule`]: delayed messages (`SCHEDULE_TOPIC_XXXX`) re-proposed by the leader when due.
 //! - [`transaction`]: transactional half messages, END_TRANSACTION and the check-back service.
@@ -51,6 +52,7 @@ pub mod store;
 pub mod group_commit;
 pub mod membership;
 pub mod offset_commit;
+pub mod offset_reset;
 pub mod replica;
 pub mod retention;
 pub mod schedule;

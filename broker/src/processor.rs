@@ -75,6 +75,8 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::GetConsumeStats,
     RequestCode::GetConsumerConnectionList,
     RequestCode::GetProducerConnectionList,
+    RequestCode::InvokeBrokerToResetOffset,
+    RequestCode::GetConsumerRunningInfo,
 ];
 
 /// What every processor shares.
@@ -175,6 +177,10 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::GetConsumerConnectionList => client_manage_processor::consumer_connection_list(ctx, &request),
             RequestCode::GetProducerConnectionList => client_manage_processor::producer_connection_list(ctx, &request),
             RequestCode::GetMinOffset => admin_processor::min_offset(ctx, &request),
+            RequestCode::GetConsumerRunningInfo => client_manage_processor::consumer_running_info(ctx, &request).await,
+            RequestCode::InvokeBrokerToResetOffset => {
+                Ok(crate::offset_reset::invoke_broker_to_reset_offset(ctx, &request).await)
+            }
             RequestCode::SearchOffsetByTimestamp => query_processor::search_offset_by_timestamp(ctx, &request),
             RequestCode::GetEarliestMsgStoretime => query_processor::earliest_msg_storetime(ctx, &request),
             RequestCode::QueryMessage => query_processor::query_message(ctx, &request),

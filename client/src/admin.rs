@@ -41,6 +41,7 @@ use raftmq_common::protocol::body::connection::ConsumerConnection;
 use raftmq_common::protocol::body::connection::ProducerConnection;
 use raftmq_common::protocol::body::consume_stats::ConsumeStats;
 use raftmq_common::protocol::body::consumer_offset::ConsumerOffsetSerializeWrapper;
+use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
 use raftmq_common::protocol::body::membership::AddNodeRequest;
 use raftmq_common::protocol::body::membership::GroupStatus;
 use raftmq_common::protocol::body::membership::MembershipReport;
@@ -50,6 +51,7 @@ use raftmq_common::protocol::body::register::ClusterInfo;
 use raftmq_common::protocol::body::register::KvTable;
 use raftmq_common::protocol::body::register::TopicConfigSerializeWrapper;
 use raftmq_common::protocol::body::register::TopicList;
+use raftmq_common::protocol::body::reset_offset::ResetOffsetBody;
 use raftmq_common::protocol::body::route::BrokerData;
 use raftmq_common::protocol::body::route::MASTER_ID;
 use raftmq_common::protocol::body::route::TopicRouteData;
@@ -61,6 +63,7 @@ use raftmq_common::protocol::header::admin::CreateTopicRequestHeader;
 use raftmq_common::protocol::header::admin::DeleteTopicRequestHeader;
 use raftmq_common::protocol::header::admin::GetConsumeStatsRequestHeader;
 use raftmq_common::protocol::header::admin::GetConsumerConnectionListRequestHeader;
+use raftmq_common::protocol::header::admin::GetConsumerRunningInfoRequestHeader;
 use raftmq_common::protocol::header::admin::GetProducerConnectionListRequestHeader;
 use raftmq_common::protocol::header::admin::GetTopicStatsInfoRequestHeader;
 use raftmq_common::protocol::header::admin::ResetOffsetRequestHeader;
@@ -388,6 +391,27 @@ impl Admin {
         decode_body(op, &response)
     }
 
+    /// What consumer `client_id` of `consumer_group` reports about itself (`consumerStatus`,
+    /// GET_CONSUMER_RUNNING_INFO), relayed by the broker at `addr`, which must hold the client's
+    /// connection; `jstack` asks for a stack dump (only JVM clients have one).
+    pub async fn consumer_running_info(
+        &self,
+        addr: &str,
+        consumer_group: &str,
+        client_id: &str,
+        jstack: bool,
+    ) -> Result<ConsumerRunningInfo> {
+        let op = "consumerStatus";
+        let header = GetConsumerRunningInfoRequestHeader {
+            consumer_group: consumer_group.to_owned(),
+            client_id: client_id.to_owned(),
+            jstack_enable: Some(jstack),
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::GetConsumerRunningInfo, &header);
+        let response = self.broker_call(op, addr, request).await?;
+        decode_body(op, &response)
+    }
+
     /// The live clients of a producer group connected to the broker at `addr`
     /// (`producerConnection`, GET_PRODUCER_CONNECTION_LIST).
     pub async fn producer_connection(&self, addr: &str, producer_group: &str) -> Result<ProducerConnection> {
@@ -662,18 +686,6 @@ impl Admin {
         let response = success(op, response).map_err(|e| e.with_context("addr", addr))?;
         decode_messages(op, &response.body)
     }
-}
-
-/// INVOKE_BROKER_TO_RESET_OFFSET's answer (`ResetOffsetBody`): queue → new offset, fastjson-keyed.
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct ResetOffsetBody {
-    #[serde(with = "raftmq_common::protocol::body::fastjson::object_keys")]
-    offset_table: BTreeMap<MessageQueue, i64>,
-}
-
-impl JsonBody for ResetOffsetBody {
-    const NAME: &'static str = "ResetOffsetBody";
 }
 
 /// Records of a QUERY_MESSAGE / VIEW_MESSAGE_BY_ID answer, bodies decompressed as a consumer sees them.

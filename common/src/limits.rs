@@ -36,6 +36,11 @@ pub const COMPRESS_BODY_OVER_BYTES: usize = 4 * 1024;
 /// Default timeout of one remoting call made by our clients (`sendMsgTimeout`).
 pub const RPC_TIMEOUT_DEFAULT_MS: u64 = 3_000;
 
+/// How long a broker waits for a client it relays an admin request to (GET_CONSUMER_RUNNING_INFO):
+/// shorter than the admin's own timeout, so the admin gets CONSUME_MSG_TIMEOUT, not a timeout.
+pub const BROKER_CLIENT_CALL_TIMEOUT_MS: u64 = 2_000;
+const _: () = assert!(BROKER_CLIENT_CALL_TIMEOUT_MS < RPC_TIMEOUT_DEFAULT_MS);
+
 /// How often a client refreshes the routes of the topics it uses (`pollNameServerInterval`, 30 s).
 pub const CLIENT_ROUTE_POLL_INTERVAL_DEFAULT_MS: u64 = 30_000;
 

@@ -5,22 +5,19 @@
 //!   running) and answers 200 once `to` is a ready leader (504 if it is not in time).
 //! - `POST /api/v1/ops/reset-offset {"group", "topic", "timestamp_ms"}`: sets the group's committed
 //!   offset of every read queue of `topic` to the first offset stored at or after the time
-//!   (`mqadmin resetOffsetByTime`, SEARCH_OFFSET_BY_TIMESTAMP's lower bound), as one replicated
-//!   CONSUMER_OFFSETS entry. Applying such an entry stores whatever it says (`ConsumerOffsetTable`
-//!   lets an offset move backwards), so a reset needs no command of its own. A consumer that is
-//!   running keeps its in-memory offsets and may commit them over the reset: stop it first (Java's
-//!   broker would push RESET_CONSUMER_CLIENT_OFFSET to it; this broker does not yet).
+//!   (`mqadmin resetOffsetByTime --force`, SEARCH_OFFSET_BY_TIMESTAMP's lower bound), as one
+//!   replicated CONSUMER_OFFSETS entry, then pushes RESET_CONSUMER_CLIENT_OFFSET to the group's
+//!   running consumers so they drop what they cached and continue from there
+//!   ([`crate::offset_reset`]). Works for a stopped group too.
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
-use raftmq_common::limits::ADMIN_PROGRESS_QUEUES_MAX_COUNT;
+use raftmq_common::protocol::header::admin::ResetOffsetRequestHeader;
 use serde::Deserialize;
 use serde::Serialize;
 
-use crate::entry::BrokerCommand;
-use crate::entry::OffsetCommit;
 use crate::http::Routes;
 use crate::http::Shared;
 use crate::http::ensure_writable;
@@ -31,11 +28,10 @@ use crate::http::error::code;
 use crate::http::groups::check_group_name;
 use crate::http::groups::group_known;
 use crate::http::membership::api_error;
-use crate::http::replicate;
 use crate::http::topics::check_topic_name;
 use crate::http::topics::topic_config;
 use crate::membership;
-use crate::query_processor::offset_by_time;
+use crate::offset_reset;
 
 /// Routes of this module.
 pub fn routes() -> Routes {
@@ -106,34 +102,31 @@ async fn reset_offset(
 ) -> ApiResult<Json<serde_json::Value>> {
     check_group_name(&body.group)?;
     check_topic_name(&body.topic)?;
-    let config = topic_config(&ctx, &body.topic)?;
+    topic_config(&ctx, &body.topic)?;
     if !group_known(&ctx, &body.group) {
         return Err(ApiError::not_found(code::GROUP_NOT_FOUND, format!("group {} does not exist", body.group)));
     }
     ensure_writable(&ctx)?;
-    let queues = usize::try_from(config.read_queue_nums).unwrap_or(0).min(ADMIN_PROGRESS_QUEUES_MAX_COUNT);
-    let mut rows = Vec::with_capacity(queues);
-    for queue_id in (0..queues).filter_map(|q| i32::try_from(q).ok()) {
-        let offset = offset_by_time(&ctx.store, &body.topic, queue_id, body.timestamp_ms);
-        let previous = ctx.store.metadata().offsets.query(&body.topic, &body.group, queue_id);
-        rows.push(ResetRow { queue_id, previous, offset: i64::try_from(offset).unwrap_or(i64::MAX) });
-    }
-    let commits = rows
-        .iter()
-        .map(|r| OffsetCommit {
-            topic: body.topic.clone(),
-            group: body.group.clone(),
-            queue_id: r.queue_id,
-            offset: r.offset,
-        })
-        .collect::<Vec<_>>();
-    if !commits.is_empty() {
-        replicate(&ctx, BrokerCommand::ConsumerOffsets(commits)).await?;
-    }
+    let plan = offset_reset::plan(&ctx, &body.topic, &body.group, body.timestamp_ms, true).unwrap_or_default();
+    offset_reset::commit(&ctx, &body.topic, &body.group, &plan)
+        .await
+        .map_err(|e| ApiError::from_write(e, &ctx.replica))?;
+    let rows: Vec<ResetRow> =
+        plan.iter().map(|r| ResetRow { queue_id: r.queue_id, previous: r.previous, offset: r.offset }).collect();
+    let consumers = ctx.clients.consumer_connections(&body.group);
+    let consumers_notified = consumers.len();
+    let header = ResetOffsetRequestHeader {
+        topic: body.topic.clone(),
+        group: body.group.clone(),
+        timestamp: body.timestamp_ms,
+        is_force: true,
+    };
+    offset_reset::notify_consumers(consumers, &header, &offset_reset::body(&ctx, &body.topic, &plan));
     Ok(Json(serde_json::json!({
         "group": body.group,
         "topic": body.topic,
         "timestamp_ms": body.timestamp_ms,
         "queues": rows,
+        "consumers_notified": consumers_notified,
     })))
 }

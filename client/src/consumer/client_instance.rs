@@ -1,9 +1,12 @@
 //! [`ClientInstance`]: what one consumer shares among its parts (RocketMQ's `MQClientInstance` +
 //! `MQClientAPIImpl`, consumer half): the client id, the remoting client whose processor hears
-//! NOTIFY_CONSUMER_IDS_CHANGED, the route cache, and every consumer-side broker call.
+//! NOTIFY_CONSUMER_IDS_CHANGED and RESET_CONSUMER_CLIENT_OFFSET, the route cache, and every
+//! consumer-side broker call.
 //!
 //! ```text
 //!  broker ──NOTIFY_CONSUMER_IDS_CHANGED (oneway)──► processor ──► rebalance_signal (Notify)
+//!  broker ──RESET_CONSUMER_CLIENT_OFFSET (oneway)──► processor ──► offset_resets + rebalance_signal
+//!  broker ──GET_CONSUMER_RUNNING_INFO──► processor ──► the consumer's running_info ──► answer
 //!  PushConsumer / PullConsumer ──► ClientInstance ──► HEART_BEAT, PULL_MESSAGE, offsets, locks, send-back
 //! ```
 //!
@@ -19,6 +22,8 @@ use raftmq_common::protocol::body::heartbeat::SubscriptionData;
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use raftmq_common::message::MessageExt;
@@ -28,11 +33,15 @@ use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::JsonBody;
 use raftmq_common::protocol::body::consumer_list::ConsumerListBody;
+use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
 use raftmq_common::protocol::body::lock_batch::LockBatchRequestBody;
 use raftmq_common::protocol::body::lock_batch::LockBatchResponseBody;
 use raftmq_common::protocol::body::lock_batch::UnlockBatchRequestBody;
+use raftmq_common::protocol::body::reset_offset::ResetOffsetBody;
 use raftmq_common::protocol::body::route::MASTER_ID;
+use raftmq_common::protocol::header::admin::GetConsumerRunningInfoRequestHeader;
+use raftmq_common::protocol::header::admin::ResetOffsetRequestHeader;
 use raftmq_common::protocol::header::client::ConsumerSendMsgBackRequestHeader;
 use raftmq_common::protocol::header::client::GetConsumerListByGroupRequestHeader;
 use raftmq_common::protocol::header::client::NotifyConsumerIdsChangedRequestHeader;
@@ -76,6 +85,11 @@ pub(crate) struct ClientInstance {
     /// Woken by NOTIFY_CONSUMER_IDS_CHANGED for this group; a permit is kept when nobody waits, so
     /// a notification that arrives mid-rebalance triggers one more.
     pub rebalance_signal: Arc<Notify>,
+    /// Offset resets the brokers pushed (RESET_CONSUMER_CLIENT_OFFSET) for this group, the latest
+    /// per topic, until the consumer applies them (bounded by the topics).
+    offset_resets: Arc<Mutex<BTreeMap<String, BTreeMap<MessageQueue, i64>>>>,
+    /// Answers GET_CONSUMER_RUNNING_INFO; set once by the consumer that owns this instance.
+    running_info: Arc<OnceLock<RunningInfoFn>>,
     pub rpc_timeout: Duration,
 }
 
@@ -89,9 +103,16 @@ impl ClientInstance {
         rpc_timeout: Duration,
     ) -> Result<Self> {
         let rebalance_signal = Arc::new(Notify::new());
+        let offset_resets = Arc::new(Mutex::new(BTreeMap::new()));
+        let running_info = Arc::new(OnceLock::new());
+        let mut table = ProcessorTable::new();
+        table.register(RequestCode::GetConsumerRunningInfo, running_info_processor(group, Arc::clone(&running_info)));
+        table.register(
+            RequestCode::ResetConsumerClientOffset,
+            reset_offset_processor(group, Arc::clone(&offset_resets), Arc::clone(&rebalance_signal)),
+        );
         let signal = rebalance_signal.clone();
         let my_group = group.to_owned();
-        let mut table = ProcessorTable::new();
         table.register(
             RequestCode::NotifyConsumerIdsChanged,
             Arc::new(processor_fn(move |ctx, request: RemotingCommand| {
@@ -113,7 +134,28 @@ impl ClientInstance {
         let remoting = RemotingClient::with_processors(table);
         let namesrv = NamesrvClient::new(remoting.clone(), namesrv_addrs)?;
         let routes = TopicRouteManager::new(namesrv, route_config);
-        Ok(ClientInstance { client_id, group: group.to_owned(), remoting, routes, rebalance_signal, rpc_timeout })
+        Ok(ClientInstance {
+            client_id,
+            group: group.to_owned(),
+            remoting,
+            routes,
+            rebalance_signal,
+            offset_resets,
+            running_info,
+            rpc_timeout,
+        })
+    }
+
+    /// Installs what answers GET_CONSUMER_RUNNING_INFO (the first call wins).
+    pub fn set_running_info(&self, f: impl Fn() -> ConsumerRunningInfo + Send + Sync + 'static) {
+        if self.running_info.set(Box::new(f)).is_err() {
+            tracing::debug!("running info source already set");
+        }
+    }
+
+    /// The offset resets pushed since the last call, the latest per topic.
+    pub fn take_offset_resets(&self) -> BTreeMap<String, BTreeMap<MessageQueue, i64>> {
+        std::mem::take(&mut *self.offset_resets.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// The readable queues of `topic`, from the cache or a fresh route.
@@ -469,6 +511,84 @@ pub(crate) fn pick_broker_addr(
 
 fn protocol_error(op: &'static str, e: impl std::error::Error + Send + Sync + 'static) -> ClientError {
     ClientError::new(ErrorKind::Protocol, op, e.to_string()).with_source(e)
+}
+
+/// What a consumer reports about itself.
+type RunningInfoFn = Box<dyn Fn() -> ConsumerRunningInfo + Send + Sync>;
+
+/// GET_CONSUMER_RUNNING_INFO for `group` (`ClientRemotingProcessor.getConsumerRunningInfo`):
+/// the consumer's report, or Java's SYSTEM_ERROR for another group or before the consumer exists.
+fn running_info_processor(
+    group: &str,
+    source: Arc<OnceLock<RunningInfoFn>>,
+) -> Arc<impl raftmq_common::remoting::processor::RequestProcessor> {
+    let my_group = group.to_owned();
+    Arc::new(processor_fn(move |_ctx, request: RemotingCommand| {
+        let source = Arc::clone(&source);
+        let my_group = my_group.clone();
+        async move {
+            let refuse = |remark: String| RemotingCommand::response(ResponseCode::SystemError, Some(remark));
+            let header = match request.decode_header::<GetConsumerRunningInfoRequestHeader>() {
+                Ok(h) => h,
+                Err(e) => return Some(refuse(format!("the request header is invalid: {e}"))),
+            };
+            let Some(info) = source.get().filter(|_| header.consumer_group == my_group) else {
+                return Some(refuse(format!(
+                    "The Consumer Group <{}> not exist in this consumer",
+                    header.consumer_group
+                )));
+            };
+            Some(match info().encode() {
+                Ok(body) => RemotingCommand::success().with_body(body),
+                Err(e) => refuse(e.to_string()),
+            })
+        }
+    }))
+}
+
+/// RESET_CONSUMER_CLIENT_OFFSET for `group`: keeps the table (the latest per topic) and wakes the
+/// rebalance task, which applies it (`MQClientInstance.resetOffset`). Oneway: no answer.
+fn reset_offset_processor(
+    group: &str,
+    resets: Arc<Mutex<BTreeMap<String, BTreeMap<MessageQueue, i64>>>>,
+    signal: Arc<Notify>,
+) -> Arc<impl raftmq_common::remoting::processor::RequestProcessor> {
+    let my_group = group.to_owned();
+    Arc::new(processor_fn(move |ctx, request: RemotingCommand| {
+        let resets = Arc::clone(&resets);
+        let signal = Arc::clone(&signal);
+        let my_group = my_group.clone();
+        async move {
+            let header = match request.decode_header::<ResetOffsetRequestHeader>() {
+                Ok(h) => h,
+                Err(e) => {
+                    tracing::warn!(broker = %ctx.peer_addr(), error = %e, "bad RESET_CONSUMER_CLIENT_OFFSET header; dropped");
+                    return None;
+                }
+            };
+            if header.group != my_group {
+                tracing::debug!(group = %header.group, "offset reset for another group");
+                return None;
+            }
+            match ResetOffsetBody::decode(&request.body) {
+                Ok(body) => {
+                    tracing::info!(group = %my_group, topic = %header.topic, timestamp = header.timestamp,
+                        queues = body.offset_table.len(), broker = %ctx.peer_addr(), "offset reset pushed by the broker");
+                    resets
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .entry(header.topic)
+                        .or_default()
+                        .extend(body.offset_table);
+                    signal.notify_one();
+                }
+                Err(e) => {
+                    tracing::warn!(broker = %ctx.peer_addr(), error = %e, "bad RESET_CONSUMER_CLIENT_OFFSET body; dropped")
+                }
+            }
+            None
+        }
+    }))
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 
 use raftmq_common::message::MessageExt;
+use raftmq_common::protocol::body::consumer_running_info::ProcessQueueInfo;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -49,6 +50,10 @@ pub(crate) struct ProcessQueue {
     locked: AtomicBool,
     /// ms since `epoch` of the last successful broker lock.
     last_lock_ms: AtomicU64,
+    /// Wall-clock ms of the last pull answer and of the last listener call, for
+    /// GET_CONSUMER_RUNNING_INFO (0: none yet).
+    last_pull_wall_ms: AtomicU64,
+    last_consume_wall_ms: AtomicU64,
     epoch: Instant,
     /// Messages left the cache, the lock changed, or the queue was dropped.
     pub space: Notify,
@@ -63,6 +68,8 @@ impl ProcessQueue {
             dropped: AtomicBool::new(false),
             locked: AtomicBool::new(false),
             last_lock_ms: AtomicU64::new(0),
+            last_pull_wall_ms: AtomicU64::new(0),
+            last_consume_wall_ms: AtomicU64::new(0),
             epoch,
             space: Notify::new(),
         }
@@ -77,9 +84,24 @@ impl ProcessQueue {
         self.dropped.load(Ordering::Acquire)
     }
 
+    /// Marks the queue dropped. Taken under the cache lock, so once this returns no
+    /// [`Self::unless_dropped`] closure runs for it any more.
     pub fn set_dropped(&self) {
-        self.dropped.store(true, Ordering::Release);
+        {
+            let _cache = self.cache();
+            self.dropped.store(true, Ordering::Release);
+        }
         self.space.notify_waiters();
+    }
+
+    /// Runs `f` (an offset commit) unless the queue was dropped, under the cache lock: a task that
+    /// has not seen a drop yet can never commit after it (a released or reset queue's offset would
+    /// otherwise be overwritten by a late commit from its old pull or listener task).
+    pub fn unless_dropped(&self, f: impl FnOnce()) {
+        let _cache = self.cache();
+        if !self.dropped.load(Ordering::Acquire) {
+            f();
+        }
     }
 
     pub fn is_locked(&self) -> bool {
@@ -139,6 +161,47 @@ impl ProcessQueue {
         };
         self.space.notify_waiters();
         result
+    }
+
+    /// A pull for this queue was answered at wall-clock `now_ms`.
+    pub fn mark_pulled(&self, now_ms: i64) {
+        self.last_pull_wall_ms.store(u64::try_from(now_ms).unwrap_or(0), Ordering::Relaxed);
+    }
+
+    /// A listener call for this queue started at wall-clock `now_ms`.
+    pub fn mark_consumed(&self, now_ms: i64) {
+        self.last_consume_wall_ms.store(u64::try_from(now_ms).unwrap_or(0), Ordering::Relaxed);
+    }
+
+    /// The queue as GET_CONSUMER_RUNNING_INFO reports it at wall-clock `wall_now_ms`
+    /// (`ProcessQueue.fillProcessQueueInfo`); `commit_offset` is the caller's to fill in.
+    pub fn info(&self, wall_now_ms: i64) -> ProcessQueueInfo {
+        let last_lock = self.last_lock_ms.load(Ordering::Acquire);
+        let last_lock_timestamp = match last_lock {
+            0 => 0,
+            at => wall_now_ms.saturating_sub(i64::try_from(self.now_ms().saturating_sub(at)).unwrap_or(i64::MAX)),
+        };
+        let cache = self.cache();
+        let (cached_min, cached_max) = (cache.msgs.keys().next().copied(), cache.msgs.keys().next_back().copied());
+        let (consuming_min, consuming_max) =
+            (cache.consuming.keys().next().copied(), cache.consuming.keys().next_back().copied());
+        let as_ms = |v: &AtomicU64| i64::try_from(v.load(Ordering::Relaxed)).unwrap_or(i64::MAX);
+        ProcessQueueInfo {
+            cached_msg_count: i32::try_from(cache.msgs.len()).unwrap_or(i32::MAX),
+            cached_msg_max_offset: cached_max.unwrap_or(0),
+            cached_msg_min_offset: cached_min.unwrap_or(0),
+            cached_msg_size_in_mib: i32::try_from(cache.size_bytes / (1024 * 1024)).unwrap_or(i32::MAX),
+            commit_offset: 0,
+            droped: self.is_dropped(),
+            last_consume_timestamp: as_ms(&self.last_consume_wall_ms),
+            last_lock_timestamp,
+            last_pull_timestamp: as_ms(&self.last_pull_wall_ms),
+            locked: self.is_locked(),
+            transaction_msg_count: i32::try_from(cache.consuming.len()).unwrap_or(i32::MAX),
+            transaction_msg_max_offset: consuming_max.unwrap_or(0),
+            transaction_msg_min_offset: consuming_min.unwrap_or(0),
+            try_unlock_times: 0,
+        }
     }
 
     /// Cached messages (orderly: including those being consumed).

@@ -47,6 +47,13 @@ use raftmq_common::message::MessageQueue;
 use raftmq_common::message::properties;
 use raftmq_common::message::validate::retry_topic;
 use raftmq_common::message::validate::validate_group;
+use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
+use raftmq_common::protocol::body::consumer_running_info::PROP_CLIENT_VERSION;
+use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUME_ORDERLY;
+use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUME_TYPE;
+use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUMER_START_TIMESTAMP;
+use raftmq_common::protocol::body::consumer_running_info::PROP_NAMESERVER_ADDR;
+use raftmq_common::protocol::body::consumer_running_info::PROP_THREADPOOL_CORE_SIZE;
 use raftmq_common::protocol::body::heartbeat::ConsumeType;
 use raftmq_common::protocol::body::heartbeat::ConsumerData;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
@@ -448,9 +455,13 @@ impl PushConsumerBuilder {
             heartbeated: Mutex::default(),
             stats: Stats::default(),
             epoch: Instant::now(),
+            started_at_ms: std::sync::atomic::AtomicI64::new(0),
             config: self,
         };
-        Ok(PushConsumer { inner: Arc::new(inner) })
+        let inner = Arc::new(inner);
+        let weak = Arc::downgrade(&inner);
+        inner.client.set_running_info(move || weak.upgrade().map(|i| i.running_info()).unwrap_or_default());
+        Ok(PushConsumer { inner })
     }
 }
 
@@ -515,6 +526,8 @@ struct PushInner {
     heartbeated: Mutex<BTreeSet<String>>,
     stats: Stats,
     epoch: Instant,
+    /// Wall-clock ms of `start` (0 before).
+    started_at_ms: std::sync::atomic::AtomicI64,
 }
 
 /// A push consumer; clones share it.
@@ -593,6 +606,7 @@ impl PushConsumer {
             Err(STATE_RUNNING) => return Ok(()),
             Err(_) => return Err(ClientError::new(ErrorKind::Shutdown, "start", "the consumer was shut down")),
         }
+        inner.started_at_ms.store(now_ms(), Ordering::Release);
         if let OffsetStore::Local(store) = &inner.offset_store
             && let Err(e) = store.load()
         {
@@ -626,6 +640,7 @@ impl PushConsumer {
         let me = inner.clone();
         inner.tasks.spawn(async move {
             loop {
+                me.apply_offset_resets().await;
                 me.do_rebalance().await;
                 tokio::select! {
                     biased;
@@ -688,6 +703,11 @@ impl PushConsumer {
         inner.retry_producer.shutdown().await;
         tracing::info!(group = %self.consumer_group(), "push consumer shut down");
     }
+}
+
+/// An enum's wire name (its JSON string), e.g. `CLUSTERING`.
+fn json_text<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
 /// Runs `f` every `period` until shutdown.
@@ -762,6 +782,54 @@ impl PushInner {
         lock(&self.heartbeated).extend(fresh);
     }
 
+    /// GET_CONSUMER_RUNNING_INFO's answer (`DefaultMQPushConsumerImpl.consumerRunningInfo`): the
+    /// settings, subscriptions and each held queue. `statusTable` (per-topic rates over the last
+    /// minute) stays empty: this consumer keeps counters, not Java's per-minute statistics.
+    fn running_info(&self) -> ConsumerRunningInfo {
+        let c = &self.config;
+        let mut properties = BTreeMap::new();
+        let mut put = |k: &str, v: String| {
+            properties.insert(k.to_owned(), v);
+        };
+        put("consumerGroup", c.consumer_group.clone());
+        put("messageModel", json_text(&c.message_model));
+        put("consumeFromWhere", json_text(&c.consume_from.as_consume_from_where()));
+        put("allocateMessageQueueStrategy", format!("{:?}", c.allocate_strategy));
+        put("pullBatchSize", c.pull_batch_size.to_string());
+        put("pullThresholdForQueue", c.pull_threshold_for_queue.to_string());
+        put("pullThresholdSizeForQueue", (c.pull_threshold_for_queue_bytes / (1024 * 1024)).to_string());
+        put("consumeConcurrentlyMaxSpan", c.consume_concurrently_max_span.to_string());
+        put("consumeMessageBatchMaxSize", c.consume_message_batch_max_size.to_string());
+        put("consumeThreadMax", c.consume_threads.to_string());
+        put("consumeThreadMin", c.consume_threads.to_string());
+        put("maxReconsumeTimes", c.max_reconsume_times.to_string());
+        put("suspendCurrentQueueTimeMillis", c.suspend_current_queue_time.as_millis().to_string());
+        put("instanceName", self.client.client_id.split_once('@').map_or("", |(_, i)| i).to_owned());
+        put(PROP_NAMESERVER_ADDR, c.namesrv_addrs.join(";"));
+        put(PROP_CONSUME_TYPE, "CONSUME_PASSIVELY".to_owned());
+        put(PROP_CONSUME_ORDERLY, self.is_orderly().to_string());
+        put(PROP_THREADPOOL_CORE_SIZE, c.consume_threads.to_string());
+        put(PROP_CONSUMER_START_TIMESTAMP, self.started_at_ms.load(Ordering::Acquire).to_string());
+        put(PROP_CLIENT_VERSION, raftmq_common::protocol::code::version::V4_9_8_DESC.to_owned());
+        let now = now_ms();
+        let offsets = self.offset_store.offsets();
+        let mq_table = lock(&self.process_queues)
+            .iter()
+            .map(|(mq, pq)| {
+                let mut info = pq.info(now);
+                info.commit_offset = offsets.get(mq).copied().unwrap_or(-1);
+                (mq.clone(), info)
+            })
+            .collect();
+        ConsumerRunningInfo {
+            jstack: None,
+            mq_table,
+            properties,
+            status_table: BTreeMap::new(),
+            subscription_set: self.subscriptions.values().cloned().collect(),
+        }
+    }
+
     fn assigned(&self) -> BTreeSet<MessageQueue> {
         lock(&self.process_queues).keys().cloned().collect()
     }
@@ -823,7 +891,7 @@ impl PushInner {
             .collect();
         for (mq, pq) in &current {
             if !allocated.contains(mq) {
-                self.remove_queue(mq, pq).await;
+                self.release_queue(mq, pq, None).await;
             }
         }
         let have: BTreeSet<MessageQueue> = current.into_iter().map(|(mq, _)| mq).collect();
@@ -834,8 +902,34 @@ impl PushInner {
         }
     }
 
-    async fn remove_queue(&self, mq: &MessageQueue, pq: &Arc<ProcessQueue>) {
+    /// Applies the offset resets the brokers pushed (`MQClientInstance.resetOffset`): each held
+    /// queue in a table is released as by a rebalance, its cached messages dropped and the new
+    /// offset stored in their place; the rebalance that follows takes it again from that offset.
+    /// Runs on the rebalance task, so it never interleaves with a rebalance.
+    async fn apply_offset_resets(self: &Arc<Self>) {
+        for (topic, table) in self.client.take_offset_resets() {
+            if !self.subscriptions.contains_key(&topic) {
+                tracing::info!(topic, "offset reset for a topic this consumer does not subscribe; ignored");
+                continue;
+            }
+            let held: Vec<(MessageQueue, Arc<ProcessQueue>, i64)> = lock(&self.process_queues)
+                .iter()
+                .filter_map(|(mq, pq)| table.get(mq).map(|offset| (mq.clone(), pq.clone(), *offset)))
+                .collect();
+            for (mq, pq, offset) in held {
+                tracing::info!(mq = ?mq, offset, "resetting the queue's offset");
+                self.release_queue(&mq, &pq, Some(offset)).await;
+            }
+        }
+    }
+
+    /// Drops a queue: no pull or listener task commits for it any more; its offset (`reset` if
+    /// given, else where consumption got to) is stored two-way before an orderly lock is released.
+    async fn release_queue(&self, mq: &MessageQueue, pq: &Arc<ProcessQueue>, reset: Option<i64>) {
         pq.set_dropped();
+        if let Some(offset) = reset {
+            self.offset_store.update_offset(mq, offset, false);
+        }
         lock(&self.process_queues).remove(mq);
         if self.is_orderly() && self.clustering() {
             // Unlock only once no listener call runs on the queue, so the next owner cannot overlap it.
@@ -979,6 +1073,7 @@ impl PushInner {
             match self.pull_once(&mq, &sub, offset, broker_id).await {
                 Ok(result) => {
                     self.stats.pulls.fetch_add(1, Ordering::Relaxed);
+                    pq.mark_pulled(now_ms());
                     broker_id = result.suggest_which_broker_id;
                     let previous = offset;
                     offset = result.next_begin_offset;
@@ -987,13 +1082,15 @@ impl PushInner {
                         PullStatus::Found | PullStatus::NoNewMsg | PullStatus::NoMatchedMsg => {
                             // Nothing cached: the filtered-out range counts as consumed (`correctTagsOffset`).
                             if pq.msg_count() == 0 && self.clustering() {
-                                self.offset_store.update_offset(&mq, offset, true);
+                                pq.unless_dropped(|| self.offset_store.update_offset(&mq, offset, true));
                             }
                         }
                         PullStatus::OffsetIllegal => {
                             tracing::warn!(mq = ?mq, previous, next = offset, "pull offset illegal; jumping");
-                            self.offset_store.update_offset(&mq, offset, false);
-                            self.offset_store.persist(&mq).await;
+                            pq.unless_dropped(|| self.offset_store.update_offset(&mq, offset, false));
+                            if !pq.is_dropped() {
+                                self.offset_store.persist(&mq).await;
+                            }
                         }
                     }
                 }
@@ -1118,6 +1215,7 @@ impl PushInner {
         if pq.is_dropped() || self.shutdown.is_cancelled() {
             return;
         }
+        pq.mark_consumed(now_ms());
         let Listener::Concurrently(listener) = self.listener.clone() else { return };
         let me = self.clone();
         // Shutdown waits for a queued or running job as for a task.
@@ -1205,10 +1303,8 @@ impl PushInner {
             return false;
         }
         self.stats.consume_ok.fetch_add(msgs.len() as u64, Ordering::Relaxed);
-        if let Some(offset) = pq.remove_messages(msgs)
-            && !pq.is_dropped()
-        {
-            self.offset_store.update_offset(mq, offset, true);
+        if let Some(offset) = pq.remove_messages(msgs) {
+            pq.unless_dropped(|| self.offset_store.update_offset(mq, offset, true));
         }
         true
     }
@@ -1247,10 +1343,8 @@ impl PushInner {
         if !back_failed.is_empty() {
             self.spawn_concurrently(mq.clone(), pq.clone(), back_failed, Some(self.config.reconsume_local_delay));
         }
-        if let Some(offset) = pq.remove_messages(&done)
-            && !pq.is_dropped()
-        {
-            self.offset_store.update_offset(mq, offset, true);
+        if let Some(offset) = pq.remove_messages(&done) {
+            pq.unless_dropped(|| self.offset_store.update_offset(mq, offset, true));
         }
     }
 
@@ -1288,6 +1382,7 @@ impl PushInner {
                 return;
             }
             let listener = listener.clone();
+            pq.mark_consumed(now_ms());
             let mut ctx =
                 ConsumeOrderlyContext { message_queue: mq.clone(), suspend_current_queue_time_millis: suspend_ms };
             let batch = msgs.clone();
@@ -1305,19 +1400,15 @@ impl PushInner {
             match status {
                 ConsumeOrderlyStatus::Success => {
                     self.stats.consume_ok.fetch_add(msgs.len() as u64, Ordering::Relaxed);
-                    if let Some(offset) = pq.commit()
-                        && !pq.is_dropped()
-                    {
-                        self.offset_store.update_offset(&mq, offset, false);
+                    if let Some(offset) = pq.commit() {
+                        pq.unless_dropped(|| self.offset_store.update_offset(&mq, offset, false));
                     }
                 }
                 ConsumeOrderlyStatus::SuspendCurrentQueueAMoment => {
                     self.stats.consume_failed.fetch_add(msgs.len() as u64, Ordering::Relaxed);
                     if self.give_up_orderly(&mq, &msgs).await {
-                        if let Some(offset) = pq.commit()
-                            && !pq.is_dropped()
-                        {
-                            self.offset_store.update_offset(&mq, offset, false);
+                        if let Some(offset) = pq.commit() {
+                            pq.unless_dropped(|| self.offset_store.update_offset(&mq, offset, false));
                         }
                         continue;
                     }

@@ -276,6 +276,8 @@ pub mod version {
     pub const V4_9_4: i32 = 401;
     /// RocketMQ 4.9.8, the last 4.x release; what raftmq announces itself as.
     pub const V4_9_8: i32 = 409;
+    /// [`V4_9_8`]'s name (`MQVersion.getVersionDesc`), where a version is reported as text.
+    pub const V4_9_8_DESC: &str = "V4_9_8";
     /// RocketMQ 5.0.0.
     pub const V5_0_0: i32 = 413;
 }

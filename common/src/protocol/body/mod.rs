@@ -14,12 +14,14 @@ pub mod connection;
 pub mod consume_stats;
 pub mod consumer_list;
 pub mod consumer_offset;
+pub mod consumer_running_info;
 pub mod fastjson;
 pub mod heartbeat;
 pub mod lock_batch;
 pub mod membership;
 pub mod message_queue;
 pub mod register;
+pub mod reset_offset;
 pub mod route;
 pub mod subscription_group;
 #[cfg(test)]

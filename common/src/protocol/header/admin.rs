@@ -81,6 +81,18 @@ ext_header! {
 }
 
 ext_header! {
+    /// GET_CONSUMER_RUNNING_INFO (307) request, admin → broker and, relayed, broker → client.
+    pub struct GetConsumerRunningInfoRequestHeader {
+        /// Consumer group.
+        required consumer_group: String => "consumerGroup",
+        /// The client asked (`ip@instanceName`).
+        required client_id: String => "clientId",
+        /// Whether to include a stack dump (a JVM notion; a Rust client has none to give).
+        optional jstack_enable: Option<bool> => "jstackEnable",
+    }
+}
+
+ext_header! {
     /// GET_CONSUMER_CONNECTION_LIST (203) request.
     pub struct GetConsumerConnectionListRequestHeader {
         /// Consumer group.
@@ -193,6 +205,7 @@ mod tests {
         check_header::<GetConsumeStatsRequestHeader>();
         check_header::<GetTopicStatsInfoRequestHeader>();
         check_header::<ResetOffsetRequestHeader>();
+        check_header::<GetConsumerRunningInfoRequestHeader>();
         check_header::<GetConsumerConnectionListRequestHeader>();
         check_header::<GetProducerConnectionListRequestHeader>();
         check_header::<QueryTopicConsumeByWhoRequestHeader>();

@@ -1,0 +1,184 @@
+//! INVOKE_BROKER_TO_RESET_OFFSET (`mqadmin resetOffsetByTime`) with the group online: the broker
+//! commits the new offsets through Raft and pushes RESET_CONSUMER_CLIENT_OFFSET to the group's
+//! consumers, which drop what they hold and consume again from the reset point. A NameServer and
+//! a one-node group in process (harness `t40_cluster`), the SDK's producer, push consumer and admin.
+//!
+//! - t56: ten messages, six stored before a time T and four after, all consumed; a reset to T
+//!   answers the new table (each queue at its first message stored at or after T), the running
+//!   consumer receives exactly the four later messages again, and the group's committed offsets
+//!   end at the queues' ends once more. An offline group gets CONSUMER_NOT_ONLINE (and `mqadmin`
+//!   falls back), an unknown topic SYSTEM_ERROR with Java's remark.
+//! - GET_CONSUMER_RUNNING_INFO (`mqadmin consumerStatus`): the broker relays it to the named client,
+//!   whose report names its group, subscription and the two queues it holds at their ends; a client
+//!   that is not connected gets SYSTEM_ERROR; `raftmq admin consumerStatus` prints the same.
+
+mod t40_cluster;
+
+use std::time::Duration;
+
+use anyhow::Result;
+use anyhow::bail;
+use anyhow::ensure;
+use raftmq_client::Admin;
+use raftmq_client::Producer;
+use raftmq_client::PushConsumer;
+use raftmq_client::consumer::ConsumeConcurrentlyContext;
+use raftmq_client::consumer::ConsumeConcurrentlyStatus;
+use raftmq_client::consumer::ConsumeFrom;
+use raftmq_common::message::Message;
+use raftmq_common::message::MessageExt;
+use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUME_TYPE;
+use t40_cluster::Cluster;
+use t40_cluster::Collector;
+use t40_cluster::WAIT;
+
+const TOPIC: &str = "T56Reset";
+const GROUP: &str = "t56-consumers";
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Re-asks until `done` holds for the answer; each answer is a fresh RPC, so this waits on the
+/// broker, not on time.
+async fn until<T, F, Fut>(what: &str, mut ask: F, done: impl Fn(&T) -> bool) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let answer = ask().await?;
+        if done(&answer) {
+            return Ok(answer);
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("timed out waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t56_reset_by_time_rewinds_a_running_consumer_and_running_info_is_relayed() -> Result<()> {
+    let cluster = Cluster::start(1).await?;
+    cluster.create_topic(TOPIC, 2).await?;
+    let addr = cluster.addr(cluster.wait_leader(WAIT).await?);
+    let admin = Admin::new(&cluster.namesrv_addr)?;
+    let producer = Producer::builder("t56-producers").namesrv_addr(&cluster.namesrv_addr).build()?;
+    producer.start().await?;
+    for i in 0..6 {
+        producer.send(Message::new(TOPIC, format!("before-{i}").into_bytes())).await?;
+    }
+    // Every earlier message was stored before `t`, every later one at or after it (same clock,
+    // millisecond store times): wait for the clock to pass `t`, not for anything under test.
+    let t = now_ms() + 1;
+    while now_ms() <= t {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    for i in 0..4 {
+        producer.send(Message::new(TOPIC, format!("after-{i}").into_bytes())).await?;
+    }
+
+    let seen = Collector::default();
+    let sink = seen.clone();
+    let consumer = PushConsumer::builder(GROUP)
+        .namesrv_addr(&cluster.namesrv_addr)
+        .instance_name("t56")
+        .subscribe(TOPIC, "*")
+        .consume_from(ConsumeFrom::FirstOffset)
+        .persist_interval(Duration::from_millis(200))
+        .heartbeat_interval(Duration::from_millis(500))
+        .listener_concurrently(move |msgs: &[MessageExt], _ctx: &mut ConsumeConcurrentlyContext| {
+            sink.record("c", msgs);
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        })
+        .build()?;
+    consumer.start().await?;
+    seen.wait_until("all ten", |r| r.len() >= 10).await?;
+    let ends = |s: &raftmq_common::protocol::body::consume_stats::ConsumeStats| {
+        let mine: Vec<_> = s.offset_table.iter().filter(|(mq, _)| mq.topic == TOPIC).collect();
+        mine.len() == 2 && mine.iter().all(|(_, w)| w.consumer_offset == w.broker_offset)
+    };
+    until(
+        "the group's offsets at the queues' ends",
+        || async { Ok(admin.consume_stats(&addr, GROUP, None).await?) },
+        ends,
+    )
+    .await?;
+    let consumed_before_reset = seen.all().len();
+
+    let table = admin.reset_offset_by_time(&addr, TOPIC, GROUP, t, false).await?;
+    ensure!(table.len() == 2, "{table:?}");
+    let mut rewound = 0;
+    for (mq, offset) in &table {
+        let searched = admin.search_offset(&addr, TOPIC, mq.queue_id, t).await?;
+        ensure!(*offset == searched, "{mq:?}: reset to {offset}, the first offset at or after T is {searched}");
+        rewound += admin.max_offset(&addr, TOPIC, mq.queue_id).await? - offset;
+    }
+    ensure!(rewound == 4, "the four messages stored after T are to be consumed again: {table:?}");
+
+    // The consumer drops its queues, takes them again at the reset offsets and reads the four.
+    seen.wait_until("the four later messages again", |r| r.len() >= consumed_before_reset + 4).await?;
+    let again: Vec<String> = seen.bodies().split_off(consumed_before_reset);
+    let mut distinct: Vec<&str> = again.iter().map(String::as_str).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    ensure!(distinct == ["after-0", "after-1", "after-2", "after-3"], "consumed after the reset: {again:?}");
+    until(
+        "the group's offsets back at the queues' ends",
+        || async { Ok(admin.consume_stats(&addr, GROUP, None).await?) },
+        ends,
+    )
+    .await?;
+
+    let offline = admin.reset_offset_by_time(&addr, TOPIC, "t56-nobody", t, true).await.err();
+    ensure!(offline.as_ref().and_then(|e| e.response_code()) == Some(ResponseCode::ConsumerNotOnline), "{offline:?}");
+    let unknown = admin.reset_offset_by_time(&addr, "T56NoSuchTopic", GROUP, t, true).await.err();
+    ensure!(unknown.as_ref().and_then(|e| e.response_code()) == Some(ResponseCode::SystemError), "{unknown:?}");
+    ensure!(format!("{unknown:?}").contains("no topic in this broker"), "{unknown:?}");
+
+    // GET_CONSUMER_RUNNING_INFO, relayed by the broker to the client it names.
+    let info = admin.consumer_running_info(&addr, GROUP, consumer.client_id(), false).await?;
+    ensure!(info.properties.get(PROP_CONSUME_TYPE).map(String::as_str) == Some("CONSUME_PASSIVELY"), "{info:?}");
+    ensure!(info.properties.get("consumerGroup").map(String::as_str) == Some(GROUP), "{info:?}");
+    ensure!(info.subscription_set.iter().any(|s| s.topic == TOPIC && s.sub_string == "*"), "{info:?}");
+    let held: Vec<_> = info.mq_table.iter().filter(|(mq, _)| mq.topic == TOPIC).collect();
+    ensure!(held.len() == 2, "both queues held: {info:?}");
+    for (mq, q) in held {
+        let max = admin.max_offset(&addr, TOPIC, mq.queue_id).await?;
+        ensure!(q.commit_offset == max && !q.droped && q.last_pull_timestamp > 0, "{mq:?}: {q:?}");
+    }
+    let stranger = admin.consumer_running_info(&addr, GROUP, "127.0.0.1@nobody", false).await.err();
+    ensure!(stranger.as_ref().and_then(|e| e.response_code()) == Some(ResponseCode::SystemError), "{stranger:?}");
+    ensure!(format!("{stranger:?}").contains("not online"), "{stranger:?}");
+
+    // `raftmq admin consumerStatus`, Java's `mqadmin consumerStatus`, over the same requests.
+    let status = cli(&["admin", "consumerStatus", "-n", &cluster.namesrv_addr, "-g", GROUP]).await?;
+    ensure!(status.contains(consumer.client_id()), "{status}");
+    ensure!(
+        status.contains("Same subscription in the same group of consumer") && status.contains("Rebalance OK"),
+        "{status}"
+    );
+    let one =
+        cli(&["admin", "consumerStatus", "-n", &cluster.namesrv_addr, "-g", GROUP, "-i", consumer.client_id()]).await?;
+    ensure!(one.contains("#Consumer Properties#") && one.contains("CONSUME_PASSIVELY") && one.contains(TOPIC), "{one}");
+    let json: serde_json::Value = serde_json::from_str(
+        &cli(&["admin", "consumerStatus", "-n", &cluster.namesrv_addr, "-g", GROUP, "--json"]).await?,
+    )?;
+    ensure!(json["clients"][0]["clientId"] == consumer.client_id() && json["noQueueHeldTwice"] == true, "{json}");
+
+    consumer.shutdown().await;
+    producer.shutdown().await;
+    admin.shutdown().await;
+    cluster.shutdown().await
+}
+
+/// Runs the `raftmq` binary; its stdout when it succeeded.
+async fn cli(args: &[&str]) -> Result<String> {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_raftmq")).args(args).output().await?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    ensure!(out.status.success(), "raftmq {args:?} failed: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+    Ok(stdout)
+}
