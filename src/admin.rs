@@ -118,7 +118,8 @@ enum AdminCommand {
     /// List a producer group's connected clients on the brokers of a topic.
     #[command(name = "producerConnection")]
     ProducerConnection(ProducerConnectionArgs),
-    /// Show a message by its offsetMsgId (or by its client msgId with `-t`).
+    /// Show a message by its offsetMsgId (or by its client msgId with `-t`); with `-g` and `-d`, have
+    /// that consumer client consume it once instead.
     #[command(name = "queryMsgById")]
     QueryMsgById(QueryMsgByIdArgs),
     /// Find messages by key (IndexFile).
@@ -279,6 +280,12 @@ struct QueryMsgByIdArgs {
     /// Topic: look the ids up as client msgIds (UNIQ_KEY) through the index.
     #[arg(short = 't', long = "topic")]
     topic: Option<String>,
+    /// With `-d`: have this group's client consume each message once (CONSUME_MESSAGE_DIRECTLY).
+    #[arg(short = 'g', long = "consumerGroup", requires = "client_id")]
+    consumer_group: Option<String>,
+    /// With `-g`: the client (`ip@instanceName`) that consumes the messages.
+    #[arg(short = 'd', long = "clientId", requires = "consumer_group")]
+    client_id: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -1126,6 +1133,9 @@ async fn query_msg_by_id(admin: &Admin, out: Out, a: QueryMsgByIdArgs) -> Result
         };
         found.push(msg);
     }
+    if let (Some(group), Some(client)) = (&a.consumer_group, &a.client_id) {
+        return push_messages(admin, out, &found, group, client).await;
+    }
     if out.json {
         out.json(&json!({"messages": found.iter().map(message_json).collect::<Vec<_>>()}));
     } else {
@@ -1135,6 +1145,42 @@ async fn query_msg_by_id(admin: &Admin, out: Out, a: QueryMsgByIdArgs) -> Result
             }
             print_message(m);
         }
+    }
+    Ok(())
+}
+
+/// `QueryMsgByIdSubCommand.pushMsg`: each message goes to the client's listener once, through the
+/// broker that stored it; prints how the listener took it.
+async fn push_messages(admin: &Admin, out: Out, msgs: &[MessageExt], group: &str, client: &str) -> Result<()> {
+    let mut results = Vec::new();
+    for m in msgs {
+        let id = OffsetMsgId::new(m.store_host, m.commit_log_offset).to_string();
+        let r = admin
+            .consume_message_directly(&m.store_host.to_string(), group, client, &id)
+            .await
+            .map_err(|e| explain("queryMsgById", RequestCode::ConsumeMessageDirectly, e))?;
+        results.push((id, r));
+    }
+    if out.json {
+        let rows: Vec<_> = results
+            .iter()
+            .map(|(id, r)| {
+                json!({"msgId": id, "consumeResult": r.consume_result, "order": r.order,
+                "autoCommit": r.auto_commit, "remark": r.remark, "spentTimeMills": r.spent_time_mills})
+            })
+            .collect();
+        out.json(&json!({"consumerGroup": group, "clientId": client, "results": rows}));
+        return Ok(());
+    }
+    for (id, r) in &results {
+        let result = r.consume_result.map(|c| json!(c)).and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        println!(
+            "{id}: ConsumeMessageDirectlyResult [order={}, autoCommit={}, consumeResult={result}, remark={}, spentTimeMills={}]",
+            r.order,
+            r.auto_commit,
+            r.remark.as_deref().unwrap_or("null"),
+            r.spent_time_mills
+        );
     }
     Ok(())
 }

@@ -11,6 +11,9 @@
 //! - GET_CONSUMER_RUNNING_INFO (`mqadmin consumerStatus`): the broker relays it to the named client,
 //!   whose report names its group, subscription and the two queues it holds at their ends; a client
 //!   that is not connected gets SYSTEM_ERROR; `raftmq admin consumerStatus` prints the same.
+//! - CONSUME_MESSAGE_DIRECTLY (`mqadmin queryMsgById -g -d`): the broker sends the stored message
+//!   to the client, its listener takes it once more and the answer says CR_SUCCESS; a bad msgId
+//!   gets SYSTEM_ERROR.
 
 mod t40_cluster;
 
@@ -28,6 +31,7 @@ use raftmq_client::consumer::ConsumeFrom;
 use raftmq_common::message::Message;
 use raftmq_common::message::MessageExt;
 use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::body::consume_directly::CmResult;
 use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUME_TYPE;
 use t40_cluster::Cluster;
 use t40_cluster::Collector;
@@ -61,7 +65,7 @@ where
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn t56_reset_by_time_rewinds_a_running_consumer_and_running_info_is_relayed() -> Result<()> {
+async fn t56_reset_running_info_and_direct_consumption_reach_a_running_consumer() -> Result<()> {
     let cluster = Cluster::start(1).await?;
     cluster.create_topic(TOPIC, 2).await?;
     let addr = cluster.addr(cluster.wait_leader(WAIT).await?);
@@ -77,8 +81,9 @@ async fn t56_reset_by_time_rewinds_a_running_consumer_and_running_info_is_relaye
     while now_ms() <= t {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
+    let mut last_offset_msg_id = String::new();
     for i in 0..4 {
-        producer.send(Message::new(TOPIC, format!("after-{i}").into_bytes())).await?;
+        last_offset_msg_id = producer.send(Message::new(TOPIC, format!("after-{i}").into_bytes())).await?.offset_msg_id;
     }
 
     let seen = Collector::default();
@@ -168,6 +173,31 @@ async fn t56_reset_by_time_rewinds_a_running_consumer_and_running_info_is_relaye
         &cli(&["admin", "consumerStatus", "-n", &cluster.namesrv_addr, "-g", GROUP, "--json"]).await?,
     )?;
     ensure!(json["clients"][0]["clientId"] == consumer.client_id() && json["noQueueHeldTwice"] == true, "{json}");
+
+    // CONSUME_MESSAGE_DIRECTLY: the broker sends the stored message to the client, whose listener
+    // takes it once more (answering only after the call), and no offset moves.
+    let before = seen.all().len();
+    let direct = admin.consume_message_directly(&addr, GROUP, consumer.client_id(), &last_offset_msg_id).await?;
+    ensure!(direct.consume_result == Some(CmResult::CrSuccess) && !direct.order && direct.auto_commit, "{direct:?}");
+    let bodies = seen.bodies();
+    ensure!(bodies.len() == before + 1 && bodies.last().map(String::as_str) == Some("after-3"), "{bodies:?}");
+    let bad = admin.consume_message_directly(&addr, GROUP, consumer.client_id(), "NOT-A-MSG-ID").await.err();
+    ensure!(bad.as_ref().and_then(|e| e.response_code()) == Some(ResponseCode::SystemError), "{bad:?}");
+    let pushed = cli(&[
+        "admin",
+        "queryMsgById",
+        "-n",
+        &cluster.namesrv_addr,
+        "-i",
+        &last_offset_msg_id,
+        "-g",
+        GROUP,
+        "-d",
+        consumer.client_id(),
+    ])
+    .await?;
+    ensure!(pushed.contains("consumeResult=CR_SUCCESS"), "{pushed}");
+    ensure!(seen.all().len() == before + 2, "the CLI's push reached the listener too");
 
     consumer.shutdown().await;
     producer.shutdown().await;

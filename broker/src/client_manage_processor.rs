@@ -1,7 +1,8 @@
 //! Client requests (RocketMQ's `ClientManageProcessor` and `ConsumerManageProcessor`): HEART_BEAT,
 //! UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP, QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET,
 //! LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, NOTIFY_CONSUMER_IDS_CHANGED sent back on clients' connections,
-//! the connection lists, and GET_CONSUMER_RUNNING_INFO relayed to the client it names.
+//! the connection lists, and GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY relayed to the
+//! client they name.
 //!
 //! Offsets: a query is answered by the ready leader (a follower relays it); an update is stored only
 //! through Raft — the leader batches it ([`crate::offset_commit`]), a follower refuses it with
@@ -17,6 +18,7 @@ use std::time::Duration;
 
 use raftmq_common::limits::BROKER_CLIENT_CALL_TIMEOUT_MS;
 use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
+use raftmq_common::message::OffsetMsgId;
 use raftmq_common::message::validate::retry_topic;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
@@ -34,6 +36,7 @@ use raftmq_common::protocol::body::topic::perm;
 use raftmq_common::protocol::header::admin::GetConsumerConnectionListRequestHeader;
 use raftmq_common::protocol::header::admin::GetConsumerRunningInfoRequestHeader;
 use raftmq_common::protocol::header::admin::GetProducerConnectionListRequestHeader;
+use raftmq_common::protocol::header::client::ConsumeMessageDirectlyResultRequestHeader;
 use raftmq_common::protocol::header::client::GetConsumerListByGroupRequestHeader;
 use raftmq_common::protocol::header::client::NotifyConsumerIdsChangedRequestHeader;
 use raftmq_common::protocol::header::client::UnregisterClientRequestHeader;
@@ -51,6 +54,7 @@ use crate::offsets::query_offset_answer;
 use crate::processor::BrokerContext;
 use crate::pull_processor::is_sql92;
 use crate::pull_processor::sql_filter;
+use crate::query_processor::record_at;
 use crate::replica::WriteError;
 use crate::store::now_ms;
 
@@ -230,19 +234,50 @@ pub fn producer_connection_list(
 }
 
 /// GET_CONSUMER_RUNNING_INFO (`mqadmin consumerStatus`, the dashboard's consumer client view):
-/// relayed to the client on its own connection, whose answer (a `ConsumerRunningInfo`) is the
-/// answer. Java's codes: SYSTEM_ERROR when the client is not connected here or the call fails,
-/// CONSUME_MSG_TIMEOUT when it does not answer in time.
+/// relayed to the client, whose answer (a `ConsumerRunningInfo`) is the answer.
 pub async fn consumer_running_info(
     ctx: &BrokerContext,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h: GetConsumerRunningInfoRequestHeader = header(request)?;
-    let (group, client) = (&h.consumer_group, &h.client_id);
+    let relayed = RemotingCommand::request_with_header(RequestCode::GetConsumerRunningInfo, &h);
+    call_consumer(ctx, relayed, &h.consumer_group, &h.client_id).await
+}
+
+/// CONSUME_MESSAGE_DIRECTLY (`mqadmin queryMsgById -g -d`, the dashboard's "resend"): the stored
+/// record the offset msgId names goes to the client in the body, with this broker's name in the
+/// header; the client's `ConsumeMessageDirectlyResult` is the answer.
+pub async fn consume_message_directly(
+    ctx: &BrokerContext,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    let mut h: ConsumeMessageDirectlyResultRequestHeader = header(request)?;
+    let msg_id = h.msg_id.clone().unwrap_or_default();
+    let id: OffsetMsgId = msg_id.parse().map_err(|e| {
+        refuse(ResponseCode::SystemError, format!("msgId {msg_id} is not a message id of this broker: {e}"))
+    })?;
+    let record = record_at(ctx.store.commit_log(), id.commit_log_offset).map_err(|e| {
+        refuse(ResponseCode::SystemError, format!("can not find message by the offset, {}: {e}", id.commit_log_offset))
+    })?;
+    h.broker_name = Some(ctx.config.broker_name.clone());
+    let client_id = h.client_id.clone().unwrap_or_default();
+    let relayed =
+        RemotingCommand::request_with_header(RequestCode::ConsumeMessageDirectly, &h).with_body(record.to_vec());
+    call_consumer(ctx, relayed, &h.consumer_group, &client_id).await
+}
+
+/// `callConsumer`: sends `relayed` to consumer `client` of `group` on its own connection and
+/// answers with its answer. Java's codes: SYSTEM_ERROR when the client is not connected here or
+/// the call fails, CONSUME_MSG_TIMEOUT when it does not answer in time.
+async fn call_consumer(
+    ctx: &BrokerContext,
+    relayed: RemotingCommand,
+    group: &str,
+    client: &str,
+) -> Result<RemotingCommand, RemotingCommand> {
     let Some(conn) = ctx.clients.consumer_connection(group, client) else {
         return Err(refuse(ResponseCode::SystemError, format!("The Consumer <{group}> <{client}> not online")));
     };
-    let relayed = RemotingCommand::request_with_header(RequestCode::GetConsumerRunningInfo, &h);
     match conn.invoke(relayed, Duration::from_millis(BROKER_CLIENT_CALL_TIMEOUT_MS)).await {
         Ok(answer) => Ok(answer),
         Err(e @ RemotingError::Timeout { .. }) => {

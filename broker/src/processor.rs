@@ -77,6 +77,7 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::GetProducerConnectionList,
     RequestCode::InvokeBrokerToResetOffset,
     RequestCode::GetConsumerRunningInfo,
+    RequestCode::ConsumeMessageDirectly,
 ];
 
 /// What every processor shares.
@@ -178,6 +179,9 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::GetProducerConnectionList => client_manage_processor::producer_connection_list(ctx, &request),
             RequestCode::GetMinOffset => admin_processor::min_offset(ctx, &request),
             RequestCode::GetConsumerRunningInfo => client_manage_processor::consumer_running_info(ctx, &request).await,
+            RequestCode::ConsumeMessageDirectly => {
+                client_manage_processor::consume_message_directly(ctx, &request).await
+            }
             RequestCode::InvokeBrokerToResetOffset => {
                 Ok(crate::offset_reset::invoke_broker_to_reset_offset(ctx, &request).await)
             }

@@ -39,6 +39,7 @@ use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::JsonBody;
 use raftmq_common::protocol::body::connection::ConsumerConnection;
 use raftmq_common::protocol::body::connection::ProducerConnection;
+use raftmq_common::protocol::body::consume_directly::ConsumeMessageDirectlyResult;
 use raftmq_common::protocol::body::consume_stats::ConsumeStats;
 use raftmq_common::protocol::body::consumer_offset::ConsumerOffsetSerializeWrapper;
 use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
@@ -67,6 +68,7 @@ use raftmq_common::protocol::header::admin::GetConsumerRunningInfoRequestHeader;
 use raftmq_common::protocol::header::admin::GetProducerConnectionListRequestHeader;
 use raftmq_common::protocol::header::admin::GetTopicStatsInfoRequestHeader;
 use raftmq_common::protocol::header::admin::ResetOffsetRequestHeader;
+use raftmq_common::protocol::header::client::ConsumeMessageDirectlyResultRequestHeader;
 use raftmq_common::protocol::header::namesrv::DeleteKvConfigRequestHeader;
 use raftmq_common::protocol::header::namesrv::DeleteTopicFromNamesrvRequestHeader;
 use raftmq_common::protocol::header::namesrv::GetKvConfigRequestHeader;
@@ -408,6 +410,28 @@ impl Admin {
             jstack_enable: Some(jstack),
         };
         let request = RemotingCommand::request_with_header(RequestCode::GetConsumerRunningInfo, &header);
+        let response = self.broker_call(op, addr, request).await?;
+        decode_body(op, &response)
+    }
+
+    /// Has consumer `client_id` of `consumer_group` hand the message `offset_msg_id` to its
+    /// listener once (`queryMsgById -g -d`, CONSUME_MESSAGE_DIRECTLY), through the broker at
+    /// `addr`, which must hold both the message and the client's connection; no offset moves.
+    pub async fn consume_message_directly(
+        &self,
+        addr: &str,
+        consumer_group: &str,
+        client_id: &str,
+        offset_msg_id: &str,
+    ) -> Result<ConsumeMessageDirectlyResult> {
+        let op = "consumeMessageDirectly";
+        let header = ConsumeMessageDirectlyResultRequestHeader {
+            consumer_group: consumer_group.to_owned(),
+            client_id: Some(client_id.to_owned()),
+            msg_id: Some(offset_msg_id.to_owned()),
+            broker_name: None,
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::ConsumeMessageDirectly, &header);
         let response = self.broker_call(op, addr, request).await?;
         decode_body(op, &response)
     }

@@ -7,6 +7,7 @@
 //!  broker ──NOTIFY_CONSUMER_IDS_CHANGED (oneway)──► processor ──► rebalance_signal (Notify)
 //!  broker ──RESET_CONSUMER_CLIENT_OFFSET (oneway)──► processor ──► offset_resets + rebalance_signal
 //!  broker ──GET_CONSUMER_RUNNING_INFO──► processor ──► the consumer's running_info ──► answer
+//!  broker ──CONSUME_MESSAGE_DIRECTLY (record)──► processor ──► the consumer's listener ──► answer
 //!  PushConsumer / PullConsumer ──► ClientInstance ──► HEART_BEAT, PULL_MESSAGE, offsets, locks, send-back
 //! ```
 //!
@@ -32,6 +33,7 @@ use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::consume_directly::ConsumeMessageDirectlyResult;
 use raftmq_common::protocol::body::consumer_list::ConsumerListBody;
 use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
@@ -42,6 +44,7 @@ use raftmq_common::protocol::body::reset_offset::ResetOffsetBody;
 use raftmq_common::protocol::body::route::MASTER_ID;
 use raftmq_common::protocol::header::admin::GetConsumerRunningInfoRequestHeader;
 use raftmq_common::protocol::header::admin::ResetOffsetRequestHeader;
+use raftmq_common::protocol::header::client::ConsumeMessageDirectlyResultRequestHeader;
 use raftmq_common::protocol::header::client::ConsumerSendMsgBackRequestHeader;
 use raftmq_common::protocol::header::client::GetConsumerListByGroupRequestHeader;
 use raftmq_common::protocol::header::client::NotifyConsumerIdsChangedRequestHeader;
@@ -90,6 +93,8 @@ pub(crate) struct ClientInstance {
     offset_resets: Arc<Mutex<BTreeMap<String, BTreeMap<MessageQueue, i64>>>>,
     /// Answers GET_CONSUMER_RUNNING_INFO; set once by the consumer that owns this instance.
     running_info: Arc<OnceLock<RunningInfoFn>>,
+    /// Answers CONSUME_MESSAGE_DIRECTLY; set once by the consumer that owns this instance.
+    direct_consume: Arc<OnceLock<DirectConsumeFn>>,
     pub rpc_timeout: Duration,
 }
 
@@ -105,7 +110,12 @@ impl ClientInstance {
         let rebalance_signal = Arc::new(Notify::new());
         let offset_resets = Arc::new(Mutex::new(BTreeMap::new()));
         let running_info = Arc::new(OnceLock::new());
+        let direct_consume = Arc::new(OnceLock::new());
         let mut table = ProcessorTable::new();
+        table.register(
+            RequestCode::ConsumeMessageDirectly,
+            direct_consume_processor(group, Arc::clone(&direct_consume)),
+        );
         table.register(RequestCode::GetConsumerRunningInfo, running_info_processor(group, Arc::clone(&running_info)));
         table.register(
             RequestCode::ResetConsumerClientOffset,
@@ -142,8 +152,20 @@ impl ClientInstance {
             rebalance_signal,
             offset_resets,
             running_info,
+            direct_consume,
             rpc_timeout,
         })
+    }
+
+    /// Installs what answers CONSUME_MESSAGE_DIRECTLY (the first call wins): it gets the message
+    /// and the name of the broker holding it.
+    pub fn set_direct_consume(
+        &self,
+        f: impl Fn(MessageExt, String) -> BoxFuture<ConsumeMessageDirectlyResult> + Send + Sync + 'static,
+    ) {
+        if self.direct_consume.set(Box::new(f)).is_err() {
+            tracing::debug!("direct consume handler already set");
+        }
     }
 
     /// Installs what answers GET_CONSUMER_RUNNING_INFO (the first call wins).
@@ -515,6 +537,48 @@ fn protocol_error(op: &'static str, e: impl std::error::Error + Send + Sync + 's
 
 /// What a consumer reports about itself.
 type RunningInfoFn = Box<dyn Fn() -> ConsumerRunningInfo + Send + Sync>;
+
+/// A boxed future, as a handler stored in the instance returns it.
+pub(crate) type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
+/// Hands one message (and its broker's name) to the consumer's listener.
+type DirectConsumeFn = Box<dyn Fn(MessageExt, String) -> BoxFuture<ConsumeMessageDirectlyResult> + Send + Sync>;
+
+/// CONSUME_MESSAGE_DIRECTLY for `group` (`ClientRemotingProcessor.consumeMessageDirectly`): the
+/// stored record in the body goes to the listener; the answer is how it went, or Java's
+/// SYSTEM_ERROR for another group, before the consumer exists, or for a body that is no record.
+fn direct_consume_processor(
+    group: &str,
+    handler: Arc<OnceLock<DirectConsumeFn>>,
+) -> Arc<impl raftmq_common::remoting::processor::RequestProcessor> {
+    let my_group = group.to_owned();
+    Arc::new(processor_fn(move |_ctx, request: RemotingCommand| {
+        let handler = Arc::clone(&handler);
+        let my_group = my_group.clone();
+        async move {
+            let refuse = |remark: String| RemotingCommand::response(ResponseCode::SystemError, Some(remark));
+            let header = match request.decode_header::<ConsumeMessageDirectlyResultRequestHeader>() {
+                Ok(h) => h,
+                Err(e) => return Some(refuse(format!("the request header is invalid: {e}"))),
+            };
+            let Some(consume) = handler.get().filter(|_| header.consumer_group == my_group) else {
+                return Some(refuse(format!(
+                    "The Consumer Group <{}> not exist in this consumer",
+                    header.consumer_group
+                )));
+            };
+            let msg = match crate::consumer::pull_api::decode_one_stored(&request.body) {
+                Ok(m) => m,
+                Err(e) => return Some(refuse(format!("the message in the request is invalid: {e}"))),
+            };
+            let result = consume(msg, header.broker_name.unwrap_or_default()).await;
+            Some(match result.encode() {
+                Ok(body) => RemotingCommand::success().with_body(body),
+                Err(e) => refuse(e.to_string()),
+            })
+        }
+    }))
+}
 
 /// GET_CONSUMER_RUNNING_INFO for `group` (`ClientRemotingProcessor.getConsumerRunningInfo`):
 /// the consumer's report, or Java's SYSTEM_ERROR for another group or before the consumer exists.

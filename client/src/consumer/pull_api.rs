@@ -79,6 +79,22 @@ pub fn process_pull_response(response: &RemotingCommand, sub: &SubscriptionData)
     })
 }
 
+/// The one stored record in `body` (a CONSUME_MESSAGE_DIRECTLY request), as a listener gets it:
+/// body decompressed, compression bits cleared.
+pub(crate) fn decode_one_stored(body: &Bytes) -> std::result::Result<MessageExt, String> {
+    let mut msg = decode_all(body, DecodeOptions::default())
+        .map_err(|e| format!("bad message record: {e}"))?
+        .into_iter()
+        .next()
+        .ok_or_else(|| "no message record".to_owned())?;
+    if sys_flag::is_compressed(msg.sys_flag) {
+        msg.message.body = uncompress_stored_body(msg.sys_flag, &msg.message.body)
+            .map_err(|e| format!("message body does not decompress: {e}"))?;
+        msg.sys_flag = sys_flag::clear_compressed(msg.sys_flag);
+    }
+    Ok(msg)
+}
+
 fn decode_messages(
     body: &Bytes,
     sub: &SubscriptionData,

@@ -47,6 +47,8 @@ use raftmq_common::message::MessageQueue;
 use raftmq_common::message::properties;
 use raftmq_common::message::validate::retry_topic;
 use raftmq_common::message::validate::validate_group;
+use raftmq_common::protocol::body::consume_directly::CmResult;
+use raftmq_common::protocol::body::consume_directly::ConsumeMessageDirectlyResult;
 use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
 use raftmq_common::protocol::body::consumer_running_info::PROP_CLIENT_VERSION;
 use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUME_ORDERLY;
@@ -461,6 +463,20 @@ impl PushConsumerBuilder {
         let inner = Arc::new(inner);
         let weak = Arc::downgrade(&inner);
         inner.client.set_running_info(move || weak.upgrade().map(|i| i.running_info()).unwrap_or_default());
+        let weak = Arc::downgrade(&inner);
+        inner.client.set_direct_consume(move |msg, broker_name| {
+            let inner = weak.upgrade();
+            Box::pin(async move {
+                match inner {
+                    Some(i) => i.consume_directly(msg, broker_name).await,
+                    None => ConsumeMessageDirectlyResult {
+                        consume_result: Some(CmResult::CrThrowException),
+                        remark: Some("the consumer is gone".into()),
+                        ..ConsumeMessageDirectlyResult::default()
+                    },
+                }
+            })
+        });
         Ok(PushConsumer { inner })
     }
 }
@@ -827,6 +843,53 @@ impl PushInner {
             properties,
             status_table: BTreeMap::new(),
             subscription_set: self.subscriptions.values().cloned().collect(),
+        }
+    }
+
+    /// CONSUME_MESSAGE_DIRECTLY (`ConsumeMessage*Service.consumeMessageDirectly`): the message goes
+    /// to the listener once, on a listener thread, outside any queue's flow: no offset moves and a
+    /// failure is only reported, never sent back.
+    async fn consume_directly(&self, msg: MessageExt, broker_name: String) -> ConsumeMessageDirectlyResult {
+        let mq = MessageQueue::new(&msg.message.topic, &broker_name, msg.queue_id);
+        let mut msgs = vec![msg];
+        self.reset_retry_topic(&mut msgs);
+        let started = std::time::Instant::now();
+        let (order, outcome) = match self.listener.clone() {
+            Listener::Concurrently(listener) => {
+                let mut ctx = ConsumeConcurrentlyContext {
+                    message_queue: mq,
+                    delay_level_when_next_consume: 0,
+                    ack_index: i32::MAX,
+                };
+                let status = self.consume_pool.run(move || listener.consume_message(&msgs, &mut ctx)).await;
+                let result = status.map(|s| match s {
+                    ConsumeConcurrentlyStatus::ConsumeSuccess => CmResult::CrSuccess,
+                    ConsumeConcurrentlyStatus::ReconsumeLater => CmResult::CrLater,
+                });
+                (false, result)
+            }
+            Listener::Orderly(listener) => {
+                let suspend_ms = i64::try_from(self.config.suspend_current_queue_time.as_millis()).unwrap_or(i64::MAX);
+                let mut ctx =
+                    ConsumeOrderlyContext { message_queue: mq, suspend_current_queue_time_millis: suspend_ms };
+                let status = self.consume_pool.run(move || listener.consume_message(&msgs, &mut ctx)).await;
+                let result = status.map(|s| match s {
+                    ConsumeOrderlyStatus::Success => CmResult::CrSuccess,
+                    ConsumeOrderlyStatus::SuspendCurrentQueueAMoment => CmResult::CrLater,
+                });
+                (true, result)
+            }
+        };
+        let (consume_result, remark) = match outcome {
+            Ok(r) => (r, None),
+            Err(e) => (CmResult::CrThrowException, Some(e.to_string())),
+        };
+        ConsumeMessageDirectlyResult {
+            auto_commit: true,
+            consume_result: Some(consume_result),
+            order,
+            remark,
+            spent_time_mills: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
         }
     }
 

@@ -11,6 +11,7 @@
 //! Invariant: [`JsonBody::decode`] never panics; any input that is not the body yields a [`BodyError`].
 
 pub mod connection;
+pub mod consume_directly;
 pub mod consume_stats;
 pub mod consumer_list;
 pub mod consumer_offset;
