@@ -24,6 +24,7 @@ use anyhow::bail;
 use anyhow::ensure;
 use raftmq_client::Admin;
 use raftmq_client::Producer;
+use raftmq_client::PullConsumer;
 use raftmq_client::PushConsumer;
 use raftmq_client::consumer::ConsumeConcurrentlyContext;
 use raftmq_client::consumer::ConsumeConcurrentlyStatus;
@@ -158,6 +159,29 @@ async fn t56_reset_running_info_and_direct_consumption_reach_a_running_consumer(
     let stranger = admin.consumer_running_info(&addr, GROUP, "127.0.0.1@nobody", false).await.err();
     ensure!(stranger.as_ref().and_then(|e| e.response_code()) == Some(ResponseCode::SystemError), "{stranger:?}");
     ensure!(format!("{stranger:?}").contains("not online"), "{stranger:?}");
+
+    // A lite pull consumer answers too, as one that consumes actively.
+    let lite = PullConsumer::builder("t56-lite")
+        .namesrv_addr(&cluster.namesrv_addr)
+        .instance_name("t56-lite")
+        .subscribe(TOPIC, "*")
+        .consume_from(ConsumeFrom::FirstOffset)
+        .build()?;
+    lite.start().await?;
+    let mut polled = 0;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while polled < 10 {
+        ensure!(tokio::time::Instant::now() < deadline, "the lite consumer polled {polled} of 10");
+        polled += lite.poll(WAIT).await?.len();
+    }
+    let lite_info = admin.consumer_running_info(&addr, "t56-lite", lite.client_id(), false).await?;
+    ensure!(
+        lite_info.properties.get(PROP_CONSUME_TYPE).map(String::as_str) == Some("CONSUME_ACTIVELY"),
+        "{lite_info:?}"
+    );
+    ensure!(lite_info.mq_table.keys().filter(|mq| mq.topic == TOPIC).count() == 2, "{lite_info:?}");
+    ensure!(lite_info.subscription_set.iter().any(|s| s.topic == TOPIC), "{lite_info:?}");
+    lite.shutdown().await;
 
     // `raftmq admin consumerStatus`, Java's `mqadmin consumerStatus`, over the same requests.
     let status = cli(&["admin", "consumerStatus", "-n", &cluster.namesrv_addr, "-g", GROUP]).await?;

@@ -16,6 +16,11 @@
 //! - Fetching pauses while a queue has `pull_threshold_for_queue` messages fetched but not polled.
 //! - A committed offset is one returned by `poll` (+1), never ahead of it.
 
+use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
+use raftmq_common::protocol::body::consumer_running_info::PROP_CLIENT_VERSION;
+use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUME_TYPE;
+use raftmq_common::protocol::body::consumer_running_info::PROP_NAMESERVER_ADDR;
+use raftmq_common::protocol::body::consumer_running_info::ProcessQueueInfo;
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -303,7 +308,10 @@ impl PullConsumerBuilder {
             assignment: watch::channel(BTreeSet::new()).0,
             config: self,
         };
-        Ok(PullConsumer { inner: Arc::new(inner) })
+        let inner = Arc::new(inner);
+        let weak = Arc::downgrade(&inner);
+        inner.client.set_running_info(move || weak.upgrade().map(|i| i.running_info()).unwrap_or_default());
+        Ok(PullConsumer { inner })
     }
 }
 
@@ -583,6 +591,58 @@ impl PullConsumer {
 }
 
 impl LiteInner {
+    /// GET_CONSUMER_RUNNING_INFO's answer (`DefaultLitePullConsumerImpl.consumerRunningInfo`):
+    /// settings, subscriptions and each queue read: what is fetched and not yet polled, and the
+    /// offset after the last polled message as the commit offset.
+    fn running_info(&self) -> ConsumerRunningInfo {
+        let c = &self.config;
+        let mut properties = BTreeMap::new();
+        let mut put = |k: &str, v: String| {
+            properties.insert(k.to_owned(), v);
+        };
+        put("consumerGroup", c.consumer_group.clone());
+        put(
+            "messageModel",
+            serde_json::to_value(c.message_model).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+        );
+        put("autoCommit", c.auto_commit.to_string());
+        put("pullBatchSize", c.pull_batch_size.to_string());
+        put("pullThresholdForQueue", c.pull_threshold_for_queue.to_string());
+        put(PROP_NAMESERVER_ADDR, c.namesrv_addrs.join(";"));
+        put(PROP_CONSUME_TYPE, "CONSUME_ACTIVELY".to_owned());
+        put(PROP_CLIENT_VERSION, raftmq_common::protocol::code::version::V4_9_8_DESC.to_owned());
+        let offsets = self.offset_store.offsets();
+        let mq_table = lock(&self.queues)
+            .iter()
+            .map(|(mq, q)| {
+                let cached = q.cached.load(Ordering::Acquire);
+                let next_fetch = lock(&q.pull).0;
+                let consumed = *lock(&q.consumed);
+                // Fetched and not yet polled: [consumed, next fetch).
+                let (min, max) = match consumed {
+                    Some(c) if cached > 0 => (c, next_fetch - 1),
+                    _ => (0, 0),
+                };
+                let info = ProcessQueueInfo {
+                    cached_msg_count: i32::try_from(cached).unwrap_or(i32::MAX),
+                    cached_msg_min_offset: min,
+                    cached_msg_max_offset: max,
+                    commit_offset: consumed.or_else(|| offsets.get(mq).copied()).unwrap_or(-1),
+                    droped: q.dropped.load(Ordering::Acquire),
+                    ..ProcessQueueInfo::default()
+                };
+                (mq.clone(), info)
+            })
+            .collect();
+        ConsumerRunningInfo {
+            jstack: None,
+            mq_table,
+            properties,
+            status_table: BTreeMap::new(),
+            subscription_set: self.subscriptions.values().cloned().collect(),
+        }
+    }
+
     async fn send_heartbeat(&self) {
         let data = HeartbeatData {
             client_id: self.client.client_id.clone(),
