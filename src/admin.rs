@@ -1006,6 +1006,29 @@ async fn consumer_status(admin: &Admin, out: Out, a: ConsumerStatusArgs) -> Resu
             ]);
         }
         out.table(&q);
+        println!();
+        println!("#Consumer RT&TPS#");
+        let mut rt = Table::new(&[
+            "#Topic",
+            "#Pull RT",
+            "#Pull TPS",
+            "#Consume RT",
+            "#ConsumeOK TPS",
+            "#ConsumeFailed TPS",
+            "#ConsumeFailedMsgsInHour",
+        ]);
+        for (topic, st) in &r.status_table {
+            rt.row([
+                topic.clone(),
+                format!("{:.2}", st.pull_rt),
+                format!("{:.2}", st.pull_tps),
+                format!("{:.2}", st.consume_rt),
+                format!("{:.2}", st.consume_ok_tps),
+                format!("{:.2}", st.consume_failed_tps),
+                st.consume_failed_msgs.to_string(),
+            ]);
+        }
+        out.table(&rt);
         if let Some(stack) = &r.jstack {
             println!();
             println!("#Consumer jstack#");

@@ -9,7 +9,8 @@
 //!   end at the queues' ends once more. An offline group gets CONSUMER_NOT_ONLINE (and `mqadmin`
 //!   falls back), an unknown topic SYSTEM_ERROR with Java's remark.
 //! - GET_CONSUMER_RUNNING_INFO (`mqadmin consumerStatus`): the broker relays it to the named client,
-//!   whose report names its group, subscription and the two queues it holds at their ends; a client
+//!   whose report names its group, subscription, the two queues it holds at their ends and the
+//!   topic's pull and consume rates; a client
 //!   that is not connected gets SYSTEM_ERROR; `raftmq admin consumerStatus` prints the same.
 //! - CONSUME_MESSAGE_DIRECTLY (`mqadmin queryMsgById -g -d`): the broker sends the stored message
 //!   to the client, its listener takes it once more and the answer says CR_SUCCESS; a bad msgId
@@ -156,6 +157,10 @@ async fn t56_reset_running_info_and_direct_consumption_reach_a_running_consumer(
         let max = admin.max_offset(&addr, TOPIC, mq.queue_id).await?;
         ensure!(q.commit_offset == max && !q.droped && q.last_pull_timestamp > 0, "{mq:?}: {q:?}");
     }
+    // Everything was pulled and consumed within the last minute: the topic's rates are non-zero.
+    let rates = info.status_table.get(TOPIC).copied().unwrap_or_default();
+    ensure!(rates.pull_tps > 0.0 && rates.consume_ok_tps > 0.0 && rates.consume_failed_tps == 0.0, "{rates:?}");
+    ensure!(rates.consume_failed_msgs == 0, "{rates:?}");
     let stranger = admin.consumer_running_info(&addr, GROUP, "127.0.0.1@nobody", false).await.err();
     ensure!(stranger.as_ref().and_then(|e| e.response_code()) == Some(ResponseCode::SystemError), "{stranger:?}");
     ensure!(format!("{stranger:?}").contains("not online"), "{stranger:?}");
@@ -192,7 +197,13 @@ async fn t56_reset_running_info_and_direct_consumption_reach_a_running_consumer(
     );
     let one =
         cli(&["admin", "consumerStatus", "-n", &cluster.namesrv_addr, "-g", GROUP, "-i", consumer.client_id()]).await?;
-    ensure!(one.contains("#Consumer Properties#") && one.contains("CONSUME_PASSIVELY") && one.contains(TOPIC), "{one}");
+    ensure!(
+        one.contains("#Consumer Properties#")
+            && one.contains("CONSUME_PASSIVELY")
+            && one.contains("#Consumer RT&TPS#")
+            && one.contains(TOPIC),
+        "{one}"
+    );
     let json: serde_json::Value = serde_json::from_str(
         &cli(&["admin", "consumerStatus", "-n", &cluster.namesrv_addr, "-g", GROUP, "--json"]).await?,
     )?;

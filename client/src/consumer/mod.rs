@@ -23,6 +23,7 @@ pub mod push;
 pub mod rebalance;
 pub mod send_back;
 pub mod subscription;
+pub(crate) mod topic_rates;
 
 pub use listener::ConsumeConcurrentlyContext;
 pub use listener::ConsumeConcurrentlyStatus;

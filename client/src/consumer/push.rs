@@ -92,6 +92,7 @@ use crate::consumer::send_back::CLIENT_INNER_PRODUCER_GROUP;
 use crate::consumer::send_back::retry_message;
 use crate::consumer::subscription::MessageSelector;
 use crate::consumer::subscription::build_subscription_data;
+use crate::consumer::topic_rates::TopicRates;
 use crate::error::ClientError;
 use crate::error::ErrorKind;
 use crate::error::Result;
@@ -458,6 +459,7 @@ impl PushConsumerBuilder {
             stats: Stats::default(),
             epoch: Instant::now(),
             started_at_ms: std::sync::atomic::AtomicI64::new(0),
+            topic_stats: TopicRates::default(),
             config: self,
         };
         let inner = Arc::new(inner);
@@ -544,6 +546,8 @@ struct PushInner {
     epoch: Instant,
     /// Wall-clock ms of `start` (0 before).
     started_at_ms: std::sync::atomic::AtomicI64,
+    /// Per-topic rates for GET_CONSUMER_RUNNING_INFO's `statusTable`.
+    topic_stats: TopicRates,
 }
 
 /// A push consumer; clones share it.
@@ -721,6 +725,11 @@ impl PushConsumer {
     }
 }
 
+/// Wall-clock seconds of a wall-clock ms (negative clocks read as 0).
+fn wall_s(ms: i64) -> u64 {
+    u64::try_from(ms / 1000).unwrap_or(0)
+}
+
 /// An enum's wire name (its JSON string), e.g. `CLUSTERING`.
 fn json_text<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
@@ -799,8 +808,7 @@ impl PushInner {
     }
 
     /// GET_CONSUMER_RUNNING_INFO's answer (`DefaultMQPushConsumerImpl.consumerRunningInfo`): the
-    /// settings, subscriptions and each held queue. `statusTable` (per-topic rates over the last
-    /// minute) stays empty: this consumer keeps counters, not Java's per-minute statistics.
+    /// settings, subscriptions, each held queue and each topic's rates (`statusTable`).
     fn running_info(&self) -> ConsumerRunningInfo {
         let c = &self.config;
         let mut properties = BTreeMap::new();
@@ -841,7 +849,7 @@ impl PushInner {
             jstack: None,
             mq_table,
             properties,
-            status_table: BTreeMap::new(),
+            status_table: self.topic_stats.status_table(wall_s(now)).into_iter().collect(),
             subscription_set: self.subscriptions.values().cloned().collect(),
         }
     }
@@ -1133,10 +1141,14 @@ impl PushInner {
                 }
                 continue;
             }
+            let pull_started = Instant::now();
             match self.pull_once(&mq, &sub, offset, broker_id).await {
                 Ok(result) => {
                     self.stats.pulls.fetch_add(1, Ordering::Relaxed);
-                    pq.mark_pulled(now_ms());
+                    let now = now_ms();
+                    pq.mark_pulled(now);
+                    let rt_ms = u64::try_from(pull_started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                    self.topic_stats.pulled(&mq.topic, wall_s(now), rt_ms, result.msgs.len());
                     broker_id = result.suggest_which_broker_id;
                     let previous = offset;
                     offset = result.next_begin_offset;
@@ -1301,6 +1313,7 @@ impl PushInner {
                 ack_index: i32::MAX,
             };
             let seen = view.as_deref().unwrap_or(&msgs);
+            let call_started = std::time::Instant::now();
             let status = match std::panic::catch_unwind(AssertUnwindSafe(|| listener.consume_message(seen, &mut ctx))) {
                 Ok(status) => status,
                 Err(_) => {
@@ -1309,6 +1322,9 @@ impl PushInner {
                     ConsumeConcurrentlyStatus::ReconsumeLater
                 }
             };
+            let ok = consumed_count(status, &ctx, msgs.len());
+            let rt_ms = u64::try_from(call_started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            me.topic_stats.consumed(&mq.topic, wall_s(now_ms()), rt_ms, ok, msgs.len() - ok);
             if me.settle_if_all_consumed(status, &ctx, &mq, &pq, &msgs) {
                 return;
             }
@@ -1449,6 +1465,7 @@ impl PushInner {
             let mut ctx =
                 ConsumeOrderlyContext { message_queue: mq.clone(), suspend_current_queue_time_millis: suspend_ms };
             let batch = msgs.clone();
+            let call_started = std::time::Instant::now();
             let call = self.consume_pool.run(move || {
                 let status = listener.consume_message(&batch, &mut ctx);
                 (status, ctx)
@@ -1460,6 +1477,9 @@ impl PushInner {
                     (ConsumeOrderlyStatus::SuspendCurrentQueueAMoment, suspend_ms)
                 }
             };
+            let rt_ms = u64::try_from(call_started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let ok = if status == ConsumeOrderlyStatus::Success { msgs.len() } else { 0 };
+            self.topic_stats.consumed(&mq.topic, wall_s(now_ms()), rt_ms, ok, msgs.len() - ok);
             match status {
                 ConsumeOrderlyStatus::Success => {
                     self.stats.consume_ok.fetch_add(msgs.len() as u64, Ordering::Relaxed);
