@@ -50,10 +50,11 @@ pub(crate) struct ProcessQueue {
     locked: AtomicBool,
     /// ms since `epoch` of the last successful broker lock.
     last_lock_ms: AtomicU64,
-    /// Wall-clock ms of the last pull answer and of the last listener call, for
-    /// GET_CONSUMER_RUNNING_INFO (0: none yet).
-    last_pull_wall_ms: AtomicU64,
-    last_consume_wall_ms: AtomicU64,
+    /// ms since `epoch` of the last pull answer and of the last listener call, for
+    /// GET_CONSUMER_RUNNING_INFO (0: none yet). Taken from instants the caller already read, so
+    /// the consume path reads no clock for them.
+    last_pull_ms: AtomicU64,
+    last_consume_ms: AtomicU64,
     epoch: Instant,
     /// Messages left the cache, the lock changed, or the queue was dropped.
     pub space: Notify,
@@ -68,8 +69,8 @@ impl ProcessQueue {
             dropped: AtomicBool::new(false),
             locked: AtomicBool::new(false),
             last_lock_ms: AtomicU64::new(0),
-            last_pull_wall_ms: AtomicU64::new(0),
-            last_consume_wall_ms: AtomicU64::new(0),
+            last_pull_ms: AtomicU64::new(0),
+            last_consume_ms: AtomicU64::new(0),
             epoch,
             space: Notify::new(),
         }
@@ -163,29 +164,37 @@ impl ProcessQueue {
         result
     }
 
-    /// A pull for this queue was answered at wall-clock `now_ms`.
-    pub fn mark_pulled(&self, now_ms: i64) {
-        self.last_pull_wall_ms.store(u64::try_from(now_ms).unwrap_or(0), Ordering::Relaxed);
+    /// A pull for this queue was answered at `at`.
+    pub fn mark_pulled(&self, at: std::time::Instant) {
+        self.last_pull_ms.store(self.ms_at(at), Ordering::Relaxed);
     }
 
-    /// A listener call for this queue started at wall-clock `now_ms`.
-    pub fn mark_consumed(&self, now_ms: i64) {
-        self.last_consume_wall_ms.store(u64::try_from(now_ms).unwrap_or(0), Ordering::Relaxed);
+    /// A listener call for this queue started at `at`.
+    pub fn mark_consumed(&self, at: std::time::Instant) {
+        self.last_consume_ms.store(self.ms_at(at), Ordering::Relaxed);
+    }
+
+    /// ms since `epoch` of `at`, at least 1 so that 0 keeps meaning "never".
+    fn ms_at(&self, at: std::time::Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.epoch.into_std()).as_millis()).unwrap_or(u64::MAX).max(1)
     }
 
     /// The queue as GET_CONSUMER_RUNNING_INFO reports it at wall-clock `wall_now_ms`
     /// (`ProcessQueue.fillProcessQueueInfo`); `commit_offset` is the caller's to fill in.
     pub fn info(&self, wall_now_ms: i64) -> ProcessQueueInfo {
-        let last_lock = self.last_lock_ms.load(Ordering::Acquire);
-        let last_lock_timestamp = match last_lock {
+        // Stamps are ms since `epoch`; the report wants wall-clock ms (0 for never).
+        let now = self.now_ms();
+        let wall = |v: u64| match v {
             0 => 0,
-            at => wall_now_ms.saturating_sub(i64::try_from(self.now_ms().saturating_sub(at)).unwrap_or(i64::MAX)),
+            at => wall_now_ms.saturating_sub(i64::try_from(now.saturating_sub(at)).unwrap_or(i64::MAX)),
         };
+        let last_lock_timestamp = wall(self.last_lock_ms.load(Ordering::Acquire));
+        let last_pull_timestamp = wall(self.last_pull_ms.load(Ordering::Relaxed));
+        let last_consume_timestamp = wall(self.last_consume_ms.load(Ordering::Relaxed));
         let cache = self.cache();
         let (cached_min, cached_max) = (cache.msgs.keys().next().copied(), cache.msgs.keys().next_back().copied());
         let (consuming_min, consuming_max) =
             (cache.consuming.keys().next().copied(), cache.consuming.keys().next_back().copied());
-        let as_ms = |v: &AtomicU64| i64::try_from(v.load(Ordering::Relaxed)).unwrap_or(i64::MAX);
         ProcessQueueInfo {
             cached_msg_count: i32::try_from(cache.msgs.len()).unwrap_or(i32::MAX),
             cached_msg_max_offset: cached_max.unwrap_or(0),
@@ -193,9 +202,9 @@ impl ProcessQueue {
             cached_msg_size_in_mib: i32::try_from(cache.size_bytes / (1024 * 1024)).unwrap_or(i32::MAX),
             commit_offset: 0,
             droped: self.is_dropped(),
-            last_consume_timestamp: as_ms(&self.last_consume_wall_ms),
+            last_consume_timestamp,
             last_lock_timestamp,
-            last_pull_timestamp: as_ms(&self.last_pull_wall_ms),
+            last_pull_timestamp,
             locked: self.is_locked(),
             transaction_msg_count: i32::try_from(cache.consuming.len()).unwrap_or(i32::MAX),
             transaction_msg_max_offset: consuming_max.unwrap_or(0),

@@ -725,11 +725,6 @@ impl PushConsumer {
     }
 }
 
-/// Wall-clock seconds of a wall-clock ms (negative clocks read as 0).
-fn wall_s(ms: i64) -> u64 {
-    u64::try_from(ms / 1000).unwrap_or(0)
-}
-
 /// An enum's wire name (its JSON string), e.g. `CLUSTERING`.
 fn json_text<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
@@ -849,7 +844,7 @@ impl PushInner {
             jstack: None,
             mq_table,
             properties,
-            status_table: self.topic_stats.status_table(wall_s(now)).into_iter().collect(),
+            status_table: self.topic_stats.status_table(self.epoch.elapsed().as_secs()).into_iter().collect(),
             subscription_set: self.subscriptions.values().cloned().collect(),
         }
     }
@@ -899,6 +894,22 @@ impl PushInner {
             remark,
             spent_time_mills: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
         }
+    }
+
+    /// A listener call on `mq` that started at `started` ended now: the queue's last consume
+    /// time and the topic's rates (one clock read).
+    fn record_consume(
+        &self,
+        mq: &MessageQueue,
+        pq: &ProcessQueue,
+        started: std::time::Instant,
+        ok: usize,
+        failed: usize,
+    ) {
+        pq.mark_consumed(started);
+        let rt_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let second = started.saturating_duration_since(self.epoch.into_std()).as_secs();
+        self.topic_stats.consumed(&mq.topic, second, rt_ms, ok, failed);
     }
 
     fn assigned(&self) -> BTreeSet<MessageQueue> {
@@ -1145,10 +1156,11 @@ impl PushInner {
             match self.pull_once(&mq, &sub, offset, broker_id).await {
                 Ok(result) => {
                     self.stats.pulls.fetch_add(1, Ordering::Relaxed);
-                    let now = now_ms();
-                    pq.mark_pulled(now);
-                    let rt_ms = u64::try_from(pull_started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                    self.topic_stats.pulled(&mq.topic, wall_s(now), rt_ms, result.msgs.len());
+                    let answered = Instant::now();
+                    pq.mark_pulled(answered.into_std());
+                    let rt_ms = u64::try_from((answered - pull_started).as_millis()).unwrap_or(u64::MAX);
+                    let second = (answered - self.epoch).as_secs();
+                    self.topic_stats.pulled(&mq.topic, second, rt_ms, result.msgs.len());
                     broker_id = result.suggest_which_broker_id;
                     let previous = offset;
                     offset = result.next_begin_offset;
@@ -1290,7 +1302,6 @@ impl PushInner {
         if pq.is_dropped() || self.shutdown.is_cancelled() {
             return;
         }
-        pq.mark_consumed(now_ms());
         let Listener::Concurrently(listener) = self.listener.clone() else { return };
         let me = self.clone();
         // Shutdown waits for a queued or running job as for a task.
@@ -1323,8 +1334,7 @@ impl PushInner {
                 }
             };
             let ok = consumed_count(status, &ctx, msgs.len());
-            let rt_ms = u64::try_from(call_started.elapsed().as_millis()).unwrap_or(u64::MAX);
-            me.topic_stats.consumed(&mq.topic, wall_s(now_ms()), rt_ms, ok, msgs.len() - ok);
+            me.record_consume(&mq, &pq, call_started, ok, msgs.len() - ok);
             if me.settle_if_all_consumed(status, &ctx, &mq, &pq, &msgs) {
                 return;
             }
@@ -1461,7 +1471,6 @@ impl PushInner {
                 return;
             }
             let listener = listener.clone();
-            pq.mark_consumed(now_ms());
             let mut ctx =
                 ConsumeOrderlyContext { message_queue: mq.clone(), suspend_current_queue_time_millis: suspend_ms };
             let batch = msgs.clone();
@@ -1477,9 +1486,8 @@ impl PushInner {
                     (ConsumeOrderlyStatus::SuspendCurrentQueueAMoment, suspend_ms)
                 }
             };
-            let rt_ms = u64::try_from(call_started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let ok = if status == ConsumeOrderlyStatus::Success { msgs.len() } else { 0 };
-            self.topic_stats.consumed(&mq.topic, wall_s(now_ms()), rt_ms, ok, msgs.len() - ok);
+            self.record_consume(&mq, &pq, call_started, ok, msgs.len() - ok);
             match status {
                 ConsumeOrderlyStatus::Success => {
                     self.stats.consume_ok.fetch_add(msgs.len() as u64, Ordering::Relaxed);

@@ -76,6 +76,10 @@ pub(crate) struct TopicRates {
 impl TopicRates {
     fn with<R>(&self, topic: &str, f: impl FnOnce(&mut TopicStats) -> R) -> R {
         let mut topics = self.topics.lock().unwrap_or_else(|p| p.into_inner());
+        // Looked up first: the key is copied only the first time a topic is seen.
+        if let Some(t) = topics.get_mut(topic) {
+            return f(t);
+        }
         f(topics.entry(topic.to_owned()).or_default())
     }
 
