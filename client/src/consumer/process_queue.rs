@@ -8,6 +8,9 @@
 //! - Orderly: at most one consume task per process queue. [`ProcessQueue::put_messages`] reports
 //!   "dispatch" only when no task is consuming and sets the flag in the same critical section;
 //!   [`ProcessQueue::take_messages`] clears it, in its critical section, when nothing is left.
+//! - No offset commit lands after a drop: commits run through [`ProcessQueue::unless_dropped`]
+//!   and [`ProcessQueue::set_dropped`] takes the same lock, so a released or reset queue's stored
+//!   offset is never overwritten by its old pull or listener task.
 //! - `space` is notified whenever messages leave the cache or the queue is dropped, so a pull loop
 //!   paused by flow control waits for it instead of polling.
 //! - Only an orderly queue keeps the messages themselves (its task takes them from here); a
