@@ -15,7 +15,6 @@ mod t40_cluster;
 use std::time::Duration;
 
 use anyhow::Result;
-use anyhow::bail;
 use anyhow::ensure;
 use raftmq_client::Admin;
 use raftmq_client::Producer;
@@ -36,34 +35,12 @@ use raftmq_common::remoting::RemotingClient;
 use t40_cluster::Cluster;
 use t40_cluster::Collector;
 use t40_cluster::WAIT;
+use t40_cluster::now_ms;
+use t40_cluster::until;
 
 const TOPIC: &str = "T55Stats";
 const CONSUMERS: &str = "t55-consumers";
 const PRODUCERS: &str = "t55-producers";
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
-}
-
-/// Re-asks until `done` holds for the answer (state the broker learns from the clients' periodic
-/// heartbeats and offset commits); each answer is a fresh RPC, so this waits on the broker, not on time.
-async fn until<T, F, Fut>(what: &str, mut ask: F, done: impl Fn(&T) -> bool) -> Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T>>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let answer = ask().await?;
-        if done(&answer) {
-            return Ok(answer);
-        }
-        if tokio::time::Instant::now() > deadline {
-            bail!("timed out waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn t55_topic_and_consumer_progress_and_connections_are_reported() -> Result<()> {

@@ -21,7 +21,6 @@ mod t40_cluster;
 use std::time::Duration;
 
 use anyhow::Result;
-use anyhow::bail;
 use anyhow::ensure;
 use raftmq_client::Admin;
 use raftmq_client::Producer;
@@ -38,33 +37,11 @@ use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUME_TYPE;
 use t40_cluster::Cluster;
 use t40_cluster::Collector;
 use t40_cluster::WAIT;
+use t40_cluster::now_ms;
+use t40_cluster::until;
 
 const TOPIC: &str = "T56Reset";
 const GROUP: &str = "t56-consumers";
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
-}
-
-/// Re-asks until `done` holds for the answer; each answer is a fresh RPC, so this waits on the
-/// broker, not on time.
-async fn until<T, F, Fut>(what: &str, mut ask: F, done: impl Fn(&T) -> bool) -> Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T>>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let answer = ask().await?;
-        if done(&answer) {
-            return Ok(answer);
-        }
-        if tokio::time::Instant::now() > deadline {
-            bail!("timed out waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn t56_reset_running_info_and_direct_consumption_reach_a_running_consumer() -> Result<()> {

@@ -405,3 +405,28 @@ pub async fn wait_assignment<T: std::fmt::Debug>(
         }
     }
 }
+
+/// Wall-clock ms (the brokers' store-time clock).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Re-asks until `done` holds for the answer (state the broker learns from the clients' periodic
+/// heartbeats and offset commits); each answer is a fresh RPC, so this waits on the broker, not on time.
+pub async fn until<T, F, Fut>(what: &str, mut ask: F, done: impl Fn(&T) -> bool) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let answer = ask().await?;
+        if done(&answer) {
+            return Ok(answer);
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("timed out waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
