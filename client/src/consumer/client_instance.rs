@@ -36,7 +36,12 @@ use raftmq_common::protocol::body::JsonBody;
 use raftmq_common::protocol::body::consume_directly::ConsumeMessageDirectlyResult;
 use raftmq_common::protocol::body::consumer_list::ConsumerListBody;
 use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
+use raftmq_common::protocol::body::consumer_running_info::PROP_CLIENT_VERSION;
+use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUME_TYPE;
+use raftmq_common::protocol::body::consumer_running_info::PROP_NAMESERVER_ADDR;
+use raftmq_common::protocol::body::heartbeat::ConsumeType;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
+use raftmq_common::protocol::body::heartbeat::MessageModel;
 use raftmq_common::protocol::body::lock_batch::LockBatchRequestBody;
 use raftmq_common::protocol::body::lock_batch::LockBatchResponseBody;
 use raftmq_common::protocol::body::lock_batch::UnlockBatchRequestBody;
@@ -166,6 +171,23 @@ impl ClientInstance {
         if self.direct_consume.set(Box::new(f)).is_err() {
             tracing::debug!("direct consume handler already set");
         }
+    }
+
+    /// The `properties` every consumer's running info starts with: its group and model, the
+    /// NameServers, how it consumes, the client's version. Each consumer adds its own settings.
+    pub fn running_properties(
+        &self,
+        model: MessageModel,
+        namesrv_addrs: &[String],
+        consume_type: ConsumeType,
+    ) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("consumerGroup".to_owned(), self.group.clone()),
+            ("messageModel".to_owned(), json_text(&model)),
+            (PROP_NAMESERVER_ADDR.to_owned(), namesrv_addrs.join(";")),
+            (PROP_CONSUME_TYPE.to_owned(), json_text(&consume_type)),
+            (PROP_CLIENT_VERSION.to_owned(), raftmq_common::protocol::code::version::V4_9_8_DESC.to_owned()),
+        ])
     }
 
     /// Installs what answers GET_CONSUMER_RUNNING_INFO (the first call wins).
@@ -531,8 +553,31 @@ pub(crate) fn pick_broker_addr(
     addrs.iter().next().map(|(id, addr)| FindBrokerResult { addr: addr.clone(), slave: *id != MASTER_ID })
 }
 
+/// An enum's wire name (its JSON string), e.g. `CLUSTERING`.
+pub(crate) fn json_text<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
 fn protocol_error(op: &'static str, e: impl std::error::Error + Send + Sync + 'static) -> ClientError {
     ClientError::new(ErrorKind::Protocol, op, e.to_string()).with_source(e)
+}
+
+/// SYSTEM_ERROR with `remark`, as Java's client refuses a broker's request.
+fn refuse(remark: String) -> RemotingCommand {
+    RemotingCommand::response(ResponseCode::SystemError, Some(remark))
+}
+
+/// Java's answer to a request for a group this client does not consume for.
+fn not_this_group(group: &str) -> RemotingCommand {
+    refuse(format!("The Consumer Group <{group}> not exist in this consumer"))
+}
+
+/// SUCCESS with `body`.
+fn answer<B: JsonBody>(body: &B) -> RemotingCommand {
+    match body.encode() {
+        Ok(bytes) => RemotingCommand::success().with_body(bytes),
+        Err(e) => refuse(e.to_string()),
+    }
 }
 
 /// What a consumer reports about itself.
@@ -556,26 +601,18 @@ fn direct_consume_processor(
         let handler = Arc::clone(&handler);
         let my_group = my_group.clone();
         async move {
-            let refuse = |remark: String| RemotingCommand::response(ResponseCode::SystemError, Some(remark));
             let header = match request.decode_header::<ConsumeMessageDirectlyResultRequestHeader>() {
                 Ok(h) => h,
                 Err(e) => return Some(refuse(format!("the request header is invalid: {e}"))),
             };
             let Some(consume) = handler.get().filter(|_| header.consumer_group == my_group) else {
-                return Some(refuse(format!(
-                    "The Consumer Group <{}> not exist in this consumer",
-                    header.consumer_group
-                )));
+                return Some(not_this_group(&header.consumer_group));
             };
             let msg = match crate::consumer::pull_api::decode_one_stored(&request.body) {
                 Ok(m) => m,
                 Err(e) => return Some(refuse(format!("the message in the request is invalid: {e}"))),
             };
-            let result = consume(msg, header.broker_name.unwrap_or_default()).await;
-            Some(match result.encode() {
-                Ok(body) => RemotingCommand::success().with_body(body),
-                Err(e) => refuse(e.to_string()),
-            })
+            Some(answer(&consume(msg, header.broker_name.unwrap_or_default()).await))
         }
     }))
 }
@@ -591,21 +628,14 @@ fn running_info_processor(
         let source = Arc::clone(&source);
         let my_group = my_group.clone();
         async move {
-            let refuse = |remark: String| RemotingCommand::response(ResponseCode::SystemError, Some(remark));
             let header = match request.decode_header::<GetConsumerRunningInfoRequestHeader>() {
                 Ok(h) => h,
                 Err(e) => return Some(refuse(format!("the request header is invalid: {e}"))),
             };
             let Some(info) = source.get().filter(|_| header.consumer_group == my_group) else {
-                return Some(refuse(format!(
-                    "The Consumer Group <{}> not exist in this consumer",
-                    header.consumer_group
-                )));
+                return Some(not_this_group(&header.consumer_group));
             };
-            Some(match info().encode() {
-                Ok(body) => RemotingCommand::success().with_body(body),
-                Err(e) => refuse(e.to_string()),
-            })
+            Some(answer(&info()))
         }
     }))
 }

@@ -17,9 +17,6 @@
 //! - A committed offset is one returned by `poll` (+1), never ahead of it.
 
 use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
-use raftmq_common::protocol::body::consumer_running_info::PROP_CLIENT_VERSION;
-use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUME_TYPE;
-use raftmq_common::protocol::body::consumer_running_info::PROP_NAMESERVER_ADDR;
 use raftmq_common::protocol::body::consumer_running_info::ProcessQueueInfo;
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
@@ -596,21 +593,14 @@ impl LiteInner {
     /// offset after the last polled message as the commit offset.
     fn running_info(&self) -> ConsumerRunningInfo {
         let c = &self.config;
-        let mut properties = BTreeMap::new();
+        let mut properties =
+            self.client.running_properties(c.message_model, &c.namesrv_addrs, ConsumeType::ConsumeActively);
         let mut put = |k: &str, v: String| {
             properties.insert(k.to_owned(), v);
         };
-        put("consumerGroup", c.consumer_group.clone());
-        put(
-            "messageModel",
-            serde_json::to_value(c.message_model).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
-        );
         put("autoCommit", c.auto_commit.to_string());
         put("pullBatchSize", c.pull_batch_size.to_string());
         put("pullThresholdForQueue", c.pull_threshold_for_queue.to_string());
-        put(PROP_NAMESERVER_ADDR, c.namesrv_addrs.join(";"));
-        put(PROP_CONSUME_TYPE, "CONSUME_ACTIVELY".to_owned());
-        put(PROP_CLIENT_VERSION, raftmq_common::protocol::code::version::V4_9_8_DESC.to_owned());
         let offsets = self.offset_store.offsets();
         let mq_table = lock(&self.queues)
             .iter()

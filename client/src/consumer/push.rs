@@ -50,11 +50,8 @@ use raftmq_common::message::validate::validate_group;
 use raftmq_common::protocol::body::consume_directly::CmResult;
 use raftmq_common::protocol::body::consume_directly::ConsumeMessageDirectlyResult;
 use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
-use raftmq_common::protocol::body::consumer_running_info::PROP_CLIENT_VERSION;
 use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUME_ORDERLY;
-use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUME_TYPE;
 use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUMER_START_TIMESTAMP;
-use raftmq_common::protocol::body::consumer_running_info::PROP_NAMESERVER_ADDR;
 use raftmq_common::protocol::body::consumer_running_info::PROP_THREADPOOL_CORE_SIZE;
 use raftmq_common::protocol::body::heartbeat::ConsumeType;
 use raftmq_common::protocol::body::heartbeat::ConsumerData;
@@ -70,6 +67,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::consumer::client_instance::ClientInstance;
+use crate::consumer::client_instance::json_text;
 use crate::consumer::consume_pool::ConsumePool;
 use crate::consumer::listener::ConsumeConcurrentlyContext;
 use crate::consumer::listener::ConsumeConcurrentlyStatus;
@@ -725,11 +723,6 @@ impl PushConsumer {
     }
 }
 
-/// An enum's wire name (its JSON string), e.g. `CLUSTERING`.
-fn json_text<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
-}
-
 /// Runs `f` every `period` until shutdown.
 fn every<F, Fut>(inner: &Arc<PushInner>, period: Duration, f: F)
 where
@@ -806,12 +799,11 @@ impl PushInner {
     /// settings, subscriptions, each held queue and each topic's rates (`statusTable`).
     fn running_info(&self) -> ConsumerRunningInfo {
         let c = &self.config;
-        let mut properties = BTreeMap::new();
+        let mut properties =
+            self.client.running_properties(c.message_model, &c.namesrv_addrs, ConsumeType::ConsumePassively);
         let mut put = |k: &str, v: String| {
             properties.insert(k.to_owned(), v);
         };
-        put("consumerGroup", c.consumer_group.clone());
-        put("messageModel", json_text(&c.message_model));
         put("consumeFromWhere", json_text(&c.consume_from.as_consume_from_where()));
         put("allocateMessageQueueStrategy", format!("{:?}", c.allocate_strategy));
         put("pullBatchSize", c.pull_batch_size.to_string());
@@ -824,12 +816,9 @@ impl PushInner {
         put("maxReconsumeTimes", c.max_reconsume_times.to_string());
         put("suspendCurrentQueueTimeMillis", c.suspend_current_queue_time.as_millis().to_string());
         put("instanceName", self.client.client_id.split_once('@').map_or("", |(_, i)| i).to_owned());
-        put(PROP_NAMESERVER_ADDR, c.namesrv_addrs.join(";"));
-        put(PROP_CONSUME_TYPE, "CONSUME_PASSIVELY".to_owned());
         put(PROP_CONSUME_ORDERLY, self.is_orderly().to_string());
         put(PROP_THREADPOOL_CORE_SIZE, c.consume_threads.to_string());
         put(PROP_CONSUMER_START_TIMESTAMP, self.started_at_ms.load(Ordering::Acquire).to_string());
-        put(PROP_CLIENT_VERSION, raftmq_common::protocol::code::version::V4_9_8_DESC.to_owned());
         let now = now_ms();
         let offsets = self.offset_store.offsets();
         let mq_table = lock(&self.process_queues)
