@@ -43,6 +43,7 @@ use raftmq_common::protocol::header::client::UnregisterClientRequestHeader;
 use raftmq_common::protocol::header::offset::QueryConsumerOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::QueryConsumerOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::UpdateConsumerOffsetRequestHeader;
+use raftmq_common::remoting::Connection;
 use raftmq_common::remoting::ConnectionContext;
 use raftmq_common::remoting::RemotingError;
 use tracing::debug;
@@ -127,12 +128,19 @@ pub fn notify_consumer_ids_changed(ctx: &BrokerContext, group: &str) {
     let request = RemotingCommand::request_with_header(
         RequestCode::NotifyConsumerIdsChanged,
         &NotifyConsumerIdsChangedRequestHeader { consumer_group: group.to_owned() },
-    )
-    .into_oneway();
+    );
+    send_oneway_to_all(connections, request);
+}
+
+/// Sends `request` oneway on each of `connections` (clients' own connections), in the background;
+/// a failed delivery is logged, as Java's broker does.
+pub fn send_oneway_to_all(connections: Vec<Connection>, request: RemotingCommand) {
+    let request = request.into_oneway();
     tokio::spawn(async move {
         for conn in connections {
             if let Err(e) = conn.invoke_oneway(request.clone(), Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS)).await {
-                debug!(peer = %conn.peer_addr(), error = %e, "NOTIFY_CONSUMER_IDS_CHANGED not delivered");
+                let code = request.request_code();
+                debug!(peer = %conn.peer_addr(), error = %e, ?code, "oneway request to a client not delivered");
             }
         }
     });

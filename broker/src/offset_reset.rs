@@ -21,10 +21,7 @@
 //! then falls back to rewriting each queue with UPDATE_CONSUMER_OFFSET; the remoting request does
 //! the same here. The HTTP operation commits either way (it is meant for a stopped group too).
 
-use std::time::Duration;
-
 use raftmq_common::limits::ADMIN_PROGRESS_QUEUES_MAX_COUNT;
-use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
 use raftmq_common::message::MessageQueue;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
@@ -36,6 +33,7 @@ use raftmq_common::remoting::Connection;
 use tracing::debug;
 use tracing::info;
 
+use crate::client_manage_processor::send_oneway_to_all;
 use crate::entry::BrokerCommand;
 use crate::entry::OffsetCommit;
 use crate::processor::BrokerContext;
@@ -125,16 +123,9 @@ pub fn notify_consumers(consumers: Vec<Connection>, header: &ResetOffsetRequestH
             return;
         }
     };
-    let request = RemotingCommand::request_with_header(RequestCode::ResetConsumerClientOffset, header)
-        .with_body(encoded)
-        .into_oneway();
-    tokio::spawn(async move {
-        for conn in consumers {
-            if let Err(e) = conn.invoke_oneway(request.clone(), Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS)).await {
-                debug!(peer = %conn.peer_addr(), error = %e, "RESET_CONSUMER_CLIENT_OFFSET not delivered");
-            }
-        }
-    });
+    let request =
+        RemotingCommand::request_with_header(RequestCode::ResetConsumerClientOffset, header).with_body(encoded);
+    send_oneway_to_all(consumers, request);
 }
 
 fn refuse(code: ResponseCode, remark: String) -> RemotingCommand {
