@@ -8,6 +8,10 @@
 
 /// `String.hashCode()`: `h = 31 * h + c` over UTF-16 code units, wrapping at 32 bits.
 pub fn string_hash_code(s: &str) -> i32 {
+    if s.is_ascii() {
+        // One UTF-16 unit per byte: the common case (header keys, most tags) without the decoder.
+        return s.bytes().fold(0i32, |h, b| h.wrapping_mul(31).wrapping_add(b as i32));
+    }
     s.encode_utf16().fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(unit as i32))
 }
 
@@ -22,20 +26,49 @@ pub fn hash_map_order<'a, I>(keys: I) -> Vec<&'a str>
 where
     I: IntoIterator<Item = &'a str>,
 {
-    let mut keys: Vec<&str> = keys.into_iter().collect();
+    let keys: Vec<&str> = keys.into_iter().collect();
+    let mut order = vec![0; keys.len()];
+    hash_map_order_indices(keys.iter().copied(), &mut order);
+    order.into_iter().map(|i| keys[i as usize]).collect()
+}
+
+/// [`hash_map_order`] without allocating: fills `order` (one slot per key) with the keys' indices
+/// in Java's iteration order. Every encoded response header is ordered like this, so the ROCKETMQ
+/// encoder calls it with an array on its stack.
+///
+/// # Panics
+/// If `order` is shorter than `keys` (a caller's sizing bug, never input).
+pub fn hash_map_order_indices<'a, I>(keys: I, order: &mut [u32])
+where
+    I: ExactSizeIterator<Item = &'a str>,
+{
+    let len = keys.len();
     let mut capacity: usize = 16;
-    while keys.len() * 4 > capacity * 3 {
+    while len * 4 > capacity * 3 {
         capacity *= 2;
     }
-    let bucket = |k: &str| {
-        let h = string_hash_code(k) as u32;
-        ((h ^ (h >> 16)) as usize) & (capacity - 1)
+    let mut slots: Vec<(u32, u32)>;
+    let mut on_stack = [(0u32, 0u32); ORDER_ON_STACK_MAX_COUNT];
+    let pairs: &mut [(u32, u32)] = if len <= ORDER_ON_STACK_MAX_COUNT {
+        &mut on_stack[..len]
+    } else {
+        slots = vec![(0, 0); len];
+        &mut slots
     };
-    // Stable, so insertion order holds within one bucket; each key's hash is computed once (every
-    // response header is ordered like this).
-    keys.sort_by_cached_key(|k| bucket(k));
-    keys
+    for (i, key) in keys.enumerate() {
+        let h = string_hash_code(key) as u32;
+        pairs[i] = ((((h ^ (h >> 16)) as usize) & (capacity - 1)) as u32, i as u32);
+    }
+    // (bucket, insertion index) pairs are distinct, so an unstable sort keeps insertion order
+    // within a bucket.
+    pairs.sort_unstable();
+    for (slot, &(_, i)) in order[..len].iter_mut().zip(pairs.iter()) {
+        *slot = i;
+    }
 }
+
+/// Keys [`hash_map_order_indices`] orders without a heap allocation (a send header has 14).
+pub const ORDER_ON_STACK_MAX_COUNT: usize = 32;
 
 #[cfg(test)]
 mod tests {
@@ -76,5 +109,24 @@ mod tests {
         );
         let v2: Vec<&str> = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "m"].to_vec();
         assert_eq!(hash_map_order(v2.clone()), v2);
+    }
+
+    #[test]
+    fn index_order_matches_a_stable_sort_by_bucket_on_stack_and_heap() {
+        for count in [0, 1, 13, ORDER_ON_STACK_MAX_COUNT, ORDER_ON_STACK_MAX_COUNT + 1, 100] {
+            let keys: Vec<String> = (0..count).map(|i| format!("key{}", i * 7919)).collect();
+            let mut capacity = 16;
+            while count * 4 > capacity * 3 {
+                capacity *= 2;
+            }
+            let mut expected: Vec<usize> = (0..count).collect();
+            expected.sort_by_key(|&i| {
+                let h = string_hash_code(&keys[i]) as u32;
+                ((h ^ (h >> 16)) as usize) & (capacity - 1)
+            });
+            let mut order = vec![0u32; count];
+            hash_map_order_indices(keys.iter().map(String::as_str), &mut order);
+            assert_eq!(order.iter().map(|&i| i as usize).collect::<Vec<_>>(), expected, "{count} keys");
+        }
     }
 }

@@ -303,7 +303,10 @@ impl RaftNode {
         let raft = self.raft.as_ref().ok_or_else(|| {
             ProposeError::Fatal(format!("store damaged: {}", self.store.damage_reason().unwrap_or_default()))
         })?;
-        let write = tokio::time::timeout(self.propose_timeout, raft.client_write(payload)).await;
+        // Boxed: openraft's write future is ~1.7 KiB, and inline it made every future that can
+        // propose (a send that may auto-create its topic, and so the broker's request future) that
+        // much bigger, copied on every request.
+        let write = tokio::time::timeout(self.propose_timeout, Box::pin(raft.client_write(payload))).await;
         match write {
             Err(_) => {
                 Err(ProposeError::OutcomeUnknown(format!("not applied within {} ms", self.propose_timeout.as_millis())))

@@ -218,25 +218,58 @@ impl RemotingCommand {
 
     /// Appends the whole frame, length word included, to `dst`. On error `dst` is unchanged.
     pub fn encode_into(&self, dst: &mut BytesMut) -> Result<(), EncodeError> {
-        let header = self.encode_header()?;
-        let frame_len = 4 + header.len() + self.body.len();
+        match self.serialize_type {
+            SerializeType::Json => {
+                let header = self.encode_json_header();
+                let frame_len = self.frame_len(header.len())?;
+                dst.reserve(4 + frame_len);
+                self.put_frame_prefix(dst, frame_len, header.len());
+                dst.put_slice(&header);
+            }
+            SerializeType::RocketMq => {
+                // Sized first, then written straight into `dst`: every response and every request
+                // a client sends goes through here, and a header buffer cost two allocations and a
+                // copy each time.
+                let (header_len, ext_len) = self.rocketmq_header_len()?;
+                let frame_len = self.frame_len(header_len)?;
+                dst.reserve(4 + frame_len);
+                self.put_frame_prefix(dst, frame_len, header_len);
+                self.put_rocketmq_header(dst, ext_len);
+            }
+        }
+        dst.put_slice(&self.body);
+        Ok(())
+    }
+
+    /// The frame length (without its length word) for a header of `header_len` bytes, checked
+    /// against the limits.
+    fn frame_len(&self, header_len: usize) -> Result<usize, EncodeError> {
+        if header_len > HEADER_SIZE_MAX_BYTES {
+            return Err(EncodeError::HeaderTooLarge { header_len_bytes: header_len });
+        }
+        let frame_len = 4 + header_len + self.body.len();
         if frame_len > FRAME_SIZE_MAX_BYTES {
             return Err(EncodeError::FrameTooLarge { frame_len_bytes: frame_len });
         }
-        dst.reserve(4 + frame_len);
-        // Both casts are checked by the limits above: frame_len <= 16 MiB, header_len < 2^24.
+        Ok(frame_len)
+    }
+
+    fn put_frame_prefix(&self, dst: &mut BytesMut, frame_len: usize, header_len: usize) {
+        // Both casts are checked by `frame_len`: frame_len <= 16 MiB, header_len < 2^24.
         dst.put_i32(frame_len as i32);
-        dst.put_u32(((self.serialize_type.as_u8() as u32) << 24) | header.len() as u32);
-        dst.put_slice(&header);
-        dst.put_slice(&self.body);
-        Ok(())
+        dst.put_u32(((self.serialize_type.as_u8() as u32) << 24) | header_len as u32);
     }
 
     /// Encodes the header alone, in this command's serialize type.
     pub fn encode_header(&self) -> Result<Vec<u8>, EncodeError> {
         let header = match self.serialize_type {
             SerializeType::Json => self.encode_json_header(),
-            SerializeType::RocketMq => self.encode_rocketmq_header()?,
+            SerializeType::RocketMq => {
+                let (header_len, ext_len) = self.rocketmq_header_len()?;
+                let mut out = Vec::with_capacity(header_len);
+                self.put_rocketmq_header(&mut out, ext_len);
+                out
+            }
         };
         if header.len() > HEADER_SIZE_MAX_BYTES {
             return Err(EncodeError::HeaderTooLarge { header_len_bytes: header.len() });
@@ -267,36 +300,55 @@ impl RemotingCommand {
         }
     }
 
-    fn encode_rocketmq_header(&self) -> Result<Vec<u8>, EncodeError> {
-        let code = i16::try_from(self.code).map_err(|_| EncodeError::CodeOutOfRange { code: self.code })?;
-        let version =
-            i16::try_from(self.version).map_err(|_| EncodeError::VersionOutOfRange { version: self.version })?;
+    /// The ROCKETMQ header's length and its `extFields` part's, once every field is checked to fit
+    /// its length word (and the code and version their `i16`s).
+    fn rocketmq_header_len(&self) -> Result<(usize, usize), EncodeError> {
+        i16::try_from(self.code).map_err(|_| EncodeError::CodeOutOfRange { code: self.code })?;
+        i16::try_from(self.version).map_err(|_| EncodeError::VersionOutOfRange { version: self.version })?;
+        let remark_len = self.remark.as_deref().map_or(0, str::len);
+        len_i32(remark_len)?;
+        let mut ext_len = 0usize;
+        for (key, value) in &self.ext_fields {
+            i16::try_from(key.len()).map_err(|_| EncodeError::ExtKeyTooLong { key_len: key.len() })?;
+            len_i32(value.len())?;
+            ext_len += 2 + key.len() + 4 + value.len();
+        }
+        len_i32(ext_len)?;
+        // code i16, language u8, version i16, opaque i32, flag i32, remark i32 + bytes, ext i32 + bytes
+        Ok((2 + 1 + 2 + 4 + 4 + 4 + remark_len + 4 + ext_len, ext_len))
+    }
+
+    /// Writes the ROCKETMQ header, `extFields` in Java `HashMap` order. Every length was checked by
+    /// [`Self::rocketmq_header_len`], which also gave `ext_len`, so the casts below cannot truncate.
+    fn put_rocketmq_header(&self, out: &mut impl BufMut, ext_len: usize) {
         let language = u8::try_from(self.language.as_i32()).unwrap_or(LanguageCode::Other.as_i32() as u8);
-        let mut out = Vec::with_capacity(64);
-        out.put_i16(code);
+        out.put_i16(self.code as i16);
         out.put_u8(language);
-        out.put_i16(version);
+        out.put_i16(self.version as i16);
         out.put_i32(self.opaque);
         out.put_i32(self.flag);
-        match &self.remark {
-            Some(remark) if !remark.is_empty() => {
-                out.put_i32(len_i32(remark.len())?);
-                out.put_slice(remark.as_bytes());
+        let remark = self.remark.as_deref().unwrap_or("");
+        out.put_i32(remark.len() as i32);
+        out.put_slice(remark.as_bytes());
+        out.put_i32(ext_len as i32);
+        let count = self.ext_fields.len();
+        let mut on_stack = [0u32; crate::java::ORDER_ON_STACK_MAX_COUNT];
+        let mut on_heap;
+        let order: &mut [u32] = if count <= on_stack.len() {
+            &mut on_stack[..count]
+        } else {
+            on_heap = vec![0; count];
+            &mut on_heap
+        };
+        crate::java::hash_map_order_indices(self.ext_fields.keys().map(FieldStr::as_str), order);
+        for &i in order.iter() {
+            if let Some((key, value)) = self.ext_fields.get_index(i as usize) {
+                out.put_i16(key.len() as i16);
+                out.put_slice(key.as_bytes());
+                out.put_i32(value.len() as i32);
+                out.put_slice(value.as_bytes());
             }
-            _ => out.put_i32(0),
         }
-        let mut ext = Vec::new();
-        for key in crate::java::hash_map_order(self.ext_fields.keys().map(FieldStr::as_str)) {
-            let value = &self.ext_fields[key];
-            let key_len = i16::try_from(key.len()).map_err(|_| EncodeError::ExtKeyTooLong { key_len: key.len() })?;
-            ext.put_i16(key_len);
-            ext.put_slice(key.as_bytes());
-            ext.put_i32(len_i32(value.len())?);
-            ext.put_slice(value.as_bytes());
-        }
-        out.put_i32(len_i32(ext.len())?);
-        out.extend_from_slice(&ext);
-        Ok(out)
     }
 
     /// Decodes a frame whose leading length word is present (as it arrives on a socket).
@@ -760,7 +812,8 @@ mod tests {
             any::<i32>(),
             any::<i32>(),
             proptest::option::of(".{1,40}"),
-            proptest::collection::vec(("[a-zA-Z]{1,12}", ".{0,40}"), 0..8),
+            // Past `ORDER_ON_STACK_MAX_COUNT` (32) fields the encoder orders them on the heap.
+            proptest::collection::vec(("[a-zA-Z]{1,12}", ".{0,40}"), 0..48),
             any::<bool>(),
             proptest::collection::vec(any::<u8>(), 0..256),
         )
