@@ -163,6 +163,9 @@ async fn t56_reset_running_info_and_direct_consumption_reach_a_running_consumer(
     );
     ensure!(lite_info.mq_table.keys().filter(|mq| mq.topic == TOPIC).count() == 2, "{lite_info:?}");
     ensure!(lite_info.subscription_set.iter().any(|s| s.topic == TOPIC), "{lite_info:?}");
+    // Its pulls of the last minute, as pull TPS and RT; what `poll` hands over is not seen.
+    let lite_rates = lite_info.status_table.get(TOPIC).copied().unwrap_or_default();
+    ensure!(lite_rates.pull_tps > 0.0 && lite_rates.consume_ok_tps == 0.0, "{lite_rates:?}");
     lite.shutdown().await;
 
     // `raftmq admin consumerStatus`, Java's `mqadmin consumerStatus`, over the same requests.

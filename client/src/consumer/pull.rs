@@ -65,6 +65,7 @@ use crate::consumer::rebalance::AllocateStrategy;
 use crate::consumer::rebalance::allocate;
 use crate::consumer::subscription::MessageSelector;
 use crate::consumer::subscription::build_subscription_data;
+use crate::consumer::topic_rates::TopicRates;
 use crate::error::ClientError;
 use crate::error::ErrorKind;
 use crate::error::Result;
@@ -303,6 +304,8 @@ impl PullConsumerBuilder {
             next_auto_commit: Mutex::new(Instant::now() + self.auto_commit_interval),
             assignment_epoch: AtomicU64::new(0),
             assignment: watch::channel(BTreeSet::new()).0,
+            topic_stats: TopicRates::default(),
+            epoch: Instant::now(),
             config: self,
         };
         let inner = Arc::new(inner);
@@ -354,6 +357,10 @@ struct LiteInner {
     assignment_epoch: AtomicU64,
     /// The assignment after every take and release (see [`PullConsumer::assignment_watch`]).
     assignment: watch::Sender<BTreeSet<MessageQueue>>,
+    /// Pull TPS and RT by topic, for the running info's `statusTable`.
+    topic_stats: TopicRates,
+    /// Zero of the seconds `topic_stats` is stamped with.
+    epoch: Instant,
 }
 
 /// A lite pull consumer; clones share it.
@@ -590,7 +597,8 @@ impl PullConsumer {
 impl LiteInner {
     /// GET_CONSUMER_RUNNING_INFO's answer (`DefaultLitePullConsumerImpl.consumerRunningInfo`):
     /// settings, subscriptions and each queue read: what is fetched and not yet polled, and the
-    /// offset after the last polled message as the commit offset.
+    /// offset after the last polled message as the commit offset. Java's lite consumer answers the
+    /// settings and subscriptions alone; the queues and the pull rates are ours.
     fn running_info(&self) -> ConsumerRunningInfo {
         let c = &self.config;
         let mut properties =
@@ -628,7 +636,8 @@ impl LiteInner {
             jstack: None,
             mq_table,
             properties,
-            status_table: BTreeMap::new(),
+            // Pull rates only: the application consumes what `poll` returns, out of our sight.
+            status_table: self.topic_stats.status_table(self.epoch.elapsed().as_secs()).into_iter().collect(),
             subscription_set: self.subscriptions.values().cloned().collect(),
         }
     }
@@ -808,7 +817,12 @@ impl LiteInner {
             expression_type: Some(sub.expression_type.clone()),
             bname: None,
         };
+        let started = Instant::now();
         let response = self.client.pull(&found.addr, &header, self.config.pull_timeout_when_suspend).await?;
-        process_pull_response(&response, sub)
+        let result = process_pull_response(&response, sub)?;
+        let answered = Instant::now();
+        let rt_ms = u64::try_from((answered - started).as_millis()).unwrap_or(u64::MAX);
+        self.topic_stats.pulled(&mq.topic, (answered - self.epoch).as_secs(), rt_ms, result.msgs.len());
+        Ok(result)
     }
 }
