@@ -10,6 +10,11 @@ pub const FRAME_SIZE_MAX_BYTES: usize = 16 * 1024 * 1024;
 /// Largest header inside a frame: the 3-byte header-length field caps it at 2^24 - 1.
 pub const HEADER_SIZE_MAX_BYTES: usize = (1 << 24) - 1;
 
+/// Most `extFields` entries one header may carry (ours; Java sets none). RocketMQ's headers have a
+/// few dozen at most; the cap bounds what a hostile header costs the linear `ExtFields` map
+/// (256² / 2 short compares).
+pub const EXT_FIELDS_MAX_COUNT: usize = 256;
+
 /// Largest message body a producer may send (`maxMessageSize`, 4 MiB), before compression.
 pub const MESSAGE_BODY_SIZE_MAX_BYTES: usize = 4 * 1024 * 1024;
 

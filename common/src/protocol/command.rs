@@ -17,7 +17,6 @@ use bytes::BufMut;
 use bytes::Bytes;
 use bytes::BytesMut;
 use compact_str::ToCompactString;
-use indexmap::IndexMap;
 use serde::Deserialize;
 use serde::Serialize;
 use thiserror::Error;
@@ -28,24 +27,17 @@ use super::code::ResponseCode;
 use super::code::version;
 use super::header::CommandHeader;
 use super::header::HeaderError;
+use crate::limits::EXT_FIELDS_MAX_COUNT;
 use crate::limits::FRAME_SIZE_MAX_BYTES;
 use crate::limits::HEADER_SIZE_MAX_BYTES;
 
-/// `extFields`: a flat string map that remembers insertion order. Encoders emit it in Java `HashMap`
-/// order, where keys sharing a bucket keep insertion order — so headers insert their fields in the
-/// Java class's declaration order. Equality ignores order.
-///
-/// Keys and values are [`FieldStr`]s and the hasher is foldhash: a send's header is a dozen short
-/// fields, read on the broker and written on the client for every message, and `String`s with
-/// SipHash made it about 30 allocations and 2 % of each side's CPU. foldhash is seeded per process;
-/// a header's size is capped (`HEADER_SIZE_MAX_BYTES`), which bounds what colliding keys could cost.
-pub type ExtFields = IndexMap<FieldStr, FieldStr, foldhash::fast::RandomState>;
+pub use super::ext_fields::ExtFields;
 
 /// A key or value of [`ExtFields`]: up to 24 bytes inline, static keys without a copy.
 pub type FieldStr = compact_str::CompactString;
 
 /// The most `extFields` entries a decoder reserves room for before reading them (a send header
-/// has 14; more than this still decode, by growing the map).
+/// has 14; more than this still decode, by growing the vector).
 const EXT_FIELDS_PRESIZE_MAX_COUNT: usize = 32;
 
 /// `flag` bit 0: this command is a response (`RemotingCommand.RPC_TYPE`).
@@ -482,6 +474,12 @@ pub enum DecodeError {
     /// The JSON header does not parse.
     #[error("undecodable JSON header: {0}")]
     Json(String),
+    /// More `extFields` entries than any RocketMQ header has.
+    #[error("more than {max} extFields in the header")]
+    TooManyExtFields {
+        /// [`EXT_FIELDS_MAX_COUNT`].
+        max: usize,
+    },
     /// A string in the ROCKETMQ header is not UTF-8.
     #[error("the {0} in the ROCKETMQ header is not UTF-8")]
     Utf8(&'static str),
@@ -519,8 +517,12 @@ impl Serialize for JavaOrderedFields<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for key in crate::java::hash_map_order(self.0.keys().map(FieldStr::as_str)) {
-            map.serialize_entry(key, &self.0[key])?;
+        let mut order = vec![0; self.0.len()];
+        crate::java::hash_map_order_indices(self.0.keys().map(FieldStr::as_str), &mut order);
+        for i in order {
+            if let Some((key, value)) = self.0.get_index(i as usize) {
+                map.serialize_entry(key.as_str(), value.as_str())?;
+            }
         }
         map.end()
     }
@@ -558,14 +560,16 @@ impl<'de> Deserialize<'de> for ExtFieldsIn {
                 f.write_str("a map of extFields")
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ExtFieldsIn, A::Error> {
-                let mut fields = ExtFields::with_capacity_and_hasher(
+                let mut fields = ExtFields::with_capacity(
                     map.size_hint().unwrap_or(EXT_FIELDS_PRESIZE_MAX_COUNT / 2).min(EXT_FIELDS_PRESIZE_MAX_COUNT),
-                    Default::default(),
                 );
                 while let Some((key, ExtValue(value))) = map.next_entry::<FieldStr, ExtValue>()? {
                     // A null value is an absent field, as Java's fastjson reads it.
                     if let Some(value) = value {
                         fields.insert(key, value);
+                        if fields.len() > EXT_FIELDS_MAX_COUNT {
+                            return Err(serde::de::Error::custom(too_many_ext_fields()));
+                        }
                     }
                 }
                 Ok(ExtFieldsIn(fields))
@@ -624,6 +628,11 @@ impl<'de> Deserialize<'de> for ExtValue {
     }
 }
 
+/// The text of [`DecodeError::TooManyExtFields`], for the JSON decoder's error channel.
+fn too_many_ext_fields() -> String {
+    DecodeError::TooManyExtFields { max: EXT_FIELDS_MAX_COUNT }.to_string()
+}
+
 fn decode_json_header(header: &[u8]) -> Result<RemotingCommand, DecodeError> {
     let parsed: JsonHeaderIn = serde_json::from_slice(header).map_err(|e| DecodeError::Json(e.to_string()))?;
     let language = match parsed.language {
@@ -664,10 +673,9 @@ fn decode_rocketmq_header(mut header: &[u8]) -> Result<RemotingCommand, DecodeEr
     let ext_len = non_negative(header.get_i32() as i64, "extFields")?;
     need(header, ext_len, "extFields")?;
     let mut ext = &header[..ext_len];
-    // A field takes at least 6 bytes (two length words); sized once, the map never regrows for a
-    // send header, and a hostile length cannot make it reserve more than the header's size allows.
-    let mut ext_fields =
-        ExtFields::with_capacity_and_hasher((ext_len / 6).min(EXT_FIELDS_PRESIZE_MAX_COUNT), Default::default());
+    // A field takes at least 6 bytes (two length words): sized once, the vector never regrows for
+    // a send header, and a hostile length cannot make it reserve more than the header's size allows.
+    let mut ext_fields = ExtFields::with_capacity((ext_len / 6).min(EXT_FIELDS_PRESIZE_MAX_COUNT));
     while ext.has_remaining() {
         need(ext, 2, "ext key length")?;
         let key_len = non_negative(ext.get_i16() as i64, "ext key")?;
@@ -680,6 +688,9 @@ fn decode_rocketmq_header(mut header: &[u8]) -> Result<RemotingCommand, DecodeEr
         let value = utf8(&ext[..value_len], "ext value")?;
         ext.advance(value_len);
         ext_fields.insert(FieldStr::from(key), FieldStr::from(value));
+        if ext_fields.len() > EXT_FIELDS_MAX_COUNT {
+            return Err(DecodeError::TooManyExtFields { max: EXT_FIELDS_MAX_COUNT });
+        }
     }
     Ok(RemotingCommand {
         code,
@@ -794,6 +805,24 @@ mod tests {
         assert!(matches!(cmd.encode(), Err(EncodeError::FrameTooLarge { .. })));
         assert!(matches!(check_frame_len(i32::MAX), Err(DecodeError::FrameTooLarge { .. })));
         assert!(matches!(check_frame_len(-1), Err(DecodeError::BadLength(-1))));
+    }
+
+    #[test]
+    fn headers_with_more_fields_than_any_rocketmq_header_are_refused() {
+        for serialize_type in [SerializeType::RocketMq, SerializeType::Json] {
+            let with = |count: usize| {
+                let mut cmd = RemotingCommand::request(RequestCode::SendMessage);
+                cmd.serialize_type = serialize_type;
+                for i in 0..count {
+                    cmd.ext_fields.insert(format!("k{i}").into(), "v".into());
+                }
+                cmd.encode().unwrap()
+            };
+            let at_max = RemotingCommand::decode(&with(EXT_FIELDS_MAX_COUNT)).unwrap();
+            assert_eq!(at_max.ext_fields.len(), EXT_FIELDS_MAX_COUNT);
+            let over = RemotingCommand::decode(&with(EXT_FIELDS_MAX_COUNT + 1)).unwrap_err();
+            assert!(over.to_string().contains("more than 256 extFields"), "{serialize_type:?}: {over}");
+        }
     }
 
     #[test]

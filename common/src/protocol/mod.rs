@@ -11,6 +11,7 @@
 pub mod body;
 pub mod code;
 pub mod command;
+pub mod ext_fields;
 pub mod header;
 pub mod leader_hint;
 

@@ -156,9 +156,9 @@ pub(crate) mod testing {
             prop_assert_eq!(back.to_ext_fields(), fields.clone());
             for (key, required) in H::FIELDS {
                 if *required {
-                    prop_assert!(fields.contains_key(*key), "required key {} not written", key);
+                    prop_assert!(fields.contains_key(key), "required key {} not written", key);
                     let mut without = fields.clone();
-                    without.shift_remove(*key);
+                    without.shift_remove(key);
                     prop_assert_eq!(H::read_ext_fields(&without), Err(HeaderError::Missing { field: key }));
                 }
             }
