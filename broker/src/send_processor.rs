@@ -201,8 +201,13 @@ async fn send(
     let stored = ctx.store_records(SendRequest { records, slots }).await.map_err(|e| e.to_response(broker_name))?;
     let first = stored.first().map_or(0, |s| s.queue_offset);
     ctx.metrics.on_send(&h.topic, stored.len(), started.elapsed());
-    let msg_id =
-        stored.iter().map(|s| OffsetMsgId::new(ctx.store_host, s.phy_offset).to_string()).collect::<Vec<_>>().join(",");
+    let mut msg_id = String::new();
+    for (i, s) in stored.iter().enumerate() {
+        if i > 0 {
+            msg_id.push(',');
+        }
+        OffsetMsgId::new(ctx.store_host, s.phy_offset).push_hex(&mut msg_id);
+    }
     // A half answers with its own offsets in the half queue (END_TRANSACTION names them) and, as
     // RocketMQ 5 does, its UNIQ_KEY as the transaction id.
     let mut response = RemotingCommand::success().with_header(&SendMessageResponseHeader {

@@ -148,13 +148,37 @@ impl OffsetMsgId {
     }
 }
 
+impl OffsetMsgId {
+    /// Appends the id as [`Display`](fmt::Display) writes it to `out`, with no buffer of its own:
+    /// a broker writes one for every message it stores.
+    pub fn push_hex(&self, out: &mut String) {
+        let mut bytes = [0u8; 16 + 4 + 8];
+        let ip_len = match self.store_host.ip() {
+            IpAddr::V4(v4) => {
+                bytes[..4].copy_from_slice(&v4.octets());
+                4
+            }
+            IpAddr::V6(v6) => {
+                bytes[..16].copy_from_slice(&v6.octets());
+                16
+            }
+        };
+        bytes[ip_len..ip_len + 4].copy_from_slice(&i32::from(self.store_host.port()).to_be_bytes());
+        bytes[ip_len + 4..ip_len + 12].copy_from_slice(&self.commit_log_offset.to_be_bytes());
+        out.reserve(2 * (ip_len + 12));
+        for &b in &bytes[..ip_len + 12] {
+            out.push(char::from(HEX_UPPER[usize::from(b >> 4)]));
+            out.push(char::from(HEX_UPPER[usize::from(b & 0x0F)]));
+        }
+    }
+}
+
 impl fmt::Display for OffsetMsgId {
     /// Upper-case hex, 32 chars for IPv4, 56 for IPv6.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut bytes = ip_bytes(self.store_host.ip());
-        bytes.extend_from_slice(&i32::from(self.store_host.port()).to_be_bytes());
-        bytes.extend_from_slice(&self.commit_log_offset.to_be_bytes());
-        f.write_str(&hex_upper(&bytes))
+        let mut hex = String::new();
+        self.push_hex(&mut hex);
+        f.write_str(&hex)
     }
 }
 
