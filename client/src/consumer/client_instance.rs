@@ -39,6 +39,7 @@ use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
 use raftmq_common::protocol::body::consumer_running_info::PROP_CLIENT_VERSION;
 use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUME_TYPE;
 use raftmq_common::protocol::body::consumer_running_info::PROP_NAMESERVER_ADDR;
+use raftmq_common::protocol::body::consumer_running_info::ProcessQueueInfo;
 use raftmq_common::protocol::body::heartbeat::ConsumeType;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
 use raftmq_common::protocol::body::heartbeat::MessageModel;
@@ -68,6 +69,7 @@ use raftmq_common::remoting::processor_fn;
 use tokio::sync::Notify;
 
 use crate::consumer::subscription::EXPRESSION_TYPE_TAG;
+use crate::consumer::topic_rates::TopicRates;
 use crate::error::ClientError;
 use crate::error::ErrorKind;
 use crate::error::Result;
@@ -683,6 +685,25 @@ fn reset_offset_processor(
             None
         }
     }))
+}
+
+/// GET_CONSUMER_RUNNING_INFO's answer from a consumer's parts: its properties (from
+/// [`ClientInstance::running_properties`] plus its own settings), its queues, its per-topic rates
+/// as of now (stamped in seconds since `rates_epoch`) and its subscriptions.
+pub(crate) fn running_info(
+    properties: BTreeMap<String, String>,
+    mq_table: BTreeMap<MessageQueue, ProcessQueueInfo>,
+    rates: &TopicRates,
+    rates_epoch: tokio::time::Instant,
+    subscriptions: &BTreeMap<String, SubscriptionData>,
+) -> ConsumerRunningInfo {
+    ConsumerRunningInfo {
+        jstack: None,
+        mq_table,
+        properties,
+        status_table: rates.status_table(rates_epoch.elapsed().as_secs()).into_iter().collect(),
+        subscription_set: subscriptions.values().cloned().collect(),
+    }
 }
 
 #[cfg(test)]

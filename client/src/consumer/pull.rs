@@ -50,6 +50,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::consumer::client_instance;
 use crate::consumer::client_instance::ClientInstance;
 use crate::consumer::offset_store::ConsumeFrom;
 use crate::consumer::offset_store::LocalFileOffsetStore;
@@ -632,14 +633,8 @@ impl LiteInner {
                 (mq.clone(), info)
             })
             .collect();
-        ConsumerRunningInfo {
-            jstack: None,
-            mq_table,
-            properties,
-            // Pull rates only: the application consumes what `poll` returns, out of our sight.
-            status_table: self.topic_stats.status_table(self.epoch.elapsed().as_secs()).into_iter().collect(),
-            subscription_set: self.subscriptions.values().cloned().collect(),
-        }
+        // Pull rates only: the application consumes what `poll` returns, out of our sight.
+        client_instance::running_info(properties, mq_table, &self.topic_stats, self.epoch, &self.subscriptions)
     }
 
     async fn send_heartbeat(&self) {

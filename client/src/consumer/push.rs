@@ -66,6 +66,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::consumer::client_instance;
 use crate::consumer::client_instance::ClientInstance;
 use crate::consumer::client_instance::json_text;
 use crate::consumer::consume_pool::ConsumePool;
@@ -829,13 +830,7 @@ impl PushInner {
                 (mq.clone(), info)
             })
             .collect();
-        ConsumerRunningInfo {
-            jstack: None,
-            mq_table,
-            properties,
-            status_table: self.topic_stats.status_table(self.epoch.elapsed().as_secs()).into_iter().collect(),
-            subscription_set: self.subscriptions.values().cloned().collect(),
-        }
+        client_instance::running_info(properties, mq_table, &self.topic_stats, self.epoch, &self.subscriptions)
     }
 
     /// CONSUME_MESSAGE_DIRECTLY (`ConsumeMessage*Service.consumeMessageDirectly`): the message goes
