@@ -27,18 +27,19 @@ where
     I: IntoIterator<Item = &'a str>,
 {
     let keys: Vec<&str> = keys.into_iter().collect();
-    let mut order = vec![0; keys.len()];
-    hash_map_order_indices(keys.iter().copied(), &mut order);
-    order.into_iter().map(|i| keys[i as usize]).collect()
+    let mut ordered = Vec::with_capacity(keys.len());
+    let visited: Result<(), std::convert::Infallible> = hash_map_order_visit(keys.iter().copied(), |i| {
+        ordered.push(keys[i]);
+        Ok(())
+    });
+    let Ok(()) = visited;
+    ordered
 }
 
-/// [`hash_map_order`] without allocating: fills `order` (one slot per key) with the keys' indices
-/// in Java's iteration order. Every encoded response header is ordered like this, so the ROCKETMQ
-/// encoder calls it with an array on its stack.
-///
-/// # Panics
-/// If `order` is shorter than `keys` (a caller's sizing bug, never input).
-pub fn hash_map_order_indices<'a, I>(keys: I, order: &mut [u32])
+/// [`hash_map_order`] without allocating for up to 32 keys (`ORDER_ON_STACK_MAX_COUNT`): calls `visit`
+/// with each key's index in Java's iteration order, stopping at its first error. Every encoded
+/// header is ordered like this.
+pub fn hash_map_order_visit<'a, I, E>(keys: I, mut visit: impl FnMut(usize) -> Result<(), E>) -> Result<(), E>
 where
     I: ExactSizeIterator<Item = &'a str>,
 {
@@ -47,13 +48,13 @@ where
     while len * 4 > capacity * 3 {
         capacity *= 2;
     }
-    let mut slots: Vec<(u32, u32)>;
+    let mut on_heap: Vec<(u32, u32)>;
     let mut on_stack = [(0u32, 0u32); ORDER_ON_STACK_MAX_COUNT];
     let pairs: &mut [(u32, u32)] = if len <= ORDER_ON_STACK_MAX_COUNT {
         &mut on_stack[..len]
     } else {
-        slots = vec![(0, 0); len];
-        &mut slots
+        on_heap = vec![(0, 0); len];
+        &mut on_heap
     };
     for (i, key) in keys.enumerate() {
         let h = string_hash_code(key) as u32;
@@ -62,13 +63,11 @@ where
     // (bucket, insertion index) pairs are distinct, so an unstable sort keeps insertion order
     // within a bucket.
     pairs.sort_unstable();
-    for (slot, &(_, i)) in order[..len].iter_mut().zip(pairs.iter()) {
-        *slot = i;
-    }
+    pairs.iter().try_for_each(|&(_, i)| visit(i as usize))
 }
 
-/// Keys [`hash_map_order_indices`] orders without a heap allocation (a send header has 14).
-pub const ORDER_ON_STACK_MAX_COUNT: usize = 32;
+/// Keys [`hash_map_order_visit`] orders without a heap allocation (a send header has 14).
+const ORDER_ON_STACK_MAX_COUNT: usize = 32;
 
 #[cfg(test)]
 mod tests {
@@ -112,7 +111,7 @@ mod tests {
     }
 
     #[test]
-    fn index_order_matches_a_stable_sort_by_bucket_on_stack_and_heap() {
+    fn visit_order_matches_a_stable_sort_by_bucket_on_stack_and_heap() {
         for count in [0, 1, 13, ORDER_ON_STACK_MAX_COUNT, ORDER_ON_STACK_MAX_COUNT + 1, 100] {
             let keys: Vec<String> = (0..count).map(|i| format!("key{}", i * 7919)).collect();
             let mut capacity = 16;
@@ -124,9 +123,13 @@ mod tests {
                 let h = string_hash_code(&keys[i]) as u32;
                 ((h ^ (h >> 16)) as usize) & (capacity - 1)
             });
-            let mut order = vec![0u32; count];
-            hash_map_order_indices(keys.iter().map(String::as_str), &mut order);
-            assert_eq!(order.iter().map(|&i| i as usize).collect::<Vec<_>>(), expected, "{count} keys");
+            let mut order = Vec::new();
+            let visited: Result<(), ()> = hash_map_order_visit(keys.iter().map(String::as_str), |i| {
+                order.push(i);
+                Ok(())
+            });
+            assert!(visited.is_ok());
+            assert_eq!(order, expected, "{count} keys");
         }
     }
 }

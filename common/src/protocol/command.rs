@@ -323,24 +323,17 @@ impl RemotingCommand {
         out.put_i32(remark.len() as i32);
         out.put_slice(remark.as_bytes());
         out.put_i32(ext_len as i32);
-        let count = self.ext_fields.len();
-        let mut on_stack = [0u32; crate::java::ORDER_ON_STACK_MAX_COUNT];
-        let mut on_heap;
-        let order: &mut [u32] = if count <= on_stack.len() {
-            &mut on_stack[..count]
-        } else {
-            on_heap = vec![0; count];
-            &mut on_heap
-        };
-        crate::java::hash_map_order_indices(self.ext_fields.keys().map(FieldStr::as_str), order);
-        for &i in order.iter() {
-            if let Some((key, value)) = self.ext_fields.get_index(i as usize) {
-                out.put_i16(key.len() as i16);
-                out.put_slice(key.as_bytes());
-                out.put_i32(value.len() as i32);
-                out.put_slice(value.as_bytes());
-            }
-        }
+        let written: Result<(), std::convert::Infallible> =
+            crate::java::hash_map_order_visit(self.ext_fields.keys().map(FieldStr::as_str), |i| {
+                if let Some((key, value)) = self.ext_fields.get_index(i) {
+                    out.put_i16(key.len() as i16);
+                    out.put_slice(key.as_bytes());
+                    out.put_i32(value.len() as i32);
+                    out.put_slice(value.as_bytes());
+                }
+                Ok(())
+            });
+        let Ok(()) = written;
     }
 
     /// Decodes a frame whose leading length word is present (as it arrives on a socket).
@@ -517,13 +510,10 @@ impl Serialize for JavaOrderedFields<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        let mut order = vec![0; self.0.len()];
-        crate::java::hash_map_order_indices(self.0.keys().map(FieldStr::as_str), &mut order);
-        for i in order {
-            if let Some((key, value)) = self.0.get_index(i as usize) {
-                map.serialize_entry(key.as_str(), value.as_str())?;
-            }
-        }
+        crate::java::hash_map_order_visit(self.0.keys().map(FieldStr::as_str), |i| match self.0.get_index(i) {
+            Some((key, value)) => map.serialize_entry(key.as_str(), value.as_str()),
+            None => Ok(()),
+        })?;
         map.end()
     }
 }
