@@ -64,12 +64,17 @@ pub enum MsgIdError {
 }
 
 fn hex_upper(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() * 2);
+    let mut out = String::new();
+    push_hex_upper(bytes, &mut out);
+    out
+}
+
+fn push_hex_upper(bytes: &[u8], out: &mut String) {
+    out.reserve(bytes.len() * 2);
     for &b in bytes {
         out.push(char::from(HEX_UPPER[usize::from(b >> 4)]));
         out.push(char::from(HEX_UPPER[usize::from(b & 0x0F)]));
     }
-    out
 }
 
 fn shown(id: &str) -> String {
@@ -165,11 +170,7 @@ impl OffsetMsgId {
         };
         bytes[ip_len..ip_len + 4].copy_from_slice(&i32::from(self.store_host.port()).to_be_bytes());
         bytes[ip_len + 4..ip_len + 12].copy_from_slice(&self.commit_log_offset.to_be_bytes());
-        out.reserve(2 * (ip_len + 12));
-        for &b in &bytes[..ip_len + 12] {
-            out.push(char::from(HEX_UPPER[usize::from(b >> 4)]));
-            out.push(char::from(HEX_UPPER[usize::from(b & 0x0F)]));
-        }
+        push_hex_upper(&bytes[..ip_len + 12], out);
     }
 }
 
