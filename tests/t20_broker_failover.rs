@@ -6,6 +6,7 @@
 //! leader process: `t20_broker_kill9.rs`.)
 
 mod broker_group;
+mod ports;
 
 use std::collections::HashSet;
 use std::sync::Arc;

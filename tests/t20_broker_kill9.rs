@@ -9,6 +9,7 @@
 //!   messages at the same offsets as the two others.
 
 mod broker_group;
+mod ports;
 
 use std::collections::BTreeMap;
 use std::collections::HashSet;

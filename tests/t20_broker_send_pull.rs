@@ -8,6 +8,7 @@
 //!   with the leader hint.
 
 mod broker_group;
+mod ports;
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
@@ -254,4 +255,21 @@ async fn t22_bad_input_gets_rocketmq_codes_and_stores_nothing() -> Result<()> {
     assert_eq!(parse_leader_hint(refused.remark.as_deref().unwrap_or("")), Some(addr.as_str()));
     group.shutdown().await;
     Ok(())
+}
+
+/// The harness's ports (`tests/ports`) never collide with the kernel's own choices, nor with
+/// each other: the CI failure they fix was a released port taken by a connection's local side.
+#[test]
+fn t20_test_ports_are_distinct_and_outside_the_ephemeral_range() {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap_or_default();
+    let bounds: Vec<u16> = range.split_whitespace().filter_map(|b| b.parse().ok()).collect();
+    let ports = ports::free_ports(64);
+    let base = ports::free_ports_spaced(10, 3);
+    let all: Vec<u16> = ports.iter().copied().chain([base, base + 10, base + 20]).collect();
+    let distinct: HashSet<u16> = all.iter().copied().collect();
+    assert_eq!(distinct.len(), all.len(), "a port handed out twice: {all:?}");
+    match bounds[..] {
+        [low, high] => assert!(all.iter().all(|p| !(low..=high).contains(p)), "{all:?} within {low}-{high}"),
+        _ => eprintln!("no /proc/sys/net/ipv4/ip_local_port_range here: only distinctness is checked"),
+    }
 }

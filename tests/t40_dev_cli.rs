@@ -5,9 +5,9 @@
 //!
 //! Ports: the NameServer takes port 0 (its address is read from the banner); the brokers' remoting,
 //! Raft and admin ports are fixed per run (Raft peers name each other), chosen free at runtime as
-//! three ports `base, base+step, base+2·step` that bind on 127.0.0.1, and reused by the restart.
+//! three ports `base, base+step, base+2·step` outside the ephemeral range (`tests/ports`), and
+//! reused by the restart.
 
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::ExitStatus;
 use std::process::Stdio;
@@ -25,27 +25,13 @@ use tokio::process::Child;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+mod ports;
+use ports::free_ports_spaced;
+
 /// Safety bound of a cluster start, a stop and of each client command.
 const WAIT: Duration = Duration::from_secs(60);
 const TOPIC: &str = "T40_DEV";
 const BENCH_COUNT: usize = 10_000;
-
-/// Free `base, base+step, base+2·step` on 127.0.0.1; the listeners are kept in `held` so the three
-/// groups chosen for one run cannot overlap.
-fn free_port_triple(step: u16, held: &mut Vec<TcpListener>) -> Result<u16> {
-    for _ in 0..100 {
-        let first = TcpListener::bind("127.0.0.1:0")?;
-        let base = first.local_addr()?.port();
-        let Some(last) = base.checked_add(2 * step) else { continue };
-        let rest: Vec<_> = [base + step, last].iter().map(|p| TcpListener::bind(("127.0.0.1", *p))).collect();
-        if rest.iter().all(|l| l.is_ok()) {
-            held.push(first);
-            held.extend(rest.into_iter().flatten());
-            return Ok(base);
-        }
-    }
-    bail!("no three free ports {step} apart")
-}
 
 /// Base ports of one dev cluster.
 #[derive(Debug, Clone, Copy)]
@@ -57,15 +43,8 @@ struct Ports {
 
 impl Ports {
     fn choose() -> Result<Ports> {
-        let mut held = Vec::new();
-        let ports = Ports {
-            broker: free_port_triple(10, &mut held)?,
-            raft: free_port_triple(1, &mut held)?,
-            admin: free_port_triple(1, &mut held)?,
-        };
-        // Released here, just before `raftmq dev` binds them.
-        drop(held);
-        Ok(ports)
+        // Three replicas each: `raftmq dev` numbers the broker ports 10 apart, the others 1 apart.
+        Ok(Ports { broker: free_ports_spaced(10, 3), raft: free_ports_spaced(1, 3), admin: free_ports_spaced(1, 3) })
     }
 }
 

@@ -7,6 +7,7 @@
 //! - Sends succeed again within 3 s: from the kill to the first SEND_OK of a send that began after it
 //!   (and within 500 ms of the new leader being ready: the producer's part).
 
+mod ports;
 mod t40_cluster;
 
 use std::collections::BTreeSet;

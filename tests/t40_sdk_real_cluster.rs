@@ -12,6 +12,7 @@
 //!   consumer (no piggybacked commits) delivers nothing again; the push consumer at most its last pull
 //!   batch per queue (see `assert_resumed`).
 
+mod ports;
 mod t40_cluster;
 
 use std::collections::BTreeMap;

@@ -5,6 +5,7 @@
 //! nothing is indexed twice).
 
 mod broker_group;
+mod ports;
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;

@@ -11,6 +11,7 @@
 //! - t52: delayed messages pending while the leader is killed are delivered by the new leader; the
 //!   old leader's replicated progress is where the new one continues (duplicates are allowed, counted).
 
+mod ports;
 mod t40_cluster;
 
 use std::collections::BTreeMap;

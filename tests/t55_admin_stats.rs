@@ -10,6 +10,7 @@
 //!   lists name the clients, and GET_BROKER_RUNTIME_INFO counts the messages in and out; unknown
 //!   topics and groups get Java's codes.
 
+mod ports;
 mod t40_cluster;
 
 use std::time::Duration;

@@ -16,6 +16,7 @@
 //!   to the client, its listener takes it once more and the answer says CR_SUCCESS; a bad msgId
 //!   gets SYSTEM_ERROR.
 
+mod ports;
 mod t40_cluster;
 
 use std::time::Duration;

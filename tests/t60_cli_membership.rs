@@ -2,6 +2,7 @@
 //! `t40_cluster`), run as the real binary (runner of `t30_cli_harness`): every member's own view as a
 //! table and as JSON, and a leadership transfer that the group then shows.
 
+mod ports;
 mod t30_cli_harness;
 mod t40_cluster;
 

@@ -8,6 +8,7 @@
 //! HTTP client crate.
 
 mod broker_group;
+mod ports;
 
 use std::time::Duration;
 use std::time::Instant;

@@ -9,6 +9,7 @@
 //!   the final leader, which is the node that joined (no acked loss).
 
 mod broker_group;
+mod ports;
 mod t40_cluster;
 
 use std::collections::BTreeSet;

@@ -12,6 +12,7 @@
 //!   RocketMQ's "disk is full" remark, and nothing is stored; below it sends resume.
 
 mod broker_group;
+mod ports;
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;

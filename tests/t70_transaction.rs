@@ -13,6 +13,7 @@
 //! - t73: the SDK producer heartbeats the new leader after a failover (route poll) and answers its
 //!   check of a half the old leader stored.
 
+mod ports;
 mod t40_cluster;
 
 use std::collections::BTreeMap;

@@ -10,6 +10,7 @@
 //!   SYSTEM_ERROR and RocketMQ's remark, at CHECK_CLIENT_CONFIG and at PULL_MESSAGE; the SDK's
 //!   consumer fails at start; a broken expression fails at build.
 
+mod ports;
 mod t40_cluster;
 
 use std::collections::BTreeSet;

@@ -33,11 +33,7 @@ use raftmq_namesrv::NamesrvConfig;
 pub const BROKER_NAME: &str = "broker-a";
 pub const RPC_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A port free right now on loopback (the OS picks it).
-pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind :0");
-    listener.local_addr().expect("local addr").port()
-}
+pub use crate::ports::free_port;
 
 /// The configs of an `n`-replica group (ids 1..=n) on free loopback ports, stores under `dir`, small
 /// CommitLog segments and IndexFiles, ephemeral admin HTTP ports.

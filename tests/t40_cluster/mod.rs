@@ -54,13 +54,7 @@ fn is_bind_error(e: &anyhow::Error) -> bool {
     e.chain().any(|c| matches!(c.downcast_ref::<BrokerError>(), Some(BrokerError::Bind { .. })))
 }
 
-/// `count` distinct ports free right now on loopback (the OS picks them; all are held until all
-/// are chosen, so none is handed out twice).
-pub fn free_ports(count: usize) -> Result<Vec<u16>> {
-    let held: Vec<std::net::TcpListener> =
-        (0..count).map(|_| std::net::TcpListener::bind("127.0.0.1:0")).collect::<std::io::Result<_>>()?;
-    Ok(held.iter().map(|l| l.local_addr().map(|a| a.port())).collect::<std::io::Result<_>>()?)
-}
+pub use crate::ports::free_ports;
 
 /// One replica and the runtime it runs on.
 struct Node {
@@ -90,8 +84,9 @@ pub struct Cluster {
 
 impl Cluster {
     /// Starts a NameServer and `n` replicas (ids 1..=n) of one group, each on its own runtime.
-    /// A port chosen free can be taken before a replica binds it (by a parallel test, or as the
-    /// local port of some connection): then the whole cluster starts again on new ports.
+    /// Ports come from [`crate::ports`], outside the ephemeral range; another process binding one
+    /// explicitly before a replica does can still take it: then the whole cluster starts again on
+    /// new ports.
     pub async fn start(n: u64) -> Result<Cluster> {
         Self::start_with(n, |_| {}).await
     }
@@ -121,7 +116,7 @@ impl Cluster {
         .await?;
         let namesrv_addr = namesrv.local_addr().to_string();
         let dir = tempfile::tempdir()?;
-        let ports = free_ports(2 * n as usize)?;
+        let ports = free_ports(2 * n as usize);
         let peers: Vec<RaftPeer> = (1..=n)
             .zip(ports.chunks(2))
             .map(|(id, pair)| RaftPeer {
@@ -224,7 +219,7 @@ impl Cluster {
     /// group's plus itself (its id is not the smallest, so it never initialises a group of its own).
     /// Start it with [`Self::start_replica`]; the leader adds it with `addNode`. Returns its peer.
     pub fn plan_replica(&mut self, id: u64) -> Result<RaftPeer> {
-        let ports = free_ports(2)?;
+        let ports = free_ports(2);
         let peer = RaftPeer {
             id,
             remoting_addr: format!("127.0.0.1:{}", ports[0]),
