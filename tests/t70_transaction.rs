@@ -12,6 +12,8 @@
 //!   by its listener's check answer; the consumer sees exactly the committed ones.
 //! - t73: the SDK producer heartbeats the new leader after a failover (route poll) and answers its
 //!   check of a half the old leader stored.
+//! - t74: a half checked twice (its first answer travelling slowly) and ended late by its producer
+//!   too: all three COMMITs of one transaction (two copies and the original) store one message.
 
 mod ports;
 mod t40_cluster;
@@ -523,5 +525,63 @@ async fn t73_sdk_producer_answers_the_new_leaders_check_after_a_failover() -> Re
     seen.wait_for_bodies(&BTreeSet::from(["sdk-late".to_owned()])).await?;
     consumer.shutdown().await;
     producer.shutdown().await;
+    cluster.shutdown().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t74_a_late_end_and_repeated_check_answers_commit_a_transaction_once() -> Result<()> {
+    let cluster = Cluster::start_with(3, tweak).await?;
+    let topic = "T74Tx";
+    cluster.create_topic(topic, 4).await?;
+    let leader = cluster.wait_leader(WAIT).await?;
+    let addr = cluster.addr(leader);
+    let mut producer = RawProducer::new();
+    producer.heartbeat(&addr).await?;
+    let seen = Collector::default();
+    let consumer = consumer(&cluster, "t74-consumers", topic, &seen).await?;
+
+    let half = producer.send_half(&addr, topic, 2, "chain").await?;
+    // Left unanswered, the half is checked once transactionTimeOut has passed, and its copy again
+    // a transactionTimeOut after that check: two copies of one transaction.
+    let first = producer.next_check().await?;
+    let second = producer.next_check().await?;
+    let copy_of = |check: &Check| Half {
+        queue_offset: check.header.tran_state_table_offset,
+        commit_log_offset: check.header.commit_log_offset,
+        ..half.clone()
+    };
+    let (first_copy, second_copy) = (copy_of(&first), copy_of(&second));
+    ensure!(
+        half.queue_offset < first_copy.queue_offset && first_copy.queue_offset < second_copy.queue_offset,
+        "copies go to the half queue's end: {} {} {}",
+        half.queue_offset,
+        first_copy.queue_offset,
+        second_copy.queue_offset
+    );
+    let root = half.queue_offset.to_string();
+    for check in [&first, &second] {
+        let named = check.message.message.property(properties::TRAN_PREPARED_QUEUE_OFFSET);
+        ensure!(named == Some(root.as_str()), "a copy names the original half: {named:?}");
+    }
+
+    // All three records of the chain are answered COMMIT: the later check first, then the earlier
+    // one (its answer travelled slowly), then the producer's own END, later still. One commit.
+    producer.end_ok(&addr, &second_copy, commit_or_rollback::COMMIT_TYPE, true).await?;
+    producer.end_ok(&addr, &first_copy, commit_or_rollback::COMMIT_TYPE, true).await?;
+    producer.end_ok(&addr, &half, commit_or_rollback::COMMIT_TYPE, false).await?;
+    seen.wait_for_bodies(&BTreeSet::from(["chain".to_owned()])).await?;
+
+    let admin = Admin::new(&cluster.namesrv_addr)?;
+    wait_check_progress(&admin, &addr).await?;
+    let mut max_total = 0;
+    for q in 0..4 {
+        max_total += admin.max_offset(&addr, topic, q).await?;
+    }
+    ensure!(max_total == 1, "one committed record in {topic}, found {max_total}");
+    ensure!(seen.all().len() == 1, "consumed {:?}", seen.all());
+    ensure!(producer.checks.try_recv().is_err(), "no check once the chain is ended");
+
+    consumer.shutdown().await;
+    admin.shutdown().await;
     cluster.shutdown().await
 }

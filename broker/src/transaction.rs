@@ -24,16 +24,20 @@
 //! - Only a ready leader ends transactions or checks; a follower answers SLAVE_NOT_AVAILABLE
 //!   (END_TRANSACTION is oneway, so the producer never sees it: the next leader's check resolves
 //!   the half instead).
-//! - A half offset is ended at most once: an END_TRANSACTION for a half that an op already names,
-//!   or that another END_TRANSACTION is ending, answers SUCCESS and writes nothing. A new leader
-//!   reads the op queue back (from the op progress) before it ends anything, so this holds across
-//!   leader changes; the memory of ended halves is bounded ([`TRANSACTION_ENDED_MEMORY_MAX_COUNT`]).
-//!   A check copy is another offset: the original's END and the copy's checked END are two commits
-//!   (at least once, as in RocketMQ). A copy is checked again only a transactionTimeOut after its
-//!   own check, so an answer on its way is not asked for twice.
+//! - A transaction is ended at most once, whichever of its records the END_TRANSACTION names. A
+//!   half and its check copies form a chain: each copy names the chain's root (the original half's
+//!   queue offset) in `TRAN_PREPARED_QUEUE_OFFSET`, and an op names the root as well as the record
+//!   ended. An END_TRANSACTION for any record of a chain that an op already names, or that another
+//!   END_TRANSACTION is ending, answers SUCCESS and writes nothing, and the check round passes every
+//!   record of an ended chain. So a producer's late answer to its own send and its answer to a
+//!   check commit once, where Java commits twice. A new leader reads the op queue back before it
+//!   ends anything (from before the op progress, as far back as its memory of ended chains holds),
+//!   so this holds across leader changes. That memory is bounded
+//!   ([`TRANSACTION_ENDED_MEMORY_MAX_COUNT`], lowest roots forgotten first); past it a repeat may
+//!   commit again, which is at least once, as in RocketMQ. A copy is checked again only a
+//!   transactionTimeOut after its own check, so an answer on its way is not asked for twice.
 //! - The check progress moves past a half only after its copy (or its discard copy) is committed,
-//!   and is proposed right after. Delivery is at least once, as in RocketMQ: a commit of a half and
-//!   a commit of its check copy are two commits.
+//!   and is proposed right after.
 //! - For [`TRANSACTION_NO_PRODUCER_GRACE_MS`] after a leader starts, a due half whose producer group
 //!   has not connected to it holds the round (its producers are still finding the new leader);
 //!   after that, as in Java, a check with nobody to ask still counts.
@@ -163,8 +167,13 @@ pub fn committed_message(
     let (topic, queue_id) = real_target(half)?;
     let mut message = half.message.clone();
     message.topic = topic;
-    for key in [properties::REAL_TOPIC, properties::REAL_QID, properties::TRAN_MSG, properties::TRANSACTION_CHECK_TIMES]
-    {
+    for key in [
+        properties::REAL_TOPIC,
+        properties::REAL_QID,
+        properties::TRAN_MSG,
+        properties::TRANSACTION_CHECK_TIMES,
+        properties::TRAN_PREPARED_QUEUE_OFFSET,
+    ] {
         message.properties.remove(key);
     }
     Ok(MessageExt {
@@ -181,10 +190,13 @@ pub fn committed_message(
     })
 }
 
-/// `addRemoveTagInTransactionOp`: the op record saying the half at `half_queue_offset` is ended.
-pub fn op_message(half_queue_offset: i64, store_host: SocketAddr, now_ms: i64) -> MessageExt {
-    let message =
-        Message::new(RMQ_SYS_TRANS_OP_HALF_TOPIC, Bytes::from(half_queue_offset.to_string())).with_tags(REMOVE_TAG);
+/// `addRemoveTagInTransactionOp`: the op record saying the half at `half_queue_offset` is ended,
+/// and with it its chain (named too when the half is a check copy: see [`chain_root`]). The body
+/// is a comma-separated list, as Java 5.x writes and reads it.
+pub fn op_message(half_queue_offset: i64, root: i64, store_host: SocketAddr, now_ms: i64) -> MessageExt {
+    let body =
+        if root == half_queue_offset { half_queue_offset.to_string() } else { format!("{half_queue_offset},{root}") };
+    let message = Message::new(RMQ_SYS_TRANS_OP_HALF_TOPIC, Bytes::from(body)).with_tags(REMOVE_TAG);
     MessageExt {
         message,
         queue_id: HALF_QUEUE_ID,
@@ -209,11 +221,25 @@ pub fn check_times(half: &MessageExt) -> u32 {
     half.message.properties.get(properties::TRANSACTION_CHECK_TIMES).and_then(|t| t.parse().ok()).unwrap_or(0)
 }
 
+/// The half queue offset of the original half a record descends from: a check copy names it in
+/// `TRAN_PREPARED_QUEUE_OFFSET` (as Java's immunity copies do), an original is its own root. A
+/// value that cannot be a root (unparsable, negative, or after the record itself) counts as absent:
+/// the record is then a chain of its own, which can cost a duplicate commit, never a loss.
+pub fn chain_root(half: &MessageExt) -> i64 {
+    half.message
+        .property(properties::TRAN_PREPARED_QUEUE_OFFSET)
+        .and_then(|r| r.parse::<i64>().ok())
+        .filter(|r| (0..=half.queue_offset).contains(r))
+        .unwrap_or(half.queue_offset)
+}
+
 /// `renewHalfMessageInner`: the copy of a half re-put at the half queue's end before a check, with
-/// its check count raised. Born time and host are kept: the copy is as old as its original.
+/// its check count raised and its chain's root named. Born time and host are kept: the copy is as
+/// old as its original.
 pub fn check_copy(half: &MessageExt, checks: u32, store_host: SocketAddr, store_timestamp: i64) -> MessageExt {
     let mut message = half.message.clone();
     message.properties.insert(properties::TRANSACTION_CHECK_TIMES, checks.to_string());
+    message.properties.insert(properties::TRAN_PREPARED_QUEUE_OFFSET, chain_root(half).to_string());
     MessageExt {
         message,
         queue_id: HALF_QUEUE_ID,
@@ -288,12 +314,18 @@ struct LeaderView {
     op_read_next: i64,
     /// Ops read whose halves are not all behind `half_next`: op offset → largest half offset named.
     pending_ops: BTreeMap<i64, i64>,
-    /// Halves an op names (read back, or written by this leader), behind the progress too, so a
-    /// repeated END_TRANSACTION is recognised; the lowest are forgotten past
-    /// [`TRANSACTION_ENDED_MEMORY_MAX_COUNT`] (then a repeat may commit again: at least once).
+    /// Half offsets an op names: the chain roots of ended transactions, and the copies their ENDs
+    /// named (read back, or written by this leader), behind the progress too, so a repeated
+    /// END_TRANSACTION, or one for another record of the same chain, is recognised; the lowest are
+    /// forgotten past [`TRANSACTION_ENDED_MEMORY_MAX_COUNT`] (then a repeat may commit again: at
+    /// least once).
     ended: BTreeSet<i64>,
-    /// Halves an END_TRANSACTION is ending right now.
+    /// Chain roots an END_TRANSACTION is ending right now.
     ending: HashSet<i64>,
+    /// The op progress as loaded. The ops before it name only halves behind the check progress,
+    /// but their chains may have copies ahead of it: they are read back as well (as far back as
+    /// the memory holds) to fill `ended`, and never move the op progress back.
+    op_floor: i64,
     /// (half, op) progress as last replicated.
     replicated: (i64, i64),
     /// When this leader loaded the view (the no-producer grace runs from here).
@@ -310,15 +342,19 @@ impl LeaderView {
             (q(RMQ_SYS_TRANS_HALF_TOPIC), q(RMQ_SYS_TRANS_OP_HALF_TOPIC))
         };
         let half_next = half.unwrap_or(0).max(i64::try_from(half_min).unwrap_or(i64::MAX));
-        let op_next = op.unwrap_or(0).max(i64::try_from(op_min).unwrap_or(i64::MAX));
-        info!(term, half_next, op_next, "transaction check state loaded on this leader");
+        let op_min = i64::try_from(op_min).unwrap_or(i64::MAX);
+        let op_next = op.unwrap_or(0).max(op_min);
+        let memory = i64::try_from(TRANSACTION_ENDED_MEMORY_MAX_COUNT).unwrap_or(i64::MAX);
+        let op_read_next = op_next.saturating_sub(memory).max(op_min);
+        info!(term, half_next, op_next, op_read_next, "transaction check state loaded on this leader");
         LeaderView {
             term,
             half_next,
-            op_read_next: op_next,
+            op_read_next,
             pending_ops: BTreeMap::new(),
             ended: BTreeSet::new(),
             ending: HashSet::new(),
+            op_floor: op_next,
             replicated: (half.unwrap_or(-1), op.unwrap_or(-1)),
             loaded_at: std::time::Instant::now(),
         }
@@ -382,7 +418,12 @@ impl LeaderView {
 
     /// The op progress: every op before it names only halves behind the check progress.
     fn op_next(&self) -> i64 {
-        self.pending_ops.keys().next().copied().unwrap_or(self.op_read_next)
+        self.pending_ops.keys().next().copied().unwrap_or(self.op_read_next).max(self.op_floor)
+    }
+
+    /// Whether the chain of the half at `offset` (whose root is `root`) is ended.
+    fn is_ended(&self, offset: i64, root: i64) -> bool {
+        self.ended.contains(&root) || self.ended.contains(&offset)
     }
 }
 
@@ -428,22 +469,47 @@ impl TransactionState {
         Ok(f(view, caught_up))
     }
 
-    /// Claims `half` for one END_TRANSACTION of `term`; released by dropping the claim.
-    fn claim<'a>(&'a self, ctx: &BrokerContext, term: u64, half: i64) -> Result<Claim<'a>, ClaimRefused> {
+    /// Claims the chain of `half` (rooted at `root`) for one END_TRANSACTION of `term`; released by
+    /// dropping the claim.
+    fn claim<'a>(&'a self, ctx: &BrokerContext, term: u64, half: i64, root: i64) -> Result<Claim<'a>, ClaimRefused> {
         self.with_view(ctx, term, |v, caught_up| {
-            if v.ended.contains(&half) || v.ending.contains(&half) {
+            if v.is_ended(half, root) || v.ending.contains(&root) {
                 Err(ClaimRefused::AlreadyEnded)
             } else if !caught_up {
                 // An op not read yet may name it: ending it now could commit it twice.
                 Err(ClaimRefused::Loading)
             } else {
-                v.ending.insert(half);
+                v.ending.insert(root);
                 Ok(())
             }
         })
         .map_err(|_| ClaimRefused::Superseded)??;
-        Ok(Claim { state: self, term, half, ended: false })
+        Ok(Claim { state: self, term, half, root, ended: false })
     }
+
+    /// Whether the chain of the half at `offset` is ended, or being ended, in `term`'s view.
+    fn chain_state(&self, term: u64, offset: i64, root: i64) -> Result<ChainState, ViewError> {
+        let guard = self.lock();
+        let v = guard.as_ref().filter(|v| v.term == term).ok_or(ViewError::Superseded)?;
+        Ok(if v.is_ended(offset, root) {
+            ChainState::Ended
+        } else if v.ending.contains(&root) {
+            ChainState::Ending
+        } else {
+            ChainState::Open
+        })
+    }
+}
+
+/// Where a half's transaction stands, as far as this leader knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ChainState {
+    /// An op names its chain: the round passes it.
+    Ended,
+    /// An END_TRANSACTION of its chain is being written: the round stops at it.
+    Ending,
+    /// Unanswered so far: the round decides.
+    Open,
 }
 
 /// Why an END_TRANSACTION does not write.
@@ -457,12 +523,14 @@ enum ClaimRefused {
     Superseded,
 }
 
-/// One END_TRANSACTION's hold on a half; the drop releases it (also when the request fails or
-/// its task is cancelled), recording the half as ended when [`Claim::ended`] was called.
+/// One END_TRANSACTION's hold on a chain; the drop releases it (also when the request fails or
+/// its task is cancelled), recording the chain (and the half ended) when [`Claim::ended`] was
+/// called.
 struct Claim<'a> {
     state: &'a TransactionState,
     term: u64,
     half: i64,
+    root: i64,
     ended: bool,
 }
 
@@ -476,8 +544,9 @@ impl Drop for Claim<'_> {
     fn drop(&mut self) {
         let mut guard = self.state.lock();
         if let Some(v) = guard.as_mut().filter(|v| v.term == self.term) {
-            v.ending.remove(&self.half);
+            v.ending.remove(&self.root);
             if self.ended {
+                v.remember_ended(self.root);
                 v.remember_ended(self.half);
             }
         }
@@ -557,10 +626,11 @@ async fn end(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingC
     if commit {
         check_real_queue(ctx, &half)?;
     }
-    let claim = match ctx.transactions.claim(ctx, term, half.queue_offset) {
+    let root = chain_root(&half);
+    let claim = match ctx.transactions.claim(ctx, term, half.queue_offset, root) {
         Ok(claim) => claim,
         Err(ClaimRefused::AlreadyEnded) => {
-            debug!(msg_id = %h.msg_id, half = half.queue_offset, "transaction already ended; nothing written");
+            debug!(msg_id = %h.msg_id, half = half.queue_offset, root, "transaction already ended; nothing written");
             return Ok(RemotingCommand::success());
         }
         Err(ClaimRefused::Loading) => {
@@ -573,7 +643,7 @@ async fn end(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingC
             return Err(refuse(ResponseCode::SlaveNotAvailable, "Store is not in master status"));
         }
     };
-    write_end(ctx, term, &half, commit).await?;
+    write_end(ctx, term, &half, root, commit).await?;
     claim.ended();
     debug!(msg_id = %h.msg_id, commit, from_check, "transaction ended");
     Ok(RemotingCommand::success())
@@ -612,7 +682,13 @@ fn check_prepare_message(half: &MessageExt, h: &EndTransactionRequestHeader) -> 
     Ok(())
 }
 
-async fn write_end(ctx: &BrokerContext, term: u64, half: &MessageExt, commit: bool) -> Result<(), RemotingCommand> {
+async fn write_end(
+    ctx: &BrokerContext,
+    term: u64,
+    half: &MessageExt,
+    root: i64,
+    commit: bool,
+) -> Result<(), RemotingCommand> {
     let broker_name = &ctx.config.broker_name;
     ensure_topic(ctx, one_queue_topic(RMQ_SYS_TRANS_OP_HALF_TOPIC)).await?;
     // The claim is this term's: a leader of a later term keeps its own, and must not be raced.
@@ -627,7 +703,7 @@ async fn write_end(ctx: &BrokerContext, term: u64, half: &MessageExt, commit: bo
                 .map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?,
         );
     }
-    records.push(op_message(half.queue_offset, ctx.store_host, now));
+    records.push(op_message(half.queue_offset, root, ctx.store_host, now));
     let request = encode_request(&records).map_err(|e| refuse(ResponseCode::MessageIllegal, e))?;
     ctx.store_records(request).await.map_err(|e| e.to_response(broker_name))?;
     Ok(())
@@ -765,6 +841,21 @@ async fn round_batch(ctx: &BrokerContext, term: u64, round_end: u64) -> Result<(
                 continue;
             }
         };
+        let root = chain_root(&half);
+        if root != offset {
+            // A check copy: its chain may have ended through another of its records.
+            match ctx.transactions.chain_state(term, offset, root).map_err(|_| ())? {
+                ChainState::Ended => {
+                    passed = i + 1;
+                    continue;
+                }
+                ChainState::Ending => {
+                    stopped = true;
+                    break;
+                }
+                ChainState::Open => {}
+            }
+        }
         let put = match decide_half(&half, now, timeout_ms, check_max) {
             HalfDecision::Wait(_) => {
                 stopped = true;
@@ -945,12 +1036,61 @@ mod tests {
 
     #[test]
     fn op_bodies_name_half_offsets() {
-        let op = op_message(7, host(), 5);
+        let op = op_message(7, 7, host(), 5);
         assert_eq!((op.message.topic.as_str(), op.message.tags()), (RMQ_SYS_TRANS_OP_HALF_TOPIC, Some(REMOVE_TAG)));
         assert_eq!(parse_op_body(&op.message.body), vec![7]);
+        assert_eq!(parse_op_body(&op_message(9, 2, host(), 5).message.body), vec![9, 2], "a copy names its root");
         assert_eq!(parse_op_body(b"1,2,3,"), vec![1, 2, 3], "5.x batches ops");
         assert_eq!(parse_op_body(b"x,-4,9"), vec![9]);
         assert_eq!(parse_op_body(&[0xff, 0xfe]), Vec::<i64>::new());
+    }
+
+    #[test]
+    fn check_copies_name_the_root_of_their_chain_and_commits_drop_it() {
+        let original = half(1_000);
+        assert_eq!(chain_root(&original), 7, "an original is its own root");
+        let mut copy = check_copy(&original, 1, host(), 10_000);
+        copy.queue_offset = 30;
+        assert_eq!(copy.message.property(properties::TRAN_PREPARED_QUEUE_OFFSET), Some("7"));
+        assert_eq!(chain_root(&copy), 7);
+        let mut copy_of_copy = check_copy(&copy, 2, host(), 20_000);
+        copy_of_copy.queue_offset = 55;
+        assert_eq!(chain_root(&copy_of_copy), 7, "the root is kept, not the copy's offset");
+        let mut immune = check_copy(&original, 0, host(), 10_000);
+        immune.queue_offset = 31;
+        assert_eq!(chain_root(&immune), 7);
+        for bogus in ["56", "-1", "x", ""] {
+            let mut b = copy_of_copy.clone();
+            b.message.properties.insert(properties::TRAN_PREPARED_QUEUE_OFFSET, bogus);
+            assert_eq!(chain_root(&b), 55, "{bogus:?} cannot be a root");
+        }
+        let committed = committed_message(&copy_of_copy, host(), 1).unwrap();
+        assert_eq!(committed.message.property(properties::TRAN_PREPARED_QUEUE_OFFSET), None);
+        assert_eq!(committed.prepared_transaction_offset, copy_of_copy.commit_log_offset);
+    }
+
+    #[test]
+    fn an_ended_chain_covers_all_its_records_and_old_ops_never_move_the_progress_back() {
+        let mut v = LeaderView {
+            term: 1,
+            half_next: 40,
+            op_read_next: 0,
+            pending_ops: BTreeMap::new(),
+            ended: BTreeSet::new(),
+            ending: HashSet::new(),
+            replicated: (40, 8),
+            loaded_at: std::time::Instant::now(),
+            op_floor: 8,
+        };
+        // Read back from before the op progress: op 3 ended the copy at 30 of the chain rooted at 7.
+        v.note_ended(3, &[30, 7]);
+        v.op_read_next = 4;
+        assert_eq!(v.op_next(), 8, "ops read back behind the progress do not move it back");
+        assert!(v.is_ended(45, 7), "a later copy of the chain is ended with it");
+        assert!(v.is_ended(30, 30) && v.is_ended(7, 7));
+        assert!(!v.is_ended(45, 12));
+        v.op_read_next = 9;
+        assert_eq!(v.op_next(), 9);
     }
 
     #[test]
@@ -994,6 +1134,7 @@ mod tests {
             ending: HashSet::new(),
             replicated: (-1, -1),
             loaded_at: std::time::Instant::now(),
+            op_floor: 0,
         };
         v.note_ended(0, &[5]);
         v.note_ended(1, &[12]);
