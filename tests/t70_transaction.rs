@@ -13,7 +13,8 @@
 //! - t73: the SDK producer heartbeats the new leader after a failover (route poll) and answers its
 //!   check of a half the old leader stored.
 //! - t74: a half checked twice (its first answer travelling slowly) and ended late by its producer
-//!   too: all three COMMITs of one transaction (two copies and the original) store one message.
+//!   too: all three COMMITs of one transaction (two copies and the original) store one message. A
+//!   new half whose producer set TRAN_PREPARED_QUEUE_OFFSET to that chain still commits.
 
 mod ports;
 mod t40_cluster;
@@ -134,8 +135,23 @@ impl RawProducer {
     }
 
     async fn send_half(&self, addr: &str, topic: &str, queue_id: i32, body: &str) -> Result<Half> {
+        self.send_half_with(addr, topic, queue_id, body, &[]).await
+    }
+
+    /// [`Self::send_half`] with `extra` properties set by the producer.
+    async fn send_half_with(
+        &self,
+        addr: &str,
+        topic: &str,
+        queue_id: i32,
+        body: &str,
+        extra: &[(&str, &str)],
+    ) -> Result<Half> {
         let uniq = format!("UNIQ-{body}");
         let mut props = Properties::new();
+        for (key, value) in extra {
+            props.insert(*key, *value);
+        }
         props.insert(properties::TRAN_MSG, "true");
         props.insert(properties::PGROUP, GROUP);
         props.insert(properties::UNIQ_KEY, uniq.as_str());
@@ -571,14 +587,21 @@ async fn t74_a_late_end_and_repeated_check_answers_commit_a_transaction_once() -
     producer.end_ok(&addr, &half, commit_or_rollback::COMMIT_TYPE, false).await?;
     seen.wait_for_bodies(&BTreeSet::from(["chain".to_owned()])).await?;
 
+    // A new half claiming the ended chain as its root (a re-sent message that carried the
+    // property, or a hostile producer) is a transaction of its own, and commits.
+    let claimed = [(properties::TRAN_PREPARED_QUEUE_OFFSET, root.as_str())];
+    let imposter = producer.send_half_with(&addr, topic, 1, "imposter", &claimed).await?;
+    producer.end_ok(&addr, &imposter, commit_or_rollback::COMMIT_TYPE, false).await?;
+    seen.wait_for_bodies(&BTreeSet::from(["chain".to_owned(), "imposter".to_owned()])).await?;
+
     let admin = Admin::new(&cluster.namesrv_addr)?;
     wait_check_progress(&admin, &addr).await?;
     let mut max_total = 0;
     for q in 0..4 {
         max_total += admin.max_offset(&addr, topic, q).await?;
     }
-    ensure!(max_total == 1, "one committed record in {topic}, found {max_total}");
-    ensure!(seen.all().len() == 1, "consumed {:?}", seen.all());
+    ensure!(max_total == 2, "one committed record each for the chain and the imposter in {topic}, found {max_total}");
+    ensure!(seen.all().len() == 2, "consumed {:?}", seen.all());
     ensure!(producer.checks.try_recv().is_err(), "no check once the chain is ended");
 
     consumer.shutdown().await;

@@ -5,8 +5,9 @@
 //! - Store duplicates: one value at two or more `(queue, offset)` places in the final read. Allowed only
 //!   when its send ended `info` (the producer never resends on an unknown outcome, so with a definite
 //!   outcome the store itself wrote it twice), or when it is a transaction producer's value: a
-//!   committed transaction is delivered at least once (a late END_TRANSACTION and the answer to a
-//!   check of the half's copy are two commits, as in RocketMQ), counted as `store_duplicates_tx`.
+//!   committed transaction is delivered at least once, as in RocketMQ, counted as
+//!   `store_duplicates_tx`. The broker commits each chain of a half and its check copies once while
+//!   it remembers the chain ended, so a count above zero is worth a look, though not an error.
 //! - Delivery duplicates: one value returned by consumer reads more than once. Each repeat is allowed
 //!   when it went to another process (failover), when the same process had a rebalance (`assign`), a
 //!   `reset`, or a failed/unknown read in between, or when the value is a store duplicate.
