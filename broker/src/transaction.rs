@@ -31,10 +31,11 @@
 //!   END_TRANSACTION is ending, answers SUCCESS and writes nothing, and the check round passes every
 //!   record of an ended chain. So a producer's late answer to its own send and its answer to a
 //!   check commit once, where Java commits twice. A new leader reads the op queue back before it
-//!   ends anything (from before the op progress, as many ops as its memory of ended chains has
-//!   room for), so this holds across leader changes. That memory is bounded
-//!   ([`TRANSACTION_ENDED_MEMORY_MAX_COUNT`] offsets, the earliest named forgotten first); past it
-//!   a repeat may commit again, which is at least once, as in RocketMQ. A claimed root is trusted
+//!   ends anything (from before the op progress, as many ops as its memory of ended chains holds),
+//!   so this holds across leader changes. That memory is bounded (`EndedMemory`:
+//!   [`TRANSACTION_ENDED_MEMORY_MAX_COUNT`] offsets ahead of the check progress and as many behind
+//!   it, the earliest named forgotten first); past it a repeat may commit again, which is at least
+//!   once, as in RocketMQ. A claimed root is trusted
 //!   only if the record there is the same transaction (UNIQ_KEY and PGROUP), and a new half never
 //!   claims one (the send drops the property), so no END can end another transaction. A copy is checked again only a
 //!   transactionTimeOut after its own check, so an answer on its way is not asked for twice.
@@ -46,6 +47,7 @@
 //! - Disk input never panics the service: an unreadable half or op is skipped with a warning.
 
 use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::collections::HashSet;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -326,33 +328,60 @@ pub fn decide_half(half: &MessageExt, now_ms: i64, timeout_ms: u64, check_max: u
 // The leader's view: which halves are ended, where the check stands.
 // ---------------------------------------------------------------------------------------------
 
-/// The half offsets ops named, most recent last; past `capacity` the earliest named are forgotten
-/// first (not the lowest offsets: a long-lived chain's root is low, and is what its later copies
-/// are recognised by).
+/// The half offsets ops named, in two parts of `capacity` each. Those the check progress has not
+/// reached are what the round looks for: kept in order, they move behind once the progress passes
+/// them. Those behind (recognising a repeated END, or a later copy by its chain's root) are
+/// forgotten earliest named first, not lowest first: a long-lived chain's root is low. Past either
+/// capacity a repeat may commit again (at least once, as in RocketMQ).
 #[derive(Debug)]
 struct EndedMemory {
-    set: HashSet<i64>,
-    order: VecDeque<i64>,
+    ahead: BTreeSet<i64>,
+    behind: HashSet<i64>,
+    /// `behind`, earliest named first.
+    behind_order: VecDeque<i64>,
     capacity: usize,
 }
 
 impl EndedMemory {
     fn new(capacity: usize) -> Self {
-        EndedMemory { set: HashSet::new(), order: VecDeque::new(), capacity }
+        EndedMemory { ahead: BTreeSet::new(), behind: HashSet::new(), behind_order: VecDeque::new(), capacity }
     }
 
     fn contains(&self, offset: i64) -> bool {
-        self.set.contains(&offset)
+        self.ahead.contains(&offset) || self.behind.contains(&offset)
     }
 
-    /// Remembers `offset`; one already known keeps its place (an op read back may repeat an END).
-    fn insert(&mut self, offset: i64) {
-        if self.set.insert(offset) {
-            self.order.push_back(offset);
+    /// Remembers `offset`, given the check progress; one already known keeps its place.
+    fn insert(&mut self, offset: i64, progress: i64) {
+        if self.contains(offset) {
+            return;
         }
-        while self.order.len() > self.capacity {
-            if let Some(forgotten) = self.order.pop_front() {
-                self.set.remove(&forgotten);
+        if offset >= progress {
+            self.ahead.insert(offset);
+            if self.ahead.len() > self.capacity {
+                // The highest: the round reaches it last, and may check it once more.
+                self.ahead.pop_last();
+            }
+        } else {
+            self.remember_behind(offset);
+        }
+    }
+
+    /// The check progress moved to `progress`: what it passed moves behind.
+    fn advance(&mut self, progress: i64) {
+        while let Some(offset) = self.ahead.first().copied().filter(|o| *o < progress) {
+            self.ahead.pop_first();
+            self.remember_behind(offset);
+        }
+    }
+
+    fn remember_behind(&mut self, offset: i64) {
+        if self.behind.insert(offset) {
+            self.behind_order.push_back(offset);
+        }
+        while self.behind_order.len() > self.capacity {
+            if let Some(forgotten) = self.behind_order.pop_front() {
+                self.behind.remove(&forgotten);
             }
         }
     }
@@ -378,7 +407,7 @@ struct LeaderView {
     ending: HashSet<i64>,
     /// The op progress as loaded. The ops before it name only halves behind the check progress,
     /// but their chains may have copies ahead of it: they are read back as well (as many ops as the
-    /// memory has offsets) to fill `ended`, and never hold or move the op progress.
+    /// memory's behind part holds) to fill `ended`, and never hold or move the op progress.
     op_floor: i64,
     /// (half, op) progress as last replicated.
     replicated: (i64, i64),
@@ -398,7 +427,8 @@ impl LeaderView {
         let half_next = half.unwrap_or(0).max(i64::try_from(half_min).unwrap_or(i64::MAX));
         let op_min = i64::try_from(op_min).unwrap_or(i64::MAX);
         let op_next = op.unwrap_or(0).max(op_min);
-        let memory = i64::try_from(TRANSACTION_ENDED_MEMORY_MAX_COUNT).unwrap_or(i64::MAX);
+        // An op names one or two offsets (the record ended, and its chain's root).
+        let memory = i64::try_from(TRANSACTION_ENDED_MEMORY_MAX_COUNT / 2).unwrap_or(i64::MAX);
         let op_read_next = op_next.saturating_sub(memory).max(op_min);
         info!(term, half_next, op_next, op_read_next, "transaction check state loaded on this leader");
         LeaderView {
@@ -449,7 +479,7 @@ impl LeaderView {
 
     fn note_ended(&mut self, op_offset: i64, halves: &[i64]) {
         for h in halves {
-            self.ended.insert(*h);
+            self.ended.insert(*h, self.half_next);
         }
         if op_offset < self.op_floor {
             // Behind the replicated op progress: read back for `ended` only.
@@ -464,6 +494,7 @@ impl LeaderView {
     fn advance(&mut self, half_next: i64) {
         self.half_next = self.half_next.max(half_next);
         let progress = self.half_next;
+        self.ended.advance(progress);
         self.pending_ops.retain(|_, max| *max >= progress);
     }
 
@@ -597,8 +628,8 @@ impl Drop for Claim<'_> {
         if let Some(v) = guard.as_mut().filter(|v| v.term == self.term) {
             v.ending.remove(&self.root);
             if self.ended {
-                v.ended.insert(self.root);
-                v.ended.insert(self.half);
+                v.ended.insert(self.root, v.half_next);
+                v.ended.insert(self.half, v.half_next);
             }
         }
     }
@@ -1189,17 +1220,32 @@ mod tests {
     }
 
     #[test]
-    fn the_ended_memory_forgets_the_earliest_named_not_the_lowest() {
+    fn the_ended_memory_keeps_what_the_round_needs_and_forgets_the_earliest_named_behind() {
         let mut m = EndedMemory::new(3);
+        // Behind the progress (200): named 7, 100, 101, then 5.
         for offset in [7, 100, 101] {
-            m.insert(offset);
+            m.insert(offset, 200);
         }
-        m.insert(100);
+        m.insert(100, 200);
         assert!(m.contains(7) && m.contains(100) && m.contains(101), "a repeat takes no room");
-        m.insert(5);
+        m.insert(5, 200);
         assert!(!m.contains(7), "7 was named first");
         assert!(m.contains(5) && m.contains(100) && m.contains(101));
-        assert_eq!((m.set.len(), m.order.len()), (3, 3));
+        // Ahead of it: never pushed out by what is named behind.
+        for offset in [300, 250, 260] {
+            m.insert(offset, 200);
+        }
+        for offset in [1, 2, 3] {
+            m.insert(offset, 200);
+        }
+        assert!(m.contains(250) && m.contains(260) && m.contains(300));
+        m.insert(280, 200);
+        assert!(!m.contains(300), "past capacity ahead, the highest goes: the round reaches it last");
+        // The progress passes 250 and 260: they move behind, the earliest named there go.
+        m.advance(270);
+        assert!(m.contains(250) && m.contains(260) && m.contains(280));
+        assert!(!m.contains(1) && !m.contains(2), "pushed out behind");
+        assert_eq!((m.ahead.len(), m.behind.len(), m.behind_order.len()), (1, 3, 3));
     }
 
     #[test]

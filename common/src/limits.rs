@@ -181,8 +181,9 @@ pub const TRANSACTION_OP_PENDING_MAX_COUNT: usize = 1 << 20;
 /// group has no connection here, instead of spending one of the half's checks on nobody: two client
 /// heartbeat intervals, in which every live producer has heartbeaten the new leader.
 pub const TRANSACTION_NO_PRODUCER_GRACE_MS: u64 = 2 * CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS;
-/// Ended half offsets a leader remembers (to answer a repeated END_TRANSACTION without writing);
-/// the lowest are forgotten first.
+/// Ended half offsets a leader remembers (to answer a repeated END_TRANSACTION without writing, and
+/// to pass ended chains in the check round), ahead of the check progress and as many behind it;
+/// the earliest named behind it are forgotten first.
 pub const TRANSACTION_ENDED_MEMORY_MAX_COUNT: usize = 1 << 18;
 /// Pause of the check round after a failed write (the round retries from the same progress).
 pub const TRANSACTION_CHECK_RETRY_BACKOFF_MS: u64 = 1_000;
