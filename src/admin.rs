@@ -109,6 +109,9 @@ enum AdminCommand {
     /// Show a broker's runtime counters (messages in and out, rates, uptime, Raft position).
     #[command(name = "brokerStatus")]
     BrokerStatus(BrokerStatusArgs),
+    /// Show a broker's configuration (RocketMQ key names; secrets masked).
+    #[command(name = "getBrokerConfig")]
+    GetBrokerConfig(BrokerStatusArgs),
     /// List a consumer group's connected clients and its subscriptions.
     #[command(name = "consumerConnection")]
     ConsumerConnection(ConsumerConnectionArgs),
@@ -387,6 +390,7 @@ async fn dispatch(admin: &Admin, out: Out, command: AdminCommand) -> Result<()> 
         AdminCommand::UpdateSubGroup(a) => update_sub_group(admin, out, a).await,
         AdminCommand::ConsumerProgress(a) => consumer_progress(admin, out, a).await,
         AdminCommand::BrokerStatus(a) => broker_status(admin, out, a).await,
+        AdminCommand::GetBrokerConfig(a) => broker_config(admin, out, a).await,
         AdminCommand::ConsumerConnection(a) => consumer_connection(admin, out, a).await,
         AdminCommand::ConsumerStatus(a) => consumer_status(admin, out, a).await,
         AdminCommand::ProducerConnection(a) => producer_connection(admin, out, a).await,
@@ -785,14 +789,19 @@ async fn consumer_progress(admin: &Admin, out: Out, a: ConsumerProgressArgs) -> 
 
 /// Java's `BrokerStatusSubCommand`: `key: value` lines (`%-32s: %s`), or with `-c` each broker's
 /// lines prefixed by its address.
-async fn broker_status(admin: &Admin, out: Out, a: BrokerStatusArgs) -> Result<()> {
-    let addrs: Vec<String> = match (&a.broker, &a.cluster) {
+/// The brokers `-b` or `-c` names: one address, or each group leader of a cluster.
+async fn broker_addrs(admin: &Admin, command: &str, a: &BrokerStatusArgs) -> Result<Vec<String>> {
+    Ok(match (&a.broker, &a.cluster) {
         (Some(b), _) => vec![b.clone()],
         (None, Some(c)) => {
-            admin.master_addrs_of_cluster(c).await.context("brokerStatus")?.into_iter().map(|(_, a)| a).collect()
+            admin.master_addrs_of_cluster(c).await.context(command.to_owned())?.into_iter().map(|(_, a)| a).collect()
         }
         (None, None) => bail!("give -b BROKER_ADDR or -c CLUSTER"),
-    };
+    })
+}
+
+async fn broker_status(admin: &Admin, out: Out, a: BrokerStatusArgs) -> Result<()> {
+    let addrs = broker_addrs(admin, "brokerStatus", &a).await?;
     let mut all = BTreeMap::new();
     for addr in &addrs {
         let kv = admin
@@ -801,11 +810,30 @@ async fn broker_status(admin: &Admin, out: Out, a: BrokerStatusArgs) -> Result<(
             .map_err(|e| explain("brokerStatus", RequestCode::GetBrokerRuntimeInfo, e))?;
         all.insert(addr.clone(), kv.table);
     }
+    print_key_values(out, &addrs, &all);
+    Ok(())
+}
+
+async fn broker_config(admin: &Admin, out: Out, a: BrokerStatusArgs) -> Result<()> {
+    let addrs = broker_addrs(admin, "getBrokerConfig", &a).await?;
+    let mut all = BTreeMap::new();
+    for addr in &addrs {
+        let config =
+            admin.broker_config(addr).await.map_err(|e| explain("getBrokerConfig", RequestCode::GetBrokerConfig, e))?;
+        all.insert(addr.clone(), config);
+    }
+    print_key_values(out, &addrs, &all);
+    Ok(())
+}
+
+/// `key: value` per line (prefixed by the broker when there are several), or one JSON object of
+/// broker → table.
+fn print_key_values(out: Out, addrs: &[String], all: &BTreeMap<String, BTreeMap<String, String>>) {
     if out.json {
         out.json(&json!(all));
-        return Ok(());
+        return;
     }
-    for (addr, table) in &all {
+    for (addr, table) in all {
         for (k, v) in table {
             if addrs.len() == 1 {
                 println!("{k:<32}: {v}");
@@ -814,7 +842,6 @@ async fn broker_status(admin: &Admin, out: Out, a: BrokerStatusArgs) -> Result<(
             }
         }
     }
-    Ok(())
 }
 
 fn connection_json(c: &ConnectionBody) -> serde_json::Value {

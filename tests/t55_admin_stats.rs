@@ -8,7 +8,8 @@
 //! - t55: after sends and a consumer that read everything, the topic's queues report their offsets
 //!   and last store times, the group's progress reports no lag and a pull rate, the connection
 //!   lists name the clients, and GET_BROKER_RUNTIME_INFO counts the messages in and out; unknown
-//!   topics and groups get Java's codes.
+//!   topics and groups get Java's codes. GET_BROKER_CONFIG (`getBrokerConfig`) lists the config
+//!   under RocketMQ's key names as properties text, the admin token masked.
 
 mod ports;
 mod t40_cluster;
@@ -45,7 +46,7 @@ const PRODUCERS: &str = "t55-producers";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn t55_topic_and_consumer_progress_and_connections_are_reported() -> Result<()> {
-    let cluster = Cluster::start(1).await?;
+    let cluster = Cluster::start_with(1, |c| c.admin_token = Some("t55-secret".into())).await?;
     cluster.create_topic(TOPIC, 2).await?;
     let addr = cluster.addr(cluster.wait_leader(WAIT).await?);
     let admin = Admin::new(&cluster.namesrv_addr)?;
@@ -153,6 +154,23 @@ async fn t55_topic_and_consumer_progress_and_connections_are_reported() -> Resul
     ensure!(value("brokerVersionDesc") == "V4_9_8" && value("raftRole") == "LEADER", "{status:?}");
     ensure!(value("commitLogMaxOffset").parse::<i64>()? > 0, "{status:?}");
     ensure!(value("raftAppliedIndex").parse::<u64>()? <= value("raftLastLogIndex").parse::<u64>()?, "{status:?}");
+
+    // GET_BROKER_CONFIG (`mqadmin getBrokerConfig`): Java properties text and a DataVersion.
+    let config = admin.broker_config(&addr).await?;
+    let value = |k: &str| config.get(k).cloned().unwrap_or_default();
+    ensure!(value("brokerName") == t40_cluster::BROKER_NAME, "{config:?}");
+    ensure!(addr.ends_with(&format!(":{}", value("listenPort"))), "{addr} vs {config:?}");
+    ensure!(value("brokerClusterName") == "DefaultCluster" && value("autoCreateTopicEnable") == "true", "{config:?}");
+    ensure!(value("raftPeers").starts_with("[{") && value("raftPeers").contains(&addr), "{config:?}");
+    ensure!(value("adminToken") == "******", "the admin token is never shown: {config:?}");
+    ensure!(!config.values().any(|v| v.contains("t55-secret")), "{config:?}");
+    let raw =
+        java_like.invoke(&addr, RemotingCommand::request(RequestCode::GetBrokerConfig), Duration::from_secs(5)).await?;
+    ensure!(raw.response_code() == ResponseCode::Success, "{raw:?}");
+    let version = raw.ext_fields.get("version").map(|v| v.to_string()).unwrap_or_default();
+    let version: serde_json::Value = serde_json::from_str(&version)?;
+    ensure!(version["counter"] == 0 && version["timestamp"].as_i64() > Some(0), "{version}");
+    ensure!(std::str::from_utf8(&raw.body)?.lines().any(|l| l == format!("brokerName={}", t40_cluster::BROKER_NAME)));
 
     java_like.close().await;
     consumer.shutdown().await;

@@ -1,6 +1,7 @@
 //! `raftmq admin groupStatus` and `raftmq admin transferLeader` against a real 3-replica group (harness
 //! `t40_cluster`), run as the real binary (runner of `t30_cli_harness`): every member's own view as a
-//! table and as JSON, and a leadership transfer that the group then shows.
+//! table and as JSON, and a leadership transfer that the group then shows; `raftmq admin
+//! getBrokerConfig` of single replicas, as text and as JSON.
 
 mod ports;
 mod t30_cli_harness;
@@ -56,5 +57,16 @@ async fn t60_cli_group_status_and_transfer_leader() -> Result<()> {
     // A node that is not a voter is refused with the reason.
     let run = t30_cli_harness::raftmq(&ns, &["admin", "transferLeader", "-b", BROKER_NAME, "-i", "9"]).await?;
     ensure!(!run.success && run.stderr.contains("node 9 is not a voter"), "{}", run.stderr);
+
+    // getBrokerConfig: any replica lists its own config under RocketMQ's key names.
+    let one = cluster.addr(1);
+    let run = t30_cli_harness::raftmq(&ns, &["admin", "getBrokerConfig", "-b", &one]).await?.ok()?;
+    let line =
+        |key: &str| run.stdout.lines().find(|l| l.split(':').next().map(str::trim) == Some(key)).map(str::to_owned);
+    ensure!(line("brokerName").is_some_and(|l| l.ends_with(&format!(": {BROKER_NAME}"))), "{}", run.stdout);
+    ensure!(line("raftSelfId").is_some_and(|l| l.ends_with(": 1")), "{}", run.stdout);
+    let two = cluster.addr(2);
+    let v = t30_cli_harness::raftmq(&ns, &["admin", "getBrokerConfig", "-b", &two, "--json"]).await?.ok()?.json()?;
+    ensure!(v[two.as_str()]["raftSelfId"] == "2" && v[two.as_str()]["brokerName"] == BROKER_NAME, "{v}");
     cluster.crash_all().await
 }

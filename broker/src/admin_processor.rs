@@ -11,6 +11,7 @@
 //! | GET_ALL_CONSUMER_OFFSET (43) | `ConsumerOffsetSerializeWrapper` |
 //! | GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) | ConsumeQueue bounds |
 //! | SEARCH_OFFSET_BY_TIMESTAMP (29) | first offset stored at or after a time (binary search) |
+//! | GET_BROKER_CONFIG (26) | this replica's config as Java properties text, secrets masked |
 //! | RAFT_ADD_NODE (20101), RAFT_REMOVE_NODE (20102), RAFT_TRANSFER_LEADERSHIP (20103) | [`crate::membership`], leader only (a follower answers with the leader hint) |
 //! | RAFT_GROUP_STATUS (20104) | this node's view of its group (`GroupStatus`), any member |
 //! | RAFT_NODE_REMOVED (20105) | the leader removed this node: stop registering with NameServers |
@@ -31,8 +32,10 @@ use raftmq_common::protocol::body::membership::AddNodeRequest;
 use raftmq_common::protocol::body::membership::RemoveNodeRequest;
 use raftmq_common::protocol::body::membership::TransferLeadershipRequest;
 use raftmq_common::protocol::body::message_queue::MessageQueue;
+use raftmq_common::protocol::body::properties_text;
 use raftmq_common::protocol::body::register::KvTable;
 use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
+use raftmq_common::protocol::body::topic::DataVersion;
 use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::protocol::body::topic::TopicFilterType;
 use raftmq_common::protocol::body::topic_stats::TopicOffset;
@@ -40,6 +43,7 @@ use raftmq_common::protocol::body::topic_stats::TopicStatsTable;
 use raftmq_common::protocol::header::admin::CreateTopicRequestHeader;
 use raftmq_common::protocol::header::admin::DeleteSubscriptionGroupRequestHeader;
 use raftmq_common::protocol::header::admin::DeleteTopicRequestHeader;
+use raftmq_common::protocol::header::admin::GetBrokerConfigResponseHeader;
 use raftmq_common::protocol::header::admin::GetConsumeStatsRequestHeader;
 use raftmq_common::protocol::header::admin::GetTopicStatsInfoRequestHeader;
 use raftmq_common::protocol::header::offset::GetMaxOffsetRequestHeader;
@@ -330,6 +334,21 @@ pub fn broker_runtime_info(ctx: &BrokerContext) -> Result<RemotingCommand, Remot
         put("raftAppliedIndex", applied.index.to_string());
     }
     json(&KvTable { table })
+}
+
+/// GET_BROKER_CONFIG (`mqadmin getBrokerConfig`): this replica's config as Java properties text,
+/// secrets masked. The config cannot change while the broker runs, so its version is the boot
+/// (counter 0, the boot time).
+pub fn broker_config(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+    let entries = ctx
+        .config
+        .to_properties()
+        .map_err(|e| refuse(ResponseCode::SystemError, format!("the config cannot be written out: {e}")))?;
+    let version = DataVersion { counter: 0, timestamp: i64::try_from(ctx.broker_totals.boot_ms()).unwrap_or(i64::MAX) };
+    let version = serde_json::to_string(&version).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
+    Ok(RemotingCommand::success()
+        .with_header(&GetBrokerConfigResponseHeader { version })
+        .with_body(properties_text::encode(&entries)))
 }
 
 /// GET_MAX_OFFSET.

@@ -33,6 +33,7 @@
 //! and Raft addresses are unique and parse as `host:port`; our own peer's remotingAddr is the advertised
 //! `brokerIP1:listenPort`; file sizes hold at least one maximal message; ratios and hours are in range.
 
+use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::net::SocketAddr;
@@ -306,7 +307,36 @@ fn invalid(msg: impl Into<String>) -> ConfigError {
     ConfigError::Invalid(msg.into())
 }
 
+/// Keys whose values a config read-out (GET_BROKER_CONFIG) masks.
+pub const SECRET_KEYS: &[&str] = &["adminToken"];
+/// What a masked value reads as.
+pub const SECRET_MASK: &str = "******";
+
 impl BrokerConfig {
+    /// The config as RocketMQ's `getBrokerConfig` shows it: every key (RocketMQ's names) with its
+    /// value as text, plain values as TOML writes them (durations as `6s`), the Raft group as
+    /// JSON, secrets ([`SECRET_KEYS`]) masked.
+    pub fn to_properties(&self) -> Result<BTreeMap<String, String>, toml::ser::Error> {
+        let toml::Value::Table(table) = toml::Value::try_from(self)? else {
+            return Ok(BTreeMap::new());
+        };
+        Ok(table
+            .into_iter()
+            .map(|(key, value)| {
+                let text = match value {
+                    _ if SECRET_KEYS.contains(&key.as_str()) => SECRET_MASK.to_owned(),
+                    toml::Value::String(s) => s,
+                    toml::Value::Integer(i) => i.to_string(),
+                    toml::Value::Float(f) => f.to_string(),
+                    toml::Value::Boolean(b) => b.to_string(),
+                    toml::Value::Datetime(d) => d.to_string(),
+                    nested => serde_json::to_string(&nested).unwrap_or_else(|_| nested.to_string()),
+                };
+                (key, text)
+            })
+            .collect())
+    }
+
     /// Defaults, then the TOML file at `path` (if any), then `overrides` as `(key, value)` pairs
     /// (camelCase keys; a value is read as TOML when it parses, else as a string, so `10912`, `true`,
     /// `30s` and `[{id=0, remotingAddr="..", raftAddr=".."}]` all work). The result is validated.

@@ -453,6 +453,16 @@ impl Admin {
         decode_body(op, &response)
     }
 
+    /// The config of the broker at `addr` (`getBrokerConfig`, GET_BROKER_CONFIG): every key with its
+    /// value as text, as the broker's properties text lists them (secrets masked by the broker).
+    pub async fn broker_config(&self, addr: &str) -> Result<BTreeMap<String, String>> {
+        let op = "getBrokerConfig";
+        let response = self.broker_call(op, addr, RemotingCommand::request(RequestCode::GetBrokerConfig)).await?;
+        let text = std::str::from_utf8(&response.body)
+            .map_err(|e| ClientError::new(ErrorKind::Protocol, op, "the config is not UTF-8").with_source(e))?;
+        Ok(raftmq_common::protocol::body::properties_text::decode(text))
+    }
+
     /// Every committed offset of every group on the broker at `addr` (GET_ALL_CONSUMER_OFFSET).
     pub async fn all_consumer_offset(&self, addr: &str) -> Result<ConsumerOffsetSerializeWrapper> {
         let op = "getAllConsumerOffset";

@@ -21,6 +21,7 @@ pub mod heartbeat;
 pub mod lock_batch;
 pub mod membership;
 pub mod message_queue;
+pub mod properties_text;
 pub mod register;
 pub mod reset_offset;
 pub mod route;
