@@ -787,8 +787,6 @@ async fn consumer_progress(admin: &Admin, out: Out, a: ConsumerProgressArgs) -> 
     Ok(())
 }
 
-/// Java's `BrokerStatusSubCommand`: `key: value` lines (`%-32s: %s`), or with `-c` each broker's
-/// lines prefixed by its address.
 /// The brokers `-b` or `-c` names: one address, or each group leader of a cluster.
 async fn broker_addrs(admin: &Admin, command: &str, a: &BrokerStatusArgs) -> Result<Vec<String>> {
     Ok(match (&a.broker, &a.cluster) {
@@ -800,6 +798,8 @@ async fn broker_addrs(admin: &Admin, command: &str, a: &BrokerStatusArgs) -> Res
     })
 }
 
+/// Java's `BrokerStatusSubCommand`: `key: value` lines (`%-32s: %s`), or with `-c` each broker's
+/// lines prefixed by its address.
 async fn broker_status(admin: &Admin, out: Out, a: BrokerStatusArgs) -> Result<()> {
     let addrs = broker_addrs(admin, "brokerStatus", &a).await?;
     let mut all = BTreeMap::new();

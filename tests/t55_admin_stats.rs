@@ -163,6 +163,9 @@ async fn t55_topic_and_consumer_progress_and_connections_are_reported() -> Resul
     ensure!(value("brokerClusterName") == "DefaultCluster" && value("autoCreateTopicEnable") == "true", "{config:?}");
     ensure!(value("raftPeers").starts_with("[{") && value("raftPeers").contains(&addr), "{config:?}");
     ensure!(value("adminToken") == "******", "the admin token is never shown: {config:?}");
+    ensure!(value("transactionTimeOut") == "6000", "durations in ms, as Java's: {config:?}");
+    ensure!(value("brokerId") == "0" && value("brokerRole") == "SYNC_MASTER", "the leader: {config:?}");
+    ensure!(value("flushDiskType") == "SYNC_FLUSH", "{config:?}");
     ensure!(!config.values().any(|v| v.contains("t55-secret")), "{config:?}");
     let raw =
         java_like.invoke(&addr, RemotingCommand::request(RequestCode::GetBrokerConfig), Duration::from_secs(5)).await?;

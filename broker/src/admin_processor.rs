@@ -337,18 +337,41 @@ pub fn broker_runtime_info(ctx: &BrokerContext) -> Result<RemotingCommand, Remot
 }
 
 /// GET_BROKER_CONFIG (`mqadmin getBrokerConfig`): this replica's config as Java properties text,
-/// secrets masked. The config cannot change while the broker runs, so its version is the boot
-/// (counter 0, the boot time).
+/// secrets masked, with the Java keys a Raft group decides for itself (see [`java_role_keys`]). The
+/// config cannot change while the broker runs, so its version is the boot (counter 0, the boot
+/// time).
 pub fn broker_config(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
-    let entries = ctx
+    let mut entries = ctx
         .config
         .to_properties()
         .map_err(|e| refuse(ResponseCode::SystemError, format!("the config cannot be written out: {e}")))?;
+    let follower_id = i64::try_from(ctx.replica.node_id()).unwrap_or(i64::MAX - 1).saturating_add(1);
+    let broker_id = crate::namesrv_registration::registration(ctx).map_or(follower_id, |(id, _)| id);
+    for (key, value) in java_role_keys(broker_id) {
+        entries.entry(key.to_owned()).or_insert(value);
+    }
     let version = DataVersion { counter: 0, timestamp: i64::try_from(ctx.broker_totals.boot_ms()).unwrap_or(i64::MAX) };
     let version = serde_json::to_string(&version).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
     Ok(RemotingCommand::success()
         .with_header(&GetBrokerConfigResponseHeader { version })
         .with_body(properties_text::encode(&entries)))
+}
+
+/// Keys of Java's `BrokerConfig` / `MessageStoreConfig` that a Raft group has no setting for, as
+/// they hold here: the id and role this replica registers with (leader 0, SYNC_MASTER), every send
+/// fsynced before SEND_OK, followers serving pulls. `mqadmin exportConfigs` reads them and fails
+/// on a missing one.
+fn java_role_keys(broker_id: i64) -> [(&'static str, String); 7] {
+    let role = if broker_id == 0 { "SYNC_MASTER" } else { "SLAVE" };
+    [
+        ("brokerId", broker_id.to_string()),
+        ("brokerRole", role.to_owned()),
+        ("flushDiskType", "SYNC_FLUSH".to_owned()),
+        ("filterServerNums", "0".to_owned()),
+        ("slaveReadEnable", "true".to_owned()),
+        ("traceOn", "true".to_owned()),
+        ("useTLS", "false".to_owned()),
+    ]
 }
 
 /// GET_MAX_OFFSET.

@@ -309,13 +309,23 @@ fn invalid(msg: impl Into<String>) -> ConfigError {
 
 /// Keys whose values a config read-out (GET_BROKER_CONFIG) masks.
 pub const SECRET_KEYS: &[&str] = &["adminToken"];
+/// Keys holding durations: a config read-out shows them in whole milliseconds, as Java's config
+/// holds them (ours reads `6s` or `6000`).
+const DURATION_KEYS: &[&str] = &[
+    "registerBrokerTimeoutMills",
+    "registerNameServerPeriod",
+    "shortPollingTimeMills",
+    "transactionTimeOut",
+    "transactionCheckInterval",
+    "cleanResourceInterval",
+];
 /// What a masked value reads as.
 pub const SECRET_MASK: &str = "******";
 
 impl BrokerConfig {
     /// The config as RocketMQ's `getBrokerConfig` shows it: every key (RocketMQ's names) with its
-    /// value as text, plain values as TOML writes them (durations as `6s`), the Raft group as
-    /// JSON, secrets ([`SECRET_KEYS`]) masked.
+    /// value as text, plain values as TOML writes them, durations in milliseconds, the Raft group
+    /// as JSON, secrets ([`SECRET_KEYS`]) masked.
     pub fn to_properties(&self) -> Result<BTreeMap<String, String>, toml::ser::Error> {
         let toml::Value::Table(table) = toml::Value::try_from(self)? else {
             return Ok(BTreeMap::new());
@@ -325,6 +335,9 @@ impl BrokerConfig {
             .map(|(key, value)| {
                 let text = match value {
                     _ if SECRET_KEYS.contains(&key.as_str()) => SECRET_MASK.to_owned(),
+                    toml::Value::String(s) if DURATION_KEYS.contains(&key.as_str()) => {
+                        raftmq_common::config_duration::parse(&s).map_or(s, |d| d.as_millis().to_string())
+                    }
                     toml::Value::String(s) => s,
                     toml::Value::Integer(i) => i.to_string(),
                     toml::Value::Float(f) => f.to_string(),
@@ -679,6 +692,30 @@ id = 2
 remotingAddr = "10.0.0.3:10911"
 raftAddr = "10.0.0.3:40911"
 "#;
+
+    #[test]
+    fn the_properties_read_out_shows_durations_in_ms_and_masks_secrets() {
+        let config = BrokerConfig { admin_token: Some("hunter2".into()), ..BrokerConfig::default() };
+        let props = config.to_properties().unwrap();
+        assert_eq!(props["transactionTimeOut"], "6000");
+        assert_eq!(props["registerNameServerPeriod"], "30000");
+        assert_eq!(props["adminToken"], SECRET_MASK);
+        assert_eq!(props["brokerName"], "broker-a");
+        assert!(props["raftPeers"].starts_with("[{"), "{}", props["raftPeers"]);
+        // Every duration is listed in DURATION_KEYS (none is left in TOML's `6s` form) ...
+        for (key, value) in &props {
+            let looks_like_duration = value.ends_with('s') && raftmq_common::config_duration::parse(value).is_some();
+            assert!(!looks_like_duration, "{key} = {value}: add it to DURATION_KEYS");
+        }
+        // ... and every field that sounds secret is masked.
+        let toml::Value::Table(all) = toml::Value::try_from(&config).unwrap() else { panic!("a table") };
+        for key in all.keys() {
+            let lower = key.to_ascii_lowercase();
+            if ["token", "secret", "password", "accesskey"].iter().any(|s| lower.contains(s)) {
+                assert!(SECRET_KEYS.contains(&key.as_str()), "{key} sounds secret: add it to SECRET_KEYS");
+            }
+        }
+    }
 
     #[test]
     fn defaults_are_rocketmqs() {

@@ -4,8 +4,10 @@
 //! The writer emits one `key=value` line per entry, unescaped, as `properties2String` does (config
 //! keys and values never hold a line break). The reader follows `Properties.load` for what such
 //! text can contain: comment lines (`#`, `!`), blank lines, `=` or `:` or white space between key
-//! and value, backslash escapes (`\t`, `\n`, `\r`, `\f`, `\uXXXX`, any other character as itself)
-//! and a trailing backslash continuing a line. It never fails: a malformed escape is kept literally.
+//! and value, backslash escapes (`\t`, `\n`, `\r`, `\f`, `\uXXXX` with surrogate pairs combined,
+//! any other character as itself), a trailing backslash continuing a line, and lines ending at
+//! CR, LF or CRLF. Only space, tab and form feed are blanks. It never fails: a malformed escape is
+//! kept literally.
 
 use std::collections::BTreeMap;
 
@@ -21,12 +23,16 @@ pub fn encode(entries: &BTreeMap<String, String>) -> String {
     out
 }
 
+/// White space as `Properties.load` knows it (not Unicode's wider set).
+const BLANKS: [char; 3] = [' ', '\t', '\x0c'];
+
 /// `Properties.load` of `text`; a later duplicate key replaces an earlier one, as in Java.
 pub fn decode(text: &str) -> BTreeMap<String, String> {
     let mut entries = BTreeMap::new();
-    let mut lines = text.lines();
+    // Java ends a line at `\n`, `\r` or `\r\n`.
+    let mut lines = text.split('\n').flat_map(|l| l.strip_suffix('\r').unwrap_or(l).split('\r'));
     while let Some(first) = lines.next() {
-        let mut logical = first.trim_start().to_owned();
+        let mut logical = first.trim_start_matches(BLANKS).to_owned();
         if logical.is_empty() || logical.starts_with('#') || logical.starts_with('!') {
             continue;
         }
@@ -34,7 +40,7 @@ pub fn decode(text: &str) -> BTreeMap<String, String> {
         while ends_with_continuation(&logical) {
             logical.pop();
             match lines.next() {
-                Some(next) => logical.push_str(next.trim_start()),
+                Some(next) => logical.push_str(next.trim_start_matches(BLANKS)),
                 None => break,
             }
         }
@@ -61,13 +67,13 @@ fn split_key_value(line: &str) -> (&str, &str) {
             '\\' => escaped = true,
             '=' | ':' | ' ' | '\t' | '\x0c' => {
                 let key = &line[..i];
-                let mut rest = line[i..].trim_start_matches([' ', '\t', '\x0c']);
+                let mut rest = line[i..].trim_start_matches(BLANKS);
                 if !matches!(c, '=' | ':') {
                     rest = rest.strip_prefix(['=', ':']).unwrap_or(rest);
                 } else {
                     rest = &rest[1..];
                 }
-                return (key, rest.trim_start_matches([' ', '\t', '\x0c']));
+                return (key, rest.trim_start_matches(BLANKS));
             }
             _ => {}
         }
@@ -88,21 +94,34 @@ fn unescape(s: &str) -> String {
             Some('n') => out.push('\n'),
             Some('r') => out.push('\r'),
             Some('f') => out.push('\x0c'),
-            Some('u') => {
-                let hex: String = chars.clone().take(4).collect();
-                match u32::from_str_radix(&hex, 16).ok().filter(|_| hex.len() == 4).and_then(char::from_u32) {
-                    Some(decoded) => {
-                        out.push(decoded);
-                        chars.nth(3);
-                    }
-                    None => out.push_str("\\u"),
+            Some('u') => match hex4(chars.as_str()) {
+                Some(unit) => {
+                    chars.nth(3);
+                    // A high surrogate followed by `\u` and a low one is one character.
+                    let low =
+                        chars.as_str().strip_prefix("\\u").and_then(hex4).filter(|l| (0xDC00..0xE000).contains(l));
+                    let decoded = match low {
+                        Some(low) if (0xD800..0xDC00).contains(&unit) => {
+                            chars.nth(5);
+                            char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))
+                        }
+                        _ => char::from_u32(unit),
+                    };
+                    out.push(decoded.unwrap_or(char::REPLACEMENT_CHARACTER));
                 }
-            }
+                None => out.push_str("\\u"),
+            },
             Some(other) => out.push(other),
             None => {}
         }
     }
     out
+}
+
+/// Four ASCII hex digits at the start of `s`, as a UTF-16 unit.
+fn hex4(s: &str) -> Option<u32> {
+    let digits = s.get(..4).filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()))?;
+    u32::from_str_radix(digits, 16).ok()
 }
 
 #[cfg(test)]
@@ -134,6 +153,15 @@ mod tests {
         let want = map(&[("a", "1"), ("b", "2"), ("c", "3"), ("d=e", "4"), ("f", "xy"), ("g", "A\tz"), ("h", "")]);
         assert_eq!(got, want);
         assert_eq!(decode("k=\\u00zz")["k"], "\\u00zz", "a malformed escape stays as written");
+        assert_eq!(decode("k=\\u+041")["k"], "\\u+041", "four hex digits, no sign");
+        assert_eq!(decode("k=\\uD83D\\uDE00!")["k"], "\u{1F600}!", "a surrogate pair is one character");
+        assert_eq!(decode("k=\\uD83Dx")["k"], "\u{FFFD}x", "a lone surrogate");
+        assert_eq!(decode("a=1\rb=2\r\nc=3")["b"], "2", "lines end at CR, LF or CRLF");
+        assert_eq!(
+            decode("\u{a0}k=v").keys().next().map(String::as_str),
+            Some("\u{a0}k"),
+            "only Java's blanks are trimmed"
+        );
         assert_eq!(decode("k=v\nk=w")["k"], "w");
         assert_eq!(decode("k=end\\\\")["k"], "end\\", "an even run of backslashes is no continuation");
     }
