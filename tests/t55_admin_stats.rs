@@ -9,7 +9,8 @@
 //!   and last store times, the group's progress reports no lag and a pull rate, the connection
 //!   lists name the clients, and GET_BROKER_RUNTIME_INFO counts the messages in and out; unknown
 //!   topics and groups get Java's codes. GET_BROKER_CONFIG (`getBrokerConfig`) lists the config
-//!   under RocketMQ's key names as properties text, the admin token masked.
+//!   under RocketMQ's key names as properties text, the admin token masked; QUERY_TOPIC_CONSUME_BY_WHO
+//!   names the topic's subscribed groups and the groups with an offset in it.
 
 mod ports;
 mod t40_cluster;
@@ -154,6 +155,13 @@ async fn t55_topic_and_consumer_progress_and_connections_are_reported() -> Resul
     ensure!(value("brokerVersionDesc") == "V4_9_8" && value("raftRole") == "LEADER", "{status:?}");
     ensure!(value("commitLogMaxOffset").parse::<i64>()? > 0, "{status:?}");
     ensure!(value("raftAppliedIndex").parse::<u64>()? <= value("raftLastLogIndex").parse::<u64>()?, "{status:?}");
+
+    // QUERY_TOPIC_CONSUME_BY_WHO (the dashboard's consumers of a topic): the subscribed group,
+    // and a group that only has a committed offset there.
+    admin.update_consumer_offset(&addr, "t55-offset-only", TOPIC, 0, 1).await?;
+    let groups = admin.topic_consume_by_who(&addr, TOPIC).await?;
+    ensure!(groups.contains(CONSUMERS) && groups.contains("t55-offset-only"), "{groups:?}");
+    ensure!(admin.topic_consume_by_who(&addr, "T55_NOBODY").await?.is_empty());
 
     // GET_BROKER_CONFIG (`mqadmin getBrokerConfig`): Java properties text and a DataVersion.
     let config = admin.broker_config(&addr).await?;

@@ -12,6 +12,7 @@
 //! | GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) | ConsumeQueue bounds |
 //! | SEARCH_OFFSET_BY_TIMESTAMP (29) | first offset stored at or after a time (binary search) |
 //! | GET_BROKER_CONFIG (26) | this replica's config as Java properties text, secrets masked |
+//! | QUERY_TOPIC_CONSUME_BY_WHO (300) | `GroupList`: groups subscribed to the topic or with an offset in it |
 //! | RAFT_ADD_NODE (20101), RAFT_REMOVE_NODE (20102), RAFT_TRANSFER_LEADERSHIP (20103) | [`crate::membership`], leader only (a follower answers with the leader hint) |
 //! | RAFT_GROUP_STATUS (20104) | this node's view of its group (`GroupStatus`), any member |
 //! | RAFT_NODE_REMOVED (20105) | the leader removed this node: stop registering with NameServers |
@@ -28,6 +29,7 @@ use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::JsonBody;
 use raftmq_common::protocol::body::consume_stats::ConsumeStats;
 use raftmq_common::protocol::body::consume_stats::OffsetWrapper;
+use raftmq_common::protocol::body::group_list::GroupList;
 use raftmq_common::protocol::body::membership::AddNodeRequest;
 use raftmq_common::protocol::body::membership::RemoveNodeRequest;
 use raftmq_common::protocol::body::membership::TransferLeadershipRequest;
@@ -46,6 +48,7 @@ use raftmq_common::protocol::header::admin::DeleteTopicRequestHeader;
 use raftmq_common::protocol::header::admin::GetBrokerConfigResponseHeader;
 use raftmq_common::protocol::header::admin::GetConsumeStatsRequestHeader;
 use raftmq_common::protocol::header::admin::GetTopicStatsInfoRequestHeader;
+use raftmq_common::protocol::header::admin::QueryTopicConsumeByWhoRequestHeader;
 use raftmq_common::protocol::header::offset::GetMaxOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::GetMaxOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::GetMinOffsetRequestHeader;
@@ -372,6 +375,20 @@ fn java_role_keys(broker_id: i64) -> [(&'static str, String); 7] {
         ("traceOn", "true".to_owned()),
         ("useTLS", "false".to_owned()),
     ]
+}
+
+/// QUERY_TOPIC_CONSUME_BY_WHO (`queryTopicConsumeByWho`; the dashboard's consumers of a topic):
+/// groups with a connected client subscribed to the topic, and groups with a committed offset in
+/// it (replicated, so every replica knows them).
+pub fn topic_consume_by_who(
+    ctx: &BrokerContext,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    let h: QueryTopicConsumeByWhoRequestHeader = header(request)?;
+    let mut group_list: std::collections::BTreeSet<String> =
+        ctx.clients.groups_subscribing(&h.topic).into_iter().collect();
+    group_list.extend(ctx.store.metadata().offsets.groups_of_topic(&h.topic).into_iter().map(str::to_owned));
+    json(&GroupList { group_list })
 }
 
 /// GET_MAX_OFFSET.

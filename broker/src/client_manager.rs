@@ -234,6 +234,15 @@ impl ClientManager {
         lock(&self.consumers).get(group).cloned()
     }
 
+    /// Groups with a connected client subscribed to `topic` (`queryTopicConsumeByWho`).
+    pub fn groups_subscribing(&self, topic: &str) -> Vec<String> {
+        lock(&self.consumers)
+            .iter()
+            .filter(|(_, info)| info.subscriptions.contains_key(topic))
+            .map(|(g, _)| g.clone())
+            .collect()
+    }
+
     /// A group's subscription of `topic` from its heartbeats.
     pub fn subscription(&self, group: &str, topic: &str) -> Result<SubscriptionData, SubscriptionMissing> {
         let consumers = lock(&self.consumers);

@@ -43,6 +43,7 @@ use raftmq_common::protocol::body::consume_directly::ConsumeMessageDirectlyResul
 use raftmq_common::protocol::body::consume_stats::ConsumeStats;
 use raftmq_common::protocol::body::consumer_offset::ConsumerOffsetSerializeWrapper;
 use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
+use raftmq_common::protocol::body::group_list::GroupList;
 use raftmq_common::protocol::body::membership::AddNodeRequest;
 use raftmq_common::protocol::body::membership::GroupStatus;
 use raftmq_common::protocol::body::membership::MembershipReport;
@@ -67,6 +68,7 @@ use raftmq_common::protocol::header::admin::GetConsumerConnectionListRequestHead
 use raftmq_common::protocol::header::admin::GetConsumerRunningInfoRequestHeader;
 use raftmq_common::protocol::header::admin::GetProducerConnectionListRequestHeader;
 use raftmq_common::protocol::header::admin::GetTopicStatsInfoRequestHeader;
+use raftmq_common::protocol::header::admin::QueryTopicConsumeByWhoRequestHeader;
 use raftmq_common::protocol::header::admin::ResetOffsetRequestHeader;
 use raftmq_common::protocol::header::client::ConsumeMessageDirectlyResultRequestHeader;
 use raftmq_common::protocol::header::namesrv::DeleteKvConfigRequestHeader;
@@ -369,6 +371,16 @@ impl Admin {
         let request = RemotingCommand::request_with_header(RequestCode::GetTopicStatsInfo, &header);
         let response = self.broker_call(op, addr, request).await.map_err(|e| e.with_context("topic", topic))?;
         decode_body(op, &response)
+    }
+
+    /// The consumer groups of `topic` the broker at `addr` knows: subscribed by a connected client or
+    /// with a committed offset (`queryTopicConsumeByWho`, QUERY_TOPIC_CONSUME_BY_WHO).
+    pub async fn topic_consume_by_who(&self, addr: &str, topic: &str) -> Result<BTreeSet<String>> {
+        let op = "queryTopicConsumeByWho";
+        let header = QueryTopicConsumeByWhoRequestHeader { topic: topic.to_owned() };
+        let request = RemotingCommand::request_with_header(RequestCode::QueryTopicConsumeByWho, &header);
+        let response = self.broker_call(op, addr, request).await.map_err(|e| e.with_context("topic", topic))?;
+        decode_body::<GroupList>(op, &response).map(|body| body.group_list)
     }
 
     /// A consumer group's progress on the broker at `addr`, one topic or all (`consumerProgress`,

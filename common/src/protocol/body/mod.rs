@@ -17,6 +17,7 @@ pub mod consumer_list;
 pub mod consumer_offset;
 pub mod consumer_running_info;
 pub mod fastjson;
+pub mod group_list;
 pub mod heartbeat;
 pub mod lock_batch;
 pub mod membership;
