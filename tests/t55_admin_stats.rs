@@ -10,13 +10,15 @@
 //!   lists name the clients, and GET_BROKER_RUNTIME_INFO counts the messages in and out; unknown
 //!   topics and groups get Java's codes. GET_BROKER_CONFIG (`getBrokerConfig`) lists the config
 //!   under RocketMQ's key names as properties text, the admin token masked; QUERY_TOPIC_CONSUME_BY_WHO
-//!   names the topic's subscribed groups and the groups with an offset in it.
+//!   names the topic's subscribed groups and the groups with an offset in it; VIEW_BROKER_STATS_DATA
+//!   answers the statistics a send and a pull count, and Java's error for one never counted.
 
 mod ports;
 mod t40_cluster;
 
 use std::time::Duration;
 
+use anyhow::Context;
 use anyhow::Result;
 use anyhow::ensure;
 use raftmq_client::Admin;
@@ -155,6 +157,18 @@ async fn t55_topic_and_consumer_progress_and_connections_are_reported() -> Resul
     ensure!(value("brokerVersionDesc") == "V4_9_8" && value("raftRole") == "LEADER", "{status:?}");
     ensure!(value("commitLogMaxOffset").parse::<i64>()? > 0, "{status:?}");
     ensure!(value("raftAppliedIndex").parse::<u64>()? <= value("raftLastLogIndex").parse::<u64>()?, "{status:?}");
+
+    // VIEW_BROKER_STATS_DATA (`mqadmin statsAll`, the dashboard's charts): the seven messages
+    // stored and read belong to the current minute; the minute window shows them once its first
+    // ten-second sample passed, so only the kinds and the "not exist" answer are checked here.
+    let put = admin.view_broker_stats_data(&addr, "TOPIC_PUT_NUMS", TOPIC).await?;
+    ensure!(put.stats_minute.tps >= 0.0 && put.stats_day.sum <= 7, "{put:?}");
+    admin.view_broker_stats_data(&addr, "GROUP_GET_NUMS", &format!("{TOPIC}@{CONSUMERS}")).await?;
+    admin.view_broker_stats_data(&addr, "BROKER_PUT_NUMS", "DefaultCluster").await?;
+    let missing = admin.view_broker_stats_data(&addr, "TOPIC_PUT_NUMS", "T55_NOBODY").await.err();
+    let missing = missing.context("an uncounted topic has no stats")?;
+    ensure!(missing.response_code() == Some(ResponseCode::SystemError), "{missing}");
+    ensure!(missing.to_string().contains("not exist"), "{missing}");
 
     // QUERY_TOPIC_CONSUME_BY_WHO (the dashboard's consumers of a topic): the subscribed group,
     // and a group that only has a committed offset there.

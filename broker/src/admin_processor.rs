@@ -13,6 +13,7 @@
 //! | SEARCH_OFFSET_BY_TIMESTAMP (29) | first offset stored at or after a time (binary search) |
 //! | GET_BROKER_CONFIG (26) | this replica's config as Java properties text, secrets masked |
 //! | QUERY_TOPIC_CONSUME_BY_WHO (300) | `GroupList`: groups subscribed to the topic or with an offset in it |
+//! | VIEW_BROKER_STATS_DATA (315) | `BrokerStatsData` of one statistic and key ([`crate::stats::StatsTable`]) |
 //! | RAFT_ADD_NODE (20101), RAFT_REMOVE_NODE (20102), RAFT_TRANSFER_LEADERSHIP (20103) | [`crate::membership`], leader only (a follower answers with the leader hint) |
 //! | RAFT_GROUP_STATUS (20104) | this node's view of its group (`GroupStatus`), any member |
 //! | RAFT_NODE_REMOVED (20105) | the leader removed this node: stop registering with NameServers |
@@ -49,6 +50,7 @@ use raftmq_common::protocol::header::admin::GetBrokerConfigResponseHeader;
 use raftmq_common::protocol::header::admin::GetConsumeStatsRequestHeader;
 use raftmq_common::protocol::header::admin::GetTopicStatsInfoRequestHeader;
 use raftmq_common::protocol::header::admin::QueryTopicConsumeByWhoRequestHeader;
+use raftmq_common::protocol::header::admin::ViewBrokerStatsDataRequestHeader;
 use raftmq_common::protocol::header::offset::GetMaxOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::GetMaxOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::GetMinOffsetRequestHeader;
@@ -389,6 +391,21 @@ pub fn topic_consume_by_who(
         ctx.clients.groups_subscribing(&h.topic).into_iter().collect();
     group_list.extend(ctx.store.metadata().offsets.groups_of_topic(&h.topic).into_iter().map(str::to_owned));
     json(&GroupList { group_list })
+}
+
+/// VIEW_BROKER_STATS_DATA (`mqadmin statsAll`, the dashboard's charts): one statistic of one key
+/// over the last minute, hour and day; one never counted answers as Java's does.
+pub fn view_broker_stats_data(
+    ctx: &BrokerContext,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    let h: ViewBrokerStatsDataRequestHeader = header(request)?;
+    match ctx.stats.view(&h.stats_name, &h.stats_key, now_ms()) {
+        Some(data) => json(&data),
+        None => {
+            Err(refuse(ResponseCode::SystemError, format!("The stats <{}> <{}> not exist", h.stats_name, h.stats_key)))
+        }
+    }
 }
 
 /// GET_MAX_OFFSET.

@@ -215,6 +215,7 @@ impl Broker {
             transactions: crate::transaction::TransactionState::new(),
             sql_filters: crate::pull::SqlFilterCache::default(),
             group_get_stats: crate::stats::GroupGetStats::default(),
+            stats: crate::stats::StatsTable::default(),
             broker_totals: crate::stats::BrokerTotals::new(crate::store::now_ms()),
         });
 

@@ -74,6 +74,7 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::GetBrokerRuntimeInfo,
     RequestCode::GetBrokerConfig,
     RequestCode::QueryTopicConsumeByWho,
+    RequestCode::ViewBrokerStatsData,
     RequestCode::GetConsumeStats,
     RequestCode::GetConsumerConnectionList,
     RequestCode::GetProducerConnectionList,
@@ -109,6 +110,8 @@ pub struct BrokerContext {
     pub broker_totals: crate::stats::BrokerTotals,
     /// Messages pulled per topic and group by the minute (GET_CONSUME_STATS `consumeTps`).
     pub group_get_stats: crate::stats::GroupGetStats,
+    /// Java's `StatsItem`s by statistic and key (VIEW_BROKER_STATS_DATA).
+    pub stats: crate::stats::StatsTable,
     /// SQL92 subscriptions compiled once for all pulls.
     pub sql_filters: crate::pull::SqlFilterCache,
     /// This replica's Prometheus metrics.
@@ -122,13 +125,35 @@ pub struct BrokerContext {
 impl BrokerContext {
     /// Stores message records through group commit and counts them for GET_BROKER_RUNTIME_INFO
     /// (every stored record counts, as Java's `putMessage` statistics do: sends, send-backs, delayed
-    /// deliveries, transaction halves, commits and op records).
+    /// deliveries, transaction halves, commits and op records) and VIEW_BROKER_STATS_DATA (per
+    /// topic, one addition per run of records of one topic, as Java adds once per put).
     pub async fn store_records(
         &self,
         request: crate::group_commit::SendRequest,
     ) -> Result<Vec<crate::group_commit::StoredRecord>, crate::replica::WriteError> {
+        // (topic, records, bytes) runs, taken before the request moves into the batcher.
+        let mut runs: Vec<(String, u64, u64)> = Vec::new();
+        let total = request.records.len();
+        for (i, slot) in request.slots.iter().enumerate() {
+            let end = request.slots.get(i + 1).map_or(total, |next| next.at);
+            let bytes = end.saturating_sub(slot.at) as u64;
+            match runs.last_mut() {
+                Some((topic, n, size)) if *topic == slot.topic => {
+                    *n += 1;
+                    *size += bytes;
+                }
+                _ => runs.push((slot.topic.clone(), 1, bytes)),
+            }
+        }
         let stored = self.group_commit.submit(request).await?;
-        self.broker_totals.on_put(stored.len() as u64, crate::store::now_ms());
+        let now = crate::store::now_ms();
+        self.broker_totals.on_put(stored.len() as u64, now);
+        use crate::stats::stats_name;
+        for (topic, n, bytes) in &runs {
+            self.stats.add(stats_name::TOPIC_PUT_NUMS, topic, *n, now);
+            self.stats.add(stats_name::TOPIC_PUT_SIZE, topic, *bytes, now);
+        }
+        self.stats.add(stats_name::BROKER_PUT_NUMS, &self.config.broker_cluster_name, stored.len() as u64, now);
         Ok(stored)
     }
 }
@@ -178,6 +203,7 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::GetBrokerRuntimeInfo => admin_processor::broker_runtime_info(ctx),
             RequestCode::GetBrokerConfig => admin_processor::broker_config(ctx),
             RequestCode::QueryTopicConsumeByWho => admin_processor::topic_consume_by_who(ctx, &request),
+            RequestCode::ViewBrokerStatsData => admin_processor::view_broker_stats_data(ctx, &request),
             RequestCode::GetConsumeStats => admin_processor::consume_stats(ctx, &request),
             RequestCode::GetConsumerConnectionList => client_manage_processor::consumer_connection_list(ctx, &request),
             RequestCode::GetProducerConnectionList => client_manage_processor::producer_connection_list(ctx, &request),

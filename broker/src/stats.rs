@@ -5,7 +5,10 @@
 //! - [`BrokerTotals`]: records stored (every group-commit write, as Java counts `putMessage`) and
 //!   messages pulled since boot, at the last two midnights (UTC), and
 //!   per second over 10 s / 1 min / 10 min, for GET_BROKER_RUNTIME_INFO (`mqadmin brokerStatus`,
-//!   the dashboard's cluster view).
+//!   the dashboard's cluster view);
+//! - [`StatsTable`]: Java's `StatsItem`s by (statistic, key), `TOPIC_PUT_NUMS` of a topic,
+//!   `GROUP_GET_NUMS` of `topic@group` and the like, sampled every 10 s, 10 min and hour as Java
+//!   samples them, for VIEW_BROKER_STATS_DATA (`mqadmin statsAll`, the dashboard's charts).
 //!
 //! Prometheus keeps the raw counters (`metrics.rs`); this keeps the windows a RocketMQ admin tool
 //! expects an answer from. Pure state: the caller passes the time.
@@ -17,8 +20,12 @@
 //! refusing new pairs (uncounted, never unbounded memory) when every pair is active.
 
 use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::MutexGuard;
+
+use raftmq_common::protocol::body::broker_stats::BrokerStatsData;
+use raftmq_common::protocol::body::broker_stats::BrokerStatsItem;
 
 use raftmq_common::limits::STATS_KEYS_MAX_COUNT;
 
@@ -242,9 +249,192 @@ impl GroupGetStats {
     }
 }
 
+/// Java's `BrokerStatsManager` names of the statistics kept.
+pub mod stats_name {
+    /// Messages stored, by topic.
+    pub const TOPIC_PUT_NUMS: &str = "TOPIC_PUT_NUMS";
+    /// Bytes stored, by topic.
+    pub const TOPIC_PUT_SIZE: &str = "TOPIC_PUT_SIZE";
+    /// Messages pulled, by `topic@group`.
+    pub const GROUP_GET_NUMS: &str = "GROUP_GET_NUMS";
+    /// Bytes pulled, by `topic@group`.
+    pub const GROUP_GET_SIZE: &str = "GROUP_GET_SIZE";
+    /// Messages stored, by cluster name.
+    pub const BROKER_PUT_NUMS: &str = "BROKER_PUT_NUMS";
+    /// Messages pulled, by cluster name.
+    pub const BROKER_GET_NUMS: &str = "BROKER_GET_NUMS";
+}
+
+/// How one window of a [`StatsItem`] samples: every `period_ms`, the last `kept` samples (Java's
+/// `samplingInSeconds` / `samplingInMinutes` / `samplingInHour`).
+#[derive(Debug, Clone, Copy)]
+struct Sampling {
+    period_ms: u64,
+    kept: usize,
+}
+
+const MINUTE: Sampling = Sampling { period_ms: 10_000, kept: 7 };
+const HOUR: Sampling = Sampling { period_ms: 600_000, kept: 7 };
+const DAY: Sampling = Sampling { period_ms: 3_600_000, kept: 25 };
+
+/// The item's running totals at one sampling time (`CallSnapshot`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Snapshot {
+    value: u64,
+    times: u64,
+    at_ms: u64,
+}
+
+/// Java's `StatsItem`: a running sum and the number of additions, with the samples of each window.
+/// Samples are taken when the item is touched, at the period boundaries Java's timer would have
+/// hit since the last one (the totals did not move in between: every addition samples first).
+#[derive(Debug, Clone)]
+pub struct StatsItem {
+    value: u64,
+    times: u64,
+    windows: [VecDeque<Snapshot>; 3],
+    last_add_ms: u64,
+}
+
+const SAMPLINGS: [Sampling; 3] = [MINUTE, HOUR, DAY];
+
+impl StatsItem {
+    /// An item first touched at `now_ms`.
+    pub fn new(now_ms: u64) -> Self {
+        let first = Snapshot { value: 0, times: 0, at_ms: now_ms };
+        StatsItem { value: 0, times: 0, windows: std::array::from_fn(|_| VecDeque::from([first])), last_add_ms: now_ms }
+    }
+
+    fn sample(&mut self, now_ms: u64) {
+        for (window, sampling) in self.windows.iter_mut().zip(SAMPLINGS) {
+            let Some(last) = window.back().copied() else { continue };
+            if now_ms < last.at_ms.saturating_add(sampling.period_ms) {
+                continue;
+            }
+            let due = (now_ms - last.at_ms) / sampling.period_ms;
+            // Only the last `kept` boundaries can stay; earlier ones would be dropped at once.
+            let first = due.saturating_sub(sampling.kept as u64).max(1);
+            for k in first..=due {
+                let at_ms = last.at_ms + k * sampling.period_ms;
+                window.push_back(Snapshot { value: self.value, times: self.times, at_ms });
+            }
+            while window.len() > sampling.kept {
+                window.pop_front();
+            }
+        }
+    }
+
+    /// Adds `value` (one addition) at `now_ms`.
+    pub fn add(&mut self, value: u64, now_ms: u64) {
+        self.sample(now_ms);
+        self.value = self.value.saturating_add(value);
+        self.times = self.times.saturating_add(1);
+        self.last_add_ms = now_ms;
+    }
+
+    /// The three windows as of `now_ms` (`computeStatsData` of each: first sample to last).
+    pub fn view(&mut self, now_ms: u64) -> BrokerStatsData {
+        self.sample(now_ms);
+        let item = |window: &VecDeque<Snapshot>| match (window.front(), window.back()) {
+            (Some(first), Some(last)) => {
+                let sum = last.value - first.value;
+                let times = last.times - first.times;
+                let ms = last.at_ms - first.at_ms;
+                BrokerStatsItem {
+                    sum,
+                    tps: if ms > 0 { sum as f64 * 1000.0 / ms as f64 } else { 0.0 },
+                    avgpt: if times > 0 { sum as f64 / times as f64 } else { 0.0 },
+                }
+            }
+            _ => BrokerStatsItem::default(),
+        };
+        BrokerStatsData {
+            stats_minute: item(&self.windows[0]),
+            stats_hour: item(&self.windows[1]),
+            stats_day: item(&self.windows[2]),
+        }
+    }
+}
+
+/// [`StatsItem`]s by (statistic, key), at most [`STATS_KEYS_MAX_COUNT`]: when full, items with no
+/// addition for a day go first, and past that a new key is not counted (never unbounded memory).
+#[derive(Debug, Default)]
+pub struct StatsTable {
+    items: Mutex<HashMap<&'static str, HashMap<String, StatsItem>>>,
+}
+
+impl StatsTable {
+    /// Adds `value` to `name` of `key` at `now_ms`.
+    pub fn add(&self, name: &'static str, key: &str, value: u64, now_ms: u64) {
+        let mut items = self.lock();
+        if let Some(item) = items.get_mut(name).and_then(|keys| keys.get_mut(key)) {
+            item.add(value, now_ms);
+            return;
+        }
+        if items.values().map(HashMap::len).sum::<usize>() >= STATS_KEYS_MAX_COUNT {
+            let idle_before = now_ms.saturating_sub(DAY.period_ms * 24);
+            items.values_mut().for_each(|keys| keys.retain(|_, item| item.last_add_ms >= idle_before));
+            if items.values().map(HashMap::len).sum::<usize>() >= STATS_KEYS_MAX_COUNT {
+                return;
+            }
+        }
+        let mut item = StatsItem::new(now_ms);
+        item.add(value, now_ms);
+        items.entry(name).or_default().insert(key.to_owned(), item);
+    }
+
+    /// `name` of `key` as of `now_ms`; `None` when nothing was ever added to it (Java: "not exist").
+    pub fn view(&self, name: &str, key: &str, now_ms: u64) -> Option<BrokerStatsData> {
+        self.lock().get_mut(name).and_then(|keys| keys.get_mut(key)).map(|item| item.view(now_ms))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<&'static str, HashMap<String, StatsItem>>> {
+        self.items.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stats_item_reports_each_window_as_javas_sampling_would() {
+        let t0 = 1_000_000;
+        let mut item = StatsItem::new(t0);
+        // 10 puts of 3 messages, one every 5 s, over 50 s.
+        for i in 0..10 {
+            item.add(3, t0 + i * 5_000);
+        }
+        // At t0 + 60 s the minute window holds samples t0, t0+10 s, ..., t0+60 s.
+        let v = item.view(t0 + 60_000);
+        assert_eq!(v.stats_minute.sum, 30);
+        assert_eq!(v.stats_minute.tps, 0.5);
+        assert_eq!(v.stats_minute.avgpt, 3.0);
+        // The hour and day windows have one sample only so far: nothing to compare yet, as in Java.
+        assert_eq!((v.stats_hour.sum, v.stats_day.sum), (0, 0));
+        // Two minutes later the puts left the minute window; the first ten-minute sample holds them.
+        let v = item.view(t0 + 180_000);
+        assert_eq!((v.stats_minute.sum, v.stats_minute.tps), (0, 0.0));
+        let v = item.view(t0 + 600_000);
+        assert_eq!(v.stats_hour.sum, 30);
+        assert_eq!(v.stats_hour.tps, 0.05);
+        // A long idle gap fills the windows with unchanged samples, never more than kept.
+        let v = item.view(t0 + 100 * 3_600_000);
+        assert_eq!((v.stats_minute.sum, v.stats_hour.sum, v.stats_day.sum), (0, 0, 0));
+        assert!(item.windows.iter().zip(SAMPLINGS).all(|(w, s)| w.len() <= s.kept));
+        item.add(6, t0 + 100 * 3_600_000 + 1);
+        let v = item.view(t0 + 100 * 3_600_000 + 10_000);
+        assert_eq!((v.stats_minute.sum, v.stats_minute.avgpt), (6, 6.0));
+    }
+
+    #[test]
+    fn the_stats_table_knows_only_what_was_counted() {
+        let table = StatsTable::default();
+        table.add(stats_name::TOPIC_PUT_NUMS, "T", 2, 10_000);
+        assert!(table.view(stats_name::TOPIC_PUT_NUMS, "T", 20_000).is_some());
+        assert!(table.view(stats_name::TOPIC_PUT_NUMS, "U", 20_000).is_none());
+        assert!(table.view(stats_name::GROUP_GET_NUMS, "T", 20_000).is_none());
+    }
 
     #[test]
     fn a_window_averages_the_last_minute_and_forgets_older_seconds() {

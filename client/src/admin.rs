@@ -37,6 +37,7 @@ use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::broker_stats::BrokerStatsData;
 use raftmq_common::protocol::body::connection::ConsumerConnection;
 use raftmq_common::protocol::body::connection::ProducerConnection;
 use raftmq_common::protocol::body::consume_directly::ConsumeMessageDirectlyResult;
@@ -70,6 +71,7 @@ use raftmq_common::protocol::header::admin::GetProducerConnectionListRequestHead
 use raftmq_common::protocol::header::admin::GetTopicStatsInfoRequestHeader;
 use raftmq_common::protocol::header::admin::QueryTopicConsumeByWhoRequestHeader;
 use raftmq_common::protocol::header::admin::ResetOffsetRequestHeader;
+use raftmq_common::protocol::header::admin::ViewBrokerStatsDataRequestHeader;
 use raftmq_common::protocol::header::client::ConsumeMessageDirectlyResultRequestHeader;
 use raftmq_common::protocol::header::namesrv::DeleteKvConfigRequestHeader;
 use raftmq_common::protocol::header::namesrv::DeleteTopicFromNamesrvRequestHeader;
@@ -370,6 +372,23 @@ impl Admin {
         let header = GetTopicStatsInfoRequestHeader { topic: topic.to_owned() };
         let request = RemotingCommand::request_with_header(RequestCode::GetTopicStatsInfo, &header);
         let response = self.broker_call(op, addr, request).await.map_err(|e| e.with_context("topic", topic))?;
+        decode_body(op, &response)
+    }
+
+    /// One statistic of the broker at `addr` over the last minute, hour and day (`statsAll`,
+    /// VIEW_BROKER_STATS_DATA): `stats_name` as Java's `BrokerStatsManager` names it
+    /// (`TOPIC_PUT_NUMS`, `GROUP_GET_NUMS`, ...), `stats_key` the topic, `topic@group` or cluster.
+    pub async fn view_broker_stats_data(
+        &self,
+        addr: &str,
+        stats_name: &str,
+        stats_key: &str,
+    ) -> Result<BrokerStatsData> {
+        let op = "viewBrokerStatsData";
+        let header =
+            ViewBrokerStatsDataRequestHeader { stats_name: stats_name.to_owned(), stats_key: stats_key.to_owned() };
+        let request = RemotingCommand::request_with_header(RequestCode::ViewBrokerStatsData, &header);
+        let response = self.broker_call(op, addr, request).await.map_err(|e| e.with_context("stats", stats_name))?;
         decode_body(op, &response)
     }
 
