@@ -204,7 +204,10 @@ pub async fn delete_topic(ctx: &BrokerContext, request: &RemotingCommand) -> Res
             format!("The topic[{}] is conflict with system topic.", h.topic),
         ));
     }
-    replicate(ctx, BrokerCommand::TopicDelete { proposed_at_ms: now_ms() as i64, topic: h.topic }).await
+    let topic = h.topic.clone();
+    let answer = replicate(ctx, BrokerCommand::TopicDelete { proposed_at_ms: now_ms() as i64, topic: h.topic }).await?;
+    ctx.stats.remove_topic(&topic);
+    Ok(answer)
 }
 
 /// GET_ALL_TOPIC_CONFIG.
@@ -228,8 +231,12 @@ pub async fn update_and_create_group(
 pub async fn delete_group(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: DeleteSubscriptionGroupRequestHeader = header(request)?;
     validate_group(&h.group_name).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
-    replicate(ctx, BrokerCommand::SubscriptionGroupDelete { proposed_at_ms: now_ms() as i64, group: h.group_name })
-        .await
+    let group = h.group_name.clone();
+    let answer =
+        replicate(ctx, BrokerCommand::SubscriptionGroupDelete { proposed_at_ms: now_ms() as i64, group: h.group_name })
+            .await?;
+    ctx.stats.remove_group(&group);
+    Ok(answer)
 }
 
 /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG.
@@ -400,7 +407,7 @@ pub fn view_broker_stats_data(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h: ViewBrokerStatsDataRequestHeader = header(request)?;
-    match ctx.stats.view(&h.stats_name, &h.stats_key, now_ms()) {
+    match ctx.stats.view(&h.stats_name, &h.stats_key, ctx.stats.now_ms()) {
         Some(data) => json(&data),
         None => {
             Err(refuse(ResponseCode::SystemError, format!("The stats <{}> <{}> not exist", h.stats_name, h.stats_key)))

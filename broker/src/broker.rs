@@ -193,6 +193,7 @@ impl Broker {
         };
         let (offsets, offsets_task) = OffsetCommitter::spawn(Arc::clone(&replica), cancel.child_token());
         let metrics = BrokerMetrics::new(&config.broker_cluster_name, &config.broker_name, me.id);
+        let stats = crate::stats::StatsTable::new(config.broker_cluster_name.clone());
         let ctx = Arc::new(BrokerContext {
             pull_limits: PullLimits {
                 max_transfer_bytes_in_memory: u64::from(config.max_transfer_bytes_on_message_in_memory),
@@ -215,7 +216,7 @@ impl Broker {
             transactions: crate::transaction::TransactionState::new(),
             sql_filters: crate::pull::SqlFilterCache::default(),
             group_get_stats: crate::stats::GroupGetStats::default(),
-            stats: crate::stats::StatsTable::default(),
+            stats,
             broker_totals: crate::stats::BrokerTotals::new(crate::store::now_ms()),
         });
 

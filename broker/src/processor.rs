@@ -131,31 +131,34 @@ impl BrokerContext {
         &self,
         request: crate::group_commit::SendRequest,
     ) -> Result<Vec<crate::group_commit::StoredRecord>, crate::replica::WriteError> {
-        // (topic, records, bytes) runs, taken before the request moves into the batcher.
-        let mut runs: Vec<(String, u64, u64)> = Vec::new();
-        let total = request.records.len();
-        for (i, slot) in request.slots.iter().enumerate() {
-            let end = request.slots.get(i + 1).map_or(total, |next| next.at);
-            let bytes = end.saturating_sub(slot.at) as u64;
-            match runs.last_mut() {
-                Some((topic, n, size)) if *topic == slot.topic => {
-                    *n += 1;
-                    *size += bytes;
-                }
-                _ => runs.push((slot.topic.clone(), 1, bytes)),
-            }
-        }
+        let runs = topic_runs(&request);
         let stored = self.group_commit.submit(request).await?;
-        let now = crate::store::now_ms();
-        self.broker_totals.on_put(stored.len() as u64, now);
-        use crate::stats::stats_name;
-        for (topic, n, bytes) in &runs {
-            self.stats.add(stats_name::TOPIC_PUT_NUMS, topic, *n, now);
-            self.stats.add(stats_name::TOPIC_PUT_SIZE, topic, *bytes, now);
+        self.broker_totals.on_put(stored.len() as u64, crate::store::now_ms());
+        let now = self.stats.now_ms();
+        for (topic, records, bytes) in runs {
+            self.stats.on_put(&topic, records, bytes, now);
         }
-        self.stats.add(stats_name::BROKER_PUT_NUMS, &self.config.broker_cluster_name, stored.len() as u64, now);
         Ok(stored)
     }
+}
+
+/// `(topic, records, bytes)` of each run of records of one topic in `request` (one for a send or a
+/// batch), taken before the request moves into the batcher.
+fn topic_runs(request: &crate::group_commit::SendRequest) -> Vec<(String, u64, u64)> {
+    let mut runs: Vec<(String, u64, u64)> = Vec::with_capacity(1);
+    let total = request.records.len();
+    for (i, slot) in request.slots.iter().enumerate() {
+        let end = request.slots.get(i + 1).map_or(total, |next| next.at);
+        let bytes = end.saturating_sub(slot.at) as u64;
+        match runs.last_mut() {
+            Some((topic, n, size)) if *topic == slot.topic => {
+                *n += 1;
+                *size += bytes;
+            }
+            _ => runs.push((slot.topic.clone(), 1, bytes)),
+        }
+    }
+    runs
 }
 
 /// The broker's request processor.

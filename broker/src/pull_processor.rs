@@ -252,11 +252,14 @@ fn run(
         let now = now_ms();
         ctx.group_get_stats.on_pull(&h.topic, &h.consumer_group, result.messages.len() as u64, now / 1000);
         ctx.broker_totals.on_get(result.messages.len() as u64, now);
-        let key = format!("{}@{}", h.topic, h.consumer_group);
-        use crate::stats::stats_name;
-        ctx.stats.add(stats_name::GROUP_GET_NUMS, &key, result.messages.len() as u64, now);
-        ctx.stats.add(stats_name::GROUP_GET_SIZE, &key, result.buffer_total_size, now);
-        ctx.stats.add(stats_name::BROKER_GET_NUMS, &ctx.config.broker_cluster_name, result.messages.len() as u64, now);
+        let stats_now = ctx.stats.now_ms();
+        ctx.stats.on_get(
+            &h.topic,
+            &h.consumer_group,
+            result.messages.len() as u64,
+            result.buffer_total_size,
+            stats_now,
+        );
         let mut body = BytesMut::with_capacity(usize::try_from(result.buffer_total_size).unwrap_or(0));
         for m in &result.messages {
             body.extend_from_slice(m);

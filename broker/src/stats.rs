@@ -6,9 +6,11 @@
 //!   messages pulled since boot, at the last two midnights (UTC), and
 //!   per second over 10 s / 1 min / 10 min, for GET_BROKER_RUNTIME_INFO (`mqadmin brokerStatus`,
 //!   the dashboard's cluster view);
-//! - [`StatsTable`]: Java's `StatsItem`s by (statistic, key), `TOPIC_PUT_NUMS` of a topic,
-//!   `GROUP_GET_NUMS` of `topic@group` and the like, sampled every 10 s, 10 min and hour as Java
-//!   samples them, for VIEW_BROKER_STATS_DATA (`mqadmin statsAll`, the dashboard's charts).
+//! - [`StatsTable`]: Java's `StatsItem`s (`TOPIC_PUT_NUMS`/`SIZE` of a topic, `GROUP_GET_NUMS`/
+//!   `SIZE` of `topic@group`, `BROKER_PUT/GET_NUMS` of the cluster), sampled every 10 s, 10 min and
+//!   hour as Java samples them, on a monotonic clock, for VIEW_BROKER_STATS_DATA (`mqadmin
+//!   statsAll`, the dashboard's charts). Every stored record counts under its topic, as for
+//!   GET_BROKER_RUNTIME_INFO: sends, send-backs, delayed deliveries and transaction records.
 //!
 //! Prometheus keeps the raw counters (`metrics.rs`); this keeps the windows a RocketMQ admin tool
 //! expects an answer from. Pure state: the caller passes the time.
@@ -332,6 +334,13 @@ impl StatsItem {
         self.last_add_ms = now_ms;
     }
 
+    /// Adds `value` without counting an addition (Java's `BROKER_*_NUMS`, whose avgpt stays 0).
+    pub fn add_value(&mut self, value: u64, now_ms: u64) {
+        self.sample(now_ms);
+        self.value = self.value.saturating_add(value);
+        self.last_add_ms = now_ms;
+    }
+
     /// The three windows as of `now_ms` (`computeStatsData` of each: first sample to last).
     pub fn view(&mut self, now_ms: u64) -> BrokerStatsData {
         self.sample(now_ms);
@@ -356,40 +365,170 @@ impl StatsItem {
     }
 }
 
-/// [`StatsItem`]s by (statistic, key), at most [`STATS_KEYS_MAX_COUNT`]: when full, items with no
-/// addition for a day go first, and past that a new key is not counted (never unbounded memory).
-#[derive(Debug, Default)]
+/// What one topic's sends add: `TOPIC_PUT_NUMS` and `TOPIC_PUT_SIZE`.
+#[derive(Debug, Clone)]
+struct PutItems {
+    nums: StatsItem,
+    size: StatsItem,
+}
+
+/// What one group's pulls of one topic add: `GROUP_GET_NUMS` and `GROUP_GET_SIZE`.
+#[derive(Debug, Clone)]
+struct GetItems {
+    nums: StatsItem,
+    size: StatsItem,
+}
+
+#[derive(Debug)]
+struct Tables {
+    /// `BROKER_PUT_NUMS` / `BROKER_GET_NUMS` of this broker's cluster (Java adds their values
+    /// without counting additions, so their avgpt is 0).
+    broker_put: StatsItem,
+    broker_get: StatsItem,
+    puts: HashMap<String, PutItems>,
+    /// topic → group: looked up by `&str` on every pull, without allocating a `topic@group` key.
+    gets: HashMap<String, HashMap<String, GetItems>>,
+    get_count: usize,
+    /// No sweep for idle items before this (one per [`STATS_SWEEP_PERIOD_MS`] at most).
+    next_sweep_ms: u64,
+}
+
+/// Items idle this long are dropped when a table is full.
+const STATS_IDLE_MS: u64 = 24 * 3_600_000;
+/// A full table looks for idle items at most this often; in between, a new key is not counted.
+const STATS_SWEEP_PERIOD_MS: u64 = 60_000;
+
+/// Java's `BrokerStatsManager` items this broker keeps, by statistic and key. Each kind (topics,
+/// `topic@group` pairs) holds at most [`STATS_KEYS_MAX_COUNT`] keys: when one is full, items with
+/// no addition for a day go first (one sweep a minute at most), and past that a new key is not
+/// counted (never unbounded memory). Time is monotonic, from the table's creation: a wall-clock
+/// step cannot freeze or flush the windows.
+#[derive(Debug)]
 pub struct StatsTable {
-    items: Mutex<HashMap<&'static str, HashMap<String, StatsItem>>>,
+    epoch: std::time::Instant,
+    cluster: String,
+    tables: Mutex<Tables>,
 }
 
 impl StatsTable {
-    /// Adds `value` to `name` of `key` at `now_ms`.
-    pub fn add(&self, name: &'static str, key: &str, value: u64, now_ms: u64) {
-        let mut items = self.lock();
-        if let Some(item) = items.get_mut(name).and_then(|keys| keys.get_mut(key)) {
-            item.add(value, now_ms);
+    /// An empty table for a broker of `cluster` (the key of `BROKER_PUT_NUMS` / `BROKER_GET_NUMS`).
+    pub fn new(cluster: impl Into<String>) -> Self {
+        StatsTable {
+            epoch: std::time::Instant::now(),
+            cluster: cluster.into(),
+            tables: Mutex::new(Tables {
+                broker_put: StatsItem::new(0),
+                broker_get: StatsItem::new(0),
+                puts: HashMap::new(),
+                gets: HashMap::new(),
+                get_count: 0,
+                next_sweep_ms: 0,
+            }),
+        }
+    }
+
+    /// Milliseconds since the table was made: the clock every item is sampled by.
+    pub fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// One put of `messages` records, `bytes` long, to `topic` (per run of one topic in a write).
+    pub fn on_put(&self, topic: &str, messages: u64, bytes: u64, now_ms: u64) {
+        let mut t = self.lock();
+        t.broker_put.add_value(messages, now_ms);
+        if let Some(items) = t.puts.get_mut(topic) {
+            items.nums.add(messages, now_ms);
+            items.size.add(bytes, now_ms);
             return;
         }
-        if items.values().map(HashMap::len).sum::<usize>() >= STATS_KEYS_MAX_COUNT {
-            let idle_before = now_ms.saturating_sub(DAY.period_ms * 24);
-            items.values_mut().for_each(|keys| keys.retain(|_, item| item.last_add_ms >= idle_before));
-            if items.values().map(HashMap::len).sum::<usize>() >= STATS_KEYS_MAX_COUNT {
-                return;
-            }
+        if t.puts.len() >= STATS_KEYS_MAX_COUNT && !t.sweep(now_ms) {
+            return;
         }
-        let mut item = StatsItem::new(now_ms);
-        item.add(value, now_ms);
-        items.entry(name).or_default().insert(key.to_owned(), item);
+        let (mut nums, mut size) = (StatsItem::new(now_ms), StatsItem::new(now_ms));
+        nums.add(messages, now_ms);
+        size.add(bytes, now_ms);
+        t.puts.insert(topic.to_owned(), PutItems { nums, size });
     }
 
-    /// `name` of `key` as of `now_ms`; `None` when nothing was ever added to it (Java: "not exist").
+    /// One pull by `group` that returned `messages` records of `topic`, `bytes` long.
+    pub fn on_get(&self, topic: &str, group: &str, messages: u64, bytes: u64, now_ms: u64) {
+        let mut t = self.lock();
+        t.broker_get.add_value(messages, now_ms);
+        if let Some(items) = t.gets.get_mut(topic).and_then(|groups| groups.get_mut(group)) {
+            items.nums.add(messages, now_ms);
+            items.size.add(bytes, now_ms);
+            return;
+        }
+        if t.get_count >= STATS_KEYS_MAX_COUNT && !t.sweep(now_ms) {
+            return;
+        }
+        let (mut nums, mut size) = (StatsItem::new(now_ms), StatsItem::new(now_ms));
+        nums.add(messages, now_ms);
+        size.add(bytes, now_ms);
+        t.gets.entry(topic.to_owned()).or_default().insert(group.to_owned(), GetItems { nums, size });
+        t.get_count += 1;
+    }
+
+    /// `name` of `key` as of `now_ms`; `None` when nothing was ever counted under it (Java: "not
+    /// exist"). Keys: the topic for `TOPIC_*`, `topic@group` for `GROUP_GET_*`, the cluster name
+    /// for `BROKER_*`.
     pub fn view(&self, name: &str, key: &str, now_ms: u64) -> Option<BrokerStatsData> {
-        self.lock().get_mut(name).and_then(|keys| keys.get_mut(key)).map(|item| item.view(now_ms))
+        let mut t = self.lock();
+        let item = match name {
+            stats_name::BROKER_PUT_NUMS if key == self.cluster => &mut t.broker_put,
+            stats_name::BROKER_GET_NUMS if key == self.cluster => &mut t.broker_get,
+            stats_name::TOPIC_PUT_NUMS => &mut t.puts.get_mut(key)?.nums,
+            stats_name::TOPIC_PUT_SIZE => &mut t.puts.get_mut(key)?.size,
+            stats_name::GROUP_GET_NUMS | stats_name::GROUP_GET_SIZE => {
+                let (topic, group) = key.split_once('@')?;
+                let items = t.gets.get_mut(topic)?.get_mut(group)?;
+                if name == stats_name::GROUP_GET_NUMS { &mut items.nums } else { &mut items.size }
+            }
+            _ => return None,
+        };
+        Some(item.view(now_ms))
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<&'static str, HashMap<String, StatsItem>>> {
-        self.items.lock().unwrap_or_else(|p| p.into_inner())
+    /// Forgets a deleted topic (its puts and every group's pulls of it), as Java's `onTopicDeleted`.
+    pub fn remove_topic(&self, topic: &str) {
+        let mut t = self.lock();
+        t.puts.remove(topic);
+        if let Some(groups) = t.gets.remove(topic) {
+            t.get_count -= groups.len();
+        }
+    }
+
+    /// Forgets a deleted group's pulls, as Java's `onGroupDeleted`.
+    pub fn remove_group(&self, group: &str) {
+        let mut t = self.lock();
+        let mut removed = 0;
+        t.gets.retain(|_, groups| {
+            removed += usize::from(groups.remove(group).is_some());
+            !groups.is_empty()
+        });
+        t.get_count -= removed;
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Tables> {
+        self.tables.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Tables {
+    /// Drops items idle for [`STATS_IDLE_MS`] if a sweep is due; whether one ran.
+    fn sweep(&mut self, now_ms: u64) -> bool {
+        if now_ms < self.next_sweep_ms {
+            return false;
+        }
+        self.next_sweep_ms = now_ms.saturating_add(STATS_SWEEP_PERIOD_MS);
+        let idle_before = now_ms.saturating_sub(STATS_IDLE_MS);
+        self.puts.retain(|_, items| items.nums.last_add_ms >= idle_before);
+        self.gets.retain(|_, groups| {
+            groups.retain(|_, items| items.nums.last_add_ms >= idle_before);
+            !groups.is_empty()
+        });
+        self.get_count = self.gets.values().map(HashMap::len).sum();
+        true
     }
 }
 
@@ -428,12 +567,39 @@ mod tests {
     }
 
     #[test]
-    fn the_stats_table_knows_only_what_was_counted() {
-        let table = StatsTable::default();
-        table.add(stats_name::TOPIC_PUT_NUMS, "T", 2, 10_000);
-        assert!(table.view(stats_name::TOPIC_PUT_NUMS, "T", 20_000).is_some());
-        assert!(table.view(stats_name::TOPIC_PUT_NUMS, "U", 20_000).is_none());
-        assert!(table.view(stats_name::GROUP_GET_NUMS, "T", 20_000).is_none());
+    fn the_stats_table_knows_only_what_was_counted_and_forgets_deleted_names() {
+        let table = StatsTable::new("DefaultCluster");
+        table.on_put("T", 2, 2_000, 10_000);
+        table.on_get("T", "g", 2, 2_000, 10_000);
+        for (name, key) in [
+            (stats_name::TOPIC_PUT_NUMS, "T"),
+            (stats_name::TOPIC_PUT_SIZE, "T"),
+            (stats_name::GROUP_GET_NUMS, "T@g"),
+            (stats_name::GROUP_GET_SIZE, "T@g"),
+            (stats_name::BROKER_PUT_NUMS, "DefaultCluster"),
+            (stats_name::BROKER_GET_NUMS, "DefaultCluster"),
+        ] {
+            assert!(table.view(name, key, 20_000).is_some(), "{name} {key}");
+        }
+        for (name, key) in [
+            (stats_name::TOPIC_PUT_NUMS, "U"),
+            (stats_name::GROUP_GET_NUMS, "T"),
+            (stats_name::GROUP_GET_NUMS, "T@h"),
+            (stats_name::BROKER_PUT_NUMS, "OtherCluster"),
+            ("SNDBCK_PUT_NUMS", "T"),
+        ] {
+            assert!(table.view(name, key, 20_000).is_none(), "{name} {key}");
+        }
+        // The broker items add values only: Java's avgpt of them is 0.
+        let broker = table.view(stats_name::BROKER_PUT_NUMS, "DefaultCluster", 20_000).unwrap();
+        assert_eq!((broker.stats_minute.sum, broker.stats_minute.avgpt), (2, 0.0));
+        table.remove_group("g");
+        assert!(table.view(stats_name::GROUP_GET_NUMS, "T@g", 20_000).is_none());
+        table.on_get("T", "g", 1, 10, 30_000);
+        table.remove_topic("T");
+        assert!(table.view(stats_name::TOPIC_PUT_NUMS, "T", 40_000).is_none());
+        assert!(table.view(stats_name::GROUP_GET_NUMS, "T@g", 40_000).is_none());
+        assert_eq!(table.lock().get_count, 0);
     }
 
     #[test]
