@@ -22,6 +22,7 @@
 //! view), `addNode`, `removeNode` and `transferLeader` go to the group's leader, following leader hints.
 
 use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 use anyhow::Context;
 use anyhow::Result;
@@ -37,8 +38,12 @@ use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
 use raftmq_common::message::OffsetMsgId;
 use raftmq_common::message::validate::RETRY_GROUP_TOPIC_PREFIX;
+use raftmq_common::message::validate::is_dlq_topic;
+use raftmq_common::message::validate::is_retry_topic;
+use raftmq_common::message::validate::is_system_topic;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::body::broker_stats::BrokerStatsData;
 use raftmq_common::protocol::body::connection::Connection as ConnectionBody;
 use raftmq_common::protocol::body::connection::ConsumerConnection;
 use raftmq_common::protocol::body::consume_stats::ConsumeStats;
@@ -112,6 +117,10 @@ enum AdminCommand {
     /// Show a broker's configuration (RocketMQ key names; secrets masked).
     #[command(name = "getBrokerConfig")]
     GetBrokerConfig(BrokerStatusArgs),
+    /// Per topic and consumer group: backlog, TPS in and out over the last minute, messages in and
+    /// out over the last 24 hours.
+    #[command(name = "statsAll")]
+    StatsAll(StatsAllArgs),
     /// List a consumer group's connected clients and its subscriptions.
     #[command(name = "consumerConnection")]
     ConsumerConnection(ConsumerConnectionArgs),
@@ -233,6 +242,16 @@ struct ConsumerProgressArgs {
     /// Only this topic.
     #[arg(short = 't', long = "topicName")]
     topic: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct StatsAllArgs {
+    /// Only this topic (default: every topic but system, retry and dead-letter ones).
+    #[arg(short = 't', long = "topic")]
+    topic: Option<String>,
+    /// Only topics with messages in or out in the last 24 hours.
+    #[arg(short = 'a', long = "activeTopic")]
+    active: bool,
 }
 
 #[derive(Debug, Args)]
@@ -391,6 +410,7 @@ async fn dispatch(admin: &Admin, out: Out, command: AdminCommand) -> Result<()> 
         AdminCommand::ConsumerProgress(a) => consumer_progress(admin, out, a).await,
         AdminCommand::BrokerStatus(a) => broker_status(admin, out, a).await,
         AdminCommand::GetBrokerConfig(a) => broker_config(admin, out, a).await,
+        AdminCommand::StatsAll(a) => stats_all(admin, out, a).await,
         AdminCommand::ConsumerConnection(a) => consumer_connection(admin, out, a).await,
         AdminCommand::ConsumerStatus(a) => consumer_status(admin, out, a).await,
         AdminCommand::ProducerConnection(a) => producer_connection(admin, out, a).await,
@@ -842,6 +862,119 @@ fn print_key_values(out: Out, addrs: &[String], all: &BTreeMap<String, BTreeMap<
             }
         }
     }
+}
+
+/// One `statsAll` line.
+#[derive(Debug, Clone, Default)]
+struct StatsRow {
+    topic: String,
+    group: String,
+    accumulation: i64,
+    in_tps: f64,
+    out_tps: f64,
+    in_24h: u64,
+    out_24h: u64,
+}
+
+/// Java's `compute24HourSum`: the day's sum, else the hour's, else the minute's (a young item has
+/// no daily sample yet).
+fn sum_24h(data: &BrokerStatsData) -> u64 {
+    [data.stats_day.sum, data.stats_hour.sum, data.stats_minute.sum].into_iter().find(|s| *s != 0).unwrap_or(0)
+}
+
+/// Java's `StatsAllSubCommand`: for every topic, the put statistics of each group of its route,
+/// then for each consumer group of it (`queryTopicConsumeByWho`) the backlog and get statistics.
+/// A broker that cannot answer one statistic counts as 0 for it, as in Java.
+async fn stats_all(admin: &Admin, out: Out, a: StatsAllArgs) -> Result<()> {
+    let topics: Vec<String> = match a.topic {
+        Some(topic) => vec![topic],
+        None => admin
+            .all_topics()
+            .await
+            .context("statsAll")?
+            .into_iter()
+            .filter(|t| !is_system_topic(t) && !is_retry_topic(t) && !is_dlq_topic(t))
+            .collect(),
+    };
+    let mut rows = Vec::new();
+    for topic in &topics {
+        let route = match admin.topic_route(topic).await {
+            Ok(route) => route,
+            Err(e) if a.active => {
+                tracing::debug!(topic, error = %e, "no route; skipped");
+                continue;
+            }
+            Err(e) => return Err(anyhow::Error::new(e).context(format!("statsAll: route of {topic}"))),
+        };
+        let targets = read_targets(&route);
+        let (mut in_tps, mut in_24h) = (0.0, 0);
+        let mut groups = BTreeSet::new();
+        for (_, addr) in &targets {
+            if let Ok(data) = admin.view_broker_stats_data(addr, "TOPIC_PUT_NUMS", topic).await {
+                in_tps += data.stats_minute.tps;
+                in_24h += sum_24h(&data);
+            }
+            if let Ok(found) = admin.topic_consume_by_who(addr, topic).await {
+                groups.extend(found);
+            }
+        }
+        let base = StatsRow { topic: topic.clone(), in_tps, in_24h, ..StatsRow::default() };
+        if groups.is_empty() {
+            rows.push(base);
+            continue;
+        }
+        for group in groups {
+            let mut row = StatsRow { group: group.clone(), ..base.clone() };
+            for (_, addr) in &targets {
+                if let Ok(stats) = admin.consume_stats(addr, &group, Some(topic)).await {
+                    row.accumulation +=
+                        stats.offset_table.values().map(|o| o.broker_offset - o.consumer_offset).sum::<i64>();
+                }
+                let key = format!("{topic}@{group}");
+                if let Ok(data) = admin.view_broker_stats_data(addr, "GROUP_GET_NUMS", &key).await {
+                    row.out_tps += data.stats_minute.tps;
+                    row.out_24h += sum_24h(&data);
+                }
+            }
+            rows.push(row);
+        }
+    }
+    if a.active {
+        rows.retain(|r| r.in_24h > 0 || r.out_24h > 0);
+    }
+    if out.json {
+        let rows: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                json!({"topic": r.topic, "consumerGroup": r.group, "accumulation": r.accumulation,
+                       "inTps": r.in_tps, "outTps": r.out_tps, "inMsg24Hour": r.in_24h, "outMsg24Hour": r.out_24h})
+            })
+            .collect();
+        out.json(&json!(rows));
+        return Ok(());
+    }
+    let mut table = Table::new(&[
+        "#Topic",
+        "#Consumer Group",
+        "#Accumulation",
+        "#InTPS",
+        "#OutTPS",
+        "#InMsg24Hour",
+        "#OutMsg24Hour",
+    ]);
+    for r in &rows {
+        table.row([
+            r.topic.clone(),
+            r.group.clone(),
+            r.accumulation.to_string(),
+            format!("{:.2}", r.in_tps),
+            format!("{:.2}", r.out_tps),
+            r.in_24h.to_string(),
+            r.out_24h.to_string(),
+        ]);
+    }
+    out.table(&table);
+    Ok(())
 }
 
 fn connection_json(c: &ConnectionBody) -> serde_json::Value {

@@ -1,7 +1,8 @@
 //! `raftmq admin groupStatus` and `raftmq admin transferLeader` against a real 3-replica group (harness
 //! `t40_cluster`), run as the real binary (runner of `t30_cli_harness`): every member's own view as a
 //! table and as JSON, and a leadership transfer that the group then shows; `raftmq admin
-//! getBrokerConfig` of single replicas, as text and as JSON.
+//! getBrokerConfig` of single replicas, as text and as JSON; `raftmq admin statsAll` of a topic
+//! with one consumer group's backlog.
 
 mod ports;
 mod t30_cli_harness;
@@ -68,5 +69,22 @@ async fn t60_cli_group_status_and_transfer_leader() -> Result<()> {
     let two = cluster.addr(2);
     let v = t30_cli_harness::raftmq(&ns, &["admin", "getBrokerConfig", "-b", &two, "--json"]).await?.ok()?.json()?;
     ensure!(v[two.as_str()]["raftSelfId"] == "2" && v[two.as_str()]["brokerName"] == BROKER_NAME, "{v}");
+
+    // statsAll: each consumer group of a topic with its backlog, from QUERY_TOPIC_CONSUME_BY_WHO,
+    // GET_CONSUME_STATS and VIEW_BROKER_STATS_DATA.
+    let topic = "T60Stats";
+    cluster.create_topic(topic, 4).await?;
+    t30_cli_harness::raftmq(&ns, &["send", "-t", topic, "--count", "5", "hello"]).await?.ok()?;
+    let admin = raftmq_client::Admin::new(&ns)?;
+    let leader_addr = cluster.addr(cluster.wait_leader(WAIT).await?);
+    let consumed = admin.max_offset(&leader_addr, topic, 0).await?;
+    admin.update_consumer_offset(&leader_addr, "t60-stats", topic, 0, consumed).await?;
+    let v = t30_cli_harness::raftmq(&ns, &["admin", "statsAll", "-t", topic, "--json"]).await?.ok()?.json()?;
+    let rows = v.as_array().context("one row per group")?;
+    ensure!(rows.len() == 1 && rows[0]["topic"] == topic && rows[0]["consumerGroup"] == "t60-stats", "{v}");
+    ensure!(rows[0]["accumulation"] == 5 - consumed, "5 sent, {consumed} consumed: {v}");
+    let run = t30_cli_harness::raftmq(&ns, &["admin", "statsAll", "-t", topic]).await?.ok()?;
+    ensure!(run.stdout.starts_with("#Topic") && run.stdout.contains("t60-stats"), "{}", run.stdout);
+    admin.shutdown().await;
     cluster.crash_all().await
 }
