@@ -40,7 +40,6 @@ use raftmq_common::message::OffsetMsgId;
 use raftmq_common::message::validate::RETRY_GROUP_TOPIC_PREFIX;
 use raftmq_common::message::validate::is_dlq_topic;
 use raftmq_common::message::validate::is_retry_topic;
-use raftmq_common::message::validate::is_system_topic;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::broker_stats::BrokerStatsData;
@@ -246,7 +245,7 @@ struct ConsumerProgressArgs {
 
 #[derive(Debug, Args)]
 struct StatsAllArgs {
-    /// Only this topic (default: every topic but system, retry and dead-letter ones).
+    /// Only this topic (default: every topic but retry and dead-letter ones).
     #[arg(short = 't', long = "topic")]
     topic: Option<String>,
     /// Only topics with messages in or out in the last 24 hours.
@@ -893,18 +892,20 @@ async fn stats_all(admin: &Admin, out: Out, a: StatsAllArgs) -> Result<()> {
             .await
             .context("statsAll")?
             .into_iter()
-            .filter(|t| !is_system_topic(t) && !is_retry_topic(t) && !is_dlq_topic(t))
+            // Java's statsAll skips only retry and dead-letter topics.
+            .filter(|t| !is_retry_topic(t) && !is_dlq_topic(t))
             .collect(),
     };
     let mut rows = Vec::new();
     for topic in &topics {
+        // A topic deleted since the listing, or not known to this NameServer yet, is skipped, as
+        // Java skips a topic whose details fail.
         let route = match admin.topic_route(topic).await {
             Ok(route) => route,
-            Err(e) if a.active => {
+            Err(e) => {
                 tracing::debug!(topic, error = %e, "no route; skipped");
                 continue;
             }
-            Err(e) => return Err(anyhow::Error::new(e).context(format!("statsAll: route of {topic}"))),
         };
         let targets = read_targets(&route);
         let (mut in_tps, mut in_24h) = (0.0, 0);
@@ -936,6 +937,8 @@ async fn stats_all(admin: &Admin, out: Out, a: StatsAllArgs) -> Result<()> {
                     row.out_24h += sum_24h(&data);
                 }
             }
+            // An offset committed past the end (a reset, a manual update) is no backlog, as in Java.
+            row.accumulation = row.accumulation.max(0);
             rows.push(row);
         }
     }
@@ -963,14 +966,20 @@ async fn stats_all(admin: &Admin, out: Out, a: StatsAllArgs) -> Result<()> {
         "#OutMsg24Hour",
     ]);
     for r in &rows {
+        // A topic nobody consumes: Java's blank out TPS and NO_CONSUMER.
+        let (out_tps, out_24h) = if r.group.is_empty() {
+            (String::new(), "NO_CONSUMER".to_owned())
+        } else {
+            (format!("{:.2}", r.out_tps), r.out_24h.to_string())
+        };
         table.row([
             r.topic.clone(),
             r.group.clone(),
             r.accumulation.to_string(),
             format!("{:.2}", r.in_tps),
-            format!("{:.2}", r.out_tps),
+            out_tps,
             r.in_24h.to_string(),
-            r.out_24h.to_string(),
+            out_24h,
         ]);
     }
     out.table(&table);

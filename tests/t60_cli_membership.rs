@@ -85,6 +85,9 @@ async fn t60_cli_group_status_and_transfer_leader() -> Result<()> {
     ensure!(rows[0]["accumulation"] == 5 - consumed, "5 sent, {consumed} consumed: {v}");
     let run = t30_cli_harness::raftmq(&ns, &["admin", "statsAll", "-t", topic]).await?.ok()?;
     ensure!(run.stdout.starts_with("#Topic") && run.stdout.contains("t60-stats"), "{}", run.stdout);
+    cluster.create_topic("T60Lonely", 1).await?;
+    let run = t30_cli_harness::raftmq(&ns, &["admin", "statsAll", "-t", "T60Lonely"]).await?.ok()?;
+    ensure!(run.stdout.lines().any(|l| l.starts_with("T60Lonely") && l.ends_with("NO_CONSUMER")), "{}", run.stdout);
     admin.shutdown().await;
     cluster.crash_all().await
 }
