@@ -293,6 +293,15 @@ async fn wait_check_progress(admin: &Admin, addr: &str) -> Result<()> {
     }
 }
 
+/// Records stored in the 4 queues of `topic` on the broker at `addr`.
+async fn stored_total(admin: &Admin, addr: &str, topic: &str) -> Result<i64> {
+    let mut total = 0;
+    for q in 0..4 {
+        total += admin.max_offset(addr, topic, q).await?;
+    }
+    Ok(total)
+}
+
 fn addr_map(cluster: &Cluster) -> BTreeMap<SocketAddr, String> {
     cluster.running().into_iter().filter_map(|id| Some((cluster.addr(id).parse().ok()?, cluster.addr(id)))).collect()
 }
@@ -378,13 +387,7 @@ async fn t70_commit_rollback_and_check_back() -> Result<()> {
     // Ends repeated after the check progress passed their halves write nothing either.
     producer.end_ok(&addr, &commit, commit_or_rollback::COMMIT_TYPE, false).await?;
     producer.end_ok(&addr, &rollback, commit_or_rollback::COMMIT_TYPE, false).await?;
-    let max_total: i64 = {
-        let mut total = 0;
-        for q in 0..4 {
-            total += admin.max_offset(&addr, topic, q).await?;
-        }
-        total
-    };
+    let max_total = stored_total(&admin, &addr, topic).await?;
     ensure!(max_total == 2, "exactly two committed records in {topic}, found {max_total}");
     seen.wait_until("both committed messages", |r| r.len() >= 2).await?;
     let got: Vec<(String, i32)> = seen.all().into_iter().map(|r| (r.body, r.queue_id)).collect();
@@ -596,10 +599,7 @@ async fn t74_a_late_end_and_repeated_check_answers_commit_a_transaction_once() -
 
     let admin = Admin::new(&cluster.namesrv_addr)?;
     wait_check_progress(&admin, &addr).await?;
-    let mut max_total = 0;
-    for q in 0..4 {
-        max_total += admin.max_offset(&addr, topic, q).await?;
-    }
+    let max_total = stored_total(&admin, &addr, topic).await?;
     ensure!(max_total == 2, "one committed record each for the chain and the imposter in {topic}, found {max_total}");
     ensure!(seen.all().len() == 2, "consumed {:?}", seen.all());
     ensure!(producer.checks.try_recv().is_err(), "no check once the chain is ended");

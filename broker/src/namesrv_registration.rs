@@ -35,6 +35,11 @@ use tracing::warn;
 use crate::processor::BrokerContext;
 use crate::replica::Membership;
 
+/// The brokerId a replica that is not the ready leader registers as: its Raft node id + 1.
+pub fn follower_broker_id(node_id: u64) -> i64 {
+    i64::try_from(node_id).unwrap_or(i64::MAX - 1).saturating_add(1)
+}
+
 /// What this node registers as now; `None` while it should not register (stopped, or a leader
 /// that is not ready yet).
 pub fn registration(ctx: &BrokerContext) -> Option<(i64, RaftRegistration)> {
@@ -43,7 +48,7 @@ pub fn registration(ctx: &BrokerContext) -> Option<(i64, RaftRegistration)> {
     }
     let l = ctx.replica.leadership();
     let node_id = ctx.replica.node_id();
-    let follower_id = i64::try_from(node_id).unwrap_or(i64::MAX - 1).saturating_add(1);
+    let follower_id = follower_broker_id(node_id);
     let (broker_id, role) = match l.role {
         Role::Leader if ctx.replica.ready_term() == Some(l.term) => (0, RaftRole::Leader),
         Role::Leader | Role::Stopped => return None,

@@ -26,10 +26,9 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::MutexGuard;
 
+use raftmq_common::limits::STATS_KEYS_MAX_COUNT;
 use raftmq_common::protocol::body::broker_stats::BrokerStatsData;
 use raftmq_common::protocol::body::broker_stats::BrokerStatsItem;
-
-use raftmq_common::limits::STATS_KEYS_MAX_COUNT;
 
 /// Seconds one rate is averaged over (Java's "in minute" statistics).
 pub const RATE_WINDOW_SECONDS: usize = 60;
