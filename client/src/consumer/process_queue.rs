@@ -32,7 +32,9 @@ use tokio::time::Instant;
 #[derive(Debug, Default)]
 struct Cache {
     /// Cached offsets (`msgTreeMap`), each with its message when the queue keeps them (orderly).
-    msgs: BTreeMap<i64, Option<MessageExt>>,
+    /// Boxed, so that a concurrently consumed queue's offsets-only entries stay 8 bytes: the tree
+    /// moves its values within a node on every insert and remove.
+    msgs: BTreeMap<i64, Option<Box<MessageExt>>>,
     /// Body bytes of `msgs` and of `consuming`.
     size_bytes: u64,
     /// Messages taken by an orderly task and not yet committed (`consumingMsgOrderlyTreeMap`).
@@ -134,7 +136,7 @@ impl ProcessQueue {
     pub fn put_messages(&self, msgs: &[MessageExt]) -> bool {
         let mut cache = self.cache();
         for msg in msgs {
-            let kept = self.keeps_messages.then(|| msg.clone());
+            let kept = self.keeps_messages.then(|| Box::new(msg.clone()));
             if cache.msgs.insert(msg.queue_offset, kept).is_none() {
                 cache.size_bytes += msg.message.body.len() as u64;
             }
@@ -246,8 +248,8 @@ impl ProcessQueue {
             let Some((offset, kept)) = cache.msgs.pop_first() else { break };
             // Every entry of a queue that keeps messages holds one (put_messages).
             let Some(msg) = kept else { continue };
-            cache.consuming.insert(offset, msg.clone());
-            out.push(msg);
+            cache.consuming.insert(offset, (*msg).clone());
+            out.push(*msg);
         }
         if out.is_empty() {
             cache.consuming_flag = false;
@@ -276,7 +278,7 @@ impl ProcessQueue {
         for msg in msgs {
             if let Some(mut m) = cache.consuming.remove(&msg.queue_offset) {
                 m.reconsume_times = m.reconsume_times.saturating_add(1);
-                cache.msgs.insert(m.queue_offset, Some(m));
+                cache.msgs.insert(m.queue_offset, Some(Box::new(m)));
             }
         }
     }

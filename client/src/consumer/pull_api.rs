@@ -10,6 +10,7 @@
 //!   codes only), and `MIN_OFFSET` / `MAX_OFFSET` are set on every message as Java sets them.
 
 use bytes::Bytes;
+use compact_str::ToCompactString;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::compress::uncompress_stored_body;
 use raftmq_common::message::properties;
@@ -103,12 +104,12 @@ fn decode_messages(
     let bad = |what: &str, e: &dyn std::fmt::Display| {
         ClientError::new(ErrorKind::Protocol, "pullMessage", format!("{what}: {e}")).with_context("topic", &sub.topic)
     };
-    let decoded = decode_all(body, DecodeOptions::default()).map_err(|e| bad("bad message records", &e))?;
-    let mut out = Vec::with_capacity(decoded.len());
-    for mut msg in decoded {
-        if !tag_matches(sub, &msg) {
-            continue;
-        }
+    let mut out = decode_all(body, DecodeOptions::default()).map_err(|e| bad("bad message records", &e))?;
+    // Filtered in place: a message is a few hundred bytes, and most pulls keep every one.
+    out.retain(|msg| tag_matches(sub, msg));
+    // Formatted once per pull; both fit inline, so each message's copy allocates nothing.
+    let (min_offset, max_offset) = (header.min_offset.to_compact_string(), header.max_offset.to_compact_string());
+    for msg in &mut out {
         // Listeners get the original body (`MessageDecoder.decodes(.., deCompressBody=true)`); the
         // compression bits are cleared so the flag keeps describing the body it sits next to.
         if sys_flag::is_compressed(msg.sys_flag) {
@@ -116,9 +117,8 @@ fn decode_messages(
                 .map_err(|e| bad("message body does not decompress", &e))?;
             msg.sys_flag = sys_flag::clear_compressed(msg.sys_flag);
         }
-        msg.message.properties.insert(properties::MIN_OFFSET, header.min_offset.to_string());
-        msg.message.properties.insert(properties::MAX_OFFSET, header.max_offset.to_string());
-        out.push(msg);
+        msg.message.properties.insert(properties::MIN_OFFSET, min_offset.clone());
+        msg.message.properties.insert(properties::MAX_OFFSET, max_offset.clone());
     }
     Ok(out)
 }

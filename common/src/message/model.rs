@@ -14,6 +14,7 @@ use std::net::Ipv4Addr;
 use std::net::SocketAddr;
 
 use bytes::Bytes;
+use compact_str::CompactString;
 
 use super::msg_id::OffsetMsgId;
 use super::properties;
@@ -55,13 +56,13 @@ impl Message {
     }
 
     /// Builder-style [`Self::set_tags`].
-    pub fn with_tags(mut self, tags: impl Into<String>) -> Self {
+    pub fn with_tags(mut self, tags: impl Into<CompactString>) -> Self {
         self.set_tags(tags);
         self
     }
 
     /// Builder-style [`Self::set_keys`].
-    pub fn with_keys(mut self, keys: impl Into<String>) -> Self {
+    pub fn with_keys(mut self, keys: impl Into<CompactString>) -> Self {
         self.set_keys(keys);
         self
     }
@@ -72,7 +73,7 @@ impl Message {
     }
 
     /// Sets `TAGS`; an empty tag removes it (Java's constructor skips empty tags).
-    pub fn set_tags(&mut self, tags: impl Into<String>) {
+    pub fn set_tags(&mut self, tags: impl Into<CompactString>) {
         let tags = tags.into();
         if tags.is_empty() {
             self.properties.remove(properties::TAGS);
@@ -97,7 +98,7 @@ impl Message {
     }
 
     /// Sets `KEYS`; empty removes it.
-    pub fn set_keys(&mut self, keys: impl Into<String>) {
+    pub fn set_keys(&mut self, keys: impl Into<CompactString>) {
         let keys = keys.into();
         if keys.is_empty() {
             self.properties.remove(properties::KEYS);
@@ -122,7 +123,7 @@ impl Message {
     }
 
     /// Sets `UNIQ_KEY`.
-    pub fn set_uniq_key(&mut self, id: impl Into<String>) {
+    pub fn set_uniq_key(&mut self, id: impl Into<CompactString>) {
         self.properties.insert(properties::UNIQ_KEY, id);
     }
 

@@ -19,6 +19,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use compact_str::CompactString;
 use thiserror::Error;
 
 use crate::limits::PROPERTIES_SIZE_MAX_BYTES;
@@ -27,6 +28,10 @@ use crate::limits::PROPERTIES_SIZE_MAX_BYTES;
 pub const NAME_VALUE_SEPARATOR: char = '\u{1}';
 /// Separates pairs (`MessageDecoder.PROPERTY_SEPARATOR`).
 pub const PROPERTY_SEPARATOR: char = '\u{2}';
+/// Pairs up to which [`Properties::from_wire_str`] finds duplicate keys by a scan instead of a
+/// hash table (a record carries 3–10).
+const PROPERTIES_LINEAR_PARSE_MAX_COUNT: usize = 16;
+
 /// Separates business keys inside the `KEYS` value (`MessageConst.KEY_SEPARATOR`).
 pub const KEY_SEPARATOR: char = ' ';
 
@@ -178,9 +183,13 @@ pub enum PropertiesError {
 }
 
 /// Ordered message properties (see the module docs for the order and duplicate rules).
+///
+/// Keys and values are [`CompactString`]s: every system key and most values (tags, flags, offsets,
+/// cluster names) fit in one inline (24 bytes), so parsing a record's properties, which a consumer
+/// does for every message it receives, allocates for long values only.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Properties {
-    pairs: Vec<(String, String)>,
+    pairs: Vec<(CompactString, CompactString)>,
 }
 
 impl Properties {
@@ -210,7 +219,7 @@ impl Properties {
     }
 
     /// Sets `key` to `value`, replacing in place if present; returns the previous value.
-    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) -> Option<String> {
+    pub fn insert(&mut self, key: impl Into<CompactString>, value: impl Into<CompactString>) -> Option<CompactString> {
         let key = key.into();
         let value = value.into();
         match self.pairs.iter_mut().find(|(k, _)| *k == key) {
@@ -223,7 +232,7 @@ impl Properties {
     }
 
     /// Removes `key`; returns its value.
-    pub fn remove(&mut self, key: &str) -> Option<String> {
+    pub fn remove(&mut self, key: &str) -> Option<CompactString> {
         let i = self.pairs.iter().position(|(k, _)| k == key)?;
         Some(self.pairs.remove(i).1)
     }
@@ -235,25 +244,31 @@ impl Properties {
 
     /// Parses the wire string; malformed pairs are skipped, never an error.
     pub fn from_wire_str(s: &str) -> Self {
-        let mut props = Properties::new();
-        // Index by key so a hostile string of ~8k pairs parses in O(n log n), not O(n²).
-        let mut index: HashMap<&str, usize> = HashMap::new();
-        for pair in s.split(PROPERTY_SEPARATOR) {
-            let Some((key, value)) = pair.split_once(NAME_VALUE_SEPARATOR) else {
-                continue;
+        let pairs = s.split(PROPERTY_SEPARATOR).filter_map(|pair| {
+            let (key, value) = pair.split_once(NAME_VALUE_SEPARATOR)?;
+            (!key.is_empty() && !value.is_empty()).then_some((key, value))
+        });
+        // A record has a handful of pairs: a duplicate key is found by scanning those already
+        // parsed, with no table to allocate and hash. A string with more pairs indexes its keys, so
+        // a hostile one of ~8k pairs parses in O(n log n), not O(n²).
+        let separators = s.bytes().filter(|&b| b == PROPERTY_SEPARATOR as u8).count();
+        let mut index: Option<HashMap<&str, usize>> =
+            (separators >= PROPERTIES_LINEAR_PARSE_MAX_COUNT).then(HashMap::new);
+        // Room for the pairs, and for the two (MIN_OFFSET, MAX_OFFSET) a consumer adds to each message.
+        let mut props =
+            Properties { pairs: Vec::with_capacity((separators + 2).min(PROPERTIES_LINEAR_PARSE_MAX_COUNT)) };
+        for (key, value) in pairs {
+            let found = match &index {
+                Some(index) => index.get(key).copied(),
+                None => props.pairs.iter().position(|(k, _)| k == key),
             };
-            if key.is_empty() || value.is_empty() {
-                continue;
-            }
-            match index.get(key) {
-                Some(&i) => {
-                    if let Some(slot) = props.pairs.get_mut(i) {
-                        slot.1 = value.to_owned();
-                    }
-                }
+            match found {
+                Some(i) => props.pairs[i].1 = CompactString::from(value),
                 None => {
-                    index.insert(key, props.pairs.len());
-                    props.pairs.push((key.to_owned(), value.to_owned()));
+                    if let Some(index) = &mut index {
+                        index.insert(key, props.pairs.len());
+                    }
+                    props.pairs.push((CompactString::from(key), CompactString::from(value)));
                 }
             }
         }
@@ -289,13 +304,13 @@ impl Properties {
                 return Err(PropertiesError::EmptyKey);
             }
             if k.contains([NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR]) {
-                return Err(PropertiesError::SeparatorInKey { key: k.clone() });
+                return Err(PropertiesError::SeparatorInKey { key: k.to_string() });
             }
             if v.is_empty() {
-                return Err(PropertiesError::EmptyValue { key: k.clone() });
+                return Err(PropertiesError::EmptyValue { key: k.to_string() });
             }
             if v.contains(PROPERTY_SEPARATOR) {
-                return Err(PropertiesError::SeparatorInValue { key: k.clone() });
+                return Err(PropertiesError::SeparatorInValue { key: k.to_string() });
             }
         }
         let len = self.wire_len();
@@ -320,7 +335,7 @@ impl fmt::Display for Properties {
     }
 }
 
-impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Properties {
+impl<K: Into<CompactString>, V: Into<CompactString>> FromIterator<(K, V)> for Properties {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
         let mut props = Properties::new();
         props.extend(iter);
@@ -328,7 +343,7 @@ impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Properties {
     }
 }
 
-impl<K: Into<String>, V: Into<String>> Extend<(K, V)> for Properties {
+impl<K: Into<CompactString>, V: Into<CompactString>> Extend<(K, V)> for Properties {
     fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
         for (k, v) in iter {
             self.insert(k, v);
@@ -380,9 +395,9 @@ mod tests {
         let mut p = Properties::new();
         assert_eq!(p.insert("a", "1"), None);
         assert_eq!(p.insert("b", "2"), None);
-        assert_eq!(p.insert("a", "3"), Some("1".to_owned()));
+        assert_eq!(p.insert("a", "3"), Some("1".into()));
         assert_eq!(p.iter().collect::<Vec<_>>(), vec![("a", "3"), ("b", "2")]);
-        assert_eq!(p.remove("a"), Some("3".to_owned()));
+        assert_eq!(p.remove("a"), Some("3".into()));
         assert_eq!(p.remove("a"), None);
         assert!(p.contains_key("b"));
         assert_eq!(p.to_string(), "{b=2}");
@@ -412,6 +427,27 @@ mod tests {
             let s = props.to_wire_string();
             prop_assert_eq!(s.len(), props.wire_len());
             prop_assert_eq!(Properties::from_wire_str(&s), props);
+        }
+
+        /// Short strings take the scan for duplicates, long ones the index (past
+        /// PROPERTIES_LINEAR_PARSE_MAX_COUNT pairs); both must keep the first position and the last
+        /// value of a key, as Java's `HashMap.put` does.
+        #[test]
+        fn both_duplicate_lookups_agree_with_java(s in "([a-e]{1,2}\u{1}[0-9]{0,2}\u{2}){0,40}") {
+            let mut expected: Vec<(String, String)> = Vec::new();
+            for pair in s.split(PROPERTY_SEPARATOR) {
+                let Some((k, v)) = pair.split_once(NAME_VALUE_SEPARATOR) else { continue };
+                if k.is_empty() || v.is_empty() {
+                    continue;
+                }
+                match expected.iter_mut().find(|(ek, _)| ek == k) {
+                    Some(slot) => slot.1 = v.to_owned(),
+                    None => expected.push((k.to_owned(), v.to_owned())),
+                }
+            }
+            let got = Properties::from_wire_str(&s);
+            let got: Vec<(String, String)> = got.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+            prop_assert_eq!(got, expected);
         }
 
         #[test]
