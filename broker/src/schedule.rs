@@ -109,7 +109,7 @@ pub fn redirect_delayed(msg: &mut MessageExt, level_count: usize) -> bool {
     if level != requested {
         msg.message.set_delay_time_level(level);
     }
-    let real_topic = std::mem::replace(&mut msg.message.topic, RMQ_SYS_SCHEDULE_TOPIC.to_owned());
+    let real_topic = std::mem::replace(&mut msg.message.topic, RMQ_SYS_SCHEDULE_TOPIC.into());
     msg.message.properties.insert(properties::REAL_TOPIC, real_topic);
     msg.message.properties.insert(properties::REAL_QID, msg.queue_id.to_string());
     msg.queue_id = level - 1;
@@ -136,7 +136,7 @@ pub fn restore_real(
 ) -> Result<MessageExt, RestoreError> {
     let (topic, queue_id) = real_queue(&scheduled.message.properties)?;
     let mut message = scheduled.message.clone();
-    message.topic = topic.to_owned();
+    message.topic = topic.into();
     message.properties.remove(properties::DELAY);
     message.set_wait_store_msg_ok(false);
     Ok(MessageExt {
@@ -355,7 +355,7 @@ fn build_request(ctx: &BrokerContext, due: &[CqUnit]) -> SendRequest {
             continue;
         }
         slots.push(RecordSlot {
-            topic: real.message.topic.clone(),
+            topic: real.message.topic.to_string(),
             queue_id: real.queue_id,
             has_queue_offset: has_queue_offset(real.sys_flag),
             at,

@@ -98,7 +98,7 @@ pub fn build_send_back_message(
     store_timestamp: i64,
 ) -> MessageExt {
     let mut message = original.message.clone();
-    message.topic = topic.to_owned();
+    message.topic = topic.into();
     if !message.properties.contains_key(properties::RETRY_TOPIC) {
         message.properties.insert(properties::RETRY_TOPIC, original.message.topic.as_str());
     }
@@ -246,7 +246,7 @@ async fn send_back(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Rem
     let mut records = BytesMut::new();
     encode_record_into(&msg, &mut records).map_err(|e| refuse(ResponseCode::MessageIllegal, e.to_string()))?;
     let slot = RecordSlot {
-        topic: msg.message.topic.clone(),
+        topic: msg.message.topic.to_string(),
         queue_id: msg.queue_id,
         has_queue_offset: has_queue_offset(msg.sys_flag),
         at: 0,

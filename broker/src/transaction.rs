@@ -128,7 +128,7 @@ fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
 /// producer may carry over from a message it consumed and re-sends (Java's immunity copies keep
 /// `TRAN_PREPARED_QUEUE_OFFSET` in the committed message): a new half starts its own chain.
 pub fn redirect_half(msg: &mut MessageExt) {
-    let real_topic = std::mem::replace(&mut msg.message.topic, RMQ_SYS_TRANS_HALF_TOPIC.to_owned());
+    let real_topic = std::mem::replace(&mut msg.message.topic, RMQ_SYS_TRANS_HALF_TOPIC.into());
     msg.message.properties.insert(properties::REAL_TOPIC, real_topic);
     msg.message.properties.insert(properties::REAL_QID, msg.queue_id.to_string());
     for key in [properties::DELAY, properties::TRAN_PREPARED_QUEUE_OFFSET, properties::TRANSACTION_CHECK_TIMES] {
@@ -154,7 +154,7 @@ pub enum HalfError {
 
 fn real_target(half: &MessageExt) -> Result<(String, i32), HalfError> {
     if half.message.topic != RMQ_SYS_TRANS_HALF_TOPIC {
-        return Err(HalfError::NotAHalf(half.message.topic.clone()));
+        return Err(HalfError::NotAHalf(half.message.topic.to_string()));
     }
     let (topic, queue_id) = real_queue(&half.message.properties).map_err(|e| match e {
         RestoreError::NoRealTopic => HalfError::NoRealTopic,
@@ -174,7 +174,7 @@ pub fn committed_message(
 ) -> Result<MessageExt, HalfError> {
     let (topic, queue_id) = real_target(half)?;
     let mut message = half.message.clone();
-    message.topic = topic;
+    message.topic = topic.into();
     for key in [
         properties::REAL_TOPIC,
         properties::REAL_QID,
@@ -281,7 +281,7 @@ pub fn check_copy(
 /// up to `TRANS_CHECK_MAX_TIME_TOPIC`, where an operator can still find it.
 pub fn discard_copy(half: &MessageExt, root: i64, store_host: SocketAddr, store_timestamp: i64) -> MessageExt {
     let mut copy = check_copy(half, check_times(half), root, store_host, store_timestamp);
-    copy.message.topic = RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC.to_owned();
+    copy.message.topic = RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC.into();
     copy
 }
 
@@ -680,7 +680,7 @@ fn encode_request(records: &[MessageExt]) -> Result<SendRequest, String> {
         let at = out.len();
         encode_record_into(r, &mut out).map_err(|e| e.to_string())?;
         slots.push(RecordSlot {
-            topic: r.message.topic.clone(),
+            topic: r.message.topic.to_string(),
             queue_id: r.queue_id,
             has_queue_offset: has_queue_offset(r.sys_flag),
             at,
@@ -1055,7 +1055,7 @@ fn send_check(ctx: &BrokerContext, mut copy: MessageExt, at: StoredRecord) {
     };
     // The producer sees the message as it was sent: real topic and queue (Java restores them).
     if let Ok((topic, queue_id)) = real_target(&copy) {
-        copy.message.topic = topic;
+        copy.message.topic = topic.into();
         copy.queue_id = queue_id;
     }
     copy.queue_offset = at.queue_offset;

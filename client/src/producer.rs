@@ -667,7 +667,7 @@ impl Producer {
             max_reconsume_times = props.remove(properties::MAX_RECONSUME_TIMES).and_then(|v| v.parse().ok());
         }
         Ok(Outgoing {
-            topic: msg.topic.clone(),
+            topic: msg.topic.to_string(),
             body,
             sys_flag,
             flag: msg.flag,
@@ -701,7 +701,7 @@ impl Producer {
         batch_props.insert(properties::WAIT, if first.wait_store_msg_ok() { "true" } else { "false" });
         let ids: Vec<&str> = messages.iter().map(|m| m.uniq_key().unwrap_or_default()).collect();
         Ok(Outgoing {
-            topic: first.topic.clone(),
+            topic: first.topic.to_string(),
             body,
             sys_flag: 0,
             flag: 0,

@@ -524,7 +524,7 @@ impl ClientInstance {
             group: self.group.clone(),
             delay_level,
             origin_msg_id: Some(msg.msg_id()),
-            origin_topic: Some(msg.message.topic.clone()),
+            origin_topic: Some(msg.message.topic.to_string()),
             unit_mode: Some(false),
             max_reconsume_times: Some(max_reconsume_times),
             bname: None,

@@ -41,6 +41,7 @@ use std::time::Duration;
 use std::time::SystemTime;
 use std::time::UNIX_EPOCH;
 
+use compact_str::CompactString;
 use raftmq_common::limits as L;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
@@ -837,7 +838,7 @@ impl PushInner {
     /// to the listener once, on a listener thread, outside any queue's flow: no offset moves and a
     /// failure is only reported, never sent back.
     async fn consume_directly(&self, msg: MessageExt, broker_name: String) -> ConsumeMessageDirectlyResult {
-        let mq = MessageQueue::new(&msg.message.topic, &broker_name, msg.queue_id);
+        let mq = MessageQueue::new(msg.message.topic.as_str(), &broker_name, msg.queue_id);
         let mut msgs = vec![msg];
         self.reset_retry_topic(&mut msgs);
         let started = std::time::Instant::now();
@@ -1225,6 +1226,9 @@ impl PushInner {
             Listener::Concurrently(_) => {
                 // Moved into the jobs, batch by batch: the process queue keeps only their offsets.
                 let batch = self.config.consume_message_batch_max_size.max(1);
+                // One queue name shared by the jobs: with one message per listener call, two
+                // strings copied per job were a visible share of a catching-up consumer's time.
+                let mq = Arc::new(mq.clone());
                 let mut rest = msgs.into_iter().peekable();
                 while rest.peek().is_some() {
                     let chunk: Vec<MessageExt> = rest.by_ref().take(batch).collect();
@@ -1255,7 +1259,7 @@ impl PushInner {
     fn reset_retry_topic(&self, msgs: &mut [MessageExt]) {
         for msg in msgs {
             if msg.message.topic == self.retry_topic
-                && let Some(original) = msg.message.property(properties::RETRY_TOPIC).map(str::to_owned)
+                && let Some(original) = msg.message.property(properties::RETRY_TOPIC).map(CompactString::from)
             {
                 msg.message.topic = original;
             }
@@ -1264,7 +1268,7 @@ impl PushInner {
 
     fn spawn_concurrently(
         self: &Arc<Self>,
-        mq: MessageQueue,
+        mq: Arc<MessageQueue>,
         pq: Arc<ProcessQueue>,
         msgs: Vec<MessageExt>,
         delay: Option<Duration>,
@@ -1282,7 +1286,7 @@ impl PushInner {
     /// on that thread (it only touches the process queue and the offset table); anything else
     /// (send-back, reconsume, a panic) goes back to the runtime. So a consumed message costs one
     /// hand-off, not a task, a hand-off and a wake-up back.
-    fn consume_concurrently(self: &Arc<Self>, mq: MessageQueue, pq: Arc<ProcessQueue>, msgs: Vec<MessageExt>) {
+    fn consume_concurrently(self: &Arc<Self>, mq: Arc<MessageQueue>, pq: Arc<ProcessQueue>, msgs: Vec<MessageExt>) {
         if pq.is_dropped() || self.shutdown.is_cancelled() {
             return;
         }
@@ -1303,7 +1307,7 @@ impl PushInner {
             }
             let view = me.retry_view(&msgs);
             let mut ctx = ConsumeConcurrentlyContext {
-                message_queue: mq.clone(),
+                message_queue: (*mq).clone(),
                 delay_level_when_next_consume: 0,
                 ack_index: i32::MAX,
             };
@@ -1339,7 +1343,7 @@ impl PushInner {
             // As a listener that failed: sent back (or retried locally), so the queue moves on.
             tracing::error!(mq = ?mq, error = %e, "cannot run the listener; reconsuming the batch later");
             let ctx = ConsumeConcurrentlyContext {
-                message_queue: mq.clone(),
+                message_queue: (*mq).clone(),
                 delay_level_when_next_consume: 0,
                 ack_index: -1,
             };
@@ -1414,7 +1418,12 @@ impl PushInner {
         let done: Vec<MessageExt> =
             msgs.into_iter().filter(|m| !back_failed.iter().any(|f| f.queue_offset == m.queue_offset)).collect();
         if !back_failed.is_empty() {
-            self.spawn_concurrently(mq.clone(), pq.clone(), back_failed, Some(self.config.reconsume_local_delay));
+            self.spawn_concurrently(
+                Arc::new(mq.clone()),
+                pq.clone(),
+                back_failed,
+                Some(self.config.reconsume_local_delay),
+            );
         }
         if let Some(offset) = pq.remove_messages(&done) {
             pq.unless_dropped(|| self.offset_store.update_offset(mq, offset, true));

@@ -28,7 +28,7 @@ const RETRY_DELAY_LEVEL_BASE: i32 = 3;
 /// `ORIGIN_MESSAGE_ID` (kept, else its msgId), `RECONSUME_TIME` (+1), `MAX_RECONSUME_TIMES` and
 /// `DELAY` = 3 + reconsumeTimes; the pull-only `MIN_OFFSET`/`MAX_OFFSET` and `TRAN_MSG` are dropped.
 pub fn retry_message(msg: &MessageExt, group: &str, max_reconsume_times: i32) -> Message {
-    let mut out = Message { topic: retry_topic(group), ..msg.message.clone() };
+    let mut out = Message { topic: retry_topic(group).into(), ..msg.message.clone() };
     let props = &mut out.properties;
     if props.get(properties::ORIGIN_MESSAGE_ID).is_none_or(|id| id.trim().is_empty()) {
         props.insert(properties::ORIGIN_MESSAGE_ID, msg.msg_id());

@@ -199,7 +199,7 @@ pub fn decode_batch(body: &Bytes, topic: &str) -> Result<Vec<Message>, BatchErro
         }
         let properties =
             Properties::from_wire_bytes(&properties).map_err(|_| BatchError::NotUtf8 { index: r.index })?;
-        out.push(Message { topic: topic.to_owned(), flag, properties, body: msg_body });
+        out.push(Message { topic: topic.into(), flag, properties, body: msg_body });
         r.index += 1;
     }
     Ok(out)

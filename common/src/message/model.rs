@@ -26,7 +26,7 @@ use super::tag;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Message {
     /// Destination topic.
-    pub topic: String,
+    pub topic: CompactString,
     /// User flag, stored untouched (FLAG).
     pub flag: i32,
     /// Properties: tags, keys, UNIQ_KEY and user properties.
@@ -51,7 +51,7 @@ pub enum UserPropertyError {
 
 impl Message {
     /// A message with `topic` and `body`, no properties.
-    pub fn new(topic: impl Into<String>, body: impl Into<Bytes>) -> Self {
+    pub fn new(topic: impl Into<CompactString>, body: impl Into<Bytes>) -> Self {
         Message { topic: topic.into(), flag: 0, properties: Properties::new(), body: body.into() }
     }
 

@@ -439,12 +439,7 @@ impl RecordView<'_> {
     /// An owned [`MessageExt`] with the body copied into `body`.
     fn to_message_ext_with(self, body: Bytes) -> MessageExt {
         MessageExt {
-            message: Message {
-                topic: self.topic.to_owned(),
-                flag: self.flag,
-                properties: self.parse_properties(),
-                body,
-            },
+            message: Message { topic: self.topic.into(), flag: self.flag, properties: self.parse_properties(), body },
             queue_id: self.queue_id,
             // total_size ≤ input length and was read from an i32, so it fits.
             store_size: self.total_size as i32,
@@ -743,7 +738,7 @@ mod tests {
         let mut m = golden_message();
         m.born_host = "[2001:db8::2]:1234".parse().unwrap();
         m.store_host = "[::1]:10911".parse().unwrap();
-        m.message.topic = "T".repeat(200);
+        m.message.topic = "T".repeat(200).into();
         let bytes = encode_record(&m).unwrap();
         let (decoded, _) = decode_record(&bytes, DecodeOptions::verify_crc()).unwrap();
         assert_eq!(decoded.sys_flag, sys_flag::BORNHOST_V6 | sys_flag::STOREHOST_V6);
@@ -763,7 +758,7 @@ mod tests {
     #[test]
     fn encoder_refuses_oversized_fields() {
         let mut m = golden_message();
-        m.message.topic = "T".repeat(V2_TOPIC_LENGTH_MAX_BYTES + 1);
+        m.message.topic = "T".repeat(V2_TOPIC_LENGTH_MAX_BYTES + 1).into();
         assert!(matches!(encode_record(&m), Err(RecordEncodeError::TopicTooLong { .. })));
         let mut m = golden_message();
         m.message.properties.insert("k", "v".repeat(PROPERTIES_SIZE_MAX_BYTES));

@@ -63,7 +63,7 @@ pub(crate) fn wire_safe_properties() -> impl Strategy<Value = Properties> {
 /// A message of `topic` with any flag, properties and a body of up to 512 bytes.
 pub(crate) fn message(topic: &'static str) -> impl Strategy<Value = Message> {
     (any::<i32>(), wire_safe_properties(), body(512)).prop_map(move |(flag, properties, body)| Message {
-        topic: topic.to_owned(),
+        topic: topic.into(),
         flag,
         properties,
         body,
@@ -82,7 +82,7 @@ fn topic() -> impl Strategy<Value = String> {
 /// A stored message with every field arbitrary (store_size and body_crc 0: the encoder computes them).
 pub(crate) fn message_ext() -> impl Strategy<Value = MessageExt> {
     let message = (topic(), any::<i32>(), wire_safe_properties(), body(512))
-        .prop_map(|(topic, flag, properties, body)| Message { topic, flag, properties, body });
+        .prop_map(|(topic, flag, properties, body)| Message { topic: topic.into(), flag, properties, body });
     let numbers = (any::<i32>(), any::<i64>(), any::<i64>(), any::<i32>(), any::<i64>(), any::<i64>());
     let more = (any::<i32>(), any::<i64>(), socket_addr(), socket_addr());
     (message, numbers, more).prop_map(
