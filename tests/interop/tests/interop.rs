@@ -23,6 +23,8 @@
 
 #[path = "../../broker_group/mod.rs"]
 mod broker_group;
+#[path = "../../ports/mod.rs"]
+mod ports;
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
