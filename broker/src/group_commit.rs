@@ -32,6 +32,7 @@ use raftmq_common::limits::BROKER_GROUP_COMMIT_MAX_BYTES;
 use raftmq_common::limits::BROKER_GROUP_COMMIT_MAX_COUNT;
 use raftmq_common::limits::BROKER_SEND_INFLIGHT_ENTRIES_MAX_COUNT;
 use raftmq_common::limits::BROKER_SEND_QUEUE_MAX_COUNT;
+use raftmq_common::message::CompactString;
 use raftmq_common::message::record::patch_queue_offset;
 use raftmq_raft::AppPayload;
 use raftmq_raft::Applied;
@@ -53,7 +54,7 @@ use crate::store::ApplyOutcome;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordSlot {
     /// Topic.
-    pub topic: String,
+    pub topic: CompactString,
     /// Queue.
     pub queue_id: i32,
     /// Whether the record takes a queue offset (not PREPARED/ROLLBACK).

@@ -15,6 +15,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use raftmq_common::message::CompactString;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::remoting::ConnectionContext;
@@ -144,8 +145,8 @@ impl BrokerContext {
 
 /// `(topic, records, bytes)` of each run of records of one topic in `request` (one for a send or a
 /// batch), taken before the request moves into the batcher.
-fn topic_runs(request: &crate::group_commit::SendRequest) -> Vec<(String, u64, u64)> {
-    let mut runs: Vec<(String, u64, u64)> = Vec::with_capacity(1);
+fn topic_runs(request: &crate::group_commit::SendRequest) -> Vec<(CompactString, u64, u64)> {
+    let mut runs: Vec<(CompactString, u64, u64)> = Vec::with_capacity(1);
     let total = request.records.len();
     for (i, slot) in request.slots.iter().enumerate() {
         let end = request.slots.get(i + 1).map_or(total, |next| next.at);

@@ -355,7 +355,7 @@ fn build_request(ctx: &BrokerContext, due: &[CqUnit]) -> SendRequest {
             continue;
         }
         slots.push(RecordSlot {
-            topic: real.message.topic.to_string(),
+            topic: real.message.topic.clone(),
             queue_id: real.queue_id,
             has_queue_offset: has_queue_offset(real.sys_flag),
             at,

@@ -246,7 +246,7 @@ async fn send_back(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Rem
     let mut records = BytesMut::new();
     encode_record_into(&msg, &mut records).map_err(|e| refuse(ResponseCode::MessageIllegal, e.to_string()))?;
     let slot = RecordSlot {
-        topic: msg.message.topic.to_string(),
+        topic: msg.message.topic.clone(),
         queue_id: msg.queue_id,
         has_queue_offset: has_queue_offset(msg.sys_flag),
         at: 0,

@@ -244,7 +244,9 @@ fn encode(
     let delay_levels = ctx.store.delay_levels_ms().len();
     for mut message in messages {
         message.properties.insert(properties::CLUSTER, ctx.config.broker_cluster_name.as_str());
-        message.topic = target.topic.as_str().into();
+        if message.topic != target.topic {
+            message.topic = target.topic.as_str().into();
+        }
         if target.dead_letter {
             message.set_delay_time_level(0);
         }
@@ -267,7 +269,7 @@ fn encode(
         let at = out.len();
         encode_record_into(&record, &mut out).map_err(|e| refuse(ResponseCode::MessageIllegal, e.to_string()))?;
         slots.push(RecordSlot {
-            topic: record.message.topic.to_string(),
+            topic: record.message.topic.clone(),
             queue_id: record.queue_id,
             has_queue_offset: has_queue_offset(record.sys_flag),
             at,

@@ -680,7 +680,7 @@ fn encode_request(records: &[MessageExt]) -> Result<SendRequest, String> {
         let at = out.len();
         encode_record_into(r, &mut out).map_err(|e| e.to_string())?;
         slots.push(RecordSlot {
-            topic: r.message.topic.to_string(),
+            topic: r.message.topic.clone(),
             queue_id: r.queue_id,
             has_queue_offset: has_queue_offset(r.sys_flag),
             at,

@@ -65,9 +65,17 @@ impl OffsetTable {
 
     fn update(&self, mq: &MessageQueue, offset: i64, increase_only: bool) {
         let mut table = self.lock();
-        let entry = table.entry(mq.clone()).or_insert(offset);
-        if !increase_only || offset > *entry {
-            *entry = offset;
+        // Looked up before inserting: the key is copied (two strings) only for a queue's first
+        // offset, not for each of the listener calls that update it.
+        match table.get_mut(mq) {
+            Some(entry) => {
+                if !increase_only || offset > *entry {
+                    *entry = offset;
+                }
+            }
+            None => {
+                table.insert(mq.clone(), offset);
+            }
         }
     }
 

@@ -1226,8 +1226,8 @@ impl PushInner {
             Listener::Concurrently(_) => {
                 // Moved into the jobs, batch by batch: the process queue keeps only their offsets.
                 let batch = self.config.consume_message_batch_max_size.max(1);
-                // One queue name shared by the jobs: with one message per listener call, two
-                // strings copied per job were a visible share of a catching-up consumer's time.
+                // One queue shared by the jobs: with one message per listener call, each job copied
+                // the queue's two strings here and again for its listener's context; now only there.
                 let mq = Arc::new(mq.clone());
                 let mut rest = msgs.into_iter().peekable();
                 while rest.peek().is_some() {

@@ -31,6 +31,7 @@ pub mod validate;
 #[cfg(test)]
 pub(crate) mod testing;
 
+pub use compact_str::CompactString;
 pub use model::Message;
 pub use model::MessageExt;
 pub use model::MessageQueue;

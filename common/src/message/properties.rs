@@ -28,8 +28,8 @@ use crate::limits::PROPERTIES_SIZE_MAX_BYTES;
 pub const NAME_VALUE_SEPARATOR: char = '\u{1}';
 /// Separates pairs (`MessageDecoder.PROPERTY_SEPARATOR`).
 pub const PROPERTY_SEPARATOR: char = '\u{2}';
-/// Pairs up to which [`Properties::from_wire_str`] finds duplicate keys by a scan instead of a
-/// hash table (a record carries 3–10).
+/// Separators (about one per pair) below which [`Properties::from_wire_str`] finds duplicate keys
+/// by a scan instead of a hash table (a record carries 3–10 pairs).
 const PROPERTIES_LINEAR_PARSE_MAX_COUNT: usize = 16;
 
 /// Separates business keys inside the `KEYS` value (`MessageConst.KEY_SEPARATOR`).
@@ -184,9 +184,9 @@ pub enum PropertiesError {
 
 /// Ordered message properties (see the module docs for the order and duplicate rules).
 ///
-/// Keys and values are [`CompactString`]s: every system key and most values (tags, flags, offsets,
-/// cluster names) fit in one inline (24 bytes), so parsing a record's properties, which a consumer
-/// does for every message it receives, allocates for long values only.
+/// Keys and values are [`CompactString`]s: almost every system key and most values (tags, flags,
+/// offsets, cluster names) fit in one inline (24 bytes), so parsing a record's properties, which a
+/// consumer does for every message it receives, allocates for long ones only (a UNIQ_KEY is 32).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Properties {
     pairs: Vec<(CompactString, CompactString)>,
@@ -244,6 +244,9 @@ impl Properties {
 
     /// Parses the wire string; malformed pairs are skipped, never an error.
     pub fn from_wire_str(s: &str) -> Self {
+        if s.is_empty() {
+            return Properties::new();
+        }
         let pairs = s.split(PROPERTY_SEPARATOR).filter_map(|pair| {
             let (key, value) = pair.split_once(NAME_VALUE_SEPARATOR)?;
             (!key.is_empty() && !value.is_empty()).then_some((key, value))
