@@ -21,15 +21,18 @@ data=$(mktemp -d /tmp/raftmq-bench.XXXXXX)
 "$broker" dev --data "$data" --nodes "$nodes" --namesrv-port 19876 --broker-port 20911 --raft-port 30911 \
     --admin-port 28080 >"$data/dev.log" 2>&1 &
 dev=$!
-trap 'kill -TERM $dev 2>/dev/null; wait $dev 2>/dev/null; rm -rf "$data"' EXIT
+trap 'kill -TERM $dev 2>/dev/null || true; wait $dev 2>/dev/null || true; rm -rf "$data"' EXIT
 for _ in $(seq 1 600); do
     grep -q "raftmq dev cluster is up" "$data/dev.log" && break
     kill -0 $dev 2>/dev/null || { cat "$data/dev.log"; exit 1; }
     sleep 0.1
 done
+grep -q "raftmq dev cluster is up" "$data/dev.log" || { echo "the dev cluster did not come up in 60 s" >&2; exit 1; }
 "$broker" admin updateTopic -n $ns -c DefaultCluster -t CatchUp -r 8 -w 8 >/dev/null
-"$broker" bench produce -n $ns -t CatchUp --count "$stored" --size 1024 --concurrency 256 --mode sync --json \
-    2>/dev/null >/dev/null
+# The consumers read exactly what was stored: a send that failed would leave them waiting forever.
+stored=$("$broker" bench produce -n $ns -t CatchUp --count "$stored" --size 1024 --concurrency 256 --mode sync \
+    --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["sent"])')
+echo "stored $stored messages"
 group=0
 for _ in $(seq 1 "$rounds"); do
     for client in "$@"; do
@@ -37,7 +40,9 @@ for _ in $(seq 1 "$rounds"); do
             group=$((group + 1))
             before=$(awk '{print $14+$15}' /proc/$dev/stat)
             tps=$("$client" bench consume -n $ns -t CatchUp -g "catchup$group" --from-first --count "$stored" \
-                --consume-batch $batch --json 2>/dev/null | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["tps"]))')
+                --consume-batch $batch --json 2>"$data/consume.err" \
+                | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["tps"]))') \
+                || { cat "$data/consume.err" >&2; exit 1; }
             after=$(awk '{print $14+$15}' /proc/$dev/stat)
             echo "$(basename "$client") per-call=$batch msg/s=$tps broker_ticks=$((after - before))"
         done

@@ -21,7 +21,7 @@ log=$data/dev.log
 "$bin" dev --data "$data" --nodes "$nodes" --namesrv-port 19876 --broker-port 20911 --raft-port 30911 \
     --admin-port 28080 >"$log" 2>&1 &
 dev=$!
-trap 'kill -TERM $dev 2>/dev/null; wait $dev 2>/dev/null; rm -rf "$data"' EXIT
+trap 'kill -TERM $dev 2>/dev/null || true; wait $dev 2>/dev/null || true; rm -rf "$data"' EXIT
 for _ in $(seq 1 600); do
     grep -q "raftmq dev cluster is up" "$log" && break
     kill -0 $dev 2>/dev/null || { cat "$log"; exit 1; }

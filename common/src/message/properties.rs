@@ -253,7 +253,7 @@ impl Properties {
         });
         // A record has a handful of pairs: a duplicate key is found by scanning those already
         // parsed, with no table to allocate and hash. A string with more pairs indexes its keys, so
-        // a hostile one of ~8k pairs parses in O(n log n), not O(n²).
+        // a hostile one of ~8k pairs parses in expected O(n), not O(n²).
         let separators = s.bytes().filter(|&b| b == PROPERTY_SEPARATOR as u8).count();
         let mut index: Option<HashMap<&str, usize>> =
             (separators >= PROPERTIES_LINEAR_PARSE_MAX_COUNT).then(HashMap::new);
