@@ -18,16 +18,9 @@ nodes=${NODES:-1}
 ns=127.0.0.1:19876
 data=$(mktemp -d /tmp/raftmq-bench.XXXXXX)
 
-"$broker" dev --data "$data" --nodes "$nodes" --namesrv-port 19876 --broker-port 20911 --raft-port 30911 \
-    --admin-port 28080 >"$data/dev.log" 2>&1 &
-dev=$!
-trap 'kill -TERM $dev 2>/dev/null || true; wait $dev 2>/dev/null || true; rm -rf "$data"' EXIT
-for _ in $(seq 1 600); do
-    grep -q "raftmq dev cluster is up" "$data/dev.log" && break
-    kill -0 $dev 2>/dev/null || { cat "$data/dev.log"; exit 1; }
-    sleep 0.1
-done
-grep -q "raftmq dev cluster is up" "$data/dev.log" || { echo "the dev cluster did not come up in 60 s" >&2; exit 1; }
+# shellcheck source=deploy/dev-up.sh
+. "$(dirname "$0")/dev-up.sh"
+dev_up "$broker" "$nodes" "$data"
 "$broker" admin updateTopic -n $ns -c DefaultCluster -t CatchUp -r 8 -w 8 >/dev/null
 # The consumers read exactly what was stored: a send that failed would leave them waiting forever.
 stored=$("$broker" bench produce -n $ns -t CatchUp --count "$stored" --size 1024 --concurrency 256 --mode sync \

@@ -7,7 +7,7 @@
 #
 #   deploy/bench-send.sh [NODES] [DURATION] [STORED]     # defaults: 3 20s 1000000
 #
-# Ports are offset from the defaults so a running `raftmq dev` is not disturbed.
+# Ports are offset from the defaults so a running `raftmq dev` is not disturbed (deploy/dev-up.sh).
 set -euo pipefail
 
 nodes=${1:-3}
@@ -16,17 +16,9 @@ stored=${3:-1000000}
 bin=${RAFTMQ_BIN:-target/release/raftmq}
 ns=127.0.0.1:19876
 data=$(mktemp -d /tmp/raftmq-bench.XXXXXX)
-log=$data/dev.log
-
-"$bin" dev --data "$data" --nodes "$nodes" --namesrv-port 19876 --broker-port 20911 --raft-port 30911 \
-    --admin-port 28080 >"$log" 2>&1 &
-dev=$!
-trap 'kill -TERM $dev 2>/dev/null || true; wait $dev 2>/dev/null || true; rm -rf "$data"' EXIT
-for _ in $(seq 1 600); do
-    grep -q "raftmq dev cluster is up" "$log" && break
-    kill -0 $dev 2>/dev/null || { cat "$log"; exit 1; }
-    sleep 0.1
-done
+# shellcheck source=deploy/dev-up.sh
+. "$(dirname "$0")/dev-up.sh"
+dev_up "$bin" "$nodes" "$data"
 "$bin" admin updateTopic -n $ns -c DefaultCluster -t BenchTopic -r 8 -w 8 >/dev/null
 "$bin" admin updateTopic -n $ns -c DefaultCluster -t CatchUp -r 8 -w 8 >/dev/null
 echo "== produce: $nodes node(s), 1 KiB, 256 in flight, $duration (load before: $(cut -d' ' -f1-3 /proc/loadavg))"

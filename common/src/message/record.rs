@@ -614,18 +614,14 @@ pub fn decode_record_bytes(buf: &Bytes, options: DecodeOptions) -> Result<(Messa
 /// naming its index and offset, since a broker never sends one.
 pub fn decode_all(buf: &Bytes, options: DecodeOptions) -> Result<Vec<MessageExt>, RecordError> {
     // Sized once from the TOTALSIZE chain, so a body of 32 records does not regrow (and move every
-    // decoded message) as it fills. Sizes below a record's minimum end the count, which bounds the
-    // reservation by the body's length for any input; the decode below checks each record anyway.
+    // decoded message) as it fills. `peek_record` refuses sizes below a record's minimum, which
+    // bounds the reservation by the body's length for any input; the decode below checks each
+    // record in full anyway.
     let mut count = 0usize;
     let mut at = 0usize;
-    while let Some(size) = buf.get(at..).and_then(<[u8]>::first_chunk::<4>).map(|b| i32::from_be_bytes(*b)) {
-        match usize::try_from(size) {
-            Ok(size) if size >= RECORD_SIZE_MIN_BYTES => {
-                count += 1;
-                at = at.saturating_add(size);
-            }
-            _ => break,
-        }
+    while let Some(Ok(RecordKind::Message { total_size, .. })) = buf.get(at..).map(peek_record) {
+        count += 1;
+        at = at.saturating_add(total_size);
     }
     let mut out = Vec::with_capacity(count);
     let mut offset = 0usize;
