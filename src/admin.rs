@@ -116,6 +116,18 @@ enum AdminCommand {
     /// Show a broker's configuration (RocketMQ key names; secrets masked).
     #[command(name = "getBrokerConfig")]
     GetBrokerConfig(BrokerStatusArgs),
+    /// Change keys of broker configs while they run (one replica with `-b`, every replica of a
+    /// cluster with `-c`); the keys a broker can change at runtime are listed in its refusal of any
+    /// other. Persisted by the broker across restarts.
+    #[command(name = "updateBrokerConfig")]
+    UpdateBrokerConfig(UpdateBrokerConfigArgs),
+    /// Clear the write permission of a broker group in every NameServer: producers stop choosing
+    /// it, consumers still read it (until the group's topics change or its leader does).
+    #[command(name = "wipeWritePerm")]
+    WipeWritePerm(BrokerNameArgs),
+    /// Give a broker group read and write permission again in every NameServer.
+    #[command(name = "addWritePerm")]
+    AddWritePerm(BrokerNameArgs),
     /// Per topic and consumer group: backlog, TPS in and out over the last minute, messages in and
     /// out over the last 24 hours.
     #[command(name = "statsAll")]
@@ -264,6 +276,29 @@ struct BrokerStatusArgs {
 }
 
 #[derive(Debug, Args)]
+struct UpdateBrokerConfigArgs {
+    /// One replica's address (`ip:port`).
+    #[arg(short = 'b', long = "brokerAddr", required_unless_present = "cluster")]
+    broker: Option<String>,
+    /// Every replica of every broker group of a cluster.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+    /// The config key (RocketMQ's name, e.g. `brokerPermission`).
+    #[arg(short = 'k', long = "key")]
+    key: String,
+    /// The new value.
+    #[arg(short = 'v', long = "value")]
+    value: String,
+}
+
+#[derive(Debug, Args)]
+struct BrokerNameArgs {
+    /// The broker group's name (`brokerName`).
+    #[arg(short = 'b', long = "brokerName")]
+    broker_name: String,
+}
+
+#[derive(Debug, Args)]
 struct ConsumerConnectionArgs {
     /// Consumer group name.
     #[arg(short = 'g', long = "consumerGroup")]
@@ -409,6 +444,9 @@ async fn dispatch(admin: &Admin, out: Out, command: AdminCommand) -> Result<()> 
         AdminCommand::ConsumerProgress(a) => consumer_progress(admin, out, a).await,
         AdminCommand::BrokerStatus(a) => broker_status(admin, out, a).await,
         AdminCommand::GetBrokerConfig(a) => broker_config(admin, out, a).await,
+        AdminCommand::UpdateBrokerConfig(a) => update_broker_config(admin, out, a).await,
+        AdminCommand::WipeWritePerm(a) => write_perm(admin, out, &a.broker_name, false).await,
+        AdminCommand::AddWritePerm(a) => write_perm(admin, out, &a.broker_name, true).await,
         AdminCommand::StatsAll(a) => stats_all(admin, out, a).await,
         AdminCommand::ConsumerConnection(a) => consumer_connection(admin, out, a).await,
         AdminCommand::ConsumerStatus(a) => consumer_status(admin, out, a).await,
@@ -842,6 +880,81 @@ async fn broker_config(admin: &Admin, out: Out, a: BrokerStatusArgs) -> Result<(
         all.insert(addr.clone(), config);
     }
     print_key_values(out, &addrs, &all);
+    Ok(())
+}
+
+/// Java's `UpdateBrokerConfigSubCommand`: `-b` updates one replica; `-c` every replica of the
+/// cluster (Java's masters and slaves), each told on its own. Every broker is tried; the command
+/// fails if any refused.
+async fn update_broker_config(admin: &Admin, out: Out, a: UpdateBrokerConfigArgs) -> Result<()> {
+    let addrs = match (&a.broker, &a.cluster) {
+        (Some(b), _) => vec![b.clone()],
+        (None, Some(c)) => {
+            let info = admin.cluster_info().await.context("updateBrokerConfig")?;
+            let names = info.cluster_addr_table.get(c).ok_or_else(|| anyhow!("cluster {c} is unknown"))?;
+            let addrs: BTreeSet<String> = names
+                .iter()
+                .filter_map(|name| info.broker_addr_table.get(name))
+                .flat_map(|group| group.broker_addrs.values().cloned())
+                .collect();
+            addrs.into_iter().collect()
+        }
+        (None, None) => bail!("give -b BROKER_ADDR or -c CLUSTER"),
+    };
+    let updates = BTreeMap::from([(a.key.clone(), a.value.clone())]);
+    let mut results = BTreeMap::new();
+    let mut failed = 0;
+    for addr in &addrs {
+        let result = admin.update_broker_config(addr, &updates).await;
+        if !out.json {
+            match &result {
+                Ok(()) => println!("update broker config success, {addr}"),
+                Err(e) => println!("update broker config failed, {addr}: {e}"),
+            }
+        }
+        failed += usize::from(result.is_err());
+        results.insert(addr.clone(), result.map_or_else(|e| json!({"error": e.to_string()}), |()| json!("OK")));
+    }
+    if out.json {
+        out.json(&json!(results));
+    }
+    if failed > 0 {
+        bail!("updateBrokerConfig: {failed} of {} brokers refused {}={}", addrs.len(), a.key, a.value);
+    }
+    Ok(())
+}
+
+/// Java's `WipeWritePermSubCommand` / `AddWritePermSubCommand`: every NameServer is told on its own
+/// (they share nothing); one line per NameServer with the number of topics changed.
+async fn write_perm(admin: &Admin, out: Out, broker_name: &str, add: bool) -> Result<()> {
+    let (verb, command) = if add { ("add", "addWritePerm") } else { ("wipe", "wipeWritePerm") };
+    let mut results = BTreeMap::new();
+    let mut failed = 0;
+    for namesrv in admin.namesrv_addrs() {
+        let result = if add {
+            admin.add_write_perm(namesrv, broker_name).await
+        } else {
+            admin.wipe_write_perm(namesrv, broker_name).await
+        };
+        let code = if add { RequestCode::AddWritePermOfBroker } else { RequestCode::WipeWritePermOfBroker };
+        let result = result.map_err(|e| explain(command, code, e));
+        if !out.json {
+            match &result {
+                Ok(n) => println!("{verb} write perm of broker[{broker_name}] in name server[{namesrv}] OK, {n}"),
+                Err(e) => {
+                    println!("{verb} write perm of broker[{broker_name}] in name server[{namesrv}] Failed: {e:#}")
+                }
+            }
+        }
+        failed += usize::from(result.is_err());
+        results.insert(namesrv.clone(), result.map_or_else(|e| json!({"error": format!("{e:#}")}), |n| json!(n)));
+    }
+    if out.json {
+        out.json(&json!(results));
+    }
+    if failed > 0 {
+        bail!("{command}: {failed} of {} NameServers failed", admin.namesrv_addrs().len());
+    }
     Ok(())
 }
 

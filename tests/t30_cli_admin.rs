@@ -1,6 +1,7 @@
 //! `raftmq admin` against an in-process NameServer and a fake broker group (node 0 leads, node 1
-//! follows): tables and `--json`, writes reaching the leader, the fallbacks Java's tools also have,
-//! and the clear error when the broker lacks a request.
+//! follows): tables and `--json`, writes reaching the leader, config updates reaching every replica,
+//! the NameServer's write-permission switches, the fallbacks Java's tools also have, and the clear
+//! error when the broker lacks a request.
 
 mod t30_cli_harness;
 
@@ -109,6 +110,35 @@ async fn update_topic_writes_to_the_leader_of_each_target() -> Result<()> {
 
     let run = cluster.raftmq(&["admin", "updateTopic", "-t", "NewTopic"]).await?;
     assert!(!run.success, "-c or -b is required");
+    cluster.shutdown().await;
+    Ok(())
+}
+
+/// `updateBrokerConfig -c` reaches every replica of the cluster (Java's masters and slaves);
+/// `wipeWritePerm` / `addWritePerm` change the group's route in every NameServer, with Java's lines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_config_updates_and_write_perm_switches() -> Result<()> {
+    let cluster = Cluster::start().await?;
+    let run = cluster
+        .raftmq(&["admin", "updateBrokerConfig", "-c", CLUSTER, "-k", "brokerPermission", "-v", "4"])
+        .await?
+        .ok()?;
+    for broker in [&cluster.leader, &cluster.follower] {
+        assert!(run.stdout.contains(&format!("update broker config success, {}", broker.addr)), "{}", run.stdout);
+        let updates = broker.requests_of(RequestCode::UpdateBrokerConfig);
+        assert_eq!(updates.len(), 1, "{}", broker.addr);
+        assert_eq!(std::str::from_utf8(&updates[0].body)?, "brokerPermission=4\n");
+    }
+
+    let ns = cluster.namesrv_addr();
+    let run = cluster.raftmq(&["admin", "wipeWritePerm", "-b", "broker-a"]).await?.ok()?;
+    assert_eq!(run.stdout.trim(), format!("wipe write perm of broker[broker-a] in name server[{ns}] OK, 1"));
+    let route = cluster.raftmq(&["admin", "topicRoute", "-t", TOPIC, "--json"]).await?.ok()?.json()?;
+    assert_eq!(route["queueDatas"][0]["perm"], 4, "{route}");
+    let run = cluster.raftmq(&["admin", "addWritePerm", "-b", "broker-a"]).await?.ok()?;
+    assert_eq!(run.stdout.trim(), format!("add write perm of broker[broker-a] in name server[{ns}] OK, 1"));
+    let route = cluster.raftmq(&["admin", "topicRoute", "-t", TOPIC, "--json"]).await?.ok()?.json()?;
+    assert_eq!(route["queueDatas"][0]["perm"], 6, "{route}");
     cluster.shutdown().await;
     Ok(())
 }

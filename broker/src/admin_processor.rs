@@ -11,7 +11,8 @@
 //! | GET_ALL_CONSUMER_OFFSET (43) | `ConsumerOffsetSerializeWrapper` |
 //! | GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) | ConsumeQueue bounds |
 //! | SEARCH_OFFSET_BY_TIMESTAMP (29) | first offset stored at or after a time (binary search) |
-//! | GET_BROKER_CONFIG (26) | this replica's config as Java properties text, secrets masked |
+//! | GET_BROKER_CONFIG (26) | this replica's config now, as Java properties text, secrets masked |
+//! | UPDATE_BROKER_CONFIG (25) | runtime keys of this replica's config ([`crate::live_config`]), persisted |
 //! | QUERY_TOPIC_CONSUME_BY_WHO (300) | `GroupList`: groups subscribed to the topic or with an offset in it |
 //! | VIEW_BROKER_STATS_DATA (315) | `BrokerStatsData` of one statistic and key ([`crate::stats::StatsTable`]) |
 //! | RAFT_ADD_NODE (20101), RAFT_REMOVE_NODE (20102), RAFT_TRANSFER_LEADERSHIP (20103) | [`crate::membership`], leader only (a follower answers with the leader hint) |
@@ -38,7 +39,6 @@ use raftmq_common::protocol::body::message_queue::MessageQueue;
 use raftmq_common::protocol::body::properties_text;
 use raftmq_common::protocol::body::register::KvTable;
 use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
-use raftmq_common::protocol::body::topic::DataVersion;
 use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::protocol::body::topic::TopicFilterType;
 use raftmq_common::protocol::body::topic_stats::TopicOffset;
@@ -59,7 +59,9 @@ use raftmq_common::protocol::header::offset::GetMinOffsetResponseHeader;
 use raftmq_raft::Role;
 
 use crate::client_manager::SubscriptionMissing;
+use crate::config::ConfigError;
 use crate::entry::BrokerCommand;
+use crate::live_config::UpdateError;
 use crate::membership;
 use crate::processor::BrokerContext;
 use crate::pull::CommitLogReader;
@@ -348,13 +350,14 @@ pub fn broker_runtime_info(ctx: &BrokerContext) -> Result<RemotingCommand, Remot
     json(&KvTable { table })
 }
 
-/// GET_BROKER_CONFIG (`mqadmin getBrokerConfig`): this replica's config as Java properties text,
-/// secrets masked, with the Java keys a Raft group decides for itself (see [`java_role_keys`]). The
-/// config cannot change while the broker runs, so its version is the boot (counter 0, the boot
-/// time).
+/// GET_BROKER_CONFIG (`mqadmin getBrokerConfig`): this replica's config as it stands now, as Java
+/// properties text, secrets masked, with the Java keys a Raft group decides for itself (see
+/// [`java_role_keys`]). Its version counts the runtime updates since boot (0 at boot, stamped
+/// with the boot time).
 pub fn broker_config(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
     let mut entries = ctx
-        .config
+        .live
+        .current()
         .to_properties()
         .map_err(|e| refuse(ResponseCode::SystemError, format!("the config cannot be written out: {e}")))?;
     let follower_id = crate::namesrv_registration::follower_broker_id(ctx.replica.node_id());
@@ -362,11 +365,43 @@ pub fn broker_config(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCom
     for (key, value) in java_role_keys(broker_id) {
         entries.entry(key.to_owned()).or_insert(value);
     }
-    let version = DataVersion { counter: 0, timestamp: i64::try_from(ctx.broker_totals.boot_ms()).unwrap_or(i64::MAX) };
-    let version = serde_json::to_string(&version).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
+    let version =
+        serde_json::to_string(&ctx.live.version()).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
     Ok(RemotingCommand::success()
         .with_header(&GetBrokerConfigResponseHeader { version })
         .with_body(properties_text::encode(&entries)))
+}
+
+/// UPDATE_BROKER_CONFIG (`mqadmin updateBrokerConfig`): the body is Java properties text of the keys
+/// to change. All apply or none: a key that cannot change while the broker runs is refused with
+/// NO_PERMISSION (as Java refuses its black-listed keys), a bad value with SYSTEM_ERROR, both naming
+/// the key. The change is made durable, then takes effect at once on this replica; a change of
+/// `brokerPermission` re-registers with the NameServers at once, as Java does.
+pub fn update_broker_config(
+    ctx: &BrokerContext,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    if ctx.draining.load(std::sync::atomic::Ordering::Acquire) {
+        return Err(refuse(ResponseCode::ServiceNotAvailable, "the broker is shutting down"));
+    }
+    let text = std::str::from_utf8(&request.body)
+        .map_err(|_| refuse(ResponseCode::SystemError, "the config update is not UTF-8 properties text"))?;
+    let updates = properties_text::decode(text);
+    if updates.is_empty() {
+        return Err(refuse(ResponseCode::SystemError, "the config update names no key"));
+    }
+    let (before, after) = ctx.live.update(&updates, crate::store::now_ms()).map_err(|e| {
+        let code = match &e {
+            UpdateError::Config(ConfigError::NotRuntimeUpdatable(_)) => ResponseCode::NoPermission,
+            _ => ResponseCode::SystemError,
+        };
+        refuse(code, e.to_string())
+    })?;
+    tracing::info!(?updates, version = ?ctx.live.version(), "UPDATE_BROKER_CONFIG applied");
+    if before.broker_permission != after.broker_permission {
+        ctx.register_now.notify_one();
+    }
+    Ok(RemotingCommand::success())
 }
 
 /// Keys of Java's `BrokerConfig` / `MessageStoreConfig` that a Raft group has no setting for, as

@@ -53,6 +53,7 @@ use crate::client_manager::ClientManager;
 use crate::config::BrokerConfig;
 use crate::group_commit::GroupCommit;
 use crate::http::AdminServer;
+use crate::live_config::LiveConfig;
 use crate::metrics::BrokerMetrics;
 use crate::namesrv_registration;
 use crate::offset_commit::OffsetCommitter;
@@ -134,6 +135,9 @@ impl Broker {
     /// Recovers the store, joins (or on first boot, forms) the Raft group and starts serving.
     pub async fn start(config: BrokerConfig) -> Result<Broker, BrokerError> {
         config.validate().map_err(|e| BrokerError::Config(e.to_string()))?;
+        // Keys changed at runtime before a restart apply over the config file from the start.
+        let live = LiveConfig::open(config, crate::store::now_ms()).map_err(|e| BrokerError::Config(e.to_string()))?;
+        let config = BrokerConfig::clone(&live.current());
         let store_host = config
             .store_host()
             .ok_or_else(|| BrokerError::Config(format!("brokerIP1 {} is not an IP address", config.broker_ip())))?;
@@ -203,6 +207,7 @@ impl Broker {
                 ..PullLimits::default()
             },
             config,
+            live,
             replica,
             store,
             group_commit,

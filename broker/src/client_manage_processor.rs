@@ -160,7 +160,7 @@ pub fn check_client_config(ctx: &BrokerContext, request: &RemotingCommand) -> Re
         return Ok(RemotingCommand::success());
     }
     if !is_sql92(Some(kind)) {
-        if !ctx.config.enable_property_filter {
+        if !ctx.live.read(|c| c.enable_property_filter) {
             return Err(refuse(
                 ResponseCode::SystemError,
                 format!("The broker does not support consumer to filter message by {kind}"),

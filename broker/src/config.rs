@@ -301,11 +301,47 @@ pub enum ConfigError {
     /// A value is out of range or inconsistent with another.
     #[error("invalid broker config: {0}")]
     Invalid(String),
+    /// UPDATE_BROKER_CONFIG named a key that cannot change while the broker runs.
+    #[error(
+        "{0} cannot be changed while the broker runs; change it in the config file and restart (keys \
+         updateBrokerConfig can change: {keys})",
+        keys = RUNTIME_UPDATABLE_KEYS.join(", ")
+    )]
+    NotRuntimeUpdatable(String),
 }
 
 fn invalid(msg: impl Into<String>) -> ConfigError {
     ConfigError::Invalid(msg.into())
 }
+
+/// Keys UPDATE_BROKER_CONFIG (`mqadmin updateBrokerConfig`) may change while the broker runs. Each
+/// is read from `LiveConfig` where it is used, on every use, so a change takes effect at once:
+/// - `brokerPermission`: sends, send-backs and pulls; and the topic perm the replica registers with
+///   (re-registered at once, as Java does);
+/// - `maxMessageSize`, `autoCreateTopicEnable`, `rejectTransactionMessage`: sends;
+/// - `autoCreateSubscriptionGroup`, `enablePropertyFilter`, `longPollingEnable`,
+///   `shortPollingTimeMills`: pulls, heartbeats and send-backs;
+/// - `fileReservedTime`, `deleteWhen` and the three disk ratios: the retention task's next round;
+/// - `transactionTimeOut`, `transactionCheckMax`: the transaction check's next round.
+///
+/// Every other key sizes a file, a table, a port or a task at boot; changing it takes a restart.
+pub const RUNTIME_UPDATABLE_KEYS: &[&str] = &[
+    "brokerPermission",
+    "maxMessageSize",
+    "autoCreateTopicEnable",
+    "rejectTransactionMessage",
+    "autoCreateSubscriptionGroup",
+    "enablePropertyFilter",
+    "longPollingEnable",
+    "shortPollingTimeMills",
+    "fileReservedTime",
+    "deleteWhen",
+    "diskMaxUsedSpaceRatio",
+    "diskSpaceCleanForciblyRatio",
+    "diskSpaceWarningLevelRatio",
+    "transactionTimeOut",
+    "transactionCheckMax",
+];
 
 /// Keys whose values a config read-out (GET_BROKER_CONFIG) masks.
 pub const SECRET_KEYS: &[&str] = &["adminToken"];
@@ -371,6 +407,33 @@ impl BrokerConfig {
         }
         let config: BrokerConfig =
             toml::Value::Table(table).try_into().map_err(|source| ConfigError::Parse { origin, source })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// This config with `updates` applied (UPDATE_BROKER_CONFIG's properties: camelCase keys, values
+    /// read as [`Self::load`] reads `-D` overrides), validated as a whole. Every key must be one of
+    /// [`RUNTIME_UPDATABLE_KEYS`]; on any error nothing is applied.
+    pub fn with_updates(&self, updates: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
+        if let Some(key) = updates.keys().find(|k| !RUNTIME_UPDATABLE_KEYS.contains(&k.as_str())) {
+            return Err(ConfigError::NotRuntimeUpdatable(key.clone()));
+        }
+        let toml::Value::Table(mut table) =
+            toml::Value::try_from(self).map_err(|e| invalid(format!("the config cannot be written out: {e}")))?
+        else {
+            return Err(invalid("the config is not a table"));
+        };
+        for (key, raw) in updates {
+            // Text keys take the text as it is: `deleteWhen=4` is the hour "4", not an integer.
+            let value = match table.get(key) {
+                Some(toml::Value::String(_)) => toml::Value::String(raw.clone()),
+                _ => override_value(raw),
+            };
+            table.insert(key.clone(), value);
+        }
+        let config: BrokerConfig = toml::Value::Table(table)
+            .try_into()
+            .map_err(|source| ConfigError::Parse { origin: " update".to_owned(), source })?;
         config.validate()?;
         Ok(config)
     }
@@ -834,6 +897,56 @@ raftAddr = "10.0.0.3:40911"
             BrokerConfig::load(Some(Path::new("/nonexistent/broker.toml")), &[]),
             Err(ConfigError::Read { .. })
         ));
+    }
+
+    #[test]
+    fn runtime_updates_apply_whole_or_not_at_all() {
+        let boot = BrokerConfig::default();
+        let known = boot.to_properties().unwrap();
+        for key in RUNTIME_UPDATABLE_KEYS {
+            assert!(known.contains_key(*key), "{key} is not a config key");
+        }
+        let updates = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+        };
+        let c = boot
+            .with_updates(&updates(&[
+                ("brokerPermission", "4"),
+                ("shortPollingTimeMills", "500"),
+                ("deleteWhen", "3"),
+                ("autoCreateTopicEnable", "false"),
+            ]))
+            .unwrap();
+        assert_eq!(c.broker_permission, 4);
+        assert_eq!(c.short_polling_time_mills, Duration::from_millis(500));
+        assert_eq!(c.delete_when, "3");
+        assert!(!c.auto_create_topic_enable);
+        assert_eq!(
+            BrokerConfig { broker_permission: 6, ..c.clone() }.with_updates(&updates(&[])).unwrap().listen_port,
+            10911
+        );
+
+        // A key sized at boot is refused by name, even next to a good one; nothing applies.
+        match boot.with_updates(&updates(&[("brokerPermission", "4"), ("listenPort", "10912")])) {
+            Err(e @ ConfigError::NotRuntimeUpdatable(_)) => {
+                let msg = e.to_string();
+                assert!(msg.starts_with("listenPort cannot be changed while the broker runs"), "{msg}");
+                assert!(msg.contains("brokerPermission"), "{msg}");
+            }
+            other => panic!("expected NotRuntimeUpdatable, got {other:?}"),
+        }
+        assert!(matches!(
+            boot.with_updates(&updates(&[("noSuchKey", "1")])),
+            Err(ConfigError::NotRuntimeUpdatable(k)) if k == "noSuchKey"
+        ));
+        // Values are checked as at boot: type, range, and consistency with the other keys.
+        assert!(matches!(boot.with_updates(&updates(&[("brokerPermission", "rw")])), Err(ConfigError::Parse { .. })));
+        assert!(matches!(boot.with_updates(&updates(&[("brokerPermission", "16")])), Err(ConfigError::Invalid(_))));
+        assert!(matches!(
+            boot.with_updates(&updates(&[("diskMaxUsedSpaceRatio", "88")])),
+            Err(ConfigError::Invalid(_))
+        ));
+        assert!(matches!(boot.with_updates(&updates(&[("deleteWhen", "25")])), Err(ConfigError::Invalid(_))));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //!
 //! Modules in data-flow order:
 //! - [`config`]: `BrokerConfig` (RocketMQ keys + the Raft group).
+//! - [`live_config`]: the keys UPDATE_BROKER_CONFIG changes while the broker runs, persisted.
 //! - [`topic_config`], [`subscription_group`]: topic and consumer-group tables, auto-create decisions.
 //! - [`queue_offset`]: the leader's queue offsets, assigned before a send is proposed.
 //! - [`entry`]: the replicated commands (Raft entry payloads by tag) and the PHYSICALOFFSET patcher.
@@ -39,6 +40,7 @@ pub mod disk_space;
 pub mod dispatch;
 pub mod entry;
 pub mod index_file;
+pub mod live_config;
 pub mod long_poll;
 pub mod offsets;
 pub mod pull;

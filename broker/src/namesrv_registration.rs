@@ -1,7 +1,8 @@
 //! Registration with the NameServers (RocketMQ's `BrokerController.registerBrokerAll` +
 //! `DLedgerRoleChangeHandler`): every `registerNameServerPeriod` (30 s), at once when this node's Raft
-//! role or term changes, when a leader passes the readiness gate, and when topics change; every
-//! NameServer is told independently (they never talk to each other).
+//! role or term changes, when a leader passes the readiness gate, when topics change, and when
+//! `brokerPermission` is updated at runtime; every NameServer is told independently (they never
+//! talk to each other).
 //!
 //! The group's leader registers as brokerId 0, every other replica as `raftNodeId + 1`; the Raft
 //! extension fields (`raftTerm`, `raftRole`, `raftNodeId`) let a raftmq NameServer pick the writable
@@ -19,7 +20,10 @@ use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::register::RegisterBrokerBody;
+use raftmq_common::protocol::body::register::TopicConfigSerializeWrapper;
 use raftmq_common::protocol::body::register::body_crc32;
+use raftmq_common::protocol::body::topic::DataVersion;
+use raftmq_common::protocol::body::topic::perm;
 use raftmq_common::protocol::header::namesrv::RaftRegistration;
 use raftmq_common::protocol::header::namesrv::RaftRole;
 use raftmq_common::protocol::header::namesrv::RegisterBrokerRequestHeader;
@@ -110,9 +114,14 @@ async fn run(ctx: Arc<BrokerContext>, client: RemotingClient, cancel: Cancellati
 
 /// REGISTER_BROKER to every NameServer, concurrently.
 pub async fn register_all(ctx: &BrokerContext, client: &RemotingClient, broker_id: i64, raft: &RaftRegistration) {
+    let topics = ctx.store.metadata().topics.to_wrapper();
     let body = RegisterBrokerBody {
         filter_server_list: Vec::new(),
-        topic_config_serialize_wrapper: ctx.store.metadata().topics.to_wrapper(),
+        topic_config_serialize_wrapper: advertised_topics(
+            topics,
+            ctx.live.read(|c| c.broker_permission),
+            ctx.live.version(),
+        ),
     };
     let body = match body.encode_body(false) {
         Ok(b) => b,
@@ -149,6 +158,29 @@ pub async fn register_all(ctx: &BrokerContext, client: &RemotingClient, broker_i
     }
 }
 
+/// The topic table as registered: Java's `registerBrokerAll` gives every topic the broker's
+/// `brokerPermission` when that is not read + write, so producers skip a replica drained with
+/// `updateBrokerConfig -k brokerPermission -v 4`. The NameServer re-reads a table only when its
+/// `DataVersion` changes, so the version registered moves with the config version as well:
+/// the counters add up (both only grow within a boot) and the newer timestamp wins (a restart's
+/// boot time is newer than anything registered before it).
+pub fn advertised_topics(
+    mut topics: TopicConfigSerializeWrapper,
+    broker_permission: i32,
+    config_version: DataVersion,
+) -> TopicConfigSerializeWrapper {
+    if !perm::is_writeable(broker_permission) || !perm::is_readable(broker_permission) {
+        for config in topics.topic_config_table.values_mut() {
+            config.perm = broker_permission;
+        }
+    }
+    topics.data_version = DataVersion {
+        counter: topics.data_version.counter.saturating_add(config_version.counter),
+        timestamp: topics.data_version.timestamp.max(config_version.timestamp),
+    };
+    topics
+}
+
 /// UNREGISTER_BROKER from every NameServer (shutdown); bounded by the registration timeout.
 pub async fn unregister_all(ctx: &BrokerContext, client: &RemotingClient) {
     let broker_id = registration(ctx)
@@ -176,5 +208,39 @@ pub async fn unregister_member(ctx: &BrokerContext, client: &RemotingClient, bro
             Ok(_) => info!(namesrv = addr, broker_addr, "unregistered"),
             Err(e) => warn!(namesrv = addr, error = %e, "UNREGISTER_BROKER failed"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use raftmq_common::protocol::body::topic::TopicConfig;
+
+    use super::*;
+
+    fn table() -> TopicConfigSerializeWrapper {
+        let mut t = TopicConfigSerializeWrapper {
+            data_version: DataVersion { counter: 5, timestamp: 100 },
+            ..TopicConfigSerializeWrapper::default()
+        };
+        for (name, p) in [("A", perm::READ_WRITE), ("TBW102", perm::INHERIT | perm::READ_WRITE)] {
+            t.topic_config_table.insert(name.to_owned(), TopicConfig { perm: p, ..TopicConfig::new(name) });
+        }
+        t
+    }
+
+    #[test]
+    fn a_read_only_broker_registers_its_topics_read_only_under_a_new_version() {
+        let boot = DataVersion { counter: 0, timestamp: 50 };
+        let rw = advertised_topics(table(), perm::READ_WRITE, boot);
+        assert_eq!(rw.topic_config_table, table().topic_config_table);
+        assert_eq!(rw.data_version, DataVersion { counter: 5, timestamp: 100 });
+
+        let drained = advertised_topics(table(), perm::READ, DataVersion { counter: 1, timestamp: 200 });
+        assert!(drained.topic_config_table.values().all(|c| c.perm == perm::READ));
+        assert_ne!(drained.data_version, rw.data_version);
+        // Back to read + write: the topics' own perms, under yet another version.
+        let back = advertised_topics(table(), perm::READ_WRITE, DataVersion { counter: 2, timestamp: 300 });
+        assert_eq!(back.topic_config_table, table().topic_config_table);
+        assert_eq!(back.data_version, DataVersion { counter: 7, timestamp: 300 });
     }
 }

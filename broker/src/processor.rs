@@ -74,6 +74,7 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::GetTopicStatsInfo,
     RequestCode::GetBrokerRuntimeInfo,
     RequestCode::GetBrokerConfig,
+    RequestCode::UpdateBrokerConfig,
     RequestCode::QueryTopicConsumeByWho,
     RequestCode::ViewBrokerStatsData,
     RequestCode::GetConsumeStats,
@@ -87,8 +88,11 @@ pub const SERVED_CODES: &[RequestCode] = &[
 /// What every processor shares.
 #[derive(Debug)]
 pub struct BrokerContext {
-    /// The validated config.
+    /// The validated config the broker booted with. The keys UPDATE_BROKER_CONFIG changes
+    /// ([`crate::config::RUNTIME_UPDATABLE_KEYS`]) are read from `live` instead.
     pub config: BrokerConfig,
+    /// The config now, as UPDATE_BROKER_CONFIG changed it.
+    pub live: crate::live_config::LiveConfig,
     /// The Raft group.
     pub replica: Arc<Replica>,
     /// The applied state.
@@ -206,6 +210,7 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::GetTopicStatsInfo => admin_processor::topic_stats_info(ctx, &request),
             RequestCode::GetBrokerRuntimeInfo => admin_processor::broker_runtime_info(ctx),
             RequestCode::GetBrokerConfig => admin_processor::broker_config(ctx),
+            RequestCode::UpdateBrokerConfig => admin_processor::update_broker_config(ctx, &request),
             RequestCode::QueryTopicConsumeByWho => admin_processor::topic_consume_by_who(ctx, &request),
             RequestCode::ViewBrokerStatsData => admin_processor::view_broker_stats_data(ctx, &request),
             RequestCode::GetConsumeStats => admin_processor::consume_stats(ctx, &request),

@@ -53,19 +53,20 @@ pub async fn process_pull(ctx: Arc<BrokerContext>, request: &RemotingCommand) ->
 }
 
 fn check_group(ctx: &BrokerContext, group: &str) -> Result<(), RemotingCommand> {
-    let create = match ctx.store.metadata().groups.find_or_create(group, ctx.config.auto_create_subscription_group) {
-        GroupLookup::Found(config) if !config.consume_enable => {
-            return Err(refuse(ResponseCode::NoPermission, format!("subscription group no permission, {group}")));
-        }
-        GroupLookup::Found(_) => None,
-        GroupLookup::NotExist => {
-            return Err(refuse(
-                ResponseCode::SubscriptionGroupNotExist,
-                format!("subscription group [{group}] does not exist"),
-            ));
-        }
-        GroupLookup::Create(config) => Some(config),
-    };
+    let create =
+        match ctx.store.metadata().groups.find_or_create(group, ctx.live.read(|c| c.auto_create_subscription_group)) {
+            GroupLookup::Found(config) if !config.consume_enable => {
+                return Err(refuse(ResponseCode::NoPermission, format!("subscription group no permission, {group}")));
+            }
+            GroupLookup::Found(_) => None,
+            GroupLookup::NotExist => {
+                return Err(refuse(
+                    ResponseCode::SubscriptionGroupNotExist,
+                    format!("subscription group [{group}] does not exist"),
+                ));
+            }
+            GroupLookup::Create(config) => Some(config),
+        };
     // Auto-creation is replicated; only a ready leader proposes it, and the pull does not wait for it.
     if let Some(config) = create
         && ctx.replica.ready_term().is_some()
@@ -83,7 +84,7 @@ fn check_group(ctx: &BrokerContext, group: &str) -> Result<(), RemotingCommand> 
 
 /// A SQL92 subscription's filter, when `enablePropertyFilter` allows one (RocketMQ's remarks).
 pub fn sql_filter(ctx: &BrokerContext, expression: &str) -> Result<MessageFilter, RemotingCommand> {
-    if !ctx.config.enable_property_filter {
+    if !ctx.live.read(|c| c.enable_property_filter) {
         return Err(refuse(
             ResponseCode::SystemError,
             format!("The broker does not support consumer to filter message by {EXPRESSION_TYPE_SQL92}"),
@@ -137,7 +138,7 @@ async fn pull(ctx: &Arc<BrokerContext>, request: &RemotingCommand) -> Result<Rem
     let h: PullMessageRequestHeader = request
         .decode_header()
         .map_err(|e| refuse(ResponseCode::SystemError, format!("the pull request header is invalid: {e}")))?;
-    if !perm::is_readable(ctx.config.broker_permission) {
+    if !perm::is_readable(ctx.live.read(|c| c.broker_permission)) {
         return Err(refuse(
             ResponseCode::NoPermission,
             format!("the broker[{}] pulling message is forbidden", ctx.config.broker_addr()),
@@ -229,10 +230,11 @@ fn run(
         let req = GetMessageRequest { offset: h.queue_offset, max_msg_nums: h.max_msg_nums, filter, offset_check };
         get_message(queues.get(&h.topic, h.queue_id), &req, ctx.store.commit_log(), &ctx.pull_limits)
     };
+    let (long_polling_enable, short_polling) = ctx.live.read(|c| (c.long_polling_enable, c.short_polling_time_mills));
     let policy = PullPolicy {
         broker_allow_suspend: allow_suspend,
-        long_polling_enable: ctx.config.long_polling_enable,
-        short_polling_ms: u64::try_from(ctx.config.short_polling_time_mills.as_millis()).unwrap_or(u64::MAX),
+        long_polling_enable,
+        short_polling_ms: u64::try_from(short_polling.as_millis()).unwrap_or(u64::MAX),
         offset_check,
     };
     let outcome = pull_outcome(&result, h.queue_offset, h.sys_flag, h.suspend_timeout_millis, &policy);

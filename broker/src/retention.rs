@@ -502,8 +502,9 @@ struct Follow {
     cleaned_below: u64,
 }
 
-async fn run(ctx: Arc<BrokerContext>, settings: RetentionSettings, cancel: CancellationToken) {
+async fn run(ctx: Arc<BrokerContext>, mut settings: RetentionSettings, cancel: CancellationToken) {
     let mut boundary_rx = ctx.store.retention_boundary_watch();
+    let mut config_rx = ctx.live.subscribe();
     let mut next_check = Instant::now();
     let mut follow = Follow::default();
     let mut pending = false;
@@ -517,6 +518,15 @@ async fn run(ctx: Arc<BrokerContext>, settings: RetentionSettings, cancel: Cance
                 if changed.is_err() {
                     break;
                 }
+            }
+            // UPDATE_BROKER_CONFIG changed the reserved time, the hours or a watermark: a check now.
+            changed = config_rx.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+                let updated = RetentionSettings::from_config(&config_rx.borrow_and_update());
+                settings.policy = updated.policy;
+                next_check = Instant::now();
             }
             _ = tokio::time::sleep_until(wake) => {}
         }

@@ -159,16 +159,17 @@ pub(crate) async fn ensure_topic(ctx: &BrokerContext, config: TopicConfig) -> Re
 
 /// `findSubscriptionGroupConfig`: the group, created (replicated) when auto-creation allows it.
 async fn find_group(ctx: &BrokerContext, group: &str) -> Result<SubscriptionGroupConfig, RemotingCommand> {
-    let create = match ctx.store.metadata().groups.find_or_create(group, ctx.config.auto_create_subscription_group) {
-        GroupLookup::Found(config) => return Ok(config.clone()),
-        GroupLookup::Create(config) => config,
-        GroupLookup::NotExist => {
-            return Err(refuse(
-                ResponseCode::SubscriptionGroupNotExist,
-                format!("subscription group not exist, {group}"),
-            ));
-        }
-    };
+    let create =
+        match ctx.store.metadata().groups.find_or_create(group, ctx.live.read(|c| c.auto_create_subscription_group)) {
+            GroupLookup::Found(config) => return Ok(config.clone()),
+            GroupLookup::Create(config) => config,
+            GroupLookup::NotExist => {
+                return Err(refuse(
+                    ResponseCode::SubscriptionGroupNotExist,
+                    format!("subscription group not exist, {group}"),
+                ));
+            }
+        };
     let command = BrokerCommand::SubscriptionGroupUpsert { proposed_at_ms: now_ms() as i64, config: create.clone() };
     ctx.replica.propose(&command).await.map_err(|e| e.to_response(&ctx.config.broker_name))?;
     Ok(create)
@@ -211,7 +212,7 @@ async fn send_back(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Rem
         return Err(refuse(ResponseCode::ServiceNotAvailable, crate::retention::disk_full_remark(ratio)));
     }
     let group = find_group(ctx, &h.group).await?;
-    if !perm::is_writeable(ctx.config.broker_permission) {
+    if !perm::is_writeable(ctx.live.read(|c| c.broker_permission)) {
         return Err(refuse(
             ResponseCode::NoPermission,
             format!("the broker[{}] sending message is forbidden", ctx.config.broker_addr()),

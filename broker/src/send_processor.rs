@@ -87,7 +87,7 @@ fn messages_of(
     h: &SendMessageRequestHeader,
     request: &RemotingCommand,
 ) -> Result<Vec<Message>, RemotingCommand> {
-    let max = ctx.config.max_message_size as usize;
+    let max = ctx.live.read(|c| c.max_message_size) as usize;
     if request.body.len() > max {
         return Err(refuse(ResponseCode::MessageIllegal, format!("the message body size over max value, MAX: {max}")));
     }
@@ -121,7 +121,7 @@ async fn topic_config(ctx: &BrokerContext, h: &SendMessageRequestHeader) -> Resu
             default_topic: &h.default_topic,
             client_default_queue_nums: h.default_topic_queue_nums,
             topic_sys_flag: i32::from(h.is_unit_mode()),
-            auto_create_topic_enable: ctx.config.auto_create_topic_enable,
+            auto_create_topic_enable: ctx.live.read(|c| c.auto_create_topic_enable),
         };
         decide_send_topic(&meta.topics, &h.topic, &auto)
     };
@@ -147,7 +147,7 @@ async fn send(
     let h = SendMessageRequestHeader::read_request(request)
         .map_err(|e| refuse(ResponseCode::SystemError, format!("the send request header is invalid: {e}")))?;
     let broker_name = &ctx.config.broker_name;
-    if !perm::is_writeable(ctx.config.broker_permission) {
+    if !perm::is_writeable(ctx.live.read(|c| c.broker_permission)) {
         return Err(refuse(
             ResponseCode::NoPermission,
             format!("the broker[{}] sending message is forbidden", ctx.config.broker_addr()),
@@ -158,7 +158,7 @@ async fn send(
     // A RocketMQ broker recognises a half message by its TRAN_MSG property; the client sets the
     // PREPARED sysFlag bit from it.
     let half = messages.iter().any(Message::is_transaction_prepared);
-    if half && ctx.config.reject_transaction_message {
+    if half && ctx.live.read(|c| c.reject_transaction_message) {
         return Err(refuse(
             ResponseCode::NoPermission,
             format!("the broker[{}] sending transaction message is forbidden", ctx.config.broker_addr()),

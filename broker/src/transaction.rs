@@ -892,8 +892,8 @@ struct Put {
 /// Looks at one batch of halves below `round_end`; returns how many it passed and whether there
 /// are more to look at in this round.
 async fn round_batch(ctx: &BrokerContext, term: u64, round_end: u64) -> Result<(usize, bool), ()> {
-    let timeout_ms = u64::try_from(ctx.config.transaction_time_out.as_millis()).unwrap_or(u64::MAX);
-    let check_max = ctx.config.transaction_check_max;
+    let (timeout, check_max) = ctx.live.read(|c| (c.transaction_time_out, c.transaction_check_max));
+    let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
     let (min, max) = ctx.store.queue_offsets(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID);
     let end = max.min(round_end);
     let batch_end = |from: i64| from.saturating_add(TRANSACTION_CHECK_BATCH_MAX_COUNT as i64);

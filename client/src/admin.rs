@@ -73,6 +73,8 @@ use raftmq_common::protocol::header::admin::QueryTopicConsumeByWhoRequestHeader;
 use raftmq_common::protocol::header::admin::ResetOffsetRequestHeader;
 use raftmq_common::protocol::header::admin::ViewBrokerStatsDataRequestHeader;
 use raftmq_common::protocol::header::client::ConsumeMessageDirectlyResultRequestHeader;
+use raftmq_common::protocol::header::namesrv::AddWritePermOfBrokerRequestHeader;
+use raftmq_common::protocol::header::namesrv::AddWritePermOfBrokerResponseHeader;
 use raftmq_common::protocol::header::namesrv::DeleteKvConfigRequestHeader;
 use raftmq_common::protocol::header::namesrv::DeleteTopicFromNamesrvRequestHeader;
 use raftmq_common::protocol::header::namesrv::GetKvConfigRequestHeader;
@@ -81,6 +83,8 @@ use raftmq_common::protocol::header::namesrv::GetKvListByNamespaceRequestHeader;
 use raftmq_common::protocol::header::namesrv::GetRouteInfoRequestHeader;
 use raftmq_common::protocol::header::namesrv::GetTopicsByClusterRequestHeader;
 use raftmq_common::protocol::header::namesrv::PutKvConfigRequestHeader;
+use raftmq_common::protocol::header::namesrv::WipeWritePermOfBrokerRequestHeader;
+use raftmq_common::protocol::header::namesrv::WipeWritePermOfBrokerResponseHeader;
 use raftmq_common::protocol::header::offset::GetMaxOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::GetMaxOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::GetMinOffsetRequestHeader;
@@ -191,6 +195,36 @@ impl Admin {
             PutKvConfigRequestHeader { namespace: namespace.to_owned(), key: key.to_owned(), value: value.to_owned() };
         let request = RemotingCommand::request_with_header(RequestCode::PutKvConfig, &header);
         self.namesrv.invoke_all("putKvConfig", request, self.timeout).await
+    }
+
+    /// The NameServers this admin asks, as configured.
+    pub fn namesrv_addrs(&self) -> &[String] {
+        self.namesrv.addrs()
+    }
+
+    /// Clears the write bit of every queue of group `broker_name` in the NameServer at
+    /// `namesrv_addr` (`wipeWritePerm`, WIPE_WRITE_PERM_OF_BROKER): producers stop choosing the
+    /// group, consumers still read it. NameServers share nothing, so ask each one. Returns the
+    /// number of topics changed.
+    pub async fn wipe_write_perm(&self, namesrv_addr: &str, broker_name: &str) -> Result<i32> {
+        let op = "wipeWritePerm";
+        let header = WipeWritePermOfBrokerRequestHeader { broker_name: broker_name.to_owned() };
+        let request = RemotingCommand::request_with_header(RequestCode::WipeWritePermOfBroker, &header);
+        let response = self.broker_call(op, namesrv_addr, request).await?;
+        let header: WipeWritePermOfBrokerResponseHeader = decode_header(op, &response)?;
+        Ok(header.wipe_topic_count)
+    }
+
+    /// Gives every queue of group `broker_name` read and write permission again in the NameServer
+    /// at `namesrv_addr` (`addWritePerm`, ADD_WRITE_PERM_OF_BROKER). Returns the number of topics
+    /// changed.
+    pub async fn add_write_perm(&self, namesrv_addr: &str, broker_name: &str) -> Result<i32> {
+        let op = "addWritePerm";
+        let header = AddWritePermOfBrokerRequestHeader { broker_name: broker_name.to_owned() };
+        let request = RemotingCommand::request_with_header(RequestCode::AddWritePermOfBroker, &header);
+        let response = self.broker_call(op, namesrv_addr, request).await?;
+        let header: AddWritePermOfBrokerResponseHeader = decode_header(op, &response)?;
+        Ok(header.add_topic_count)
     }
 
     /// A KV config value; `None` when the NameServer has none (QUERY_NOT_FOUND).
@@ -492,6 +526,16 @@ impl Admin {
         let text = std::str::from_utf8(&response.body)
             .map_err(|e| ClientError::new(ErrorKind::Protocol, op, "the config is not UTF-8").with_source(e))?;
         Ok(raftmq_common::protocol::body::properties_text::decode(text))
+    }
+
+    /// Changes keys of the config of the broker at `addr` while it runs (`updateBrokerConfig`,
+    /// UPDATE_BROKER_CONFIG), as Java properties text. The broker takes all of them or none, and
+    /// refuses a key that cannot change while it runs.
+    pub async fn update_broker_config(&self, addr: &str, updates: &BTreeMap<String, String>) -> Result<()> {
+        let op = "updateBrokerConfig";
+        let body = raftmq_common::protocol::body::properties_text::encode(updates);
+        let request = RemotingCommand::request(RequestCode::UpdateBrokerConfig).with_body(body);
+        self.broker_call(op, addr, request).await.map(drop)
     }
 
     /// Every committed offset of every group on the broker at `addr` (GET_ALL_CONSUMER_OFFSET).

@@ -14,8 +14,8 @@
 //!
 //! Codes served: REGISTER_BROKER, UNREGISTER_BROKER, GET_ROUTEINFO_BY_TOPIC, GET_BROKER_CLUSTER_INFO,
 //! GET_ALL_TOPIC_LIST_FROM_NAMESERVER, GET_TOPICS_BY_CLUSTER, DELETE_TOPIC_IN_NAMESRV,
-//! PUT/GET/DELETE_KV_CONFIG, GET_KVLIST_BY_NAMESPACE ([`SERVED_CODES`]); the transport answers any
-//! other code REQUEST_CODE_NOT_SUPPORTED.
+//! PUT/GET/DELETE_KV_CONFIG, GET_KVLIST_BY_NAMESPACE, WIPE/ADD_WRITE_PERM_OF_BROKER ([`SERVED_CODES`]);
+//! the transport answers any other code REQUEST_CODE_NOT_SUPPORTED.
 
 use std::sync::PoisonError;
 use std::sync::RwLock;
@@ -30,6 +30,8 @@ use raftmq_common::protocol::body::JsonBody;
 use raftmq_common::protocol::body::register::RegisterBrokerBody;
 use raftmq_common::protocol::body::register::body_crc32;
 use raftmq_common::protocol::header::CommandHeader;
+use raftmq_common::protocol::header::namesrv::AddWritePermOfBrokerRequestHeader;
+use raftmq_common::protocol::header::namesrv::AddWritePermOfBrokerResponseHeader;
 use raftmq_common::protocol::header::namesrv::DeleteKvConfigRequestHeader;
 use raftmq_common::protocol::header::namesrv::DeleteTopicFromNamesrvRequestHeader;
 use raftmq_common::protocol::header::namesrv::GetKvConfigRequestHeader;
@@ -41,6 +43,8 @@ use raftmq_common::protocol::header::namesrv::PutKvConfigRequestHeader;
 use raftmq_common::protocol::header::namesrv::RegisterBrokerRequestHeader;
 use raftmq_common::protocol::header::namesrv::RegisterBrokerResponseHeader;
 use raftmq_common::protocol::header::namesrv::UnregisterBrokerRequestHeader;
+use raftmq_common::protocol::header::namesrv::WipeWritePermOfBrokerRequestHeader;
+use raftmq_common::protocol::header::namesrv::WipeWritePermOfBrokerResponseHeader;
 use raftmq_common::remoting::ConnectionContext;
 use raftmq_common::remoting::RequestProcessor;
 
@@ -54,7 +58,7 @@ use crate::route_info::RouteInfoManager;
 use crate::route_info::RouteSettings;
 
 /// The request codes [`NamesrvProcessor`] handles.
-pub const SERVED_CODES: [RequestCode; 11] = [
+pub const SERVED_CODES: [RequestCode; 13] = [
     RequestCode::RegisterBroker,
     RequestCode::UnregisterBroker,
     RequestCode::GetRouteinfoByTopic,
@@ -66,6 +70,8 @@ pub const SERVED_CODES: [RequestCode; 11] = [
     RequestCode::GetKvConfig,
     RequestCode::DeleteKvConfig,
     RequestCode::GetKvlistByNamespace,
+    RequestCode::WipeWritePermOfBroker,
+    RequestCode::AddWritePermOfBroker,
 ];
 
 /// Feature switches of the handlers (from [`NamesrvConfig`]).
@@ -151,6 +157,8 @@ impl NamesrvProcessor {
             RequestCode::GetKvConfig => self.get_kv_config(request),
             RequestCode::DeleteKvConfig => self.delete_kv_config(request),
             RequestCode::GetKvlistByNamespace => self.get_kv_list_by_namespace(request),
+            RequestCode::WipeWritePermOfBroker => self.wipe_write_perm(request),
+            RequestCode::AddWritePermOfBroker => self.add_write_perm(request),
             _ => Err(Rejection::new(
                 ResponseCode::RequestCodeNotSupported,
                 format!(" request type {} not supported", request.code),
@@ -351,6 +359,22 @@ impl NamesrvProcessor {
                 Err(Rejection::new(ResponseCode::QueryNotFound, format!("No config item, Namespace: {}", h.namespace)))
             }
         }
+    }
+
+    fn wipe_write_perm(&self, request: &RemotingCommand) -> Response {
+        let h: WipeWritePermOfBrokerRequestHeader = header(request)?;
+        let count = self.routes_mut().wipe_write_perm(&h.broker_name);
+        tracing::info!(broker_name = %h.broker_name, topics = count, "WIPE_WRITE_PERM_OF_BROKER");
+        let wipe_topic_count = i32::try_from(count).unwrap_or(i32::MAX);
+        Ok(RemotingCommand::success().with_header(&WipeWritePermOfBrokerResponseHeader { wipe_topic_count }))
+    }
+
+    fn add_write_perm(&self, request: &RemotingCommand) -> Response {
+        let h: AddWritePermOfBrokerRequestHeader = header(request)?;
+        let count = self.routes_mut().add_write_perm(&h.broker_name);
+        tracing::info!(broker_name = %h.broker_name, topics = count, "ADD_WRITE_PERM_OF_BROKER");
+        let add_topic_count = i32::try_from(count).unwrap_or(i32::MAX);
+        Ok(RemotingCommand::success().with_header(&AddWritePermOfBrokerResponseHeader { add_topic_count }))
     }
 }
 

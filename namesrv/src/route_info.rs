@@ -7,8 +7,8 @@
 //!  UNREGISTER ──────┤                       ├─> cluster_info()             -> ClusterInfo
 //!  scan(now_ms) ────┼─> RouteInfoManager ───┼─> all_topics()/topics_by_cluster()
 //!  conn closed ─────┤   topic -> brokerName -> QueueData
-//!  DELETE_TOPIC ────┘   brokerName -> BrokerGroup { cluster, members by addr, leader, term }
-//!                       cluster -> brokerNames;  addr -> brokerName;  conn -> addrs
+//!  DELETE_TOPIC ────┤   brokerName -> BrokerGroup { cluster, members by addr, leader, term }
+//!  WIPE/ADD_WRITE ──┘   cluster -> brokerNames;  addr -> brokerName;  conn -> addrs
 //! ```
 //!
 //! ## Who is brokerId 0
@@ -59,6 +59,7 @@ use raftmq_common::protocol::body::route::QueueData;
 use raftmq_common::protocol::body::route::TopicRouteData;
 use raftmq_common::protocol::body::topic::DataVersion;
 use raftmq_common::protocol::body::topic::TopicConfig;
+use raftmq_common::protocol::body::topic::perm;
 use raftmq_common::protocol::header::namesrv::RaftRegistration;
 use raftmq_common::protocol::header::namesrv::RaftRole;
 use thiserror::Error;
@@ -365,6 +366,33 @@ impl RouteInfoManager {
                 changed
             }
         }
+    }
+
+    /// WIPE_WRITE_PERM_OF_BROKER (`mqadmin wipeWritePerm`): clears the write bit of every queue
+    /// data of group `broker_name`, so producers stop choosing it while consumers still read it.
+    /// Returns the number of topics changed (Java's `wipeTopicCount`: every queue data of the group,
+    /// changed or not). It holds until the group's queue data is next re-read: a leader change or a
+    /// new topic `DataVersion`, as in Java.
+    pub fn wipe_write_perm(&mut self, broker_name: &str) -> usize {
+        self.set_group_perm(broker_name, |p| p & !perm::WRITE)
+    }
+
+    /// ADD_WRITE_PERM_OF_BROKER (`mqadmin addWritePerm`): sets every queue data of group
+    /// `broker_name` back to read + write, as Java does (whatever the topic's own perm). Returns
+    /// the number of topics changed (`addTopicCount`).
+    pub fn add_write_perm(&mut self, broker_name: &str) -> usize {
+        self.set_group_perm(broker_name, |_| perm::READ_WRITE)
+    }
+
+    fn set_group_perm(&mut self, broker_name: &str, f: impl Fn(i32) -> i32) -> usize {
+        let mut count = 0;
+        for queues in self.topic_queue_table.values_mut() {
+            if let Some(q) = queues.get_mut(broker_name) {
+                q.perm = f(q.perm);
+                count += 1;
+            }
+        }
+        count
     }
 
     /// GET_ROUTEINFO_BY_TOPIC: the topic's queues and groups, or `None` when the topic is unknown.

@@ -233,7 +233,7 @@ impl FakeState {
             RequestCode::SendMessageV2 | RequestCode::SendBatchMessage | RequestCode::SendMessage => {
                 self.stored(&request)
             }
-            RequestCode::UpdateAndCreateTopic => RemotingCommand::success(),
+            RequestCode::UpdateAndCreateTopic | RequestCode::UpdateBrokerConfig => RemotingCommand::success(),
             RequestCode::GetMaxOffset => {
                 RemotingCommand::success().with_header(&GetMaxOffsetResponseHeader { offset: 100 })
             }

@@ -7,6 +7,7 @@ use raftmq_common::protocol::body::register::TopicList;
 use raftmq_common::protocol::body::route::TopicRouteData;
 use raftmq_common::protocol::body::topic::DataVersion;
 use raftmq_common::protocol::body::topic::TopicConfig;
+use raftmq_common::protocol::body::topic::perm;
 use raftmq_common::protocol::header::namesrv::RaftRegistration;
 use raftmq_common::protocol::header::namesrv::RaftRole;
 
@@ -192,6 +193,54 @@ fn cluster_info_topic_lists_delete_and_unregister() {
     );
     ok(&p.handle(None, &unregister));
     assert_eq!(p.routes().live_broker_count(), 0);
+}
+
+/// `mqadmin wipeWritePerm` / `addWritePerm`: producers skip a group whose queue data lost the write
+/// bit; consumers still read it. The wipe holds until the group's queue data is re-read (a new
+/// topic `DataVersion` or a leader change), as in Java.
+#[test]
+fn write_perm_of_a_group_is_wiped_and_added_back() {
+    let p = processor_with(&config());
+    ok(&p.handle(Some(1), &register(0, 1, RaftRole::Leader, false)));
+    let perm_of = |p: &NamesrvProcessor| {
+        let route = TopicRouteData::decode(&p.handle(None, &route_request("TopicA")).body).expect("route");
+        route.queue_datas[0].perm
+    };
+    assert_eq!(perm_of(&p), perm::READ_WRITE);
+
+    let wipe = |name: &str| {
+        RemotingCommand::request_with_header(
+            RequestCode::WipeWritePermOfBroker,
+            &WipeWritePermOfBrokerRequestHeader { broker_name: name.into() },
+        )
+    };
+    let r = p.handle(None, &wipe("broker-a"));
+    ok(&r);
+    let h: WipeWritePermOfBrokerResponseHeader = r.decode_header().expect("header");
+    assert_eq!(h.wipe_topic_count, 1);
+    assert_eq!(perm_of(&p), perm::READ);
+    // An unknown group changes nothing and says so with a zero count, as Java does.
+    let h: WipeWritePermOfBrokerResponseHeader = p.handle(None, &wipe("broker-x")).decode_header().expect("header");
+    assert_eq!(h.wipe_topic_count, 0);
+    // The leader's periodic registration with the same DataVersion keeps the wipe.
+    ok(&p.handle(Some(1), &register(0, 1, RaftRole::Leader, false)));
+    assert_eq!(perm_of(&p), perm::READ);
+
+    let add = RemotingCommand::request_with_header(
+        RequestCode::AddWritePermOfBroker,
+        &AddWritePermOfBrokerRequestHeader { broker_name: "broker-a".into() },
+    );
+    let r = p.handle(None, &add);
+    ok(&r);
+    let h: AddWritePermOfBrokerResponseHeader = r.decode_header().expect("header");
+    assert_eq!(h.add_topic_count, 1);
+    assert_eq!(perm_of(&p), perm::READ_WRITE);
+
+    // A leader change re-reads the group's table: the wipe is gone with it.
+    ok(&p.handle(None, &wipe("broker-a")));
+    ok(&p.handle(Some(2), &register(1, 2, RaftRole::Leader, false)));
+    assert_eq!(perm_of(&p), perm::READ_WRITE);
+    p.routes().check_invariants();
 }
 
 #[test]

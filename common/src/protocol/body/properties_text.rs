@@ -1,5 +1,6 @@
-//! Config bodies as Java properties text: GET_BROKER_CONFIG's answer (`MixAll.properties2String`
-//! on the broker, `MixAll.string2Properties`, that is `java.util.Properties.load`, on the client).
+//! Config bodies as Java properties text: GET_BROKER_CONFIG's answer and UPDATE_BROKER_CONFIG's
+//! request (`MixAll.properties2String` on the writing side, `MixAll.string2Properties`, that is
+//! `java.util.Properties.load`, on the reading side).
 //!
 //! The writer emits one `key=value` line per entry, unescaped, as `properties2String` does (config
 //! keys and values never hold a line break). The reader follows `Properties.load` for what such

@@ -1,6 +1,6 @@
 //! Headers of the NameServer requests: broker registration, route queries, topic deletion and the
-//! KV-config codes (`common/.../protocol/header/namesrv/*.java`, 4.9.8), plus raftmq's Raft extension
-//! of REGISTER_BROKER.
+//! KV-config codes, the write-permission switches of a group (`common/.../protocol/header/namesrv/*.java`,
+//! 4.9.8), plus raftmq's Raft extension of REGISTER_BROKER.
 //!
 //! ## The Raft extension of REGISTER_BROKER
 //!
@@ -390,6 +390,74 @@ impl CommandHeader for GetKvListByNamespaceRequestHeader {
 
     fn read_ext_fields(fields: &ExtFields) -> Result<Self, HeaderError> {
         Ok(GetKvListByNamespaceRequestHeader { namespace: required(fields, "namespace")? })
+    }
+}
+
+/// WIPE_WRITE_PERM_OF_BROKER (205) request header (`WipeWritePermOfBrokerRequestHeader`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WipeWritePermOfBrokerRequestHeader {
+    /// `brokerName`: the group whose queues stop taking writes.
+    pub broker_name: String,
+}
+
+impl CommandHeader for WipeWritePermOfBrokerRequestHeader {
+    fn write_ext_fields(&self, fields: &mut ExtFields) {
+        put(fields, "brokerName", &self.broker_name);
+    }
+
+    fn read_ext_fields(fields: &ExtFields) -> Result<Self, HeaderError> {
+        Ok(WipeWritePermOfBrokerRequestHeader { broker_name: required(fields, "brokerName")? })
+    }
+}
+
+/// WIPE_WRITE_PERM_OF_BROKER response header (`WipeWritePermOfBrokerResponseHeader`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WipeWritePermOfBrokerResponseHeader {
+    /// `wipeTopicCount`: topics of the group whose queue data was changed.
+    pub wipe_topic_count: i32,
+}
+
+impl CommandHeader for WipeWritePermOfBrokerResponseHeader {
+    fn write_ext_fields(&self, fields: &mut ExtFields) {
+        put(fields, "wipeTopicCount", &self.wipe_topic_count);
+    }
+
+    fn read_ext_fields(fields: &ExtFields) -> Result<Self, HeaderError> {
+        Ok(WipeWritePermOfBrokerResponseHeader { wipe_topic_count: required(fields, "wipeTopicCount")? })
+    }
+}
+
+/// ADD_WRITE_PERM_OF_BROKER (327) request header (`AddWritePermOfBrokerRequestHeader`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddWritePermOfBrokerRequestHeader {
+    /// `brokerName`: the group whose queues take writes again.
+    pub broker_name: String,
+}
+
+impl CommandHeader for AddWritePermOfBrokerRequestHeader {
+    fn write_ext_fields(&self, fields: &mut ExtFields) {
+        put(fields, "brokerName", &self.broker_name);
+    }
+
+    fn read_ext_fields(fields: &ExtFields) -> Result<Self, HeaderError> {
+        Ok(AddWritePermOfBrokerRequestHeader { broker_name: required(fields, "brokerName")? })
+    }
+}
+
+/// ADD_WRITE_PERM_OF_BROKER response header (`AddWritePermOfBrokerResponseHeader`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddWritePermOfBrokerResponseHeader {
+    /// `addTopicCount`: topics of the group whose queue data was changed.
+    pub add_topic_count: i32,
+}
+
+impl CommandHeader for AddWritePermOfBrokerResponseHeader {
+    fn write_ext_fields(&self, fields: &mut ExtFields) {
+        put(fields, "addTopicCount", &self.add_topic_count);
+    }
+
+    fn read_ext_fields(fields: &ExtFields) -> Result<Self, HeaderError> {
+        Ok(AddWritePermOfBrokerResponseHeader { add_topic_count: required(fields, "addTopicCount")? })
     }
 }
 

@@ -1,0 +1,223 @@
+//! `LiveConfig`: the broker config as it stands now, which UPDATE_BROKER_CONFIG (`mqadmin
+//! updateBrokerConfig`) changes while the broker runs.
+//!
+//! Only [`RUNTIME_UPDATABLE_KEYS`] change, and every reader of one of them reads it here on each
+//! use; `BrokerContext::config` stays the config the broker booted with, which is right for every
+//! other key. An update is one replica's, as in RocketMQ, where each broker of a master/slave pair
+//! is updated on its own: `mqadmin updateBrokerConfig -c <cluster>` reaches every replica of every
+//! group, `-b <addr>` one replica.
+//!
+//! Updates survive a restart, as Java's rewrite of its config file does: every key updated so far
+//! is kept in `<storePathRootDir>/config/broker-updates.properties`, applied at boot over the config
+//! file and `-D` overrides. Delete that file to return to the config file's values.
+//!
+//! Invariants:
+//! - the current config has always passed `BrokerConfig::validate`;
+//! - an update is made durable (temporary file, fsync, rename, directory fsync) before it takes
+//!   effect, so what a restart applies is never older than what was acknowledged;
+//! - updates are serialised: the file and the current config always hold the same updates;
+//! - the version counter grows by one per update (GET_BROKER_CONFIG's `DataVersion`).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::Mutex;
+
+use raftmq_common::protocol::body::properties_text;
+use raftmq_common::protocol::body::topic::DataVersion;
+use thiserror::Error;
+use tokio::sync::watch;
+
+use crate::config::BrokerConfig;
+use crate::config::ConfigError;
+
+/// Directory under `storePathRootDir` of the updates file (RocketMQ's `store/config`).
+pub const CONFIG_DIR: &str = "config";
+/// The file of every key updated at runtime.
+pub const UPDATES_FILE: &str = "broker-updates.properties";
+
+/// Why an update was not applied.
+#[derive(Debug, Error)]
+pub enum UpdateError {
+    /// A key, or a value, or the result as a whole, is not acceptable.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The update could not be made durable; nothing changed.
+    #[error("cannot persist the update to {path}: {source}")]
+    Persist {
+        /// The updates file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+#[derive(Debug)]
+struct Updates {
+    /// Every key updated so far, with its latest value: what the file holds.
+    applied: BTreeMap<String, String>,
+    version: DataVersion,
+}
+
+/// The current config of this replica; see the module docs.
+#[derive(Debug)]
+pub struct LiveConfig {
+    current: watch::Sender<Arc<BrokerConfig>>,
+    updates: Mutex<Updates>,
+    path: PathBuf,
+}
+
+impl LiveConfig {
+    /// `boot` with the updates persisted under its store root applied. `boot_ms` stamps the
+    /// initial version. A file that no longer applies (an invalid value, or a key this version
+    /// cannot change at runtime) fails the boot rather than being ignored: a replica drained with
+    /// `brokerPermission` must not come back writable by surprise.
+    pub fn open(boot: BrokerConfig, boot_ms: u64) -> Result<Self, UpdateError> {
+        let path = updates_path(&boot.store_path_root_dir);
+        let applied = match std::fs::read_to_string(&path) {
+            Ok(text) => properties_text::decode(&text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
+            Err(source) => return Err(UpdateError::Persist { path, source }),
+        };
+        let config = if applied.is_empty() {
+            boot
+        } else {
+            let config = boot.with_updates(&applied).map_err(|e| {
+                ConfigError::Invalid(format!(
+                    "the runtime updates in {} no longer apply ({e}); fix or delete that file",
+                    path.display()
+                ))
+            })?;
+            tracing::info!(file = %path.display(), updates = ?applied,
+                "applying the config keys updated at runtime (updateBrokerConfig) over the config file");
+            config
+        };
+        let timestamp = i64::try_from(boot_ms).unwrap_or(i64::MAX);
+        Ok(LiveConfig {
+            current: watch::Sender::new(Arc::new(config)),
+            updates: Mutex::new(Updates { applied, version: DataVersion { counter: 0, timestamp } }),
+            path,
+        })
+    }
+
+    /// The config now.
+    pub fn current(&self) -> Arc<BrokerConfig> {
+        Arc::clone(&self.current.borrow())
+    }
+
+    /// Reads the config now without taking a reference to it (the cheaper read of hot paths).
+    pub fn read<R>(&self, f: impl FnOnce(&BrokerConfig) -> R) -> R {
+        f(&self.current.borrow())
+    }
+
+    /// Wakes on every update.
+    pub fn subscribe(&self) -> watch::Receiver<Arc<BrokerConfig>> {
+        self.current.subscribe()
+    }
+
+    /// The version of the current config: counter 0 at boot, one more per update.
+    pub fn version(&self) -> DataVersion {
+        lock(&self.updates).version
+    }
+
+    /// Applies `updates` (all or none), persists them, then makes them current. Returns the config
+    /// before and after.
+    pub fn update(
+        &self,
+        updates: &BTreeMap<String, String>,
+        now_ms: u64,
+    ) -> Result<(Arc<BrokerConfig>, Arc<BrokerConfig>), UpdateError> {
+        let mut state = lock(&self.updates);
+        let before = self.current();
+        let after = Arc::new(before.with_updates(updates)?);
+        let mut applied = state.applied.clone();
+        applied.extend(updates.iter().map(|(k, v)| (k.clone(), v.clone())));
+        persist(&self.path, &applied).map_err(|source| UpdateError::Persist { path: self.path.clone(), source })?;
+        state.applied = applied;
+        state.version =
+            DataVersion { counter: state.version.counter + 1, timestamp: i64::try_from(now_ms).unwrap_or(i64::MAX) };
+        self.current.send_replace(Arc::clone(&after));
+        Ok((before, after))
+    }
+}
+
+/// Where the updates of a store live.
+pub fn updates_path(store_root: &Path) -> PathBuf {
+    store_root.join(CONFIG_DIR).join(UPDATES_FILE)
+}
+
+fn persist(path: &Path, applied: &BTreeMap<String, String>) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let tmp = path.with_extension("properties.tmp");
+    {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(b"# Broker config keys changed at runtime (updateBrokerConfig); applied at boot.\n")?;
+        file.write_all(properties_text::encode(applied).as_bytes())?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+fn lock(m: &Mutex<Updates>) -> std::sync::MutexGuard<'_, Updates> {
+    // Updates are replaced only after every fallible step, so a poisoned state is still whole.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn boot(root: &Path) -> BrokerConfig {
+        BrokerConfig { store_path_root_dir: root.to_owned(), ..BrokerConfig::default() }
+    }
+
+    fn kv(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[test]
+    fn updates_take_effect_at_once_and_survive_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = LiveConfig::open(boot(dir.path()), 1_000).unwrap();
+        assert_eq!(live.version(), DataVersion { counter: 0, timestamp: 1_000 });
+        let mut rx = live.subscribe();
+
+        let (before, after) = live.update(&kv(&[("brokerPermission", "4")]), 2_000).unwrap();
+        assert_eq!((before.broker_permission, after.broker_permission), (6, 4));
+        assert_eq!(live.read(|c| c.broker_permission), 4);
+        assert!(rx.has_changed().unwrap());
+        assert_eq!(rx.borrow_and_update().broker_permission, 4);
+        live.update(&kv(&[("maxMessageSize", "1024")]), 3_000).unwrap();
+        assert_eq!(live.version(), DataVersion { counter: 2, timestamp: 3_000 });
+
+        // A refused update changes nothing: not memory, not the file, not the version.
+        assert!(matches!(
+            live.update(&kv(&[("maxMessageSize", "2048"), ("listenPort", "1")]), 4_000),
+            Err(UpdateError::Config(ConfigError::NotRuntimeUpdatable(_)))
+        ));
+        assert_eq!(live.read(|c| c.max_message_size), 1024);
+        assert_eq!(live.version().counter, 2);
+
+        let restarted = LiveConfig::open(boot(dir.path()), 5_000).unwrap();
+        let c = restarted.current();
+        assert_eq!((c.broker_permission, c.max_message_size), (4, 1024));
+        assert_eq!(restarted.version(), DataVersion { counter: 0, timestamp: 5_000 });
+    }
+
+    #[test]
+    fn an_updates_file_that_no_longer_applies_fails_the_boot() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = updates_path(dir.path());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "brokerPermission=99\n").unwrap();
+        let err = LiveConfig::open(boot(dir.path()), 0).unwrap_err().to_string();
+        assert!(err.contains("no longer apply") && err.contains("brokerPermission"), "{err}");
+        std::fs::write(&path, "# nothing\n").unwrap();
+        assert_eq!(LiveConfig::open(boot(dir.path()), 0).unwrap().current().broker_permission, 6);
+    }
+}
