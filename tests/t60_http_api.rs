@@ -1,5 +1,5 @@
 //! The broker's admin HTTP API and `/metrics`, end to end over real sockets against an in-process
-//! 3-replica group (`broker_group`, admin ports chosen by the OS): probes, status, topics and groups
+//! 3-replica group (`broker_group`, admin ports chosen by the OS): probes, status, config, topics and groups
 //! (token, bad input, not-leader refusals — each refusal read back to prove nothing changed),
 //! consumer progress, message queries, offset reset and leader transfer, and the metric series a
 //! send and a pull leave behind.
@@ -258,6 +258,35 @@ async fn t60_probes_status_metrics_and_draining() -> Result<()> {
     get(&la, "/api/v1/topics/T60_DRAIN").await?.expect_error(404, "TOPIC_NOT_FOUND")?;
     get(&la, "/api/v1/status").await?.expect(200)?;
 
+    group.shutdown().await;
+    Ok(())
+}
+
+/// `GET` / `PATCH /api/v1/config`: the replica's config and its runtime keys, changed all or none,
+/// only with the token; a refused change is read back to prove nothing changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t60_config_is_read_and_changed_at_runtime() -> Result<()> {
+    let group = Group::start_with(1, |c| c.admin_token = Some(TOKEN.to_owned())).await?;
+    let id = group.wait_leader(WAIT).await?;
+    let admin = group.admin_addr(id)?;
+    let v = get(&admin, "/api/v1/config").await?.expect(200)?.json()?;
+    ensure!(v["config"]["brokerPermission"] == "6" && v["config"]["adminToken"] == "******", "{v}");
+    ensure!(v["version"]["counter"] == 0, "{v}");
+    ensure!(v["runtime_updatable_keys"].as_array().is_some_and(|k| k.contains(&json!("brokerPermission"))), "{v}");
+
+    let change = json!({ "brokerPermission": 4, "deleteWhen": "3" }).to_string();
+    http(&admin, "PATCH", "/api/v1/config", None, Some(&change)).await?.expect_error(401, "UNAUTHORIZED")?;
+    for bad in [json!({ "listenPort": 1 }), json!({ "brokerPermission": [4] }), json!({ "brokerPermission": 99 })] {
+        let r = http(&admin, "PATCH", "/api/v1/config", Some(TOKEN), Some(&bad.to_string())).await?;
+        let r = r.expect_error(400, "INVALID_ARGUMENT")?;
+        ensure!(bad.as_object().is_some_and(|o| o.keys().all(|k| r.body.contains(k.as_str()))), "{}", r.body);
+    }
+    let v = get(&admin, "/api/v1/config").await?.expect(200)?.json()?;
+    ensure!(v["config"]["brokerPermission"] == "6" && v["version"]["counter"] == 0, "refused, so unchanged: {v}");
+
+    let v = http(&admin, "PATCH", "/api/v1/config", Some(TOKEN), Some(&change)).await?.expect(200)?.json()?;
+    ensure!(v["config"]["brokerPermission"] == "4" && v["config"]["deleteWhen"] == "3", "{v}");
+    ensure!(v["version"]["counter"] == 1, "{v}");
     group.shutdown().await;
     Ok(())
 }

@@ -355,9 +355,9 @@ pub fn broker_runtime_info(ctx: &BrokerContext) -> Result<RemotingCommand, Remot
 /// [`java_role_keys`]). Its version counts the runtime updates since boot (0 at boot, stamped
 /// with the boot time).
 pub fn broker_config(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
-    let mut entries = ctx
-        .live
-        .current()
+    let now = ctx.live.snapshot();
+    let mut entries = now
+        .config
         .to_properties()
         .map_err(|e| refuse(ResponseCode::SystemError, format!("the config cannot be written out: {e}")))?;
     let follower_id = crate::namesrv_registration::follower_broker_id(ctx.replica.node_id());
@@ -365,8 +365,7 @@ pub fn broker_config(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCom
     for (key, value) in java_role_keys(broker_id) {
         entries.entry(key.to_owned()).or_insert(value);
     }
-    let version =
-        serde_json::to_string(&ctx.live.version()).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
+    let version = serde_json::to_string(&now.version).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
     Ok(RemotingCommand::success()
         .with_header(&GetBrokerConfigResponseHeader { version })
         .with_body(properties_text::encode(&entries)))
@@ -375,8 +374,8 @@ pub fn broker_config(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCom
 /// UPDATE_BROKER_CONFIG (`mqadmin updateBrokerConfig`): the body is Java properties text of the keys
 /// to change. All apply or none: a key that cannot change while the broker runs is refused with
 /// NO_PERMISSION (as Java refuses its black-listed keys), a bad value with SYSTEM_ERROR, both naming
-/// the key. The change is made durable, then takes effect at once on this replica; a change of
-/// `brokerPermission` re-registers with the NameServers at once, as Java does.
+/// the key. The change is made durable, then takes effect at once on this replica
+/// ([`BrokerContext::update_config`]).
 pub fn update_broker_config(
     ctx: &BrokerContext,
     request: &RemotingCommand,
@@ -386,21 +385,15 @@ pub fn update_broker_config(
     }
     let text = std::str::from_utf8(&request.body)
         .map_err(|_| refuse(ResponseCode::SystemError, "the config update is not UTF-8 properties text"))?;
+    // An empty body changes nothing and succeeds, as in Java.
     let updates = properties_text::decode(text);
-    if updates.is_empty() {
-        return Err(refuse(ResponseCode::SystemError, "the config update names no key"));
-    }
-    let (before, after) = ctx.live.update(&updates, crate::store::now_ms()).map_err(|e| {
+    ctx.update_config(&updates).map_err(|e| {
         let code = match &e {
             UpdateError::Config(ConfigError::NotRuntimeUpdatable(_)) => ResponseCode::NoPermission,
             _ => ResponseCode::SystemError,
         };
         refuse(code, e.to_string())
     })?;
-    tracing::info!(?updates, version = ?ctx.live.version(), "UPDATE_BROKER_CONFIG applied");
-    if before.broker_permission != after.broker_permission {
-        ctx.register_now.notify_one();
-    }
     Ok(RemotingCommand::success())
 }
 

@@ -324,7 +324,11 @@ fn invalid(msg: impl Into<String>) -> ConfigError {
 /// - `fileReservedTime`, `deleteWhen` and the three disk ratios: the retention task's next round;
 /// - `transactionTimeOut`, `transactionCheckMax`: the transaction check's next round.
 ///
+/// `autoCreateTopicEnable` behaves as Java's: turning it off stops auto-creation at once, turning
+/// it on needs the `TBW102` topic, which is created at boot only when the key was on.
+///
 /// Every other key sizes a file, a table, a port or a task at boot; changing it takes a restart.
+/// Unlike Java, which ignores a key it does not know, such a key is refused by name.
 pub const RUNTIME_UPDATABLE_KEYS: &[&str] = &[
     "brokerPermission",
     "maxMessageSize",
@@ -417,6 +421,10 @@ impl BrokerConfig {
     pub fn with_updates(&self, updates: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
         if let Some(key) = updates.keys().find(|k| !RUNTIME_UPDATABLE_KEYS.contains(&k.as_str())) {
             return Err(ConfigError::NotRuntimeUpdatable(key.clone()));
+        }
+        // A line break in a value would read back as a second key from the updates file.
+        if let Some((key, _)) = updates.iter().find(|(_, v)| v.chars().any(char::is_control)) {
+            return Err(invalid(format!("{key}: a value must not contain a control character")));
         }
         let toml::Value::Table(mut table) =
             toml::Value::try_from(self).map_err(|e| invalid(format!("the config cannot be written out: {e}")))?

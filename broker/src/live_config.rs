@@ -13,10 +13,14 @@
 //!
 //! Invariants:
 //! - the current config has always passed `BrokerConfig::validate`;
-//! - an update is made durable (temporary file, fsync, rename, directory fsync) before it takes
-//!   effect, so what a restart applies is never older than what was acknowledged;
-//! - updates are serialised: the file and the current config always hold the same updates;
-//! - the version counter grows by one per update (GET_BROKER_CONFIG's `DataVersion`).
+//! - an update is in effect only once its file has replaced the old one (temporary file, fsync,
+//!   rename, then the directory fsynced), so a restart never applies less than was acknowledged;
+//! - the file holds each value as the config reads it back (`to_properties`), one line per key:
+//!   no text a client sent is written out as it came;
+//! - updates are serialised, and a reader sees the config and its versions from one update, never
+//!   a mix (they are one value in the watch);
+//! - the version counter grows by one per update (GET_BROKER_CONFIG's `DataVersion`), the
+//!   permission version only with updates naming `brokerPermission` (see [`Snapshot`]).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -55,24 +59,33 @@ pub enum UpdateError {
     },
 }
 
-#[derive(Debug)]
-struct Updates {
-    /// Every key updated so far, with its latest value: what the file holds.
-    applied: BTreeMap<String, String>,
-    version: DataVersion,
+/// The config and its versions, as one value.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The config now.
+    pub config: Arc<BrokerConfig>,
+    /// Updates since boot (`counter`), and the boot or the last update (`timestamp`, ms).
+    pub version: DataVersion,
+    /// Updates naming `brokerPermission` since boot, and the boot or the last of them. The topic
+    /// table's registered version moves with this one only: Java bumps its topic `DataVersion` only
+    /// for `brokerPermission`, so other updates do not make a NameServer re-read the table (which
+    /// would undo its `wipeWritePerm`).
+    pub perm_version: DataVersion,
 }
 
 /// The current config of this replica; see the module docs.
 #[derive(Debug)]
 pub struct LiveConfig {
-    current: watch::Sender<Arc<BrokerConfig>>,
-    updates: Mutex<Updates>,
+    current: watch::Sender<Snapshot>,
+    /// Every key updated so far, with its value as read back: what the file holds. The lock
+    /// serialises updates; readers never take it.
+    applied: Mutex<BTreeMap<String, String>>,
     path: PathBuf,
 }
 
 impl LiveConfig {
     /// `boot` with the updates persisted under its store root applied. `boot_ms` stamps the
-    /// initial version. A file that no longer applies (an invalid value, or a key this version
+    /// initial versions. A file that no longer applies (an invalid value, or a key this version
     /// cannot change at runtime) fails the boot rather than being ignored: a replica drained with
     /// `brokerPermission` must not come back writable by surprise.
     pub fn open(boot: BrokerConfig, boot_ms: u64) -> Result<Self, UpdateError> {
@@ -95,51 +108,73 @@ impl LiveConfig {
                 "applying the config keys updated at runtime (updateBrokerConfig) over the config file");
             config
         };
-        let timestamp = i64::try_from(boot_ms).unwrap_or(i64::MAX);
+        let boot_version = DataVersion { counter: 0, timestamp: i64::try_from(boot_ms).unwrap_or(i64::MAX) };
         Ok(LiveConfig {
-            current: watch::Sender::new(Arc::new(config)),
-            updates: Mutex::new(Updates { applied, version: DataVersion { counter: 0, timestamp } }),
+            current: watch::Sender::new(Snapshot {
+                config: Arc::new(config),
+                version: boot_version,
+                perm_version: boot_version,
+            }),
+            applied: Mutex::new(applied),
             path,
         })
     }
 
     /// The config now.
     pub fn current(&self) -> Arc<BrokerConfig> {
-        Arc::clone(&self.current.borrow())
+        Arc::clone(&self.current.borrow().config)
+    }
+
+    /// The config and its versions now, from one update.
+    pub fn snapshot(&self) -> Snapshot {
+        self.current.borrow().clone()
     }
 
     /// Reads the config now without taking a reference to it (the cheaper read of hot paths).
     pub fn read<R>(&self, f: impl FnOnce(&BrokerConfig) -> R) -> R {
-        f(&self.current.borrow())
+        f(&self.current.borrow().config)
     }
 
     /// Wakes on every update.
-    pub fn subscribe(&self) -> watch::Receiver<Arc<BrokerConfig>> {
+    pub fn subscribe(&self) -> watch::Receiver<Snapshot> {
         self.current.subscribe()
     }
 
     /// The version of the current config: counter 0 at boot, one more per update.
     pub fn version(&self) -> DataVersion {
-        lock(&self.updates).version
+        self.current.borrow().version
     }
 
-    /// Applies `updates` (all or none), persists them, then makes them current. Returns the config
-    /// before and after.
-    pub fn update(
-        &self,
-        updates: &BTreeMap<String, String>,
-        now_ms: u64,
-    ) -> Result<(Arc<BrokerConfig>, Arc<BrokerConfig>), UpdateError> {
-        let mut state = lock(&self.updates);
-        let before = self.current();
-        let after = Arc::new(before.with_updates(updates)?);
-        let mut applied = state.applied.clone();
-        applied.extend(updates.iter().map(|(k, v)| (k.clone(), v.clone())));
-        persist(&self.path, &applied).map_err(|source| UpdateError::Persist { path: self.path.clone(), source })?;
-        state.applied = applied;
-        state.version =
-            DataVersion { counter: state.version.counter + 1, timestamp: i64::try_from(now_ms).unwrap_or(i64::MAX) };
-        self.current.send_replace(Arc::clone(&after));
+    /// Applies `updates` (all or none), persists them, then makes them current. Returns the
+    /// snapshots before and after; an empty `updates` changes nothing (Java answers it SUCCESS).
+    /// The fsyncs run on the calling thread: a rare admin call of a few milliseconds.
+    pub fn update(&self, updates: &BTreeMap<String, String>, now_ms: u64) -> Result<(Snapshot, Snapshot), UpdateError> {
+        let mut applied = self.applied.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let before = self.snapshot();
+        if updates.is_empty() {
+            return Ok((before.clone(), before));
+        }
+        let config = before.config.with_updates(updates)?;
+        let read_back = config.to_properties().map_err(|e| ConfigError::Invalid(format!("cannot write out: {e}")))?;
+        let mut next = applied.clone();
+        for key in updates.keys() {
+            let value = read_back.get(key).cloned().unwrap_or_default();
+            next.insert(key.clone(), value);
+        }
+        persist(&self.path, &next).map_err(|source| UpdateError::Persist { path: self.path.clone(), source })?;
+        *applied = next;
+        let stamp = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        let bump = |v: DataVersion| DataVersion { counter: v.counter + 1, timestamp: stamp };
+        let after = Snapshot {
+            config: Arc::new(config),
+            version: bump(before.version),
+            perm_version: if updates.contains_key("brokerPermission") {
+                bump(before.perm_version)
+            } else {
+                before.perm_version
+            },
+        };
+        self.current.send_replace(after.clone());
         Ok((before, after))
     }
 }
@@ -149,9 +184,17 @@ pub fn updates_path(store_root: &Path) -> PathBuf {
     store_root.join(CONFIG_DIR).join(UPDATES_FILE)
 }
 
+/// Replaces the file. Once the rename is done the update counts as made: a failed fsync of the
+/// directory after it is logged, since the file in place is the new one unless the machine loses
+/// power before the directory reaches the disk.
 fn persist(path: &Path, applied: &BTreeMap<String, String>) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    if !dir.exists() {
+        std::fs::create_dir_all(dir)?;
+        if let Some(root) = dir.parent() {
+            std::fs::File::open(root)?.sync_all()?;
+        }
+    }
     let tmp = path.with_extension("properties.tmp");
     {
         let mut file = std::fs::File::create(&tmp)?;
@@ -160,12 +203,10 @@ fn persist(path: &Path, applied: &BTreeMap<String, String>) -> std::io::Result<(
         file.sync_all()?;
     }
     std::fs::rename(&tmp, path)?;
-    std::fs::File::open(dir)?.sync_all()
-}
-
-fn lock(m: &Mutex<Updates>) -> std::sync::MutexGuard<'_, Updates> {
-    // Updates are replaced only after every fallible step, so a poisoned state is still whole.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    if let Err(e) = std::fs::File::open(dir).and_then(|d| d.sync_all()) {
+        tracing::warn!(dir = %dir.display(), error = %e, "cannot fsync the config directory after an update");
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -188,12 +229,20 @@ mod tests {
         let mut rx = live.subscribe();
 
         let (before, after) = live.update(&kv(&[("brokerPermission", "4")]), 2_000).unwrap();
-        assert_eq!((before.broker_permission, after.broker_permission), (6, 4));
+        assert_eq!((before.config.broker_permission, after.config.broker_permission), (6, 4));
         assert_eq!(live.read(|c| c.broker_permission), 4);
         assert!(rx.has_changed().unwrap());
-        assert_eq!(rx.borrow_and_update().broker_permission, 4);
-        live.update(&kv(&[("maxMessageSize", "1024")]), 3_000).unwrap();
-        assert_eq!(live.version(), DataVersion { counter: 2, timestamp: 3_000 });
+        assert_eq!(rx.borrow_and_update().config.broker_permission, 4);
+        live.update(&kv(&[("maxMessageSize", "1024"), ("shortPollingTimeMills", "2s")]), 3_000).unwrap();
+        let now = live.snapshot();
+        assert_eq!(now.version, DataVersion { counter: 2, timestamp: 3_000 });
+        // Only brokerPermission moves the version the topic table registers with.
+        assert_eq!(now.perm_version, DataVersion { counter: 1, timestamp: 2_000 });
+        assert!(live.update(&BTreeMap::new(), 3_500).is_ok());
+        assert_eq!(live.version().counter, 2, "an empty update changes nothing");
+        // The file holds values as read back, not as sent.
+        let text = std::fs::read_to_string(updates_path(dir.path())).unwrap();
+        assert!(text.contains("shortPollingTimeMills=2000\n") && text.contains("brokerPermission=4\n"), "{text}");
 
         // A refused update changes nothing: not memory, not the file, not the version.
         assert!(matches!(
@@ -207,6 +256,19 @@ mod tests {
         let c = restarted.current();
         assert_eq!((c.broker_permission, c.max_message_size), (4, 1024));
         assert_eq!(restarted.version(), DataVersion { counter: 0, timestamp: 5_000 });
+        assert_eq!(restarted.snapshot().perm_version, DataVersion { counter: 0, timestamp: 5_000 });
+    }
+
+    #[test]
+    fn a_value_cannot_smuggle_in_another_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = LiveConfig::open(boot(dir.path()), 0).unwrap();
+        for value in ["4\nlistenPort=1", "6\nbrokerPermission=2", "4\r", "\u{7f}"] {
+            let err = live.update(&kv(&[("brokerPermission", value)]), 1).unwrap_err().to_string();
+            assert!(err.contains("control character"), "{value:?}: {err}");
+        }
+        assert_eq!(live.version().counter, 0);
+        assert!(!updates_path(dir.path()).exists());
     }
 
     #[test]

@@ -115,13 +115,10 @@ async fn run(ctx: Arc<BrokerContext>, client: RemotingClient, cancel: Cancellati
 /// REGISTER_BROKER to every NameServer, concurrently.
 pub async fn register_all(ctx: &BrokerContext, client: &RemotingClient, broker_id: i64, raft: &RaftRegistration) {
     let topics = ctx.store.metadata().topics.to_wrapper();
+    let live = ctx.live.snapshot();
     let body = RegisterBrokerBody {
         filter_server_list: Vec::new(),
-        topic_config_serialize_wrapper: advertised_topics(
-            topics,
-            ctx.live.read(|c| c.broker_permission),
-            ctx.live.version(),
-        ),
+        topic_config_serialize_wrapper: advertised_topics(topics, live.config.broker_permission, live.perm_version),
     };
     let body = match body.encode_body(false) {
         Ok(b) => b,
@@ -161,13 +158,15 @@ pub async fn register_all(ctx: &BrokerContext, client: &RemotingClient, broker_i
 /// The topic table as registered: Java's `registerBrokerAll` gives every topic the broker's
 /// `brokerPermission` when that is not read + write, so producers skip a replica drained with
 /// `updateBrokerConfig -k brokerPermission -v 4`. The NameServer re-reads a table only when its
-/// `DataVersion` changes, so the version registered moves with the config version as well:
-/// the counters add up (both only grow within a boot) and the newer timestamp wins (a restart's
-/// boot time is newer than anything registered before it).
+/// `DataVersion` changes, so the version registered moves with `perm_version` (the updates that
+/// named `brokerPermission`) as well: the counters add up (both only grow within a boot) and the
+/// newer timestamp wins (a restart's boot time is newer than what was registered before it,
+/// unless the topic table's own timestamp, a leader's clock, is ahead; then the counters differ
+/// whenever the permission changed before the restart).
 pub fn advertised_topics(
     mut topics: TopicConfigSerializeWrapper,
     broker_permission: i32,
-    config_version: DataVersion,
+    perm_version: DataVersion,
 ) -> TopicConfigSerializeWrapper {
     if !perm::is_writeable(broker_permission) || !perm::is_readable(broker_permission) {
         for config in topics.topic_config_table.values_mut() {
@@ -175,8 +174,8 @@ pub fn advertised_topics(
         }
     }
     topics.data_version = DataVersion {
-        counter: topics.data_version.counter.saturating_add(config_version.counter),
-        timestamp: topics.data_version.timestamp.max(config_version.timestamp),
+        counter: topics.data_version.counter.saturating_add(perm_version.counter),
+        timestamp: topics.data_version.timestamp.max(perm_version.timestamp),
     };
     topics
 }

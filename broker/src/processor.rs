@@ -128,6 +128,22 @@ pub struct BrokerContext {
 }
 
 impl BrokerContext {
+    /// Changes runtime keys of this replica's config (UPDATE_BROKER_CONFIG, `PATCH /api/v1/config`):
+    /// all or none, durable before in effect. An update naming `brokerPermission` re-registers
+    /// with the NameServers at once, so producers stop (or resume) choosing this replica without
+    /// waiting for the registration period, as Java's `updateBrokerConfig` does.
+    pub fn update_config(
+        &self,
+        updates: &std::collections::BTreeMap<String, String>,
+    ) -> Result<(), crate::live_config::UpdateError> {
+        let (before, after) = self.live.update(updates, crate::store::now_ms())?;
+        tracing::info!(?updates, version = ?after.version, "broker config updated at runtime");
+        if after.perm_version != before.perm_version {
+            self.register_now.notify_one();
+        }
+        Ok(())
+    }
+
     /// Stores message records through group commit and counts them for GET_BROKER_RUNTIME_INFO
     /// (every stored record counts, as Java's `putMessage` statistics do: sends, send-backs, delayed
     /// deliveries, transaction halves, commits and op records) and VIEW_BROKER_STATS_DATA (per

@@ -524,7 +524,7 @@ async fn run(ctx: Arc<BrokerContext>, mut settings: RetentionSettings, cancel: C
                 if changed.is_err() {
                     break;
                 }
-                let updated = RetentionSettings::from_config(&config_rx.borrow_and_update());
+                let updated = RetentionSettings::from_config(&config_rx.borrow_and_update().config);
                 settings.policy = updated.policy;
                 next_check = Instant::now();
             }

@@ -4,6 +4,7 @@
 //! ```text
 //! GET  /livez /readyz /metrics /api/openapi.json      probes.rs
 //! GET  /api/v1/status                                 status.rs   (Raft view of this replica)
+//! GET, PATCH /api/v1/config                           config.rs   (this replica's config, runtime keys)
 //! *    /api/v1/topics[/{topic}]                       topics.rs   ┐ changes go through the same
 //! *    /api/v1/groups[/{group}[/progress]]            groups.rs   ┘ replicated commands as remoting
 //! GET  /api/v1/messages/{msgId|by-key|by-time}        messages.rs (query_processor)
@@ -14,8 +15,8 @@
 //!         ─▶ body limit ─▶ handler ─▶ JSON | ApiError {code, message}
 //! ```
 //!
-//! Invariants: GETs are open; POST/PUT/DELETE need `Authorization: Bearer <adminToken>` when the key
-//! is set, and are refused (503) once the broker drains. Only the leader changes replicated state; a
+//! Invariants: GETs are open; POST/PUT/PATCH/DELETE need `Authorization: Bearer <adminToken>` when
+//! the key is set, and are refused (503) once the broker drains. Only the leader changes replicated state; a
 //! follower answers 421 NOT_LEADER naming the leader. Every call is bounded in time and body size,
 //! and no input panics a handler (all parsing goes through [`error`]'s extractors).
 //!
@@ -24,6 +25,7 @@
 //! Adding routes: a module returns a [`Routes`] built with [`Routes::route`] and [`routes`] merges
 //! it in one line; every path must also be in `openapi.json` (a unit test checks).
 
+pub mod config;
 pub mod error;
 pub mod groups;
 pub mod membership;
@@ -104,6 +106,7 @@ pub fn routes() -> Routes {
     Routes::new()
         .merge(probes::routes())
         .merge(status::routes())
+        .merge(config::routes())
         .merge(topics::routes())
         .merge(groups::routes())
         .merge(messages::routes())
