@@ -45,6 +45,21 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
 }
 
+impl Command {
+    /// Worker threads of the process's tokio runtime: one for the client commands, as Java's
+    /// `NettyRemotingClient` serves all its connections from one event-loop thread. Their blocking
+    /// work (listeners) runs on threads of its own; a second worker mostly added wake-ups between
+    /// the two (BENCHMARKS.md, session 12: `bench produce` 2–6 % faster in six pairs of seven, with
+    /// less client CPU; catch-up consumption within noise). Servers take tokio's default, one per
+    /// core. `TOKIO_WORKER_THREADS` still wins.
+    pub fn runtime_worker_threads(&self) -> Option<usize> {
+        match self {
+            Command::Namesrv(_) | Command::Broker(_) | Command::Dev(_) => None,
+            Command::Admin(_) | Command::Send(_) | Command::Consume(_) | Command::Bench(_) => Some(1),
+        }
+    }
+}
+
 /// `raftmq namesrv` flags.
 #[derive(Debug, Args)]
 pub struct NamesrvArgs {

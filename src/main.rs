@@ -27,6 +27,12 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> Result<()> {
     let cli = cli::Cli::parse();
     logging::init(cli.log_json);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = cli.command.runtime_worker_threads()
+        && std::env::var_os("TOKIO_WORKER_THREADS").is_none()
+    {
+        builder.worker_threads(n);
+    }
+    let runtime = builder.enable_all().build()?;
     runtime.block_on(cli::run(cli))
 }
