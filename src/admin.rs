@@ -3,8 +3,12 @@
 //! scripts instead.
 //!
 //! Which broker answers:
-//! - writes (`updateTopic`, `updateSubGroup`, `resetOffsetByTime`) go to each group's brokerId 0, the
-//!   Raft leader; `-b` takes a group name (`broker-a`) or one address (`ip:port`), `-c` a cluster;
+//! - writes (`updateTopic`, `updateTopicPerm`, `updateSubGroup`, `deleteSubGroup`,
+//!   `resetOffsetByTime`) go to each group's brokerId 0, the Raft leader; `-b` takes a group name
+//!   (`broker-a`) or one address (`ip:port`), `-c` a cluster;
+//! - a broker config (`updateBrokerConfig`) is per replica: `-b` one address, `-c` every replica;
+//! - NameServer state (`updateKvConfig`, `deleteKvConfig`, `wipeWritePerm`, `addWritePerm`) is
+//!   written to every NameServer, since they share nothing;
 //! - reads go to the leader when the group has one, else to its lowest-id replica.
 //!
 //! Where a raftmq broker does not serve Java's admin request yet, the command says so and fails
@@ -37,6 +41,7 @@ use raftmq_common::limits::QUERY_MESSAGE_MAX_COUNT;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
 use raftmq_common::message::OffsetMsgId;
+use raftmq_common::message::validate::DLQ_GROUP_TOPIC_PREFIX;
 use raftmq_common::message::validate::RETRY_GROUP_TOPIC_PREFIX;
 use raftmq_common::message::validate::is_dlq_topic;
 use raftmq_common::message::validate::is_retry_topic;
@@ -128,6 +133,19 @@ enum AdminCommand {
     /// Give a broker group read and write permission again in every NameServer.
     #[command(name = "addWritePerm")]
     AddWritePerm(BrokerNameArgs),
+    /// Change a topic's permission (2 write, 4 read, 6 read + write) on each target group, keeping
+    /// its other settings.
+    #[command(name = "updateTopicPerm")]
+    UpdateTopicPerm(UpdateTopicPermArgs),
+    /// Delete a consumer group (its offsets stay); with `-c`, also its retry and DLQ topics.
+    #[command(name = "deleteSubGroup")]
+    DeleteSubGroup(DeleteSubGroupArgs),
+    /// Set a KV config in every NameServer (e.g. `ORDER_TOPIC_CONFIG`).
+    #[command(name = "updateKvConfig")]
+    UpdateKvConfig(KvConfigArgs),
+    /// Delete a KV config from every NameServer.
+    #[command(name = "deleteKvConfig")]
+    DeleteKvConfig(KvKeyArgs),
     /// Per topic and consumer group: backlog, TPS in and out over the last minute, messages in and
     /// out over the last 24 hours.
     #[command(name = "statsAll")]
@@ -273,6 +291,50 @@ struct BrokerStatusArgs {
     /// Every broker of a cluster (each group's leader).
     #[arg(short = 'c', long = "clusterName")]
     cluster: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct UpdateTopicPermArgs {
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    #[command(flatten)]
+    target: Target,
+    /// The new permission: 2 (write), 4 (read) or 6 (read + write).
+    #[arg(short = 'p', long = "perm")]
+    perm: i32,
+}
+
+#[derive(Debug, Args)]
+struct DeleteSubGroupArgs {
+    /// Consumer group name.
+    #[arg(short = 'g', long = "groupName")]
+    group: String,
+    #[command(flatten)]
+    target: Target,
+}
+
+#[derive(Debug, Args)]
+struct KvConfigArgs {
+    /// Namespace (`ORDER_TOPIC_CONFIG`, ...).
+    #[arg(short = 's', long = "namespace")]
+    namespace: String,
+    /// Key.
+    #[arg(short = 'k', long = "key")]
+    key: String,
+    /// Value.
+    #[arg(short = 'v', long = "value")]
+    value: String,
+}
+
+#[derive(Debug, Args)]
+struct KvKeyArgs {
+    /// Namespace.
+    #[arg(short = 's', long = "namespace")]
+    namespace: String,
+    /// Key.
+    #[arg(short = 'k', long = "key")]
+    key: String,
 }
 
 #[derive(Debug, Args)]
@@ -445,6 +507,20 @@ async fn dispatch(admin: &Admin, out: Out, command: AdminCommand) -> Result<()> 
         AdminCommand::BrokerStatus(a) => broker_status(admin, out, a).await,
         AdminCommand::GetBrokerConfig(a) => broker_config(admin, out, a).await,
         AdminCommand::UpdateBrokerConfig(a) => update_broker_config(admin, out, a).await,
+        AdminCommand::UpdateTopicPerm(a) => update_topic_perm(admin, out, a).await,
+        AdminCommand::DeleteSubGroup(a) => delete_sub_group(admin, out, a).await,
+        AdminCommand::UpdateKvConfig(a) => {
+            admin.put_kv_config(&a.namespace, &a.key, &a.value).await.context("updateKvConfig")?;
+            done(
+                out,
+                "create or update kv config to namespace success.",
+                json!({"namespace": a.namespace, "key": a.key}),
+            )
+        }
+        AdminCommand::DeleteKvConfig(a) => {
+            admin.delete_kv_config(&a.namespace, &a.key).await.context("deleteKvConfig")?;
+            done(out, "delete kv config from namespace success.", json!({"namespace": a.namespace, "key": a.key}))
+        }
         AdminCommand::WipeWritePerm(a) => write_perm(admin, out, &a.broker_name, false).await,
         AdminCommand::AddWritePerm(a) => write_perm(admin, out, &a.broker_name, true).await,
         AdminCommand::StatsAll(a) => stats_all(admin, out, a).await,
@@ -573,6 +649,90 @@ async fn update_topic(admin: &Admin, out: Out, a: UpdateTopicArgs) -> Result<()>
         out.json(&json!({"topic": a.topic, "written": written, "config": config}));
     } else {
         println!("{}", topic_config_line(&config));
+    }
+    Ok(())
+}
+
+/// Java's line, or the JSON document.
+fn done(out: Out, line: &str, value: serde_json::Value) -> Result<()> {
+    if out.json {
+        out.json(&value);
+    } else {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// Java's `UpdateTopicPermSubCommand`, except that the rest of the topic's config is the broker's
+/// own (read from it), not rebuilt from the route: an ordered topic stays ordered.
+async fn update_topic_perm(admin: &Admin, out: Out, a: UpdateTopicPermArgs) -> Result<()> {
+    if ![perm::WRITE, perm::READ, perm::READ_WRITE].contains(&a.perm) {
+        bail!("updateTopicPerm: -p must be 2 (write), 4 (read) or 6 (read + write), got {}", a.perm);
+    }
+    let mut changed = Vec::new();
+    for (name, addr) in write_targets(admin, &a.target).await? {
+        let table = admin.all_topic_config(&addr).await.context("updateTopicPerm")?;
+        let Some(old) = table.topic_config_table.get(&a.topic) else {
+            bail!("updateTopicPerm: topic {} does not exist on broker {name} ({addr})", a.topic);
+        };
+        if old.perm == a.perm {
+            if !out.json {
+                println!("new perm equals to the old one! ({addr})");
+            }
+            continue;
+        }
+        let config = TopicConfig { perm: a.perm, ..old.clone() };
+        admin
+            .create_topic(&addr, &config)
+            .await
+            .map_err(|e| explain("updateTopicPerm", RequestCode::UpdateAndCreateTopic, e))?;
+        if !out.json {
+            println!("update topic perm from {} to {} in {addr} success.", old.perm, a.perm);
+        }
+        changed.push(json!({"brokerName": name, "addr": addr, "from": old.perm, "to": a.perm}));
+    }
+    if out.json {
+        out.json(&json!({"topic": a.topic, "changed": changed}));
+    }
+    Ok(())
+}
+
+/// Java's `DeleteSubscriptionGroupCommand`: from each target group's leader; with `-c`, the group's
+/// `%RETRY%` and `%DLQ%` topics go too (a missing one is no error, as in Java).
+async fn delete_sub_group(admin: &Admin, out: Out, a: DeleteSubGroupArgs) -> Result<()> {
+    let mut deleted = Vec::new();
+    for (name, addr) in write_targets(admin, &a.target).await? {
+        admin
+            .delete_subscription_group(&addr, &a.group)
+            .await
+            .map_err(|e| explain("deleteSubGroup", RequestCode::DeleteSubscriptiongroup, e))?;
+        if !out.json {
+            match &a.target.cluster {
+                Some(c) => {
+                    println!("delete subscription group [{}] from broker [{addr}] in cluster [{c}] success.", a.group)
+                }
+                None => println!("delete subscription group [{}] from broker [{addr}] success.", a.group),
+            }
+        }
+        deleted.push(json!({"brokerName": name, "addr": addr}));
+    }
+    let mut topics = Vec::new();
+    if let Some(cluster) = &a.target.cluster {
+        for topic in [format!("{RETRY_GROUP_TOPIC_PREFIX}{}", a.group), format!("{DLQ_GROUP_TOPIC_PREFIX}{}", a.group)]
+        {
+            match admin.delete_topic(&topic, cluster).await {
+                Ok(()) => {
+                    if !out.json {
+                        println!("delete topic [{topic}] from cluster [{cluster}] success.");
+                    }
+                    topics.push(topic);
+                }
+                Err(e) => tracing::debug!(%topic, error = %e, "no such topic to delete"),
+            }
+        }
+    }
+    if out.json {
+        out.json(&json!({"group": a.group, "deleted": deleted, "topicsDeleted": topics}));
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! `raftmq admin` against an in-process NameServer and a fake broker group (node 0 leads, node 1
 //! follows): tables and `--json`, writes reaching the leader, config updates reaching every replica,
-//! the NameServer's write-permission switches, the fallbacks Java's tools also have, and the clear
-//! error when the broker lacks a request.
+//! the NameServer's write-permission switches and KV config, topic perm changes, group deletion, the
+//! fallbacks Java's tools also have, and the clear error when the broker lacks a request.
 
 mod t30_cli_harness;
 
@@ -139,6 +139,54 @@ async fn broker_config_updates_and_write_perm_switches() -> Result<()> {
     assert_eq!(run.stdout.trim(), format!("add write perm of broker[broker-a] in name server[{ns}] OK, 1"));
     let route = cluster.raftmq(&["admin", "topicRoute", "-t", TOPIC, "--json"]).await?.ok()?.json()?;
     assert_eq!(route["queueDatas"][0]["perm"], 6, "{route}");
+    cluster.shutdown().await;
+    Ok(())
+}
+
+/// `updateTopicPerm` changes only the perm of the broker's own topic config; `deleteSubGroup -c`
+/// also deletes the group's retry and DLQ topics; `updateKvConfig` / `deleteKvConfig` reach the
+/// NameServer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topic_perm_group_deletion_and_kv_config() -> Result<()> {
+    let cluster = Cluster::start().await?;
+    let leader = &cluster.leader.addr;
+    let run = cluster.raftmq(&["admin", "updateTopicPerm", "-t", TOPIC, "-b", "broker-a", "-p", "4"]).await?.ok()?;
+    assert_eq!(run.stdout.trim(), format!("update topic perm from 6 to 4 in {leader} success."));
+    let updates = cluster.leader.requests_of(RequestCode::UpdateAndCreateTopic);
+    assert_eq!(updates.len(), 1);
+    let h: CreateTopicRequestHeader = updates[0].decode_header()?;
+    assert_eq!((h.perm, h.read_queue_nums, h.order), (4, QUEUES, true), "only the perm changes: {h:?}");
+    let run = cluster.raftmq(&["admin", "updateTopicPerm", "-t", TOPIC, "-b", "broker-a", "-p", "6"]).await?.ok()?;
+    assert!(run.stdout.starts_with("new perm equals to the old one!"), "{}", run.stdout);
+    let run = cluster.raftmq(&["admin", "updateTopicPerm", "-t", TOPIC, "-b", "broker-a", "-p", "5"]).await?;
+    assert!(!run.success && run.stderr.contains("-p must be 2 (write), 4 (read) or 6"), "{}", run.stderr);
+
+    let run = cluster.raftmq(&["admin", "deleteSubGroup", "-g", "g30", "-c", CLUSTER]).await?.ok()?;
+    assert!(
+        run.stdout.contains(&format!(
+            "delete subscription group [g30] from broker [{leader}] in cluster [{CLUSTER}] success."
+        )),
+        "{}",
+        run.stdout
+    );
+    let deletes = cluster.leader.requests_of(RequestCode::DeleteSubscriptiongroup);
+    assert_eq!(deletes.len(), 1);
+    assert_eq!(deletes[0].ext_fields.get("groupName").map(|v| v.as_str()), Some("g30"));
+    let topics: Vec<String> = cluster
+        .leader
+        .requests_of(RequestCode::DeleteTopicInBroker)
+        .iter()
+        .filter_map(|r| r.ext_fields.get("topic").map(|v| v.to_string()))
+        .collect();
+    assert_eq!(topics, ["%RETRY%g30", "%DLQ%g30"]);
+
+    cluster.raftmq(&["admin", "updateKvConfig", "-s", "T30_NS", "-k", "k1", "-v", "v1"]).await?.ok()?;
+    let admin = raftmq_client::Admin::new(&cluster.namesrv_addr())?;
+    assert_eq!(admin.get_kv_config("T30_NS", "k1").await?.as_deref(), Some("v1"));
+    let run = cluster.raftmq(&["admin", "deleteKvConfig", "-s", "T30_NS", "-k", "k1"]).await?.ok()?;
+    assert_eq!(run.stdout.trim(), "delete kv config from namespace success.");
+    assert_eq!(admin.get_kv_config("T30_NS", "k1").await?, None);
+    admin.shutdown().await;
     cluster.shutdown().await;
     Ok(())
 }

@@ -63,6 +63,7 @@ use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::protocol::body::topic_stats::TopicStatsTable;
 use raftmq_common::protocol::header::CommandHeader;
 use raftmq_common::protocol::header::admin::CreateTopicRequestHeader;
+use raftmq_common::protocol::header::admin::DeleteSubscriptionGroupRequestHeader;
 use raftmq_common::protocol::header::admin::DeleteTopicRequestHeader;
 use raftmq_common::protocol::header::admin::GetConsumeStatsRequestHeader;
 use raftmq_common::protocol::header::admin::GetConsumerConnectionListRequestHeader;
@@ -556,6 +557,17 @@ impl Admin {
             .map_err(|e| ClientError::new(ErrorKind::InvalidArgument, op, "unencodable group config").with_source(e))?;
         let request = RemotingCommand::request(RequestCode::UpdateAndCreateSubscriptiongroup).with_body(body);
         self.broker_call(op, addr, request).await.map(drop).map_err(|e| e.with_context("group", &config.group_name))
+    }
+
+    /// Deletes consumer group `group` from the broker at `addr` (`deleteSubGroup`,
+    /// DELETE_SUBSCRIPTIONGROUP); its committed offsets stay, as in RocketMQ 4.x.
+    pub async fn delete_subscription_group(&self, addr: &str, group: &str) -> Result<()> {
+        let op = "deleteSubGroup";
+        validate_group(group)
+            .map_err(|e| ClientError::invalid_argument(op, e.to_string()).with_context("group", group))?;
+        let header = DeleteSubscriptionGroupRequestHeader { group_name: group.to_owned(), remove_offset: None };
+        let request = RemotingCommand::request_with_header(RequestCode::DeleteSubscriptiongroup, &header);
+        self.broker_call(op, addr, request).await.map(drop).map_err(|e| e.with_context("group", group))
     }
 
     /// The first offset of one queue stored at or after `timestamp_ms` (SEARCH_OFFSET_BY_TIMESTAMP).

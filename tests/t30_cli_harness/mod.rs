@@ -3,8 +3,10 @@
 //! commands need, and a runner for the real binary.
 //!
 //! A fake node answers SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE (queue offsets counting up),
-//! UPDATE_AND_CREATE_TOPIC, GET_MIN_OFFSET (5) and GET_MAX_OFFSET (100); every other code gets
-//! REQUEST_CODE_NOT_SUPPORTED, as a broker that lacks the feature answers. Every request is recorded.
+//! UPDATE_AND_CREATE_TOPIC, UPDATE_BROKER_CONFIG, DELETE_SUBSCRIPTIONGROUP, DELETE_TOPIC_IN_BROKER,
+//! GET_ALL_TOPIC_CONFIG ([`TOPIC`], ordered), GET_MIN_OFFSET (5) and GET_MAX_OFFSET (100); every
+//! other code gets REQUEST_CODE_NOT_SUPPORTED, as a broker that lacks the feature answers. Every
+//! request is recorded.
 
 #![allow(dead_code)]
 
@@ -24,6 +26,7 @@ use raftmq_common::message::batch::decode_batch;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::body::JsonBody;
 use raftmq_common::protocol::body::register::RegisterBrokerBody;
 use raftmq_common::protocol::body::register::TopicConfigSerializeWrapper;
 use raftmq_common::protocol::body::register::body_crc32;
@@ -233,7 +236,24 @@ impl FakeState {
             RequestCode::SendMessageV2 | RequestCode::SendBatchMessage | RequestCode::SendMessage => {
                 self.stored(&request)
             }
-            RequestCode::UpdateAndCreateTopic | RequestCode::UpdateBrokerConfig => RemotingCommand::success(),
+            RequestCode::UpdateAndCreateTopic
+            | RequestCode::UpdateBrokerConfig
+            | RequestCode::DeleteSubscriptiongroup
+            | RequestCode::DeleteTopicInBroker => RemotingCommand::success(),
+            RequestCode::GetAllTopicConfig => {
+                let mut wrapper = TopicConfigSerializeWrapper::default();
+                let config = TopicConfig {
+                    read_queue_nums: QUEUES,
+                    write_queue_nums: QUEUES,
+                    order: true,
+                    ..TopicConfig::new(TOPIC)
+                };
+                wrapper.topic_config_table.insert(TOPIC.to_owned(), config);
+                match wrapper.encode() {
+                    Ok(body) => RemotingCommand::success().with_body(body),
+                    Err(e) => RemotingCommand::response(ResponseCode::SystemError, Some(e.to_string())),
+                }
+            }
             RequestCode::GetMaxOffset => {
                 RemotingCommand::success().with_header(&GetMaxOffsetResponseHeader { offset: 100 })
             }
