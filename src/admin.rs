@@ -664,20 +664,26 @@ fn done(out: Out, line: &str, value: serde_json::Value) -> Result<()> {
 }
 
 /// Java's `UpdateTopicPermSubCommand`, except that the rest of the topic's config is the broker's
-/// own (read from it), not rebuilt from the route: an ordered topic stays ordered.
+/// own (read from it), not rebuilt from the route: an ordered topic stays ordered. Every target's
+/// config is read before any is written, so a topic missing from one group fails the command
+/// before it changed anything.
 async fn update_topic_perm(admin: &Admin, out: Out, a: UpdateTopicPermArgs) -> Result<()> {
     if ![perm::WRITE, perm::READ, perm::READ_WRITE].contains(&a.perm) {
         bail!("updateTopicPerm: -p must be 2 (write), 4 (read) or 6 (read + write), got {}", a.perm);
     }
-    let mut changed = Vec::new();
+    let mut plans = Vec::new();
     for (name, addr) in write_targets(admin, &a.target).await? {
         let table = admin.all_topic_config(&addr).await.context("updateTopicPerm")?;
-        let Some(old) = table.topic_config_table.get(&a.topic) else {
-            bail!("updateTopicPerm: topic {} does not exist on broker {name} ({addr})", a.topic);
+        let Some(old) = table.topic_config_table.get(&a.topic).cloned() else {
+            bail!("updateTopicPerm: topic {} does not exist on broker {name} ({addr}); nothing changed", a.topic);
         };
+        plans.push((name, addr, old));
+    }
+    let mut changed = Vec::new();
+    for (name, addr, old) in plans {
         if old.perm == a.perm {
             if !out.json {
-                println!("new perm equals to the old one! ({addr})");
+                println!("new perm equals to the old one!");
             }
             continue;
         }
@@ -720,14 +726,17 @@ async fn delete_sub_group(admin: &Admin, out: Out, a: DeleteSubGroupArgs) -> Res
     if let Some(cluster) = &a.target.cluster {
         for topic in [format!("{RETRY_GROUP_TOPIC_PREFIX}{}", a.group), format!("{DLQ_GROUP_TOPIC_PREFIX}{}", a.group)]
         {
+            // Deleting a topic that does not exist succeeds; what fails here is the call itself,
+            // which Java swallows: said on stderr, and the group is deleted all the same.
             match admin.delete_topic(&topic, cluster).await {
                 Ok(()) => {
                     if !out.json {
                         println!("delete topic [{topic}] from cluster [{cluster}] success.");
+                        println!("delete topic [{topic}] from NameServer success.");
                     }
                     topics.push(topic);
                 }
-                Err(e) => tracing::debug!(%topic, error = %e, "no such topic to delete"),
+                Err(e) => eprintln!("deleteSubGroup: cannot delete topic {topic} from cluster {cluster}: {e}"),
             }
         }
     }

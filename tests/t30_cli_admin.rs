@@ -157,7 +157,8 @@ async fn topic_perm_group_deletion_and_kv_config() -> Result<()> {
     let h: CreateTopicRequestHeader = updates[0].decode_header()?;
     assert_eq!((h.perm, h.read_queue_nums, h.order), (4, QUEUES, true), "only the perm changes: {h:?}");
     let run = cluster.raftmq(&["admin", "updateTopicPerm", "-t", TOPIC, "-b", "broker-a", "-p", "6"]).await?.ok()?;
-    assert!(run.stdout.starts_with("new perm equals to the old one!"), "{}", run.stdout);
+    assert_eq!(run.stdout.trim(), "new perm equals to the old one!");
+    assert_eq!(cluster.leader.requests_of(RequestCode::UpdateAndCreateTopic).len(), 1, "nothing written");
     let run = cluster.raftmq(&["admin", "updateTopicPerm", "-t", TOPIC, "-b", "broker-a", "-p", "5"]).await?;
     assert!(!run.success && run.stderr.contains("-p must be 2 (write), 4 (read) or 6"), "{}", run.stderr);
 
@@ -180,7 +181,8 @@ async fn topic_perm_group_deletion_and_kv_config() -> Result<()> {
         .collect();
     assert_eq!(topics, ["%RETRY%g30", "%DLQ%g30"]);
 
-    cluster.raftmq(&["admin", "updateKvConfig", "-s", "T30_NS", "-k", "k1", "-v", "v1"]).await?.ok()?;
+    let run = cluster.raftmq(&["admin", "updateKvConfig", "-s", "T30_NS", "-k", "k1", "-v", "v1"]).await?.ok()?;
+    assert_eq!(run.stdout.trim(), "create or update kv config to namespace success.");
     let admin = raftmq_client::Admin::new(&cluster.namesrv_addr())?;
     assert_eq!(admin.get_kv_config("T30_NS", "k1").await?.as_deref(), Some("v1"));
     let run = cluster.raftmq(&["admin", "deleteKvConfig", "-s", "T30_NS", "-k", "k1"]).await?.ok()?;

@@ -387,7 +387,7 @@ pub fn update_broker_config(
         .map_err(|_| refuse(ResponseCode::SystemError, "the config update is not UTF-8 properties text"))?;
     // An empty body changes nothing and succeeds, as in Java.
     let updates = properties_text::decode(text);
-    ctx.update_config(&updates).map_err(|e| {
+    ctx.update_config(&updates).map(drop).map_err(|e| {
         let code = match &e {
             UpdateError::Config(ConfigError::NotRuntimeUpdatable(_)) => ResponseCode::NoPermission,
             _ => ResponseCode::SystemError,

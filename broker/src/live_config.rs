@@ -1,5 +1,5 @@
 //! `LiveConfig`: the broker config as it stands now, which UPDATE_BROKER_CONFIG (`mqadmin
-//! updateBrokerConfig`) changes while the broker runs.
+//! updateBrokerConfig`) and `PATCH /api/v1/config` (`http/config.rs`) change while the broker runs.
 //!
 //! Only [`RUNTIME_UPDATABLE_KEYS`] change, and every reader of one of them reads it here on each
 //! use; `BrokerContext::config` stays the config the broker booted with, which is right for every
@@ -14,7 +14,9 @@
 //! Invariants:
 //! - the current config has always passed `BrokerConfig::validate`;
 //! - an update is in effect only once its file has replaced the old one (temporary file, fsync,
-//!   rename, then the directory fsynced), so a restart never applies less than was acknowledged;
+//!   rename), so a restart applies what was acknowledged; the directory is fsynced after the
+//!   rename, and a failure there is logged (the file in place is the new one unless power is lost
+//!   before the directory reaches the disk);
 //! - the file holds each value as the config reads it back (`to_properties`), one line per key:
 //!   no text a client sent is written out as it came;
 //! - updates are serialised, and a reader sees the config and its versions from one update, never
@@ -158,7 +160,12 @@ impl LiveConfig {
         let read_back = config.to_properties().map_err(|e| ConfigError::Invalid(format!("cannot write out: {e}")))?;
         let mut next = applied.clone();
         for key in updates.keys() {
-            let value = read_back.get(key).cloned().unwrap_or_default();
+            // Every runtime key reads back (a config unit test checks); one that did not would be
+            // written as `key=` and fail the next boot.
+            let value = read_back
+                .get(key)
+                .cloned()
+                .ok_or_else(|| ConfigError::Invalid(format!("{key} does not read back from the config")))?;
             next.insert(key.clone(), value);
         }
         persist(&self.path, &next).map_err(|source| UpdateError::Persist { path: self.path.clone(), source })?;
@@ -191,9 +198,11 @@ fn persist(path: &Path, applied: &BTreeMap<String, String>) -> std::io::Result<(
     let dir = path.parent().unwrap_or(Path::new("."));
     if !dir.exists() {
         std::fs::create_dir_all(dir)?;
-        if let Some(root) = dir.parent() {
-            std::fs::File::open(root)?.sync_all()?;
-        }
+    }
+    // The store root holds the new directory's entry: synced on every update (a rare call), so an
+    // update after a failed first sync still makes it durable.
+    if let Some(root) = dir.parent() {
+        std::fs::File::open(root)?.sync_all()?;
     }
     let tmp = path.with_extension("properties.tmp");
     {

@@ -131,17 +131,18 @@ impl BrokerContext {
     /// Changes runtime keys of this replica's config (UPDATE_BROKER_CONFIG, `PATCH /api/v1/config`):
     /// all or none, durable before in effect. An update naming `brokerPermission` re-registers
     /// with the NameServers at once, so producers stop (or resume) choosing this replica without
-    /// waiting for the registration period, as Java's `updateBrokerConfig` does.
+    /// waiting for the registration period, as Java's `updateBrokerConfig` does. Returns the
+    /// config and versions the update made.
     pub fn update_config(
         &self,
         updates: &std::collections::BTreeMap<String, String>,
-    ) -> Result<(), crate::live_config::UpdateError> {
+    ) -> Result<crate::live_config::Snapshot, crate::live_config::UpdateError> {
         let (before, after) = self.live.update(updates, crate::store::now_ms())?;
         tracing::info!(?updates, version = ?after.version, "broker config updated at runtime");
         if after.perm_version != before.perm_version {
             self.register_now.notify_one();
         }
-        Ok(())
+        Ok(after)
     }
 
     /// Stores message records through group commit and counts them for GET_BROKER_RUNTIME_INFO

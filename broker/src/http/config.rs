@@ -23,6 +23,7 @@ use crate::http::error::ApiError;
 use crate::http::error::ApiJson;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
+use crate::live_config::Snapshot;
 use crate::live_config::UpdateError;
 
 /// Routes of this module.
@@ -41,15 +42,19 @@ pub struct ConfigView {
     pub runtime_updatable_keys: &'static [&'static str],
 }
 
-fn view(ctx: &Shared) -> ApiResult<Json<ConfigView>> {
-    let now = ctx.live.snapshot();
-    let config =
-        now.config.to_properties().map_err(|e| ApiError::invalid(format!("the config cannot be written out: {e}")))?;
+fn view(now: &Snapshot) -> ApiResult<Json<ConfigView>> {
+    let config = now.config.to_properties().map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            code::UNAVAILABLE,
+            format!("the config cannot be written out: {e}"),
+        )
+    })?;
     Ok(Json(ConfigView { version: now.version, config, runtime_updatable_keys: RUNTIME_UPDATABLE_KEYS }))
 }
 
 async fn current(State(ctx): State<Shared>) -> ApiResult<Json<ConfigView>> {
-    view(&ctx)
+    view(&ctx.live.snapshot())
 }
 
 async fn update(
@@ -68,11 +73,12 @@ async fn update(
         };
         updates.insert(key, text);
     }
-    ctx.update_config(&updates).map_err(|e| match e {
+    // The answer is the config this update made, not a later one's.
+    let after = ctx.update_config(&updates).map_err(|e| match e {
         UpdateError::Config(e) => ApiError::invalid(e.to_string()),
         e @ UpdateError::Persist { .. } => {
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code::UNAVAILABLE, e.to_string())
         }
     })?;
-    view(&ctx)
+    view(&after)
 }

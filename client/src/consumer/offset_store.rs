@@ -172,8 +172,20 @@ impl LocalFileOffsetStore {
             .collect())
     }
 
-    /// Writes the offsets of `mqs` (all when `None`) atomically.
-    fn write_file(&self, mqs: Option<&BTreeSet<MessageQueue>>) -> Result<()> {
+    /// Writes the offsets of `mqs` (all when `None`) atomically. The fsyncs run on a blocking
+    /// thread: on the caller's runtime they would stall every pull behind them (a client command
+    /// runs on one worker).
+    async fn write_file(&self, mqs: Option<&BTreeSet<MessageQueue>>) -> Result<()> {
+        let json = self.encode_file(mqs)?;
+        let path = self.path.clone();
+        let written = tokio::task::spawn_blocking(move || write_atomically(&path, &json))
+            .await
+            .map_err(|e| ClientError::new(ErrorKind::Shutdown, "persistOffsets", e.to_string()))?;
+        written.map_err(|e| io_error("persistOffsets", &self.path, e))
+    }
+
+    /// The offsets file's content for `mqs` (all when `None`).
+    fn encode_file(&self, mqs: Option<&BTreeSet<MessageQueue>>) -> Result<Vec<u8>> {
         let table = self.table.snapshot();
         let offset_table = table
             .into_iter()
@@ -185,10 +197,9 @@ impl LocalFileOffsetStore {
                 topic: mq.topic,
             })
             .collect();
-        let json = serde_json::to_vec_pretty(&OffsetFile { offset_table }).map_err(|e| {
+        serde_json::to_vec_pretty(&OffsetFile { offset_table }).map_err(|e| {
             ClientError::new(ErrorKind::Protocol, "persistOffsets", "offsets do not encode").with_source(e)
-        })?;
-        write_atomically(&self.path, &json).map_err(|e| io_error("persistOffsets", &self.path, e))
+        })
     }
 }
 
@@ -269,7 +280,7 @@ impl OffsetStore {
                 }
             }
             OffsetStore::Local(s) => {
-                if let Err(e) = s.write_file(Some(mqs)) {
+                if let Err(e) = s.write_file(Some(mqs)).await {
                     tracing::warn!(error = %e, "persisting the offsets file failed");
                 }
             }
@@ -311,7 +322,7 @@ impl OffsetStore {
                     Some(e) => Err(e.with_context("failed_queues", failed)),
                 }
             }
-            OffsetStore::Local(s) => s.write_file(Some(mqs)),
+            OffsetStore::Local(s) => s.write_file(Some(mqs)).await,
         }
     }
 
@@ -322,7 +333,7 @@ impl OffsetStore {
                 Some(offset) => s.client.update_consumer_offset(mq, offset).await,
                 None => Ok(()),
             },
-            OffsetStore::Local(s) => s.write_file(None),
+            OffsetStore::Local(s) => s.write_file(None).await,
         }
     }
 
@@ -337,7 +348,7 @@ impl OffsetStore {
             }
             // The file holds every queue; rewriting all keeps queues not currently assigned.
             OffsetStore::Local(s) => {
-                if let Err(e) = s.write_file(None) {
+                if let Err(e) = s.write_file(None).await {
                     tracing::warn!(error = %e, "persisting the offsets file failed");
                 }
             }
