@@ -4,8 +4,8 @@
 //!
 //! Which broker answers:
 //! - writes (`updateTopic`, `updateTopicPerm`, `updateSubGroup`, `deleteSubGroup`,
-//!   `resetOffsetByTime`) go to each group's brokerId 0, the Raft leader; `-b` takes a group name
-//!   (`broker-a`) or one address (`ip:port`), `-c` a cluster;
+//!   `resetOffsetByTime`, `cloneGroupOffset`) go to each group's brokerId 0, the Raft leader; `-b`
+//!   takes a group name (`broker-a`) or one address (`ip:port`), `-c` a cluster;
 //! - a broker config (`updateBrokerConfig`) is per replica: `-b` one address, `-c` every replica;
 //! - NameServer state (`updateKvConfig`, `deleteKvConfig`, `wipeWritePerm`, `addWritePerm`) is
 //!   written to every NameServer, since they share nothing;
@@ -140,6 +140,10 @@ enum AdminCommand {
     /// Delete a consumer group (its offsets stay); with `-c`, also its retry and DLQ topics.
     #[command(name = "deleteSubGroup")]
     DeleteSubGroup(DeleteSubGroupArgs),
+    /// Copy a consumer group's committed offsets of a topic to another group, on every group of
+    /// the topic (e.g. before renaming a consumer group).
+    #[command(name = "cloneGroupOffset")]
+    CloneGroupOffset(CloneGroupOffsetArgs),
     /// Set a KV config in every NameServer (e.g. `ORDER_TOPIC_CONFIG`).
     #[command(name = "updateKvConfig")]
     UpdateKvConfig(KvConfigArgs),
@@ -312,6 +316,22 @@ struct DeleteSubGroupArgs {
     group: String,
     #[command(flatten)]
     target: Target,
+}
+
+#[derive(Debug, Args)]
+struct CloneGroupOffsetArgs {
+    /// The group whose offsets are copied.
+    #[arg(short = 's', long = "srcGroup")]
+    src: String,
+    /// The group that gets them.
+    #[arg(short = 'd', long = "destGroup")]
+    dest: String,
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Copy even when the source group's online clients do not subscribe to the topic.
+    #[arg(short = 'o', long = "offline", action = clap::ArgAction::Set, default_value_t = false)]
+    offline: bool,
 }
 
 #[derive(Debug, Args)]
@@ -509,6 +529,7 @@ async fn dispatch(admin: &Admin, out: Out, command: AdminCommand) -> Result<()> 
         AdminCommand::UpdateBrokerConfig(a) => update_broker_config(admin, out, a).await,
         AdminCommand::UpdateTopicPerm(a) => update_topic_perm(admin, out, a).await,
         AdminCommand::DeleteSubGroup(a) => delete_sub_group(admin, out, a).await,
+        AdminCommand::CloneGroupOffset(a) => clone_group_offset(admin, out, a).await,
         AdminCommand::UpdateKvConfig(a) => {
             admin.put_kv_config(&a.namespace, &a.key, &a.value).await.context("updateKvConfig")?;
             done(
@@ -701,6 +722,27 @@ async fn update_topic_perm(admin: &Admin, out: Out, a: UpdateTopicPermArgs) -> R
         out.json(&json!({"topic": a.topic, "changed": changed}));
     }
     Ok(())
+}
+
+/// Java's `CloneGroupOffsetCommand`: the leader of every group serving the topic copies the offsets.
+async fn clone_group_offset(admin: &Admin, out: Out, a: CloneGroupOffsetArgs) -> Result<()> {
+    let route = admin.topic_route(&a.topic).await.context("cloneGroupOffset")?;
+    let mut cloned = Vec::new();
+    for bd in &route.broker_datas {
+        let Some(addr) = bd.broker_addrs.get(&MASTER_ID) else {
+            bail!("cloneGroupOffset: broker group {} has no leader now; try again", bd.broker_name);
+        };
+        admin
+            .clone_group_offset(addr, &a.src, &a.dest, Some(&a.topic), a.offline)
+            .await
+            .map_err(|e| explain("cloneGroupOffset", RequestCode::CloneGroupOffset, e))?;
+        cloned.push(json!({"brokerName": bd.broker_name, "addr": addr}));
+    }
+    done(
+        out,
+        &format!("clone group offset success. srcGroup[{}], destGroup=[{}], topic[{}]", a.src, a.dest, a.topic),
+        json!({"srcGroup": a.src, "destGroup": a.dest, "topic": a.topic, "brokers": cloned}),
+    )
 }
 
 /// Java's `DeleteSubscriptionGroupCommand`: from each target group's leader; with `-c`, the group's

@@ -15,6 +15,8 @@
 //! - CONSUME_MESSAGE_DIRECTLY (`mqadmin queryMsgById -g -d`): the broker sends the stored message
 //!   to the client, its listener takes it once more and the answer says CR_SUCCESS; a bad msgId
 //!   gets SYSTEM_ERROR.
+//! - CLONE_GROUP_OFFSET (`mqadmin cloneGroupOffset`), SDK and CLI: one group's offsets copied to
+//!   another, through Raft.
 
 mod ports;
 mod t40_cluster;
@@ -222,6 +224,51 @@ async fn t56_reset_running_info_and_direct_consumption_reach_a_running_consumer(
 }
 
 /// Runs the `raftmq` binary; its stdout when it succeeded.
+/// CLONE_GROUP_OFFSET (`mqadmin cloneGroupOffset`): the destination group gets the source group's
+/// committed offsets, replicated; a topic the broker lacks changes nothing; the CLI does the same
+/// through the topic's route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t56_offsets_are_cloned_to_another_group() -> Result<()> {
+    const TOPIC: &str = "T56Clone";
+    let cluster = Cluster::start(1).await?;
+    cluster.create_topic(TOPIC, 2).await?;
+    let addr = cluster.addr(cluster.wait_leader(WAIT).await?);
+    let admin = Admin::new(&cluster.namesrv_addr)?;
+    admin.update_consumer_offset(&addr, "t56-src", TOPIC, 0, 5).await?;
+    admin.update_consumer_offset(&addr, "t56-src", TOPIC, 1, 7).await?;
+    let offsets = |group: &'static str| {
+        let (admin, addr) = (&admin, &addr);
+        async move {
+            Ok::<_, anyhow::Error>((
+                admin.query_consumer_offset(addr, group, TOPIC, 0).await?,
+                admin.query_consumer_offset(addr, group, TOPIC, 1).await?,
+            ))
+        }
+    };
+    // A group with no offset is answered as RocketMQ does (0 for a queue that starts at 0).
+    let before = offsets("t56-dest").await?;
+    ensure!(before != (Some(5), Some(7)), "{before:?}");
+
+    admin.clone_group_offset(&addr, "t56-src", "t56-dest", Some(TOPIC), false).await?;
+    ensure!(offsets("t56-dest").await? == (Some(5), Some(7)));
+    // Every topic of the source group when none is named; a topic the broker lacks is skipped.
+    admin.clone_group_offset(&addr, "t56-src", "t56-all", None, false).await?;
+    ensure!(offsets("t56-all").await? == (Some(5), Some(7)));
+    admin.clone_group_offset(&addr, "t56-src", "t56-none", Some("T56NoSuchTopic"), false).await?;
+    let e = admin.clone_group_offset(&addr, "t56-src", "bad group!", Some(TOPIC), false).await.unwrap_err();
+    ensure!(e.to_string().contains("bad group!"), "{e}");
+
+    let ns = cluster.namesrv_addr.clone();
+    let out = cli(&["admin", "cloneGroupOffset", "-n", &ns, "-s", "t56-src", "-d", "t56-cli", "-t", TOPIC]).await?;
+    ensure!(
+        out.trim() == format!("clone group offset success. srcGroup[t56-src], destGroup=[t56-cli], topic[{TOPIC}]"),
+        "{out}"
+    );
+    ensure!(offsets("t56-cli").await? == (Some(5), Some(7)));
+    admin.shutdown().await;
+    cluster.shutdown().await
+}
+
 async fn cli(args: &[&str]) -> Result<String> {
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_raftmq")).args(args).output().await?;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();

@@ -7,6 +7,7 @@
 //! | UPDATE_AND_CREATE_TOPIC (17), DELETE_TOPIC_IN_BROKER (215) | replicated topic upsert / delete |
 //! | GET_ALL_TOPIC_CONFIG (21) | `TopicConfigSerializeWrapper` |
 //! | UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), DELETE_SUBSCRIPTIONGROUP (207) | replicated group upsert / delete |
+//! | CLONE_GROUP_OFFSET (314) | one group's committed offsets copied to another, replicated |
 //! | GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) | `SubscriptionGroupWrapper` |
 //! | GET_ALL_CONSUMER_OFFSET (43) | `ConsumerOffsetSerializeWrapper` |
 //! | GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) | ConsumeQueue bounds |
@@ -43,6 +44,7 @@ use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::protocol::body::topic::TopicFilterType;
 use raftmq_common::protocol::body::topic_stats::TopicOffset;
 use raftmq_common::protocol::body::topic_stats::TopicStatsTable;
+use raftmq_common::protocol::header::admin::CloneGroupOffsetRequestHeader;
 use raftmq_common::protocol::header::admin::CreateTopicRequestHeader;
 use raftmq_common::protocol::header::admin::DeleteSubscriptionGroupRequestHeader;
 use raftmq_common::protocol::header::admin::DeleteTopicRequestHeader;
@@ -61,6 +63,7 @@ use raftmq_raft::Role;
 use crate::client_manager::SubscriptionMissing;
 use crate::config::ConfigError;
 use crate::entry::BrokerCommand;
+use crate::entry::OffsetCommit;
 use crate::live_config::UpdateError;
 use crate::membership;
 use crate::processor::BrokerContext;
@@ -239,6 +242,53 @@ pub async fn delete_group(ctx: &BrokerContext, request: &RemotingCommand) -> Res
             .await?;
     ctx.stats.remove_group(&group);
     Ok(answer)
+}
+
+/// CLONE_GROUP_OFFSET (`mqadmin cloneGroupOffset`): the destination group gets the source group's
+/// committed offsets of `topic` (of every topic it has offsets for, when none is named), as one
+/// replicated CONSUMER_OFFSETS entry. As in Java, a topic this broker does not have is skipped, and
+/// so is one the source group's online clients do not subscribe to, unless `offline`. Unlike
+/// Java 4.9, which copies the named topic once per topic found, each topic's own offsets are copied.
+pub async fn clone_group_offset(
+    ctx: &BrokerContext,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    let h: CloneGroupOffsetRequestHeader = header(request)?;
+    for group in [&h.src_group, &h.dest_group] {
+        validate_group(group).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
+    }
+    let offline = h.offline.unwrap_or(false);
+    let commits: Vec<OffsetCommit> = {
+        let meta = ctx.store.metadata();
+        let topics: Vec<String> = match h.topic.as_deref().filter(|t| !t.is_empty()) {
+            Some(topic) => vec![topic.to_owned()],
+            None => meta.offsets.topics_of_group(&h.src_group).into_iter().map(str::to_owned).collect(),
+        };
+        let mut commits = Vec::new();
+        for topic in topics {
+            if meta.topics.get(&topic).is_none() {
+                tracing::warn!(%topic, "cloneGroupOffset: no such topic here; skipped");
+                continue;
+            }
+            if !offline && matches!(ctx.clients.subscription(&h.src_group, &topic), Err(SubscriptionMissing::Topic)) {
+                tracing::warn!(group = %h.src_group, %topic, "cloneGroupOffset: the online group does not subscribe to the topic; skipped");
+                continue;
+            }
+            let Some(offsets) = meta.offsets.query_all(&topic, &h.src_group) else { continue };
+            commits.extend(offsets.iter().map(|(&queue_id, &offset)| OffsetCommit {
+                topic: topic.clone(),
+                group: h.dest_group.clone(),
+                queue_id,
+                offset,
+            }));
+        }
+        commits
+    };
+    tracing::info!(src = %h.src_group, dest = %h.dest_group, topic = ?h.topic, offsets = commits.len(), "CLONE_GROUP_OFFSET");
+    if commits.is_empty() {
+        return Ok(RemotingCommand::success());
+    }
+    replicate(ctx, BrokerCommand::ConsumerOffsets(commits)).await
 }
 
 /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG.

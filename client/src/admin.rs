@@ -62,6 +62,7 @@ use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::protocol::body::topic_stats::TopicStatsTable;
 use raftmq_common::protocol::header::CommandHeader;
+use raftmq_common::protocol::header::admin::CloneGroupOffsetRequestHeader;
 use raftmq_common::protocol::header::admin::CreateTopicRequestHeader;
 use raftmq_common::protocol::header::admin::DeleteSubscriptionGroupRequestHeader;
 use raftmq_common::protocol::header::admin::DeleteTopicRequestHeader;
@@ -557,6 +558,32 @@ impl Admin {
             .map_err(|e| ClientError::new(ErrorKind::InvalidArgument, op, "unencodable group config").with_source(e))?;
         let request = RemotingCommand::request(RequestCode::UpdateAndCreateSubscriptiongroup).with_body(body);
         self.broker_call(op, addr, request).await.map(drop).map_err(|e| e.with_context("group", &config.group_name))
+    }
+
+    /// Copies group `src`'s committed offsets of `topic` (of every topic it has offsets for when
+    /// `None`) to group `dest` on the broker at `addr` (`cloneGroupOffset`, CLONE_GROUP_OFFSET).
+    /// Unless `offline`, a topic `src`'s online clients do not subscribe to is skipped.
+    pub async fn clone_group_offset(
+        &self,
+        addr: &str,
+        src: &str,
+        dest: &str,
+        topic: Option<&str>,
+        offline: bool,
+    ) -> Result<()> {
+        let op = "cloneGroupOffset";
+        for group in [src, dest] {
+            validate_group(group)
+                .map_err(|e| ClientError::invalid_argument(op, e.to_string()).with_context("group", group))?;
+        }
+        let header = CloneGroupOffsetRequestHeader {
+            src_group: src.to_owned(),
+            dest_group: dest.to_owned(),
+            topic: topic.map(str::to_owned),
+            offline: Some(offline),
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::CloneGroupOffset, &header);
+        self.broker_call(op, addr, request).await.map(drop)
     }
 
     /// Deletes consumer group `group` from the broker at `addr` (`deleteSubGroup`,
