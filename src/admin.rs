@@ -140,6 +140,9 @@ enum AdminCommand {
     /// Delete a consumer group (its offsets stay); with `-c`, also its retry and DLQ topics.
     #[command(name = "deleteSubGroup")]
     DeleteSubGroup(DeleteSubGroupArgs),
+    /// Every consumer group's lag on one broker, per queue (rows with a lag of at least `-l`).
+    #[command(name = "brokerConsumeStats")]
+    BrokerConsumeStats(BrokerConsumeStatsArgs),
     /// Copy a consumer group's committed offsets of a topic to another group, on every group of
     /// the topic (e.g. before renaming a consumer group).
     #[command(name = "cloneGroupOffset")]
@@ -316,6 +319,19 @@ struct DeleteSubGroupArgs {
     group: String,
     #[command(flatten)]
     target: Target,
+}
+
+#[derive(Debug, Args)]
+struct BrokerConsumeStatsArgs {
+    /// The broker's address (`ip:port`).
+    #[arg(short = 'b', long = "brokerAddr")]
+    broker: String,
+    /// Only queues whose lag is at least this.
+    #[arg(short = 'l', long = "level", default_value_t = 0)]
+    level: i64,
+    /// Only ordered topics.
+    #[arg(short = 'o', long = "order", action = clap::ArgAction::Set, default_value_t = false)]
+    order: bool,
 }
 
 #[derive(Debug, Args)]
@@ -529,6 +545,7 @@ async fn dispatch(admin: &Admin, out: Out, command: AdminCommand) -> Result<()> 
         AdminCommand::UpdateBrokerConfig(a) => update_broker_config(admin, out, a).await,
         AdminCommand::UpdateTopicPerm(a) => update_topic_perm(admin, out, a).await,
         AdminCommand::DeleteSubGroup(a) => delete_sub_group(admin, out, a).await,
+        AdminCommand::BrokerConsumeStats(a) => broker_consume_stats(admin, out, a).await,
         AdminCommand::CloneGroupOffset(a) => clone_group_offset(admin, out, a).await,
         AdminCommand::UpdateKvConfig(a) => {
             admin.put_kv_config(&a.namespace, &a.key, &a.value).await.context("updateKvConfig")?;
@@ -721,6 +738,66 @@ async fn update_topic_perm(admin: &Admin, out: Out, a: UpdateTopicPermArgs) -> R
     if out.json {
         out.json(&json!({"topic": a.topic, "changed": changed}));
     }
+    Ok(())
+}
+
+/// Java's `BrokerConsumeStatsSubCommad`: one row per queue whose lag is at least `-l` and whose
+/// group has consumed from it, then the broker's total lag.
+async fn broker_consume_stats(admin: &Admin, out: Out, a: BrokerConsumeStatsArgs) -> Result<()> {
+    let list = admin
+        .broker_consume_stats(&a.broker, a.order)
+        .await
+        .map_err(|e| explain("brokerConsumeStats", RequestCode::GetBrokerConsumeStats, e))?;
+    let mut rows = Vec::new();
+    for groups in &list.consume_stats_list {
+        for (group, per_topic) in groups {
+            for stats in per_topic {
+                for (mq, w) in &stats.offset_table {
+                    let diff = w.broker_offset.saturating_sub(w.consumer_offset);
+                    if diff < a.level || w.last_timestamp <= 0 {
+                        continue;
+                    }
+                    rows.push((group.clone(), mq.clone(), *w, diff));
+                }
+            }
+        }
+    }
+    if out.json {
+        let queues: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(group, mq, w, diff)| {
+                json!({"topic": mq.topic, "group": group, "brokerName": mq.broker_name, "queueId": mq.queue_id,
+                       "brokerOffset": w.broker_offset, "consumerOffset": w.consumer_offset, "diff": diff,
+                       "lastTimestamp": w.last_timestamp})
+            })
+            .collect();
+        out.json(&json!({"brokerAddr": list.broker_addr, "queues": queues, "diffTotal": list.total_diff}));
+        return Ok(());
+    }
+    let mut table = Table::new(&[
+        "#Topic",
+        "#Group",
+        "#Broker Name",
+        "#QID",
+        "#Broker Offset",
+        "#Consumer Offset",
+        "#Diff",
+        "#LastTime",
+    ]);
+    for (group, mq, w, diff) in &rows {
+        table.row([
+            mq.topic.clone(),
+            group.clone(),
+            mq.broker_name.clone(),
+            mq.queue_id.to_string(),
+            w.broker_offset.to_string(),
+            w.consumer_offset.to_string(),
+            diff.to_string(),
+            human_time_ms(w.last_timestamp),
+        ]);
+    }
+    out.table(&table);
+    println!("\nDiff Total: {}", list.total_diff);
     Ok(())
 }
 

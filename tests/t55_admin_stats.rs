@@ -11,7 +11,8 @@
 //!   topics and groups get Java's codes. GET_BROKER_CONFIG (`getBrokerConfig`) lists the config
 //!   under RocketMQ's key names as properties text, the admin token masked; QUERY_TOPIC_CONSUME_BY_WHO
 //!   names the topic's subscribed groups and the groups with an offset in it; VIEW_BROKER_STATS_DATA
-//!   answers the statistics a send and a pull count, and Java's error for one never counted.
+//!   answers the statistics a send and a pull count, and Java's error for one never counted;
+//!   GET_BROKER_CONSUME_STATS (`brokerConsumeStats`) lists every group's progress and the total lag.
 
 mod ports;
 mod t40_cluster;
@@ -113,6 +114,16 @@ async fn t55_topic_and_consumer_progress_and_connections_are_reported() -> Resul
     }
     let one_topic = admin.consume_stats(&addr, CONSUMERS, Some(TOPIC)).await?;
     ensure!(one_topic.offset_table.keys().all(|mq| mq.topic == TOPIC) && one_topic.offset_table.len() == 2);
+
+    // GET_BROKER_CONSUME_STATS (`mqadmin brokerConsumeStats`): every group's progress on the broker.
+    let all = admin.broker_consume_stats(&addr, false).await?;
+    ensure!(all.broker_addr == addr, "{all:?}");
+    let mine = all.consume_stats_list.iter().find_map(|m| m.get(CONSUMERS)).context("the group is listed")?;
+    let topic_stats = mine.iter().find(|s| s.offset_table.keys().any(|mq| mq.topic == TOPIC)).context("its topic")?;
+    ensure!(topic_stats.offset_table.len() == 2 && topic_stats.compute_total_diff() == 0, "{mine:?}");
+    ensure!(all.total_diff == 0, "everything consumed: {all:?}");
+    let ordered = admin.broker_consume_stats(&addr, true).await?;
+    ensure!(ordered.consume_stats_list.iter().all(|m| m.values().all(Vec::is_empty)), "no ordered topic: {ordered:?}");
 
     let connections = admin.consumer_connection(&addr, CONSUMERS).await?;
     ensure!(connections.connection_set.len() == 1, "{connections:?}");

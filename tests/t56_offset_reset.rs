@@ -265,6 +265,14 @@ async fn t56_offsets_are_cloned_to_another_group() -> Result<()> {
         "{out}"
     );
     ensure!(offsets("t56-cli").await? == (Some(5), Some(7)));
+    // `brokerConsumeStats` lists the groups' queues (none has consumed a stored message here) and
+    // the broker's total lag.
+    let out = cli(&["admin", "brokerConsumeStats", "-n", &ns, "-b", &addr, "--json"]).await?;
+    let v: serde_json::Value = serde_json::from_str(&out)?;
+    ensure!(v["brokerAddr"] == addr.as_str() && v["queues"].as_array().is_some_and(Vec::is_empty), "{v}");
+    ensure!(v["diffTotal"].as_i64().is_some(), "{v}");
+    let out = cli(&["admin", "brokerConsumeStats", "-n", &ns, "-b", &addr]).await?;
+    ensure!(out.starts_with("#Topic") && out.contains("Diff Total: "), "{out}");
     admin.shutdown().await;
     cluster.shutdown().await
 }

@@ -8,6 +8,7 @@
 //! | GET_ALL_TOPIC_CONFIG (21) | `TopicConfigSerializeWrapper` |
 //! | UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), DELETE_SUBSCRIPTIONGROUP (207) | replicated group upsert / delete |
 //! | CLONE_GROUP_OFFSET (314) | one group's committed offsets copied to another, replicated |
+//! | GET_BROKER_CONSUME_STATS (317) | `ConsumeStatsList`: every group's progress on this broker |
 //! | GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) | `SubscriptionGroupWrapper` |
 //! | GET_ALL_CONSUMER_OFFSET (43) | `ConsumerOffsetSerializeWrapper` |
 //! | GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) | ConsumeQueue bounds |
@@ -31,6 +32,7 @@ use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::JsonBody;
 use raftmq_common::protocol::body::consume_stats::ConsumeStats;
+use raftmq_common::protocol::body::consume_stats::ConsumeStatsList;
 use raftmq_common::protocol::body::consume_stats::OffsetWrapper;
 use raftmq_common::protocol::body::group_list::GroupList;
 use raftmq_common::protocol::body::membership::AddNodeRequest;
@@ -49,6 +51,7 @@ use raftmq_common::protocol::header::admin::CreateTopicRequestHeader;
 use raftmq_common::protocol::header::admin::DeleteSubscriptionGroupRequestHeader;
 use raftmq_common::protocol::header::admin::DeleteTopicRequestHeader;
 use raftmq_common::protocol::header::admin::GetBrokerConfigResponseHeader;
+use raftmq_common::protocol::header::admin::GetConsumeStatsInBrokerHeader;
 use raftmq_common::protocol::header::admin::GetConsumeStatsRequestHeader;
 use raftmq_common::protocol::header::admin::GetTopicStatsInfoRequestHeader;
 use raftmq_common::protocol::header::admin::QueryTopicConsumeByWhoRequestHeader;
@@ -347,25 +350,69 @@ pub fn consume_stats(ctx: &BrokerContext, request: &RemotingCommand) -> Result<R
         if matches!(ctx.clients.subscription(group, topic), Err(SubscriptionMissing::Topic)) {
             continue;
         }
-        let committed = ctx.store.metadata().offsets.query_all(topic, group).cloned().unwrap_or_default();
-        for queue_id in 0..config.read_queue_nums.max(0) {
-            let (_, max) = ctx.store.queue_offsets(topic, queue_id);
-            let consumer_offset = committed.get(&queue_id).copied().unwrap_or(0).max(0);
-            let last_timestamp = u64::try_from(consumer_offset - 1)
-                .ok()
-                .and_then(|last| unit_store_time(&ctx.store, topic, queue_id, last))
-                .filter(|t| *t > 0)
-                .unwrap_or(0);
-            let wrapper = OffsetWrapper {
-                broker_offset: i64::try_from(max).unwrap_or(i64::MAX),
-                consumer_offset,
-                last_timestamp,
-            };
-            stats.offset_table.insert(MessageQueue::new(topic, &ctx.config.broker_name, queue_id), wrapper);
-        }
-        stats.consume_tps += ctx.group_get_stats.tps(topic, group, now_s);
+        add_queue_progress(ctx, &mut stats, group, topic, config.read_queue_nums, now_s);
     }
     json(&stats)
+}
+
+/// GET_BROKER_CONSUME_STATS (`mqadmin brokerConsumeStats`): for every subscription group, one
+/// `ConsumeStats` per topic it has offsets on (write queues, as Java counts here), with the total
+/// lag. `isOrder` keeps only ordered topics. As in GET_CONSUME_STATS, a topic the online group does
+/// not subscribe to is left out.
+pub fn broker_consume_stats(
+    ctx: &BrokerContext,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    let h: GetConsumeStatsInBrokerHeader = header(request)?;
+    let now_s = now_ms() / 1000;
+    let groups: Vec<String> = ctx.store.metadata().groups.iter().map(|g| g.group_name.clone()).collect();
+    let mut list = ConsumeStatsList { broker_addr: ctx.config.broker_addr(), ..ConsumeStatsList::default() };
+    for group in groups {
+        let topics: Vec<String> =
+            ctx.store.metadata().offsets.topics_of_group(&group).into_iter().map(str::to_owned).collect();
+        let mut per_topic = Vec::new();
+        for topic in &topics {
+            let Some(config) = ctx.store.metadata().topics.get(topic).cloned() else { continue };
+            if h.is_order && !config.order {
+                continue;
+            }
+            if matches!(ctx.clients.subscription(&group, topic), Err(SubscriptionMissing::Topic)) {
+                continue;
+            }
+            let mut stats = ConsumeStats::default();
+            add_queue_progress(ctx, &mut stats, &group, topic, config.write_queue_nums, now_s);
+            list.total_diff = list.total_diff.saturating_add(stats.compute_total_diff());
+            per_topic.push(stats);
+        }
+        list.consume_stats_list.push(BTreeMap::from([(group, per_topic)]));
+    }
+    json(&list)
+}
+
+/// Adds `queues` queues of `topic` to `stats`: each queue's max offset, `group`'s committed offset
+/// and the store time of the last message it consumed; and the group's pull rate of the topic.
+fn add_queue_progress(
+    ctx: &BrokerContext,
+    stats: &mut ConsumeStats,
+    group: &str,
+    topic: &str,
+    queues: i32,
+    now_s: u64,
+) {
+    let committed = ctx.store.metadata().offsets.query_all(topic, group).cloned().unwrap_or_default();
+    for queue_id in 0..queues.max(0) {
+        let (_, max) = ctx.store.queue_offsets(topic, queue_id);
+        let consumer_offset = committed.get(&queue_id).copied().unwrap_or(0).max(0);
+        let last_timestamp = u64::try_from(consumer_offset - 1)
+            .ok()
+            .and_then(|last| unit_store_time(&ctx.store, topic, queue_id, last))
+            .filter(|t| *t > 0)
+            .unwrap_or(0);
+        let wrapper =
+            OffsetWrapper { broker_offset: i64::try_from(max).unwrap_or(i64::MAX), consumer_offset, last_timestamp };
+        stats.offset_table.insert(MessageQueue::new(topic, &ctx.config.broker_name, queue_id), wrapper);
+    }
+    stats.consume_tps += ctx.group_get_stats.tps(topic, group, now_s);
 }
 
 /// GET_BROKER_RUNTIME_INFO (`mqadmin brokerStatus`, the dashboard's cluster view): the

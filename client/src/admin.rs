@@ -42,6 +42,7 @@ use raftmq_common::protocol::body::connection::ConsumerConnection;
 use raftmq_common::protocol::body::connection::ProducerConnection;
 use raftmq_common::protocol::body::consume_directly::ConsumeMessageDirectlyResult;
 use raftmq_common::protocol::body::consume_stats::ConsumeStats;
+use raftmq_common::protocol::body::consume_stats::ConsumeStatsList;
 use raftmq_common::protocol::body::consumer_offset::ConsumerOffsetSerializeWrapper;
 use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
 use raftmq_common::protocol::body::group_list::GroupList;
@@ -66,6 +67,7 @@ use raftmq_common::protocol::header::admin::CloneGroupOffsetRequestHeader;
 use raftmq_common::protocol::header::admin::CreateTopicRequestHeader;
 use raftmq_common::protocol::header::admin::DeleteSubscriptionGroupRequestHeader;
 use raftmq_common::protocol::header::admin::DeleteTopicRequestHeader;
+use raftmq_common::protocol::header::admin::GetConsumeStatsInBrokerHeader;
 use raftmq_common::protocol::header::admin::GetConsumeStatsRequestHeader;
 use raftmq_common::protocol::header::admin::GetConsumerConnectionListRequestHeader;
 use raftmq_common::protocol::header::admin::GetConsumerRunningInfoRequestHeader;
@@ -445,6 +447,16 @@ impl Admin {
         let header =
             GetConsumeStatsRequestHeader { consumer_group: consumer_group.to_owned(), topic: topic.map(str::to_owned) };
         let request = RemotingCommand::request_with_header(RequestCode::GetConsumeStats, &header);
+        let response = self.broker_call(op, addr, request).await?;
+        decode_body(op, &response)
+    }
+
+    /// Every consumer group's progress on the broker at `addr` (`brokerConsumeStats`,
+    /// GET_BROKER_CONSUME_STATS); only ordered topics when `order_only`.
+    pub async fn broker_consume_stats(&self, addr: &str, order_only: bool) -> Result<ConsumeStatsList> {
+        let op = "brokerConsumeStats";
+        let header = GetConsumeStatsInBrokerHeader { is_order: order_only };
+        let request = RemotingCommand::request_with_header(RequestCode::GetBrokerConsumeStats, &header);
         let response = self.broker_call(op, addr, request).await?;
         decode_body(op, &response)
     }

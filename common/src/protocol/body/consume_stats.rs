@@ -1,5 +1,6 @@
 //! GET_CONSUME_STATS (208) response body: `ConsumeStats` (`{"consumeTps":..,"offsetTable":{..}}`) with
-//! one `OffsetWrapper` per queue.
+//! one `OffsetWrapper` per queue; and GET_BROKER_CONSUME_STATS (317)'s `ConsumeStatsList`, every
+//! group's `ConsumeStats` on one broker.
 //!
 //! `offsetTable` is a Java `HashMap<MessageQueue, OffsetWrapper>`, which fastjson writes with object
 //! keys: `{{"brokerName":"b","queueId":0,"topic":"t"}:{"brokerOffset":9,..}}` — not JSON. [`encode`]
@@ -69,6 +70,57 @@ impl JsonBody for ConsumeStats {
     }
 }
 
+/// Every consumer group's progress on one broker (`org.apache.rocketmq.common.protocol.body.ConsumeStatsList`,
+/// GET_BROKER_CONSUME_STATS): per group, one `ConsumeStats` per topic.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ConsumeStatsList {
+    /// One single-entry map (group → its topics' stats) per group, as Java builds it.
+    pub consume_stats_list: Vec<BTreeMap<String, Vec<ConsumeStats>>>,
+    /// The answering broker.
+    pub broker_addr: String,
+    /// Messages not yet consumed, over every group and queue listed.
+    pub total_diff: i64,
+}
+
+impl JsonBody for ConsumeStatsList {
+    const NAME: &'static str = "ConsumeStatsList";
+
+    /// fastjson's form: each `ConsumeStats` with object keys, fields in fastjson's (alphabetical) order.
+    fn encode(&self) -> Result<Vec<u8>, BodyError> {
+        let json = |source| BodyError::Json { body: Self::NAME, source };
+        let mut out = Vec::with_capacity(128);
+        out.extend_from_slice(b"{\"brokerAddr\":");
+        serde_json::to_writer(&mut out, &self.broker_addr).map_err(json)?;
+        out.extend_from_slice(b",\"consumeStatsList\":[");
+        for (i, groups) in self.consume_stats_list.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.push(b'{');
+            for (j, (group, stats)) in groups.iter().enumerate() {
+                if j > 0 {
+                    out.push(b',');
+                }
+                serde_json::to_writer(&mut out, group).map_err(json)?;
+                out.extend_from_slice(b":[");
+                for (k, one) in stats.iter().enumerate() {
+                    if k > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(&one.encode()?);
+                }
+                out.push(b']');
+            }
+            out.push(b'}');
+        }
+        out.extend_from_slice(b"],\"totalDiff\":");
+        serde_json::to_writer(&mut out, &self.total_diff).map_err(json)?;
+        out.push(b'}');
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -117,6 +169,28 @@ mod tests {
         assert!(standard.starts_with(br#"{"consumeTps":0.0,"offsetTable":{"{\"brokerName\""#));
         assert_eq!(ConsumeStats::decode(&standard).unwrap(), stats);
         assert_eq!(ConsumeStats::decode(br#"{"consumeTps":0.0,"offsetTable":null}"#).unwrap(), ConsumeStats::default());
+    }
+
+    #[test]
+    fn consume_stats_list_round_trips_in_fastjson_form() {
+        let stats = ConsumeStats::decode(JAVA_FASTJSON.as_bytes()).unwrap();
+        let list = ConsumeStatsList {
+            consume_stats_list: vec![
+                [("g1".to_owned(), vec![stats.clone()])].into(),
+                [("g2".to_owned(), vec![])].into(),
+            ],
+            broker_addr: "10.0.0.1:10911".into(),
+            total_diff: 10,
+        };
+        let encoded = String::from_utf8(list.encode().unwrap()).unwrap();
+        assert!(
+            encoded.starts_with(
+                r#"{"brokerAddr":"10.0.0.1:10911","consumeStatsList":[{"g1":[{"consumeTps":1.5,"offsetTable":{{"#
+            ),
+            "{encoded}"
+        );
+        assert!(encoded.ends_with(r#"{"g2":[]}],"totalDiff":10}"#), "{encoded}");
+        assert_eq!(ConsumeStatsList::decode(encoded.as_bytes()).unwrap(), list);
     }
 
     #[test]
