@@ -4,12 +4,15 @@
 //!
 //! Which broker answers:
 //! - writes (`updateTopic`, `updateTopicPerm`, `updateSubGroup`, `deleteSubGroup`,
-//!   `resetOffsetByTime`, `cloneGroupOffset`) go to each group's brokerId 0, the Raft leader; `-b`
-//!   takes a group name (`broker-a`) or one address (`ip:port`), `-c` a cluster;
+//!   `resetOffsetByTime`) go to each group's brokerId 0, the Raft leader; `-b` takes a group name
+//!   (`broker-a`) or one address (`ip:port`), `-c` a cluster; `cloneGroupOffset` goes to the leader
+//!   of every group in the topic's route;
 //! - a broker config (`updateBrokerConfig`) is per replica: `-b` one address, `-c` every replica;
 //! - NameServer state (`updateKvConfig`, `deleteKvConfig`, `wipeWritePerm`, `addWritePerm`) is
 //!   written to every NameServer, since they share nothing;
-//! - reads go to the leader when the group has one, else to its lowest-id replica.
+//! - reads go to the leader when the group has one, else to its lowest-id replica; those that name
+//!   one broker address (`brokerStatus`, `getBrokerConfig`, `brokerConsumeStats` with `-b`) ask
+//!   exactly that replica.
 //!
 //! Where a raftmq broker does not serve Java's admin request yet, the command says so and fails
 //! (REQUEST_CODE_NOT_SUPPORTED → "`<command>`: the broker does not support `<CODE>` yet"), except
@@ -793,7 +796,8 @@ async fn broker_consume_stats(admin: &Admin, out: Out, a: BrokerConsumeStatsArgs
             w.broker_offset.to_string(),
             w.consumer_offset.to_string(),
             diff.to_string(),
-            human_time_ms(w.last_timestamp),
+            // Java's `brokerConsumeStats` prints the time to the second.
+            human_time_ms(w.last_timestamp).split(',').next().unwrap_or_default().to_owned(),
         ]);
     }
     out.table(&table);
@@ -801,14 +805,21 @@ async fn broker_consume_stats(admin: &Admin, out: Out, a: BrokerConsumeStatsArgs
     Ok(())
 }
 
-/// Java's `CloneGroupOffsetCommand`: the leader of every group serving the topic copies the offsets.
+/// `mqadmin cloneGroupOffset`, by `DefaultMQAdminExt.cloneGroupOffset`: the leader of every group
+/// serving the topic copies the source group's committed offsets. (Java 4.9's command instead writes
+/// each queue's max offset, for every topic of the source group; this copies what was committed.)
+/// Every group's leader is found before any is asked, so a group without one changes nothing.
 async fn clone_group_offset(admin: &Admin, out: Out, a: CloneGroupOffsetArgs) -> Result<()> {
     let route = admin.topic_route(&a.topic).await.context("cloneGroupOffset")?;
-    let mut cloned = Vec::new();
+    let mut leaders = Vec::with_capacity(route.broker_datas.len());
     for bd in &route.broker_datas {
         let Some(addr) = bd.broker_addrs.get(&MASTER_ID) else {
-            bail!("cloneGroupOffset: broker group {} has no leader now; try again", bd.broker_name);
+            bail!("cloneGroupOffset: broker group {} has no leader now; nothing changed, try again", bd.broker_name);
         };
+        leaders.push((bd, addr));
+    }
+    let mut cloned = Vec::new();
+    for (bd, addr) in leaders {
         admin
             .clone_group_offset(addr, &a.src, &a.dest, Some(&a.topic), a.offline)
             .await

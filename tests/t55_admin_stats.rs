@@ -37,6 +37,8 @@ use raftmq_common::protocol::body::JsonBody;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
 use raftmq_common::protocol::body::heartbeat::MessageModel;
 use raftmq_common::protocol::body::heartbeat::ProducerData;
+use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
+use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::remoting::RemotingClient;
 use t40_cluster::Cluster;
 use t40_cluster::Collector;
@@ -122,8 +124,19 @@ async fn t55_topic_and_consumer_progress_and_connections_are_reported() -> Resul
     let topic_stats = mine.iter().find(|s| s.offset_table.keys().any(|mq| mq.topic == TOPIC)).context("its topic")?;
     ensure!(topic_stats.offset_table.len() == 2 && topic_stats.compute_total_diff() == 0, "{mine:?}");
     ensure!(all.total_diff == 0, "everything consumed: {all:?}");
+    // isOrder: only ordered topics, here one a group has an offset on.
+    let ordered_topic = TopicConfig { order: true, ..TopicConfig::new("T55Ordered") };
+    admin.create_topic(&addr, &ordered_topic).await?;
+    admin.create_subscription_group(&addr, &SubscriptionGroupConfig::new("t55-ordered")).await?;
+    admin.update_consumer_offset(&addr, "t55-ordered", "T55Ordered", 0, 0).await?;
     let ordered = admin.broker_consume_stats(&addr, true).await?;
-    ensure!(ordered.consume_stats_list.iter().all(|m| m.values().all(Vec::is_empty)), "no ordered topic: {ordered:?}");
+    let listed: Vec<&String> = ordered
+        .consume_stats_list
+        .iter()
+        .flat_map(|m| m.values().flatten())
+        .flat_map(|s| s.offset_table.keys().map(|mq| &mq.topic))
+        .collect();
+    ensure!(!listed.is_empty() && listed.iter().all(|t| *t == "T55Ordered"), "{ordered:?}");
 
     let connections = admin.consumer_connection(&addr, CONSUMERS).await?;
     ensure!(connections.connection_set.len() == 1, "{connections:?}");

@@ -16,13 +16,15 @@
 //!   to the client, its listener takes it once more and the answer says CR_SUCCESS; a bad msgId
 //!   gets SYSTEM_ERROR.
 //! - CLONE_GROUP_OFFSET (`mqadmin cloneGroupOffset`), SDK and CLI: one group's offsets copied to
-//!   another, through Raft.
+//!   another, through Raft; GET_BROKER_CONSUME_STATS (`brokerConsumeStats`), SDK and CLI: the
+//!   subscription groups' progress and the broker's total lag.
 
 mod ports;
 mod t40_cluster;
 
 use std::time::Duration;
 
+use anyhow::Context;
 use anyhow::Result;
 use anyhow::ensure;
 use raftmq_client::Admin;
@@ -37,6 +39,7 @@ use raftmq_common::message::MessageExt;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::consume_directly::CmResult;
 use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUME_TYPE;
+use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use t40_cluster::Cluster;
 use t40_cluster::Collector;
 use t40_cluster::WAIT;
@@ -223,10 +226,10 @@ async fn t56_reset_running_info_and_direct_consumption_reach_a_running_consumer(
     cluster.shutdown().await
 }
 
-/// Runs the `raftmq` binary; its stdout when it succeeded.
 /// CLONE_GROUP_OFFSET (`mqadmin cloneGroupOffset`): the destination group gets the source group's
 /// committed offsets, replicated; a topic the broker lacks changes nothing; the CLI does the same
-/// through the topic's route.
+/// through the topic's route. GET_BROKER_CONSUME_STATS (`brokerConsumeStats`) then lists the
+/// groups' progress.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn t56_offsets_are_cloned_to_another_group() -> Result<()> {
     const TOPIC: &str = "T56Clone";
@@ -255,6 +258,7 @@ async fn t56_offsets_are_cloned_to_another_group() -> Result<()> {
     admin.clone_group_offset(&addr, "t56-src", "t56-all", None, false).await?;
     ensure!(offsets("t56-all").await? == (Some(5), Some(7)));
     admin.clone_group_offset(&addr, "t56-src", "t56-none", Some("T56NoSuchTopic"), false).await?;
+    ensure!(offsets("t56-none").await? == before, "a topic the broker lacks copies nothing");
     let e = admin.clone_group_offset(&addr, "t56-src", "bad group!", Some(TOPIC), false).await.unwrap_err();
     ensure!(e.to_string().contains("bad group!"), "{e}");
 
@@ -265,18 +269,26 @@ async fn t56_offsets_are_cloned_to_another_group() -> Result<()> {
         "{out}"
     );
     ensure!(offsets("t56-cli").await? == (Some(5), Some(7)));
-    // `brokerConsumeStats` lists the groups' queues (none has consumed a stored message here) and
-    // the broker's total lag.
+
+    // GET_BROKER_CONSUME_STATS lists subscription groups: t56-src, with offsets 5 and 7 on two empty
+    // queues, is 12 ahead of them (a lag of -12).
+    admin.create_subscription_group(&addr, &SubscriptionGroupConfig::new("t56-src")).await?;
+    let all = admin.broker_consume_stats(&addr, false).await?;
+    let src = all.consume_stats_list.iter().find_map(|m| m.get("t56-src")).context("t56-src listed")?;
+    ensure!(src.len() == 1 && src[0].compute_total_diff() == -12, "{src:?}");
+    ensure!(all.total_diff == -12, "only t56-src is a subscription group with offsets: {all:?}");
+    // The CLI lists queues whose group consumed a stored message (none here) and the total.
     let out = cli(&["admin", "brokerConsumeStats", "-n", &ns, "-b", &addr, "--json"]).await?;
     let v: serde_json::Value = serde_json::from_str(&out)?;
     ensure!(v["brokerAddr"] == addr.as_str() && v["queues"].as_array().is_some_and(Vec::is_empty), "{v}");
-    ensure!(v["diffTotal"].as_i64().is_some(), "{v}");
+    ensure!(v["diffTotal"] == -12, "{v}");
     let out = cli(&["admin", "brokerConsumeStats", "-n", &ns, "-b", &addr]).await?;
-    ensure!(out.starts_with("#Topic") && out.contains("Diff Total: "), "{out}");
+    ensure!(out.starts_with("#Topic") && out.contains("Diff Total: -12"), "{out}");
     admin.shutdown().await;
     cluster.shutdown().await
 }
 
+/// Runs the `raftmq` binary; its stdout when it succeeded.
 async fn cli(args: &[&str]) -> Result<String> {
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_raftmq")).args(args).output().await?;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();

@@ -7,10 +7,10 @@
 //! | UPDATE_AND_CREATE_TOPIC (17), DELETE_TOPIC_IN_BROKER (215) | replicated topic upsert / delete |
 //! | GET_ALL_TOPIC_CONFIG (21) | `TopicConfigSerializeWrapper` |
 //! | UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), DELETE_SUBSCRIPTIONGROUP (207) | replicated group upsert / delete |
-//! | CLONE_GROUP_OFFSET (314) | one group's committed offsets copied to another, replicated |
-//! | GET_BROKER_CONSUME_STATS (317) | `ConsumeStatsList`: every group's progress on this broker |
 //! | GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) | `SubscriptionGroupWrapper` |
 //! | GET_ALL_CONSUMER_OFFSET (43) | `ConsumerOffsetSerializeWrapper` |
+//! | CLONE_GROUP_OFFSET (314) | one group's committed offsets copied to another, replicated |
+//! | GET_BROKER_CONSUME_STATS (317) | `ConsumeStatsList`: every group's progress on this broker |
 //! | GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) | ConsumeQueue bounds |
 //! | SEARCH_OFFSET_BY_TIMESTAMP (29) | first offset stored at or after a time (binary search) |
 //! | GET_BROKER_CONFIG (26) | this replica's config now, as Java properties text, secrets masked |
@@ -25,6 +25,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use raftmq_common::limits::TOPIC_QUEUE_NUMS_MAX_COUNT;
+use raftmq_common::message::validate::DLQ_GROUP_TOPIC_PREFIX;
+use raftmq_common::message::validate::RETRY_GROUP_TOPIC_PREFIX;
 use raftmq_common::message::validate::is_system_topic;
 use raftmq_common::message::validate::validate_group;
 use raftmq_common::message::validate::validate_topic;
@@ -248,10 +250,14 @@ pub async fn delete_group(ctx: &BrokerContext, request: &RemotingCommand) -> Res
 }
 
 /// CLONE_GROUP_OFFSET (`mqadmin cloneGroupOffset`): the destination group gets the source group's
-/// committed offsets of `topic` (of every topic it has offsets for, when none is named), as one
-/// replicated CONSUMER_OFFSETS entry. As in Java, a topic this broker does not have is skipped, and
-/// so is one the source group's online clients do not subscribe to, unless `offline`. Unlike
-/// Java 4.9, which copies the named topic once per topic found, each topic's own offsets are copied.
+/// committed offsets of `topic`, as one replicated CONSUMER_OFFSETS entry. As in Java, a topic this
+/// broker does not have is skipped, and so is one the source group's online clients do not
+/// subscribe to, unless `offline`. Queues the source has no offset for keep the destination's
+/// (Java replaces the destination's whole table of the topic).
+///
+/// With no topic named, Java copies nothing (it copies the empty topic name once per topic found);
+/// here every topic the source has offsets for is copied, except its own `%RETRY%` and `%DLQ%`
+/// topics, which belong to the source group.
 pub async fn clone_group_offset(
     ctx: &BrokerContext,
     request: &RemotingCommand,
@@ -265,7 +271,13 @@ pub async fn clone_group_offset(
         let meta = ctx.store.metadata();
         let topics: Vec<String> = match h.topic.as_deref().filter(|t| !t.is_empty()) {
             Some(topic) => vec![topic.to_owned()],
-            None => meta.offsets.topics_of_group(&h.src_group).into_iter().map(str::to_owned).collect(),
+            None => meta
+                .offsets
+                .topics_of_group(&h.src_group)
+                .into_iter()
+                .filter(|t| !t.starts_with(RETRY_GROUP_TOPIC_PREFIX) && !t.starts_with(DLQ_GROUP_TOPIC_PREFIX))
+                .map(str::to_owned)
+                .collect(),
         };
         let mut commits = Vec::new();
         for topic in topics {
@@ -350,7 +362,8 @@ pub fn consume_stats(ctx: &BrokerContext, request: &RemotingCommand) -> Result<R
         if matches!(ctx.clients.subscription(group, topic), Err(SubscriptionMissing::Topic)) {
             continue;
         }
-        add_queue_progress(ctx, &mut stats, group, topic, config.read_queue_nums, now_s);
+        let committed = ctx.store.metadata().offsets.query_all(topic, group).cloned().unwrap_or_default();
+        add_queue_progress(ctx, &mut stats, group, topic, config.read_queue_nums, &committed, now_s);
     }
     json(&stats)
 }
@@ -365,22 +378,40 @@ pub fn broker_consume_stats(
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h: GetConsumeStatsInBrokerHeader = header(request)?;
     let now_s = now_ms() / 1000;
-    let groups: Vec<String> = ctx.store.metadata().groups.iter().map(|g| g.group_name.clone()).collect();
+    // One applied state for the whole answer: groups, topics and committed offsets read under one
+    // guard; the queues' ends and store times after it is dropped.
+    let plan: Vec<(String, Vec<QueuesToReport>)> = {
+        let meta = ctx.store.metadata();
+        meta.groups
+            .iter()
+            .map(|g| {
+                let group = g.group_name.clone();
+                let topics = meta
+                    .offsets
+                    .topics_of_group(&group)
+                    .into_iter()
+                    .filter_map(|topic| {
+                        let config = meta.topics.get(topic)?;
+                        if h.is_order && !config.order {
+                            return None;
+                        }
+                        if matches!(ctx.clients.subscription(&group, topic), Err(SubscriptionMissing::Topic)) {
+                            return None;
+                        }
+                        let committed = meta.offsets.query_all(topic, &group).cloned().unwrap_or_default();
+                        Some(QueuesToReport { topic: topic.to_owned(), queues: config.write_queue_nums, committed })
+                    })
+                    .collect();
+                (group, topics)
+            })
+            .collect()
+    };
     let mut list = ConsumeStatsList { broker_addr: ctx.config.broker_addr(), ..ConsumeStatsList::default() };
-    for group in groups {
-        let topics: Vec<String> =
-            ctx.store.metadata().offsets.topics_of_group(&group).into_iter().map(str::to_owned).collect();
-        let mut per_topic = Vec::new();
-        for topic in &topics {
-            let Some(config) = ctx.store.metadata().topics.get(topic).cloned() else { continue };
-            if h.is_order && !config.order {
-                continue;
-            }
-            if matches!(ctx.clients.subscription(&group, topic), Err(SubscriptionMissing::Topic)) {
-                continue;
-            }
+    for (group, topics) in plan {
+        let mut per_topic = Vec::with_capacity(topics.len());
+        for QueuesToReport { topic, queues, committed } in topics {
             let mut stats = ConsumeStats::default();
-            add_queue_progress(ctx, &mut stats, &group, topic, config.write_queue_nums, now_s);
+            add_queue_progress(ctx, &mut stats, &group, &topic, queues, &committed, now_s);
             list.total_diff = list.total_diff.saturating_add(stats.compute_total_diff());
             per_topic.push(stats);
         }
@@ -389,7 +420,14 @@ pub fn broker_consume_stats(
     json(&list)
 }
 
-/// Adds `queues` queues of `topic` to `stats`: each queue's max offset, `group`'s committed offset
+/// One topic of one group in GET_BROKER_CONSUME_STATS, read from the applied state.
+struct QueuesToReport {
+    topic: String,
+    queues: i32,
+    committed: BTreeMap<i32, i64>,
+}
+
+/// Adds `queues` queues of `topic` to `stats`: each queue's max offset, `group`'s `committed` offset
 /// and the store time of the last message it consumed; and the group's pull rate of the topic.
 fn add_queue_progress(
     ctx: &BrokerContext,
@@ -397,9 +435,9 @@ fn add_queue_progress(
     group: &str,
     topic: &str,
     queues: i32,
+    committed: &BTreeMap<i32, i64>,
     now_s: u64,
 ) {
-    let committed = ctx.store.metadata().offsets.query_all(topic, group).cloned().unwrap_or_default();
     for queue_id in 0..queues.max(0) {
         let (_, max) = ctx.store.queue_offsets(topic, queue_id);
         let consumer_offset = committed.get(&queue_id).copied().unwrap_or(0).max(0);
