@@ -142,11 +142,6 @@ impl LiveConfig {
         self.current.subscribe()
     }
 
-    /// The version of the current config: counter 0 at boot, one more per update.
-    pub fn version(&self) -> DataVersion {
-        self.current.borrow().version
-    }
-
     /// Applies `updates` (all or none), persists them, then makes them current. Returns the
     /// snapshots before and after; an empty `updates` changes nothing (Java answers it SUCCESS).
     /// The fsyncs run on the calling thread: a rare admin call of a few milliseconds.
@@ -234,7 +229,7 @@ mod tests {
     fn updates_take_effect_at_once_and_survive_a_restart() {
         let dir = tempfile::tempdir().unwrap();
         let live = LiveConfig::open(boot(dir.path()), 1_000).unwrap();
-        assert_eq!(live.version(), DataVersion { counter: 0, timestamp: 1_000 });
+        assert_eq!(live.snapshot().version, DataVersion { counter: 0, timestamp: 1_000 });
         let mut rx = live.subscribe();
 
         let (before, after) = live.update(&kv(&[("brokerPermission", "4")]), 2_000).unwrap();
@@ -248,7 +243,7 @@ mod tests {
         // Only brokerPermission moves the version the topic table registers with.
         assert_eq!(now.perm_version, DataVersion { counter: 1, timestamp: 2_000 });
         assert!(live.update(&BTreeMap::new(), 3_500).is_ok());
-        assert_eq!(live.version().counter, 2, "an empty update changes nothing");
+        assert_eq!(live.snapshot().version.counter, 2, "an empty update changes nothing");
         // The file holds values as read back, not as sent.
         let text = std::fs::read_to_string(updates_path(dir.path())).unwrap();
         assert!(text.contains("shortPollingTimeMills=2000\n") && text.contains("brokerPermission=4\n"), "{text}");
@@ -259,12 +254,12 @@ mod tests {
             Err(UpdateError::Config(ConfigError::NotRuntimeUpdatable(_)))
         ));
         assert_eq!(live.read(|c| c.max_message_size), 1024);
-        assert_eq!(live.version().counter, 2);
+        assert_eq!(live.snapshot().version.counter, 2);
 
         let restarted = LiveConfig::open(boot(dir.path()), 5_000).unwrap();
         let c = restarted.current();
         assert_eq!((c.broker_permission, c.max_message_size), (4, 1024));
-        assert_eq!(restarted.version(), DataVersion { counter: 0, timestamp: 5_000 });
+        assert_eq!(restarted.snapshot().version, DataVersion { counter: 0, timestamp: 5_000 });
         assert_eq!(restarted.snapshot().perm_version, DataVersion { counter: 0, timestamp: 5_000 });
     }
 
@@ -276,7 +271,7 @@ mod tests {
             let err = live.update(&kv(&[("brokerPermission", value)]), 1).unwrap_err().to_string();
             assert!(err.contains("control character"), "{value:?}: {err}");
         }
-        assert_eq!(live.version().counter, 0);
+        assert_eq!(live.snapshot().version.counter, 0);
         assert!(!updates_path(dir.path()).exists());
     }
 

@@ -40,6 +40,7 @@ use raftmq_common::protocol::header::send::SendMessageRequestHeader;
 use raftmq_common::protocol::header::send::SendMessageResponseHeader;
 use raftmq_common::protocol::header::send::TRACE_ON_KEY;
 
+use crate::config::BrokerConfig;
 use crate::entry::BrokerCommand;
 use crate::group_commit::RecordSlot;
 use crate::group_commit::SendRequest;
@@ -83,11 +84,11 @@ pub async fn process_send(ctx: &BrokerContext, peer: SocketAddr, request: &Remot
 
 /// The messages of a send: one, or a batch's entries with the batch-level properties merged in.
 fn messages_of(
-    ctx: &BrokerContext,
+    live: &BrokerConfig,
     h: &SendMessageRequestHeader,
     request: &RemotingCommand,
 ) -> Result<Vec<Message>, RemotingCommand> {
-    let max = ctx.live.read(|c| c.max_message_size) as usize;
+    let max = live.max_message_size as usize;
     if request.body.len() > max {
         return Err(refuse(ResponseCode::MessageIllegal, format!("the message body size over max value, MAX: {max}")));
     }
@@ -114,14 +115,18 @@ fn messages_of(
     Ok(entries)
 }
 
-async fn topic_config(ctx: &BrokerContext, h: &SendMessageRequestHeader) -> Result<TopicConfig, RemotingCommand> {
+async fn topic_config(
+    ctx: &BrokerContext,
+    live: &BrokerConfig,
+    h: &SendMessageRequestHeader,
+) -> Result<TopicConfig, RemotingCommand> {
     let decision = {
         let meta = ctx.store.metadata();
         let auto = AutoCreate {
             default_topic: &h.default_topic,
             client_default_queue_nums: h.default_topic_queue_nums,
             topic_sys_flag: i32::from(h.is_unit_mode()),
-            auto_create_topic_enable: ctx.live.read(|c| c.auto_create_topic_enable),
+            auto_create_topic_enable: live.auto_create_topic_enable,
         };
         decide_send_topic(&meta.topics, &h.topic, &auto)
     };
@@ -147,18 +152,20 @@ async fn send(
     let h = SendMessageRequestHeader::read_request(request)
         .map_err(|e| refuse(ResponseCode::SystemError, format!("the send request header is invalid: {e}")))?;
     let broker_name = &ctx.config.broker_name;
-    if !perm::is_writeable(ctx.live.read(|c| c.broker_permission)) {
+    // The runtime keys, read once: one request sees one config.
+    let live = ctx.live.current();
+    if !perm::is_writeable(live.broker_permission) {
         return Err(refuse(
             ResponseCode::NoPermission,
             format!("the broker[{}] sending message is forbidden", ctx.config.broker_addr()),
         ));
     }
     validate_send_topic(&h.topic).map_err(|e| refuse(e.response_code(), e.to_string()))?;
-    let messages = messages_of(ctx, &h, request)?;
+    let messages = messages_of(&live, &h, request)?;
     // A RocketMQ broker recognises a half message by its TRAN_MSG property; the client sets the
     // PREPARED sysFlag bit from it.
     let half = messages.iter().any(Message::is_transaction_prepared);
-    if half && ctx.live.read(|c| c.reject_transaction_message) {
+    if half && live.reject_transaction_message {
         return Err(refuse(
             ResponseCode::NoPermission,
             format!("the broker[{}] sending transaction message is forbidden", ctx.config.broker_addr()),
@@ -175,7 +182,7 @@ async fn send(
     if let Some(ratio) = ctx.store.disk_full() {
         return Err(refuse(ResponseCode::ServiceNotAvailable, crate::retention::disk_full_remark(ratio)));
     }
-    let config = topic_config(ctx, &h).await?;
+    let config = topic_config(ctx, &live, &h).await?;
     if !perm::is_writeable(config.perm) {
         return Err(refuse(ResponseCode::NoPermission, format!("the topic[{}] sending message is forbidden", h.topic)));
     }
