@@ -526,7 +526,7 @@ struct RemoveNodeArgs {
 
 /// Runs one admin command to completion.
 pub async fn run(args: AdminArgs) -> Result<()> {
-    let admin = Admin::new(&args.namesrv.namesrv_addr)?.with_timeout(args.namesrv.timeout);
+    let admin = args.namesrv.admin()?;
     let out = Out { json: args.json };
     let result = dispatch(&admin, out, args.command).await;
     admin.shutdown().await;

@@ -381,6 +381,7 @@ async fn produce(a: ProduceArgs) -> Result<()> {
         .namesrv_addr(&a.run.namesrv.namesrv_addr)
         .send_timeout(a.run.namesrv.timeout)
         .serialize_type(a.serialize.serialize_type())
+        .credentials(a.run.namesrv.credentials()?)
         .build()?;
     producer.start().await?;
     // Java's benchmark sends the same body every time; its content does not matter to the broker.
@@ -579,6 +580,7 @@ async fn consume(a: ConsumeBenchArgs) -> Result<()> {
         .consume_from(from)
         .consume_message_batch_max_size(a.consume_batch)
         .rpc_timeout(a.run.namesrv.timeout)
+        .credentials(a.run.namesrv.credentials()?)
         .listener_concurrently(listener)
         .build()?;
     stop.arm(a.run.duration);

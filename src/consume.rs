@@ -84,9 +84,10 @@ pub async fn run(args: ConsumeArgs) -> Result<()> {
         )
         .consume_from(from)
         .rpc_timeout(args.namesrv.timeout)
+        .credentials(args.namesrv.credentials()?)
         .build()?;
     consumer.start().await?;
-    let admin = Admin::new(&args.namesrv.namesrv_addr)?.with_timeout(args.namesrv.timeout);
+    let admin = args.namesrv.admin()?;
     let result = consume_loop(&consumer, &admin, &args).await;
     let stored = consumer.try_commit().await;
     consumer.shutdown().await;

@@ -1,5 +1,6 @@
 //! The flags every client command shares: `-n/--namesrvAddr` (mqadmin's spelling, `NAMESRV_ADDR`,
-//! then `127.0.0.1:9876`) and the per-call deadline.
+//! then `127.0.0.1:9876`), the per-call deadline, and the plain-ACL account every request is signed
+//! with (`--accessKey` / `--secretKey`, or `RAFTMQ_ACCESS_KEY` / `RAFTMQ_SECRET_KEY`).
 //!
 //! Invariant: the address list is passed to the SDK verbatim (`ip:port;ip:port`); the SDK parses and
 //! fails over, so no command has its own notion of "which NameServer".
@@ -7,6 +8,8 @@
 use std::time::Duration;
 
 use clap::Args;
+use raftmq_client::Admin;
+use raftmq_client::SessionCredentials;
 
 /// Where a command finds the NameServers and how long each call may take.
 #[derive(Debug, Clone, Args)]
@@ -25,6 +28,37 @@ pub struct NamesrvAddrArgs {
     /// Deadline of each remote call, e.g. `3s`, `500ms`.
     #[arg(long = "timeout", value_name = "DURATION", default_value = "3s", value_parser = humantime::parse_duration, global = true)]
     pub timeout: Duration,
+
+    /// Plain-ACL access key every request is signed with (brokers with `aclEnable`).
+    #[arg(long = "accessKey", value_name = "KEY", env = "RAFTMQ_ACCESS_KEY", global = true, requires = "secret_key")]
+    pub access_key: Option<String>,
+
+    /// Secret of `--accessKey` (prefer the environment variable: a flag shows in `ps`).
+    #[arg(
+        long = "secretKey",
+        value_name = "SECRET",
+        env = "RAFTMQ_SECRET_KEY",
+        hide_env_values = true,
+        global = true,
+        requires = "access_key"
+    )]
+    pub secret_key: Option<String>,
+}
+
+impl NamesrvAddrArgs {
+    /// The account to sign with, if one was given.
+    pub fn credentials(&self) -> anyhow::Result<Option<SessionCredentials>> {
+        match (&self.access_key, &self.secret_key) {
+            (Some(ak), Some(sk)) => Ok(Some(SessionCredentials::new(ak.as_str(), sk.as_str())?)),
+            (None, None) => Ok(None),
+            _ => anyhow::bail!("--accessKey and --secretKey go together"),
+        }
+    }
+
+    /// An admin client for these NameServers, deadline and account.
+    pub fn admin(&self) -> anyhow::Result<Admin> {
+        Ok(Admin::with_credentials(&self.namesrv_addr, self.credentials()?)?.with_timeout(self.timeout))
+    }
 }
 
 /// The local time as RocketMQ's tools print it (`UtilAll.timeMillisToHumanString2`).

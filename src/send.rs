@@ -76,6 +76,7 @@ pub async fn run(args: SendArgs) -> Result<()> {
     let producer = Producer::builder(args.producer_group.as_str())
         .namesrv_addr(&args.namesrv.namesrv_addr)
         .send_timeout(args.namesrv.timeout)
+        .credentials(args.namesrv.credentials()?)
         .build()?;
     producer.start().await?;
     let mut failed = 0u64;

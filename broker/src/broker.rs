@@ -196,6 +196,16 @@ impl Broker {
             raft_runtime.run(async move { GroupCommit::spawn(replica, token) }).await.map_err(BrokerError::Runtime)?
         };
         let (offsets, offsets_task) = OffsetCommitter::spawn(Arc::clone(&replica), cancel.child_token());
+        let acl = if config.acl_enable {
+            let path = config.acl_file_path();
+            let acl = crate::acl::Acl::load(&path).map_err(|e| BrokerError::Config(e.to_string()))?;
+            info!(path = %path.display(), accounts = acl.current().accounts.len(), "plain ACL enabled");
+            Some(Arc::new(acl))
+        } else {
+            None
+        };
+        let inner = config.inner_credentials().map_err(|e| BrokerError::Config(e.to_string()))?.map(Arc::new);
+        let forwarder = RemotingClient::with_credentials(ProcessorTable::new(), false, inner);
         let metrics = BrokerMetrics::new(&config.broker_cluster_name, &config.broker_name, me.id);
         let stats = crate::stats::StatsTable::new(config.broker_cluster_name.clone());
         let ctx = Arc::new(BrokerContext {
@@ -214,7 +224,8 @@ impl Broker {
             offsets,
             clients: ClientManager::new(),
             store_host,
-            forwarder: RemotingClient::new(),
+            forwarder,
+            acl,
             register_now: Notify::new(),
             metrics,
             draining: AtomicBool::new(false),
@@ -262,6 +273,9 @@ impl Broker {
             retention::spawn(Arc::clone(&ctx), RetentionSettings::from_config(&ctx.config), cancel.child_token()),
             namesrv_registration::spawn(Arc::clone(&ctx), namesrv_client.clone(), cancel.child_token()),
         ];
+        if let Some(acl) = &ctx.acl {
+            tasks.push(tokio::spawn(Arc::clone(acl).watch(cancel.child_token())));
+        }
         if let Some(file) = &ctx.config.test_clock_skew_file {
             warn!(file = %file.display(), "TEST ONLY: the wall clock follows testClockSkewFile");
             tasks.push(crate::clock::spawn_skew_watcher(file.clone(), cancel.child_token()));

@@ -17,6 +17,8 @@
 //! raftSelfId = 0
 //! adminPort = 8080                         # /livez, /readyz, /metrics, admin API (0: ephemeral)
 //! adminToken = "s3cret"                    # optional: Bearer token for admin POST/PUT/DELETE
+//! aclEnable = true                         # optional: plain ACL (RocketMQ's plain_acl.yml)
+//! aclFile = "/etc/raftmq/plain_acl.yml"    # default <storePathRootDir>/config/plain_acl.yml
 //!
 //! [[raftPeers]]
 //! id = 0
@@ -189,6 +191,20 @@ pub struct BrokerConfig {
     /// Bearer token the admin HTTP API requires of POST/PUT/DELETE (default none: open; GETs always are).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub admin_token: Option<String>,
+    /// Check every remoting request against the plain ACL (`aclEnable`, default false): accounts
+    /// signed with `AccessKey` / `Signature`, per-topic and per-group permissions (`crate::acl`).
+    pub acl_enable: bool,
+    /// The plain ACL file, RocketMQ's `plain_acl.yml` layout (default
+    /// `<storePathRootDir>/config/plain_acl.yml`); read at boot, re-read when it changes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acl_file: Option<PathBuf>,
+    /// The account this replica signs its own requests to the group's other replicas with
+    /// (leadership transfer, removal notices) when they check the ACL. Needs `innerSecretKey`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inner_access_key: Option<String>,
+    /// Secret of `innerAccessKey`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inner_secret_key: Option<String>,
     /// Raft heartbeat period in ms (default 150).
     pub raft_heartbeat_interval_ms: u64,
     /// Lower bound of openraft's election timeout in ms (default 200). A follower campaigns
@@ -259,6 +275,10 @@ impl Default for BrokerConfig {
             enable_property_filter: false,
             admin_port: ADMIN_PORT_DEFAULT,
             admin_token: None,
+            acl_enable: false,
+            acl_file: None,
+            inner_access_key: None,
+            inner_secret_key: None,
             raft_heartbeat_interval_ms: RaftConfig::default().heartbeat_interval_ms,
             raft_election_timeout_min_ms: RaftConfig::default().election_timeout_min_ms,
             raft_election_timeout_max_ms: RaftConfig::default().election_timeout_max_ms,
@@ -348,7 +368,7 @@ pub const RUNTIME_UPDATABLE_KEYS: &[&str] = &[
 ];
 
 /// Keys whose values a config read-out (GET_BROKER_CONFIG) masks.
-pub const SECRET_KEYS: &[&str] = &["adminToken"];
+pub const SECRET_KEYS: &[&str] = &["adminToken", "innerSecretKey"];
 /// Keys holding durations: a config read-out shows them in whole milliseconds, as Java's config
 /// holds them (ours reads `6s` or `6000`).
 const DURATION_KEYS: &[&str] = &[
@@ -474,6 +494,22 @@ impl BrokerConfig {
         Ok(())
     }
 
+    /// The plain ACL file (`aclFile`, or `<storePathRootDir>/config/plain_acl.yml`).
+    pub fn acl_file_path(&self) -> PathBuf {
+        self.acl_file.clone().unwrap_or_else(|| self.store_path_root_dir.join("config").join("plain_acl.yml"))
+    }
+
+    /// The credentials of `innerAccessKey` / `innerSecretKey` (both or neither).
+    pub fn inner_credentials(&self) -> Result<Option<raftmq_common::protocol::acl::SessionCredentials>, ConfigError> {
+        match (&self.inner_access_key, &self.inner_secret_key) {
+            (None, None) => Ok(None),
+            (Some(ak), Some(sk)) => raftmq_common::protocol::acl::SessionCredentials::new(ak.as_str(), sk.as_str())
+                .map(Some)
+                .map_err(|e| invalid(format!("innerAccessKey / innerSecretKey: {e}"))),
+            _ => Err(invalid("innerAccessKey and innerSecretKey go together")),
+        }
+    }
+
     /// The Raft replica settings these keys describe.
     pub fn raft_config(&self) -> RaftConfig {
         RaftConfig {
@@ -509,6 +545,7 @@ impl BrokerConfig {
         if !(0..=15).contains(&self.broker_permission) {
             return Err(invalid(format!("brokerPermission {} is not a PermName bit set", self.broker_permission)));
         }
+        self.inner_credentials()?;
         Ok(())
     }
 

@@ -26,6 +26,7 @@
 //! - [`schedule`]: delayed messages (`SCHEDULE_TOPIC_XXXX`) re-proposed by the leader when due.
 //! - [`transaction`]: transactional half messages, END_TRANSACTION and the check-back service.
 //! - [`client_manager`]: connected producers/consumers, subscriptions, queue locks.
+//! - [`acl`]: the plain ACL (`aclEnable`, `plain_acl.yml`) every request is checked against.
 //! - [`processor`] and [`send_processor`], [`pull_processor`], [`client_manage_processor`],
 //!   [`admin_processor`], [`query_processor`], [`send_back`]: the remoting request handlers.
 //! - [`namesrv_registration`]: REGISTER_BROKER / UNREGISTER_BROKER with the Raft role.
@@ -33,6 +34,7 @@
 //! - [`stats`]: per-minute pull rates by topic and group (`consumeTps` of GET_CONSUME_STATS).
 //! - [`broker`]: `Broker::start` / `shutdown`.
 
+pub mod acl;
 pub mod clock;
 pub mod config;
 pub mod consume_queue;

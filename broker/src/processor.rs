@@ -107,8 +107,10 @@ pub struct BrokerContext {
     pub clients: ClientManager,
     /// STOREHOST (`brokerIP1:listenPort`).
     pub store_host: SocketAddr,
-    /// Client for requests a follower relays to the leader.
+    /// Client for requests a follower relays to the leader (signed with `innerAccessKey`).
     pub forwarder: RemotingClient,
+    /// The plain ACL every request is checked against (`aclEnable`).
+    pub acl: Option<Arc<crate::acl::Acl>>,
     /// Wakes the NameServer registration task (topics changed).
     pub register_now: Notify,
     /// Transfer limits of one pull.
@@ -201,6 +203,16 @@ impl BrokerProcessor {
 impl RequestProcessor for BrokerProcessor {
     async fn process(&self, conn: ConnectionContext, request: RemotingCommand) -> Option<RemotingCommand> {
         let ctx = &self.ctx;
+        if let Some(acl) = &ctx.acl
+            && let Err(denied) = acl.check(&request, conn.peer_addr().ip())
+        {
+            tracing::debug!(peer = %conn.peer_addr(), code = request.code, reason = %denied, "refused by the plain ACL");
+            // Java answers an AclException from its RPC hook with SYSTEM_ERROR and the message.
+            return Some(RemotingCommand::response(
+                raftmq_common::protocol::ResponseCode::SystemError,
+                Some(format!("AclException: {denied}")),
+            ));
+        }
         let result = match request.request_code() {
             RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
                 Ok(send_processor::process_send(ctx, conn.peer_addr(), &request).await)

@@ -20,6 +20,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use bytes::Bytes;
+use std::sync::Arc;
+
 use raftmq_common::limits::MEMBERSHIP_CHANGE_TIMEOUT_MS;
 use raftmq_common::limits::RAFT_NODE_IDS_MAX_COUNT;
 use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
@@ -36,6 +38,7 @@ use raftmq_common::message::validate::validate_topic;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::acl::SessionCredentials;
 use raftmq_common::protocol::body::JsonBody;
 use raftmq_common::protocol::body::broker_stats::BrokerStatsData;
 use raftmq_common::protocol::body::connection::ConsumerConnection;
@@ -101,6 +104,7 @@ use raftmq_common::protocol::header::offset::UpdateConsumerOffsetRequestHeader;
 use raftmq_common::protocol::header::query::QueryMessageRequestHeader;
 use raftmq_common::protocol::header::query::ViewMessageRequestHeader;
 use raftmq_common::protocol::leader_hint::parse_leader_hint;
+use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::RemotingClient;
 
 use crate::error::ClientError;
@@ -123,7 +127,13 @@ pub struct Admin {
 impl Admin {
     /// An admin for the NameServers in `namesrv_addr` (`"ip:port;ip:port"`), 3 s per call.
     pub fn new(namesrv_addr: &str) -> Result<Self> {
-        let remoting = RemotingClient::new();
+        Self::with_credentials(namesrv_addr, None)
+    }
+
+    /// [`Self::new`] signing every request with `credentials` (plain ACL; admin requests need an
+    /// account with `admin: true` on a broker with `aclEnable`).
+    pub fn with_credentials(namesrv_addr: &str, credentials: Option<SessionCredentials>) -> Result<Self> {
+        let remoting = RemotingClient::with_credentials(ProcessorTable::new(), false, credentials.map(Arc::new));
         let namesrv = NamesrvClient::new(remoting.clone(), parse_namesrv_addrs(namesrv_addr))?;
         Ok(Admin { remoting, namesrv, timeout: Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS) })
     }

@@ -46,6 +46,7 @@ pub use error::ErrorKind;
 pub use error::Result;
 pub use producer::Producer;
 pub use producer::ProducerBuilder;
+pub use raftmq_common::protocol::acl::SessionCredentials;
 pub use selector::MessageQueueSelector;
 pub use selector::SelectMessageQueueByHash;
 pub use send_result::SendResult;

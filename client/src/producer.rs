@@ -66,6 +66,7 @@ use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::SerializeType;
+use raftmq_common::protocol::acl::SessionCredentials;
 use raftmq_common::protocol::body::JsonBody;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
 use raftmq_common::protocol::body::heartbeat::ProducerData;
@@ -120,6 +121,7 @@ pub struct ProducerBuilder {
     serialize_type: SerializeType,
     /// Send HEART_BEAT to the groups' brokerId 0 (only the transaction producer turns it on).
     heartbeat: bool,
+    credentials: Option<Arc<SessionCredentials>>,
 }
 
 impl ProducerBuilder {
@@ -143,7 +145,16 @@ impl ProducerBuilder {
             retry_another_broker_when_not_store_ok: false,
             serialize_type: SerializeType::RocketMq,
             heartbeat: true,
+            credentials: None,
         }
+    }
+
+    /// Signs every request with these credentials (RocketMQ's plain ACL, `AclClientRPCHook`): a
+    /// broker with `aclEnable` checks them; NameServers ignore them.
+    /// `None` signs nothing (the default).
+    pub fn credentials(mut self, credentials: impl Into<Option<SessionCredentials>>) -> Self {
+        self.credentials = credentials.into().map(Arc::new);
+        self
     }
 
     /// NameServers as RocketMQ writes them: `"ip:port;ip:port"`.
@@ -286,7 +297,7 @@ impl ProducerBuilder {
             return Err(invalid(format!("maxMessageSize must be 1..={MESSAGE_BODY_SIZE_MAX_BYTES} bytes")));
         }
         // Many senders share one connection per broker: requests made together leave in one write.
-        let remoting = RemotingClient::with_options(processors, true);
+        let remoting = RemotingClient::with_credentials(processors, true, self.credentials.clone());
         let namesrv = NamesrvClient::new(remoting.clone(), self.namesrv_addrs.clone())?;
         let routes = TopicRouteManager::new(namesrv, self.route_config.clone());
         let ip = self.client_ip.unwrap_or_else(local_ip);

@@ -126,6 +126,13 @@ pub const LONG_POLL_SUSPEND_MAX_MS: u64 = 300_000;
 /// (topic, group, queue) offsets one replicated consumer-offset commit may carry.
 pub const CONSUMER_OFFSET_BATCH_MAX_COUNT: usize = 65_536;
 
+// ---- Broker plain ACL ----
+
+/// How often the broker looks at `plain_acl.yml` for changes (Java's `AclFileWatchService`: 5 s).
+pub const ACL_FILE_POLL_INTERVAL_MS: u64 = 5_000;
+/// Largest `plain_acl.yml` the broker reads; a larger file is refused, not half-read.
+pub const ACL_FILE_SIZE_MAX_BYTES: u64 = 1 << 20;
+
 // ---- Broker send path (group commit) ----
 
 /// Send requests queued for group commit; beyond it a send is answered SYSTEM_BUSY (flow control).

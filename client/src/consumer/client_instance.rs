@@ -18,6 +18,7 @@
 //! - Heartbeats go to **every** address of every group of the subscribed topics (followers too).
 //! - Every call is bounded by a deadline; no lock is held across an `.await`.
 
+use raftmq_common::protocol::acl::SessionCredentials;
 use raftmq_common::protocol::body::heartbeat::CheckClientRequestBody;
 use raftmq_common::protocol::body::heartbeat::SubscriptionData;
 use std::collections::BTreeMap;
@@ -113,6 +114,7 @@ impl ClientInstance {
         namesrv_addrs: Vec<String>,
         route_config: RouteConfig,
         rpc_timeout: Duration,
+        credentials: Option<Arc<SessionCredentials>>,
     ) -> Result<Self> {
         let rebalance_signal = Arc::new(Notify::new());
         let offset_resets = Arc::new(Mutex::new(BTreeMap::new()));
@@ -148,7 +150,7 @@ impl ClientInstance {
                 }
             })),
         );
-        let remoting = RemotingClient::with_processors(table);
+        let remoting = RemotingClient::with_credentials(table, false, credentials);
         let namesrv = NamesrvClient::new(remoting.clone(), namesrv_addrs)?;
         let routes = TopicRouteManager::new(namesrv, route_config);
         Ok(ClientInstance {

@@ -16,6 +16,7 @@
 //! - Fetching pauses while a queue has `pull_threshold_for_queue` messages fetched but not polled.
 //! - A committed offset is one returned by `poll` (+1), never ahead of it.
 
+use raftmq_common::protocol::acl::SessionCredentials;
 use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
 use raftmq_common::protocol::body::consumer_running_info::ProcessQueueInfo;
 use std::collections::BTreeMap;
@@ -105,6 +106,7 @@ pub struct PullConsumerBuilder {
     pull_timeout_when_suspend: Duration,
     pull_delay_when_exception: Duration,
     offset_store_dir: PathBuf,
+    credentials: Option<Arc<SessionCredentials>>,
 }
 
 impl PullConsumerBuilder {
@@ -127,6 +129,7 @@ impl PullConsumerBuilder {
             instance_name: None,
             client_ip: None,
             route_config: RouteConfig::default(),
+            credentials: None,
             rpc_timeout: ms(L::RPC_TIMEOUT_DEFAULT_MS),
             heartbeat_interval: ms(L::CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS),
             rebalance_interval: ms(L::CONSUMER_REBALANCE_INTERVAL_DEFAULT_MS),
@@ -140,6 +143,14 @@ impl PullConsumerBuilder {
     /// NameServers: `"ip:port;ip:port"`.
     pub fn namesrv_addr(mut self, addrs: &str) -> Self {
         self.namesrv_addrs = crate::namesrv::parse_namesrv_addrs(addrs);
+        self
+    }
+
+    /// Signs every request with these credentials (RocketMQ's plain ACL, `AclClientRPCHook`): a
+    /// broker with `aclEnable` checks them; NameServers ignore them.
+    /// `None` signs nothing (the default).
+    pub fn credentials(mut self, credentials: impl Into<Option<SessionCredentials>>) -> Self {
+        self.credentials = credentials.into().map(Arc::new);
         self
     }
 
@@ -275,6 +286,7 @@ impl PullConsumerBuilder {
             self.namesrv_addrs.clone(),
             self.route_config.clone(),
             self.rpc_timeout,
+            self.credentials.clone(),
         )?);
         let version = now_ms();
         let mut subscriptions = BTreeMap::new();

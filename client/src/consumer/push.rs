@@ -48,6 +48,7 @@ use raftmq_common::message::MessageQueue;
 use raftmq_common::message::properties;
 use raftmq_common::message::validate::retry_topic;
 use raftmq_common::message::validate::validate_group;
+use raftmq_common::protocol::acl::SessionCredentials;
 use raftmq_common::protocol::body::consume_directly::CmResult;
 use raftmq_common::protocol::body::consume_directly::ConsumeMessageDirectlyResult;
 use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
@@ -144,6 +145,7 @@ pub struct PushConsumerBuilder {
     reconsume_local_delay: Duration,
     await_termination_when_shutdown: Duration,
     offset_store_dir: PathBuf,
+    credentials: Option<Arc<SessionCredentials>>,
     listener: Option<Listener>,
 }
 
@@ -183,6 +185,7 @@ impl PushConsumerBuilder {
             instance_name: None,
             client_ip: None,
             route_config: RouteConfig::default(),
+            credentials: None,
             rpc_timeout: ms(L::RPC_TIMEOUT_DEFAULT_MS),
             heartbeat_interval: ms(L::CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS),
             rebalance_interval: ms(L::CONSUMER_REBALANCE_INTERVAL_DEFAULT_MS),
@@ -201,6 +204,14 @@ impl PushConsumerBuilder {
     /// NameServers as RocketMQ writes them: `"ip:port;ip:port"`.
     pub fn namesrv_addr(mut self, addrs: &str) -> Self {
         self.namesrv_addrs = crate::namesrv::parse_namesrv_addrs(addrs);
+        self
+    }
+
+    /// Signs every request with these credentials (RocketMQ's plain ACL, `AclClientRPCHook`): a
+    /// broker with `aclEnable` checks them; NameServers ignore them.
+    /// `None` signs nothing (the default).
+    pub fn credentials(mut self, credentials: impl Into<Option<SessionCredentials>>) -> Self {
+        self.credentials = credentials.into().map(Arc::new);
         self
     }
 
@@ -412,6 +423,7 @@ impl PushConsumerBuilder {
             self.namesrv_addrs.clone(),
             self.route_config.clone(),
             self.rpc_timeout,
+            self.credentials.clone(),
         )?);
         let mut subscriptions = BTreeMap::new();
         let version = now_ms();

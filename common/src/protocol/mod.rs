@@ -4,10 +4,12 @@
 //! - [`command`]: [`RemotingCommand`] and its frame (length, serialize type, JSON or ROCKETMQ header, body).
 //! - [`header`]: typed request/response headers, carried flattened in a command's `extFields`.
 //! - [`body`]: JSON bodies (heartbeats, routes, registrations, lock sets, ...).
+//! - [`acl`]: plain-ACL request signatures (`AccessKey`, `Signature`), shared by client and broker.
 //! - [`leader_hint`]: the `leader=<ip:port>` remark a non-leader broker adds to SERVICE_NOT_AVAILABLE.
 //!
 //! Nothing here performs I/O; decoders return [`DecodeError`] and never panic on any input.
 
+pub mod acl;
 pub mod body;
 pub mod code;
 pub mod command;

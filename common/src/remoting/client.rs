@@ -31,6 +31,7 @@ use super::processor::RequestProcessor;
 use crate::limits::CONNECT_TIMEOUT_MS;
 use crate::limits::CONNECTION_CLOSE_FLUSH_MAX_MS;
 use crate::protocol::RemotingCommand;
+use crate::protocol::acl::SessionCredentials;
 
 /// A remoting client; clones share connections.
 #[derive(Clone)]
@@ -81,6 +82,16 @@ impl RemotingClient {
     /// write (see `ConnectionSetup::coalesce_writes`): for many concurrent callers, like a
     /// producer's senders.
     pub fn with_options(processors: ProcessorTable, coalesce_writes: bool) -> Self {
+        Self::with_credentials(processors, coalesce_writes, None)
+    }
+
+    /// [`Self::with_options`] whose every request is signed with `credentials` (plain ACL,
+    /// `AclClientRPCHook`), NameServer calls included, as Java's client signs them.
+    pub fn with_credentials(
+        processors: ProcessorTable,
+        coalesce_writes: bool,
+        credentials: Option<Arc<SessionCredentials>>,
+    ) -> Self {
         let tasks = TaskTracker::new();
         let setup = ConnectionSetup {
             processors: Arc::new(processors),
@@ -91,6 +102,7 @@ impl RemotingClient {
             refuse_requests: CancellationToken::new(),
             on_closed: None,
             coalesce_writes,
+            credentials,
         };
         Self {
             inner: Arc::new(ClientInner {

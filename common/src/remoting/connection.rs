@@ -62,6 +62,7 @@ use crate::limits::CONNECTION_WRITE_BATCH_MAX_COUNT;
 use crate::limits::CONNECTION_WRITE_QUEUE_MAX_COUNT;
 use crate::protocol::RemotingCommand;
 use crate::protocol::ResponseCode;
+use crate::protocol::acl::SessionCredentials;
 use crate::protocol::command::FLAG_ONEWAY;
 use crate::protocol::command::FLAG_RESPONSE;
 
@@ -135,6 +136,8 @@ pub(crate) struct ConnectionSetup {
     /// producer), one scheduler pass of latency for each (off for Raft RPC, whose commit latency
     /// bounds a group's throughput).
     pub coalesce_writes: bool,
+    /// Every request this side sends is signed with these (plain ACL); `None` on servers.
+    pub credentials: Option<Arc<SessionCredentials>>,
 }
 
 /// A handle to one live (or closed) connection; cheap to clone.
@@ -157,6 +160,8 @@ struct ConnectionInner {
     on_closed: Option<ConnectionClosedHook>,
     /// See [`ConnectionSetup::coalesce_writes`].
     coalesce_writes: bool,
+    /// See [`ConnectionSetup::credentials`].
+    credentials: Option<Arc<SessionCredentials>>,
 }
 
 #[derive(Default)]
@@ -197,6 +202,7 @@ impl Connection {
                 closed: CancellationToken::new(),
                 on_closed: setup.on_closed.clone(),
                 coalesce_writes: setup.coalesce_writes,
+                credentials: setup.credentials.clone(),
             }),
         };
         let writer = connection.clone();
@@ -262,6 +268,9 @@ impl Connection {
         let mut request = request.into_oneway();
         request.flag &= !FLAG_RESPONSE;
         request.opaque = self.inner.opaque.fetch_add(1, Ordering::Relaxed);
+        if let Some(credentials) = &self.inner.credentials {
+            credentials.sign(&mut request);
+        }
         let frame = request.encode()?.freeze();
         self.queue_frame(frame, deadline_after(timeout), timeout).await
     }
@@ -278,6 +287,9 @@ impl Connection {
         // Removes the entry whichever way this call ends, including when the caller drops it.
         let mut pending = PendingGuard { connection: self, opaque, armed: true };
         request.opaque = opaque;
+        if let Some(credentials) = &self.inner.credentials {
+            credentials.sign(&mut request);
+        }
         let frame = request.encode()?.freeze();
         self.queue_frame(frame, deadline, timeout).await?;
         match tokio::time::timeout_at(deadline, response).await {
@@ -571,6 +583,7 @@ pub(crate) mod tests {
             refuse_requests: CancellationToken::new(),
             on_closed: None,
             coalesce_writes: false,
+            credentials: None,
         };
         let near = Connection::spawn(near_stream.unwrap(), setup(near)).unwrap();
         let far = Connection::spawn(accepted.unwrap().0, setup(far)).unwrap();

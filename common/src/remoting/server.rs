@@ -141,6 +141,7 @@ impl RemotingServer {
             refuse_requests: server.refuse_requests.clone(),
             on_closed: Some(on_closed),
             coalesce_writes,
+            credentials: None,
         };
         let accept = accept_loop(listener, setup, connections, server.stop_accepting.clone());
         *lock(&server.accept_task) = Some(tokio::spawn(accept));

@@ -1,0 +1,865 @@
+//! Plain ACL: who may send what to this broker (RocketMQ 4.x `aclEnable`, `plain_acl.yml`,
+//! `PlainAccessValidator` and `PlainPermissionManager`).
+//!
+//! Pure decisions first ([`AclConfig::parse_yaml`], [`AclConfig::check`]), then the file at the
+//! edge ([`Acl`]: loaded at boot, re-read when it changes).
+//!
+//! A request passes when, in this order (Java's):
+//! 1. its peer address matches a `globalWhiteRemoteAddresses` pattern; otherwise
+//! 2. it names an `AccessKey` of a configured account, and
+//! 3. its peer address matches the account's `whiteRemoteAddress` (no signature needed); or
+//! 4. its `Signature` is the account's HMAC-SHA1 of the request ([`raftmq_common::protocol::acl`]),
+//! 5. the account is `admin` when the code needs it ([`ADMIN_CODES`]), and
+//! 6. the account holds the permission each resource of the request needs: PUB on the topic a
+//!    send names, SUB on a pulled topic and on the consumer group (RocketMQ spells the group as its
+//!    `%RETRY%` topic), from `topicPerms` / `groupPerms`, else the account's default perm.
+//!
+//! Invariants:
+//! - A config is all valid or not used: a file that does not parse is refused at boot, and a later
+//!   edit that does not parse leaves the previous config in force (logged), never an open broker.
+//! - The check reads the request only; it never changes it, so a follower relaying a request to
+//!   its leader relays the client's own signature.
+//! - Signatures are compared in constant time; secret keys never reach a log or an error.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::RwLock;
+use std::time::Duration;
+
+use raftmq_common::limits::ACL_FILE_POLL_INTERVAL_MS;
+use raftmq_common::limits::ACL_FILE_SIZE_MAX_BYTES;
+use raftmq_common::message::validate::RETRY_GROUP_TOPIC_PREFIX;
+use raftmq_common::protocol::RemotingCommand;
+use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::acl::ACCESS_KEY;
+use raftmq_common::protocol::acl::SIGNATURE;
+use raftmq_common::protocol::acl::UNIQUE_MSG_QUERY_FLAG;
+use raftmq_common::protocol::acl::signature;
+use raftmq_common::protocol::acl::signatures_match;
+use raftmq_common::protocol::acl::signed_content;
+use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::heartbeat::HeartbeatData;
+use tokio_util::sync::CancellationToken;
+use yaml_rust2::Yaml;
+use yaml_rust2::YamlLoader;
+
+/// Permission bits (`org.apache.rocketmq.acl.common.Permission`).
+pub mod perm {
+    /// Denied, whatever else is set.
+    pub const DENY: u8 = 1;
+    /// Needs PUB or SUB.
+    pub const ANY: u8 = 1 << 1;
+    /// Publish.
+    pub const PUB: u8 = 1 << 2;
+    /// Subscribe.
+    pub const SUB: u8 = 1 << 3;
+
+    /// `Permission.parsePermFromString`: `PUB`, `SUB`, `PUB|SUB` / `SUB|PUB` (exactly, as Java
+    /// matches them), anything else DENY.
+    pub fn parse(text: &str) -> u8 {
+        match text.trim() {
+            "PUB" => PUB,
+            "SUB" => SUB,
+            "PUB|SUB" | "SUB|PUB" => PUB | SUB,
+            _ => DENY,
+        }
+    }
+
+    /// `Permission.checkPermission`: whether `owned` grants `needed`.
+    pub fn grants(needed: u8, owned: u8) -> bool {
+        if owned & DENY != 0 {
+            return false;
+        }
+        if needed & ANY != 0 {
+            return owned & (PUB | SUB) != 0;
+        }
+        needed & owned != 0
+    }
+}
+
+/// Codes only an `admin: true` account may send: Java 4.9's `Permission.ADMIN_CODE`, and our
+/// Raft membership changes. (Java leaves its own ACL-editing codes out; we do not serve them.)
+pub const ADMIN_CODES: &[RequestCode] = &[
+    RequestCode::UpdateAndCreateTopic,
+    RequestCode::UpdateBrokerConfig,
+    RequestCode::DeleteTopicInBroker,
+    RequestCode::UpdateAndCreateSubscriptiongroup,
+    RequestCode::DeleteSubscriptiongroup,
+    RequestCode::RaftAddNode,
+    RequestCode::RaftRemoveNode,
+    RequestCode::RaftTransferLeadership,
+];
+
+/// The message trace topic (`TopicValidator.RMQ_SYS_TRACE_TOPIC`).
+pub const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
+
+/// What a request touches: a topic, or a consumer group.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Resource {
+    /// A topic.
+    Topic(String),
+    /// A consumer group (RocketMQ writes it as the group's `%RETRY%` topic).
+    Group(String),
+}
+
+impl Resource {
+    /// A topic as a request names it: `%RETRY%g` is the group `g`, as Java reads it.
+    fn of_topic(topic: &str) -> Self {
+        match topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) {
+            Some(group) => Resource::Group(group.to_owned()),
+            None => Resource::Topic(topic.to_owned()),
+        }
+    }
+}
+
+impl std::fmt::Display for Resource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Resource::Topic(t) => write!(f, "topic:{t}"),
+            Resource::Group(g) => write!(f, "group:{g}"),
+        }
+    }
+}
+
+/// Which peer addresses a pattern admits (`RemoteAddressStrategyFactory`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AddressPattern {
+    /// `*` or `*.*.*.*`: every address.
+    Any,
+    /// One address, IPv4 or IPv6.
+    Exact(IpAddr),
+    /// Any of several addresses: `1.1.1.1,2.2.2.2`.
+    List(Vec<IpAddr>),
+    /// IPv4 with per-octet rules: `192.168.1.*`, `192.168.1.10-20`, `192.168.0.{1,2,3}`.
+    Ipv4([Octet; 4]),
+}
+
+/// One octet's rule of an [`AddressPattern::Ipv4`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Octet {
+    /// Any value (`*`).
+    Any,
+    /// `lo-hi`, inclusive (one value: `lo == hi`).
+    Range(u8, u8),
+    /// `{a,b,c}` (last octet only, as in Java).
+    Set(Vec<u8>),
+}
+
+impl AddressPattern {
+    /// Parses a pattern; `None` for a blank one (Java's blank strategy admits nobody).
+    pub fn parse(text: &str) -> Result<Option<Self>, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        if text == "*" || text == "*.*.*.*" || text == "*:*:*:*:*:*:*:*" {
+            return Ok(Some(AddressPattern::Any));
+        }
+        if let Ok(ip) = text.parse::<IpAddr>() {
+            return Ok(Some(AddressPattern::Exact(ip)));
+        }
+        if text.contains(',') && !text.ends_with('}') {
+            let ips: Result<Vec<IpAddr>, _> = text.split(',').map(|p| p.trim().parse::<IpAddr>()).collect();
+            return ips
+                .map(|ips| Some(AddressPattern::List(ips)))
+                .map_err(|_| format!("'{text}' is not a list of addresses (1.1.1.1,2.2.2.2)"));
+        }
+        let bad = || format!("'{text}' is not an address pattern (a.b.c.d, a.b.c.*, a.b.c.10-20, a.b.c.{{1,2}}, *)");
+        let parts: Vec<&str> = text.split('.').collect();
+        if parts.len() != 4 {
+            return Err(bad());
+        }
+        let mut octets = [Octet::Any, Octet::Any, Octet::Any, Octet::Any];
+        for (i, part) in parts.iter().enumerate() {
+            let last = i == 3;
+            octets[i] = if *part == "*" {
+                Octet::Any
+            } else if let Some(inner) = part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+                if !last {
+                    return Err(bad());
+                }
+                let values: Result<Vec<u8>, _> = inner.split(',').map(|v| v.trim().parse::<u8>()).collect();
+                Octet::Set(values.map_err(|_| bad())?)
+            } else if let Some((lo, hi)) = part.split_once('-') {
+                let (lo, hi) = (lo.parse::<u8>().map_err(|_| bad())?, hi.parse::<u8>().map_err(|_| bad())?);
+                if lo > hi {
+                    return Err(bad());
+                }
+                Octet::Range(lo, hi)
+            } else {
+                let v = part.parse::<u8>().map_err(|_| bad())?;
+                Octet::Range(v, v)
+            };
+        }
+        // Java expands `*` only at the end ("192.168.*.*", not "192.*.1.1").
+        let first_any = octets.iter().position(|o| *o == Octet::Any).unwrap_or(4);
+        if octets[first_any..].iter().any(|o| *o != Octet::Any) {
+            return Err(bad());
+        }
+        Ok(Some(AddressPattern::Ipv4(octets)))
+    }
+
+    /// Whether `ip` matches.
+    pub fn matches(&self, ip: IpAddr) -> bool {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+            v4 => v4,
+        };
+        match (self, ip) {
+            (AddressPattern::Any, _) => true,
+            (AddressPattern::Exact(want), got) => *want == got,
+            (AddressPattern::List(ips), got) => ips.contains(&got),
+            (AddressPattern::Ipv4(octets), IpAddr::V4(v4)) => {
+                octets.iter().zip(v4.octets()).all(|(rule, b)| match rule {
+                    Octet::Any => true,
+                    Octet::Range(lo, hi) => (*lo..=*hi).contains(&b),
+                    Octet::Set(values) => values.contains(&b),
+                })
+            }
+            (AddressPattern::Ipv4(_), IpAddr::V6(_)) => false,
+        }
+    }
+}
+
+/// One account of `plain_acl.yml` (`PlainAccessConfig`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Account {
+    /// `accessKey`.
+    pub access_key: String,
+    secret_key: String,
+    /// `whiteRemoteAddress`: peers that need no signature for this account.
+    pub white_remote_address: Option<AddressPattern>,
+    /// `admin`: may send [`ADMIN_CODES`]; with no explicit perms, may touch everything.
+    pub admin: bool,
+    /// `defaultTopicPerm` (DENY when absent).
+    pub default_topic_perm: u8,
+    /// `defaultGroupPerm` (DENY when absent).
+    pub default_group_perm: u8,
+    /// `topicPerms` and `groupPerms`, merged (`None` when both are absent).
+    pub perms: Option<HashMap<Resource, u8>>,
+}
+
+impl std::fmt::Debug for Account {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Account")
+            .field("access_key", &self.access_key)
+            .field("secret_key", &"******")
+            .field("white_remote_address", &self.white_remote_address)
+            .field("admin", &self.admin)
+            .field("perms", &self.perms)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A parsed `plain_acl.yml`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AclConfig {
+    /// `globalWhiteRemoteAddresses`: peers that pass without any check.
+    pub global_white: Vec<AddressPattern>,
+    /// Accounts by access key.
+    pub accounts: HashMap<String, Account>,
+}
+
+/// Why `plain_acl.yml` was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("plain ACL config: {0}")]
+pub struct AclConfigError(pub String);
+
+/// Why a request was refused; the text is the response's remark.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AclDenied(pub String);
+
+fn yaml_text(value: &Yaml) -> Option<String> {
+    match value {
+        Yaml::String(s) => Some(s.clone()),
+        // `secretKey: 12345678` is an integer to YAML; Java's loader turns it back into text.
+        Yaml::Integer(i) => Some(i.to_string()),
+        Yaml::Real(r) => Some(r.clone()),
+        Yaml::Boolean(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+fn yaml_list(value: &Yaml, what: &str) -> Result<Vec<String>, AclConfigError> {
+    match value {
+        Yaml::BadValue | Yaml::Null => Ok(Vec::new()),
+        Yaml::Array(items) => items
+            .iter()
+            .map(|i| yaml_text(i).ok_or_else(|| AclConfigError(format!("{what}: every entry must be text"))))
+            .collect(),
+        _ => Err(AclConfigError(format!("{what} must be a list"))),
+    }
+}
+
+impl AclConfig {
+    /// Parses `plain_acl.yml` (RocketMQ 4.x layout: `globalWhiteRemoteAddresses`, `accounts`).
+    pub fn parse_yaml(text: &str) -> Result<Self, AclConfigError> {
+        let docs = YamlLoader::load_from_str(text).map_err(|e| AclConfigError(e.to_string()))?;
+        let root = match docs.first() {
+            None => return Ok(AclConfig::default()),
+            Some(Yaml::Hash(_)) => &docs[0],
+            Some(Yaml::Null) => return Ok(AclConfig::default()),
+            Some(_) => return Err(AclConfigError("the document must be a mapping".into())),
+        };
+        let mut global_white = Vec::new();
+        for text in yaml_list(&root["globalWhiteRemoteAddresses"], "globalWhiteRemoteAddresses")? {
+            match AddressPattern::parse(&text)
+                .map_err(|e| AclConfigError(format!("globalWhiteRemoteAddresses: {e}")))?
+            {
+                Some(p) => global_white.push(p),
+                None => continue,
+            }
+        }
+        let mut accounts = HashMap::new();
+        let items = match &root["accounts"] {
+            Yaml::BadValue | Yaml::Null => Vec::new(),
+            Yaml::Array(items) => items.clone(),
+            _ => return Err(AclConfigError("accounts must be a list".into())),
+        };
+        for (i, item) in items.iter().enumerate() {
+            let account = Self::parse_account(item).map_err(|e| AclConfigError(format!("accounts[{i}]: {}", e.0)))?;
+            if accounts.contains_key(&account.access_key) {
+                return Err(AclConfigError(format!("accounts[{i}]: accessKey {} is listed twice", account.access_key)));
+            }
+            accounts.insert(account.access_key.clone(), account);
+        }
+        Ok(AclConfig { global_white, accounts })
+    }
+
+    fn parse_account(item: &Yaml) -> Result<Account, AclConfigError> {
+        if !matches!(item, Yaml::Hash(_)) {
+            return Err(AclConfigError("must be a mapping".into()));
+        }
+        let key = |name: &str| yaml_text(&item[name]).unwrap_or_default();
+        let access_key = key("accessKey");
+        let secret_key = key("secretKey");
+        // PlainPermissionManager.buildPlainAccessResource: both keys longer than 6 characters.
+        if access_key.chars().count() <= 6 {
+            return Err(AclConfigError(format!("accessKey '{access_key}' must be longer than 6 characters")));
+        }
+        if secret_key.chars().count() <= 6 {
+            return Err(AclConfigError(format!("secretKey of {access_key} must be longer than 6 characters")));
+        }
+        let white_remote_address = match yaml_text(&item["whiteRemoteAddress"]) {
+            Some(text) => {
+                AddressPattern::parse(&text).map_err(|e| AclConfigError(format!("whiteRemoteAddress: {e}")))?
+            }
+            None => None,
+        };
+        let admin = match &item["admin"] {
+            Yaml::Boolean(b) => *b,
+            Yaml::String(s) => s.eq_ignore_ascii_case("true"),
+            Yaml::BadValue | Yaml::Null => false,
+            _ => return Err(AclConfigError("admin must be true or false".into())),
+        };
+        let default_perm = |name: &str| yaml_text(&item[name]).map_or(perm::DENY, |t| perm::parse(&t));
+        let topic_perms = yaml_list(&item["topicPerms"], "topicPerms")?;
+        let group_perms = yaml_list(&item["groupPerms"], "groupPerms")?;
+        let present = |name: &str| !matches!(item[name], Yaml::BadValue | Yaml::Null);
+        let perms = if present("topicPerms") || present("groupPerms") {
+            let mut map = HashMap::new();
+            for (entries, group) in [(topic_perms, false), (group_perms, true)] {
+                for entry in entries {
+                    let parts: Vec<&str> = entry.split('=').collect();
+                    let [name, p] = parts[..] else {
+                        return Err(AclConfigError(format!("'{entry}' is not name=PERM (PUB, SUB, PUB|SUB, DENY)")));
+                    };
+                    let name = name.trim().to_owned();
+                    let resource = if group { Resource::Group(name) } else { Resource::of_topic(&name) };
+                    map.insert(resource, perm::parse(p));
+                }
+            }
+            Some(map)
+        } else {
+            None
+        };
+        Ok(Account {
+            access_key,
+            secret_key,
+            white_remote_address,
+            admin,
+            default_topic_perm: default_perm("defaultTopicPerm"),
+            default_group_perm: default_perm("defaultGroupPerm"),
+            perms,
+        })
+    }
+
+    /// Whether `request` from `peer` may be served (the module header gives the order).
+    pub fn check(&self, request: &RemotingCommand, peer: IpAddr) -> Result<(), AclDenied> {
+        if self.global_white.iter().any(|p| p.matches(peer)) {
+            return Ok(());
+        }
+        let Some(access_key) = request.ext_fields.get(ACCESS_KEY) else {
+            return Err(AclDenied("No accessKey is configured".into()));
+        };
+        let Some(account) = self.accounts.get(access_key.as_str()) else {
+            return Err(AclDenied(format!("No acl config for {access_key}")));
+        };
+        if account.white_remote_address.as_ref().is_some_and(|p| p.matches(peer)) {
+            return Ok(());
+        }
+        let presented = request.ext_fields.get(SIGNATURE).map(|s| s.as_str()).unwrap_or_default();
+        let signed_as = |with_unique_flag| {
+            let content = signed_content(&request.ext_fields, &request.body, with_unique_flag);
+            signatures_match(presented, &signature(&content, &account.secret_key))
+        };
+        // Clients sign `_UNIQUE_KEY_QUERY`; Java's broker does not (see `raftmq_common::protocol::acl`).
+        let verified = signed_as(true) || (request.ext_fields.contains_key(UNIQUE_MSG_QUERY_FLAG) && signed_as(false));
+        if !verified {
+            return Err(AclDenied(format!("Check signature failed for accessKey={access_key}")));
+        }
+        let code = request.request_code();
+        if ADMIN_CODES.contains(&code) && !account.admin {
+            return Err(AclDenied(format!(
+                "Need admin permission for request code={}, but accessKey={access_key} is not",
+                request.code
+            )));
+        }
+        let needed = resources(request)?;
+        // Message traces go to the trace topic from every client (`PlainPermissionManager`).
+        if needed.iter().any(|(r, p)| *p == perm::PUB && matches!(r, Resource::Topic(t) if t == TRACE_TOPIC)) {
+            return Ok(());
+        }
+        let Some(owned) = &account.perms else {
+            if account.admin {
+                return Ok(());
+            }
+            return check_defaults(account, &needed);
+        };
+        for (resource, need) in &needed {
+            match owned.get(resource) {
+                Some(have) if perm::grants(*need, *have) => {}
+                Some(_) => return Err(AclDenied(format!("No permission for {resource}"))),
+                None => check_defaults(account, std::slice::from_ref(&(resource.clone(), *need)))?,
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_defaults(account: &Account, needed: &[(Resource, u8)]) -> Result<(), AclDenied> {
+    for (resource, need) in needed {
+        let default = match resource {
+            Resource::Topic(_) => account.default_topic_perm,
+            Resource::Group(_) => account.default_group_perm,
+        };
+        if !perm::grants(*need, default) {
+            return Err(AclDenied(format!("No default permission for {resource}")));
+        }
+    }
+    Ok(())
+}
+
+/// The resources `request` touches and the permission each needs (`PlainAccessValidator.parse`
+/// of 4.9.8).
+pub fn resources(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, AclDenied> {
+    fn topic(out: &mut Vec<(Resource, u8)>, name: Option<&str>, p: u8) {
+        if let Some(t) = name {
+            out.push((Resource::of_topic(t), p));
+        }
+    }
+    fn group(out: &mut Vec<(Resource, u8)>, name: Option<&str>, p: u8) {
+        if let Some(g) = name {
+            out.push((Resource::Group(g.to_owned()), p));
+        }
+    }
+    let field = |name: &str| request.ext_fields.get(name).map(|v| v.as_str());
+    let mut out = Vec::new();
+    // A send to a retry topic is a consumer's re-delivery: SUB on the sending group (4.9.4+).
+    let send = |out: &mut Vec<(Resource, u8)>, topic_field: &str, group_field: &str| match field(topic_field) {
+        Some(t) if t.starts_with(RETRY_GROUP_TOPIC_PREFIX) => group(out, field(group_field), perm::SUB),
+        t => topic(out, t, perm::PUB),
+    };
+    match request.request_code() {
+        // Java reads `group`, which SEND_MESSAGE's header does not have (`producerGroup`).
+        RequestCode::SendMessage => send(&mut out, "topic", "group"),
+        // Java 4.9 checks V2 only; a batch travels with the same header, so it is checked alike.
+        RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => send(&mut out, "b", "a"),
+        RequestCode::ConsumerSendMsgBack => group(&mut out, field("group"), perm::SUB),
+        RequestCode::PullMessage => {
+            topic(&mut out, field("topic"), perm::SUB);
+            group(&mut out, field("consumerGroup"), perm::SUB);
+        }
+        RequestCode::QueryMessage => topic(&mut out, field("topic"), perm::SUB),
+        RequestCode::HeartBeat => {
+            let data = HeartbeatData::decode(&request.body)
+                .map_err(|e| AclDenied(format!("the heartbeat body does not decode: {e}")))?;
+            for consumer in &data.consumer_data_set {
+                group(&mut out, Some(&consumer.group_name), perm::SUB);
+                for sub in &consumer.subscription_data_set {
+                    topic(&mut out, Some(&sub.topic), perm::SUB);
+                }
+            }
+        }
+        RequestCode::UnregisterClient | RequestCode::GetConsumerListByGroup => {
+            group(&mut out, field("consumerGroup"), perm::SUB)
+        }
+        RequestCode::UpdateConsumerOffset => {
+            group(&mut out, field("consumerGroup"), perm::SUB);
+            topic(&mut out, field("topic"), perm::SUB);
+        }
+        _ => {}
+    }
+    Ok(out)
+}
+
+/// The ACL in force on this broker: `plain_acl.yml`, re-read when it changes.
+#[derive(Debug)]
+pub struct Acl {
+    path: PathBuf,
+    config: RwLock<Arc<AclConfig>>,
+    /// (length, modification time) of the file the config was read from.
+    seen: RwLock<Option<(u64, std::time::SystemTime)>>,
+}
+
+impl Acl {
+    /// Loads `path`; an unreadable or invalid file is an error (the broker does not start open).
+    pub fn load(path: &Path) -> Result<Self, AclConfigError> {
+        let (config, seen) = read_file(path)?;
+        Ok(Acl { path: path.to_owned(), config: RwLock::new(Arc::new(config)), seen: RwLock::new(seen) })
+    }
+
+    /// The config in force.
+    pub fn current(&self) -> Arc<AclConfig> {
+        Arc::clone(&self.config.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Checks `request` from `peer` against the config in force.
+    pub fn check(&self, request: &RemotingCommand, peer: IpAddr) -> Result<(), AclDenied> {
+        self.current().check(request, peer)
+    }
+
+    /// The file the config comes from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Re-reads the file when its length or modification time changed. Returns whether a new
+    /// config took effect; a file that no longer parses keeps the old config (logged).
+    pub fn reload_if_changed(&self) -> bool {
+        let now = file_stamp(&self.path);
+        if now.is_some() && now == *self.seen.read().unwrap_or_else(|p| p.into_inner()) {
+            return false;
+        }
+        match read_file(&self.path) {
+            Ok((config, seen)) => {
+                *self.seen.write().unwrap_or_else(|p| p.into_inner()) = seen;
+                let changed = {
+                    let mut current = self.config.write().unwrap_or_else(|p| p.into_inner());
+                    let changed = **current != config;
+                    *current = Arc::new(config);
+                    changed
+                };
+                if changed {
+                    tracing::info!(path = %self.path.display(), "plain ACL config reloaded");
+                }
+                changed
+            }
+            Err(e) => {
+                // Remember the stamp so one bad edit is logged once, not every poll.
+                *self.seen.write().unwrap_or_else(|p| p.into_inner()) = now;
+                tracing::error!(path = %self.path.display(), error = %e, "plain ACL config not reloaded; the previous one stays in force");
+                false
+            }
+        }
+    }
+
+    /// Polls the file every [`ACL_FILE_POLL_INTERVAL_MS`] until `cancel` (Java watches it too).
+    pub async fn watch(self: Arc<Self>, cancel: CancellationToken) {
+        let period = Duration::from_millis(ACL_FILE_POLL_INTERVAL_MS);
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(period) => {}
+            }
+            let acl = Arc::clone(&self);
+            if tokio::task::spawn_blocking(move || acl.reload_if_changed()).await.is_err() {
+                tracing::error!("plain ACL reload task failed");
+            }
+        }
+    }
+}
+
+fn file_stamp(path: &Path) -> Option<(u64, std::time::SystemTime)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()?))
+}
+
+fn read_file(path: &Path) -> Result<(AclConfig, Option<(u64, std::time::SystemTime)>), AclConfigError> {
+    let stamp = file_stamp(path);
+    let len = std::fs::metadata(path).map_err(|e| AclConfigError(format!("{}: {e}", path.display())))?.len();
+    if len > ACL_FILE_SIZE_MAX_BYTES {
+        return Err(AclConfigError(format!("{} is {len} bytes, more than {ACL_FILE_SIZE_MAX_BYTES}", path.display())));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| AclConfigError(format!("{}: {e}", path.display())))?;
+    let config = AclConfig::parse_yaml(&text).map_err(|e| AclConfigError(format!("{}: {}", path.display(), e.0)))?;
+    Ok((config, stamp))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use raftmq_common::protocol::RemotingCommand;
+    use raftmq_common::protocol::acl::SessionCredentials;
+    use raftmq_common::protocol::command::FieldStr;
+
+    use super::*;
+
+    const YAML: &str = r#"
+globalWhiteRemoteAddresses:
+  - 10.10.103.*
+  - 192.168.0.{1,2}
+accounts:
+  - accessKey: RocketMQ
+    secretKey: 12345678
+    whiteRemoteAddress:
+    admin: false
+    defaultTopicPerm: DENY
+    defaultGroupPerm: SUB
+    topicPerms:
+      - topicA=DENY
+      - topicB=PUB|SUB
+      - topicC=SUB
+    groupPerms:
+      - groupA=DENY
+      - groupB=PUB|SUB
+  - accessKey: rocketmq2
+    secretKey: 12345678
+    whiteRemoteAddress: 192.168.1.*
+    admin: true
+"#;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    fn config() -> AclConfig {
+        AclConfig::parse_yaml(YAML).unwrap()
+    }
+
+    fn send(topic: &str) -> RemotingCommand {
+        let mut r = RemotingCommand::request(RequestCode::SendMessageV2);
+        r.ext_fields.insert(FieldStr::from("a"), FieldStr::from("PG"));
+        r.ext_fields.insert(FieldStr::from("b"), FieldStr::from(topic));
+        r.body = bytes::Bytes::from_static(b"hello");
+        r
+    }
+
+    fn pull(topic: &str, group: &str) -> RemotingCommand {
+        let mut r = RemotingCommand::request(RequestCode::PullMessage);
+        r.ext_fields.insert(FieldStr::from("topic"), FieldStr::from(topic));
+        r.ext_fields.insert(FieldStr::from("consumerGroup"), FieldStr::from(group));
+        r
+    }
+
+    fn signed(mut r: RemotingCommand, ak: &str, sk: &str) -> RemotingCommand {
+        SessionCredentials::new(ak, sk).unwrap().sign(&mut r);
+        r
+    }
+
+    const OUTSIDE: &str = "172.16.0.9";
+
+    #[test]
+    fn parses_rocketmqs_sample_file() {
+        let c = config();
+        assert_eq!(c.global_white.len(), 2);
+        let a = &c.accounts["RocketMQ"];
+        assert_eq!(a.secret_key, "12345678", "an integer secret is read as text");
+        assert_eq!((a.admin, a.default_topic_perm, a.default_group_perm), (false, perm::DENY, perm::SUB));
+        let perms = a.perms.as_ref().unwrap();
+        assert_eq!(perms[&Resource::Topic("topicB".into())], perm::PUB | perm::SUB);
+        assert_eq!(perms[&Resource::Group("groupA".into())], perm::DENY);
+        assert_eq!(a.white_remote_address, None);
+        let admin = &c.accounts["rocketmq2"];
+        assert!(admin.admin && admin.perms.is_none());
+        assert!(!format!("{a:?}").contains("12345678"), "the secret never reaches a log");
+    }
+
+    #[test]
+    fn refuses_bad_files_with_the_reason() {
+        let bad = [
+            ("accounts: 3", "accounts must be a list"),
+            ("accounts:\n  - accessKey: sixsix\n    secretKey: 12345678\n", "accessKey 'sixsix' must be longer than 6"),
+            ("accounts:\n  - accessKey: longenough\n    secretKey: 123456\n", "secretKey of longenough"),
+            (
+                "accounts:\n  - accessKey: longenough\n    secretKey: 12345678\n    groupPerms:\n      - g=SUB=PUB\n",
+                "name=PERM",
+            ),
+            (
+                "accounts:\n  - accessKey: longenough\n    secretKey: 12345678\n    topicPerms:\n      - nope\n",
+                "name=PERM",
+            ),
+            ("globalWhiteRemoteAddresses:\n  - 1.2.300.4\n", "not an address pattern"),
+            (
+                "accounts:\n  - accessKey: longenough\n    secretKey: 12345678\n  - accessKey: longenough\n    secretKey: 87654321\n",
+                "twice",
+            ),
+            ("accounts: [", ""),
+        ];
+        for (text, why) in bad {
+            let e = AclConfig::parse_yaml(text).unwrap_err();
+            assert!(e.0.contains(why), "{text:?}: {e}");
+        }
+        assert_eq!(AclConfig::parse_yaml("").unwrap(), AclConfig::default());
+    }
+
+    #[test]
+    fn address_patterns_follow_javas_forms() {
+        let p = |s: &str| AddressPattern::parse(s).unwrap().unwrap();
+        assert!(p("*").matches(ip("1.2.3.4")) && p("*.*.*.*").matches(ip("::1")));
+        assert!(p("192.168.1.*").matches(ip("192.168.1.77")) && !p("192.168.1.*").matches(ip("192.168.2.77")));
+        assert!(p("192.168.*.*").matches(ip("192.168.9.9")));
+        assert!(p("192.168.1.10-20").matches(ip("192.168.1.20")) && !p("192.168.1.10-20").matches(ip("192.168.1.21")));
+        assert!(p("192.168.0.{1,2}").matches(ip("192.168.0.2")) && !p("192.168.0.{1,2}").matches(ip("192.168.0.3")));
+        assert!(p("127.0.0.1").matches(ip("::ffff:127.0.0.1")), "IPv4-mapped peers match IPv4 patterns");
+        assert!(p("::1").matches(ip("::1")) && !p("::1").matches(ip("127.0.0.1")));
+        assert_eq!(AddressPattern::parse("  ").unwrap(), None);
+        for bad in ["192.*.1.1", "1.2.3", "1.2.3.20-10", "1.2.{3}.4", "a.b.c.d"] {
+            assert!(AddressPattern::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn permissions_follow_javas_check() {
+        assert_eq!(perm::parse("PUB|SUB"), perm::parse(" SUB|PUB "));
+        assert_eq!(perm::parse("pub"), perm::DENY, "Java matches the words exactly");
+        assert_eq!(perm::parse("typo"), perm::DENY);
+        assert!(perm::grants(perm::PUB, perm::PUB | perm::SUB));
+        assert!(!perm::grants(perm::PUB, perm::SUB));
+        assert!(!perm::grants(perm::SUB, perm::SUB | perm::DENY), "DENY wins");
+        assert!(perm::grants(perm::ANY, perm::SUB) && !perm::grants(perm::ANY, perm::DENY));
+    }
+
+    #[test]
+    fn the_checks_run_in_javas_order() {
+        let c = config();
+        let outside = ip(OUTSIDE);
+        // 1. global white list: no credentials at all.
+        assert_eq!(c.check(&send("topicA"), ip("10.10.103.5")), Ok(()));
+        // 2. no access key; 3. unknown access key.
+        assert_eq!(c.check(&send("topicB"), outside).unwrap_err().0, "No accessKey is configured");
+        let unknown = signed(send("topicB"), "Nobody1", "12345678");
+        assert_eq!(c.check(&unknown, outside).unwrap_err().0, "No acl config for Nobody1");
+        // 4. the account's white address: no signature needed.
+        let mut unsigned = send("anything");
+        unsigned.ext_fields.insert(FieldStr::from(ACCESS_KEY), FieldStr::from("rocketmq2"));
+        assert_eq!(c.check(&unsigned, ip("192.168.1.3")), Ok(()));
+        // 5. signatures: a wrong secret, and a request changed after signing.
+        let wrong = signed(send("topicB"), "RocketMQ", "87654321");
+        assert_eq!(c.check(&wrong, outside).unwrap_err().0, "Check signature failed for accessKey=RocketMQ");
+        let mut tampered = signed(send("topicB"), "RocketMQ", "12345678");
+        tampered.body = bytes::Bytes::from_static(b"HELLO");
+        assert!(c.check(&tampered, outside).is_err());
+        // 6. admin codes.
+        let create = signed(RemotingCommand::request(RequestCode::UpdateAndCreateTopic), "RocketMQ", "12345678");
+        assert_eq!(
+            c.check(&create, outside).unwrap_err().0,
+            "Need admin permission for request code=17, but accessKey=RocketMQ is not"
+        );
+        let create = signed(RemotingCommand::request(RequestCode::UpdateAndCreateTopic), "rocketmq2", "12345678");
+        assert_eq!(c.check(&create, outside), Ok(()));
+    }
+
+    #[test]
+    fn resources_need_their_perms_with_defaults_behind() {
+        let c = config();
+        let outside = ip(OUTSIDE);
+        let check = |r: RemotingCommand| c.check(&signed(r, "RocketMQ", "12345678"), outside).map_err(|e| e.0);
+        assert_eq!(check(send("topicB")), Ok(()));
+        assert_eq!(check(send("topicA")), Err("No permission for topic:topicA".into()));
+        assert_eq!(check(send("topicC")), Err("No permission for topic:topicC".into()), "SUB only");
+        assert_eq!(check(send("other")), Err("No default permission for topic:other".into()));
+        assert_eq!(check(pull("topicC", "groupB")), Ok(()));
+        assert_eq!(check(pull("topicC", "groupA")), Err("No permission for group:groupA".into()));
+        assert_eq!(check(pull("topicC", "anyGroup")), Ok(()), "defaultGroupPerm SUB");
+        // A group's retry topic is the group.
+        assert_eq!(check(pull("%RETRY%groupA", "groupB")), Err("No permission for group:groupA".into()));
+        // A send to a retry topic needs SUB on the sending group (a), not PUB (4.9.4+).
+        let mut resend = send("%RETRY%groupB");
+        resend.ext_fields.insert(FieldStr::from("a"), FieldStr::from("groupA"));
+        assert_eq!(resources(&resend).unwrap(), vec![(Resource::Group("groupA".into()), perm::SUB)]);
+        assert_eq!(check(resend), Err("No permission for group:groupA".into()));
+        // Message traces pass whatever the topic perms say.
+        assert_eq!(check(send(TRACE_TOPIC)), Ok(()));
+        // Codes without resources need only a valid signature.
+        assert_eq!(check(RemotingCommand::request(RequestCode::GetBrokerRuntimeInfo)), Ok(()));
+    }
+
+    #[test]
+    fn a_keyed_query_verifies_signed_with_or_without_the_unique_flag() {
+        let c = config();
+        let mut query = RemotingCommand::request(RequestCode::QueryMessage);
+        query.ext_fields.insert(FieldStr::from("topic"), FieldStr::from("topicC"));
+        query.ext_fields.insert(FieldStr::from("key"), FieldStr::from("k1"));
+        query.ext_fields.insert(FieldStr::from(UNIQUE_MSG_QUERY_FLAG), FieldStr::from("true"));
+        // What every client sends: the flag signed.
+        let by_client = signed(query.clone(), "RocketMQ", "12345678");
+        assert_eq!(c.check(&by_client, ip(OUTSIDE)), Ok(()));
+        // What Java's broker expects: the flag left out.
+        let mut by_java_rule = query.clone();
+        by_java_rule.ext_fields.insert(FieldStr::from(ACCESS_KEY), FieldStr::from("RocketMQ"));
+        let content = signed_content(&by_java_rule.ext_fields, &by_java_rule.body, false);
+        by_java_rule.ext_fields.insert(FieldStr::from(SIGNATURE), FieldStr::from(signature(&content, "12345678")));
+        assert_eq!(c.check(&by_java_rule, ip(OUTSIDE)), Ok(()));
+        // Leaving the flag out is allowed only for the flag: a changed key still fails.
+        let mut changed = by_client;
+        changed.ext_fields.insert(FieldStr::from("key"), FieldStr::from("k2"));
+        assert!(c.check(&changed, ip(OUTSIDE)).is_err());
+    }
+
+    #[test]
+    fn heartbeats_name_their_groups_and_subscriptions() {
+        use raftmq_common::protocol::body::heartbeat::ConsumerData;
+        use raftmq_common::protocol::body::heartbeat::SubscriptionData;
+        let data = HeartbeatData {
+            client_id: "c".into(),
+            consumer_data_set: vec![ConsumerData {
+                group_name: "groupB".into(),
+                subscription_data_set: vec![SubscriptionData { topic: "topicC".into(), ..Default::default() }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let request = RemotingCommand::request(RequestCode::HeartBeat).with_body(data.encode().unwrap());
+        assert_eq!(
+            resources(&request).unwrap(),
+            vec![(Resource::Group("groupB".into()), perm::SUB), (Resource::Topic("topicC".into()), perm::SUB)]
+        );
+        let garbage = RemotingCommand::request(RequestCode::HeartBeat).with_body(bytes::Bytes::from_static(b"{"));
+        assert!(resources(&garbage).unwrap_err().0.contains("heartbeat body"));
+    }
+
+    #[test]
+    fn an_admin_without_perms_may_touch_everything_and_with_perms_only_those() {
+        let c = config();
+        let ok = signed(send("whatever"), "rocketmq2", "12345678");
+        assert_eq!(c.check(&ok, ip(OUTSIDE)), Ok(()));
+        let text = format!("{YAML}    topicPerms:\n      - only=PUB\n");
+        let c = AclConfig::parse_yaml(&text).unwrap();
+        let denied = signed(send("whatever"), "rocketmq2", "12345678");
+        assert_eq!(c.check(&denied, ip(OUTSIDE)).unwrap_err().0, "No default permission for topic:whatever");
+    }
+
+    #[test]
+    fn a_file_is_reloaded_when_it_changes_and_a_bad_edit_keeps_the_old_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plain_acl.yml");
+        std::fs::write(&path, YAML).unwrap();
+        let acl = Acl::load(&path).unwrap();
+        assert!(!acl.reload_if_changed(), "unchanged");
+        let added = format!("{YAML}  - accessKey: newcomer\n    secretKey: abcdefgh\n    admin: true\n");
+        std::fs::write(&path, &added).unwrap();
+        assert!(acl.reload_if_changed());
+        assert!(acl.current().accounts.contains_key("newcomer"));
+        std::fs::write(&path, "accounts: [").unwrap();
+        assert!(!acl.reload_if_changed());
+        assert!(acl.current().accounts.contains_key("newcomer"), "the previous config stays in force");
+        assert!(Acl::load(&dir.path().join("missing.yml")).is_err());
+        let _ = Ipv4Addr::LOCALHOST;
+    }
+}
