@@ -2,10 +2,12 @@
 //! one-node group in process (harness `t40_cluster`), the SDK's producer, pull consumer and admin
 //! signing with `SessionCredentials`, and the CLI's `--accessKey` / `--secretKey`.
 //!
-//! - t58: an admin account creates the topic, others may not; a producer account sends to the
-//!   topic it may publish and nowhere else; a consumer account consumes what was sent; a missing
-//!   key, an unknown key and a wrong secret are each refused with Java's reason; the CLI signs
-//!   with the flags and with the environment.
+//! - t58: an admin account creates the topic, others may not; every served code is checked
+//!   (unsigned reads refused too); the inner account's secret is masked in the config read-out; a
+//!   producer account sends to the topic it may publish and nowhere else, and may not pull; a
+//!   consumer account consumes what was sent, with a pull consumer and with a push consumer; a
+//!   missing key, an unknown key and a wrong secret are each refused with Java's reason; the CLI
+//!   signs with the flags and with the environment, and refuses a key without its secret.
 
 mod ports;
 mod t40_cluster;
@@ -19,9 +21,13 @@ use anyhow::ensure;
 use raftmq_client::Admin;
 use raftmq_client::Producer;
 use raftmq_client::PullConsumer;
+use raftmq_client::PushConsumer;
 use raftmq_client::SessionCredentials;
+use raftmq_client::consumer::ConsumeConcurrentlyContext;
+use raftmq_client::consumer::ConsumeConcurrentlyStatus;
 use raftmq_client::consumer::ConsumeFrom;
 use raftmq_common::message::Message;
+use raftmq_common::message::MessageExt;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
@@ -57,6 +63,7 @@ accounts:
       - T58Orders=SUB
     groupPerms:
       - t58-group=SUB
+      - t58-push=SUB
 "#;
 
 fn creds(ak: &str, sk: &str) -> SessionCredentials {
@@ -103,6 +110,8 @@ async fn t58_accounts_send_consume_and_administer_only_what_their_acl_grants() -
     let cluster = Cluster::start_with(1, move |c| {
         c.acl_enable = true;
         c.acl_file = Some(file.clone());
+        c.inner_access_key = Some("t58admin".into());
+        c.inner_secret_key = Some("t58-admin-secret".into());
     })
     .await?;
     let leader = cluster.wait_leader(WAIT).await?;
@@ -124,6 +133,19 @@ async fn t58_accounts_send_consume_and_administer_only_what_their_acl_grants() -
     admin.create_topic(&addr, &topic).await?;
     t40_cluster::until("the topic's route", || async { Ok(admin.topic_route(TOPIC).await.is_ok()) }, |found| *found)
         .await?;
+    // The inner account's secret is masked in the config read-out.
+    let props = admin.broker_config(&addr).await?;
+    ensure!(props.get("innerAccessKey").map(String::as_str) == Some("t58admin"), "{props:?}");
+    ensure!(props.get("innerSecretKey").map(String::as_str) == Some("******"), "{props:?}");
+
+    // Every served code is checked, reads included.
+    let unsigned_raw = RemotingClient::new();
+    for code in [RequestCode::GetBrokerRuntimeInfo, RequestCode::GetAllTopicConfig, RequestCode::QueryConsumerOffset] {
+        let r = unsigned_raw.invoke(&addr, RemotingCommand::request(code), CALL_TIMEOUT).await?;
+        ensure!(r.response_code() == ResponseCode::SystemError, "{code}: {r:?}");
+        ensure!(r.remark.as_deref() == Some("AclException: No accessKey is configured"), "{code}: {r:?}");
+    }
+    unsigned_raw.close().await;
 
     // The producer account publishes to its topic.
     let p = producer(&cluster, Some(creds("t58producer", "t58-producer-secret")))?;
@@ -169,7 +191,7 @@ async fn t58_accounts_send_consume_and_administer_only_what_their_acl_grants() -
     let pull = RemotingCommand::request_with_header(RequestCode::PullMessage, &header);
     let r = raw.invoke(&addr, pull, CALL_TIMEOUT).await?;
     ensure!(r.response_code() == ResponseCode::SystemError, "{r:?}");
-    ensure!(r.remark.as_deref().unwrap_or_default().contains("No permission for topic:T58Orders"), "{r:?}");
+    ensure!(r.remark.as_deref().unwrap_or_default().contains("No default permission for topic:T58Orders"), "{r:?}");
     raw.close().await;
 
     // The consumer account reads everything that was sent.
@@ -190,6 +212,36 @@ async fn t58_accounts_send_consume_and_administer_only_what_their_acl_grants() -
     consumer.shutdown().await;
     ensure!(received == sent, "consumed {} of {MESSAGES}", received.len());
 
+    // So does a push consumer (its heartbeat names the group's retry topic, which the group covers).
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let offsets = tempfile::tempdir()?;
+    let push = PushConsumer::builder("t58-push")
+        .namesrv_addr(&cluster.namesrv_addr)
+        .subscribe(TOPIC, "*")
+        .consume_from(ConsumeFrom::FirstOffset)
+        .offset_store_dir(offsets.path())
+        .credentials(creds("t58consumer", "t58-consumer-secret"))
+        .listener_concurrently(move |msgs: &[MessageExt], _ctx: &mut ConsumeConcurrentlyContext| {
+            for m in msgs {
+                let _ = tx.send(m.msg_id());
+            }
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        })
+        .build()?;
+    push.start().await?;
+    let mut pushed = BTreeSet::new();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while pushed.len() < MESSAGES {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(id)) => {
+                pushed.insert(id);
+            }
+            _ => anyhow::bail!("the push consumer got {} of {MESSAGES}", pushed.len()),
+        }
+    }
+    push.shutdown().await;
+    ensure!(pushed == sent);
+
     // The CLI signs with its flags, or with the environment.
     let ns = cluster.namesrv_addr.clone();
     let out = cli(
@@ -206,7 +258,8 @@ async fn t58_accounts_send_consume_and_administer_only_what_their_acl_grants() -
     let stderr = String::from_utf8_lossy(&out.stderr);
     ensure!(!out.status.success() && stderr.contains("No accessKey is configured"), "{stderr}");
     let out = cli(&["send", "-n", &ns, "-t", TOPIC, "--accessKey", "t58producer", "x"], &[]).await?;
-    ensure!(!out.status.success(), "a key without its secret is refused by the CLI");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure!(!out.status.success() && stderr.contains("--secretKey"), "a key needs its secret: {stderr}");
 
     cluster.shutdown().await.context("shutdown")
 }

@@ -14,12 +14,29 @@
 //!    send names, SUB on a pulled topic and on the consumer group (RocketMQ spells the group as its
 //!    `%RETRY%` topic), from `topicPerms` / `groupPerms`, else the account's default perm.
 //!
+//! A refused request is answered SYSTEM_ERROR with `AclException: <Java's reason>`, as Java's
+//! RPC hook answers (a oneway request gets no answer). [`resources`] follows Java 4.9.8 and is
+//! stricter in a few places, each marked there: batch sends, sends to a retry topic, send-backs,
+//! offset queries and queue locks; our Raft membership codes and the offset-moving admin codes need
+//! `admin`. As in Java, VIEW_MESSAGE_BY_ID and END_TRANSACTION need only a valid signature. A keyed
+//! QUERY_MESSAGE verifies whether or not its client signed `_UNIQUE_KEY_QUERY`.
+//!
+//! The file (RocketMQ's layout, one file): `globalWhiteRemoteAddresses`, and `accounts` with
+//! `accessKey`, `secretKey` (both longer than 6 characters), `whiteRemoteAddress`, `admin`,
+//! `defaultTopicPerm`, `defaultGroupPerm`, `topicPerms` and `groupPerms` (`name=PUB|SUB`). Scalars
+//! are read as written (no YAML number conversion); aliases and nesting deeper than
+//! [`ACL_FILE_DEPTH_MAX_COUNT`] are refused. It is looked at every [`ACL_FILE_POLL_INTERVAL_MS`]
+//! (length and modification time).
+//!
 //! Invariants:
 //! - A config is all valid or not used: a file that does not parse is refused at boot, and a later
-//!   edit that does not parse leaves the previous config in force (logged), never an open broker.
-//! - The check reads the request only; it never changes it, so a follower relaying a request to
-//!   its leader relays the client's own signature.
-//! - Signatures are compared in constant time; secret keys never reach a log or an error.
+//!   edit that does not parse, an emptied file or a removed one leaves the previous config in force
+//!   (logged once), never an open broker.
+//! - The check runs in `BrokerProcessor::process` before any header is decoded, for every served
+//!   code, oneway included. It reads the request only; a follower relays a request unchanged (its
+//!   relay client signs nothing), so the leader checks the client's own signature.
+//! - Signatures are compared in constant time, an empty one never matches, and secret keys never
+//!   reach a log or an error.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -29,6 +46,7 @@ use std::sync::Arc;
 use std::sync::RwLock;
 use std::time::Duration;
 
+use raftmq_common::limits::ACL_FILE_DEPTH_MAX_COUNT;
 use raftmq_common::limits::ACL_FILE_POLL_INTERVAL_MS;
 use raftmq_common::limits::ACL_FILE_SIZE_MAX_BYTES;
 use raftmq_common::message::validate::RETRY_GROUP_TOPIC_PREFIX;
@@ -37,14 +55,11 @@ use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::acl::ACCESS_KEY;
 use raftmq_common::protocol::acl::SIGNATURE;
 use raftmq_common::protocol::acl::UNIQUE_MSG_QUERY_FLAG;
-use raftmq_common::protocol::acl::signature;
+use raftmq_common::protocol::acl::signature_of;
 use raftmq_common::protocol::acl::signatures_match;
-use raftmq_common::protocol::acl::signed_content;
 use raftmq_common::protocol::body::JsonBody;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
 use tokio_util::sync::CancellationToken;
-use yaml_rust2::Yaml;
-use yaml_rust2::YamlLoader;
 
 /// Permission bits (`org.apache.rocketmq.acl.common.Permission`).
 pub mod perm {
@@ -80,8 +95,10 @@ pub mod perm {
     }
 }
 
-/// Codes only an `admin: true` account may send: Java 4.9's `Permission.ADMIN_CODE`, and our
-/// Raft membership changes. (Java leaves its own ACL-editing codes out; we do not serve them.)
+/// Codes only an `admin: true` account may send: Java 4.9's `Permission.ADMIN_CODE`; our Raft
+/// membership codes (a removal notice unroutes a replica); and, stricter than Java, the two that
+/// move any group's offsets (`resetOffsetByTime`, `cloneGroupOffset`). Java leaves its own
+/// ACL-editing codes out; we do not serve them.
 pub const ADMIN_CODES: &[RequestCode] = &[
     RequestCode::UpdateAndCreateTopic,
     RequestCode::UpdateBrokerConfig,
@@ -91,6 +108,9 @@ pub const ADMIN_CODES: &[RequestCode] = &[
     RequestCode::RaftAddNode,
     RequestCode::RaftRemoveNode,
     RequestCode::RaftTransferLeadership,
+    RequestCode::RaftNodeRemoved,
+    RequestCode::InvokeBrokerToResetOffset,
+    RequestCode::CloneGroupOffset,
 ];
 
 /// The message trace topic (`TopicValidator.RMQ_SYS_TRACE_TOPIC`).
@@ -273,52 +293,151 @@ pub struct AclConfigError(pub String);
 #[error("{0}")]
 pub struct AclDenied(pub String);
 
-fn yaml_text(value: &Yaml) -> Option<String> {
-    match value {
-        Yaml::String(s) => Some(s.clone()),
-        // `secretKey: 12345678` is an integer to YAML; Java's loader turns it back into text.
-        Yaml::Integer(i) => Some(i.to_string()),
-        Yaml::Real(r) => Some(r.clone()),
-        Yaml::Boolean(b) => Some(b.to_string()),
-        _ => None,
+/// A YAML node as `plain_acl.yml` needs it: scalars keep their text exactly as written (YAML 1.2
+/// would read `secretKey: 0123456` as the number 123456), and no aliases or deep nesting are
+/// accepted, so a small file cannot expand into a large tree or a deep recursion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    /// A scalar; `plain` when written without quotes (only those can be null).
+    Scalar { text: String, plain: bool },
+    /// A sequence.
+    Seq(Vec<Node>),
+    /// A mapping with text keys; a repeated key keeps its last value, as Java's loader does.
+    Map(Vec<(String, Node)>),
+}
+
+impl Node {
+    fn get(&self, key: &str) -> Option<&Node> {
+        match self {
+            Node::Map(entries) => entries.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v).filter(|v| !v.is_null()),
+            _ => None,
+        }
+    }
+
+    fn is_null(&self) -> bool {
+        matches!(self, Node::Scalar { text, plain: true } if matches!(text.as_str(), "" | "~" | "null" | "Null" | "NULL"))
+    }
+
+    /// The text of a (non-null) scalar.
+    fn text(&self) -> Option<&str> {
+        match self {
+            Node::Scalar { text, .. } if !self.is_null() => Some(text),
+            _ => None,
+        }
+    }
+
+    /// A list of texts (absent: empty).
+    fn texts(node: Option<&Node>, what: &str) -> Result<Vec<String>, AclConfigError> {
+        match node {
+            None => Ok(Vec::new()),
+            Some(Node::Seq(items)) => items
+                .iter()
+                .filter(|i| !i.is_null())
+                .map(|i| {
+                    i.text()
+                        .map(str::to_owned)
+                        .ok_or_else(|| AclConfigError(format!("{what}: every entry must be text")))
+                })
+                .collect(),
+            Some(_) => Err(AclConfigError(format!("{what} must be a list"))),
+        }
     }
 }
 
-fn yaml_list(value: &Yaml, what: &str) -> Result<Vec<String>, AclConfigError> {
-    match value {
-        Yaml::BadValue | Yaml::Null => Ok(Vec::new()),
-        Yaml::Array(items) => items
-            .iter()
-            .map(|i| yaml_text(i).ok_or_else(|| AclConfigError(format!("{what}: every entry must be text"))))
-            .collect(),
-        _ => Err(AclConfigError(format!("{what} must be a list"))),
+/// A collection being built from parser events.
+enum Open {
+    Seq(Vec<Node>),
+    Map(Vec<(String, Node)>, Option<String>),
+}
+
+/// Parses one YAML document into a [`Node`] (`None`: an empty file).
+fn parse_tree(text: &str) -> Result<Option<Node>, AclConfigError> {
+    use yaml_rust2::Event;
+    use yaml_rust2::parser::Parser;
+    use yaml_rust2::scanner::TScalarStyle;
+
+    fn place(open: &mut [Open], root: &mut Option<Node>, node: Node) -> Result<(), AclConfigError> {
+        match open.last_mut() {
+            None if root.is_some() => Err(AclConfigError("one YAML document only".into())),
+            None => {
+                *root = Some(node);
+                Ok(())
+            }
+            Some(Open::Seq(items)) => {
+                items.push(node);
+                Ok(())
+            }
+            Some(Open::Map(entries, pending)) => match pending.take() {
+                Some(key) => {
+                    entries.push((key, node));
+                    Ok(())
+                }
+                None => match node {
+                    Node::Scalar { text, .. } => {
+                        *pending = Some(text);
+                        Ok(())
+                    }
+                    _ => Err(AclConfigError("mapping keys must be text".into())),
+                },
+            },
+        }
     }
+
+    let mut parser = Parser::new_from_str(text);
+    let mut open: Vec<Open> = Vec::new();
+    let mut root = None;
+    loop {
+        let (event, at) = parser.next_token().map_err(|e| AclConfigError(e.to_string()))?;
+        let too_deep =
+            || AclConfigError(format!("nested deeper than {ACL_FILE_DEPTH_MAX_COUNT} levels (line {})", at.line()));
+        match event {
+            Event::StreamEnd => break,
+            Event::Nothing | Event::StreamStart | Event::DocumentStart | Event::DocumentEnd => {}
+            Event::Alias(_) => {
+                return Err(AclConfigError(format!("YAML aliases are not accepted (line {})", at.line())));
+            }
+            Event::Scalar(text, style, _, _) => {
+                place(&mut open, &mut root, Node::Scalar { text, plain: style == TScalarStyle::Plain })?
+            }
+            Event::SequenceStart(..) if open.len() >= ACL_FILE_DEPTH_MAX_COUNT => return Err(too_deep()),
+            Event::MappingStart(..) if open.len() >= ACL_FILE_DEPTH_MAX_COUNT => return Err(too_deep()),
+            Event::SequenceStart(..) => open.push(Open::Seq(Vec::new())),
+            Event::MappingStart(..) => open.push(Open::Map(Vec::new(), None)),
+            Event::SequenceEnd | Event::MappingEnd => {
+                let node = match open.pop() {
+                    Some(Open::Seq(items)) => Node::Seq(items),
+                    Some(Open::Map(entries, _)) => Node::Map(entries),
+                    None => return Err(AclConfigError("unbalanced YAML".into())),
+                };
+                place(&mut open, &mut root, node)?;
+            }
+        }
+    }
+    Ok(root)
 }
 
 impl AclConfig {
     /// Parses `plain_acl.yml` (RocketMQ 4.x layout: `globalWhiteRemoteAddresses`, `accounts`).
     pub fn parse_yaml(text: &str) -> Result<Self, AclConfigError> {
-        let docs = YamlLoader::load_from_str(text).map_err(|e| AclConfigError(e.to_string()))?;
-        let root = match docs.first() {
+        let root = match parse_tree(text)? {
             None => return Ok(AclConfig::default()),
-            Some(Yaml::Hash(_)) => &docs[0],
-            Some(Yaml::Null) => return Ok(AclConfig::default()),
+            Some(node) if node.is_null() => return Ok(AclConfig::default()),
+            Some(node @ Node::Map(_)) => node,
             Some(_) => return Err(AclConfigError("the document must be a mapping".into())),
         };
         let mut global_white = Vec::new();
-        for text in yaml_list(&root["globalWhiteRemoteAddresses"], "globalWhiteRemoteAddresses")? {
-            match AddressPattern::parse(&text)
-                .map_err(|e| AclConfigError(format!("globalWhiteRemoteAddresses: {e}")))?
+        for text in Node::texts(root.get("globalWhiteRemoteAddresses"), "globalWhiteRemoteAddresses")? {
+            if let Some(p) =
+                AddressPattern::parse(&text).map_err(|e| AclConfigError(format!("globalWhiteRemoteAddresses: {e}")))?
             {
-                Some(p) => global_white.push(p),
-                None => continue,
+                global_white.push(p);
             }
         }
         let mut accounts = HashMap::new();
-        let items = match &root["accounts"] {
-            Yaml::BadValue | Yaml::Null => Vec::new(),
-            Yaml::Array(items) => items.clone(),
-            _ => return Err(AclConfigError("accounts must be a list".into())),
+        let items = match root.get("accounts") {
+            None => &[][..],
+            Some(Node::Seq(items)) => &items[..],
+            Some(_) => return Err(AclConfigError("accounts must be a list".into())),
         };
         for (i, item) in items.iter().enumerate() {
             let account = Self::parse_account(item).map_err(|e| AclConfigError(format!("accounts[{i}]: {}", e.0)))?;
@@ -330,13 +449,21 @@ impl AclConfig {
         Ok(AclConfig { global_white, accounts })
     }
 
-    fn parse_account(item: &Yaml) -> Result<Account, AclConfigError> {
-        if !matches!(item, Yaml::Hash(_)) {
+    fn parse_account(item: &Node) -> Result<Account, AclConfigError> {
+        if !matches!(item, Node::Map(_)) {
             return Err(AclConfigError("must be a mapping".into()));
         }
-        let key = |name: &str| yaml_text(&item[name]).unwrap_or_default();
-        let access_key = key("accessKey");
-        let secret_key = key("secretKey");
+        let text = |name: &str| -> Result<Option<String>, AclConfigError> {
+            match item.get(name) {
+                None => Ok(None),
+                Some(node) => node
+                    .text()
+                    .map(|t| Some(t.to_owned()))
+                    .ok_or_else(|| AclConfigError(format!("{name} must be text"))),
+            }
+        };
+        let access_key = text("accessKey")?.unwrap_or_default();
+        let secret_key = text("secretKey")?.unwrap_or_default();
         // PlainPermissionManager.buildPlainAccessResource: both keys longer than 6 characters.
         if access_key.chars().count() <= 6 {
             return Err(AclConfigError(format!("accessKey '{access_key}' must be longer than 6 characters")));
@@ -344,47 +471,42 @@ impl AclConfig {
         if secret_key.chars().count() <= 6 {
             return Err(AclConfigError(format!("secretKey of {access_key} must be longer than 6 characters")));
         }
-        let white_remote_address = match yaml_text(&item["whiteRemoteAddress"]) {
-            Some(text) => {
-                AddressPattern::parse(&text).map_err(|e| AclConfigError(format!("whiteRemoteAddress: {e}")))?
-            }
+        let white_remote_address = match text("whiteRemoteAddress")? {
+            Some(t) => AddressPattern::parse(&t).map_err(|e| AclConfigError(format!("whiteRemoteAddress: {e}")))?,
             None => None,
         };
-        let admin = match &item["admin"] {
-            Yaml::Boolean(b) => *b,
-            Yaml::String(s) => s.eq_ignore_ascii_case("true"),
-            Yaml::BadValue | Yaml::Null => false,
-            _ => return Err(AclConfigError("admin must be true or false".into())),
+        let admin = match text("admin")? {
+            None => false,
+            Some(t) if t.eq_ignore_ascii_case("true") => true,
+            Some(t) if t.eq_ignore_ascii_case("false") => false,
+            Some(t) => return Err(AclConfigError(format!("admin must be true or false, not '{t}'"))),
         };
-        let default_perm = |name: &str| yaml_text(&item[name]).map_or(perm::DENY, |t| perm::parse(&t));
-        let topic_perms = yaml_list(&item["topicPerms"], "topicPerms")?;
-        let group_perms = yaml_list(&item["groupPerms"], "groupPerms")?;
-        let present = |name: &str| !matches!(item[name], Yaml::BadValue | Yaml::Null);
-        let perms = if present("topicPerms") || present("groupPerms") {
-            let mut map = HashMap::new();
-            for (entries, group) in [(topic_perms, false), (group_perms, true)] {
-                for entry in entries {
-                    let parts: Vec<&str> = entry.split('=').collect();
-                    let [name, p] = parts[..] else {
-                        return Err(AclConfigError(format!("'{entry}' is not name=PERM (PUB, SUB, PUB|SUB, DENY)")));
-                    };
-                    let name = name.trim().to_owned();
-                    let resource = if group { Resource::Group(name) } else { Resource::of_topic(&name) };
-                    map.insert(resource, perm::parse(p));
-                }
+        let default_topic_perm = text("defaultTopicPerm")?.map_or(perm::DENY, |t| perm::parse(&t));
+        let default_group_perm = text("defaultGroupPerm")?.map_or(perm::DENY, |t| perm::parse(&t));
+        // Java fills groups first and topics after, so a `%RETRY%g` topic entry wins over `g`.
+        let mut perms = HashMap::new();
+        for (list, group) in [("groupPerms", true), ("topicPerms", false)] {
+            for entry in Node::texts(item.get(list), list)? {
+                let parts: Vec<&str> = entry.split('=').collect();
+                let [name, p] = parts[..] else {
+                    return Err(AclConfigError(format!(
+                        "{list}: '{entry}' is not name=PERM (PUB, SUB, PUB|SUB, DENY)"
+                    )));
+                };
+                let name = name.trim();
+                let resource = if group { Resource::Group(name.to_owned()) } else { Resource::of_topic(name) };
+                perms.insert(resource, perm::parse(p));
             }
-            Some(map)
-        } else {
-            None
-        };
+        }
         Ok(Account {
             access_key,
             secret_key,
             white_remote_address,
             admin,
-            default_topic_perm: default_perm("defaultTopicPerm"),
-            default_group_perm: default_perm("defaultGroupPerm"),
-            perms,
+            default_topic_perm,
+            default_group_perm,
+            // No entries at all is Java's null map: an admin then passes every resource check.
+            perms: if perms.is_empty() { None } else { Some(perms) },
         })
     }
 
@@ -404,25 +526,24 @@ impl AclConfig {
         }
         let presented = request.ext_fields.get(SIGNATURE).map(|s| s.as_str()).unwrap_or_default();
         let signed_as = |with_unique_flag| {
-            let content = signed_content(&request.ext_fields, &request.body, with_unique_flag);
-            signatures_match(presented, &signature(&content, &account.secret_key))
+            let expected = signature_of(&request.ext_fields, &request.body, with_unique_flag, &account.secret_key);
+            !presented.is_empty() && signatures_match(presented, &expected)
         };
         // Clients sign `_UNIQUE_KEY_QUERY`; Java's broker does not (see `raftmq_common::protocol::acl`).
         let verified = signed_as(true) || (request.ext_fields.contains_key(UNIQUE_MSG_QUERY_FLAG) && signed_as(false));
         if !verified {
             return Err(AclDenied(format!("Check signature failed for accessKey={access_key}")));
         }
-        let code = request.request_code();
-        if ADMIN_CODES.contains(&code) && !account.admin {
-            return Err(AclDenied(format!(
-                "Need admin permission for request code={}, but accessKey={access_key} is not",
-                request.code
-            )));
-        }
         let needed = resources(request)?;
         // Message traces go to the trace topic from every client (`PlainPermissionManager`).
         if needed.iter().any(|(r, p)| *p == perm::PUB && matches!(r, Resource::Topic(t) if t == TRACE_TOPIC)) {
             return Ok(());
+        }
+        if ADMIN_CODES.contains(&request.request_code()) && !account.admin {
+            return Err(AclDenied(format!(
+                "Need admin permission for request code={}, but accessKey={access_key} is not",
+                request.code
+            )));
         }
         let Some(owned) = &account.perms else {
             if account.admin {
@@ -433,7 +554,8 @@ impl AclConfig {
         for (resource, need) in &needed {
             match owned.get(resource) {
                 Some(have) if perm::grants(*need, *have) => {}
-                Some(_) => return Err(AclDenied(format!("No permission for {resource}"))),
+                // Java's wording for a listed resource too.
+                Some(_) => return Err(AclDenied(format!("No default permission for {resource}"))),
                 None => check_defaults(account, std::slice::from_ref(&(resource.clone(), *need)))?,
             }
         }
@@ -469,9 +591,13 @@ pub fn resources(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, AclDe
     }
     let field = |name: &str| request.ext_fields.get(name).map(|v| v.as_str());
     let mut out = Vec::new();
-    // A send to a retry topic is a consumer's re-delivery: SUB on the sending group (4.9.4+).
+    // A send to a retry topic is a consumer's re-delivery: SUB on the sending group (Java 4.9.4+)
+    // and, stricter than Java, SUB on the group whose retry topic it is.
     let send = |out: &mut Vec<(Resource, u8)>, topic_field: &str, group_field: &str| match field(topic_field) {
-        Some(t) if t.starts_with(RETRY_GROUP_TOPIC_PREFIX) => group(out, field(group_field), perm::SUB),
+        Some(t) if t.starts_with(RETRY_GROUP_TOPIC_PREFIX) => {
+            group(out, field(group_field), perm::SUB);
+            topic(out, Some(t), perm::SUB);
+        }
         t => topic(out, t, perm::PUB),
     };
     match request.request_code() {
@@ -479,7 +605,12 @@ pub fn resources(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, AclDe
         RequestCode::SendMessage => send(&mut out, "topic", "group"),
         // Java 4.9 checks V2 only; a batch travels with the same header, so it is checked alike.
         RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => send(&mut out, "b", "a"),
-        RequestCode::ConsumerSendMsgBack => group(&mut out, field("group"), perm::SUB),
+        // Stricter than Java: SUB on the original topic too (the broker copies the message at an
+        // offset the request names; `send_back` also checks that it is of that topic).
+        RequestCode::ConsumerSendMsgBack => {
+            group(&mut out, field("group"), perm::SUB);
+            topic(&mut out, field("originTopic"), perm::SUB);
+        }
         RequestCode::PullMessage => {
             topic(&mut out, field("topic"), perm::SUB);
             group(&mut out, field("consumerGroup"), perm::SUB);
@@ -498,9 +629,16 @@ pub fn resources(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, AclDe
         RequestCode::UnregisterClient | RequestCode::GetConsumerListByGroup => {
             group(&mut out, field("consumerGroup"), perm::SUB)
         }
-        RequestCode::UpdateConsumerOffset => {
+        // QUERY_CONSUMER_OFFSET is stricter than Java, which reads any group's offsets.
+        RequestCode::UpdateConsumerOffset | RequestCode::QueryConsumerOffset => {
             group(&mut out, field("consumerGroup"), perm::SUB);
             topic(&mut out, field("topic"), perm::SUB);
+        }
+        // Stricter than Java: a queue lock is the group's.
+        RequestCode::LockBatchMq | RequestCode::UnlockBatchMq => {
+            let value: serde_json::Value = serde_json::from_slice(&request.body)
+                .map_err(|e| AclDenied(format!("the lock body does not decode: {e}")))?;
+            group(&mut out, value.get("consumerGroup").and_then(|g| g.as_str()), perm::SUB);
         }
         _ => {}
     }
@@ -539,13 +677,21 @@ impl Acl {
     }
 
     /// Re-reads the file when its length or modification time changed. Returns whether a new
-    /// config took effect; a file that no longer parses keeps the old config (logged).
+    /// config took effect. A file that is gone, empty (caught in the middle of a rewrite) or no
+    /// longer parses keeps the old config, logged once per change of the file.
     pub fn reload_if_changed(&self) -> bool {
         let now = file_stamp(&self.path);
-        if now.is_some() && now == *self.seen.read().unwrap_or_else(|p| p.into_inner()) {
+        if now == *self.seen.read().unwrap_or_else(|p| p.into_inner()) {
             return false;
         }
-        match read_file(&self.path) {
+        let read = read_file(&self.path).and_then(|(config, seen)| match seen {
+            Some((0, _)) => Err(AclConfigError(format!(
+                "{} is empty (write it whole, by a rename, to change it)",
+                self.path.display()
+            ))),
+            _ => Ok((config, seen)),
+        });
+        match read {
             Ok((config, seen)) => {
                 *self.seen.write().unwrap_or_else(|p| p.into_inner()) = seen;
                 let changed = {
@@ -595,17 +741,30 @@ fn read_file(path: &Path) -> Result<(AclConfig, Option<(u64, std::time::SystemTi
     if len > ACL_FILE_SIZE_MAX_BYTES {
         return Err(AclConfigError(format!("{} is {len} bytes, more than {ACL_FILE_SIZE_MAX_BYTES}", path.display())));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| AclConfigError(format!("{}: {e}", path.display())))?;
+    // The file may grow between the two looks; never read more than the limit.
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut std::io::Read::take(
+            std::fs::File::open(path).map_err(|e| AclConfigError(format!("{}: {e}", path.display())))?,
+            ACL_FILE_SIZE_MAX_BYTES + 1,
+        ),
+        &mut text,
+    )
+    .map_err(|e| AclConfigError(format!("{}: {e}", path.display())))?;
+    if text.len() as u64 > ACL_FILE_SIZE_MAX_BYTES {
+        return Err(AclConfigError(format!("{} grew past {ACL_FILE_SIZE_MAX_BYTES} bytes", path.display())));
+    }
     let config = AclConfig::parse_yaml(&text).map_err(|e| AclConfigError(format!("{}: {}", path.display(), e.0)))?;
     Ok((config, stamp))
 }
 
 #[cfg(test)]
 mod tests {
-    use std::net::Ipv4Addr;
 
     use raftmq_common::protocol::RemotingCommand;
     use raftmq_common::protocol::acl::SessionCredentials;
+    use raftmq_common::protocol::acl::signature;
+    use raftmq_common::protocol::acl::signed_content;
     use raftmq_common::protocol::command::FieldStr;
 
     use super::*;
@@ -666,6 +825,12 @@ accounts:
 
     #[test]
     fn parses_rocketmqs_sample_file() {
+        // Keys keep their text as written: a leading zero is not a number's.
+        let zero =
+            "accounts:\n  - accessKey: zerokey\n    secretKey: 0123456789\n    topicPerms: []\n    admin: true\n";
+        let z = AclConfig::parse_yaml(zero).unwrap();
+        assert_eq!(z.accounts["zerokey"].secret_key, "0123456789");
+        assert_eq!(z.accounts["zerokey"].perms, None, "an empty list is Java's null map");
         let c = config();
         assert_eq!(c.global_white.len(), 2);
         let a = &c.accounts["RocketMQ"];
@@ -700,12 +865,20 @@ accounts:
                 "twice",
             ),
             ("accounts: [", ""),
+            // An alias would let a few lines expand into a huge tree.
+            ("a: &x [1, 2]\nb: *x\n", "aliases are not accepted"),
+            ("accounts:\n  - accessKey: longenough\n    secretKey: 12345678\n    admin: maybe\n", "admin must be"),
+            ("--- {}\n--- {}\n", "one YAML document"),
         ];
         for (text, why) in bad {
             let e = AclConfig::parse_yaml(text).unwrap_err();
             assert!(e.0.contains(why), "{text:?}: {e}");
         }
         assert_eq!(AclConfig::parse_yaml("").unwrap(), AclConfig::default());
+        let deep = format!("{}x", "- ".repeat(ACL_FILE_DEPTH_MAX_COUNT + 1));
+        assert!(AclConfig::parse_yaml(&deep).unwrap_err().0.contains("nested deeper"), "deep nesting is refused");
+        let deep_flow = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        assert!(AclConfig::parse_yaml(&deep_flow).is_err());
     }
 
     #[test]
@@ -754,7 +927,10 @@ accounts:
         assert_eq!(c.check(&wrong, outside).unwrap_err().0, "Check signature failed for accessKey=RocketMQ");
         let mut tampered = signed(send("topicB"), "RocketMQ", "12345678");
         tampered.body = bytes::Bytes::from_static(b"HELLO");
-        assert!(c.check(&tampered, outside).is_err());
+        assert_eq!(c.check(&tampered, outside).unwrap_err().0, "Check signature failed for accessKey=RocketMQ");
+        let mut blank = signed(send("topicB"), "RocketMQ", "12345678");
+        blank.ext_fields.insert(FieldStr::from(SIGNATURE), FieldStr::from(""));
+        assert!(c.check(&blank, outside).is_err(), "an empty signature never matches");
         // 6. admin codes.
         let create = signed(RemotingCommand::request(RequestCode::UpdateAndCreateTopic), "RocketMQ", "12345678");
         assert_eq!(
@@ -771,19 +947,22 @@ accounts:
         let outside = ip(OUTSIDE);
         let check = |r: RemotingCommand| c.check(&signed(r, "RocketMQ", "12345678"), outside).map_err(|e| e.0);
         assert_eq!(check(send("topicB")), Ok(()));
-        assert_eq!(check(send("topicA")), Err("No permission for topic:topicA".into()));
-        assert_eq!(check(send("topicC")), Err("No permission for topic:topicC".into()), "SUB only");
+        assert_eq!(check(send("topicA")), Err("No default permission for topic:topicA".into()), "listed DENY");
+        assert_eq!(check(send("topicC")), Err("No default permission for topic:topicC".into()), "SUB only");
         assert_eq!(check(send("other")), Err("No default permission for topic:other".into()));
         assert_eq!(check(pull("topicC", "groupB")), Ok(()));
-        assert_eq!(check(pull("topicC", "groupA")), Err("No permission for group:groupA".into()));
+        assert_eq!(check(pull("topicC", "groupA")), Err("No default permission for group:groupA".into()));
         assert_eq!(check(pull("topicC", "anyGroup")), Ok(()), "defaultGroupPerm SUB");
         // A group's retry topic is the group.
-        assert_eq!(check(pull("%RETRY%groupA", "groupB")), Err("No permission for group:groupA".into()));
+        assert_eq!(check(pull("%RETRY%groupA", "groupB")), Err("No default permission for group:groupA".into()));
         // A send to a retry topic needs SUB on the sending group (a), not PUB (4.9.4+).
         let mut resend = send("%RETRY%groupB");
         resend.ext_fields.insert(FieldStr::from("a"), FieldStr::from("groupA"));
-        assert_eq!(resources(&resend).unwrap(), vec![(Resource::Group("groupA".into()), perm::SUB)]);
-        assert_eq!(check(resend), Err("No permission for group:groupA".into()));
+        assert_eq!(
+            resources(&resend).unwrap(),
+            vec![(Resource::Group("groupA".into()), perm::SUB), (Resource::Group("groupB".into()), perm::SUB)]
+        );
+        assert_eq!(check(resend), Err("No default permission for group:groupA".into()));
         // Message traces pass whatever the topic perms say.
         assert_eq!(check(send(TRACE_TOPIC)), Ok(()));
         // Codes without resources need only a valid signature.
@@ -859,7 +1038,16 @@ accounts:
         std::fs::write(&path, "accounts: [").unwrap();
         assert!(!acl.reload_if_changed());
         assert!(acl.current().accounts.contains_key("newcomer"), "the previous config stays in force");
+        std::fs::write(&path, "").unwrap();
+        assert!(!acl.reload_if_changed(), "an empty file is a rewrite in progress, not a config");
+        assert!(acl.current().accounts.contains_key("newcomer"));
+        std::fs::remove_file(&path).unwrap();
+        assert!(!acl.reload_if_changed());
+        assert!(!acl.reload_if_changed(), "a missing file is looked at, not re-read, on the next poll");
+        assert!(acl.current().accounts.contains_key("newcomer"));
+        std::fs::write(&path, YAML).unwrap();
+        assert!(acl.reload_if_changed());
+        assert!(!acl.current().accounts.contains_key("newcomer"));
         assert!(Acl::load(&dir.path().join("missing.yml")).is_err());
-        let _ = Ipv4Addr::LOCALHOST;
     }
 }

@@ -205,7 +205,13 @@ impl Broker {
             None
         };
         let inner = config.inner_credentials().map_err(|e| BrokerError::Config(e.to_string()))?.map(Arc::new);
-        let forwarder = RemotingClient::with_credentials(ProcessorTable::new(), false, inner);
+        if config.acl_enable && inner.is_none() && config.raft_peers.len() > 1 {
+            warn!(
+                "aclEnable without innerAccessKey/innerSecretKey: this replica's calls to its peers (leadership \
+                 transfer, removal notices) pass only if the peers list it in globalWhiteRemoteAddresses"
+            );
+        }
+        let peer_client = RemotingClient::with_credentials(ProcessorTable::new(), false, inner);
         let metrics = BrokerMetrics::new(&config.broker_cluster_name, &config.broker_name, me.id);
         let stats = crate::stats::StatsTable::new(config.broker_cluster_name.clone());
         let ctx = Arc::new(BrokerContext {
@@ -224,7 +230,8 @@ impl Broker {
             offsets,
             clients: ClientManager::new(),
             store_host,
-            forwarder,
+            forwarder: RemotingClient::new(),
+            peer_client,
             acl,
             register_now: Notify::new(),
             metrics,
@@ -371,6 +378,7 @@ impl Broker {
         admin.shutdown().await;
         namesrv_client.close().await;
         ctx.forwarder.close().await;
+        ctx.peer_client.close().await;
         raft_server.shutdown().await;
         transport.close().await;
         let store = Arc::clone(&ctx.store);

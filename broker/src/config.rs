@@ -19,6 +19,8 @@
 //! adminToken = "s3cret"                    # optional: Bearer token for admin POST/PUT/DELETE
 //! aclEnable = true                         # optional: plain ACL (RocketMQ's plain_acl.yml)
 //! aclFile = "/etc/raftmq/plain_acl.yml"    # default <storePathRootDir>/config/plain_acl.yml
+//! innerAccessKey = "groupPeers"            # an admin account of the ACL: signs this replica's calls
+//! innerSecretKey = "…"                     #   to its peers (masked in GET_BROKER_CONFIG)
 //!
 //! [[raftPeers]]
 //! id = 0

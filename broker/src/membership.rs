@@ -387,7 +387,7 @@ async fn tell_removed(ctx: &BrokerContext, addr: &str, id: u64) {
     };
     let request = RemotingCommand::request(RequestCode::RaftNodeRemoved).with_body(body);
     let timeout = Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS);
-    match ctx.forwarder.invoke(addr, request, timeout).await {
+    match ctx.peer_client.invoke(addr, request, timeout).await {
         Ok(r) if r.response_code() == ResponseCode::Success => info!(id, addr, "told the removed node"),
         Ok(r) => warn!(id, addr, code = r.code, remark = ?r.remark, "the removed node refused RAFT_NODE_REMOVED"),
         Err(e) => warn!(id, addr, error = %e, "cannot tell the removed node"),
@@ -487,7 +487,7 @@ async fn wait_ready_leader(ctx: &BrokerContext, id: u64, deadline: Instant) -> O
         let request = RemotingCommand::request(RequestCode::RaftGroupStatus);
         let timeout =
             Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS).min(deadline.saturating_duration_since(Instant::now()));
-        if let Ok(r) = ctx.forwarder.invoke(&addr, request, timeout).await
+        if let Ok(r) = ctx.peer_client.invoke(&addr, request, timeout).await
             && r.response_code() == ResponseCode::Success
             && let Ok(s) = GroupStatus::decode(&r.body)
             && s.node_id == id

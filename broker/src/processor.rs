@@ -107,8 +107,12 @@ pub struct BrokerContext {
     pub clients: ClientManager,
     /// STOREHOST (`brokerIP1:listenPort`).
     pub store_host: SocketAddr,
-    /// Client for requests a follower relays to the leader (signed with `innerAccessKey`).
+    /// Client for requests a follower relays to the leader: unsigned, so a relayed request keeps
+    /// its client's own `AccessKey` and `Signature` for the leader's ACL check.
     pub forwarder: RemotingClient,
+    /// Client for this replica's own calls to the group's other replicas (leadership transfer,
+    /// removal notices), signed with `innerAccessKey` when set.
+    pub peer_client: RemotingClient,
     /// The plain ACL every request is checked against (`aclEnable`).
     pub acl: Option<Arc<crate::acl::Acl>>,
     /// Wakes the NameServer registration task (topics changed).

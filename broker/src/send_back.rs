@@ -222,6 +222,21 @@ async fn send_back(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Rem
         // RocketMQ drops the message: the group asked for no retries.
         return Ok(RemotingCommand::success());
     }
+    // Under the plain ACL the request was allowed for its group and `originTopic`: the message it
+    // names by offset must be one of theirs, or send-back would copy any topic into a retry topic
+    // the caller may read.
+    if ctx.acl.is_some() {
+        let stored = look_message_by_offset(ctx, h.offset)?;
+        if !is_send_back_of(stored.topic(), h.origin_topic.as_deref(), &h.group) {
+            return Err(refuse(
+                ResponseCode::NoPermission,
+                format!(
+                    "the message at offset {} is not of topic {:?} nor of group {}",
+                    h.offset, h.origin_topic, h.group
+                ),
+            ));
+        }
+    }
     let store_timestamp = now_ms() as i64;
     let retry =
         ensure_topic(ctx, retry_topic_config(&h.group, group.retry_queue_nums, h.unit_mode == Some(true))).await?;
@@ -258,6 +273,12 @@ async fn send_back(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Rem
 }
 
 /// `lookMessageByOffset`: the committed record at `offset`, decoded.
+/// Whether a message stored in `stored_topic` may be sent back as `origin_topic` by `group`: it is
+/// in that topic, or it is a retry of the group.
+pub fn is_send_back_of(stored_topic: &str, origin_topic: Option<&str>, group: &str) -> bool {
+    origin_topic == Some(stored_topic) || group_of_retry_topic(stored_topic) == Some(group)
+}
+
 fn look_message_by_offset(ctx: &BrokerContext, offset: i64) -> Result<MessageExt, RemotingCommand> {
     let failed =
         |why: String| refuse(ResponseCode::SystemError, format!("look message by offset failed, {offset}: {why}"));
@@ -272,6 +293,15 @@ mod tests {
     use raftmq_common::message::validate::RMQ_SYS_SCHEDULE_TOPIC;
 
     use super::*;
+
+    #[test]
+    fn a_send_back_names_a_message_of_its_topic_or_its_groups_retries() {
+        assert!(is_send_back_of("Orders", Some("Orders"), "billing"));
+        assert!(is_send_back_of("%RETRY%billing", Some("Orders"), "billing"));
+        assert!(!is_send_back_of("Payroll", Some("Orders"), "billing"), "another topic's message");
+        assert!(!is_send_back_of("%RETRY%hr", Some("Orders"), "billing"), "another group's retry");
+        assert!(!is_send_back_of("Orders", None, "billing"));
+    }
 
     #[test]
     fn retry_or_dead_letter() {

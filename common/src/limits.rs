@@ -132,6 +132,8 @@ pub const CONSUMER_OFFSET_BATCH_MAX_COUNT: usize = 65_536;
 pub const ACL_FILE_POLL_INTERVAL_MS: u64 = 5_000;
 /// Largest `plain_acl.yml` the broker reads; a larger file is refused, not half-read.
 pub const ACL_FILE_SIZE_MAX_BYTES: u64 = 1 << 20;
+/// Deepest nesting of `plain_acl.yml` the broker accepts (RocketMQ's layout needs 4).
+pub const ACL_FILE_DEPTH_MAX_COUNT: usize = 16;
 
 // ---- Broker send path (group commit) ----
 

@@ -442,6 +442,7 @@ impl PushConsumerBuilder {
             .instance_name(instance.clone())
             .client_ip(ip)
             .route_poll_interval(self.route_config.poll_interval)
+            .credentials(self.credentials.as_deref().cloned())
             .build()?;
         let offset_store = match self.message_model {
             MessageModel::Clustering => OffsetStore::Remote(RemoteBrokerOffsetStore::new(client.clone())),

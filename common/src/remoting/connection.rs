@@ -17,6 +17,9 @@
 //!   [`CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT`] at a time; beyond that the peer gets SYSTEM_BUSY.
 //!   The reader never waits for a processor, so responses to our own requests always get through
 //!   (a processor may itself call the peer on this connection).
+//! - A connection made with credentials (`ConnectionSetup::credentials`, plain ACL) signs every
+//!   request it sends just before encoding it, after its opaque is set; a retried request is signed
+//!   again. Responses are never signed, and server connections have no credentials.
 //! - On close the writer flushes what is already queued (bounded by
 //!   [`CONNECTION_CLOSE_FLUSH_MAX_MS`]), so responses finished before a graceful shutdown are sent.
 

@@ -55,6 +55,7 @@ use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::remoting::RemotingClient;
 use raftmq_namesrv::NameServer;
 use raftmq_namesrv::NamesrvConfig;
+use rocketmq_client_rust::AclClientRPCHook;
 use rocketmq_client_rust::ClientRuntime;
 use rocketmq_client_rust::ClientRuntimeConfig;
 use rocketmq_client_rust::DefaultMQProducer;
@@ -63,6 +64,7 @@ use rocketmq_client_rust::LocalTransactionState;
 use rocketmq_client_rust::MQPushConsumer;
 use rocketmq_client_rust::TelemetryHandle;
 use rocketmq_client_rust::TransactionListener;
+use rocketmq_client_rust::SessionCredentials as TheirSessionCredentials;
 use rocketmq_client_rust::TransactionMQProducer;
 use rocketmq_model::common::consumer::consume_from_where::ConsumeFromWhere;
 use rocketmq_model::common::message::MessageTrait;
@@ -205,6 +207,16 @@ async fn cluster_with_topic(test: &str, topic: &str) -> Result<Group> {
 
 /// [`cluster_with_topic`] with every replica's config adjusted by `customize` first.
 async fn cluster_with_topic_and(test: &str, topic: &str, customize: impl FnMut(&mut BrokerConfig)) -> Result<Group> {
+    cluster_with_topic_as(test, topic, customize, None).await
+}
+
+/// [`cluster_with_topic_and`], creating the topic signed with `admin` (a broker with `aclEnable`).
+async fn cluster_with_topic_as(
+    test: &str,
+    topic: &str,
+    customize: impl FnMut(&mut BrokerConfig),
+    admin: Option<raftmq_client::SessionCredentials>,
+) -> Result<Group> {
     init_tracing();
     let group = Group::start_with(3, customize).await?;
     name_server(&group.namesrv_addr, format!("{test} namesrv"));
@@ -212,7 +224,7 @@ async fn cluster_with_topic_and(test: &str, topic: &str, customize: impl FnMut(&
         name_server(&group.addr(*id), format!("{test} broker node {id}"));
     }
     let leader = group.wait_leader(WAIT).await?;
-    let admin = Admin::new(&group.namesrv_addr)?;
+    let admin = Admin::with_credentials(&group.namesrv_addr, admin)?;
     let config = TopicConfig { read_queue_nums: QUEUE_COUNT, write_queue_nums: QUEUE_COUNT, ..TopicConfig::new(topic) };
     admin.create_topic(&group.addr(leader), &config).await?;
     let deadline = Instant::now() + WAIT;
@@ -311,10 +323,28 @@ impl TheirRuntime {
 }
 
 async fn their_producer(rt: &TheirRuntime, namesrv: &str, group: &str) -> Result<DefaultMQProducer> {
-    let mut producer = DefaultMQProducer::builder(rt.client.clone())
+    their_producer_signed(rt, namesrv, group, None).await
+}
+
+/// Their ACL hook (`AclClientRPCHook`) for an account.
+fn their_acl_hook(access_key: &str, secret_key: &str) -> Arc<AclClientRPCHook> {
+    Arc::new(AclClientRPCHook::new(TheirSessionCredentials::with_keys(access_key.to_owned(), secret_key.to_owned())))
+}
+
+/// [`their_producer`] signing with `hook`, as their ACL example sets it up.
+async fn their_producer_signed(
+    rt: &TheirRuntime,
+    namesrv: &str,
+    group: &str,
+    hook: Option<Arc<AclClientRPCHook>>,
+) -> Result<DefaultMQProducer> {
+    let mut builder = DefaultMQProducer::builder(rt.client.clone())
         .producer_group(group.to_owned())
-        .name_server_addr(namesrv.to_owned())
-        .build();
+        .name_server_addr(namesrv.to_owned());
+    if let Some(hook) = hook {
+        builder = builder.rpc_hook(hook);
+    }
+    let mut producer = builder.build();
     producer.start().await.map_err(|e| anyhow!("their producer start: {e}"))?;
     Ok(producer)
 }
@@ -357,11 +387,23 @@ async fn their_push_consumer(
     group: &str,
     topic: &str,
 ) -> Result<(DefaultMQPushConsumer, mpsc::UnboundedReceiver<(Vec<u8>, Seen)>)> {
+    their_push_consumer_signed(rt, namesrv, group, topic, None).await
+}
+
+/// [`their_push_consumer`] signing with `hook`.
+async fn their_push_consumer_signed(
+    rt: &TheirRuntime,
+    namesrv: &str,
+    group: &str,
+    topic: &str,
+    hook: Option<Arc<AclClientRPCHook>>,
+) -> Result<(DefaultMQPushConsumer, mpsc::UnboundedReceiver<(Vec<u8>, Seen)>)> {
     let (tx, rx) = mpsc::unbounded_channel();
     let mut consumer = DefaultMQPushConsumer::builder(rt.client.clone())
         .consumer_group(group.to_owned())
         .name_server_addr(namesrv.to_owned())
         .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .rpc_hook(hook.map(|h| h as _))
         .build();
     consumer.subscribe(topic, "*").await.map_err(|e| anyhow!("their subscribe: {e}"))?;
     consumer.register_message_listener_concurrently(
@@ -766,4 +808,77 @@ async fn t4_their_transaction_producer_commit_rollback_and_check() -> Result<()>
     outcome?;
     ensure!(refusals.is_empty(), "[t4] requests refused with REQUEST_CODE_NOT_SUPPORTED: {refusals:?}");
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// t5: their ACL hook (AclClientRPCHook) against a group with aclEnable.
+// ---------------------------------------------------------------------------------------------
+
+const T5_ACL: &str = r#"
+accounts:
+  - accessKey: interopAdmin
+    secretKey: interop-admin-secret
+    admin: true
+  - accessKey: interopProducer
+    secretKey: interop-producer-secret
+    defaultTopicPerm: DENY
+    defaultGroupPerm: DENY
+    topicPerms:
+      - InteropT5=PUB
+  - accessKey: interopConsumer
+    secretKey: interop-consumer-secret
+    defaultTopicPerm: DENY
+    defaultGroupPerm: DENY
+    topicPerms:
+      - InteropT5=SUB
+    groupPerms:
+      - interop_t5_consumer=SUB
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t5_their_signed_clients_against_plain_acl() -> Result<()> {
+    const TOPIC: &str = "InteropT5";
+    let dir = tempfile::tempdir()?;
+    let acl_file = dir.path().join("plain_acl.yml");
+    std::fs::write(&acl_file, T5_ACL)?;
+    let admin = raftmq_client::SessionCredentials::new("interopAdmin", "interop-admin-secret")?;
+    let group = cluster_with_topic_as(
+        "t5",
+        TOPIC,
+        |c| {
+            c.acl_enable = true;
+            c.acl_file = Some(acl_file.clone());
+        },
+        Some(admin),
+    )
+    .await?;
+    let rt = TheirRuntime::new("t5")?;
+
+    // Unsigned, their producer is refused; signed with the producer account, every send is stored.
+    let mut unsigned = their_producer(&rt, &group.namesrv_addr, "interop_t5_unsigned").await?;
+    let (body, _) = expected(TOPIC, 0);
+    let refused = unsigned.send_with_timeout(TheirMessage::builder().topic(TOPIC).body(body).build_unchecked(), SEND_TIMEOUT_MS).await;
+    ensure!(
+        !matches!(&refused, Ok(Some(r)) if r.send_status == SendStatus::SendOk),
+        "an unsigned send was stored: {refused:?}"
+    );
+    let refusal = format!("{refused:?}");
+    ensure!(refusal.contains("No accessKey is configured"), "refused for another reason: {refusal}");
+    unsigned.shutdown().await;
+    let hook = their_acl_hook("interopProducer", "interop-producer-secret");
+    let mut producer = their_producer_signed(&rt, &group.namesrv_addr, "interop_t5_producer", Some(hook)).await?;
+    their_send_all(&producer, TOPIC).await?;
+
+    // Their push consumer, signed with the consumer account, consumes all of it.
+    let hook = their_acl_hook("interopConsumer", "interop-consumer-secret");
+    let (mut consumer, mut rx) =
+        their_push_consumer_signed(&rt, &group.namesrv_addr, "interop_t5_consumer", TOPIC, Some(hook)).await?;
+    let outcome = expect_all(&mut rx, &all_expected(TOPIC), "t5").await;
+
+    consumer.shutdown().await;
+    producer.shutdown().await;
+    rt.shutdown().await;
+    print_refused("t5");
+    group.shutdown().await;
+    outcome
 }
