@@ -263,3 +263,67 @@ async fn t58_accounts_send_consume_and_administer_only_what_their_acl_grants() -
 
     cluster.shutdown().await.context("shutdown")
 }
+
+/// Starts a group of `n` under [`ACL`], with or without the inner account, and creates [`TOPIC`].
+async fn acl_group(n: u64, inner: bool, acl_file: std::path::PathBuf) -> Result<(Cluster, Admin)> {
+    let cluster = Cluster::start_with(n, move |c| {
+        c.acl_enable = true;
+        c.acl_file = Some(acl_file.clone());
+        if inner {
+            c.inner_access_key = Some("t58admin".into());
+            c.inner_secret_key = Some("t58-admin-secret".into());
+        }
+    })
+    .await?;
+    let leader = cluster.wait_leader(WAIT).await?;
+    let admin = Admin::with_credentials(&cluster.namesrv_addr, Some(creds("t58admin", "t58-admin-secret")))?;
+    let topic = TopicConfig { read_queue_nums: 2, write_queue_nums: 2, ..TopicConfig::new(TOPIC) };
+    admin.create_topic(&cluster.addr(leader), &topic).await?;
+    Ok((cluster, admin))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t58_a_group_under_acl_relays_its_clients_signatures_and_signs_its_own_calls() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let acl_file = dir.path().join("plain_acl.yml");
+    std::fs::write(&acl_file, ACL)?;
+    let (cluster, admin) = acl_group(3, true, acl_file.clone()).await?;
+    let leader = cluster.wait_leader(WAIT).await?;
+    admin.update_consumer_offset(&cluster.addr(leader), GROUP, TOPIC, 0, 7).await?;
+
+    // A follower relays QUERY_CONSUMER_OFFSET to the leader as it came: the consumer's own
+    // signature passes there, and an unsigned query is refused.
+    let follower = *cluster.configs.keys().find(|id| **id != leader).expect("3 nodes");
+    let consumer_admin =
+        Admin::with_credentials(&cluster.namesrv_addr, Some(creds("t58consumer", "t58-consumer-secret")))?;
+    let offset = consumer_admin.query_consumer_offset(&cluster.addr(follower), GROUP, TOPIC, 0).await?;
+    ensure!(offset == Some(7), "relayed query answered {offset:?}");
+    let unsigned = Admin::new(&cluster.namesrv_addr)?;
+    let e = unsigned.query_consumer_offset(&cluster.addr(follower), GROUP, TOPIC, 0).await.expect_err("unsigned");
+    ensure!(e.to_string().contains("No accessKey is configured"), "{e}");
+    // The producer account may not read the group's offsets.
+    let producer_admin =
+        Admin::with_credentials(&cluster.namesrv_addr, Some(creds("t58producer", "t58-producer-secret")))?;
+    let e = producer_admin.query_consumer_offset(&cluster.addr(leader), GROUP, TOPIC, 0).await.expect_err("no SUB");
+    ensure!(e.to_string().contains("No default permission for group:t58-group"), "{e}");
+
+    // A leadership transfer polls the new leader's status with the inner account, and only an
+    // admin may ask for one.
+    let broker_name = cluster.configs[&leader].broker_name.clone();
+    let e = consumer_admin.transfer_leader(&broker_name, Some(follower)).await.expect_err("not an admin");
+    ensure!(e.to_string().contains("Need admin permission"), "{e}");
+    let report = admin.transfer_leader(&broker_name, Some(follower)).await?;
+    ensure!(report.leader == Some(follower), "{report:?}");
+    cluster.shutdown().await?;
+
+    // Without the inner account the same transfer cannot confirm its new leader: the peers refuse
+    // the replica's own unsigned status calls (the boot warns about it).
+    let (cluster, admin) = acl_group(3, false, acl_file).await?;
+    let leader = cluster.wait_leader(WAIT).await?;
+    let follower = *cluster.configs.keys().find(|id| **id != leader).expect("3 nodes");
+    let broker_name = cluster.configs[&leader].broker_name.clone();
+    let outcome = admin.transfer_leader(&broker_name, Some(follower)).await;
+    let e = outcome.expect_err("a transfer confirmed without the inner account");
+    ensure!(e.to_string().contains(&format!("leadership did not move to node {follower}")), "{e}");
+    cluster.shutdown().await.context("shutdown")
+}
