@@ -48,6 +48,25 @@ pub struct DevArgs {
     /// The broker group's name (`brokerName`).
     #[arg(long, default_value = "broker-a")]
     pub broker_name: String,
+
+    /// Check every request against this plain ACL file (RocketMQ's `plain_acl.yml`; `aclEnable`).
+    #[arg(long, value_name = "FILE")]
+    pub acl_file: Option<PathBuf>,
+
+    /// The admin account of the ACL file the replicas sign their calls to each other with
+    /// (`innerAccessKey`); needs `--inner-secret-key`.
+    #[arg(long, value_name = "KEY", requires = "inner_secret_key")]
+    pub inner_access_key: Option<String>,
+
+    /// Secret of `--inner-access-key` (`innerSecretKey`).
+    #[arg(
+        long,
+        value_name = "SECRET",
+        env = "RAFTMQ_INNER_SECRET_KEY",
+        hide_env_values = true,
+        requires = "inner_access_key"
+    )]
+    pub inner_secret_key: Option<String>,
 }
 
 fn parse_group_size(s: &str) -> Result<u64, String> {
@@ -84,6 +103,10 @@ pub fn broker_configs(args: &DevArgs, namesrv_addr: &str) -> Result<Vec<BrokerCo
             // A development cluster serves every subscription a client may try (RocketMQ's
             // default is off; production configs opt in).
             enable_property_filter: true,
+            acl_enable: args.acl_file.is_some(),
+            acl_file: args.acl_file.clone(),
+            inner_access_key: args.inner_access_key.clone(),
+            inner_secret_key: args.inner_secret_key.clone(),
             ..BrokerConfig::default()
         });
     }
@@ -184,6 +207,12 @@ fn print_banner(args: &DevArgs, namesrv_addr: &str, configs: &[BrokerConfig], le
             c.admin_port
         );
     }
+    if let Some(file) = &args.acl_file {
+        println!(
+            "  plain ACL     {} (sign with --accessKey/--secretKey or RAFTMQ_ACCESS_KEY/RAFTMQ_SECRET_KEY)",
+            file.display()
+        );
+    }
     println!();
     println!("Try it (another terminal):");
     println!("  raftmq admin updateTopic -n {namesrv_addr} -c DefaultCluster -t TopicTest");
@@ -208,6 +237,9 @@ mod tests {
             raft_port: 40911,
             admin_port: 8080,
             broker_name: "broker-a".into(),
+            acl_file: None,
+            inner_access_key: None,
+            inner_secret_key: None,
         };
         let configs = broker_configs(&args, "127.0.0.1:9876").unwrap();
         assert_eq!(configs.iter().map(|c| c.listen_port).collect::<Vec<_>>(), [10911, 10921, 10931]);
@@ -216,6 +248,17 @@ mod tests {
         assert_eq!(configs[1].store_path_root_dir, PathBuf::from("d/broker-a/n1"));
         for c in &configs {
             c.validate().expect("every dev config is valid");
+        }
+        assert!(configs.iter().all(|c| !c.acl_enable), "no ACL unless asked");
+        let acl = DevArgs {
+            acl_file: Some(PathBuf::from("acl.yml")),
+            inner_access_key: Some("groupPeers".into()),
+            inner_secret_key: Some("peer-secret".into()),
+            ..args
+        };
+        for c in broker_configs(&acl, "127.0.0.1:9876").unwrap() {
+            assert!(c.acl_enable && c.acl_file_path() == PathBuf::from("acl.yml"));
+            assert_eq!(c.inner_credentials().unwrap().map(|k| k.access_key().to_owned()), Some("groupPeers".into()));
         }
         assert!(parse_group_size("2").is_err());
         assert_eq!(parse_group_size("1"), Ok(1));

@@ -115,8 +115,15 @@ fn signed_values(fields: &ExtFields, with_unique_flag: bool) -> Vec<&FieldStr> {
         .iter()
         .filter(|(k, _)| k.as_str() != SIGNATURE && (with_unique_flag || k.as_str() != UNIQUE_MSG_QUERY_FLAG))
         .collect();
-    // Java compares strings by UTF-16 code unit; UTF-8 byte order differs above U+FFFF only.
-    signed.sort_by(|(a, _), (b, _)| a.encode_utf16().cmp(b.encode_utf16()));
+    // Java compares strings by UTF-16 code unit; UTF-8 byte order differs above U+FFFF only, so
+    // the usual ASCII keys compare as bytes.
+    signed.sort_by(|(a, _), (b, _)| {
+        if a.is_ascii() && b.is_ascii() {
+            a.as_bytes().cmp(b.as_bytes())
+        } else {
+            a.encode_utf16().cmp(b.encode_utf16())
+        }
+    });
     signed.into_iter().map(|(_, v)| v).collect()
 }
 
