@@ -117,6 +117,25 @@ async fn t55_topic_and_consumer_progress_and_connections_are_reported() -> Resul
     let one_topic = admin.consume_stats(&addr, CONSUMERS, Some(TOPIC)).await?;
     ensure!(one_topic.offset_table.keys().all(|mq| mq.topic == TOPIC) && one_topic.offset_table.len() == 2);
 
+    // QUERY_CONSUME_TIME_SPAN: the group is caught up, so it last consumed each queue's last message
+    // and nothing waits; a group without offsets stands at each queue's first message.
+    let spans = admin.consume_time_span(&addr, TOPIC, CONSUMERS).await?;
+    ensure!(spans.len() == 2, "{spans:?}");
+    for span in &spans {
+        let last = stats.offset_table.get(&span.message_queue).map(|o| o.last_update_timestamp).context("a queue")?;
+        if last > 0 {
+            ensure!(span.max_time_stamp == last && span.consume_time_stamp == last, "{span:?}, last {last}");
+            ensure!(0 < span.min_time_stamp && span.min_time_stamp <= last, "{span:?}");
+        } else {
+            ensure!(span.max_time_stamp == -1 && span.min_time_stamp == -1, "an empty queue: {span:?}");
+        }
+        ensure!(span.delay_time == 0, "caught up: {span:?}");
+    }
+    let fresh = admin.consume_time_span(&addr, TOPIC, "t55-no-offsets").await?;
+    ensure!(fresh.iter().all(|s| s.consume_time_stamp == s.min_time_stamp && s.delay_time == 0), "{fresh:?}");
+    let e = admin.consume_time_span(&addr, "T55_NO_SUCH_TOPIC", CONSUMERS).await.expect_err("no topic");
+    ensure!(e.to_string().contains("not exist"), "{e}");
+
     // GET_BROKER_CONSUME_STATS (`mqadmin brokerConsumeStats`): every group's progress on the broker.
     let all = admin.broker_consume_stats(&addr, false).await?;
     ensure!(all.broker_addr == addr, "{all:?}");

@@ -46,6 +46,8 @@ use raftmq_common::protocol::body::connection::ProducerConnection;
 use raftmq_common::protocol::body::consume_directly::ConsumeMessageDirectlyResult;
 use raftmq_common::protocol::body::consume_stats::ConsumeStats;
 use raftmq_common::protocol::body::consume_stats::ConsumeStatsList;
+use raftmq_common::protocol::body::consume_time_span::QueryConsumeTimeSpanBody;
+use raftmq_common::protocol::body::consume_time_span::QueueTimeSpan;
 use raftmq_common::protocol::body::consumer_offset::ConsumerOffsetSerializeWrapper;
 use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
 use raftmq_common::protocol::body::group_list::GroupList;
@@ -76,6 +78,7 @@ use raftmq_common::protocol::header::admin::GetConsumerConnectionListRequestHead
 use raftmq_common::protocol::header::admin::GetConsumerRunningInfoRequestHeader;
 use raftmq_common::protocol::header::admin::GetProducerConnectionListRequestHeader;
 use raftmq_common::protocol::header::admin::GetTopicStatsInfoRequestHeader;
+use raftmq_common::protocol::header::admin::QueryConsumeTimeSpanRequestHeader;
 use raftmq_common::protocol::header::admin::QueryTopicConsumeByWhoRequestHeader;
 use raftmq_common::protocol::header::admin::ResetOffsetRequestHeader;
 use raftmq_common::protocol::header::admin::ViewBrokerStatsDataRequestHeader;
@@ -448,6 +451,17 @@ impl Admin {
         let request = RemotingCommand::request_with_header(RequestCode::QueryTopicConsumeByWho, &header);
         let response = self.broker_call(op, addr, request).await.map_err(|e| e.with_context("topic", topic))?;
         decode_body::<GroupList>(op, &response).map(|body| body.group_list)
+    }
+
+    /// Per queue of `topic` on the broker at `addr`: the store times of its first and last message,
+    /// of the last one `group` consumed, and how long the next has waited (QUERY_CONSUME_TIME_SPAN,
+    /// `queryConsumeTimeSpan`).
+    pub async fn consume_time_span(&self, addr: &str, topic: &str, group: &str) -> Result<Vec<QueueTimeSpan>> {
+        let op = "queryConsumeTimeSpan";
+        let header = QueryConsumeTimeSpanRequestHeader { topic: topic.to_owned(), group: group.to_owned() };
+        let request = RemotingCommand::request_with_header(RequestCode::QueryConsumeTimeSpan, &header);
+        let response = self.broker_call(op, addr, request).await.map_err(|e| e.with_context("topic", topic))?;
+        decode_body::<QueryConsumeTimeSpanBody>(op, &response).map(|body| body.consume_time_span_set)
     }
 
     /// A consumer group's progress on the broker at `addr`, one topic or all (`consumerProgress`,

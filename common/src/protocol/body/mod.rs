@@ -14,6 +14,7 @@ pub mod broker_stats;
 pub mod connection;
 pub mod consume_directly;
 pub mod consume_stats;
+pub mod consume_time_span;
 pub mod consumer_list;
 pub mod consumer_offset;
 pub mod consumer_running_info;
