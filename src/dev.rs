@@ -257,7 +257,7 @@ mod tests {
             ..args
         };
         for c in broker_configs(&acl, "127.0.0.1:9876").unwrap() {
-            assert!(c.acl_enable && c.acl_file_path() == PathBuf::from("acl.yml"));
+            assert!(c.acl_enable && c.acl_file_path() == std::path::Path::new("acl.yml"));
             assert_eq!(c.inner_credentials().unwrap().map(|k| k.access_key().to_owned()), Some("groupPeers".into()));
         }
         assert!(parse_group_size("2").is_err());
