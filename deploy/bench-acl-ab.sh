@@ -17,6 +17,7 @@ ns=127.0.0.1:19876
 . "$(dirname "$0")/dev-up.sh"
 
 acl=$(mktemp /tmp/raftmq-bench.acl.XXXXXX)
+trap 'rm -f "$acl"' EXIT
 cat >"$acl" <<'YML'
 accounts:
   - accessKey: benchAdmin
@@ -48,11 +49,12 @@ measure() { # MODE DATA [ADMIN_FLAGS...] -- [PRODUCER_FLAGS...]
     while [ "$1" != -- ]; do a+=("$1"); shift; done
     shift
     p=("$@")
-    "$bin" admin updateTopic -n $ns -c DefaultCluster -t BenchTopic -r 8 -w 8 "${a[@]}" >/dev/null
+    # `${x[@]+"${x[@]}"}`: an empty array under `set -u` on bash before 4.4.
+    "$bin" admin updateTopic -n $ns -c DefaultCluster -t BenchTopic -r 8 -w 8 ${a[@]+"${a[@]}"} >/dev/null
     local b0 b1 m0 m1 t0 t1
     b0=$(awk '{print $14+$15}' "/proc/$dev/stat"); m0=$(busy); t0=$(date +%s.%N)
     "$bin" bench produce -n $ns -t BenchTopic --duration "$duration" --size 1024 --concurrency 256 --mode sync \
-        --json "${p[@]}" 2>/dev/null >"$data/bench.json"
+        --json ${p[@]+"${p[@]}"} 2>/dev/null >"$data/bench.json"
     b1=$(awk '{print $14+$15}' "/proc/$dev/stat"); m1=$(busy); t1=$(date +%s.%N)
     python3 - "$data/bench.json" "$mode" "$t0" "$t1" "$b0" "$b1" "$m0" "$m1" <<'PY'
 import json, sys
@@ -69,4 +71,3 @@ for _ in $(seq 1 "$rounds"); do
     run off
     run on
 done
-rm -f "$acl"

@@ -18,7 +18,9 @@
 //! RPC hook answers (a oneway request gets no answer). [`resources`] follows Java 4.9.8 and is
 //! stricter in a few places, each marked there: batch sends, sends to a retry topic, send-backs,
 //! offset queries and queue locks; our Raft membership codes and the offset-moving admin codes need
-//! `admin`. As in Java, VIEW_MESSAGE_BY_ID and END_TRANSACTION need only a valid signature. A keyed
+//! `admin`. As in Java, the other codes need only a valid signature: among them VIEW_MESSAGE_BY_ID
+//! and END_TRANSACTION, the monitoring reads (GET_ALL_CONSUMER_OFFSET, GET_CONSUME_STATS, ...) and
+//! the calls relayed to a group's clients (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY). A keyed
 //! QUERY_MESSAGE verifies whether or not its client signed `_UNIQUE_KEY_QUERY`.
 //!
 //! The file (RocketMQ's layout, one file): `globalWhiteRemoteAddresses`, and `accounts` with
@@ -34,7 +36,11 @@
 //!   (logged once), never an open broker.
 //! - The check runs in `BrokerProcessor::process` before any header is decoded, for every served
 //!   code, oneway included. It reads the request only; a follower relays a request unchanged (its
-//!   relay client signs nothing), so the leader checks the client's own signature.
+//!   relay client signs nothing), so the leader checks the client's own signature. A client
+//!   admitted by its address alone is checked by the leader against the follower's address, so
+//!   its relayed QUERY_CONSUMER_OFFSET needs a signature.
+//! - The admin HTTP port is not a way around it: under `aclEnable` every `/api/v1/` call needs
+//!   `adminToken` (and the API is closed without one), see `crate::http`.
 //! - Signatures are compared in constant time, an empty one never matches, and secret keys never
 //!   reach a log or an error.
 
@@ -58,7 +64,10 @@ use raftmq_common::protocol::acl::UNIQUE_MSG_QUERY_FLAG;
 use raftmq_common::protocol::acl::signature_of;
 use raftmq_common::protocol::acl::signatures_match;
 use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::decode_lenient;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
+use raftmq_common::protocol::body::lock_batch::LockBatchRequestBody;
+use raftmq_common::protocol::body::lock_batch::UnlockBatchRequestBody;
 use tokio_util::sync::CancellationToken;
 
 /// Permission bits (`org.apache.rocketmq.acl.common.Permission`).
@@ -635,10 +644,15 @@ pub fn resources(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, AclDe
             topic(&mut out, field("topic"), perm::SUB);
         }
         // Stricter than Java: a queue lock is the group's.
-        RequestCode::LockBatchMq | RequestCode::UnlockBatchMq => {
-            let value: serde_json::Value = serde_json::from_slice(&request.body)
+        RequestCode::LockBatchMq => {
+            let body: LockBatchRequestBody = decode_lenient(&request.body, LockBatchRequestBody::NAME)
                 .map_err(|e| AclDenied(format!("the lock body does not decode: {e}")))?;
-            group(&mut out, value.get("consumerGroup").and_then(|g| g.as_str()), perm::SUB);
+            group(&mut out, Some(&body.consumer_group), perm::SUB);
+        }
+        RequestCode::UnlockBatchMq => {
+            let body: UnlockBatchRequestBody = decode_lenient(&request.body, UnlockBatchRequestBody::NAME)
+                .map_err(|e| AclDenied(format!("the unlock body does not decode: {e}")))?;
+            group(&mut out, Some(&body.consumer_group), perm::SUB);
         }
         _ => {}
     }
@@ -989,6 +1003,34 @@ accounts:
         let mut changed = by_client;
         changed.ext_fields.insert(FieldStr::from("key"), FieldStr::from("k2"));
         assert!(c.check(&changed, ip(OUTSIDE)).is_err());
+    }
+
+    #[test]
+    fn queue_locks_and_offset_queries_name_their_group() {
+        let lock = RemotingCommand::request(RequestCode::LockBatchMq)
+            .with_body(bytes::Bytes::from_static(br#"{"clientId":"c","consumerGroup":"groupA","mqSet":[]}"#));
+        assert_eq!(resources(&lock).unwrap(), vec![(Resource::Group("groupA".into()), perm::SUB)]);
+        let unlock = RemotingCommand::request(RequestCode::UnlockBatchMq).with_body(bytes::Bytes::from_static(b"{}"));
+        assert_eq!(
+            resources(&unlock).unwrap(),
+            vec![(Resource::Group(String::new()), perm::SUB)],
+            "no group is group \"\""
+        );
+        let garbage = RemotingCommand::request(RequestCode::LockBatchMq).with_body(bytes::Bytes::from_static(b"["));
+        assert!(resources(&garbage).unwrap_err().0.contains("lock body"));
+        let mut query = RemotingCommand::request(RequestCode::QueryConsumerOffset);
+        query.ext_fields.insert(FieldStr::from("consumerGroup"), FieldStr::from("groupB"));
+        query.ext_fields.insert(FieldStr::from("topic"), FieldStr::from("topicC"));
+        assert_eq!(
+            resources(&query).unwrap(),
+            vec![(Resource::Group("groupB".into()), perm::SUB), (Resource::Topic("topicC".into()), perm::SUB)]
+        );
+        let mut back = RemotingCommand::request(RequestCode::ConsumerSendMsgBack);
+        back.ext_fields.insert(FieldStr::from("group"), FieldStr::from("groupB"));
+        back.ext_fields.insert(FieldStr::from("originTopic"), FieldStr::from("topicA"));
+        let c = config();
+        let back = signed(back, "RocketMQ", "12345678");
+        assert_eq!(c.check(&back, ip(OUTSIDE)).unwrap_err().0, "No default permission for topic:topicA");
     }
 
     #[test]

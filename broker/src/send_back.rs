@@ -211,6 +211,17 @@ async fn send_back(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Rem
     if let Some(ratio) = ctx.store.disk_full() {
         return Err(refuse(ResponseCode::ServiceNotAvailable, crate::retention::disk_full_remark(ratio)));
     }
+    // Read before anything is created, so a bad offset or a refused message leaves nothing behind.
+    let original = look_message_by_offset(ctx, h.offset)?;
+    // Under the plain ACL the request was allowed for its group and `originTopic`: the message it
+    // names by offset must be one of theirs, or send-back would copy any topic into a retry topic
+    // the caller may read.
+    if ctx.acl.is_some() && !is_send_back_of(original.topic(), h.origin_topic.as_deref(), &h.group) {
+        return Err(refuse(
+            ResponseCode::NoPermission,
+            format!("the message at offset {} is not of topic {:?} nor of group {}", h.offset, h.origin_topic, h.group),
+        ));
+    }
     let group = find_group(ctx, &h.group).await?;
     if !perm::is_writeable(ctx.live.read(|c| c.broker_permission)) {
         return Err(refuse(
@@ -222,21 +233,6 @@ async fn send_back(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Rem
         // RocketMQ drops the message: the group asked for no retries.
         return Ok(RemotingCommand::success());
     }
-    // Under the plain ACL the request was allowed for its group and `originTopic`: the message it
-    // names by offset must be one of theirs, or send-back would copy any topic into a retry topic
-    // the caller may read.
-    if ctx.acl.is_some() {
-        let stored = look_message_by_offset(ctx, h.offset)?;
-        if !is_send_back_of(stored.topic(), h.origin_topic.as_deref(), &h.group) {
-            return Err(refuse(
-                ResponseCode::NoPermission,
-                format!(
-                    "the message at offset {} is not of topic {:?} nor of group {}",
-                    h.offset, h.origin_topic, h.group
-                ),
-            ));
-        }
-    }
     let store_timestamp = now_ms() as i64;
     let retry =
         ensure_topic(ctx, retry_topic_config(&h.group, group.retry_queue_nums, h.unit_mode == Some(true))).await?;
@@ -246,7 +242,6 @@ async fn send_back(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Rem
             format!("the topic[{}] sending message is forbidden", retry.topic_name),
         ));
     }
-    let original = look_message_by_offset(ctx, h.offset)?;
     let max = h.max_reconsume_times.unwrap_or(group.retry_max_times);
     let target = decide_send_back(original.reconsume_times, max, h.delay_level);
     let (topic, queues) = match target {
@@ -272,13 +267,13 @@ async fn send_back(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Rem
     Ok(RemotingCommand::success())
 }
 
-/// `lookMessageByOffset`: the committed record at `offset`, decoded.
 /// Whether a message stored in `stored_topic` may be sent back as `origin_topic` by `group`: it is
 /// in that topic, or it is a retry of the group.
 pub fn is_send_back_of(stored_topic: &str, origin_topic: Option<&str>, group: &str) -> bool {
     origin_topic == Some(stored_topic) || group_of_retry_topic(stored_topic) == Some(group)
 }
 
+/// `lookMessageByOffset`: the committed record at `offset`, decoded.
 fn look_message_by_offset(ctx: &BrokerContext, offset: i64) -> Result<MessageExt, RemotingCommand> {
     let failed =
         |why: String| refuse(ResponseCode::SystemError, format!("look message by offset failed, {offset}: {why}"));

@@ -149,9 +149,22 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// Mutations (anything but GET/HEAD): the bearer token when `adminToken` is set, then not draining.
+/// Under the plain ACL (`aclEnable`) every `/api/v1/` call needs the token, reads included (they
+/// show message bodies and offsets), and without an `adminToken` the API is closed: the ACL
+/// guards the remoting port, and this port must not be a way around it.
 async fn gate_mutations(State(ctx): State<Shared>, request: Request, next: Next) -> Response {
-    if matches!(*request.method(), Method::GET | Method::HEAD) {
+    let acl_guarded = ctx.acl.is_some() && request.uri().path().starts_with("/api/v1/");
+    let read = matches!(*request.method(), Method::GET | Method::HEAD);
+    if read && !acl_guarded {
         return next.run(request).await;
+    }
+    if acl_guarded && ctx.config.admin_token.is_none() {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            code::UNAUTHORIZED,
+            "the plain ACL is on (aclEnable): set adminToken to use the admin API",
+        )
+        .into_response();
     }
     if let Some(token) = &ctx.config.admin_token {
         let given = request.headers().get(AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| {
@@ -173,7 +186,7 @@ async fn gate_mutations(State(ctx): State<Shared>, request: Request, next: Next)
             }
         }
     }
-    if ctx.draining.load(Ordering::Acquire) {
+    if !read && ctx.draining.load(Ordering::Acquire) {
         return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code::NOT_READY, "the broker is shutting down")
             .into_response();
     }
