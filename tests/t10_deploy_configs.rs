@@ -1,7 +1,8 @@
 //! The shipped deployment stays loadable: every `deploy/*.toml` is a valid NameServer or broker config,
 //! the broker replicas describe one and the same Raft group (each its own member, addresses agreeing
 //! with `brokerIP1:listenPort`), and `docker-compose.yml` starts each config it ships at the address
-//! that config advertises.
+//! that config advertises. The sample `deploy/plain_acl.yml` parses and names an admin account for the
+//! replicas.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -73,5 +74,16 @@ fn compose_starts_every_shipped_config_at_its_address() -> Result<()> {
         .and_then(|(_, c)| c.namesrv_addr.rsplit_once(':').map(|(h, _)| h.to_owned()))
         .context("namesrvAddr")?;
     ensure!(compose.contains(&format!("ipv4_address: {namesrv_ip} ")), "no service at namesrvAddr {namesrv_ip}");
+    Ok(())
+}
+
+#[test]
+fn the_sample_acl_file_loads_and_names_an_admin_for_the_replicas() -> Result<()> {
+    let text = std::fs::read_to_string(root().join("deploy/plain_acl.yml"))?;
+    let acl = raftmq_broker::acl::AclConfig::parse_yaml(&text)?;
+    let peers = acl.accounts.get("groupPeers").context("the replicas' account")?;
+    ensure!(peers.admin, "innerAccessKey must be an admin account");
+    let orders = acl.accounts.get("orderService").context("a service account")?;
+    ensure!(!orders.admin && orders.perms.as_ref().is_some_and(|p| p.len() == 3), "{orders:?}");
     Ok(())
 }
