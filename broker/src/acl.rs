@@ -56,6 +56,7 @@ use raftmq_common::limits::ACL_FILE_DEPTH_MAX_COUNT;
 use raftmq_common::limits::ACL_FILE_POLL_INTERVAL_MS;
 use raftmq_common::limits::ACL_FILE_SIZE_MAX_BYTES;
 use raftmq_common::message::validate::RETRY_GROUP_TOPIC_PREFIX;
+use raftmq_common::message::validate::RMQ_SYS_TRACE_TOPIC as TRACE_TOPIC;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::acl::ACCESS_KEY;
@@ -122,9 +123,6 @@ pub const ADMIN_CODES: &[RequestCode] = &[
     RequestCode::CloneGroupOffset,
 ];
 
-/// The message trace topic (`TopicValidator.RMQ_SYS_TRACE_TOPIC`).
-pub const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
-
 /// What a request touches: a topic, or a consumer group.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Resource {
@@ -187,11 +185,13 @@ impl AddressPattern {
         if text == "*" || text == "*.*.*.*" || text == "*:*:*:*:*:*:*:*" {
             return Ok(Some(AddressPattern::Any));
         }
+        // Canonical forms, as peers are compared: `::ffff:10.0.0.1` is 10.0.0.1.
         if let Ok(ip) = text.parse::<IpAddr>() {
-            return Ok(Some(AddressPattern::Exact(ip)));
+            return Ok(Some(AddressPattern::Exact(ip.to_canonical())));
         }
         if text.contains(',') && !text.ends_with('}') {
-            let ips: Result<Vec<IpAddr>, _> = text.split(',').map(|p| p.trim().parse::<IpAddr>()).collect();
+            let ips: Result<Vec<IpAddr>, _> =
+                text.split(',').map(|p| p.trim().parse::<IpAddr>().map(|ip| ip.to_canonical())).collect();
             return ips
                 .map(|ips| Some(AddressPattern::List(ips)))
                 .map_err(|_| format!("'{text}' is not a list of addresses (1.1.1.1,2.2.2.2)"));
@@ -233,10 +233,7 @@ impl AddressPattern {
 
     /// Whether `ip` matches.
     pub fn matches(&self, ip: IpAddr) -> bool {
-        let ip = match ip {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
-            v4 => v4,
-        };
+        let ip = ip.to_canonical();
         match (self, ip) {
             (AddressPattern::Any, _) => true,
             (AddressPattern::Exact(want), got) => *want == got,
@@ -671,7 +668,7 @@ pub struct Acl {
 impl Acl {
     /// Loads `path`; an unreadable or invalid file is an error (the broker does not start open).
     pub fn load(path: &Path) -> Result<Self, AclConfigError> {
-        let (config, seen) = read_file(path)?;
+        let (config, seen, _) = read_file(path)?;
         Ok(Acl { path: path.to_owned(), config: RwLock::new(Arc::new(config)), seen: RwLock::new(seen) })
     }
 
@@ -685,11 +682,6 @@ impl Acl {
         self.current().check(request, peer)
     }
 
-    /// The file the config comes from.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Re-reads the file when its length or modification time changed. Returns whether a new
     /// config took effect. A file that is gone, empty (caught in the middle of a rewrite) or no
     /// longer parses keeps the old config, logged once per change of the file.
@@ -698,12 +690,13 @@ impl Acl {
         if now == *self.seen.read().unwrap_or_else(|p| p.into_inner()) {
             return false;
         }
-        let read = read_file(&self.path).and_then(|(config, seen)| match seen {
-            Some((0, _)) => Err(AclConfigError(format!(
-                "{} is empty (write it whole, by a rename, to change it)",
+        let read = read_file(&self.path).and_then(|(config, seen, blank)| match blank {
+            // A blank file (emptied, or caught mid-write) would lock every client out.
+            true => Err(AclConfigError(format!(
+                "{} is blank (write it whole, by a rename, to change it)",
                 self.path.display()
             ))),
-            _ => Ok((config, seen)),
+            false => Ok((config, seen)),
         });
         match read {
             Ok((config, seen)) => {
@@ -744,12 +737,16 @@ impl Acl {
     }
 }
 
-fn file_stamp(path: &Path) -> Option<(u64, std::time::SystemTime)> {
+/// A file's length and modification time: what tells a changed ACL file.
+type FileStamp = (u64, std::time::SystemTime);
+
+fn file_stamp(path: &Path) -> Option<FileStamp> {
     let meta = std::fs::metadata(path).ok()?;
     Some((meta.len(), meta.modified().ok()?))
 }
 
-fn read_file(path: &Path) -> Result<(AclConfig, Option<(u64, std::time::SystemTime)>), AclConfigError> {
+/// The config in `path`, the file's stamp, and whether it holds no document (blank or comments).
+fn read_file(path: &Path) -> Result<(AclConfig, Option<FileStamp>, bool), AclConfigError> {
     let stamp = file_stamp(path);
     let len = std::fs::metadata(path).map_err(|e| AclConfigError(format!("{}: {e}", path.display())))?.len();
     if len > ACL_FILE_SIZE_MAX_BYTES {
@@ -768,8 +765,9 @@ fn read_file(path: &Path) -> Result<(AclConfig, Option<(u64, std::time::SystemTi
     if text.len() as u64 > ACL_FILE_SIZE_MAX_BYTES {
         return Err(AclConfigError(format!("{} grew past {ACL_FILE_SIZE_MAX_BYTES} bytes", path.display())));
     }
+    let blank = matches!(parse_tree(&text), Ok(None));
     let config = AclConfig::parse_yaml(&text).map_err(|e| AclConfigError(format!("{}: {}", path.display(), e.0)))?;
-    Ok((config, stamp))
+    Ok((config, stamp, blank))
 }
 
 #[cfg(test)]
@@ -904,6 +902,7 @@ accounts:
         assert!(p("192.168.1.10-20").matches(ip("192.168.1.20")) && !p("192.168.1.10-20").matches(ip("192.168.1.21")));
         assert!(p("192.168.0.{1,2}").matches(ip("192.168.0.2")) && !p("192.168.0.{1,2}").matches(ip("192.168.0.3")));
         assert!(p("127.0.0.1").matches(ip("::ffff:127.0.0.1")), "IPv4-mapped peers match IPv4 patterns");
+        assert!(p("::ffff:10.0.0.1").matches(ip("10.0.0.1")), "and IPv4-mapped patterns IPv4 peers");
         assert!(p("::1").matches(ip("::1")) && !p("::1").matches(ip("127.0.0.1")));
         assert_eq!(AddressPattern::parse("  ").unwrap(), None);
         for bad in ["192.*.1.1", "1.2.3", "1.2.3.20-10", "1.2.{3}.4", "a.b.c.d"] {
@@ -1082,6 +1081,8 @@ accounts:
         assert!(acl.current().accounts.contains_key("newcomer"), "the previous config stays in force");
         std::fs::write(&path, "").unwrap();
         assert!(!acl.reload_if_changed(), "an empty file is a rewrite in progress, not a config");
+        std::fs::write(&path, "\n# only a comment\n").unwrap();
+        assert!(!acl.reload_if_changed(), "so is a blank one");
         assert!(acl.current().accounts.contains_key("newcomer"));
         std::fs::remove_file(&path).unwrap();
         assert!(!acl.reload_if_changed());

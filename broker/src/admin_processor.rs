@@ -390,14 +390,16 @@ pub fn consume_time_span(ctx: &BrokerContext, request: &RemotingCommand) -> Resu
     };
     let mut body = QueryConsumeTimeSpanBody::default();
     for queue_id in 0..queues.max(0) {
-        let max = i64::try_from(ctx.store.queue_offsets(&h.topic, queue_id).1).unwrap_or(i64::MAX);
+        let (min, max) = ctx.store.queue_offsets(&h.topic, queue_id);
+        let (min, max) = (i64::try_from(min).unwrap_or(i64::MAX), i64::try_from(max).unwrap_or(i64::MAX));
         let min_time_stamp = earliest_store_time(&ctx.store, &h.topic, queue_id);
         let consumer_offset = committed.get(&queue_id).copied().unwrap_or(-1);
         let consume_time_stamp =
             if consumer_offset > 0 { time_at(queue_id, consumer_offset - 1) } else { min_time_stamp };
         // Java measures from the next message; for a group with no offset it reads the store time of
-        // offset -1 (-1) and reports now + 1. No message to wait on is 0 here.
-        let delay_time = match time_at(queue_id, consumer_offset) {
+        // offset -1 (-1) and reports now + 1. Here such a group, and one behind the retention
+        // boundary, waits on the oldest message still stored; no message to wait on is 0.
+        let delay_time = match time_at(queue_id, consumer_offset.max(min)) {
             next if consumer_offset < max && next > 0 => now.saturating_sub(next),
             _ => 0,
         };

@@ -16,7 +16,7 @@
 //! storePathRootDir = "/data/store"
 //! raftSelfId = 0
 //! adminPort = 8080                         # /livez, /readyz, /metrics, admin API (0: ephemeral)
-//! adminToken = "s3cret"                    # optional: Bearer token for admin POST/PUT/DELETE
+//! adminToken = "s3cret"                    # optional: Bearer token for admin POST/PUT/DELETE (every /api/v1/ call under aclEnable)
 //! aclEnable = true                         # optional: plain ACL (RocketMQ's plain_acl.yml)
 //! aclFile = "/etc/raftmq/plain_acl.yml"    # default <storePathRootDir>/config/plain_acl.yml
 //! innerAccessKey = "groupPeers"            # an admin account of the ACL: signs this replica's calls
@@ -190,7 +190,9 @@ pub struct BrokerConfig {
     pub enable_property_filter: bool,
     /// Admin HTTP port (default 8080; 0 binds an ephemeral port, see `Broker::admin_addr`).
     pub admin_port: u16,
-    /// Bearer token the admin HTTP API requires of POST/PUT/DELETE (default none: open; GETs always are).
+    /// Bearer token the admin HTTP API requires of POST/PUT/DELETE (default none: open; GETs are
+    /// open too, except under `aclEnable`, where every `/api/v1/` call needs it and the API is
+    /// closed without one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub admin_token: Option<String>,
     /// Check every remoting request against the plain ACL (`aclEnable`, default false): accounts

@@ -269,7 +269,7 @@ async fn send_back(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Rem
 
 /// Whether a message stored in `stored_topic` may be sent back as `origin_topic` by `group`: it is
 /// in that topic, or it is a retry of the group.
-pub fn is_send_back_of(stored_topic: &str, origin_topic: Option<&str>, group: &str) -> bool {
+fn is_send_back_of(stored_topic: &str, origin_topic: Option<&str>, group: &str) -> bool {
     origin_topic == Some(stored_topic) || group_of_retry_topic(stored_topic) == Some(group)
 }
 

@@ -11,12 +11,14 @@
 //! POST /api/v1/ops/{transfer-leader,reset-offset}     ops.rs
 //! POST /api/v1/ops/nodes, DELETE /api/v1/ops/nodes/{id}  membership.rs (add / remove a node)
 //!
-//! request ─▶ deadline (ADMIN_HTTP_REQUEST_TIMEOUT_MS) ─▶ token + draining gate (mutations only)
+//! request ─▶ deadline (ADMIN_HTTP_REQUEST_TIMEOUT_MS) ─▶ token + draining gate (mutations; under
+//!         aclEnable every /api/v1/ call)
 //!         ─▶ body limit ─▶ handler ─▶ JSON | ApiError {code, message}
 //! ```
 //!
-//! Invariants: GETs are open; POST/PUT/PATCH/DELETE need `Authorization: Bearer <adminToken>` when
-//! the key is set, and are refused (503) once the broker drains. Only the leader changes replicated state; a
+//! Invariants: GETs are open (under `aclEnable` the `/api/v1/` ones need the token too, and the API
+//! is closed without an `adminToken`); POST/PUT/PATCH/DELETE need `Authorization: Bearer
+//! <adminToken>` when the key is set, and are refused (503) once the broker drains. Only the leader changes replicated state; a
 //! follower answers 421 NOT_LEADER naming the leader. Every call is bounded in time and body size,
 //! and no input panics a handler (all parsing goes through [`error`]'s extractors).
 //!
@@ -123,7 +125,7 @@ pub fn router(ctx: Shared) -> Router {
             ApiError::new(StatusCode::METHOD_NOT_ALLOWED, code::METHOD_NOT_ALLOWED, "method not allowed on this route")
         })
         .layer(DefaultBodyLimit::max(ADMIN_HTTP_BODY_MAX_BYTES))
-        .layer(axum::middleware::from_fn_with_state(Arc::clone(&ctx), gate_mutations))
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&ctx), gate_api))
         .layer(axum::middleware::from_fn(bounded))
         .with_state(ctx)
 }
@@ -148,11 +150,11 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Mutations (anything but GET/HEAD): the bearer token when `adminToken` is set, then not draining.
-/// Under the plain ACL (`aclEnable`) every `/api/v1/` call needs the token, reads included (they
+/// Mutations (anything but GET/HEAD) need the bearer token when `adminToken` is set, then a
+/// broker that is not draining. Under the plain ACL (`aclEnable`) every `/api/v1/` call needs the token, reads included (they
 /// show message bodies and offsets), and without an `adminToken` the API is closed: the ACL
 /// guards the remoting port, and this port must not be a way around it.
-async fn gate_mutations(State(ctx): State<Shared>, request: Request, next: Next) -> Response {
+async fn gate_api(State(ctx): State<Shared>, request: Request, next: Next) -> Response {
     let acl_guarded = ctx.acl.is_some() && request.uri().path().starts_with("/api/v1/");
     let read = matches!(*request.method(), Method::GET | Method::HEAD);
     if read && !acl_guarded {

@@ -19,7 +19,8 @@ use super::null_as_default;
 pub struct QueueTimeSpan {
     /// Store time of the last message the group consumed (the first message's when it consumed none).
     pub consume_time_stamp: i64,
-    /// How long the next unconsumed message has been stored, ms (0 when the group is caught up).
+    /// How long the next unconsumed message has been stored, ms (0 when the group is caught up; for
+    /// a group without an offset, or behind the retention boundary, the oldest stored message's age).
     pub delay_time: i64,
     /// Store time of the queue's last message.
     pub max_time_stamp: i64,
