@@ -56,16 +56,7 @@ measure() { # MODE DATA [ADMIN_FLAGS...] -- [PRODUCER_FLAGS...]
     "$bin" bench produce -n $ns -t BenchTopic --duration "$duration" --size 1024 --concurrency 256 --mode sync \
         --json ${p[@]+"${p[@]}"} 2>/dev/null >"$data/bench.json"
     b1=$(awk '{print $14+$15}' "/proc/$dev/stat"); m1=$(busy); t1=$(date +%s.%N)
-    python3 - "$data/bench.json" "$mode" "$t0" "$t1" "$b0" "$b1" "$m0" "$m1" <<'PY'
-import json, sys
-path, mode, t0, t1, b0, b1, m0, m1 = sys.argv[1:]
-d = json.load(open(path))
-wall = float(t1) - float(t0)
-broker = (int(b1) - int(b0)) / 100
-print(f"acl={mode} msg/s={d['tps']:.0f} p50_ms={d['p50_ms']:.2f} p99_ms={d['p99_ms']:.2f} failed={d['failed']} "
-      f"broker_cores={broker / wall:.2f} busy_cores={(int(m1) - int(m0)) / 100 / wall:.2f} "
-      f"broker_us_per_msg={broker * 1e6 / max(d['sent'], 1):.1f}")
-PY
+    produce_report "acl=$mode" "$data/bench.json" "$t0" "$t1" "$b0" "$b1" "$m0" "$m1"
 }
 for _ in $(seq 1 "$rounds"); do
     run off

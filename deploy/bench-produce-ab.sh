@@ -30,16 +30,7 @@ for _ in $(seq 1 "$rounds"); do
         t1=$(date +%s.%N)
         broker1=$(awk '{print $14+$15}' "/proc/$dev/stat")
         busy1=$(busy)
-        python3 - "$data/bench.json" "$(basename "$bin")" "$t0" "$t1" "$broker0" "$broker1" "$busy0" "$busy1" <<'PY'
-import json, sys
-path, name, t0, t1, b0, b1, m0, m1 = sys.argv[1:]
-d = json.load(open(path))
-wall = float(t1) - float(t0)
-broker = (int(b1) - int(b0)) / 100
-print(f"{name} msg/s={d['tps']:.0f} p50_ms={d['p50_ms']:.2f} p99_ms={d['p99_ms']:.2f} "
-      f"broker_cores={broker / wall:.2f} busy_cores={(int(m1) - int(m0)) / 100 / wall:.2f} "
-      f"broker_us_per_msg={broker * 1e6 / max(d['sent'], 1):.1f}")
-PY
+        produce_report "$(basename "$bin")" "$data/bench.json" "$t0" "$t1" "$broker0" "$broker1" "$busy0" "$busy1"
         kill -TERM "$dev" 2>/dev/null || true
         wait "$dev" 2>/dev/null || true
         rm -rf "$data"

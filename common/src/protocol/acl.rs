@@ -130,15 +130,8 @@ fn signed_values(fields: &ExtFields, with_unique_flag: bool) -> Vec<&FieldStr> {
 /// The signature of a request with `fields` and `body` under `secret_key`: [`signature`] of
 /// [`signed_content`], hashed piece by piece instead of copying a body of up to 4 MiB.
 pub fn signature_of(fields: &ExtFields, body: &[u8], with_unique_flag: bool, secret_key: &str) -> String {
-    let Ok(mut mac) = hmac::Hmac::<sha1::Sha1>::new_from_slice(secret_key.as_bytes()) else {
-        // HMAC takes keys of any length; an empty answer never matches a presented signature.
-        return String::new();
-    };
-    for value in signed_values(fields, with_unique_flag) {
-        mac.update(value.as_bytes());
-    }
-    mac.update(body);
-    base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    let values = signed_values(fields, with_unique_flag);
+    hmac_base64(secret_key, values.iter().map(|v| v.as_bytes()).chain(std::iter::once(body)))
 }
 
 /// The bytes a signature covers: the values of `fields` but `Signature` (and `_UNIQUE_KEY_QUERY`
@@ -158,12 +151,18 @@ pub fn signed_content(fields: &ExtFields, body: &[u8], with_unique_flag: bool) -
 /// Base64 (standard alphabet, padded) of HMAC-SHA1 of `content` keyed by `secret_key`'s UTF-8
 /// bytes (`AclUtils.calSignature`).
 pub fn signature(content: &[u8], secret_key: &str) -> String {
-    let mut mac = match hmac::Hmac::<sha1::Sha1>::new_from_slice(secret_key.as_bytes()) {
-        Ok(mac) => mac,
-        // HMAC takes keys of any length; this arm cannot be reached.
-        Err(_) => return String::new(),
+    hmac_base64(secret_key, std::iter::once(content))
+}
+
+/// Base64 of HMAC-SHA1 over `parts` in order, keyed by `secret_key`.
+fn hmac_base64<'a>(secret_key: &str, parts: impl Iterator<Item = &'a [u8]>) -> String {
+    let Ok(mut mac) = hmac::Hmac::<sha1::Sha1>::new_from_slice(secret_key.as_bytes()) else {
+        // HMAC takes keys of any length; an empty answer never matches a presented signature.
+        return String::new();
     };
-    mac.update(content);
+    for part in parts {
+        mac.update(part);
+    }
     base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
 }
 
