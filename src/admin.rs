@@ -8,6 +8,7 @@
 //!   (`broker-a`) or one address (`ip:port`), `-c` a cluster; `cloneGroupOffset` goes to the leader
 //!   of every group in the topic's route;
 //! - a broker config (`updateBrokerConfig`) is per replica: `-b` one address, `-c` every replica;
+//!   so are `deleteExpiredCommitLog` (the leader purges, the others follow) and `cleanExpiredCQ`;
 //! - NameServer state (`updateKvConfig`, `deleteKvConfig`, `wipeWritePerm`, `addWritePerm`) is
 //!   written to every NameServer, since they share nothing;
 //! - reads go to the leader when the group has one, else to its lowest-id replica; those that name
@@ -40,6 +41,9 @@ use clap::Args;
 use clap::Subcommand;
 use raftmq_client::Admin;
 use raftmq_client::ClientError;
+use raftmq_client::admin::PlainAccessConfig;
+use raftmq_common::limits::QUERY_CONSUME_QUEUE_DEFAULT_COUNT;
+use raftmq_common::limits::QUERY_CONSUME_QUEUE_MAX_COUNT;
 use raftmq_common::limits::QUERY_MESSAGE_MAX_COUNT;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
@@ -129,6 +133,14 @@ enum AdminCommand {
     /// other. Persisted by the broker across restarts.
     #[command(name = "updateBrokerConfig")]
     UpdateBrokerConfig(UpdateBrokerConfigArgs),
+    /// Show the config of every NameServer (`-n`), key by key.
+    #[command(name = "getNamesrvConfig")]
+    GetNamesrvConfig,
+    /// Change a key of every NameServer (`-n`) while it runs (orderMessageEnable,
+    /// deleteTopicWithBrokerRegistration, enableAllTopicList, enableTopicList,
+    /// brokerChannelExpiredTime); not written to its config file.
+    #[command(name = "updateNamesrvConfig")]
+    UpdateNamesrvConfig(UpdateNamesrvConfigArgs),
     /// Clear the write permission of a broker group in every NameServer: producers stop choosing
     /// it, consumers still read it (until the group's topics change or its leader does).
     #[command(name = "wipeWritePerm")]
@@ -140,7 +152,8 @@ enum AdminCommand {
     /// its other settings.
     #[command(name = "updateTopicPerm")]
     UpdateTopicPerm(UpdateTopicPermArgs),
-    /// Delete a consumer group (its offsets stay); with `-c`, also its retry and DLQ topics.
+    /// Delete a consumer group (its offsets stay unless `-r true`); with `-c`, also its retry and DLQ
+    /// topics.
     #[command(name = "deleteSubGroup")]
     DeleteSubGroup(DeleteSubGroupArgs),
     /// Every consumer group's lag on one broker, per queue (rows with a lag of at least `-l`).
@@ -176,6 +189,18 @@ enum AdminCommand {
     /// Find messages by key (IndexFile).
     #[command(name = "queryMsgByKey")]
     QueryMsgByKey(QueryMsgByKeyArgs),
+    /// Delete expired CommitLog segments now, whatever the `deleteWhen` hours (the next 20 retention
+    /// rounds; `-b` one broker, `-c` every replica of a cluster).
+    #[command(name = "deleteExpiredCommitLog")]
+    DeleteExpiredCommitLog(ReplicaArgs),
+    /// Delete ConsumeQueue and index files below the CommitLog's minimum now (`-b` one broker, `-c`
+    /// every replica of a cluster).
+    #[command(name = "cleanExpiredCQ")]
+    CleanExpiredCq(ReplicaArgs),
+    /// List ConsumeQueue units of one queue from an index (physical offset, size, tag code), and with
+    /// `-g` whether each passes the group's subscription.
+    #[command(name = "queryCq")]
+    QueryCq(QueryCqArgs),
     /// Move a consumer group's offsets of a topic to a point in time.
     #[command(name = "resetOffsetByTime")]
     ResetOffsetByTime(ResetOffsetByTimeArgs),
@@ -191,6 +216,88 @@ enum AdminCommand {
     /// Remove a node (voter or learner, the leader included) from a broker group.
     #[command(name = "removeNode")]
     RemoveNode(RemoveNodeArgs),
+    /// Create or update a plain ACL account on each target group (every replica's ACL file).
+    #[command(name = "updateAclConfig")]
+    UpdateAclConfig(UpdateAclConfigArgs),
+    /// Delete a plain ACL account from each target group.
+    #[command(name = "deleteAclConfig", alias = "deleteAccessConfig")]
+    DeleteAclConfig(DeleteAclConfigArgs),
+    /// Replace the plain ACL's global white addresses on each target group.
+    #[command(name = "updateGlobalWhiteAddr")]
+    UpdateGlobalWhiteAddr(UpdateGlobalWhiteAddrArgs),
+    /// Show the plain ACL file version of every replica of a cluster (or of one broker).
+    #[command(name = "clusterAclConfigVersion")]
+    ClusterAclConfigVersion(ClusterAclConfigVersionArgs),
+}
+
+#[derive(Args)]
+struct UpdateAclConfigArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The account's access key, more than 6 characters (mqadmin's `-a`; `--accessKey` is the key
+    /// that signs this request).
+    #[arg(short = 'a', long = "aclAccessKey")]
+    account: String,
+    /// The account's secret key, more than 6 characters, required on updates too (mqadmin's `-s`).
+    #[arg(short = 's', long = "aclSecretKey")]
+    account_secret: String,
+    /// Peers that need no signature for this account (e.g. `192.168.1.*`).
+    #[arg(short = 'w', long = "whiteRemoteAddress")]
+    white_remote_address: Option<String>,
+    /// Default topic permission: DENY, PUB, SUB or PUB|SUB.
+    #[arg(short = 'i', long = "defaultTopicPerm")]
+    default_topic_perm: Option<String>,
+    /// Default group permission: DENY, PUB, SUB or PUB|SUB.
+    #[arg(short = 'u', long = "defaultGroupPerm")]
+    default_group_perm: Option<String>,
+    /// Topic permissions, `topicA=DENY,topicB=PUB|SUB` (replaces the account's list).
+    #[arg(short = 't', long = "topicPerms")]
+    topic_perms: Option<String>,
+    /// Group permissions, `groupA=DENY,groupB=SUB` (replaces the account's list).
+    #[arg(short = 'g', long = "groupPerms")]
+    group_perms: Option<String>,
+    /// Whether the account may send admin requests (always set, as in Java: default false).
+    #[arg(short = 'm', long = "admin", action = clap::ArgAction::Set, default_value_t = false)]
+    admin: bool,
+}
+
+impl std::fmt::Debug for UpdateAclConfigArgs {
+    // The account's secret stays out of any debug output.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpdateAclConfigArgs")
+            .field("target", &self.target)
+            .field("account", &self.account)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Args)]
+struct DeleteAclConfigArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The account's access key (mqadmin's `-a`; `--accessKey` is the key that signs this request).
+    #[arg(short = 'a', long = "aclAccessKey")]
+    account: String,
+}
+
+#[derive(Debug, Args)]
+struct UpdateGlobalWhiteAddrArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The new global white addresses, comma-separated (they replace the list).
+    #[arg(short = 'g', long = "globalWhiteRemoteAddresses")]
+    addresses: String,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("acl_target").required(true).args(["cluster", "broker"])))]
+struct ClusterAclConfigVersionArgs {
+    /// Cluster name: every replica of every group of the cluster.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+    /// One broker address (`ip:port`).
+    #[arg(short = 'b', long = "brokerAddr")]
+    broker: Option<String>,
 }
 
 /// Where a write goes: a cluster (`-c`) or one broker group / address (`-b`).
@@ -304,6 +411,16 @@ struct BrokerStatusArgs {
 }
 
 #[derive(Debug, Args)]
+struct UpdateNamesrvConfigArgs {
+    /// The config key (e.g. `enableAllTopicList`).
+    #[arg(short = 'k', long = "key")]
+    key: String,
+    /// The new value.
+    #[arg(short = 'v', long = "value")]
+    value: String,
+}
+
+#[derive(Debug, Args)]
 struct UpdateTopicPermArgs {
     /// Topic name.
     #[arg(short = 't', long = "topic")]
@@ -322,6 +439,9 @@ struct DeleteSubGroupArgs {
     group: String,
     #[command(flatten)]
     target: Target,
+    /// Also drop the group's committed consumer offsets.
+    #[arg(short = 'r', long = "removeOffset", action = clap::ArgAction::Set, default_value_t = false)]
+    remove_offset: bool,
 }
 
 #[derive(Debug, Args)]
@@ -446,6 +566,39 @@ struct QueryMsgByIdArgs {
 }
 
 #[derive(Debug, Args)]
+struct ReplicaArgs {
+    /// One broker's address (`ip:port`).
+    #[arg(short = 'b', long = "brokerAddr", required_unless_present = "cluster")]
+    broker: Option<String>,
+    /// Every replica of every group of a cluster.
+    #[arg(short = 'c', long = "cluster")]
+    cluster: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct QueryCqArgs {
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Queue id.
+    #[arg(short = 'q', long = "queue")]
+    queue_id: i32,
+    /// First ConsumeQueue index (queue offset).
+    #[arg(short = 'i', long = "index")]
+    index: i64,
+    /// Units to list.
+    #[arg(short = 'c', long = "count", default_value_t = QUERY_CONSUME_QUEUE_DEFAULT_COUNT,
+          value_parser = clap::value_parser!(i32).range(1..=i64::from(QUERY_CONSUME_QUEUE_MAX_COUNT)))]
+    count: i32,
+    /// The broker to ask (`ip:port`; default: the leader of the first group in the topic's route).
+    #[arg(short = 'b', long = "broker")]
+    broker: Option<String>,
+    /// A consumer group whose subscription each unit is checked against.
+    #[arg(short = 'g', long = "consumer")]
+    group: Option<String>,
+}
+
+#[derive(Debug, Args)]
 struct QueryMsgByKeyArgs {
     /// Topic.
     #[arg(short = 't', long = "topic")]
@@ -547,6 +700,8 @@ async fn dispatch(admin: &Admin, out: Out, command: AdminCommand) -> Result<()> 
         AdminCommand::GetBrokerConfig(a) => broker_config(admin, out, a).await,
         AdminCommand::UpdateBrokerConfig(a) => update_broker_config(admin, out, a).await,
         AdminCommand::UpdateTopicPerm(a) => update_topic_perm(admin, out, a).await,
+        AdminCommand::GetNamesrvConfig => namesrv_config(admin, out).await,
+        AdminCommand::UpdateNamesrvConfig(a) => update_namesrv_config(admin, out, a).await,
         AdminCommand::DeleteSubGroup(a) => delete_sub_group(admin, out, a).await,
         AdminCommand::BrokerConsumeStats(a) => broker_consume_stats(admin, out, a).await,
         AdminCommand::CloneGroupOffset(a) => clone_group_offset(admin, out, a).await,
@@ -570,6 +725,22 @@ async fn dispatch(admin: &Admin, out: Out, command: AdminCommand) -> Result<()> 
         AdminCommand::ProducerConnection(a) => producer_connection(admin, out, a).await,
         AdminCommand::QueryMsgById(a) => query_msg_by_id(admin, out, a).await,
         AdminCommand::QueryMsgByKey(a) => query_msg_by_key(admin, out, a).await,
+        AdminCommand::QueryCq(a) => query_cq(admin, out, a).await,
+        AdminCommand::DeleteExpiredCommitLog(a) => {
+            let addrs =
+                replica_addrs(admin, "deleteExpiredCommitLog", a.broker.as_deref(), a.cluster.as_deref()).await?;
+            for_each_replica(out, &addrs, "deleteExpiredCommitLog", RequestCode::DeleteExpiredCommitlog, |addr| {
+                admin.delete_expired_commit_log(addr)
+            })
+            .await
+        }
+        AdminCommand::CleanExpiredCq(a) => {
+            let addrs = replica_addrs(admin, "cleanExpiredCQ", a.broker.as_deref(), a.cluster.as_deref()).await?;
+            for_each_replica(out, &addrs, "cleanExpiredCQ", RequestCode::CleanExpiredConsumequeue, |addr| {
+                admin.clean_expired_consume_queue(addr)
+            })
+            .await
+        }
         AdminCommand::ResetOffsetByTime(a) => reset_offset_by_time(admin, out, a).await,
         AdminCommand::GroupStatus(a) => group_status(admin, out, &a.broker_name).await,
         AdminCommand::TransferLeader(a) => {
@@ -584,7 +755,123 @@ async fn dispatch(admin: &Admin, out: Out, command: AdminCommand) -> Result<()> 
             let report = admin.remove_node(&a.broker_name, a.id).await;
             print_report(out, "removeNode", RequestCode::RaftRemoveNode, &a.broker_name, report)
         }
+        AdminCommand::UpdateAclConfig(a) => update_acl_config(admin, out, a).await,
+        AdminCommand::DeleteAclConfig(a) => {
+            let (op, code) = ("deleteAclConfig", RequestCode::DeleteAclConfig);
+            let line = "delete plain access config account from {addr} success.";
+            let written = acl_edit_each(admin, out, &a.target, op, code, line, async |addr| {
+                admin.delete_acl_config(addr, &a.account).await
+            })
+            .await?;
+            if out.json {
+                out.json(&json!({"accessKey": a.account, "written": written}));
+            }
+            Ok(())
+        }
+        AdminCommand::UpdateGlobalWhiteAddr(a) => {
+            let addresses = raftmq_common::protocol::header::acl::split_list(&a.addresses);
+            let (op, code) = ("updateGlobalWhiteAddr", RequestCode::UpdateGlobalWhiteAddrsConfig);
+            let line = "update global white remote addresses to {addr} success.";
+            let written = acl_edit_each(admin, out, &a.target, op, code, line, async |addr| {
+                admin.update_global_white_addrs(addr, &addresses).await
+            })
+            .await?;
+            if out.json {
+                out.json(&json!({"globalWhiteRemoteAddresses": addresses, "written": written}));
+            }
+            Ok(())
+        }
+        AdminCommand::ClusterAclConfigVersion(a) => cluster_acl_config_version(admin, out, a).await,
     }
+}
+
+/// Sends one ACL edit to each target group's leader (which replicates it to the group), printing
+/// `line` (its `{addr}` filled in) per group; the `{brokerName, addr}` of each, for `--json`.
+async fn acl_edit_each(
+    admin: &Admin,
+    out: Out,
+    target: &Target,
+    op: &'static str,
+    code: RequestCode,
+    line: &str,
+    edit: impl AsyncFn(&str) -> raftmq_client::Result<()>,
+) -> Result<Vec<serde_json::Value>> {
+    let mut written = Vec::new();
+    for (name, addr) in write_targets(admin, target).await? {
+        edit(&addr).await.map_err(|e| explain(op, code, e))?;
+        if !out.json {
+            println!("{}", line.replace("{addr}", &addr));
+        }
+        written.push(json!({"brokerName": name, "addr": addr}));
+    }
+    Ok(written)
+}
+
+/// Java's `UpdateAccessConfigSubCommand`: to each target group's leader, which replicates it.
+async fn update_acl_config(admin: &Admin, out: Out, a: UpdateAclConfigArgs) -> Result<()> {
+    let split = |list: &Option<String>| list.as_deref().map(raftmq_common::protocol::header::acl::split_list);
+    let config = PlainAccessConfig {
+        access_key: a.account.clone(),
+        secret_key: a.account_secret.clone(),
+        white_remote_address: a.white_remote_address.clone(),
+        admin: a.admin,
+        default_topic_perm: a.default_topic_perm.clone(),
+        default_group_perm: a.default_group_perm.clone(),
+        topic_perms: split(&a.topic_perms),
+        group_perms: split(&a.group_perms),
+    };
+    let (op, code) = ("updateAclConfig", RequestCode::UpdateAndCreateAclConfig);
+    let line = "create or update plain access config to {addr} success.";
+    let written =
+        acl_edit_each(admin, out, &a.target, op, code, line, async |addr| admin.update_acl_config(addr, &config).await)
+            .await?;
+    if out.json {
+        out.json(&json!({"accessKey": a.account, "admin": a.admin, "written": written}));
+    }
+    Ok(())
+}
+
+/// Java's `ClusterAclConfigVersionListSubCommand`, on every replica (Java asks masters only): a
+/// replica still behind its group's last edit shows an older counter.
+async fn cluster_acl_config_version(admin: &Admin, out: Out, a: ClusterAclConfigVersionArgs) -> Result<()> {
+    let addrs = replica_addrs(admin, "clusterAclConfigVersion", a.broker.as_deref(), a.cluster.as_deref()).await?;
+    let mut rows = Vec::new();
+    let mut table = Table::new(&[
+        "#Cluster Name",
+        "#Broker Name",
+        "#Broker Addr",
+        "#AclFilePath",
+        "#AclConfigVersionNum",
+        "#AclLastUpdateTime",
+    ]);
+    for addr in &addrs {
+        let info = admin
+            .acl_version(addr)
+            .await
+            .map_err(|e| explain("clusterAclConfigVersion", RequestCode::GetBrokerClusterAclInfo, e))?;
+        for (path, version) in &info.files {
+            table.row(vec![
+                info.cluster_name.clone(),
+                info.broker_name.clone(),
+                info.broker_addr.clone(),
+                path.clone(),
+                version.counter.to_string(),
+                human_time_ms(version.timestamp),
+            ]);
+        }
+        rows.push(json!({
+            "clusterName": info.cluster_name,
+            "brokerName": info.broker_name,
+            "brokerAddr": info.broker_addr,
+            "files": info.files.iter().map(|(p, v)| (p.clone(), json!({"counter": v.counter, "timestamp": v.timestamp}))).collect::<serde_json::Map<_, _>>(),
+        }));
+    }
+    if out.json {
+        out.json(&json!(rows));
+    } else {
+        out.table(&table);
+    }
+    Ok(())
 }
 
 /// How results are printed.
@@ -614,6 +901,29 @@ fn explain(command: &str, request: RequestCode, e: ClientError) -> anyhow::Error
         anyhow!("{command}: the broker does not support {} yet", request.name())
     } else {
         anyhow::Error::new(e).context(command.to_owned())
+    }
+}
+
+/// One broker address (`-b`), or every replica of every group of a cluster (`-c`), sorted.
+async fn replica_addrs(
+    admin: &Admin,
+    op: &'static str,
+    broker: Option<&str>,
+    cluster: Option<&str>,
+) -> Result<Vec<String>> {
+    match (broker, cluster) {
+        (Some(b), _) => Ok(vec![b.to_owned()]),
+        (None, Some(c)) => {
+            let info = admin.cluster_info().await.context(op)?;
+            let names = info.cluster_addr_table.get(c).ok_or_else(|| anyhow!("cluster {c} is unknown"))?;
+            let addrs: BTreeSet<String> = names
+                .iter()
+                .filter_map(|name| info.broker_addr_table.get(name))
+                .flat_map(|group| group.broker_addrs.values().cloned())
+                .collect();
+            Ok(addrs.into_iter().collect())
+        }
+        (None, None) => bail!("give -b BROKER_ADDR or -c CLUSTER"),
     }
 }
 
@@ -744,6 +1054,95 @@ async fn update_topic_perm(admin: &Admin, out: Out, a: UpdateTopicPermArgs) -> R
     Ok(())
 }
 
+/// One request per replica, as Java's `DeleteExpiredCommitLogSubCommand` / `CleanExpiredCQSubCommand`:
+/// `success` (each address first with `-c`); the first refusal fails the command.
+async fn for_each_replica<'a, F, Fut>(
+    out: Out,
+    addrs: &'a [String],
+    command: &str,
+    code: RequestCode,
+    call: F,
+) -> Result<()>
+where
+    F: Fn(&'a str) -> Fut,
+    Fut: std::future::Future<Output = Result<(), ClientError>>,
+{
+    let mut done = BTreeMap::new();
+    for addr in addrs {
+        call(addr).await.map_err(|e| explain(command, code, e))?;
+        done.insert(addr.clone(), true);
+        if !out.json {
+            if addrs.len() > 1 {
+                println!("{addr}: success");
+            } else {
+                println!("success");
+            }
+        }
+    }
+    if out.json {
+        out.json(&json!({ "brokers": done }));
+    }
+    Ok(())
+}
+
+/// Java's `QueryConsumeQueueCommand`: the group's subscription and filter when `-g` is given, the
+/// queue's bounds, then one block per unit from `-i`.
+async fn query_cq(admin: &Admin, out: Out, a: QueryCqArgs) -> Result<()> {
+    let addr = match a.broker {
+        Some(addr) => addr,
+        None => {
+            let route = admin.topic_route(&a.topic).await?;
+            route
+                .broker_datas
+                .iter()
+                .find_map(|b| b.broker_addrs.get(&MASTER_ID).cloned())
+                .with_context(|| format!("topic {} has no broker group with a leader", a.topic))?
+        }
+    };
+    let (body, remark) = admin
+        .query_consume_queue(&addr, &a.topic, a.queue_id, a.index, a.count, a.group.as_deref())
+        .await
+        .map_err(|e| explain("queryCq", RequestCode::QueryConsumeQueue, e))?;
+    if out.json {
+        let units: Vec<serde_json::Value> = body
+            .queue_data
+            .iter()
+            .zip(a.index..)
+            .map(|(u, idx)| {
+                json!({"idx": idx, "physicOffset": u.physic_offset, "physicSize": u.physic_size,
+                       "tagsCode": u.tags_code, "eval": u.eval, "msg": u.msg})
+            })
+            .collect();
+        out.json(&json!({"brokerAddr": addr, "minQueueIndex": body.min_queue_index,
+            "maxQueueIndex": body.max_queue_index, "subscriptionData": body.subscription_data,
+            "filterData": body.filter_data, "remark": remark, "queueData": units}));
+        return Ok(());
+    }
+    const RULE: &str = "======================================";
+    if let Some(sub) = &body.subscription_data {
+        println!("Subscription data: \n{}\n{RULE}", serde_json::to_string_pretty(sub)?);
+    }
+    if let Some(filter) = &body.filter_data {
+        println!("Filter data: \n{filter}\n{RULE}");
+    }
+    println!("Queue data: \nmax: {}, min: {}\n{RULE}", body.max_queue_index, body.min_queue_index);
+    if let Some(remark) = remark.filter(|_| body.queue_data.is_empty()) {
+        println!("{remark}");
+    }
+    for (u, idx) in body.queue_data.iter().zip(a.index..) {
+        println!(
+            "idx: {idx}\nConsumeQueueData{{physicOffset={}, physicSize={}, tagsCode={}, extendDataJson='null', \
+             bitMap='null', eval={}, msg='{}'}}\n{RULE}",
+            u.physic_offset,
+            u.physic_size,
+            u.tags_code,
+            u.eval,
+            u.msg.as_deref().unwrap_or("null")
+        );
+    }
+    Ok(())
+}
+
 /// Java's `BrokerConsumeStatsSubCommad`: one row per queue whose lag is at least `-l` and whose
 /// group has consumed from it, then the broker's total lag.
 async fn broker_consume_stats(admin: &Admin, out: Out, a: BrokerConsumeStatsArgs) -> Result<()> {
@@ -839,7 +1238,7 @@ async fn delete_sub_group(admin: &Admin, out: Out, a: DeleteSubGroupArgs) -> Res
     let mut deleted = Vec::new();
     for (name, addr) in write_targets(admin, &a.target).await? {
         admin
-            .delete_subscription_group(&addr, &a.group)
+            .delete_subscription_group(&addr, &a.group, a.remove_offset)
             .await
             .map_err(|e| explain("deleteSubGroup", RequestCode::DeleteSubscriptiongroup, e))?;
         if !out.json {
@@ -1182,33 +1581,78 @@ async fn broker_config(admin: &Admin, out: Out, a: BrokerStatusArgs) -> Result<(
     Ok(())
 }
 
+/// Java's `GetNamesrvConfigCommand`: each NameServer's config; one that cannot answer fails the
+/// command, after the others are shown.
+async fn namesrv_config(admin: &Admin, out: Out) -> Result<()> {
+    let addrs = admin.namesrv_addrs().to_vec();
+    let mut all = BTreeMap::new();
+    let mut failed = Vec::new();
+    for addr in &addrs {
+        match admin.namesrv_config(addr).await {
+            Ok(config) => {
+                all.insert(addr.clone(), config);
+            }
+            Err(e) => failed.push(format!("{addr}: {}", explain("getNamesrvConfig", RequestCode::GetNamesrvConfig, e))),
+        }
+    }
+    let answered: Vec<String> = addrs.iter().filter(|a| all.contains_key(*a)).cloned().collect();
+    print_key_values(out, &answered, &all);
+    if !failed.is_empty() {
+        bail!("getNamesrvConfig: {}", failed.join("; "));
+    }
+    Ok(())
+}
+
+/// Java's `UpdateNamesrvConfigCommand`: every NameServer is told on its own (they share nothing);
+/// every one is tried and the command fails if any refused.
+async fn update_namesrv_config(admin: &Admin, out: Out, a: UpdateNamesrvConfigArgs) -> Result<()> {
+    let addrs = admin.namesrv_addrs().to_vec();
+    let lines = UpdateLines { op: "updateNamesrvConfig", noun: "name server", ok: "success!", servers: "NameServers" };
+    update_config_each(out, &addrs, lines, (&a.key, &a.value), async |addr, updates| {
+        admin.update_namesrv_config(addr, updates).await
+    })
+    .await
+}
+
 /// Java's `UpdateBrokerConfigSubCommand`: `-b` updates one replica; `-c` every replica of the
 /// cluster (Java's masters and slaves), each told on its own. Every broker is tried; the command
 /// fails if any refused.
 async fn update_broker_config(admin: &Admin, out: Out, a: UpdateBrokerConfigArgs) -> Result<()> {
-    let addrs = match (&a.broker, &a.cluster) {
-        (Some(b), _) => vec![b.clone()],
-        (None, Some(c)) => {
-            let info = admin.cluster_info().await.context("updateBrokerConfig")?;
-            let names = info.cluster_addr_table.get(c).ok_or_else(|| anyhow!("cluster {c} is unknown"))?;
-            let addrs: BTreeSet<String> = names
-                .iter()
-                .filter_map(|name| info.broker_addr_table.get(name))
-                .flat_map(|group| group.broker_addrs.values().cloned())
-                .collect();
-            addrs.into_iter().collect()
-        }
-        (None, None) => bail!("give -b BROKER_ADDR or -c CLUSTER"),
-    };
-    let updates = BTreeMap::from([(a.key.clone(), a.value.clone())]);
+    let addrs = replica_addrs(admin, "updateBrokerConfig", a.broker.as_deref(), a.cluster.as_deref()).await?;
+    let lines = UpdateLines { op: "updateBrokerConfig", noun: "broker", ok: "success, ", servers: "brokers" };
+    update_config_each(out, &addrs, lines, (&a.key, &a.value), async |addr, updates| {
+        admin.update_broker_config(addr, updates).await
+    })
+    .await
+}
+
+/// The words of a config update's lines: `update {noun} config {ok}{addr}` (Java's), the command's
+/// name and what the servers are called when some refused.
+struct UpdateLines {
+    op: &'static str,
+    noun: &'static str,
+    ok: &'static str,
+    servers: &'static str,
+}
+
+/// Sends `key=value` to each of `addrs` on its own, one line (or a JSON entry) per server; every
+/// server is tried and the command fails if any refused.
+async fn update_config_each(
+    out: Out,
+    addrs: &[String],
+    lines: UpdateLines,
+    (key, value): (&str, &str),
+    update: impl AsyncFn(&str, &BTreeMap<String, String>) -> raftmq_client::Result<()>,
+) -> Result<()> {
+    let updates = BTreeMap::from([(key.to_owned(), value.to_owned())]);
     let mut results = BTreeMap::new();
     let mut failed = 0;
-    for addr in &addrs {
-        let result = admin.update_broker_config(addr, &updates).await;
+    for addr in addrs {
+        let result = update(addr, &updates).await;
         if !out.json {
             match &result {
-                Ok(()) => println!("update broker config success, {addr}"),
-                Err(e) => println!("update broker config failed, {addr}: {e}"),
+                Ok(()) => println!("update {} config {}{addr}", lines.noun, lines.ok),
+                Err(e) => println!("update {} config failed, {addr}: {e}", lines.noun),
             }
         }
         failed += usize::from(result.is_err());
@@ -1218,7 +1662,7 @@ async fn update_broker_config(admin: &Admin, out: Out, a: UpdateBrokerConfigArgs
         out.json(&json!(results));
     }
     if failed > 0 {
-        bail!("updateBrokerConfig: {failed} of {} brokers refused {}={}", addrs.len(), a.key, a.value);
+        bail!("{}: {failed} of {} {} refused {key}={value}", lines.op, addrs.len(), lines.servers);
     }
     Ok(())
 }

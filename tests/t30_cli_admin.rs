@@ -115,7 +115,8 @@ async fn update_topic_writes_to_the_leader_of_each_target() -> Result<()> {
 }
 
 /// `updateBrokerConfig -c` reaches every replica of the cluster (Java's masters and slaves);
-/// `wipeWritePerm` / `addWritePerm` change the group's route in every NameServer, with Java's lines.
+/// `wipeWritePerm` / `addWritePerm` change the group's route in every NameServer, with Java's lines;
+/// `getNamesrvConfig` / `updateNamesrvConfig` read and change every NameServer's runtime keys.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broker_config_updates_and_write_perm_switches() -> Result<()> {
     let cluster = Cluster::start().await?;
@@ -139,6 +140,21 @@ async fn broker_config_updates_and_write_perm_switches() -> Result<()> {
     assert_eq!(run.stdout.trim(), format!("add write perm of broker[broker-a] in name server[{ns}] OK, 1"));
     let route = cluster.raftmq(&["admin", "topicRoute", "-t", TOPIC, "--json"]).await?.ok()?.json()?;
     assert_eq!(route["queueDatas"][0]["perm"], 6, "{route}");
+
+    // `getNamesrvConfig` / `updateNamesrvConfig`: a runtime key changes at once in every NameServer;
+    // one that needs a restart is refused by name and changes nothing.
+    let config = cluster.raftmq(&["admin", "getNamesrvConfig", "--json"]).await?.ok()?.json()?;
+    assert_eq!(config[ns.as_str()]["enableTopicList"], "true", "{config}");
+    let run = cluster.raftmq(&["admin", "updateNamesrvConfig", "-k", "enableTopicList", "-v", "false"]).await?.ok()?;
+    assert_eq!(run.stdout.trim(), format!("update name server config success!{ns}"));
+    let config = cluster.raftmq(&["admin", "getNamesrvConfig", "--json"]).await?.ok()?.json()?;
+    assert_eq!(config[ns.as_str()]["enableTopicList"], "false", "{config}");
+    let run = cluster.raftmq(&["admin", "updateNamesrvConfig", "-k", "listenPort", "-v", "1"]).await?;
+    assert!(!run.success && run.stdout.contains("listenPort"), "{}\n{}", run.stdout, run.stderr);
+    let after = cluster.raftmq(&["admin", "getNamesrvConfig", "--json"]).await?.ok()?.json()?;
+    assert_eq!(after, config, "a refused update changes nothing");
+    let text = cluster.raftmq(&["admin", "getNamesrvConfig"]).await?.ok()?;
+    assert!(text.stdout.lines().any(|l| l.starts_with("enableTopicList") && l.ends_with(": false")), "{}", text.stdout);
     cluster.shutdown().await;
     Ok(())
 }
@@ -173,6 +189,10 @@ async fn topic_perm_group_deletion_and_kv_config() -> Result<()> {
     let deletes = cluster.leader.requests_of(RequestCode::DeleteSubscriptiongroup);
     assert_eq!(deletes.len(), 1);
     assert_eq!(deletes[0].ext_fields.get("groupName").map(|v| v.as_str()), Some("g30"));
+    assert_eq!(deletes[0].ext_fields.get("removeOffset").map(|v| v.as_str()), Some("false"));
+    cluster.raftmq(&["admin", "deleteSubGroup", "-g", "g31", "-b", "broker-a", "-r", "true"]).await?.ok()?;
+    let deletes = cluster.leader.requests_of(RequestCode::DeleteSubscriptiongroup);
+    assert_eq!(deletes[1].ext_fields.get("removeOffset").map(|v| v.as_str()), Some("true"), "-r true asks for it");
     let topics: Vec<String> = cluster
         .leader
         .requests_of(RequestCode::DeleteTopicInBroker)

@@ -36,6 +36,12 @@ use raftmq_common::message::MessageExt;
 use raftmq_common::message::properties;
 use raftmq_common::message::validate::dlq_topic;
 use raftmq_common::message::validate::retry_topic;
+use raftmq_common::protocol::RemotingCommand;
+use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::consumer_offset::DelayOffsetSerializeWrapper;
+use raftmq_common::remoting::RemotingClient;
 use t40_cluster::Cluster;
 use t40_cluster::WAIT;
 use tokio::sync::watch;
@@ -274,6 +280,21 @@ async fn t51_delayed_sends_are_consumed_after_their_delay() -> Result<()> {
             ensure!(m.message.property(properties::REAL_TOPIC) == Some(topic), "{body}: REAL_TOPIC");
         }
         println!("{body}: level {level}, consumed after {waited} ms");
+    }
+    // GET_ALL_DELAY_OFFSET on every replica: each level's replicated delivery progress, keyed by
+    // level (queue id + 1) as Java's delayOffset.json is.
+    wait_level_progress(&cluster, 0, 2).await?;
+    wait_level_progress(&cluster, 1, 1).await?;
+    let client = RemotingClient::new();
+    for id in cluster.running() {
+        let request = RemotingCommand::request(RequestCode::GetAllDelayOffset);
+        let r = client.invoke(&cluster.addr(id), request, WAIT).await?;
+        ensure!(r.response_code() == ResponseCode::Success, "replica {id}: {:?}", r.remark);
+        let table = DelayOffsetSerializeWrapper::decode(&r.body)?.offset_table;
+        ensure!(
+            table.get(&1).is_some_and(|o| *o >= 2) && table.get(&2).is_some_and(|o| *o >= 1),
+            "replica {id}: {table:?}"
+        );
     }
     reader.shutdown().await;
     producer.shutdown().await;

@@ -5,6 +5,8 @@
 //! NameServer and a one-node group in process (harness `t40_cluster`), the SDK's producer, push
 //! consumer and admin.
 //!
+//! - t55 (queryCq): QUERY_CONSUME_QUEUE lists one queue's units from an index with their CommitLog
+//!   offsets and tag hashes, and for an online group whether each passes its subscription.
 //! - t55: after sends and a consumer that read everything, the topic's queues report their offsets
 //!   and last store times, the group's progress reports no lag and a pull rate,
 //!   QUERY_CONSUME_TIME_SPAN gives the caught-up group each queue's last store time and no delay
@@ -13,7 +15,8 @@
 //!   lists name the clients, and GET_BROKER_RUNTIME_INFO counts the messages in and out; unknown
 //!   topics and groups get Java's codes. GET_BROKER_CONFIG (`getBrokerConfig`) lists the config
 //!   under RocketMQ's key names as properties text, the admin token masked; QUERY_TOPIC_CONSUME_BY_WHO
-//!   names the topic's subscribed groups and the groups with an offset in it; VIEW_BROKER_STATS_DATA
+//!   names the topic's subscribed groups and the groups with an offset in it (DELETE_SUBSCRIPTIONGROUP
+//!   keeps a group's offsets unless `removeOffset`); VIEW_BROKER_STATS_DATA
 //!   answers the statistics a send and a pull count, and Java's error for one never counted;
 //!   GET_BROKER_CONSUME_STATS (`brokerConsumeStats`) lists every group's progress and the total lag.
 
@@ -33,13 +36,18 @@ use raftmq_client::consumer::ConsumeConcurrentlyStatus;
 use raftmq_client::consumer::ConsumeFrom;
 use raftmq_common::message::Message;
 use raftmq_common::message::MessageExt;
+use raftmq_common::message::OffsetMsgId;
+use raftmq_common::message::tag::tags_code;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::heartbeat::ConsumerData;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
 use raftmq_common::protocol::body::heartbeat::MessageModel;
 use raftmq_common::protocol::body::heartbeat::ProducerData;
+use raftmq_common::protocol::body::heartbeat::SubscriptionData;
+use raftmq_common::protocol::body::register::TopicList;
 use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::remoting::RemotingClient;
@@ -52,6 +60,119 @@ use t40_cluster::until;
 const TOPIC: &str = "T55Stats";
 const CONSUMERS: &str = "t55-consumers";
 const PRODUCERS: &str = "t55-producers";
+
+/// The RocketMQ dashboard's topic list: GET_SYSTEM_TOPIC_LIST_FROM_NS names the clusters and groups
+/// and a broker to ask, whose GET_SYSTEM_TOPIC_LIST_FROM_BROKER lists the topics it made itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t55_system_topics_are_listed_as_the_dashboard_asks() -> Result<()> {
+    let cluster = Cluster::start(1).await?;
+    let leader = cluster.wait_leader(WAIT).await?;
+    let client = RemotingClient::new();
+    let config = &cluster.configs[&leader];
+    // A ready leader registers with the NameServer right after it becomes ready, not before:
+    // ask until the registration has landed.
+    let from_ns = until(
+        "the NameServer to know the group",
+        || async {
+            let request = RemotingCommand::request(RequestCode::GetSystemTopicListFromNs);
+            let r = client.invoke(&cluster.namesrv_addr, request, WAIT).await?;
+            ensure!(r.response_code() == ResponseCode::Success, "{:?}", r.remark);
+            Ok(TopicList::decode(&r.body)?)
+        },
+        |l| l.broker_addr.is_some(),
+    )
+    .await?;
+    ensure!(
+        from_ns.topic_list.contains(&config.broker_cluster_name) && from_ns.topic_list.contains(&config.broker_name),
+        "{from_ns:?}"
+    );
+    let broker = from_ns.broker_addr.context("no broker address to ask")?;
+    ensure!(broker == cluster.addr(leader), "{broker} is not the leader {}", cluster.addr(leader));
+    let request = RemotingCommand::request(RequestCode::GetSystemTopicListFromBroker);
+    let r = client.invoke(&broker, request, WAIT).await?;
+    ensure!(r.response_code() == ResponseCode::Success, "{:?}", r.remark);
+    let from_broker = TopicList::decode(&r.body)?.topic_list;
+    for topic in ["TBW102", "SCHEDULE_TOPIC_XXXX", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC", "BenchmarkTest"] {
+        ensure!(from_broker.contains(topic), "{topic} missing from {from_broker:?}");
+    }
+    ensure!(!from_broker.contains("RMQ_SYS_TRANS_HALF_TOPIC"), "Java lists only the topics made at start");
+    cluster.shutdown().await
+}
+
+/// `mqadmin queryCq` (QUERY_CONSUME_QUEUE): the units of one queue from an index, each pointing
+/// at its message's CommitLog offset with its tag's hash; with a group that is online, whether each
+/// unit passes its subscription; an index outside the queue and an unknown queue answered as Java.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t55_consume_queue_units_are_listed_as_query_cq_asks() -> Result<()> {
+    const CQ_TOPIC: &str = "T55Cq";
+    let cluster = Cluster::start(1).await?;
+    cluster.create_topic(CQ_TOPIC, 1).await?;
+    let addr = cluster.addr(cluster.wait_leader(WAIT).await?);
+    let admin = Admin::new(&cluster.namesrv_addr)?;
+    let producer = Producer::builder(PRODUCERS).namesrv_addr(&cluster.namesrv_addr).build()?;
+    producer.start().await?;
+    let mut sent = Vec::new();
+    for i in 0..5 {
+        let tag = if i % 2 == 0 { "TagA" } else { "TagB" };
+        let r = producer.send(Message::new(CQ_TOPIC, format!("m{i}").into_bytes()).with_tags(tag)).await?;
+        ensure!(r.queue_offset == i, "{r:?}");
+        sent.push((r.offset_msg_id.parse::<OffsetMsgId>()?.commit_log_offset, tags_code(Some(tag))));
+    }
+    producer.shutdown().await;
+
+    let (body, remark) = admin.query_consume_queue(&addr, CQ_TOPIC, 0, 1, 3, None).await?;
+    ensure!((body.min_queue_index, body.max_queue_index) == (0, 5), "{body:?}");
+    ensure!(body.subscription_data.is_none() && body.filter_data.is_none() && remark.is_none(), "{body:?}");
+    let units: Vec<(i64, i64)> = body.queue_data.iter().map(|u| (u.physic_offset, u.tags_code)).collect();
+    ensure!(units == sent[1..4], "{units:?} against {sent:?}");
+    ensure!(body.queue_data.iter().all(|u| u.physic_size > 0 && !u.eval && u.msg.is_none()), "{body:?}");
+    // Past the end the list stops at the queue's last unit.
+    let (body, _) = admin.query_consume_queue(&addr, CQ_TOPIC, 0, 3, 100, None).await?;
+    ensure!(body.queue_data.len() == 2, "{body:?}");
+
+    // A group that subscribed to TagA (a consumer's heartbeat): each unit says whether it passes.
+    let subscription = SubscriptionData {
+        topic: CQ_TOPIC.into(),
+        sub_string: "TagA".into(),
+        tags_set: vec!["TagA".into()],
+        code_set: vec![tags_code(Some("TagA")) as i32],
+        ..SubscriptionData::default()
+    };
+    let heartbeat = HeartbeatData {
+        client_id: "127.0.0.1@t55-cq".into(),
+        consumer_data_set: vec![ConsumerData {
+            group_name: "t55-cq".into(),
+            subscription_data_set: vec![subscription.clone()],
+            ..ConsumerData::default()
+        }],
+        producer_data_set: Vec::new(),
+    };
+    let client = RemotingClient::new();
+    let request = RemotingCommand::request(RequestCode::HeartBeat).with_body(heartbeat.encode()?);
+    let answer = client.invoke(&addr, request, WAIT).await?;
+    ensure!(answer.response_code() == ResponseCode::Success, "{answer:?}");
+    let (body, _) = admin.query_consume_queue(&addr, CQ_TOPIC, 0, 0, 10, Some("t55-cq")).await?;
+    ensure!(body.subscription_data.as_ref().map(|s| s.sub_string.as_str()) == Some("TagA"), "{body:?}");
+    let eval: Vec<bool> = body.queue_data.iter().map(|u| u.eval).collect();
+    ensure!(eval == [true, false, true, false, true], "{eval:?}");
+    let (body, _) = admin.query_consume_queue(&addr, CQ_TOPIC, 0, 0, 1, Some("t55-nobody")).await?;
+    ensure!(body.filter_data.as_deref() == Some("t55-nobody@T55Cq is not online!"), "{body:?}");
+
+    // Outside the queue: SUCCESS, no units, Java's remark; an unknown queue: SYSTEM_ERROR.
+    let (body, remark) = admin.query_consume_queue(&addr, CQ_TOPIC, 0, 7, 3, None).await?;
+    ensure!(body.queue_data.is_empty() && body.max_queue_index == 5, "{body:?}");
+    ensure!(remark.as_deref() == Some("Index 7 of 0@T55Cq is not exist!"), "{remark:?}");
+    let unknown = admin.query_consume_queue(&addr, CQ_TOPIC, 3, 0, 3, None).await.err();
+    // A queue of a topic that stored nothing yet is empty, not unknown.
+    cluster.create_topic("T55CqEmpty", 2).await?;
+    let (body, remark) = admin.query_consume_queue(&addr, "T55CqEmpty", 1, 0, 3, None).await?;
+    ensure!(body.queue_data.is_empty() && (body.min_queue_index, body.max_queue_index) == (0, 0), "{body:?}");
+    ensure!(remark.as_deref() == Some("Index 0 of 1@T55CqEmpty is not exist!"), "{remark:?}");
+    ensure!(unknown.as_ref().and_then(|e| e.response_code()) == Some(ResponseCode::SystemError), "{unknown:?}");
+    ensure!(unknown.is_some_and(|e| e.to_string().contains("3@T55Cq is not exist!")));
+    admin.shutdown().await;
+    cluster.crash_all().await
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn t55_topic_and_consumer_progress_and_connections_are_reported() -> Result<()> {
@@ -223,6 +344,14 @@ async fn t55_topic_and_consumer_progress_and_connections_are_reported() -> Resul
     let groups = admin.topic_consume_by_who(&addr, TOPIC).await?;
     ensure!(groups.contains(CONSUMERS) && groups.contains("t55-offset-only"), "{groups:?}");
     ensure!(admin.topic_consume_by_who(&addr, "T55_NOBODY").await?.is_empty());
+    // DELETE_SUBSCRIPTIONGROUP keeps a group's offsets, as Java does, unless `removeOffset`.
+    admin.delete_subscription_group(&addr, "t55-offset-only", false).await?;
+    let offsets = admin.all_consumer_offset(&addr).await?;
+    ensure!(offsets.offset_table.contains_key(&format!("{TOPIC}@t55-offset-only")), "{offsets:?}");
+    admin.delete_subscription_group(&addr, "t55-offset-only", true).await?;
+    let offsets = admin.all_consumer_offset(&addr).await?;
+    ensure!(offsets.offset_table.keys().all(|k| !k.ends_with("@t55-offset-only")), "{offsets:?}");
+    ensure!(!offsets.offset_table.is_empty(), "the other groups keep theirs: {offsets:?}");
 
     // GET_BROKER_CONFIG (`mqadmin getBrokerConfig`): Java properties text and a DataVersion.
     let config = admin.broker_config(&addr).await?;

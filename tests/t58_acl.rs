@@ -8,6 +8,11 @@
 //!   consumer account consumes what was sent, with a pull consumer and with a push consumer; a
 //!   missing key, an unknown key and a wrong secret are each refused with Java's reason; the CLI
 //!   signs with the flags and with the environment, and refuses a key without its secret.
+//! - t58 (three nodes): accounts edited over the wire (UPDATE_AND_CREATE_ACL_CONFIG and its family)
+//!   reach every replica's own file at one version, through the leader or relayed by a follower;
+//!   only a signed admin edits, with Java's validation; concurrent edits are all kept; after the
+//!   leader dies the next one edits on and the old leader, back, catches up; the CLI edits and lists
+//!   every replica's version; a broker without `aclEnable` refuses with a remark saying why.
 
 mod ports;
 mod t40_cluster;
@@ -23,6 +28,7 @@ use raftmq_client::Producer;
 use raftmq_client::PullConsumer;
 use raftmq_client::PushConsumer;
 use raftmq_client::SessionCredentials;
+use raftmq_client::admin::PlainAccessConfig;
 use raftmq_client::consumer::ConsumeConcurrentlyContext;
 use raftmq_client::consumer::ConsumeConcurrentlyStatus;
 use raftmq_client::consumer::ConsumeFrom;
@@ -345,4 +351,162 @@ async fn t58_a_group_under_acl_relays_its_clients_signatures_and_signs_its_own_c
     // Raft moved leadership; only the confirmation through the new leader's status was refused.
     ensure!(e.to_string().contains(&format!("(leader now Some({follower}))")), "{e}");
     cluster.shutdown().await.context("shutdown")
+}
+
+/// Replica `id`'s version of the ACL file (GET_BROKER_CLUSTER_ACL_INFO), once it reaches `counter`.
+async fn acl_counter_reaches(cluster: &Cluster, admin: &Admin, id: u64, counter: i64) -> Result<()> {
+    let addr = cluster.addr(id);
+    t40_cluster::until(
+        &format!("replica {id} at ACL version {counter}"),
+        || async { Ok(admin.acl_version(&addr).await?.version.counter) },
+        |c| *c == counter,
+    )
+    .await
+    .map(drop)
+}
+
+fn acl_file_of(cluster: &Cluster, id: u64) -> Result<String> {
+    Ok(std::fs::read_to_string(cluster.configs[&id].acl_file_path())?)
+}
+
+fn newcomer(secret: &str) -> PlainAccessConfig {
+    PlainAccessConfig {
+        access_key: "t58newcomer".into(),
+        secret_key: secret.into(),
+        default_topic_perm: Some("DENY".into()),
+        topic_perms: Some(vec![format!("{TOPIC}=PUB")]),
+        ..PlainAccessConfig::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t58_acl_edits_over_the_wire_reach_every_replica_and_survive_a_failover() -> Result<()> {
+    // Each replica reads its own file (the default path under its store), all starting from ACL.
+    let mut cluster = Cluster::start_with(3, |c| {
+        c.acl_enable = true;
+        c.inner_access_key = Some("t58admin".into());
+        c.inner_secret_key = Some("t58-admin-secret".into());
+        let path = c.acl_file_path();
+        std::fs::create_dir_all(path.parent().expect("a config dir")).expect("create the config dir");
+        std::fs::write(&path, ACL).expect("write the ACL file");
+    })
+    .await?;
+    let leader = cluster.wait_leader(WAIT).await?;
+    let ids: Vec<u64> = cluster.configs.keys().copied().collect();
+    let follower = *ids.iter().find(|id| **id != leader).expect("3 nodes");
+    let admin = Admin::with_credentials(&cluster.namesrv_addr, Some(creds("t58admin", "t58-admin-secret")))?;
+    let topic = TopicConfig { read_queue_nums: 2, write_queue_nums: 2, ..TopicConfig::new(TOPIC) };
+    admin.create_topic(&cluster.addr(leader), &topic).await?;
+    let e = refused_send(&cluster, Some(creds("t58newcomer", "t58-newcomer-secret")), TOPIC).await?;
+    ensure!(e.contains("No acl config for t58newcomer"), "{e}");
+
+    // An admin creates an account on the leader: it works as soon as the call returns, and every
+    // replica's file holds it at the same version.
+    admin.update_acl_config(&cluster.addr(leader), &newcomer("t58-newcomer-secret")).await?;
+    let p = producer(&cluster, Some(creds("t58newcomer", "t58-newcomer-secret")))?;
+    p.start().await?;
+    p.send(Message::new(TOPIC, b"from the newcomer".to_vec())).await.context("the new account sends")?;
+    p.shutdown().await;
+    for id in &ids {
+        acl_counter_reaches(&cluster, &admin, *id, 1).await?;
+        let file = acl_file_of(&cluster, *id)?;
+        ensure!(file.contains("t58newcomer") && file.contains("counter: 1"), "replica {id}: {file}");
+    }
+    // Only an admin may edit accounts (Java lets any signed account).
+    let producer_admin =
+        Admin::with_credentials(&cluster.namesrv_addr, Some(creds("t58producer", "t58-producer-secret")))?;
+    let e = producer_admin.update_acl_config(&cluster.addr(leader), &newcomer("t58-stolen-secret")).await;
+    ensure!(e.as_ref().is_err_and(|e| e.to_string().contains("Need admin permission")), "{e:?}");
+    ensure!(admin.acl_version(&cluster.addr(leader)).await?.version.counter == 1, "nothing was written");
+    // Java's validation, with its failure code and without echoing the secret.
+    let e = admin.update_acl_config(&cluster.addr(leader), &newcomer("123456")).await.expect_err("short secret");
+    ensure!(e.response_code() == Some(ResponseCode::UPDATE_AND_CREATE_ACL_CONFIG_FAILED), "{e}");
+    ensure!(e.to_string().contains("longer than 6") && !e.to_string().contains("123456"), "{e}");
+
+    // A follower relays an edit (signature intact) to the leader: a new secret, everywhere.
+    admin.update_acl_config(&cluster.addr(follower), &newcomer("t58-newcomer-secret-2")).await?;
+    for id in &ids {
+        acl_counter_reaches(&cluster, &admin, *id, 2).await?;
+    }
+    let e = refused_send(&cluster, Some(creds("t58newcomer", "t58-newcomer-secret")), TOPIC).await?;
+    ensure!(e.contains("Check signature failed"), "the old secret: {e}");
+
+    // The global white list, then a delete; a second delete of the account succeeds (a cluster-wide
+    // `mqadmin -c` repeats it on every replica).
+    admin.update_global_white_addrs(&cluster.addr(leader), &["10.255.255.*".to_owned()]).await?;
+    admin.delete_acl_config(&cluster.addr(leader), "t58newcomer").await?;
+    admin.delete_acl_config(&cluster.addr(follower), "t58newcomer").await?;
+    for id in &ids {
+        acl_counter_reaches(&cluster, &admin, *id, 4).await?;
+        let file = acl_file_of(&cluster, *id)?;
+        ensure!(file.contains("10.255.255.*") && !file.contains("t58newcomer"), "replica {id}: {file}");
+    }
+    let e = refused_send(&cluster, Some(creds("t58newcomer", "t58-newcomer-secret-2")), TOPIC).await?;
+    ensure!(e.contains("No acl config for t58newcomer"), "{e}");
+
+    // Concurrent edits through the leader and through a follower: none is lost, each is counted.
+    let edits = (0..6).map(|i| {
+        let (admin, addr) = (admin.clone(), cluster.addr(if i % 2 == 0 { leader } else { follower }));
+        tokio::spawn(async move {
+            let account = PlainAccessConfig { access_key: format!("t58burst{i}"), ..newcomer("t58-burst-secret") };
+            admin.update_acl_config(&addr, &account).await
+        })
+    });
+    for edit in futures::future::join_all(edits).await {
+        edit??;
+    }
+    for id in &ids {
+        acl_counter_reaches(&cluster, &admin, *id, 10).await?;
+        let file = acl_file_of(&cluster, *id)?;
+        ensure!((0..6).all(|i| file.contains(&format!("t58burst{i}"))), "replica {id}: {file}");
+    }
+
+    // The leader dies: the new one edits on from the group's last version, and the old leader,
+    // back, catches up with the edit it missed.
+    cluster.kill(leader);
+    let next = cluster.wait_leader(WAIT).await?;
+    ensure!(next != leader, "leadership moved");
+    admin.update_acl_config(&cluster.addr(next), &newcomer("t58-newcomer-secret-3")).await?;
+    for id in ids.iter().filter(|id| **id != leader) {
+        acl_counter_reaches(&cluster, &admin, *id, 11).await?;
+    }
+    cluster.start_replica(leader).await?;
+    acl_counter_reaches(&cluster, &admin, leader, 11).await?;
+    let file = acl_file_of(&cluster, leader)?;
+    ensure!(file.contains("t58newcomer") && file.contains("counter: 11"), "the old leader: {file}");
+
+    // The CLI: an edit on the group by name, and every replica's version.
+    let ns = cluster.namesrv_addr.clone();
+    let broker_name = cluster.configs[&leader].broker_name.clone();
+    let cluster_name = cluster.configs[&leader].broker_cluster_name.clone();
+    let signed = ["--accessKey", "t58admin", "--secretKey", "t58-admin-secret"];
+    let mut args = vec!["admin", "updateAclConfig", "-n", &ns, "-b", &broker_name, "-a", "t58cliuser"];
+    args.extend(["-s", "t58-cli-secret", "-t", "T58Orders=PUB,Other=SUB", "-m", "false"]);
+    args.extend(signed);
+    let out = cli(&args, &[]).await?;
+    ensure!(out.status.success(), "updateAclConfig: {}", String::from_utf8_lossy(&out.stderr));
+    for id in &ids {
+        acl_counter_reaches(&cluster, &admin, *id, 12).await?;
+    }
+    let mut args = vec!["admin", "clusterAclConfigVersion", "-n", &ns, "-c", &cluster_name, "--json"];
+    args.extend(signed);
+    let out = cli(&args, &[]).await?;
+    ensure!(out.status.success(), "clusterAclConfigVersion: {}", String::from_utf8_lossy(&out.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let rows = rows.as_array().context("one row per replica")?;
+    ensure!(rows.len() == ids.len(), "{rows:?}");
+    for row in rows {
+        let files = row["files"].as_object().context("files")?;
+        ensure!(files.values().all(|v| v["counter"] == 12), "{row}");
+    }
+    cluster.shutdown().await?;
+
+    // Without aclEnable the edits are refused with a remark that says why.
+    let plain = Cluster::start(1).await?;
+    let only = plain.wait_leader(WAIT).await?;
+    let plain_admin = Admin::new(&plain.namesrv_addr)?;
+    let e = plain_admin.update_acl_config(&plain.addr(only), &newcomer("t58-newcomer-secret")).await;
+    ensure!(e.as_ref().is_err_and(|e| e.to_string().contains("aclEnable = false")), "{e:?}");
+    ensure!(plain_admin.acl_version(&plain.addr(only)).await.is_err(), "no ACL, no version");
+    plain.shutdown().await.context("shutdown")
 }

@@ -395,8 +395,14 @@ async fn t60_topics_and_groups_need_the_token_and_the_leader() -> Result<()> {
         .await?;
     http(&fa, "DELETE", &gpath, tok, None).await?.expect_error(421, "NOT_LEADER")?;
     get(&la, &gpath).await?.expect(200)?;
-    http(&la, "DELETE", &gpath, tok, None).await?.expect(200)?;
+    ensure!(http(&la, "DELETE", &gpath, tok, None).await?.expect(200)?.json()?["offsets_removed"] == false);
     get(&la, &gpath).await?.expect_error(404, "GROUP_NOT_FOUND")?;
+    // `?remove_offset=true` drops the group's committed offsets too (`deleteSubGroup -r true`).
+    http(&la, "POST", "/api/v1/groups", tok, Some(&gcreate)).await?.expect(201)?;
+    let bad = format!("{gpath}?remove_offset=maybe");
+    http(&la, "DELETE", &bad, tok, None).await?.expect_error(400, "INVALID_ARGUMENT")?;
+    let removed = http(&la, "DELETE", &format!("{gpath}?remove_offset=true"), tok, None).await?.expect(200)?.json()?;
+    ensure!(removed["deleted"] == GROUP && removed["offsets_removed"] == true, "{removed}");
 
     group.shutdown().await;
     Ok(())

@@ -8,6 +8,8 @@
 //!   a pull below the new minimum gets PULL_OFFSET_MOVED with it, every retained message is still
 //!   there, and the stopped follower, restarted, installs the snapshot and then holds exactly the
 //!   leader's retained messages.
+//! - t62: `deleteExpiredCommitLog` purges expired segments outside the `deleteWhen` hours without
+//!   disk pressure; `cleanExpiredCQ` answers, and every retained message is still readable.
 //! - t61: at `diskSpaceWarningLevelRatio` sends are refused with SERVICE_NOT_AVAILABLE and
 //!   RocketMQ's "disk is full" remark, and nothing is stored; below it sends resume.
 
@@ -310,6 +312,63 @@ async fn t60_purge_through_raft_then_a_lagging_follower_installs_the_snapshot() 
         }
     }
     client.close().await;
+    group.shutdown().await;
+    Ok(())
+}
+
+/// `mqadmin deleteExpiredCommitLog` outside the `deleteWhen` hours and without disk pressure: the
+/// next retention rounds purge the expired sealed segments (the active one stays) and the
+/// ConsumeQueue files below them go; `cleanExpiredCQ` then answers SUCCESS with nothing left below
+/// the minimum, and every retained message is still there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t62_delete_expired_commit_log_purges_outside_the_delete_hours() -> Result<()> {
+    const TOPIC: &str = "T62_MANUAL";
+    const MESSAGES: usize = 400;
+    let ratio_dir = tempfile::tempdir()?;
+    let ratio_file = ratio_dir.path().join("disk-used-ratio");
+    std::fs::write(&ratio_file, "0.10")?;
+    let group = Group::start_with(1, |c| small_store(c, &ratio_file, 100)).await?;
+    let leader = group.wait_leader(WAIT).await?;
+    create_topic(&group, leader, TOPIC).await?;
+    let client = RemotingClient::new();
+    let addr = group.addr(leader);
+    for i in 0..MESSAGES {
+        let queue_id = (i % QUEUES as usize) as i32;
+        let r = client.invoke(&addr, send_request(TOPIC, queue_id, i, body(i)), Duration::from_secs(10)).await?;
+        ensure!(r.response_code() == ResponseCode::Success, "send {i}: {:?}", r.remark);
+    }
+    let root = group.configs[&leader].store_path_root_dir.clone();
+    let before = store_files(&root, TOPIC);
+    ensure!(before.segments.len() >= 3, "expected several segments: {before:?}");
+    let store = group.brokers[&leader].store().clone();
+    ensure!(store.retention_boundary().is_none(), "not the deleteWhen hour and no disk pressure: nothing purged");
+
+    let admin = Admin::new(&group.namesrv_addr)?;
+    admin.delete_expired_commit_log(&addr).await?;
+    let active = before.segments.last().cloned().context("a segment")?;
+    wait_for("the expired segments to be purged", || {
+        let purged = group.brokers[&leader].raft().status().purged;
+        let now = store_files(&root, TOPIC);
+        store.retention_boundary().is_some_and(|b| purged.is_some_and(|p| p.index >= b.index))
+            && now.segments.first().is_some_and(|s| *s >= active)
+            && before.cq.iter().all(|(q, old)| old.first().is_some_and(|f| !now.cq[q].contains(f)))
+    })
+    .await?;
+    admin.clean_expired_consume_queue(&addr).await?;
+    let boundary = store.retention_boundary().context("boundary")?;
+    for q in 0..QUEUES {
+        let (min, max) = store.queue_offsets(TOPIC, q);
+        let first = store.consume_queues().get(TOPIC, q).and_then(|cq| cq.unit_at(min)).context("a retained unit")?;
+        ensure!(first.phy_offset >= boundary.next_pos as i64, "queue {q} starts below the CommitLog minimum");
+        let retained = read_queue(&client, &addr, TOPIC, q, i64::try_from(min)?).await?;
+        ensure!(
+            retained.len() as u64 == max - min,
+            "queue {q}: {} of {} retained messages read",
+            retained.len(),
+            max - min
+        );
+    }
+    admin.shutdown().await;
     group.shutdown().await;
     Ok(())
 }

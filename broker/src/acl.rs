@@ -4,7 +4,8 @@
 //! Pure decisions first ([`AclConfig::parse_yaml`], [`AclConfig::check`]), then the file at the
 //! edge ([`Acl`]: loaded at boot, re-read when it changes).
 //!
-//! A request passes when, in this order (Java's):
+//! A request passes when, in this order (Java's; the ACL edit codes, [`ACL_EDIT_CODES`], skip
+//! steps 1 and 3: they need a signed admin whatever the address):
 //! 1. its peer address matches a `globalWhiteRemoteAddresses` pattern; otherwise
 //! 2. it names an `AccessKey` of a configured account, and
 //! 3. its peer address matches the account's `whiteRemoteAddress` (no signature needed); or
@@ -23,6 +24,11 @@
 //! the calls relayed to a group's clients (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY). A keyed
 //! QUERY_MESSAGE verifies whether or not its client signed `_UNIQUE_KEY_QUERY`.
 //!
+//! Edits over the wire (mqadmin's `updateAclConfig` family, `crate::acl_processor`) change the
+//! file's text ([`AclSource`]: each field as written), and every replica installs the resulting
+//! document ([`Acl::install`]): it is put in force and written over the file, unless the file in force
+//! carries exactly that `dataVersion` (it holds that edit, perhaps edited by hand since).
+//!
 //! The file (RocketMQ's layout, one file): `globalWhiteRemoteAddresses`, and `accounts` with
 //! `accessKey`, `secretKey` (both longer than 6 characters), `whiteRemoteAddress`, `admin`,
 //! `defaultTopicPerm`, `defaultGroupPerm`, `topicPerms` and `groupPerms` (`name=PUB|SUB`). Scalars
@@ -35,8 +41,8 @@
 //!   edit that does not parse, an emptied file or a removed one leaves the previous config in force
 //!   (logged once), never an open broker.
 //! - The check runs in `BrokerProcessor::process` before any header is decoded, for every served
-//!   code, oneway included. It reads the request only; a follower relays a request unchanged (its
-//!   relay client signs nothing), so the leader checks the client's own signature. A client
+//!   code, oneway included. It reads the request only; a follower relays a request with its extFields
+//!   and body unchanged (its relay client signs nothing; only the flag marks it relayed), so the leader checks the client's own signature. A client
 //!   admitted by its address alone is checked by the leader against the follower's address, so
 //!   its relayed QUERY_CONSUMER_OFFSET needs a signature.
 //! - The admin HTTP port is not a way around it: under `aclEnable` every `/api/v1/` call needs
@@ -105,10 +111,15 @@ pub mod perm {
     }
 }
 
+/// The codes that edit the ACL: they need a signed `admin` account whatever the peer's address
+/// (stricter than Java, which lets any signed or white-listed client send them).
+pub const ACL_EDIT_CODES: &[RequestCode] =
+    &[RequestCode::UpdateAndCreateAclConfig, RequestCode::DeleteAclConfig, RequestCode::UpdateGlobalWhiteAddrsConfig];
+
 /// Codes only an `admin: true` account may send: Java 4.9's `Permission.ADMIN_CODE`; our Raft
 /// membership codes (a removal notice unroutes a replica); and, stricter than Java, the two that
-/// move any group's offsets (`resetOffsetByTime`, `cloneGroupOffset`). Java leaves its own
-/// ACL-editing codes out; we do not serve them.
+/// move any group's offsets (`resetOffsetByTime`, `cloneGroupOffset`), and the three that edit
+/// the ACL itself, which Java leaves to any signed account (`crate::acl_processor`).
 pub const ADMIN_CODES: &[RequestCode] = &[
     RequestCode::UpdateAndCreateTopic,
     RequestCode::UpdateBrokerConfig,
@@ -121,6 +132,9 @@ pub const ADMIN_CODES: &[RequestCode] = &[
     RequestCode::RaftNodeRemoved,
     RequestCode::InvokeBrokerToResetOffset,
     RequestCode::CloneGroupOffset,
+    RequestCode::UpdateAndCreateAclConfig,
+    RequestCode::DeleteAclConfig,
+    RequestCode::UpdateGlobalWhiteAddrsConfig,
 ];
 
 /// What a request touches: a topic, or a consumer group.
@@ -256,7 +270,8 @@ pub struct Account {
     /// `accessKey`.
     pub access_key: String,
     secret_key: String,
-    /// `whiteRemoteAddress`: peers that need no signature for this account.
+    /// `whiteRemoteAddress`: peers that need no signature for this account (except for
+    /// [`ACL_EDIT_CODES`]).
     pub white_remote_address: Option<AddressPattern>,
     /// `admin`: may send [`ADMIN_CODES`]; with no explicit perms, may touch everything.
     pub admin: bool,
@@ -287,6 +302,255 @@ pub struct AclConfig {
     pub global_white: Vec<AddressPattern>,
     /// Accounts by access key.
     pub accounts: HashMap<String, Account>,
+    /// The file as written: what an edit over the wire starts from and rewrites.
+    pub source: AclSource,
+}
+
+/// The file's `dataVersion` (Java writes `[{counter, timestamp}]` on every edit). Replicated edits
+/// count up from the group's last one, so a larger counter is a later edit on every replica.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct AclVersion {
+    /// Edits so far.
+    pub counter: i64,
+    /// When the last edit was proposed (leader clock, ms).
+    pub timestamp: i64,
+}
+
+impl AclVersion {
+    /// Java's `DataVersion` JSON, as GET_BROKER_CLUSTER_ACL_INFO reports it.
+    pub fn to_json(&self) -> String {
+        format!(r#"{{"counter":{},"timestamp":{}}}"#, self.counter, self.timestamp)
+    }
+}
+
+/// One account as the file writes it (Java's `PlainAccessConfig`): each field's text, so an edit
+/// rewrites the file without changing what it did not touch.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct AccountSource {
+    /// `accessKey`.
+    pub access_key: String,
+    secret_key: String,
+    /// `whiteRemoteAddress`.
+    pub white_remote_address: Option<String>,
+    /// `admin`.
+    pub admin: bool,
+    /// `defaultTopicPerm`.
+    pub default_topic_perm: Option<String>,
+    /// `defaultGroupPerm`.
+    pub default_group_perm: Option<String>,
+    /// `topicPerms` (`None`: absent).
+    pub topic_perms: Option<Vec<String>>,
+    /// `groupPerms` (`None`: absent).
+    pub group_perms: Option<Vec<String>>,
+}
+
+impl std::fmt::Debug for AccountSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccountSource")
+            .field("access_key", &self.access_key)
+            .field("secret_key", &"******")
+            .field("admin", &self.admin)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `plain_acl.yml` as written, in file order (see [`AccountSource`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AclSource {
+    /// `globalWhiteRemoteAddresses`.
+    pub global_white: Vec<String>,
+    /// `accounts`, in file order.
+    pub accounts: Vec<AccountSource>,
+    /// `dataVersion`.
+    pub version: Option<AclVersion>,
+}
+
+/// An UPDATE_AND_CREATE_ACL_CONFIG request: the account and the fields it sets.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct AccountEdit {
+    /// The account.
+    pub access_key: String,
+    /// Its secret (required, as in Java).
+    pub secret_key: Option<String>,
+    /// Replaces `whiteRemoteAddress` when present.
+    pub white_remote_address: Option<String>,
+    /// Always replaces `admin` (Java's primitive field).
+    pub admin: bool,
+    /// Replaces `defaultTopicPerm` when present and not empty.
+    pub default_topic_perm: Option<String>,
+    /// Replaces `defaultGroupPerm` when present and not empty.
+    pub default_group_perm: Option<String>,
+    /// Replaces the whole `topicPerms` list when present.
+    pub topic_perms: Option<Vec<String>>,
+    /// Replaces the whole `groupPerms` list when present.
+    pub group_perms: Option<Vec<String>>,
+}
+
+impl std::fmt::Debug for AccountEdit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccountEdit").field("access_key", &self.access_key).finish_non_exhaustive()
+    }
+}
+
+/// `name=PERM` split as Java's `StringUtils.split(item, "=")` splits it: runs of `=` are one
+/// separator and empty parts are dropped, so `t==PUB` is `t` and `PUB`, and `=PUB` is one part.
+fn split_resource_perm(item: &str) -> Option<(&str, &str)> {
+    let mut parts = item.split('=').filter(|p| !p.is_empty());
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(name), Some(perm), None) => Some((name, perm)),
+        _ => None,
+    }
+}
+
+/// Java's `Permission.checkResourcePerms`: every item is `name=PERM` with PERM one of DENY, PUB,
+/// SUB, PUB|SUB, SUB|PUB.
+fn check_resource_perms(items: &[String]) -> Result<(), AclConfigError> {
+    for item in items {
+        let valid = split_resource_perm(item)
+            .is_some_and(|(_, p)| matches!(p.trim(), "DENY" | "PUB" | "SUB" | "PUB|SUB" | "SUB|PUB"));
+        if !valid {
+            return Err(AclConfigError(format!("Parse resource permission failed for {item}")));
+        }
+    }
+    Ok(())
+}
+
+/// Control characters cannot be written as single-quoted YAML (a newline folds into a space) and
+/// Java's loader refuses most of them, so an edit carrying one would write a file that says
+/// something else, or that Java cannot read.
+fn check_printable<'a>(texts: impl IntoIterator<Item = &'a str>) -> Result<(), AclConfigError> {
+    // U+2028/2029 are line breaks to Java's loader, U+FFFE/FFFF characters it refuses.
+    let unwritable = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{fffe}' | '\u{ffff}');
+    match texts.into_iter().find(|t| t.chars().any(unwritable)) {
+        Some(_) => Err(AclConfigError("a value contains a control character (newline, tab, ...)".into())),
+        None => Ok(()),
+    }
+}
+
+impl AclSource {
+    /// Creates or updates an account the way Java's `PlainPermissionManager.updateAccessConfig`
+    /// does: both keys longer than 6 characters, each resource item `name=PERM`; an existing account
+    /// keeps the fields the edit leaves out (`admin` is always replaced, perm lists replaced whole)
+    /// and moves to the end of the list.
+    pub fn upsert(&self, edit: &AccountEdit) -> Result<AclSource, AclConfigError> {
+        let secret = edit.secret_key.as_deref().unwrap_or_default();
+        if edit.access_key.chars().count() <= 6 || secret.chars().count() <= 6 {
+            return Err(AclConfigError(format!(
+                "The accessKey={} and secretKey cannot be null and length should longer than 6",
+                edit.access_key
+            )));
+        }
+        for list in [&edit.topic_perms, &edit.group_perms].into_iter().flatten() {
+            check_resource_perms(list)?;
+        }
+        let optional = [&edit.white_remote_address, &edit.default_topic_perm, &edit.default_group_perm];
+        let lists = [&edit.topic_perms, &edit.group_perms].into_iter().flatten().flatten();
+        check_printable(
+            [edit.access_key.as_str(), secret]
+                .into_iter()
+                .chain(optional.into_iter().flatten().map(String::as_str))
+                .chain(lists.map(String::as_str)),
+        )?;
+        if let Some(white) = &edit.white_remote_address {
+            AddressPattern::parse(white).map_err(|e| AclConfigError(format!("whiteRemoteAddress: {e}")))?;
+        }
+        let mut next = self.clone();
+        let position = next.accounts.iter().position(|a| a.access_key == edit.access_key);
+        let mut account = match position {
+            Some(i) => next.accounts.remove(i),
+            None => AccountSource { access_key: edit.access_key.clone(), ..AccountSource::default() },
+        };
+        account.secret_key = secret.to_owned();
+        if let Some(white) = &edit.white_remote_address {
+            account.white_remote_address = Some(white.clone());
+        }
+        account.admin = edit.admin;
+        if let Some(p) = edit.default_topic_perm.as_ref().filter(|p| !p.is_empty()) {
+            account.default_topic_perm = Some(p.clone());
+        }
+        if let Some(p) = edit.default_group_perm.as_ref().filter(|p| !p.is_empty()) {
+            account.default_group_perm = Some(p.clone());
+        }
+        if let Some(list) = &edit.topic_perms {
+            account.topic_perms = Some(list.clone());
+        }
+        if let Some(list) = &edit.group_perms {
+            account.group_perms = Some(list.clone());
+        }
+        next.accounts.push(account);
+        Ok(next)
+    }
+
+    /// Without the account `access_key`; `None` when there is no such account.
+    pub fn delete(&self, access_key: &str) -> Option<AclSource> {
+        let i = self.accounts.iter().position(|a| a.access_key == access_key)?;
+        let mut next = self.clone();
+        next.accounts.remove(i);
+        Some(next)
+    }
+
+    /// With `addresses` as `globalWhiteRemoteAddresses` (Java replaces the list); each must be a
+    /// valid pattern.
+    pub fn with_global_white(&self, addresses: Vec<String>) -> Result<AclSource, AclConfigError> {
+        check_printable(addresses.iter().map(String::as_str))?;
+        for a in &addresses {
+            AddressPattern::parse(a).map_err(|e| AclConfigError(format!("globalWhiteRemoteAddresses: {e}")))?;
+        }
+        Ok(AclSource { global_white: addresses, ..self.clone() })
+    }
+
+    /// The file text, RocketMQ's layout in block style (as Java's snakeyaml writes it, comments
+    /// gone). Every text is single-quoted, so no value is read back as a number or a boolean.
+    pub fn to_yaml(&self) -> String {
+        fn quoted(text: &str) -> String {
+            format!("'{}'", text.replace('\'', "''"))
+        }
+        fn list(out: &mut String, indent: &str, items: &[String]) {
+            for item in items {
+                out.push_str(&format!("{indent}- {}\n", quoted(item)));
+            }
+        }
+        let mut out = String::new();
+        if self.global_white.is_empty() {
+            out.push_str("globalWhiteRemoteAddresses: []\n");
+        } else {
+            out.push_str("globalWhiteRemoteAddresses:\n");
+            list(&mut out, "  ", &self.global_white);
+        }
+        if self.accounts.is_empty() {
+            out.push_str("accounts: []\n");
+        } else {
+            out.push_str("accounts:\n");
+        }
+        for a in &self.accounts {
+            out.push_str(&format!("  - accessKey: {}\n", quoted(&a.access_key)));
+            out.push_str(&format!("    secretKey: {}\n", quoted(&a.secret_key)));
+            if let Some(w) = &a.white_remote_address {
+                out.push_str(&format!("    whiteRemoteAddress: {}\n", quoted(w)));
+            }
+            out.push_str(&format!("    admin: {}\n", a.admin));
+            if let Some(p) = &a.default_topic_perm {
+                out.push_str(&format!("    defaultTopicPerm: {}\n", quoted(p)));
+            }
+            if let Some(p) = &a.default_group_perm {
+                out.push_str(&format!("    defaultGroupPerm: {}\n", quoted(p)));
+            }
+            for (key, items) in [("topicPerms", &a.topic_perms), ("groupPerms", &a.group_perms)] {
+                match items {
+                    None => {}
+                    Some(items) if items.is_empty() => out.push_str(&format!("    {key}: []\n")),
+                    Some(items) => {
+                        out.push_str(&format!("    {key}:\n"));
+                        list(&mut out, "      ", items);
+                    }
+                }
+            }
+        }
+        if let Some(v) = &self.version {
+            out.push_str(&format!("dataVersion:\n  - counter: {}\n    timestamp: {}\n", v.counter, v.timestamp));
+        }
+        out
+    }
 }
 
 /// Why `plain_acl.yml` was refused.
@@ -440,22 +704,37 @@ impl AclConfig {
             }
         }
         let mut accounts = HashMap::new();
+        let mut source = AclSource {
+            global_white: Node::texts(root.get("globalWhiteRemoteAddresses"), "globalWhiteRemoteAddresses")?,
+            accounts: Vec::new(),
+            version: Self::data_version(root.get("dataVersion")),
+        };
         let items = match root.get("accounts") {
             None => &[][..],
             Some(Node::Seq(items)) => &items[..],
             Some(_) => return Err(AclConfigError("accounts must be a list".into())),
         };
         for (i, item) in items.iter().enumerate() {
-            let account = Self::parse_account(item).map_err(|e| AclConfigError(format!("accounts[{i}]: {}", e.0)))?;
+            let (account, written) =
+                Self::parse_account(item).map_err(|e| AclConfigError(format!("accounts[{i}]: {}", e.0)))?;
             if accounts.contains_key(&account.access_key) {
                 return Err(AclConfigError(format!("accounts[{i}]: accessKey {} is listed twice", account.access_key)));
             }
             accounts.insert(account.access_key.clone(), account);
+            source.accounts.push(written);
         }
-        Ok(AclConfig { global_white, accounts })
+        Ok(AclConfig { global_white, accounts, source })
     }
 
-    fn parse_account(item: &Node) -> Result<Account, AclConfigError> {
+    /// `dataVersion: [{counter, timestamp}]`, read leniently: anything else is no version.
+    fn data_version(node: Option<&Node>) -> Option<AclVersion> {
+        let Some(Node::Seq(items)) = node else { return None };
+        let first = items.first()?;
+        let number = |key: &str| first.get(key)?.text()?.trim().parse::<i64>().ok();
+        Some(AclVersion { counter: number("counter")?, timestamp: number("timestamp").unwrap_or(0) })
+    }
+
+    fn parse_account(item: &Node) -> Result<(Account, AccountSource), AclConfigError> {
         if !matches!(item, Node::Map(_)) {
             return Err(AclConfigError("must be a mapping".into()));
         }
@@ -491,10 +770,24 @@ impl AclConfig {
         let default_group_perm = text("defaultGroupPerm")?.map_or(perm::DENY, |t| perm::parse(&t));
         // Java fills groups first and topics after, so a `%RETRY%g` topic entry wins over `g`.
         let mut perms = HashMap::new();
+        let mut written = AccountSource {
+            access_key: access_key.clone(),
+            secret_key: secret_key.clone(),
+            white_remote_address: text("whiteRemoteAddress")?,
+            admin,
+            default_topic_perm: text("defaultTopicPerm")?,
+            default_group_perm: text("defaultGroupPerm")?,
+            topic_perms: None,
+            group_perms: None,
+        };
         for (list, group) in [("groupPerms", true), ("topicPerms", false)] {
-            for entry in Node::texts(item.get(list), list)? {
-                let parts: Vec<&str> = entry.split('=').collect();
-                let [name, p] = parts[..] else {
+            let entries = Node::texts(item.get(list), list)?;
+            if item.get(list).is_some() {
+                let slot = if group { &mut written.group_perms } else { &mut written.topic_perms };
+                *slot = Some(entries.clone());
+            }
+            for entry in entries {
+                let Some((name, p)) = split_resource_perm(&entry) else {
                     return Err(AclConfigError(format!(
                         "{list}: '{entry}' is not name=PERM (PUB, SUB, PUB|SUB, DENY)"
                     )));
@@ -504,7 +797,7 @@ impl AclConfig {
                 perms.insert(resource, perm::parse(p));
             }
         }
-        Ok(Account {
+        let account = Account {
             access_key,
             secret_key,
             white_remote_address,
@@ -513,12 +806,16 @@ impl AclConfig {
             default_group_perm,
             // No entries at all is Java's null map: an admin then passes every resource check.
             perms: if perms.is_empty() { None } else { Some(perms) },
-        })
+        };
+        Ok((account, written))
     }
 
     /// Whether `request` from `peer` may be served (the module header gives the order).
     pub fn check(&self, request: &RemotingCommand, peer: IpAddr) -> Result<(), AclDenied> {
-        if self.global_white.iter().any(|p| p.matches(peer)) {
+        // An edit of the ACL itself passes no address shortcut: a white-listed host or account
+        // could otherwise make itself an admin.
+        let edits_acl = ACL_EDIT_CODES.contains(&request.request_code());
+        if !edits_acl && self.global_white.iter().any(|p| p.matches(peer)) {
             return Ok(());
         }
         let Some(access_key) = request.ext_fields.get(ACCESS_KEY) else {
@@ -527,7 +824,7 @@ impl AclConfig {
         let Some(account) = self.accounts.get(access_key.as_str()) else {
             return Err(AclDenied(format!("No acl config for {access_key}")));
         };
-        if account.white_remote_address.as_ref().is_some_and(|p| p.matches(peer)) {
+        if !edits_acl && account.white_remote_address.as_ref().is_some_and(|p| p.matches(peer)) {
             return Ok(());
         }
         let presented = request.ext_fields.get(SIGNATURE).map(|s| s.as_str()).unwrap_or_default();
@@ -656,6 +953,23 @@ pub fn resources(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, AclDe
     Ok(out)
 }
 
+/// One replicated edit: the whole file it leads to and its version (the entry every replica
+/// applies, `crate::entry::BrokerCommand::AclDocument`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct AclDocument {
+    /// The file's `dataVersion` after the edit.
+    pub version: AclVersion,
+    /// The file text ([`AclSource::to_yaml`]).
+    pub yaml: String,
+}
+
+impl std::fmt::Debug for AclDocument {
+    // The text holds every secret key.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AclDocument").field("version", &self.version).field("bytes", &self.yaml.len()).finish()
+    }
+}
+
 /// The ACL in force on this broker: `plain_acl.yml`, re-read when it changes.
 #[derive(Debug)]
 pub struct Acl {
@@ -663,13 +977,65 @@ pub struct Acl {
     config: RwLock<Arc<AclConfig>>,
     /// (length, modification time) of the file the config was read from.
     seen: RwLock<Option<(u64, std::time::SystemTime)>>,
+    /// Held across one edit over the wire (read, replicate, install), so two edits on a leader do
+    /// not both start from the same file and lose one.
+    edit: tokio::sync::Mutex<()>,
+    /// Held while a document is installed or the file re-read (the admin call, the replica's
+    /// follower task and the poller race); holds the last replicated version installed by this
+    /// process.
+    install: std::sync::Mutex<Option<AclVersion>>,
 }
 
 impl Acl {
     /// Loads `path`; an unreadable or invalid file is an error (the broker does not start open).
     pub fn load(path: &Path) -> Result<Self, AclConfigError> {
+        remove_stale_temporaries(path);
         let (config, seen, _) = read_file(path)?;
-        Ok(Acl { path: path.to_owned(), config: RwLock::new(Arc::new(config)), seen: RwLock::new(seen) })
+        Ok(Acl {
+            path: path.to_owned(),
+            config: RwLock::new(Arc::new(config)),
+            seen: RwLock::new(seen),
+            edit: tokio::sync::Mutex::new(()),
+            install: std::sync::Mutex::new(None),
+        })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Serialises edits over the wire on this broker (see the field).
+    pub async fn lock_edits(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.edit.lock().await
+    }
+
+    /// Puts a replicated document in force and writes it to the file. Returns whether it took
+    /// effect. Skipped when this process installed that version or a later one already (the admin
+    /// call and the follower task both try), and when the file in force carries exactly its
+    /// `dataVersion` (the file holds that edit, perhaps edited by hand since: a restart leaves it).
+    /// The replica's follower task starts only once the log it booted with is applied, so a restart
+    /// installs the group's last edit, never the older ones it replays. The config changes even
+    /// when the file cannot be written (the error says so), so every replica enforces the same
+    /// edit; the write is retried after a restart.
+    pub fn install(&self, doc: &AclDocument) -> Result<bool, AclConfigError> {
+        let mut installed = self.install.lock().unwrap_or_else(|p| p.into_inner());
+        if installed.is_some_and(|v| v >= doc.version) {
+            return Ok(false);
+        }
+        if self.current().source.version == Some(doc.version) {
+            *installed = Some(doc.version);
+            return Ok(false);
+        }
+        let config = AclConfig::parse_yaml(&doc.yaml)?;
+        // The file first: once the version shows (GET_BROKER_CLUSTER_ACL_INFO), the file holds it.
+        let written = write_atomically(&self.path, doc.yaml.as_bytes());
+        *self.config.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(config);
+        *installed = Some(doc.version);
+        written.map_err(|e| AclConfigError(format!("writing {}: {e}", self.path.display())))?;
+        *self.seen.write().unwrap_or_else(|p| p.into_inner()) = file_stamp(&self.path);
+        tracing::info!(path = %self.path.display(), counter = doc.version.counter, "replicated plain ACL edit installed");
+        Ok(true)
     }
 
     /// The config in force.
@@ -686,6 +1052,9 @@ impl Acl {
     /// config took effect. A file that is gone, empty (caught in the middle of a rewrite) or no
     /// longer parses keeps the old config, logged once per change of the file.
     pub fn reload_if_changed(&self) -> bool {
+        // Under the install lock: a reload that read the file just before an install replaced it
+        // must not put the older text back in force.
+        let _installing = self.install.lock().unwrap_or_else(|p| p.into_inner());
         let now = file_stamp(&self.path);
         if now == *self.seen.read().unwrap_or_else(|p| p.into_inner()) {
             return false;
@@ -735,6 +1104,58 @@ impl Acl {
             }
         }
     }
+}
+
+/// Replaces `path` with `bytes` so a reader (or a crash) sees the old file or the new one whole:
+/// a temporary file beside it, fsynced, renamed over it, and the directory fsynced.
+/// Removes the temporary files a crash in [`write_atomically`] left beside `path` (they hold every
+/// secret key); failures are only logged.
+fn remove_stale_temporaries(path: &Path) {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else { return };
+    let prefix = format!(".{name}.");
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let file = file.to_string_lossy();
+        if file.starts_with(&prefix)
+            && file.ends_with(".tmp")
+            && let Err(e) = std::fs::remove_file(entry.path())
+        {
+            tracing::warn!(file = %entry.path().display(), error = %e, "cannot remove a stale ACL temporary file");
+        }
+    }
+}
+
+/// The temporary file is private to this call (a unique name, created new) and gets the old file's
+/// permissions, or owner-only ones: it holds every secret key. It is removed if anything fails.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::PermissionsExt;
+    static SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mode = std::fs::metadata(path).map_or(0o600, |m| m.permissions().mode() & 0o7777);
+    let mut name = std::ffi::OsString::from(".");
+    name.push(path.file_name().unwrap_or_default());
+    let sequence = SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    name.push(format!(".{}.{sequence}.tmp", std::process::id()));
+    let tmp = dir.join(name);
+    let written = (|| {
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        // Not through `mode` above: the umask would narrow it.
+        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written?;
+    std::fs::File::open(dir)?.sync_all()
 }
 
 /// A file's length and modification time: what tells a changed ACL file.
@@ -1092,5 +1513,202 @@ accounts:
         assert!(acl.reload_if_changed());
         assert!(!acl.current().accounts.contains_key("newcomer"));
         assert!(Acl::load(&dir.path().join("missing.yml")).is_err());
+    }
+
+    #[test]
+    fn acl_edits_need_a_signed_admin_whatever_the_address() {
+        let c = config();
+        let edit_request = |ak: &str| {
+            let mut r = RemotingCommand::request(RequestCode::UpdateAndCreateAclConfig);
+            r.ext_fields.insert(FieldStr::from("accessKey"), FieldStr::from("intruder1"));
+            r.ext_fields.insert(FieldStr::from("admin"), FieldStr::from("true"));
+            r.ext_fields.insert(FieldStr::from(ACCESS_KEY), FieldStr::from(ak));
+            r
+        };
+        // A globally white-listed host passes other codes unchecked, but not an ACL edit.
+        assert!(c.check(&send("topicA"), ip("10.10.103.7")).is_ok());
+        let e = c.check(&edit_request("RocketMQ"), ip("10.10.103.7")).unwrap_err().0;
+        assert!(e.starts_with("Check signature failed"), "{e}");
+        // An admin account's white address admits it without a signature elsewhere, not here.
+        let e = c.check(&edit_request("rocketmq2"), ip("192.168.1.5")).unwrap_err().0;
+        assert!(e.starts_with("Check signature failed"), "{e}");
+        let mut signed_admin = edit_request("rocketmq2");
+        signed_admin.ext_fields.shift_remove(ACCESS_KEY);
+        assert!(c.check(&signed(signed_admin, "rocketmq2", "12345678"), ip(OUTSIDE)).is_ok());
+        // A signed account that is not an admin may not edit.
+        let mut plain = edit_request("RocketMQ");
+        plain.ext_fields.shift_remove(ACCESS_KEY);
+        let e = c.check(&signed(plain, "RocketMQ", "12345678"), ip(OUTSIDE)).unwrap_err().0;
+        assert!(e.starts_with("Need admin permission"), "{e}");
+        // Perm items split as Java's StringUtils.split does.
+        assert!(check_resource_perms(&["t==PUB".into()]).is_ok());
+        assert!(check_resource_perms(&["=PUB".into()]).is_err());
+        assert!(
+            AclConfig::default()
+                .source
+                .upsert(&AccountEdit { secret_key: Some("line\nbreak".into()), ..edit("newcomer") })
+                .is_err()
+        );
+        assert!(AclSource::default().with_global_white(vec!["10.0.0.1\t".into()]).is_err());
+    }
+
+    fn edit(ak: &str) -> AccountEdit {
+        AccountEdit { access_key: ak.into(), secret_key: Some("secret-key-1".into()), ..AccountEdit::default() }
+    }
+
+    #[test]
+    fn edits_follow_javas_merge_rules() {
+        let base = AclConfig::parse_yaml(YAML).unwrap().source;
+        // A new account goes last, with only what the edit names.
+        let added = base
+            .upsert(&AccountEdit { admin: true, topic_perms: Some(vec!["t1=PUB".into()]), ..edit("newcomer") })
+            .unwrap();
+        let last = added.accounts.last().unwrap();
+        assert_eq!((last.access_key.as_str(), last.admin), ("newcomer", true));
+        assert_eq!(last.topic_perms, Some(vec!["t1=PUB".to_owned()]));
+        assert_eq!((last.group_perms.as_ref(), last.default_topic_perm.as_ref()), (None, None));
+        // An existing one keeps the fields the edit leaves out, moves to the end, and `admin` is
+        // always replaced (Java's primitive field).
+        let first = base.accounts[0].clone();
+        let updated =
+            base.upsert(&AccountEdit { default_group_perm: Some("PUB".into()), ..edit(&first.access_key) }).unwrap();
+        assert_eq!(updated.accounts.len(), base.accounts.len());
+        let moved = updated.accounts.last().unwrap();
+        assert_eq!(moved.access_key, first.access_key);
+        assert_eq!(moved.default_group_perm.as_deref(), Some("PUB"));
+        assert_eq!(moved.default_topic_perm, first.default_topic_perm);
+        assert_eq!(moved.topic_perms, first.topic_perms);
+        assert!(!moved.admin);
+        // Perm lists are replaced whole; an empty default perm leaves the old one.
+        let replaced = base
+            .upsert(&AccountEdit {
+                topic_perms: Some(vec!["only=SUB".into()]),
+                default_topic_perm: Some(String::new()),
+                ..edit(&first.access_key)
+            })
+            .unwrap();
+        let moved = replaced.accounts.last().unwrap();
+        assert_eq!(moved.topic_perms, Some(vec!["only=SUB".to_owned()]));
+        assert_eq!(moved.default_topic_perm, first.default_topic_perm);
+        // Refusals: short keys (the secret is required on an update too, and never echoed), a bad
+        // resource item, a bad address.
+        let refused = |e: AccountEdit| base.upsert(&e).unwrap_err().0;
+        assert!(refused(AccountEdit { secret_key: None, ..edit("newcomer") }).contains("longer than 6"));
+        assert!(refused(edit("short")).contains("longer than 6"));
+        let r = refused(AccountEdit { secret_key: Some("123456".into()), ..edit("newcomer") });
+        assert!(!r.contains("123456"), "{r}");
+        assert!(
+            refused(AccountEdit { topic_perms: Some(vec!["t=PUBLISH".into()]), ..edit("newcomer") })
+                .contains("t=PUBLISH")
+        );
+        assert!(refused(AccountEdit { group_perms: Some(vec!["g".into()]), ..edit("newcomer") }).contains("g"));
+        assert!(
+            refused(AccountEdit { white_remote_address: Some("300.1.1.1".into()), ..edit("newcomer") })
+                .contains("whiteRemoteAddress")
+        );
+        // Delete and the global white list.
+        assert_eq!(base.delete("nobody-here"), None);
+        let deleted = base.delete(&first.access_key).unwrap();
+        assert!(deleted.accounts.iter().all(|a| a.access_key != first.access_key));
+        let white = base.with_global_white(vec!["10.0.0.*".into()]).unwrap();
+        assert_eq!(white.global_white, vec!["10.0.0.*".to_owned()]);
+        assert!(base.with_global_white(vec!["10.0.0.999".into()]).is_err());
+    }
+
+    #[test]
+    fn a_written_file_reads_back_as_the_same_config_with_its_version() {
+        let mut source = AclConfig::parse_yaml(YAML).unwrap().source;
+        source = source
+            .upsert(&AccountEdit {
+                secret_key: Some("it's-0123".into()),
+                white_remote_address: Some("192.168.1.*".into()),
+                admin: true,
+                default_topic_perm: Some("PUB|SUB".into()),
+                group_perms: Some(Vec::new()),
+                ..edit("0012345")
+            })
+            .unwrap();
+        source.version = Some(AclVersion { counter: 7, timestamp: 1_700_000_000_123 });
+        let yaml = source.to_yaml();
+        let back = AclConfig::parse_yaml(&yaml).unwrap();
+        assert_eq!(back.source, source, "{yaml}");
+        let original = AclConfig::parse_yaml(YAML).unwrap();
+        for (key, account) in &original.accounts {
+            assert_eq!(back.accounts.get(key), Some(account), "{key} unchanged");
+        }
+        let ak = back.accounts.get("0012345").expect("a numeric-looking key stays text");
+        assert!(ak.admin);
+        assert_eq!(ak.default_topic_perm, perm::PUB | perm::SUB);
+        assert!(yaml.contains("dataVersion:\n  - counter: 7\n    timestamp: 1700000000123\n"), "{yaml}");
+        // Java's own layout of the version reads too.
+        let java = "accounts: []\ndataVersion:\n- counter: 2\n  timestamp: 1700000000000\n";
+        let v = AclConfig::parse_yaml(java).unwrap().source.version;
+        assert_eq!(v, Some(AclVersion { counter: 2, timestamp: 1_700_000_000_000 }));
+        assert_eq!(v.unwrap().to_json(), r#"{"counter":2,"timestamp":1700000000000}"#);
+        // An empty config writes lists Java reads as empty.
+        assert_eq!(AclSource::default().to_yaml(), "globalWhiteRemoteAddresses: []\naccounts: []\n");
+        assert_eq!(AclConfig::parse_yaml(&AclSource::default().to_yaml()).unwrap(), AclConfig::default());
+    }
+
+    #[test]
+    fn a_replicated_edit_is_installed_once_and_never_undoes_a_later_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config").join("plain_acl.yml");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, YAML).unwrap();
+        let acl = Acl::load(&path).unwrap();
+        let doc = |counter: i64, ak: &str| {
+            let mut s = acl.current().source.upsert(&edit(ak)).unwrap();
+            s.version = Some(AclVersion { counter, timestamp: counter * 10 });
+            AclDocument { version: s.version.unwrap(), yaml: s.to_yaml() }
+        };
+        let second = doc(2, "second-account");
+        let first = doc(1, "first-account");
+        assert!(acl.install(&second).unwrap());
+        assert!(acl.current().accounts.contains_key("second-account"));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), second.yaml);
+        assert!(!acl.reload_if_changed(), "our own write is not a change to reload");
+        assert!(!acl.install(&first).unwrap(), "an older edit (a restart re-applying) is skipped");
+        assert!(!acl.install(&second).unwrap(), "so is the same one");
+        assert!(!acl.current().accounts.contains_key("first-account"));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), second.yaml);
+        let names: Vec<_> =
+            std::fs::read_dir(path.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("plain_acl.yml")], "no temporary file is left");
+        let bad = AclDocument { version: AclVersion { counter: 3, timestamp: 0 }, yaml: "accounts: [".into() };
+        assert!(acl.install(&bad).is_err());
+        assert!(acl.current().accounts.contains_key("second-account"), "a bad document changes nothing");
+    }
+
+    #[test]
+    fn a_restart_keeps_a_hand_edit_of_the_last_replicated_file_and_its_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plain_acl.yml");
+        std::fs::write(&path, YAML).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let acl = Acl::load(&path).unwrap();
+        let mut source = acl.current().source.upsert(&edit("replicated")).unwrap();
+        source.version = Some(AclVersion { counter: 4, timestamp: 40 });
+        let doc = AclDocument { version: source.version.unwrap(), yaml: source.to_yaml() };
+        assert!(acl.install(&doc).unwrap());
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o640, "secrets stay private");
+        // By hand, keeping the dataVersion line; then a restart replays the same edit.
+        let hand = std::fs::read_to_string(&path).unwrap().replace("'replicated'", "'hand-edited'");
+        std::fs::write(&path, &hand).unwrap();
+        let stale = dir.path().join(".plain_acl.yml.77.0.tmp");
+        std::fs::write(&stale, "secrets left by a crash").unwrap();
+        let restarted = Acl::load(&path).unwrap();
+        assert!(!stale.exists(), "a crash's temporary file goes at load");
+        assert!(!restarted.install(&doc).unwrap(), "the file holds that edit");
+        assert!(restarted.current().accounts.contains_key("hand-edited"));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), hand);
+        // A file from elsewhere, with a larger counter of its own, still takes the group's edit.
+        let mut foreign = AclConfig::parse_yaml(YAML).unwrap().source;
+        foreign.version = Some(AclVersion { counter: 45, timestamp: 1 });
+        std::fs::write(&path, foreign.to_yaml()).unwrap();
+        let migrated = Acl::load(&path).unwrap();
+        assert!(migrated.install(&doc).unwrap());
+        assert!(migrated.current().accounts.contains_key("replicated"));
     }
 }

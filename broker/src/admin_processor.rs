@@ -6,7 +6,7 @@
 //! |---|---|
 //! | UPDATE_AND_CREATE_TOPIC (17), DELETE_TOPIC_IN_BROKER (215) | replicated topic upsert / delete |
 //! | GET_ALL_TOPIC_CONFIG (21) | `TopicConfigSerializeWrapper` |
-//! | UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), DELETE_SUBSCRIPTIONGROUP (207) | replicated group upsert / delete |
+//! | UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), DELETE_SUBSCRIPTIONGROUP (207) | replicated group upsert / delete (with `removeOffset`, its committed offsets too) |
 //! | GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) | `SubscriptionGroupWrapper` |
 //! | GET_ALL_CONSUMER_OFFSET (43) | `ConsumerOffsetSerializeWrapper` |
 //! | CLONE_GROUP_OFFSET (314) | one group's committed offsets copied to another, replicated |
@@ -24,6 +24,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use raftmq_common::limits::QUERY_CONSUME_QUEUE_MAX_COUNT;
+use raftmq_common::limits::RETENTION_MANUAL_DELETE_ROUNDS_COUNT;
 use raftmq_common::limits::TOPIC_QUEUE_NUMS_MAX_COUNT;
 use raftmq_common::message::validate::DLQ_GROUP_TOPIC_PREFIX;
 use raftmq_common::message::validate::RETRY_GROUP_TOPIC_PREFIX;
@@ -33,11 +35,14 @@ use raftmq_common::message::validate::validate_topic;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::consume_queue_data::ConsumeQueueData;
+use raftmq_common::protocol::body::consume_queue_data::QueryConsumeQueueResponseBody;
 use raftmq_common::protocol::body::consume_stats::ConsumeStats;
 use raftmq_common::protocol::body::consume_stats::ConsumeStatsList;
 use raftmq_common::protocol::body::consume_stats::OffsetWrapper;
 use raftmq_common::protocol::body::consume_time_span::QueryConsumeTimeSpanBody;
 use raftmq_common::protocol::body::consume_time_span::QueueTimeSpan;
+use raftmq_common::protocol::body::consumer_offset::DelayOffsetSerializeWrapper;
 use raftmq_common::protocol::body::group_list::GroupList;
 use raftmq_common::protocol::body::membership::AddNodeRequest;
 use raftmq_common::protocol::body::membership::RemoveNodeRequest;
@@ -45,6 +50,7 @@ use raftmq_common::protocol::body::membership::TransferLeadershipRequest;
 use raftmq_common::protocol::body::message_queue::MessageQueue;
 use raftmq_common::protocol::body::properties_text;
 use raftmq_common::protocol::body::register::KvTable;
+use raftmq_common::protocol::body::register::TopicList;
 use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::protocol::body::topic::TopicFilterType;
@@ -65,6 +71,7 @@ use raftmq_common::protocol::header::offset::GetMaxOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::GetMaxOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::GetMinOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::GetMinOffsetResponseHeader;
+use raftmq_common::protocol::header::query::QueryConsumeQueueRequestHeader;
 
 use raftmq_raft::Role;
 
@@ -76,6 +83,7 @@ use crate::live_config::UpdateError;
 use crate::membership;
 use crate::processor::BrokerContext;
 use crate::pull::CommitLogReader;
+use crate::pull::MessageFilter;
 use crate::query_processor::earliest_store_time;
 use crate::query_processor::unit_store_time;
 use crate::stats::runtime_string;
@@ -250,6 +258,11 @@ pub async fn delete_group(ctx: &BrokerContext, request: &RemotingCommand) -> Res
         replicate(ctx, BrokerCommand::SubscriptionGroupDelete { proposed_at_ms: now_ms() as i64, group: h.group_name })
             .await?;
     ctx.stats.remove_group(&group);
+    // Java 4.9's `removeOffset`: the offsets go in an entry of their own after the group (a retry
+    // after a failure here deletes both again, harmlessly).
+    if h.remove_offset == Some(true) {
+        replicate(ctx, BrokerCommand::GroupOffsetsDelete { proposed_at_ms: now_ms() as i64, group }).await?;
+    }
     Ok(answer)
 }
 
@@ -320,6 +333,21 @@ pub fn all_group_config(ctx: &BrokerContext) -> Result<RemotingCommand, Remoting
 pub fn all_consumer_offset(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
     let wrapper = ctx.store.metadata().offsets.to_wrapper();
     json(&wrapper)
+}
+
+/// GET_ALL_DELAY_OFFSET: each delay level's delivery progress (replicated, so any replica knows it).
+pub fn all_delay_offset(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+    let offset_table =
+        ctx.store.metadata().delay_offsets.iter().map(|(queue_id, offset)| (queue_id + 1, offset)).collect();
+    json(&DelayOffsetSerializeWrapper { offset_table })
+}
+
+/// GET_SYSTEM_TOPIC_LIST_FROM_BROKER (after GET_SYSTEM_TOPIC_LIST_FROM_NS; the dashboard's topic
+/// list): the topics `TopicConfigManager` creates on its own, as Java's `getSystemTopic()` lists them.
+pub fn system_topic_list(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+    let options = crate::topic_config::SystemTopicOptions::from(&ctx.config);
+    let topic_list = crate::topic_config::system_topics(&options).into_iter().map(|t| t.topic_name).collect();
+    json(&TopicList { broker_addr: None, topic_list })
 }
 
 /// GET_TOPIC_STATS_INFO (`mqadmin topicStatus`, the dashboard's topic view): min and max offset
@@ -412,6 +440,105 @@ pub fn consume_time_span(ctx: &BrokerContext, request: &RemotingCommand) -> Resu
         });
     }
     json(&body)
+}
+
+/// QUERY_CONSUME_QUEUE (`mqadmin queryCq`): up to `count` ConsumeQueue units of one queue from
+/// `index` (at most [`QUERY_CONSUME_QUEUE_MAX_COUNT`], never past the queue's end), its bounds,
+/// and with `consumerGroup` the group's subscription and whether each unit passes it at
+/// ConsumeQueue level (a SQL92 filter needs the record: every unit passes here, as in Java). As
+/// Java: a queue outside the topic's queues is SYSTEM_ERROR (one of the topic that stored nothing
+/// yet is empty), an index outside the queue SUCCESS with no units and a remark saying so. (Java 4.9 encodes the body before filling it, so its answer is always empty;
+/// this one is filled.)
+pub fn query_consume_queue(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    let h: QueryConsumeQueueRequestHeader = header(request)?;
+    let topic = h.topic.unwrap_or_default();
+    let queue_id = h.queue_id.unwrap_or(0);
+    let index = h.index.unwrap_or(0);
+    let count = h.count.unwrap_or(0).clamp(0, QUERY_CONSUME_QUEUE_MAX_COUNT);
+    let mut body = QueryConsumeQueueResponseBody::default();
+    let mut filter = None;
+    if let Some(group) = h.consumer_group.filter(|g| !g.is_empty()) {
+        match ctx.clients.subscription(&group, &topic) {
+            Ok(sub) => {
+                if sub.expression_type.eq_ignore_ascii_case("SQL92") {
+                    body.filter_data = Some(sub.sub_string.clone());
+                    filter = Some(MessageFilter::all());
+                } else {
+                    filter = Some(MessageFilter::from_subscription(&sub));
+                }
+                body.subscription_data = Some(sub);
+            }
+            Err(_) => body.filter_data = Some(format!("{group}@{topic} is not online!")),
+        }
+    }
+    // A queue of a known topic that has stored nothing yet has no files: it is empty (Java creates
+    // the ConsumeQueue on first lookup); any other queue does not exist.
+    let known = ctx
+        .store
+        .metadata()
+        .topics
+        .get(&topic)
+        .is_some_and(|t| (0..t.read_queue_nums.max(t.write_queue_nums)).contains(&queue_id));
+    let units = {
+        let queues = ctx.store.consume_queues();
+        let queue = queues.get(&topic, queue_id);
+        let (min, max) = match queue {
+            Some(queue) => (queue.min_offset(), queue.max_offset()),
+            None if known => (0, 0),
+            None => return Err(refuse(ResponseCode::SystemError, format!("{queue_id}@{topic} is not exist!"))),
+        };
+        body.min_queue_index = i64::try_from(min).unwrap_or(i64::MAX);
+        body.max_queue_index = i64::try_from(max).unwrap_or(i64::MAX);
+        match (u64::try_from(index), queue) {
+            (Ok(from), Some(queue)) if (min..max).contains(&from) => {
+                let to = from.saturating_add(u64::try_from(count).unwrap_or(0)).min(max);
+                (from..to).map(|o| queue.unit_at(o)).collect::<Vec<_>>()
+            }
+            _ => {
+                let remark = format!("Index {index} of {queue_id}@{topic} is not exist!");
+                let encoded = body.encode().map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
+                return Ok(RemotingCommand::success().with_body(encoded).with_remark(remark));
+            }
+        }
+    };
+    body.queue_data = units
+        .into_iter()
+        .map(|unit| match unit {
+            Some(u) => ConsumeQueueData {
+                eval: filter.as_ref().is_some_and(|f| f.matches_code(u.tags_code)),
+                physic_offset: u.phy_offset,
+                physic_size: u.size,
+                tags_code: u.tags_code,
+                ..ConsumeQueueData::default()
+            },
+            // Below the minimum only through a purge racing this read.
+            None => ConsumeQueueData { msg: Some("unit not readable".into()), ..ConsumeQueueData::default() },
+        })
+        .collect();
+    json(&body)
+}
+
+/// DELETE_EXPIRED_COMMITLOG (`mqadmin deleteExpiredCommitLog`): the next
+/// [`RETENTION_MANUAL_DELETE_ROUNDS_COUNT`] retention rounds delete expired CommitLog segments
+/// whatever the `deleteWhen` hours (Java's `executeDeleteFilesManually`). Only a leader proposes a
+/// purge; every replica follows it.
+pub fn delete_expired_commit_log(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+    ctx.manual_purge_rounds.store(RETENTION_MANUAL_DELETE_ROUNDS_COUNT, std::sync::atomic::Ordering::Release);
+    tracing::info!(
+        rounds = RETENTION_MANUAL_DELETE_ROUNDS_COUNT,
+        "expired CommitLog segments deleted whatever the hour"
+    );
+    Ok(RemotingCommand::success())
+}
+
+/// CLEAN_EXPIRED_CONSUMEQUEUE (`mqadmin cleanExpiredCQ`): deletes the ConsumeQueue files and
+/// IndexFiles wholly below the CommitLog's minimum now (a purge deletes them as it applies; this
+/// retries any a failed deletion left). A deleted topic's queues already went with its deletion.
+pub fn clean_expired_consume_queue(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+    let min_pos = ctx.store.retention_boundary().map_or(0, |b| b.next_pos);
+    let (cq_files, index_files) = ctx.store.delete_files_below(min_pos);
+    tracing::info!(min_pos, cq_files, index_files, "expired ConsumeQueue and index files cleaned");
+    Ok(RemotingCommand::success())
 }
 
 /// GET_BROKER_CONSUME_STATS (`mqadmin brokerConsumeStats`): for every subscription group, one

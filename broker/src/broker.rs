@@ -237,6 +237,7 @@ impl Broker {
             metrics,
             draining: AtomicBool::new(false),
             transactions: crate::transaction::TransactionState::new(),
+            manual_purge_rounds: std::sync::atomic::AtomicU32::new(0),
             sql_filters: crate::pull::SqlFilterCache::default(),
             group_get_stats: crate::stats::GroupGetStats::default(),
             stats,
@@ -282,6 +283,15 @@ impl Broker {
         ];
         if let Some(acl) = &ctx.acl {
             tasks.push(tokio::spawn(Arc::clone(acl).watch(cancel.child_token())));
+            let boot_log_end = ctx.replica.node().log_end().unwrap_or(0);
+            tasks.push(tokio::spawn(crate::acl_processor::follow_replicated_edits(
+                Arc::clone(acl),
+                ctx.store.acl_documents(),
+                ctx.store.applied(),
+                boot_log_end,
+                Arc::clone(ctx.replica.node()),
+                cancel.child_token(),
+            )));
         }
         if let Some(file) = &ctx.config.test_clock_skew_file {
             warn!(file = %file.display(), "TEST ONLY: the wall clock follows testClockSkewFile");

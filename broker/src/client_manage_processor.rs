@@ -12,6 +12,7 @@
 //! late relayed query is harmless.
 
 use raftmq_common::protocol::body::heartbeat::CheckClientRequestBody;
+use raftmq_common::protocol::command::FLAG_RELAYED;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -327,6 +328,9 @@ pub async fn query_consumer_offset(
 }
 
 /// UPDATE_CONSUMER_OFFSET: replicated by the leader, refused by a follower (with the leader hint).
+/// Never relayed: a relayed commit can wait in the follower's connection through a partition and
+/// land after newer commits, moving the offset back (jepsen seed 7000; `t20_broker_failover`). A
+/// consumer's next periodic commit, after its route refresh, carries the newest offset anyway.
 pub async fn update_consumer_offset(
     ctx: &BrokerContext,
     request: &RemotingCommand,
@@ -348,14 +352,19 @@ pub async fn update_consumer_offset(
     }
 }
 
-/// Relays a request to the leader; its answer is ours.
-async fn forward(
+/// Relays a request to the leader once (a relayed request is never relayed again: [`FLAG_RELAYED`]);
+/// its answer is ours.
+pub(crate) async fn forward(
     ctx: &BrokerContext,
     leader: &str,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
+    if request.flag & FLAG_RELAYED != 0 {
+        let leader_addr = ctx.replica.leader_addr();
+        return Err(WriteError::NotLeader { leader_addr }.to_response(&ctx.config.broker_name));
+    }
     let mut relayed = request.clone();
-    relayed.flag = 0;
+    relayed.flag = FLAG_RELAYED;
     let timeout = Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS);
     let unavailable = |e: raftmq_common::remoting::RemotingError| {
         refuse(ResponseCode::ServiceNotAvailable, format!("forwarding to the leader {leader} failed: {e}"))

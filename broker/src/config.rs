@@ -216,6 +216,11 @@ pub struct BrokerConfig {
     pub raft_election_timeout_min_ms: u64,
     /// Upper bound of openraft's election timeout in ms, also the leader lease (default 1000).
     pub raft_election_timeout_max_ms: u64,
+    /// How often a checkpoint of the applied state (ConsumeQueue and IndexFile writes synced,
+    /// the replicated tables saved) is written, in ms, so a restart re-applies only the log after
+    /// it (RocketMQ's `StoreCheckpoint`); one is also written at a graceful stop. 0 = never: a
+    /// restart then re-applies every retained entry. Default 10000.
+    pub raft_checkpoint_interval_ms: u64,
     /// TEST ONLY: a file holding a wall-clock offset in ms that the broker adds to the system time
     /// (the jepsen `clock` nemesis); see `crate::clock`. Default none.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -286,6 +291,7 @@ impl Default for BrokerConfig {
             raft_heartbeat_interval_ms: RaftConfig::default().heartbeat_interval_ms,
             raft_election_timeout_min_ms: RaftConfig::default().election_timeout_min_ms,
             raft_election_timeout_max_ms: RaftConfig::default().election_timeout_max_ms,
+            raft_checkpoint_interval_ms: RaftConfig::default().checkpoint_interval_ms,
             test_clock_skew_file: None,
             unsafe_ack_before_fsync: false,
             raft_self_id: 0,
@@ -521,6 +527,7 @@ impl BrokerConfig {
             heartbeat_interval_ms: self.raft_heartbeat_interval_ms,
             election_timeout_min_ms: self.raft_election_timeout_min_ms,
             election_timeout_max_ms: self.raft_election_timeout_max_ms,
+            checkpoint_interval_ms: self.raft_checkpoint_interval_ms,
             unsafe_ack_before_fsync: self.unsafe_ack_before_fsync,
             ..RaftConfig::default()
         }

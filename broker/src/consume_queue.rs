@@ -264,7 +264,28 @@ pub struct ConsumeQueue {
     last_phy_offset: Option<i64>,
     /// Units below this are known to be on disk.
     flushed_offset: u64,
+    /// Unique per opened queue in this process: a queue deleted and created again while a
+    /// checkpoint synced the old one's files is not marked synced by it.
+    incarnation: u64,
 }
+
+/// A queue's files to sync for a checkpoint ([`ConsumeQueueStore::unsynced`]).
+#[derive(Debug, Clone)]
+pub struct UnsyncedQueue {
+    /// Topic.
+    pub topic: String,
+    /// Queue id.
+    pub queue_id: i32,
+    /// The queue's [`ConsumeQueue::incarnation`].
+    pub incarnation: u64,
+    /// Files holding units not known to be on disk.
+    pub paths: Vec<PathBuf>,
+    /// The queue is on disk below this once they are synced.
+    pub upto: u64,
+}
+
+/// Source of [`ConsumeQueue::incarnation`].
+static NEXT_INCARNATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl std::fmt::Debug for ConsumeQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -291,10 +312,13 @@ impl ConsumeQueue {
             max_offset: 0,
             last_phy_offset: None,
             flushed_offset: 0,
+            incarnation: NEXT_INCARNATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
         queue.load_files()?;
         queue.recover()?;
-        queue.flushed_offset = queue.max_offset;
+        // What a crashed process left may still be only in the page cache: the first flush or
+        // checkpoint syncs the files once rather than count those units as on disk.
+        queue.flushed_offset = queue.min_offset;
         Ok(queue)
     }
 
@@ -506,10 +530,18 @@ impl ConsumeQueue {
             // Files are created one after another; the caller appends at max_offset only.
             assert_eq!(last.base + self.units_per_file, base, "ConsumeQueue file roll skipped a file");
         }
+        let new_dir = !self.dir.exists();
         std::fs::create_dir_all(&self.dir).map_err(|e| io_err("create dir", &self.dir, e))?;
         let path = self.dir.join(format!("{:020}", base * CQ_STORE_UNIT_SIZE_BYTES as u64));
         let map = map_file(&path, self.file_len_bytes(), true)?;
         sync_dir(&self.dir)?;
+        if new_dir {
+            // `<root>/<topic>/<queueId>`: the new names up the tree must survive a power loss too,
+            // or a checkpoint could count units whose directory is gone.
+            for dir in self.dir.ancestors().skip(1).take(2) {
+                sync_dir(dir)?;
+            }
+        }
         let space = DiskReservation::new(&path, self.file_len_bytes(), CONSUME_QUEUE_RESERVE_STEP_BYTES);
         let mut file = CqFile { base, path, map, space };
         if self.files.is_empty() {
@@ -671,6 +703,32 @@ impl ConsumeQueue {
         Ok(self.flushed_offset)
     }
 
+    /// This queue's identity in this process (see [`Self::mark_synced`]).
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
+    }
+
+    /// The files holding units not known to be on disk yet, and the offset the queue is durable
+    /// to once they are synced (a checkpoint syncs them without holding the store's lock).
+    pub fn unsynced(&self) -> (Vec<PathBuf>, u64) {
+        if self.flushed_offset >= self.max_offset {
+            return (Vec::new(), self.flushed_offset);
+        }
+        let from = self.flushed_offset;
+        let paths = self
+            .files
+            .iter()
+            .filter(|f| f.base + self.units_per_file > from && f.base < self.max_offset)
+            .map(|f| f.path.clone())
+            .collect();
+        (paths, self.max_offset)
+    }
+
+    /// Records that every unit below `upto` is on disk (after [`Self::unsynced`]'s files were synced).
+    pub fn mark_synced(&mut self, upto: u64) {
+        self.flushed_offset = self.flushed_offset.max(upto.min(self.max_offset));
+    }
+
     /// Files on disk (for diagnostics and tests).
     pub fn file_count(&self) -> usize {
         self.files.len()
@@ -789,9 +847,35 @@ impl ConsumeQueueStore {
         self.queues.remove(topic);
         let dir = self.root.join(topic);
         match std::fs::remove_dir_all(&dir) {
-            Ok(()) => Ok(()),
+            // Durable, so a checkpoint after the deletion never meets the queues again.
+            Ok(()) => sync_dir(&self.root),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(io_err("remove dir", &dir, e)),
+        }
+    }
+
+    /// [`ConsumeQueue::unsynced`] of every queue that has any.
+    pub fn unsynced(&self) -> Vec<UnsyncedQueue> {
+        self.iter()
+            .filter_map(|(topic, queue_id, q)| {
+                let (paths, upto) = q.unsynced();
+                (!paths.is_empty()).then(|| UnsyncedQueue {
+                    topic: topic.to_owned(),
+                    queue_id,
+                    incarnation: q.incarnation(),
+                    paths,
+                    upto,
+                })
+            })
+            .collect()
+    }
+
+    /// [`ConsumeQueue::mark_synced`] on the queue `u` was taken from, if it is still the same one.
+    pub fn mark_synced(&mut self, u: &UnsyncedQueue) {
+        if let Some(q) = self.queues.get_mut(&u.topic).and_then(|qs| qs.get_mut(&u.queue_id))
+            && q.incarnation() == u.incarnation
+        {
+            q.mark_synced(u.upto);
         }
     }
 

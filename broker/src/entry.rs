@@ -13,7 +13,9 @@
 //! | 8 | reserved, unused: the transaction check progress is consumer offsets of `CID_RMQ_SYS_TRANS` (tag 2, [`crate::transaction`]) | |
 //! | 9 | [`BrokerCommand::NodeIdsUsed`] | `version u8 = 1 \| has_new u8 (0/1) \| new_id u64 \| count u32 \| count × id u64` |
 //! | 10 | [`BrokerCommand::RetentionPurge`] | `version u8 = 1 \| index u64 \| term u64 \| next_pos u64` |
-//! | 0, 11–255 | unassigned (0 is what raft/ uses for blank and membership entries) | |
+//! | 11 | [`BrokerCommand::AclDocument`] | `version u8 = 1 \| counter i64 \| timestamp i64 \| has_base u8 (0/1) \| base_counter i64 \| base_timestamp i64 \| plain_acl.yml text UTF-8` |
+//! | 12 | [`BrokerCommand::GroupOffsetsDelete`] | `version u8 = 1 \| proposed_at_ms i64 \| group UTF-8` |
+//! | 0, 13–255 | unassigned (0 is what raft/ uses for blank and membership entries) | |
 //!
 //! Tag numbers are on-disk values: never renumber, never reuse. Config bodies are RocketMQ's own JSON
 //! types (the same bytes `topics.json` / UPDATE_AND_CREATE_TOPIC carry), read leniently as fastjson does;
@@ -48,6 +50,9 @@ use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use raftmq_common::protocol::body::topic::TopicConfig;
 use thiserror::Error;
 
+use crate::acl::AclDocument;
+use crate::acl::AclVersion;
+
 /// Application tags of broker entries.
 pub mod tag {
     /// CommitLog records.
@@ -70,6 +75,10 @@ pub mod tag {
     pub const NODE_IDS_USED: u8 = 9;
     /// Retention boundary: purge the log up to an entry ([`crate::retention`]).
     pub const RETENTION_PURGE: u8 = 10;
+    /// The plain ACL file after an edit over the wire ([`crate::acl`]).
+    pub const ACL_DOCUMENT: u8 = 11;
+    /// Drop a consumer group's committed offsets (`deleteSubGroup -r true`).
+    pub const GROUP_OFFSETS_DELETE: u8 = 12;
 }
 
 /// Layout version of the non-record payloads.
@@ -158,6 +167,23 @@ pub enum BrokerCommand {
         /// Physical position right after entry P: the CommitLog's new minimum.
         next_pos: u64,
     },
+    /// The plain ACL file after an edit (UPDATE_AND_CREATE_ACL_CONFIG and its family): every
+    /// replica puts it in force and in its `aclFile`. Applied only if the group's last edit is
+    /// still `based_on` (compare-and-set: an edit built on an older file is rejected everywhere).
+    AclDocument {
+        /// The version of the last replicated edit the document was built from (`None`: the first).
+        based_on: Option<AclVersion>,
+        /// The new file.
+        document: AclDocument,
+    },
+    /// Drop every committed offset of a consumer group (DELETE_SUBSCRIPTIONGROUP with
+    /// `removeOffset`).
+    GroupOffsetsDelete {
+        /// Leader clock when proposed.
+        proposed_at_ms: i64,
+        /// The group.
+        group: String,
+    },
 }
 
 /// Why an entry payload could not be encoded or decoded.
@@ -237,6 +263,8 @@ impl BrokerCommand {
             BrokerCommand::DelayProgress(_) => tag::DELAY_PROGRESS,
             BrokerCommand::NodeIdsUsed { .. } => tag::NODE_IDS_USED,
             BrokerCommand::RetentionPurge { .. } => tag::RETENTION_PURGE,
+            BrokerCommand::AclDocument { .. } => tag::ACL_DOCUMENT,
+            BrokerCommand::GroupOffsetsDelete { .. } => tag::GROUP_OFFSETS_DELETE,
         }
     }
 
@@ -260,7 +288,8 @@ impl BrokerCommand {
                 config_payload(*proposed_at_ms, &json)
             }
             BrokerCommand::TopicDelete { proposed_at_ms, topic: name }
-            | BrokerCommand::SubscriptionGroupDelete { proposed_at_ms, group: name } => {
+            | BrokerCommand::SubscriptionGroupDelete { proposed_at_ms, group: name }
+            | BrokerCommand::GroupOffsetsDelete { proposed_at_ms, group: name } => {
                 if name.is_empty() {
                     return Err(EntryError::BadName { tag, field: "name" });
                 }
@@ -274,6 +303,18 @@ impl BrokerCommand {
                 out.put_u64(*index);
                 out.put_u64(*term);
                 out.put_u64(*next_pos);
+                out.freeze()
+            }
+            BrokerCommand::AclDocument { based_on, document } => {
+                let mut out = BytesMut::with_capacity(1 + 4 * 8 + 1 + document.yaml.len());
+                out.put_u8(LAYOUT_VERSION);
+                out.put_i64(document.version.counter);
+                out.put_i64(document.version.timestamp);
+                let base = based_on.unwrap_or_default();
+                out.put_u8(u8::from(based_on.is_some()));
+                out.put_i64(base.counter);
+                out.put_i64(base.timestamp);
+                out.put_slice(document.yaml.as_bytes());
                 out.freeze()
             }
         };
@@ -309,9 +350,27 @@ impl BrokerCommand {
                 let (proposed_at_ms, body) = split_config_payload(tag, &payload)?;
                 Ok(BrokerCommand::SubscriptionGroupDelete { proposed_at_ms, group: name(tag, body)? })
             }
+            tag::GROUP_OFFSETS_DELETE => {
+                let (proposed_at_ms, body) = split_config_payload(tag, &payload)?;
+                Ok(BrokerCommand::GroupOffsetsDelete { proposed_at_ms, group: name(tag, body)? })
+            }
             tag::DELAY_PROGRESS => decode_delay_progress(&payload).map(BrokerCommand::DelayProgress),
             tag::NODE_IDS_USED => decode_node_ids(&payload),
             tag::RETENTION_PURGE => decode_retention_purge(&payload),
+            tag::ACL_DOCUMENT => {
+                let mut r = Reader { tag, buf: &payload };
+                r.version()?;
+                let version = AclVersion { counter: r.i64("counter")?, timestamp: r.i64("timestamp")? };
+                let has_base = r.u8("has_base")?;
+                let base = AclVersion { counter: r.i64("base_counter")?, timestamp: r.i64("base_timestamp")? };
+                let based_on = match has_base {
+                    0 => None,
+                    1 => Some(base),
+                    _ => return Err(EntryError::BadName { tag, field: "has_base" }),
+                };
+                let yaml = std::str::from_utf8(r.buf).map_err(|_| EntryError::BadName { tag, field: "yaml" })?;
+                Ok(BrokerCommand::AclDocument { based_on, document: AclDocument { version, yaml: yaml.to_owned() } })
+            }
             other => Err(EntryError::UnknownTag(other)),
         }
     }
@@ -505,6 +564,10 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    fn u8(&mut self, field: &'static str) -> Result<u8, EntryError> {
+        self.array::<1>(field).map(|[b]| b)
+    }
+
     fn u32(&mut self, field: &'static str) -> Result<u32, EntryError> {
         self.array(field).map(u32::from_be_bytes)
     }
@@ -657,6 +720,20 @@ mod tests {
             (tag, bytes.as_ref()),
             (10, &[1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 1, 2][..])
         );
+        let acl = BrokerCommand::AclDocument {
+            based_on: Some(AclVersion { counter: 2, timestamp: 7 }),
+            document: AclDocument { version: AclVersion { counter: 3, timestamp: 0x0105 }, yaml: "a: 1".into() },
+        };
+        let (tag, bytes) = acl.encode().unwrap();
+        assert_eq!(tag, 11);
+        assert_eq!(
+            bytes.as_ref(),
+            &[
+                1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 1, 5, // version, counter, timestamp
+                1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 7, // based on
+                b'a', b':', b' ', b'1',
+            ][..]
+        );
         let ids = BrokerCommand::NodeIdsUsed { members: vec![1, 2], new_id: Some(4) };
         let (tag, bytes) = ids.encode().unwrap();
         assert_eq!(tag, 9);
@@ -668,7 +745,8 @@ mod tests {
 
     #[test]
     fn decode_errors() {
-        assert!(matches!(BrokerCommand::decode(11, Bytes::new()), Err(EntryError::UnknownTag(11))));
+        assert!(matches!(BrokerCommand::decode(13, Bytes::new()), Err(EntryError::UnknownTag(13))));
+        assert!(matches!(BrokerCommand::decode(11, Bytes::from_static(&[1, 0, 0])), Err(EntryError::Truncated { .. })));
         assert!(matches!(BrokerCommand::decode(10, Bytes::from_static(&[1, 0])), Err(EntryError::Truncated { .. })));
         assert!(matches!(
             BrokerCommand::decode(9, Bytes::from_static(&[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff])),
@@ -733,6 +811,8 @@ mod tests {
             }),
             (any::<i64>(), name_strategy())
                 .prop_map(|(ts, group)| BrokerCommand::SubscriptionGroupDelete { proposed_at_ms: ts, group }),
+            (any::<i64>(), "[a-z]{1,8}")
+                .prop_map(|(ts, group)| BrokerCommand::GroupOffsetsDelete { proposed_at_ms: ts, group }),
             proptest::collection::vec((any::<i32>(), any::<i64>()), 0..20).prop_map(|levels| {
                 BrokerCommand::DelayProgress(
                     levels.into_iter().map(|(queue_id, offset)| DelayProgress { queue_id, offset }).collect(),
@@ -742,6 +822,12 @@ mod tests {
                 .prop_map(|(members, new_id)| BrokerCommand::NodeIdsUsed { members, new_id }),
             (any::<u64>(), any::<u64>(), any::<u64>())
                 .prop_map(|(index, term, next_pos)| BrokerCommand::RetentionPurge { index, term, next_pos }),
+            (any::<i64>(), any::<i64>(), proptest::option::of((any::<i64>(), any::<i64>())), ".*").prop_map(
+                |(counter, timestamp, base, yaml)| BrokerCommand::AclDocument {
+                    based_on: base.map(|(counter, timestamp)| AclVersion { counter, timestamp }),
+                    document: AclDocument { version: AclVersion { counter, timestamp }, yaml },
+                }
+            ),
         ]
     }
 

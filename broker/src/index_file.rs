@@ -518,6 +518,12 @@ impl IndexService {
         self.files.iter().try_for_each(IndexFile::flush)
     }
 
+    /// The file keys are being put into: the only one that may hold unsynced writes (a roll
+    /// flushes the file before it), synced by a checkpoint without holding the service's lock.
+    pub fn current_path(&self) -> Option<PathBuf> {
+        self.files.last().map(|f| f.path().to_owned())
+    }
+
     /// Number of files.
     pub fn file_count(&self) -> usize {
         self.files.len()

@@ -28,7 +28,8 @@
 //! - [`client_manager`]: connected producers/consumers, subscriptions, queue locks.
 //! - [`acl`]: the plain ACL (`aclEnable`, `plain_acl.yml`) every request is checked against.
 //! - [`processor`] and [`send_processor`], [`pull_processor`], [`client_manage_processor`],
-//!   [`admin_processor`], [`query_processor`], [`send_back`]: the remoting request handlers.
+//!   [`admin_processor`], [`acl_processor`], [`query_processor`], [`send_back`]: the remoting
+//!   request handlers.
 //! - [`namesrv_registration`]: REGISTER_BROKER / UNREGISTER_BROKER with the Raft role.
 //! - [`metrics`], [`http`]: Prometheus metrics and the admin HTTP server (probes, admin API).
 //! - [`stats`]: per-minute pull rates by topic and group (`consumeTps` of GET_CONSUME_STATS).
@@ -50,6 +51,7 @@ pub mod queue_offset;
 pub mod subscription_group;
 pub mod topic_config;
 
+pub mod checkpoint;
 pub mod commit_log;
 pub mod store;
 
@@ -66,6 +68,8 @@ pub mod transaction;
 
 // Handlers return `Result<response, refusal>` where both are the response frame: boxing the refusal
 // would only add an allocation to every refused request.
+#[allow(clippy::result_large_err)]
+pub mod acl_processor;
 #[allow(clippy::result_large_err)]
 pub mod admin_processor;
 #[allow(clippy::result_large_err)]

@@ -594,6 +594,9 @@ mod tests {
             follower_ack_age_ms: followers.iter().map(|(id, _)| (*id, 10)).collect(),
             damaged: None,
             poisoned: None,
+            vote_guard: None,
+            checkpoint: None,
+            applied_at_start: None,
         }
     }
 

@@ -384,6 +384,9 @@ mod tests {
             follower_ack_age_ms: BTreeMap::new(),
             damaged: None,
             poisoned: None,
+            vote_guard: None,
+            checkpoint: None,
+            applied_at_start: None,
         }
     }
 

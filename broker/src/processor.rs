@@ -58,6 +58,8 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::GetAllSubscriptiongroupConfig,
     RequestCode::DeleteSubscriptiongroup,
     RequestCode::GetAllConsumerOffset,
+    RequestCode::GetAllDelayOffset,
+    RequestCode::GetSystemTopicListFromBroker,
     RequestCode::GetMaxOffset,
     RequestCode::GetMinOffset,
     RequestCode::SearchOffsetByTimestamp,
@@ -69,6 +71,10 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::RaftTransferLeadership,
     RequestCode::RaftGroupStatus,
     RequestCode::RaftNodeRemoved,
+    RequestCode::UpdateAndCreateAclConfig,
+    RequestCode::DeleteAclConfig,
+    RequestCode::UpdateGlobalWhiteAddrsConfig,
+    RequestCode::GetBrokerClusterAclInfo,
     RequestCode::EndTransaction,
     RequestCode::CheckClientConfig,
     RequestCode::GetTopicStatsInfo,
@@ -79,6 +85,9 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::GetBrokerConsumeStats,
     RequestCode::QueryTopicConsumeByWho,
     RequestCode::QueryConsumeTimeSpan,
+    RequestCode::QueryConsumeQueue,
+    RequestCode::DeleteExpiredCommitlog,
+    RequestCode::CleanExpiredConsumequeue,
     RequestCode::ViewBrokerStatsData,
     RequestCode::GetConsumeStats,
     RequestCode::GetConsumerConnectionList,
@@ -133,6 +142,9 @@ pub struct BrokerContext {
     /// The leader's transaction bookkeeping (ended halves, check progress).
     pub transactions: crate::transaction::TransactionState,
     /// Set first by `Broker::shutdown`: `/readyz` answers 503 and admin changes are refused.
+    /// Retention rounds left that delete expired CommitLog segments whatever the hour
+    /// (DELETE_EXPIRED_COMMITLOG; `crate::retention`).
+    pub manual_purge_rounds: std::sync::atomic::AtomicU32,
     pub draining: std::sync::atomic::AtomicBool,
 }
 
@@ -242,6 +254,8 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::GetAllSubscriptiongroupConfig => admin_processor::all_group_config(ctx),
             RequestCode::DeleteSubscriptiongroup => admin_processor::delete_group(ctx, &request).await,
             RequestCode::GetAllConsumerOffset => admin_processor::all_consumer_offset(ctx),
+            RequestCode::GetAllDelayOffset => admin_processor::all_delay_offset(ctx),
+            RequestCode::GetSystemTopicListFromBroker => admin_processor::system_topic_list(ctx),
             RequestCode::GetMaxOffset => admin_processor::max_offset(ctx, &request),
             RequestCode::GetTopicStatsInfo => admin_processor::topic_stats_info(ctx, &request),
             RequestCode::GetBrokerRuntimeInfo => admin_processor::broker_runtime_info(ctx),
@@ -251,6 +265,9 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::GetBrokerConsumeStats => admin_processor::broker_consume_stats(ctx, &request),
             RequestCode::QueryTopicConsumeByWho => admin_processor::topic_consume_by_who(ctx, &request),
             RequestCode::QueryConsumeTimeSpan => admin_processor::consume_time_span(ctx, &request),
+            RequestCode::QueryConsumeQueue => admin_processor::query_consume_queue(ctx, &request),
+            RequestCode::DeleteExpiredCommitlog => admin_processor::delete_expired_commit_log(ctx),
+            RequestCode::CleanExpiredConsumequeue => admin_processor::clean_expired_consume_queue(ctx),
             RequestCode::ViewBrokerStatsData => admin_processor::view_broker_stats_data(ctx, &request),
             RequestCode::GetConsumeStats => admin_processor::consume_stats(ctx, &request),
             RequestCode::GetConsumerConnectionList => client_manage_processor::consumer_connection_list(ctx, &request),
@@ -272,6 +289,14 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::RaftTransferLeadership => admin_processor::transfer_leadership(ctx, &request).await,
             RequestCode::RaftGroupStatus => admin_processor::group_status(ctx),
             RequestCode::RaftNodeRemoved => admin_processor::node_removed(ctx, &request),
+            RequestCode::UpdateAndCreateAclConfig => {
+                crate::acl_processor::update_and_create_acl_config(ctx, &request).await
+            }
+            RequestCode::DeleteAclConfig => crate::acl_processor::delete_acl_config(ctx, &request).await,
+            RequestCode::UpdateGlobalWhiteAddrsConfig => {
+                crate::acl_processor::update_global_white_addrs_config(ctx, &request).await
+            }
+            RequestCode::GetBrokerClusterAclInfo => crate::acl_processor::broker_cluster_acl_info(ctx),
             _ => Err(raftmq_common::remoting::processor::not_supported(&request)),
         };
         Some(result.unwrap_or_else(|refusal| refusal))

@@ -27,12 +27,16 @@
 //! Manifest layout (inside raft's snapshot data, whose CRC covers it; big-endian):
 //!
 //! ```text
-//! magic u32 "RMQM" | version u8 = 1 | boundary_index u64 | boundary_term u64 | next_pos u64 | meta_index u64
+//! magic u32 "RMQM" | version u8 (1, or 2 with the ACL section) | boundary_index u64 | boundary_term u64 | next_pos u64 | meta_index u64
 //! | queue_count u32 | queue_count × (topic_len u16 | topic UTF-8 | queue_id i32 | next_offset u64)
 //! | topics_len u32 | TopicConfigSerializeWrapper JSON | groups_len u32 | SubscriptionGroupWrapper JSON
 //! | offsets_len u32 | ConsumerOffsetSerializeWrapper JSON
 //! | delay_count u32 | delay_count × (queue_id i32 | offset i64) | node_id_count u32 | node_id_count × u64
+//! | version 2 only: acl_counter i64 | acl_timestamp i64 | acl_len u32 | plain_acl.yml text UTF-8
 //! ```
+//!
+//! A manifest without a replicated ACL edit is written as version 1, so brokers from before the
+//! ACL section still read it.
 //!
 //! Queues are given as of P (everything at or below P is purged, so a queue's minimum equals its
 //! next offset there); the metadata as of `meta_index` ≥ P, see [`Manifest`].
@@ -40,15 +44,19 @@
 use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 use std::time::UNIX_EPOCH;
 
 use bytes::BufMut;
 use bytes::Bytes;
 use bytes::BytesMut;
+use raftmq_common::limits::ACL_FILE_SIZE_MAX_BYTES;
 use raftmq_common::limits::DELAY_PROGRESS_BATCH_MAX_COUNT;
 use raftmq_common::limits::RAFT_NODE_IDS_MAX_COUNT;
 use raftmq_common::limits::RETENTION_MANIFEST_QUEUES_MAX_COUNT;
+#[cfg(doc)]
+use raftmq_common::limits::RETENTION_MANUAL_DELETE_ROUNDS_COUNT;
 use raftmq_common::limits::RETENTION_SEGMENTS_PER_ROUND_MAX_COUNT;
 use raftmq_common::limits::RETENTION_SNAPSHOT_POLL_MS;
 use raftmq_common::limits::RETENTION_SNAPSHOT_RETRIGGER_MS;
@@ -65,6 +73,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 use tracing::warn;
 
+use crate::acl::AclDocument;
+use crate::acl::AclVersion;
 use crate::config::BrokerConfig;
 use crate::entry::BrokerCommand;
 use crate::entry::DelayProgress;
@@ -118,8 +128,9 @@ fn reaches(ratio: Option<f64>, pct: u32) -> bool {
     ratio.is_some_and(|r| r * 100.0 >= f64::from(pct))
 }
 
-/// RocketMQ's `CleanCommitLogService.deleteExpiredFiles`: when it is a `deleteWhen` hour or the disk
-/// is at or above `diskMaxUsedSpaceRatio`, delete sealed segments oldest first while they are
+/// RocketMQ's `CleanCommitLogService.deleteExpiredFiles`: when it is a `deleteWhen` hour, the disk
+/// is at or above `diskMaxUsedSpaceRatio`, or an operator asked (`manual`, DELETE_EXPIRED_COMMITLOG
+/// within its last [`RETENTION_MANUAL_DELETE_ROUNDS_COUNT`] rounds), delete sealed segments oldest first while they are
 /// expired — or regardless of age at or above `diskSpaceCleanForciblyRatio` — at most
 /// `RETENTION_SEGMENTS_PER_ROUND_MAX_COUNT`, stopping at the first one that stays (never a hole).
 /// `segments` are the sealed segments in position order; `disk_used_ratio` is a fraction (`None`:
@@ -130,9 +141,10 @@ pub fn decide_purge(
     now_ms: u64,
     hour_of_day: u8,
     disk_used_ratio: Option<f64>,
+    manual: bool,
 ) -> Option<PurgeDecision> {
     debug_assert!(segments.windows(2).all(|w| w[0].end_pos <= w[1].base_pos), "segments in position order");
-    let time_up = policy.delete_hours.contains(&hour_of_day);
+    let time_up = policy.delete_hours.contains(&hour_of_day) || manual;
     let space_full = reaches(disk_used_ratio, policy.watermarks.clean_pct);
     if !time_up && !space_full {
         return None;
@@ -236,6 +248,8 @@ pub struct Manifest {
     pub delay_offsets: Vec<DelayProgress>,
     /// Raft node ids used by the group.
     pub used_node_ids: Vec<u64>,
+    /// The last replicated plain ACL edit.
+    pub acl: Option<AclDocument>,
 }
 
 /// Why a manifest could not be encoded or decoded.
@@ -256,13 +270,19 @@ pub enum ManifestError {
     /// A topic name is not UTF-8.
     #[error("manifest topic name is not UTF-8")]
     BadName,
+    /// The ACL file text is not UTF-8.
+    #[error("manifest ACL file is not UTF-8")]
+    BadAclText,
     /// A JSON section.
     #[error("manifest JSON: {0}")]
     Json(#[from] BodyError),
 }
 
 const MANIFEST_MAGIC: u32 = 0x524D_514D;
-const MANIFEST_VERSION: u8 = 1;
+/// Without the ACL section.
+const MANIFEST_VERSION_1: u8 = 1;
+/// With the ACL section.
+const MANIFEST_VERSION_2: u8 = 2;
 
 fn put_section(out: &mut BytesMut, json: &[u8], what: &'static str) -> Result<(), ManifestError> {
     out.put_u32(u32::try_from(json.len()).map_err(|_| ManifestError::OutOfRange(what))?);
@@ -284,7 +304,7 @@ impl Manifest {
         }
         let mut out = BytesMut::new();
         out.put_u32(MANIFEST_MAGIC);
-        out.put_u8(MANIFEST_VERSION);
+        out.put_u8(if self.acl.is_some() { MANIFEST_VERSION_2 } else { MANIFEST_VERSION_1 });
         out.put_u64(self.boundary.index);
         out.put_u64(self.boundary.term);
         out.put_u64(self.boundary.next_pos);
@@ -309,13 +329,25 @@ impl Manifest {
         for id in &self.used_node_ids {
             out.put_u64(*id);
         }
+        if let Some(acl) = &self.acl {
+            if acl.yaml.len() as u64 > ACL_FILE_SIZE_MAX_BYTES {
+                return Err(ManifestError::OutOfRange("ACL file length"));
+            }
+            out.put_i64(acl.version.counter);
+            out.put_i64(acl.version.timestamp);
+            put_section(&mut out, acl.yaml.as_bytes(), "ACL file length")?;
+        }
         Ok(out.freeze())
     }
 
     /// Reads manifest bytes; never panics, never allocates beyond what the bytes can hold.
     pub fn decode(bytes: &[u8]) -> Result<Manifest, ManifestError> {
         let mut r = Reader(bytes);
-        if u32::from_be_bytes(r.array("magic")?) != MANIFEST_MAGIC || r.array::<1>("version")? != [MANIFEST_VERSION] {
+        if u32::from_be_bytes(r.array("magic")?) != MANIFEST_MAGIC {
+            return Err(ManifestError::Format);
+        }
+        let [version] = r.array::<1>("version")?;
+        if version != MANIFEST_VERSION_1 && version != MANIFEST_VERSION_2 {
             return Err(ManifestError::Format);
         }
         let boundary = RetentionBoundary {
@@ -349,10 +381,22 @@ impl Manifest {
         for _ in 0..id_count {
             used_node_ids.push(r.u64("node id")?);
         }
+        let acl = if version == MANIFEST_VERSION_2 {
+            let counter = i64::from_be_bytes(r.array("ACL counter")?);
+            let timestamp = i64::from_be_bytes(r.array("ACL timestamp")?);
+            let text = r.section("ACL file")?;
+            if text.len() as u64 > ACL_FILE_SIZE_MAX_BYTES {
+                return Err(ManifestError::OutOfRange("ACL file length"));
+            }
+            let yaml = std::str::from_utf8(text).map_err(|_| ManifestError::BadAclText)?.to_owned();
+            Some(AclDocument { version: AclVersion { counter, timestamp }, yaml })
+        } else {
+            None
+        };
         if !r.0.is_empty() {
             return Err(ManifestError::TrailingBytes(r.0.len()));
         }
-        Ok(Manifest { boundary, meta_index, queues, topics, groups, offsets, delay_offsets, used_node_ids })
+        Ok(Manifest { boundary, meta_index, queues, topics, groups, offsets, delay_offsets, used_node_ids, acl })
     }
 }
 
@@ -533,7 +577,10 @@ async fn run(ctx: Arc<BrokerContext>, mut settings: RetentionSettings, cancel: C
         if Instant::now() >= next_check {
             next_check = Instant::now() + settings.interval;
             check_disk(&ctx, &settings);
-            propose_purge(&ctx, &settings).await;
+            // Each round uses up one of the rounds an operator asked for, as Java counts them.
+            let manual =
+                ctx.manual_purge_rounds.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_ok();
+            propose_purge(&ctx, &settings, manual).await;
         }
         pending = follow_boundary(&ctx, &mut follow).await;
     }
@@ -557,7 +604,7 @@ fn check_disk(ctx: &BrokerContext, settings: &RetentionSettings) {
 }
 
 /// On a ready leader: decide a purge and propose its boundary.
-async fn propose_purge(ctx: &BrokerContext, settings: &RetentionSettings) {
+async fn propose_purge(ctx: &BrokerContext, settings: &RetentionSettings, manual: bool) {
     if ctx.replica.ready_term().is_none() {
         return;
     }
@@ -579,7 +626,7 @@ async fn propose_purge(ctx: &BrokerContext, settings: &RetentionSettings) {
     let now_ms = crate::store::now_ms();
     let ratio = disk_used_ratio(settings);
     let hour = local_hour_of_day(now_ms);
-    let Some(decision) = decide_purge(&settings.policy, &segments, now_ms, hour, ratio) else { return };
+    let Some(decision) = decide_purge(&settings.policy, &segments, now_ms, hour, ratio, manual) else { return };
     let (Some(applied), lo) = (status.applied, status.purged.map_or(0, |p| p.index + 1)) else { return };
     let Some(p) = last_entry_below(lo, applied.index, decision.upto_pos, |i| log.entry_position(i).map(|e| e.pos))
     else {
@@ -695,24 +742,28 @@ mod tests {
             },
         ];
         for c in cases {
-            assert_eq!(decide_purge(&policy(), &segs, now, c.hour, c.ratio), c.want, "{}", c.name);
+            assert_eq!(decide_purge(&policy(), &segs, now, c.hour, c.ratio, false), c.want, "{}", c.name);
         }
+        // An operator's DELETE_EXPIRED_COMMITLOG makes any hour a deleteWhen hour: expired ones go,
+        // the others stay.
+        assert_eq!(decide_purge(&policy(), &segs, now, 3, Some(0.5), true), expired);
+        assert_eq!(decide_purge(&policy(), &segments(&[99]), now, 3, None, true), None);
         // Stops at the first segment that stays, even if a later one expired (no holes).
         let holes = segments(&[1, 99, 2]);
         assert_eq!(
-            decide_purge(&policy(), &holes, now, 4, None),
+            decide_purge(&policy(), &holes, now, 4, None, false),
             Some(PurgeDecision { upto_pos: 1000, segments: 1, forced: false })
         );
-        assert_eq!(decide_purge(&policy(), &segments(&[99]), now, 4, None), None);
-        assert_eq!(decide_purge(&policy(), &[], now, 4, Some(0.99)), None);
+        assert_eq!(decide_purge(&policy(), &segments(&[99]), now, 4, None, false), None);
+        assert_eq!(decide_purge(&policy(), &[], now, 4, Some(0.99), false), None);
         // At most RETENTION_SEGMENTS_PER_ROUND_MAX_COUNT a round.
         let many = segments(&[0; 25]);
-        let d = decide_purge(&policy(), &many, now, 4, None).unwrap();
+        let d = decide_purge(&policy(), &many, now, 4, None, false).unwrap();
         assert_eq!(d.segments, RETENTION_SEGMENTS_PER_ROUND_MAX_COUNT);
         assert_eq!(d.upto_pos, RETENTION_SEGMENTS_PER_ROUND_MAX_COUNT as u64 * 1000);
         // Exactly at the reserved time counts as expired.
         let edge = segments(&[28]);
-        assert_eq!(decide_purge(&policy(), &edge, 100 * HOUR_MS, 4, None).map(|d| d.segments), Some(1));
+        assert_eq!(decide_purge(&policy(), &edge, 100 * HOUR_MS, 4, None, false).map(|d| d.segments), Some(1));
     }
 
     #[test]
@@ -761,7 +812,30 @@ mod tests {
             },
             delay_offsets: vec![DelayProgress { queue_id: 2, offset: 5 }],
             used_node_ids: vec![1, 2, 3],
+            acl: None,
         }
+    }
+
+    #[test]
+    fn a_manifest_with_an_acl_edit_is_version_2_and_without_one_stays_version_1() {
+        let v1 = manifest().encode().unwrap();
+        assert_eq!(v1[4], 1);
+        let m = Manifest {
+            acl: Some(AclDocument { version: AclVersion { counter: 3, timestamp: 9 }, yaml: "accounts: []\n".into() }),
+            ..manifest()
+        };
+        let v2 = m.encode().unwrap();
+        assert_eq!(v2[4], 2);
+        assert_eq!(&v2[..4], &v1[..4]);
+        assert_eq!(&v2[5..v1.len()], &v1[5..], "the ACL section follows the version 1 layout");
+        assert_eq!(&v2[v1.len()..v1.len() + 20], &[0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 13][..]);
+        assert_eq!(Manifest::decode(&v2).unwrap(), m);
+        for cut in v1.len()..v2.len() {
+            assert!(Manifest::decode(&v2[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut v3 = v2.to_vec();
+        v3[4] = 3;
+        assert!(matches!(Manifest::decode(&v3), Err(ManifestError::Format)));
     }
 
     #[test]

@@ -8,11 +8,16 @@
 //!                  MESSAGES: committed end ▲, dispatch::plan ─ok─▶ write_units ─▶ IndexService::put
 //!                                              │                                   ─▶ long-poll notify
 //!                                              └rejected─▶ reply Rejected (writer resets offsets)
-//!                  CONSUMER_OFFSETS / TOPIC_* / SUBSCRIPTION_GROUP_* / DELAY_PROGRESS / NODE_IDS_USED: metadata
+//!                  CONSUMER_OFFSETS / TOPIC_* / SUBSCRIPTION_GROUP_* / DELAY_PROGRESS / NODE_IDS_USED /
+//!                  ACL_DOCUMENT (compare-and-set on the last edit) / GROUP_OFFSETS_DELETE: metadata
 //!                  RETENTION_PURGE: the retention boundary P (crate::retention snapshots and purges there)
 //!                  blank / membership: applied position only
 //! raft snapshot ──▶ build_manifest: (P, Manifest) ─── install_snapshot ──▶ install_manifest (wipe, load)
 //! restart with a snapshot file ──▶ restore_snapshot (queues start at P, metadata loaded)
+//! raft checkpoint ──▶ checkpoint(applied): tables, committed end, boundary ──▶ sync: ConsumeQueue and
+//!                     IndexFile writes fdatasync'ed outside the locks ──▶ raft saves it
+//! restart with a usable checkpoint ──▶ restore_checkpoint (tables loaded; the files already hold the
+//!                     units up to it) ──▶ openraft re-applies only the entries after it
 //! ```
 //!
 //! Invariants:
@@ -38,6 +43,7 @@ use std::collections::BTreeSet;
 use std::io;
 use std::path::Path;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::MutexGuard;
 use std::sync::RwLock;
@@ -61,7 +67,11 @@ use tracing::error;
 use tracing::info;
 use tracing::warn;
 
+use crate::acl::AclDocument;
+use crate::acl::AclVersion;
+use crate::checkpoint::StoreCheckpoint;
 use crate::commit_log::CommitLogFiles;
+use crate::consume_queue::ConsumeQueue;
 use crate::consume_queue::ConsumeQueueStore;
 use crate::consume_queue::CqError;
 use crate::dispatch::CqAction;
@@ -123,6 +133,8 @@ pub struct Metadata {
     pub delay_offsets: DelayOffsetTable,
     /// Raft node ids this group has recorded as used (NODE_IDS_USED); a new node never gets one.
     pub used_node_ids: BTreeSet<u64>,
+    /// The last plain ACL edit replicated (ACL_DOCUMENT), if any.
+    pub acl: Option<Arc<AclDocument>>,
 }
 
 /// The last applied log position.
@@ -221,6 +233,8 @@ pub struct MessageStore {
     failed: Mutex<Option<String>>,
     retention: Mutex<RetentionState>,
     boundary: watch::Sender<Option<RetentionBoundary>>,
+    /// The last replicated plain ACL edit, for the task that puts it in force (`crate::acl`).
+    acl_document: watch::Sender<Option<Arc<AclDocument>>>,
 }
 
 fn unpoison<T>(r: Result<T, std::sync::PoisonError<T>>) -> T {
@@ -244,6 +258,7 @@ impl MessageStore {
             offsets: ConsumerOffsetTable::new(),
             delay_offsets: DelayOffsetTable::new(),
             used_node_ids: BTreeSet::new(),
+            acl: None,
         };
         let commit_log = CommitLogFiles::new(&settings.store_root, settings.segment_size);
         let (applied, _) = watch::channel(AppliedPosition::default());
@@ -259,7 +274,23 @@ impl MessageStore {
             failed: Mutex::new(None),
             retention: Mutex::new(RetentionState::default()),
             boundary: watch::channel(None).0,
+            acl_document: watch::channel(None).0,
         })
+    }
+
+    /// The last replicated plain ACL edit applied here, and its changes from now on.
+    pub fn acl_documents(&self) -> watch::Receiver<Option<Arc<AclDocument>>> {
+        self.acl_document.subscribe()
+    }
+
+    fn publish_acl(&self, doc: Option<Arc<AclDocument>>) {
+        self.acl_document.send_if_modified(|cur| {
+            let newer = doc.as_ref().is_some_and(|d| cur.as_ref().is_none_or(|c| c.version < d.version));
+            if newer {
+                *cur = doc;
+            }
+            newer
+        });
     }
 
     /// The store root.
@@ -484,6 +515,7 @@ impl MessageStore {
             BrokerCommand::SubscriptionGroupDelete { proposed_at_ms, group } => {
                 meta.groups.delete(&group, proposed_at_ms);
             }
+            BrokerCommand::GroupOffsetsDelete { group, .. } => meta.offsets.remove_group(&group),
             BrokerCommand::DelayProgress(levels) => meta.delay_offsets.apply(&levels),
             BrokerCommand::NodeIdsUsed { members, new_id } => {
                 // Deterministic on every replica: a reused id is refused everywhere, nothing recorded.
@@ -493,6 +525,24 @@ impl MessageStore {
                     return ApplyOutcome::Rejected(format!("raft node id {id} was used before in this group"));
                 }
                 meta.used_node_ids.extend(members.iter().copied().chain(new_id));
+            }
+            BrokerCommand::AclDocument { based_on, document } => {
+                // Compare-and-set, decided alike on every replica: an edit built on a file that is
+                // no longer the group's last would undo the edit in between.
+                let last = meta.acl.as_ref().map(|d| d.version);
+                if last != based_on {
+                    let counter =
+                        |v: Option<AclVersion>| v.map_or_else(|| "none".to_owned(), |v| v.counter.to_string());
+                    return ApplyOutcome::Rejected(format!(
+                        "the ACL changed meanwhile (edit built on version {}, the group is at {}); retry",
+                        counter(based_on),
+                        counter(last)
+                    ));
+                }
+                let doc = Arc::new(document);
+                meta.acl = Some(Arc::clone(&doc));
+                drop(meta);
+                self.publish_acl(Some(doc));
             }
             // Handled above.
             BrokerCommand::RetentionPurge { .. } => {}
@@ -547,26 +597,19 @@ impl MessageStore {
             })
             .collect();
         queues.sort_by(|a, b| (&a.topic, a.queue_id).cmp(&(&b.topic, b.queue_id)));
-        // Tables restored from an earlier manifest may be ahead of what was re-applied since.
-        let meta_index = unpoison(self.retention.lock()).meta_as_of.map_or(applied, |m| m.max(applied));
-        let meta = self.metadata();
-        Manifest {
-            boundary: b,
-            meta_index,
-            queues,
-            topics: meta.topics.to_wrapper(),
-            groups: meta.groups.to_wrapper(),
-            offsets: meta.offsets.to_wrapper(),
-            delay_offsets: meta
-                .delay_offsets
-                .iter()
-                .map(|(queue_id, offset)| DelayProgress { queue_id, offset })
-                .collect(),
-            used_node_ids: meta.used_node_ids.iter().copied().collect(),
-        }
+        Manifest { boundary: b, queues, ..self.tables_now(applied) }
     }
 
     fn load_metadata(&self, m: Manifest) {
+        let boundary = m.boundary;
+        self.load_tables(m);
+        self.commit_log.advance_committed_end(i64::try_from(boundary.next_pos).unwrap_or(i64::MAX));
+        self.commit_log.forget_files();
+        self.record_boundary(boundary);
+    }
+
+    /// The metadata tables of `m`, as of its `meta_index` (entries up to it change no table).
+    fn load_tables(&self, m: Manifest) {
         {
             let mut meta = unpoison(self.meta.write());
             meta.topics = TopicConfigTable::from_wrapper(m.topics, &self.settings.system_topics);
@@ -576,13 +619,34 @@ impl MessageStore {
             delay_offsets.apply(&m.delay_offsets);
             meta.delay_offsets = delay_offsets;
             meta.used_node_ids = m.used_node_ids.into_iter().collect();
+            meta.acl = m.acl.map(Arc::new);
+            self.publish_acl(meta.acl.clone());
         }
         // Topics may have changed under the leader's queue-offset cache.
         self.topic_generation.fetch_add(1, Ordering::AcqRel);
         unpoison(self.retention.lock()).meta_as_of = Some(m.meta_index);
-        self.commit_log.advance_committed_end(i64::try_from(m.boundary.next_pos).unwrap_or(i64::MAX));
-        self.commit_log.forget_files();
-        self.record_boundary(m.boundary);
+    }
+
+    /// The metadata tables as they are now (`meta_index`: the index they are as of), no queues.
+    fn tables_now(&self, applied: u64) -> Manifest {
+        // Tables restored from a manifest or checkpoint may be ahead of what was re-applied since.
+        let meta_index = unpoison(self.retention.lock()).meta_as_of.map_or(applied, |m| m.max(applied));
+        let meta = self.metadata();
+        Manifest {
+            boundary: RetentionBoundary { index: 0, term: 0, next_pos: 0 },
+            meta_index,
+            queues: Vec::new(),
+            topics: meta.topics.to_wrapper(),
+            groups: meta.groups.to_wrapper(),
+            offsets: meta.offsets.to_wrapper(),
+            delay_offsets: meta
+                .delay_offsets
+                .iter()
+                .map(|(queue_id, offset)| DelayProgress { queue_id, offset })
+                .collect(),
+            used_node_ids: meta.used_node_ids.iter().copied().collect(),
+            acl: meta.acl.as_deref().cloned(),
+        }
     }
 
     fn decode_manifest(manifest: &[u8], last: LogId) -> io::Result<Manifest> {
@@ -701,6 +765,96 @@ impl ApplyHandler for MessageStore {
         self.set_applied(&last);
         Ok(())
     }
+
+    fn checkpoint(&self, applied: LogId) -> io::Result<Option<Bytes>> {
+        // Each queue's end as of `applied`: a restart checks its files still reach it.
+        let mut queues: Vec<QueueStart> = self
+            .consume_queues()
+            .iter()
+            .map(|(topic, queue_id, q)| QueueStart { topic: topic.to_owned(), queue_id, next_offset: q.max_offset() })
+            .collect();
+        queues.sort_by(|a, b| (&a.topic, a.queue_id).cmp(&(&b.topic, b.queue_id)));
+        let checkpoint = StoreCheckpoint {
+            committed_end: u64::try_from(crate::pull::CommitLogReader::max_offset(&self.commit_log)).unwrap_or(0),
+            boundary: self.retention_boundary(),
+            tables: Manifest { queues, ..self.tables_now(applied.index) },
+        };
+        checkpoint.encode().map(Some).map_err(io::Error::other)
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        // Only the paths are taken under the locks: apply keeps running while the data is synced.
+        let queues = self.consume_queues().unsynced();
+        let index = self.index().current_path();
+        for q in &queues {
+            q.paths.iter().try_for_each(|p| sync_data(p))?;
+        }
+        if let Some(path) = &index {
+            sync_data(path)?;
+        }
+        // IndexFiles are created without a directory sync of their own.
+        sync_dir(&self.settings.store_root.join(INDEX_DIR))?;
+        let mut cq = unpoison(self.cq.write());
+        for q in &queues {
+            cq.mark_synced(q);
+        }
+        Ok(())
+    }
+
+    fn restore_checkpoint(&self, data: Bytes, applied: LogId) -> io::Result<()> {
+        let c = StoreCheckpoint::decode(&data).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        if c.tables.meta_index < applied.index {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("checkpoint tables as of {} are older than its applied {applied}", c.tables.meta_index),
+            ));
+        }
+        // The re-apply after it appends each queue's next units where the checkpoint left it: a
+        // queue the files hold less of (its topic deleted after the checkpoint, units lost with
+        // the page cache, a removed consumequeue directory) must be rebuilt from further back.
+        {
+            let cq = self.consume_queues();
+            for q in &c.tables.queues {
+                let held = cq.get(&q.topic, q.queue_id).map_or(0, ConsumeQueue::max_offset);
+                if held < q.next_offset {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!(
+                            "ConsumeQueue {}:{} ends at {held}, the checkpoint counted {} units",
+                            q.topic, q.queue_id, q.next_offset
+                        ),
+                    ));
+                }
+            }
+        }
+        info!(applied = %applied, meta_index = c.tables.meta_index, committed_end = c.committed_end,
+            queues = c.tables.queues.len(), "restoring the checkpoint");
+        self.load_tables(c.tables);
+        self.commit_log.advance_committed_end(i64::try_from(c.committed_end).unwrap_or(i64::MAX));
+        if let Some(b) = c.boundary {
+            self.record_boundary(b);
+        }
+        self.set_applied(&applied);
+        Ok(())
+    }
+}
+
+/// `fdatasync` of a file written through a shared mapping (the kernel writes the mapping's dirty
+/// pages back as for `write`); one deleted meanwhile (retention) needs nothing.
+fn sync_data(path: &Path) -> io::Result<()> {
+    match std::fs::File::open(path) {
+        Ok(f) => f.sync_data(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    match std::fs::File::open(dir) {
+        Ok(d) => d.sync_all(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// The PHYSICALOFFSET patcher raft runs at append time on every replica.
@@ -760,6 +914,89 @@ mod tests {
         let mut body = body.to_vec();
         BrokerPatcher.patch(tag, payload_pos, &mut body);
         CommittedEntry { log_id: log_id(1, index), payload_pos, tag, body: Bytes::from(body) }
+    }
+
+    #[test]
+    fn acl_edits_apply_only_on_the_edit_they_were_built_on_and_group_offsets_go() {
+        use crate::acl::AclDocument;
+        use crate::acl::AclVersion;
+        let dir = tempfile::tempdir().unwrap();
+        let store = MessageStore::open(settings(dir.path()), 0).unwrap();
+        let mut documents = store.acl_documents();
+        let doc = |counter: i64| AclDocument {
+            version: AclVersion { counter, timestamp: counter },
+            yaml: "accounts: []".into(),
+        };
+        let apply = |index: u64, command: BrokerCommand| {
+            let (t, b) = command.encode().unwrap();
+            ApplyOutcome::decode(&store.apply(entry(index, 0, t, b)))
+        };
+        assert_eq!(apply(1, BrokerCommand::AclDocument { based_on: None, document: doc(1) }), ApplyOutcome::Done);
+        assert_eq!(documents.borrow_and_update().as_ref().map(|d| d.version.counter), Some(1));
+        // Built on no edit, or on one that is not the last: rejected, nothing changes.
+        let stale = apply(2, BrokerCommand::AclDocument { based_on: None, document: doc(2) });
+        assert!(matches!(&stale, ApplyOutcome::Rejected(why) if why.contains("changed meanwhile")), "{stale:?}");
+        let based_on = Some(AclVersion { counter: 1, timestamp: 1 });
+        assert_eq!(apply(3, BrokerCommand::AclDocument { based_on, document: doc(2) }), ApplyOutcome::Done);
+        let again = apply(4, BrokerCommand::AclDocument { based_on, document: doc(3) });
+        assert!(matches!(again, ApplyOutcome::Rejected(_)));
+        assert_eq!(store.metadata().acl.as_ref().map(|d| d.version.counter), Some(2));
+        assert!(documents.has_changed().unwrap());
+        // removeOffset: the group's offsets go, the others stay.
+        let commits =
+            ["g", "h"].map(|group| OffsetCommit { topic: "T".into(), group: group.into(), queue_id: 0, offset: 3 });
+        assert_eq!(apply(5, BrokerCommand::ConsumerOffsets(commits.to_vec())), ApplyOutcome::Done);
+        assert_eq!(
+            apply(6, BrokerCommand::GroupOffsetsDelete { proposed_at_ms: 1, group: "g".into() }),
+            ApplyOutcome::Done
+        );
+        assert_eq!(store.metadata().offsets.query("T", "g", 0), None);
+        assert_eq!(store.metadata().offsets.query("T", "h", 0), Some(3));
+    }
+
+    /// A checkpoint restores the tables as of its applied index and is refused when a queue's
+    /// files end short of what it counted (here: the topic deleted after it), leaving the
+    /// state as it was so the replica re-applies from further back instead.
+    #[test]
+    fn checkpoint_restores_tables_and_is_refused_for_a_queue_that_ends_short() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = MessageStore::open(settings(dir.path()), 0).unwrap();
+        let payload = encode_messages(&[record(0), record(1)]).unwrap();
+        store.apply(entry(1, 48, tag::MESSAGES, payload));
+        let commit = |offset| {
+            BrokerCommand::ConsumerOffsets(vec![OffsetCommit {
+                topic: "T".into(),
+                group: "g".into(),
+                queue_id: 0,
+                offset,
+            }])
+            .encode()
+            .unwrap()
+        };
+        let (t, b) = commit(1);
+        store.apply(entry(2, 4096, t, b));
+        let at = log_id(1, 2);
+        let data = store.checkpoint(at).unwrap().expect("the store keeps checkpoints");
+        store.sync().unwrap();
+        drop(store);
+
+        let restarted = MessageStore::open(settings(dir.path()), 8192).unwrap();
+        restarted.restore_checkpoint(data.clone(), at).unwrap();
+        assert_eq!(restarted.metadata().offsets.query("T", "g", 0), Some(1));
+        assert_eq!(*restarted.applied().borrow(), AppliedPosition { term: 1, index: 2 });
+        // Metadata entries the checkpoint covers change nothing again; later ones apply.
+        let (t, b) = commit(2);
+        restarted.apply(entry(3, 8192, t, b));
+        assert_eq!(restarted.metadata().offsets.query("T", "g", 0), Some(2));
+        let (t, b) = BrokerCommand::TopicDelete { proposed_at_ms: 1, topic: "T".into() }.encode().unwrap();
+        restarted.apply(entry(4, 8300, t, b));
+        drop(restarted);
+
+        let after_delete = MessageStore::open(settings(dir.path()), 8400).unwrap();
+        let refused = after_delete.restore_checkpoint(data, at).unwrap_err();
+        assert!(refused.to_string().contains("ends at 0"), "{refused}");
+        assert_eq!(after_delete.metadata().offsets.query("T", "g", 0), None, "a refused checkpoint changed the tables");
+        assert_eq!(*after_delete.applied().borrow(), AppliedPosition::default());
     }
 
     #[test]

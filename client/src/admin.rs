@@ -44,6 +44,7 @@ use raftmq_common::protocol::body::broker_stats::BrokerStatsData;
 use raftmq_common::protocol::body::connection::ConsumerConnection;
 use raftmq_common::protocol::body::connection::ProducerConnection;
 use raftmq_common::protocol::body::consume_directly::ConsumeMessageDirectlyResult;
+use raftmq_common::protocol::body::consume_queue_data::QueryConsumeQueueResponseBody;
 use raftmq_common::protocol::body::consume_stats::ConsumeStats;
 use raftmq_common::protocol::body::consume_stats::ConsumeStatsList;
 use raftmq_common::protocol::body::consume_time_span::QueryConsumeTimeSpanBody;
@@ -65,9 +66,15 @@ use raftmq_common::protocol::body::route::BrokerData;
 use raftmq_common::protocol::body::route::MASTER_ID;
 use raftmq_common::protocol::body::route::TopicRouteData;
 use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
+use raftmq_common::protocol::body::topic::DataVersion;
 use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::protocol::body::topic_stats::TopicStatsTable;
 use raftmq_common::protocol::header::CommandHeader;
+use raftmq_common::protocol::header::acl::CreateAccessConfigRequestHeader;
+use raftmq_common::protocol::header::acl::DeleteAccessConfigRequestHeader;
+use raftmq_common::protocol::header::acl::GetBrokerAclConfigResponseHeader;
+use raftmq_common::protocol::header::acl::UpdateGlobalWhiteAddrsConfigRequestHeader;
+use raftmq_common::protocol::header::acl::join_list;
 use raftmq_common::protocol::header::admin::CloneGroupOffsetRequestHeader;
 use raftmq_common::protocol::header::admin::CreateTopicRequestHeader;
 use raftmq_common::protocol::header::admin::DeleteSubscriptionGroupRequestHeader;
@@ -104,6 +111,7 @@ use raftmq_common::protocol::header::offset::QueryConsumerOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::SearchOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::SearchOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::UpdateConsumerOffsetRequestHeader;
+use raftmq_common::protocol::header::query::QueryConsumeQueueRequestHeader;
 use raftmq_common::protocol::header::query::QueryMessageRequestHeader;
 use raftmq_common::protocol::header::query::ViewMessageRequestHeader;
 use raftmq_common::protocol::leader_hint::parse_leader_hint;
@@ -118,6 +126,52 @@ use crate::namesrv::parse_namesrv_addrs;
 
 /// Leader hints a group-administration call follows before giving up.
 pub const LEADER_HINT_HOPS_MAX: usize = 3;
+
+/// A plain ACL account to create or update (Java's `PlainAccessConfig`).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct PlainAccessConfig {
+    /// The account (more than 6 characters).
+    pub access_key: String,
+    /// Its secret (more than 6 characters; required on every update, as in Java).
+    pub secret_key: String,
+    /// Peers that need no signature for this account.
+    pub white_remote_address: Option<String>,
+    /// Whether it may send admin codes.
+    pub admin: bool,
+    /// `DENY`, `PUB`, `SUB` or `PUB|SUB`.
+    pub default_topic_perm: Option<String>,
+    /// `DENY`, `PUB`, `SUB` or `PUB|SUB`.
+    pub default_group_perm: Option<String>,
+    /// `topic=PERM` items; replaces the account's list when `Some`.
+    pub topic_perms: Option<Vec<String>>,
+    /// `group=PERM` items; replaces the account's list when `Some`.
+    pub group_perms: Option<Vec<String>>,
+}
+
+impl std::fmt::Debug for PlainAccessConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlainAccessConfig")
+            .field("access_key", &self.access_key)
+            .field("secret_key", &"******")
+            .field("admin", &self.admin)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One broker's plain ACL version (Java's `ClusterAclVersionInfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AclVersionInfo {
+    /// The cluster.
+    pub cluster_name: String,
+    /// The broker group.
+    pub broker_name: String,
+    /// The broker.
+    pub broker_addr: String,
+    /// The ACL file's `dataVersion`.
+    pub version: DataVersion,
+    /// Each ACL file's `dataVersion`, by path.
+    pub files: BTreeMap<String, DataVersion>,
+}
 
 /// An admin client; clones share connections.
 #[derive(Debug, Clone)]
@@ -242,6 +296,39 @@ impl Admin {
         let response = self.broker_call(op, namesrv_addr, request).await?;
         let header: AddWritePermOfBrokerResponseHeader = decode_header(op, &response)?;
         Ok(header.add_topic_count)
+    }
+
+    /// The config of the NameServer at `namesrv_addr` (`getNamesrvConfig`, GET_NAMESRV_CONFIG),
+    /// key by key as its properties text lists it. NameServers share nothing, so ask each one.
+    pub async fn namesrv_config(&self, namesrv_addr: &str) -> Result<BTreeMap<String, String>> {
+        self.config_of("getNamesrvConfig", namesrv_addr, RequestCode::GetNamesrvConfig).await
+    }
+
+    /// Changes keys of the running NameServer at `namesrv_addr` (`updateNamesrvConfig`,
+    /// UPDATE_NAMESRV_CONFIG): all or none; a key that needs a restart is refused. Not written to
+    /// its config file.
+    pub async fn update_namesrv_config(&self, namesrv_addr: &str, updates: &BTreeMap<String, String>) -> Result<()> {
+        self.update_config_of("updateNamesrvConfig", namesrv_addr, RequestCode::UpdateNamesrvConfig, updates).await
+    }
+
+    /// A server's config as the properties text a `code` request answers, key by key.
+    async fn config_of(&self, op: &'static str, addr: &str, code: RequestCode) -> Result<BTreeMap<String, String>> {
+        let response = self.broker_call(op, addr, RemotingCommand::request(code)).await?;
+        let text = std::str::from_utf8(&response.body)
+            .map_err(|e| ClientError::new(ErrorKind::Protocol, op, "the config is not UTF-8").with_source(e))?;
+        Ok(raftmq_common::protocol::body::properties_text::decode(text))
+    }
+
+    /// A `code` request carrying `updates` as properties text.
+    async fn update_config_of(
+        &self,
+        op: &'static str,
+        addr: &str,
+        code: RequestCode,
+        updates: &BTreeMap<String, String>,
+    ) -> Result<()> {
+        let body = raftmq_common::protocol::body::properties_text::encode(updates);
+        self.broker_call(op, addr, RemotingCommand::request(code).with_body(body)).await.map(drop)
     }
 
     /// A KV config value; `None` when the NameServer has none (QUERY_NOT_FOUND).
@@ -464,6 +551,48 @@ impl Admin {
         decode_body::<QueryConsumeTimeSpanBody>(op, &response).map(|body| body.consume_time_span_set)
     }
 
+    /// Up to `count` ConsumeQueue units of `topic`'s queue `queue_id` from `index` on the broker at
+    /// `addr`, the queue's bounds, and with `group` its subscription and whether each unit passes it
+    /// (QUERY_CONSUME_QUEUE, `queryCq`). Returns the body and the broker's remark (set when `index`
+    /// is outside the queue).
+    pub async fn query_consume_queue(
+        &self,
+        addr: &str,
+        topic: &str,
+        queue_id: i32,
+        index: i64,
+        count: i32,
+        group: Option<&str>,
+    ) -> Result<(QueryConsumeQueueResponseBody, Option<String>)> {
+        let op = "queryCq";
+        let header = QueryConsumeQueueRequestHeader {
+            topic: Some(topic.to_owned()),
+            queue_id: Some(queue_id),
+            index: Some(index),
+            count: Some(count),
+            consumer_group: group.map(str::to_owned),
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::QueryConsumeQueue, &header);
+        let response = self.broker_call(op, addr, request).await.map_err(|e| e.with_context("topic", topic))?;
+        let body = decode_body::<QueryConsumeQueueResponseBody>(op, &response)?;
+        Ok((body, response.remark.clone()))
+    }
+
+    /// Has the broker at `addr` delete expired CommitLog segments in its next retention rounds
+    /// whatever its `deleteWhen` hours (DELETE_EXPIRED_COMMITLOG, `deleteExpiredCommitLog`); the
+    /// group's leader decides the purge, every replica follows it.
+    pub async fn delete_expired_commit_log(&self, addr: &str) -> Result<()> {
+        let request = RemotingCommand::request(RequestCode::DeleteExpiredCommitlog);
+        self.broker_call("deleteExpiredCommitLog", addr, request).await.map(drop)
+    }
+
+    /// Has the broker at `addr` delete its ConsumeQueue files and IndexFiles below the CommitLog's
+    /// minimum now (CLEAN_EXPIRED_CONSUMEQUEUE, `cleanExpiredCQ`).
+    pub async fn clean_expired_consume_queue(&self, addr: &str) -> Result<()> {
+        let request = RemotingCommand::request(RequestCode::CleanExpiredConsumequeue);
+        self.broker_call("cleanExpiredCQ", addr, request).await.map(drop)
+    }
+
     /// A consumer group's progress on the broker at `addr`, one topic or all (`consumerProgress`,
     /// GET_CONSUME_STATS).
     pub async fn consume_stats(&self, addr: &str, consumer_group: &str, topic: Option<&str>) -> Result<ConsumeStats> {
@@ -559,21 +688,14 @@ impl Admin {
     /// The config of the broker at `addr` (`getBrokerConfig`, GET_BROKER_CONFIG): every key with its
     /// value as text, as the broker's properties text lists them (secrets masked by the broker).
     pub async fn broker_config(&self, addr: &str) -> Result<BTreeMap<String, String>> {
-        let op = "getBrokerConfig";
-        let response = self.broker_call(op, addr, RemotingCommand::request(RequestCode::GetBrokerConfig)).await?;
-        let text = std::str::from_utf8(&response.body)
-            .map_err(|e| ClientError::new(ErrorKind::Protocol, op, "the config is not UTF-8").with_source(e))?;
-        Ok(raftmq_common::protocol::body::properties_text::decode(text))
+        self.config_of("getBrokerConfig", addr, RequestCode::GetBrokerConfig).await
     }
 
     /// Changes keys of the config of the broker at `addr` while it runs (`updateBrokerConfig`,
     /// UPDATE_BROKER_CONFIG), as Java properties text. The broker takes all of them or none, and
     /// refuses a key that cannot change while it runs.
     pub async fn update_broker_config(&self, addr: &str, updates: &BTreeMap<String, String>) -> Result<()> {
-        let op = "updateBrokerConfig";
-        let body = raftmq_common::protocol::body::properties_text::encode(updates);
-        let request = RemotingCommand::request(RequestCode::UpdateBrokerConfig).with_body(body);
-        self.broker_call(op, addr, request).await.map(drop)
+        self.update_config_of("updateBrokerConfig", addr, RequestCode::UpdateBrokerConfig, updates).await
     }
 
     /// Every committed offset of every group on the broker at `addr` (GET_ALL_CONSUMER_OFFSET).
@@ -623,12 +745,14 @@ impl Admin {
     }
 
     /// Deletes consumer group `group` from the broker at `addr` (`deleteSubGroup`,
-    /// DELETE_SUBSCRIPTIONGROUP); its committed offsets stay, as in RocketMQ 4.x.
-    pub async fn delete_subscription_group(&self, addr: &str, group: &str) -> Result<()> {
+    /// DELETE_SUBSCRIPTIONGROUP); its committed offsets stay unless `remove_offset` (Java 4.9's
+    /// `-r`), which drops them too.
+    pub async fn delete_subscription_group(&self, addr: &str, group: &str, remove_offset: bool) -> Result<()> {
         let op = "deleteSubGroup";
         validate_group(group)
             .map_err(|e| ClientError::invalid_argument(op, e.to_string()).with_context("group", group))?;
-        let header = DeleteSubscriptionGroupRequestHeader { group_name: group.to_owned(), remove_offset: None };
+        let header =
+            DeleteSubscriptionGroupRequestHeader { group_name: group.to_owned(), remove_offset: Some(remove_offset) };
         let request = RemotingCommand::request_with_header(RequestCode::DeleteSubscriptiongroup, &header);
         self.broker_call(op, addr, request).await.map(drop).map_err(|e| e.with_context("group", group))
     }
@@ -736,6 +860,74 @@ impl Admin {
             }
         }
         Err(first_error)
+    }
+
+    // ---- Plain ACL (RocketMQ 4.9.8's ACL administration) ----
+
+    /// Creates or updates an account of the plain ACL of the group the broker at `addr` belongs to
+    /// (`updateAclConfig`, UPDATE_AND_CREATE_ACL_CONFIG). The leader replicates the edit to every
+    /// replica's ACL file; a follower relays it there. Needs an `admin` account when the broker
+    /// checks signatures. An existing account keeps the fields left `None`; `admin` is always set.
+    pub async fn update_acl_config(&self, addr: &str, config: &PlainAccessConfig) -> Result<()> {
+        let op = "updateAclConfig";
+        let join = |list: &Option<Vec<String>>| list.as_deref().map(join_list);
+        let header = CreateAccessConfigRequestHeader {
+            access_key: config.access_key.clone(),
+            secret_key: Some(config.secret_key.clone()),
+            white_remote_address: config.white_remote_address.clone(),
+            admin: Some(config.admin),
+            default_topic_perm: config.default_topic_perm.clone(),
+            default_group_perm: config.default_group_perm.clone(),
+            topic_perms: join(&config.topic_perms),
+            group_perms: join(&config.group_perms),
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::UpdateAndCreateAclConfig, &header);
+        self.broker_call(op, addr, request).await.map(drop).map_err(|e| e.with_context("accessKey", &config.access_key))
+    }
+
+    /// Removes account `access_key` from the plain ACL of the group the broker at `addr` belongs to
+    /// (`deleteAclConfig`, DELETE_ACL_CONFIG). Removing an absent account succeeds.
+    pub async fn delete_acl_config(&self, addr: &str, access_key: &str) -> Result<()> {
+        let op = "deleteAclConfig";
+        let header = DeleteAccessConfigRequestHeader { access_key: access_key.to_owned() };
+        let request = RemotingCommand::request_with_header(RequestCode::DeleteAclConfig, &header);
+        self.broker_call(op, addr, request).await.map(drop).map_err(|e| e.with_context("accessKey", access_key))
+    }
+
+    /// Replaces the plain ACL's `globalWhiteRemoteAddresses` of the group the broker at `addr`
+    /// belongs to (`updateGlobalWhiteAddr`, UPDATE_GLOBAL_WHITE_ADDRS_CONFIG).
+    pub async fn update_global_white_addrs(&self, addr: &str, addresses: &[String]) -> Result<()> {
+        let op = "updateGlobalWhiteAddr";
+        let header = UpdateGlobalWhiteAddrsConfigRequestHeader {
+            global_white_addrs: join_list(addresses),
+            acl_file_full_path: None,
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::UpdateGlobalWhiteAddrsConfig, &header);
+        self.broker_call(op, addr, request).await.map(drop)
+    }
+
+    /// The version of the plain ACL file in force on the broker at `addr` (`clusterAclConfigVersion`,
+    /// GET_BROKER_CLUSTER_ACL_INFO): every replica of a group shows the same one once it has applied
+    /// the group's last edit.
+    pub async fn acl_version(&self, addr: &str) -> Result<AclVersionInfo> {
+        let op = "clusterAclConfigVersion";
+        let response =
+            self.broker_call(op, addr, RemotingCommand::request(RequestCode::GetBrokerClusterAclInfo)).await?;
+        let h: GetBrokerAclConfigResponseHeader = decode_header(op, &response)?;
+        let version: DataVersion = serde_json::from_str(&h.version)
+            .map_err(|e| ClientError::new(ErrorKind::Protocol, op, "bad version JSON").with_source(e))?;
+        let files: BTreeMap<String, DataVersion> = match h.all_acl_file_version.as_deref() {
+            None | Some("") => BTreeMap::new(),
+            Some(json) => serde_json::from_str(json)
+                .map_err(|e| ClientError::new(ErrorKind::Protocol, op, "bad allAclFileVersion JSON").with_source(e))?,
+        };
+        Ok(AclVersionInfo {
+            cluster_name: h.cluster_name,
+            broker_name: h.broker_name,
+            broker_addr: h.broker_addr,
+            version,
+            files,
+        })
     }
 
     // ---- Raft group administration (raftmq private codes) ----

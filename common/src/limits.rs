@@ -270,6 +270,11 @@ pub const LITE_PULL_THRESHOLD_FOR_ALL_DEFAULT_COUNT: usize = 10_000;
 pub const BENCH_CONCURRENCY_MAX_COUNT: usize = 4_096;
 /// Messages per SEND_BATCH_MESSAGE in `raftmq bench produce --batch`.
 pub const BENCH_BATCH_MAX_COUNT: usize = 1_024;
+/// ConsumeQueue units one QUERY_CONSUME_QUEUE answer lists at most (`mqadmin queryCq -c`; Java
+/// stops at the end of the unit's mapped file, 300,000 units by default).
+pub const QUERY_CONSUME_QUEUE_MAX_COUNT: i32 = 10_000;
+/// Units `raftmq admin queryCq` asks for without `-c` (mqadmin's default).
+pub const QUERY_CONSUME_QUEUE_DEFAULT_COUNT: i32 = 10;
 /// Messages one QUERY_MESSAGE may ask a broker for (`mqadmin queryMsgByKey -m`, default 64).
 pub const QUERY_MESSAGE_MAX_COUNT: i32 = 2_048;
 /// Record bytes one QUERY_MESSAGE answer carries (the first match is always sent); stays well under
@@ -292,6 +297,9 @@ pub const LEADER_TRANSFER_TARGET_ACK_AGE_MIN_MS: u64 = 1_000;
 pub const MEMBERSHIP_CHANGE_TIMEOUT_MS: u64 = LEARNER_CATCH_UP_MAX_MS + 15_000;
 /// Node ids one replicated node-id record may carry (a broker group is a handful of replicas).
 pub const RAFT_NODE_IDS_MAX_COUNT: usize = 1_024;
+/// Retention rounds after DELETE_EXPIRED_COMMITLOG (`mqadmin deleteExpiredCommitLog`) that delete
+/// expired segments whatever the hour (RocketMQ's `MAX_MANUAL_DELETE_FILE_TIMES`).
+pub const RETENTION_MANUAL_DELETE_ROUNDS_COUNT: u32 = 20;
 /// CommitLog segments one retention round purges at most (RocketMQ's `DELETE_FILES_BATCH_MAX`).
 pub const RETENTION_SEGMENTS_PER_ROUND_MAX_COUNT: usize = 10;
 /// How soon the retention task looks again while a boundary waits for its snapshot and purge.

@@ -18,6 +18,7 @@
 //!
 //! Invariants after [`NamesrvConfig::validate`]: both durations are non-zero and fit `u64` ms.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -186,6 +187,81 @@ impl NamesrvConfig {
         u64::try_from(self.broker_channel_expired_time.as_millis()).unwrap_or(u64::MAX)
     }
 }
+
+/// Keys UPDATE_NAMESRV_CONFIG may change while the NameServer runs; the others need a restart
+/// (the listener, the scan timer) or are Java's black-listed paths.
+pub const RUNTIME_UPDATABLE_KEYS: [&str; 5] = [
+    "orderMessageEnable",
+    "deleteTopicWithBrokerRegistration",
+    "enableAllTopicList",
+    "enableTopicList",
+    "brokerChannelExpiredTime",
+];
+
+/// Why an UPDATE_NAMESRV_CONFIG was refused.
+#[derive(Debug, Error)]
+pub enum UpdateError {
+    /// A known key that cannot change at runtime (Java answers its black-listed keys so too).
+    #[error("{0} cannot change while the NameServer runs; set it in the config file and restart")]
+    NotRuntimeUpdatable(String),
+    /// A key no NameServer config has.
+    #[error("unknown NameServer config key {0}")]
+    UnknownKey(String),
+    /// The new value does not parse or is out of range.
+    #[error(transparent)]
+    Invalid(#[from] ConfigError),
+}
+
+impl NamesrvConfig {
+    /// Every key with its value as Java's `properties2String` writes it (GET_NAMESRV_CONFIG):
+    /// durations in milliseconds, as RocketMQ's own interval keys are.
+    pub fn to_properties(&self) -> BTreeMap<String, String> {
+        let Ok(toml::Value::Table(table)) = toml::Value::try_from(self) else {
+            return BTreeMap::new();
+        };
+        table
+            .into_iter()
+            .map(|(key, value)| {
+                let text = match value {
+                    toml::Value::String(s) if DURATION_KEYS.contains(&key.as_str()) => {
+                        raftmq_common::config_duration::parse(&s).map_or(s, |d| d.as_millis().to_string())
+                    }
+                    toml::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                (key, text)
+            })
+            .collect()
+    }
+
+    /// This config with `updates` applied (values read as in [`Self::load`]'s overrides), all or
+    /// none: every key must be one of [`RUNTIME_UPDATABLE_KEYS`] and the result must validate.
+    pub fn with_updates(&self, updates: &BTreeMap<String, String>) -> Result<NamesrvConfig, UpdateError> {
+        let Ok(toml::Value::Table(mut table)) = toml::Value::try_from(self) else {
+            return Err(UpdateError::Invalid(ConfigError::Invalid("the config cannot be written out".to_owned())));
+        };
+        for (key, raw) in updates {
+            if RUNTIME_UPDATABLE_KEYS.contains(&key.as_str()) {
+                table.insert(key.clone(), override_value(raw));
+            } else if table.contains_key(key) || JAVA_BLACK_LISTED_KEYS.contains(&key.as_str()) {
+                return Err(UpdateError::NotRuntimeUpdatable(key.clone()));
+            } else {
+                return Err(UpdateError::UnknownKey(key.clone()));
+            }
+        }
+        let config: NamesrvConfig = toml::Value::Table(table)
+            .try_into()
+            .map_err(|source| ConfigError::Parse { origin: " update".to_owned(), source })?;
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+/// Keys whose TOML form is a duration string.
+const DURATION_KEYS: [&str; 2] = ["scanNotActiveBrokerInterval", "brokerChannelExpiredTime"];
+
+/// Java's `configBlackList` default: never changed over the wire.
+const JAVA_BLACK_LISTED_KEYS: [&str; 3] = ["configBlackList", "configStorePath", "kvConfigPath"];
 
 fn override_value(raw: &str) -> toml::Value {
     // Parse `v = <raw>` so integers and booleans keep their type; anything else is a string.

@@ -13,9 +13,14 @@
 //! answers a `RemotingCommandException`), and the connection carries on.
 //!
 //! Codes served: REGISTER_BROKER, UNREGISTER_BROKER, GET_ROUTEINFO_BY_TOPIC, GET_BROKER_CLUSTER_INFO,
-//! GET_ALL_TOPIC_LIST_FROM_NAMESERVER, GET_TOPICS_BY_CLUSTER, DELETE_TOPIC_IN_NAMESRV,
-//! PUT/GET/DELETE_KV_CONFIG, GET_KVLIST_BY_NAMESPACE, WIPE/ADD_WRITE_PERM_OF_BROKER ([`SERVED_CODES`]);
-//! the transport answers any other code REQUEST_CODE_NOT_SUPPORTED.
+//! GET_ALL_TOPIC_LIST_FROM_NAMESERVER, GET_TOPICS_BY_CLUSTER, GET_SYSTEM_TOPIC_LIST_FROM_NS,
+//! DELETE_TOPIC_IN_NAMESRV, PUT/GET/DELETE_KV_CONFIG, GET_KVLIST_BY_NAMESPACE,
+//! WIPE/ADD_WRITE_PERM_OF_BROKER, GET/UPDATE_NAMESRV_CONFIG ([`SERVED_CODES`]); the transport answers
+//! any other code REQUEST_CODE_NOT_SUPPORTED.
+//!
+//! UPDATE_NAMESRV_CONFIG changes the running NameServer only (all keys or none, from
+//! [`crate::config::RUNTIME_UPDATABLE_KEYS`]); it is not written back to the config file, which stays
+//! what a restart reads. Java writes its `configStorePath` copy, which its startup does not read either.
 
 use std::sync::PoisonError;
 use std::sync::RwLock;
@@ -27,6 +32,7 @@ use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::properties_text;
 use raftmq_common::protocol::body::register::RegisterBrokerBody;
 use raftmq_common::protocol::body::register::body_crc32;
 use raftmq_common::protocol::header::CommandHeader;
@@ -49,6 +55,7 @@ use raftmq_common::remoting::ConnectionContext;
 use raftmq_common::remoting::RequestProcessor;
 
 use crate::config::NamesrvConfig;
+use crate::config::UpdateError;
 use crate::kv_config::KvConfigManager;
 use crate::kv_config::NAMESPACE_ORDER_TOPIC_CONFIG;
 use crate::route_info::BrokerRegistration;
@@ -58,7 +65,7 @@ use crate::route_info::RouteInfoManager;
 use crate::route_info::RouteSettings;
 
 /// The request codes [`NamesrvProcessor`] handles.
-pub const SERVED_CODES: [RequestCode; 13] = [
+pub const SERVED_CODES: [RequestCode; 16] = [
     RequestCode::RegisterBroker,
     RequestCode::UnregisterBroker,
     RequestCode::GetRouteinfoByTopic,
@@ -72,22 +79,18 @@ pub const SERVED_CODES: [RequestCode; 13] = [
     RequestCode::GetKvlistByNamespace,
     RequestCode::WipeWritePermOfBroker,
     RequestCode::AddWritePermOfBroker,
+    RequestCode::GetSystemTopicListFromNs,
+    RequestCode::GetNamesrvConfig,
+    RequestCode::UpdateNamesrvConfig,
 ];
-
-/// Feature switches of the handlers (from [`NamesrvConfig`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Switches {
-    order_message_enable: bool,
-    enable_all_topic_list: bool,
-    enable_topic_list: bool,
-}
 
 /// The NameServer's state and request handlers; shared by all connections.
 #[derive(Debug)]
 pub struct NamesrvProcessor {
     routes: RwLock<RouteInfoManager>,
     kv: RwLock<KvConfigManager>,
-    switches: Switches,
+    /// The running configuration (UPDATE_NAMESRV_CONFIG changes its runtime keys).
+    config: RwLock<NamesrvConfig>,
     /// Liveness runs on a monotonic clock: ms since this instant.
     epoch: Instant,
 }
@@ -111,6 +114,13 @@ impl Rejection {
 
 type Response = Result<RemotingCommand, Rejection>;
 
+fn route_settings(config: &NamesrvConfig) -> RouteSettings {
+    RouteSettings {
+        broker_channel_expired_ms: config.broker_channel_expired_ms(),
+        delete_topic_with_broker_registration: config.delete_topic_with_broker_registration,
+    }
+}
+
 fn system_error(remark: String) -> Rejection {
     Rejection::new(ResponseCode::SystemError, remark)
 }
@@ -126,18 +136,10 @@ fn json_body(body: &impl JsonBody) -> Response {
 impl NamesrvProcessor {
     /// Empty route tables and the given KV config.
     pub fn new(config: &NamesrvConfig, kv: KvConfigManager) -> Self {
-        let settings = RouteSettings {
-            broker_channel_expired_ms: config.broker_channel_expired_ms(),
-            delete_topic_with_broker_registration: config.delete_topic_with_broker_registration,
-        };
         NamesrvProcessor {
-            routes: RwLock::new(RouteInfoManager::new(settings)),
+            routes: RwLock::new(RouteInfoManager::new(route_settings(config))),
             kv: RwLock::new(kv),
-            switches: Switches {
-                order_message_enable: config.order_message_enable,
-                enable_all_topic_list: config.enable_all_topic_list,
-                enable_topic_list: config.enable_topic_list,
-            },
+            config: RwLock::new(config.clone()),
             epoch: Instant::now(),
         }
     }
@@ -159,6 +161,9 @@ impl NamesrvProcessor {
             RequestCode::GetKvlistByNamespace => self.get_kv_list_by_namespace(request),
             RequestCode::WipeWritePermOfBroker => self.wipe_write_perm(request),
             RequestCode::AddWritePermOfBroker => self.add_write_perm(request),
+            RequestCode::GetSystemTopicListFromNs => json_body(&self.routes().system_topics()),
+            RequestCode::GetNamesrvConfig => Ok(self.get_namesrv_config()),
+            RequestCode::UpdateNamesrvConfig => self.update_namesrv_config(request),
             _ => Err(Rejection::new(
                 ResponseCode::RequestCodeNotSupported,
                 format!(" request type {} not supported", request.code),
@@ -202,6 +207,10 @@ impl NamesrvProcessor {
 
     fn routes_mut(&self) -> RwLockWriteGuard<'_, RouteInfoManager> {
         self.routes.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn config(&self) -> RwLockReadGuard<'_, NamesrvConfig> {
+        self.config.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn kv(&self) -> RwLockReadGuard<'_, KvConfigManager> {
@@ -288,7 +297,7 @@ impl NamesrvProcessor {
                 ),
             ));
         };
-        if self.switches.order_message_enable {
+        if self.config().order_message_enable {
             route.order_topic_conf = self.kv().get(NAMESPACE_ORDER_TOPIC_CONFIG, &h.topic).map(str::to_owned);
         }
         // Always standard JSON (quoted brokerId keys): fastjson reads it whatever the client's version.
@@ -302,7 +311,7 @@ impl NamesrvProcessor {
     }
 
     fn get_all_topic_list(&self) -> Response {
-        if !self.switches.enable_all_topic_list {
+        if !self.config().enable_all_topic_list {
             return Err(system_error("disable".to_owned()));
         }
         let topics = self.routes().all_topics();
@@ -311,11 +320,38 @@ impl NamesrvProcessor {
 
     fn get_topics_by_cluster(&self, request: &RemotingCommand) -> Response {
         let h: GetTopicsByClusterRequestHeader = header(request)?;
-        if !self.switches.enable_topic_list {
+        if !self.config().enable_topic_list {
             return Err(system_error("disable".to_owned()));
         }
         let topics = self.routes().topics_by_cluster(&h.cluster);
         json_body(&topics)
+    }
+
+    /// GET_NAMESRV_CONFIG (`mqadmin getNamesrvConfig`): Java properties text of every key.
+    fn get_namesrv_config(&self) -> RemotingCommand {
+        let entries = self.config().to_properties();
+        RemotingCommand::success().with_body(properties_text::encode(&entries))
+    }
+
+    /// UPDATE_NAMESRV_CONFIG (`mqadmin updateNamesrvConfig`): Java properties text of the keys to
+    /// change. A key that needs a restart is refused with NO_PERMISSION (as Java refuses its
+    /// black-listed keys), an unknown key or a bad value with SYSTEM_ERROR, naming the key.
+    fn update_namesrv_config(&self, request: &RemotingCommand) -> Response {
+        let text = std::str::from_utf8(&request.body)
+            .map_err(|_| system_error("the config update is not UTF-8 properties text".to_owned()))?;
+        let updates = properties_text::decode(text);
+        let mut config = self.config.write().unwrap_or_else(PoisonError::into_inner);
+        let updated = config.with_updates(&updates).map_err(|e| {
+            let code = match e {
+                UpdateError::NotRuntimeUpdatable(_) => ResponseCode::NoPermission,
+                _ => ResponseCode::SystemError,
+            };
+            Rejection::new(code, e.to_string())
+        })?;
+        self.routes_mut().set_settings(route_settings(&updated));
+        tracing::info!(?updates, "UPDATE_NAMESRV_CONFIG applied");
+        *config = updated;
+        Ok(RemotingCommand::success())
     }
 
     fn delete_topic(&self, request: &RemotingCommand) -> Response {

@@ -419,6 +419,30 @@ impl RouteInfoManager {
         }
     }
 
+    /// Replaces the settings (UPDATE_NAMESRV_CONFIG); a member's timeout follows at its next
+    /// registration.
+    pub fn set_settings(&mut self, settings: RouteSettings) {
+        self.settings = settings;
+    }
+
+    /// GET_SYSTEM_TOPIC_LIST_FROM_NS: every cluster name and group name (RocketMQ gives each a
+    /// topic of its own) and one broker's address, which the caller asks for that broker's system
+    /// topics (GET_SYSTEM_TOPIC_LIST_FROM_BROKER): a leader's when a group has one.
+    pub fn system_topics(&self) -> TopicList {
+        let mut topic_list = BTreeSet::new();
+        for (cluster, names) in &self.cluster_addr_table {
+            topic_list.insert(cluster.clone());
+            topic_list.extend(names.iter().cloned());
+        }
+        let mut groups: Vec<_> = self.groups.iter().collect();
+        groups.sort_by(|a, b| a.0.cmp(b.0));
+        let broker_addr = groups
+            .iter()
+            .find_map(|(_, g)| g.leader.clone())
+            .or_else(|| groups.iter().find_map(|(_, g)| g.route.broker_addrs.values().next().cloned()));
+        TopicList { broker_addr, topic_list }
+    }
+
     /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER.
     pub fn all_topics(&self) -> TopicList {
         TopicList { broker_addr: None, topic_list: self.topic_queue_table.keys().cloned().collect() }

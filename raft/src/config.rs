@@ -86,6 +86,10 @@ pub struct RaftConfig {
     pub committed_persist_interval_ms: u64,
     /// Timeout of installing a (small, manifest) snapshot. Default 10 000 ms.
     pub install_snapshot_timeout_ms: u64,
+    /// How often the state machine writes a checkpoint of its applied state, so a restart
+    /// re-applies only the entries after it (`checkpoint_file`); 0 = never (a restart re-applies
+    /// every entry after the snapshot). Default 10 000 ms.
+    pub checkpoint_interval_ms: u64,
     /// Pipelined AppendEntries awaiting replies per follower, when the transport pipelines
     /// (1 = one at a time, as without pipelining). Default 16, at most
     /// `APPEND_STREAM_INFLIGHT_MAX_COUNT`.
@@ -120,6 +124,7 @@ impl Default for RaftConfig {
             index_file_entries: INDEX_FILE_ENTRIES_DEFAULT,
             committed_persist_interval_ms: 200,
             install_snapshot_timeout_ms: 10_000,
+            checkpoint_interval_ms: 10_000,
             append_stream_inflight_max_count: APPEND_STREAM_INFLIGHT_DEFAULT_COUNT,
             append_stream_inflight_max_bytes: APPEND_STREAM_INFLIGHT_DEFAULT_BYTES,
             flush_mode: FlushMode::Thread,
@@ -166,6 +171,11 @@ impl RaftConfig {
             return err("need election_timeout_min_ms < election_timeout_max_ms".into());
         }
         Ok(())
+    }
+
+    /// [`Self::checkpoint_interval_ms`] as a duration, `None` when checkpoints are off.
+    pub fn checkpoint_interval(&self) -> Option<std::time::Duration> {
+        (self.checkpoint_interval_ms > 0).then(|| std::time::Duration::from_millis(self.checkpoint_interval_ms))
     }
 
     /// How much a replication stream keeps in flight per follower.

@@ -20,6 +20,7 @@
 //! - [`testing`]: a recording handler for tests;
 //! - [`error`]: error types.
 
+pub mod checkpoint_file;
 pub mod config;
 pub mod entry;
 pub mod error;
@@ -41,6 +42,7 @@ pub mod state_machine;
 mod store_state;
 pub mod testing;
 pub mod type_config;
+pub mod vote_guard;
 mod zero_ahead;
 
 pub use config::RaftConfig;

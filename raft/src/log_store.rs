@@ -305,6 +305,30 @@ impl LogStore {
         lock(&self.shared.state).meta.durable_pos
     }
 
+    /// The last log id whose whole record is below the durable watermark (what a crash now would
+    /// leave), or the purge point when no entry is.
+    pub fn durable_last_log_id(&self) -> Option<LogId> {
+        let st = lock(&self.shared.state);
+        let durable = st.meta.durable_pos;
+        let on_disk = |i: u64| st.slot(i).is_some_and(|s| s.pos + u64::from(s.size) <= durable);
+        let (Some(first), Some(last)) = (st.first, st.last) else { return st.meta.last_purged };
+        if !on_disk(first) {
+            return st.meta.last_purged;
+        }
+        // Positions grow with the index: the durable entries are a prefix.
+        let (mut lo, mut hi) = (first, last.index);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if on_disk(mid) { lo = mid } else { hi = mid - 1 }
+        }
+        st.slot(lo).map(|s| log_id(s.term, lo))
+    }
+
+    /// The vote last made durable, if any.
+    pub fn saved_vote(&self) -> Option<crate::type_config::Vote> {
+        lock(&self.shared.state).meta.vote
+    }
+
     /// Last appended log id (or the purge point if the log is empty after a purge).
     pub fn last_log_id(&self) -> Option<LogId> {
         lock(&self.shared.state).last_log_id()

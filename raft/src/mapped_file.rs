@@ -136,3 +136,28 @@ impl MappedFile {
 pub fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir).and_then(|d| d.sync_all()).map_err(|e| StoreError::io("fsync dir", dir, e))
 }
+
+/// Replace `<dir>/<name>` with `bytes` atomically and durably: write `<name>.tmp`, fsync, rename,
+/// fsync the directory, so a crash leaves the old file or the new one.
+pub fn replace_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    let write = || -> std::io::Result<()> {
+        let mut f = File::create(&tmp)?;
+        std::io::Write::write_all(&mut f, bytes)?;
+        f.sync_all()
+    };
+    write().map_err(|e| StoreError::io("write", &tmp, e))?;
+    let path = dir.join(name);
+    std::fs::rename(&tmp, &path).map_err(|e| StoreError::io("rename", &path, e))?;
+    sync_dir(dir)
+}
+
+/// The bytes of `<dir>/<name>`, `None` when there is no such file.
+pub fn read_if_present(dir: &Path, name: &str) -> Result<Option<bytes::Bytes>> {
+    let path = dir.join(name);
+    match std::fs::read(&path) {
+        Ok(b) => Ok(Some(bytes::Bytes::from(b))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(StoreError::io("read", &path, e)),
+    }
+}

@@ -8,6 +8,8 @@
 //!        │no
 //!   snapshot file ahead of the log? ──▶ LogStore::rebase (crash between install steps)
 //!   Raft::new(id, config, NetworkFactory(transport), store, StateMachine(handler))
+//!   store empty ∧ peers ──▶ VoteGuard probing; a task asks the peers (vote_guard): a new group ──▶ ↓
+//!                                                        committed entries ──▶ catch up, never initialise
 //!   smallest member id ∧ !is_initialized ──▶ initialize(members)      (a restart never re-initialises)
 //!   metrics watch ──task──▶ watch::Sender<Leadership>
 //! ```
@@ -18,10 +20,12 @@
 //! borrowed across an await (openraft issue #1238).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use openraft::async_runtime::WatchReceiver;
 use openraft::error::{ClientWriteError, RaftError};
 use openraft::metrics::RaftServerMetrics;
@@ -30,12 +34,14 @@ use tokio::sync::watch;
 
 use crate::config::RaftConfig;
 use crate::error::StoreError;
-use crate::log_store::LogStore;
-use crate::network::{NetworkFactory, RaftService, Transport};
+use crate::log_store::{LogStore, WeakLogStore};
+use crate::network::wire::{self, RaftReply, RaftRequest};
+use crate::network::{NetworkFactory, RaftService, RpcKind, Transport};
 use crate::patcher::{NoPatch, PayloadPatcher};
 use crate::snapshot_file::{SnapshotData, StoredSnapshot};
 use crate::state_machine::{ApplyHandler, StateMachine};
 use crate::type_config::{AppPayload, AppReply, LogId, Node, NodeId, TypeConfig};
+use crate::vote_guard::{Decision, ProbeReply, VoteGuard, decide};
 
 /// The openraft node type of a broker group.
 pub type Raft = openraft::Raft<TypeConfig, StateMachine>;
@@ -47,13 +53,16 @@ const STORE_RELEASE_MAX_MS: u64 = 5_000;
 pub struct NodeConfig {
     /// Group name (RocketMQ `brokerName`), also openraft's cluster name.
     pub cluster_name: String,
-    /// This replica's id; never reused for a node that starts from an empty store.
+    /// This replica's id. Coming back under it with an empty store (a wiped disk) is safe when
+    /// `members` names at least one current member besides it: the vote guard keeps the replica
+    /// out of elections until it caught up.
     pub node_id: NodeId,
     /// Store directory (raft-meta, commitlog/, raftindex/, snapshot).
     pub store_dir: PathBuf,
     /// Timing and store limits.
     pub raft: RaftConfig,
-    /// Initial voters, used only on the very first boot of the group.
+    /// Initial voters: the first member initialises the group on its very first boot; a replica
+    /// that starts from an empty store asks these (and the members their answers name) first.
     pub members: BTreeMap<NodeId, Node>,
     /// PHYSICALOFFSET patcher run at append time (default: none).
     pub patcher: Box<dyn PayloadPatcher>,
@@ -130,6 +139,14 @@ pub struct NodeStatus {
     pub damaged: Option<String>,
     /// Why the store is poisoned (an fsync failed), if it is.
     pub poisoned: Option<String>,
+    /// What the vote guard of a replica that started from an empty store still restricts
+    /// ([`crate::vote_guard`]), if anything.
+    pub vote_guard: Option<String>,
+    /// The newest durable checkpoint of the applied state ([`crate::checkpoint_file`]).
+    pub checkpoint: Option<LogId>,
+    /// Where the applied state started at this start: the checkpoint or the snapshot it was
+    /// restored from (`None`: every retained entry was applied again).
+    pub applied_at_start: Option<LogId>,
 }
 
 /// A committed and applied proposal.
@@ -191,6 +208,21 @@ pub struct RaftNode {
     service: RaftService,
     leadership: watch::Receiver<Leadership>,
     propose_timeout: Duration,
+    guard: Arc<VoteGuard>,
+    /// The task asking the peers before an empty store votes (stopped with the node).
+    probing: Option<AbortOnDrop>,
+    /// The state machine's checkpoint side (none on a damaged store).
+    checkpoints: Option<StateMachine>,
+}
+
+/// Stops a task when dropped: a node dropped without `shutdown` (a test's crash) leaves nothing
+/// running that still holds its Raft.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 fn role_of(state: ServerState) -> Role {
@@ -218,13 +250,25 @@ impl RaftNode {
         transport: Arc<T>,
     ) -> Result<Self, NodeError> {
         let id = cfg.node_id;
-        let openraft_cfg = Arc::new(cfg.raft.to_openraft(&cfg.cluster_name)?);
+        let mut openraft_cfg = cfg.raft.to_openraft(&cfg.cluster_name)?;
         let store = LogStore::open_with_patcher(&cfg.store_dir, &cfg.raft, cfg.patcher)?;
         if let Some(why) = store.damage_reason() {
             tracing::error!(id, %why, "raft store damaged: this replica will not vote, lead or replicate");
             let (_tx, leadership) = watch::channel(Leadership { term: 0, leader_id: None, role: Role::Stopped });
             let service = RaftService::refusing(id, format!("store damaged: {why}"));
-            return Ok(Self { id, raft: None, store, service, leadership, propose_timeout: cfg.propose_timeout });
+            let guard = Arc::new(VoteGuard::open(id));
+            let propose_timeout = cfg.propose_timeout;
+            return Ok(Self {
+                id,
+                raft: None,
+                store,
+                service,
+                leadership,
+                propose_timeout,
+                guard,
+                probing: None,
+                checkpoints: None,
+            });
         }
         let snapshot = StoredSnapshot::load(&cfg.store_dir)?;
         if let Some(s) = &snapshot
@@ -235,40 +279,211 @@ impl RaftNode {
             tracing::warn!(id, %last, next_pos = data.next_pos, "snapshot is ahead of the log; rebasing the log");
             store.rebase(last, data.next_pos).await?;
         }
-        let sm = StateMachine::new(handler, store.clone(), snapshot);
-        let network = NetworkFactory::new(id, transport, cfg.raft.stream_window());
+        // Empty before openraft touches it: no vote, no entry, nothing purged. A marker left by an
+        // earlier start that was empty and had not caught up yet counts the same: the partial log
+        // it holds may still lack entries the group committed.
+        let empty = store.last_log_id().is_none() && store.saved_vote().is_none();
+        let marked = cfg.store_dir.join(VOTE_GUARD_MARKER).exists();
+        let sm = StateMachine::new(handler, store.clone(), snapshot, cfg.raft.checkpoint_interval());
+        let checkpoints = sm.clone();
+        let peers: Vec<(NodeId, String)> =
+            cfg.members.iter().filter(|(peer, _)| **peer != id).map(|(peer, n)| (*peer, n.raft_addr.clone())).collect();
+        let guarded = (empty || marked) && !peers.is_empty();
+        if guarded && !marked {
+            set_guard_marker(&cfg.store_dir)?;
+        } else if !guarded && marked {
+            clear_guard_marker(&cfg.store_dir);
+        }
+        let quiet = Duration::from_millis(cfg.raft.election_timeout_max_ms);
+        let guard = Arc::new(if guarded { VoteGuard::probing(id, quiet) } else { VoteGuard::open(id) });
+        // openraft's own election skips the network (and so the guard) when its membership has one
+        // voter, which a partial log may still show: off until the guard opens.
+        openraft_cfg.enable_elect = !guarded;
+        let openraft_cfg = Arc::new(openraft_cfg);
+        let network = NetworkFactory::new(id, Arc::clone(&transport), cfg.raft.stream_window(), Arc::clone(&guard));
+        // openraft re-applies the committed entries after the checkpoint (or snapshot) here.
+        let opening = std::time::Instant::now();
         let raft = Raft::new(id, openraft_cfg, network, store.clone(), sm)
             .await
             .map_err(|e| NodeError::Raft(e.to_string()))?;
-        let service = RaftService::new(id, raft.clone(), &store);
+        let (_, from) = checkpoints.checkpoint_status();
+        let applied = checkpoints.applied();
+        let reapplied = applied.map_or(0, |a| a.index + 1).saturating_sub(from.map_or(0, |f| f.index + 1));
+        tracing::info!(id, from = ?from.map(|f| f.index), applied = ?applied.map(|a| a.index), reapplied,
+            took_ms = opening.elapsed().as_millis() as u64, "state machine recovered: entries re-applied");
+        let service = RaftService::new(id, raft.clone(), &store, Arc::clone(&guard));
         let leadership = spawn_leadership_watch(&raft);
-        let node = Self { id, raft: Some(raft), store, service, leadership, propose_timeout: cfg.propose_timeout };
-        node.initialize_once(&cfg.members).await?;
+        let propose_timeout = cfg.propose_timeout;
+        let mut node = Self {
+            id,
+            raft: Some(raft.clone()),
+            store,
+            service,
+            leadership,
+            propose_timeout,
+            guard,
+            probing: None,
+            checkpoints: Some(checkpoints),
+        };
+        if guarded {
+            let probe = Probe {
+                id,
+                known: peers.into_iter().collect(),
+                members: cfg.members,
+                interval: Duration::from_millis(cfg.raft.heartbeat_interval_ms),
+                timeout: Duration::from_millis(cfg.raft.election_timeout_min_ms),
+                guard: Arc::clone(&node.guard),
+                store: node.store.weak(),
+                dir: cfg.store_dir.clone(),
+                raft,
+            };
+            node.probing = Some(AbortOnDrop(tokio::spawn(probe.run(transport)).abort_handle()));
+        } else {
+            initialize_once(id, &raft, &cfg.members).await?;
+        }
         Ok(node)
     }
 
-    async fn initialize_once(&self, members: &BTreeMap<NodeId, Node>) -> Result<(), NodeError> {
-        let raft = self.raft()?;
-        let first = members.keys().next().copied();
-        if first != Some(self.id) {
-            return Ok(());
-        }
-        if raft.is_initialized().await.map_err(|e| NodeError::Raft(e.to_string()))? {
-            tracing::info!(id = self.id, "raft group already initialised; not initialising again");
-            return Ok(());
-        }
-        tracing::info!(id = self.id, ?members, "initialising raft group");
-        match raft.initialize(members.clone()).await {
-            Ok(()) => Ok(()),
-            // Another path initialised it meanwhile (e.g. a vote arrived): the goal is reached.
-            Err(RaftError::APIError(e)) => {
-                tracing::info!(id = self.id, %e, "raft group initialised elsewhere");
-                Ok(())
+    /// What the vote guard of an empty store restricts, `None` when nothing ([`crate::vote_guard`]).
+    pub fn vote_guard(&self) -> Option<String> {
+        self.guard.describe()
+    }
+}
+
+/// The probing of an empty store's replica: ask every peer until [`decide`] decides, then let the
+/// guard know, and initialise a new group if this replica is its first member; when catching up,
+/// open the guard once the log holds the group's committed entries.
+struct Probe {
+    id: NodeId,
+    /// Raft addresses to ask: the configured members, then every member an answer names.
+    known: BTreeMap<NodeId, String>,
+    members: BTreeMap<NodeId, Node>,
+    interval: Duration,
+    timeout: Duration,
+    guard: Arc<VoteGuard>,
+    store: WeakLogStore,
+    /// The store directory, where the guard's marker lives.
+    dir: PathBuf,
+    raft: Raft,
+}
+
+impl Probe {
+    async fn run<T: Transport>(mut self, transport: Arc<T>) {
+        let Ok(body) = wire::encode(&RaftRequest::Probe { from: self.id }) else {
+            tracing::error!(id = self.id, "cannot encode a probe; this replica will not vote");
+            return;
+        };
+        let configured: BTreeSet<NodeId> = self.members.keys().copied().collect();
+        let mut decided = false;
+        loop {
+            let answers = self.ask(&*transport, &body).await;
+            if !decided {
+                let decision = decide(self.id, &answers, &configured);
+                self.guard.decided(decision, tokio::time::Instant::now());
+                match decision {
+                    Decision::Wait => {}
+                    Decision::Open { .. } => {
+                        self.opened();
+                        if let Err(e) = initialize_once(self.id, &self.raft, &self.members).await {
+                            tracing::warn!(id = self.id, %e, "cannot initialise the group");
+                        }
+                        return;
+                    }
+                    Decision::CatchUp { .. } => decided = true,
+                }
             }
-            Err(e) => Err(NodeError::Raft(e.to_string())),
+            if decided {
+                // Catching up: keep asking, so that every leader lets our log go back once before
+                // its entries are taken, and open once the fsynced log holds the group's entries.
+                let Some(store) = self.store.upgrade() else { return };
+                if self.guard.catch_up(store.durable_last_log_id()) {
+                    self.opened();
+                    return;
+                }
+            }
+            tokio::time::sleep(self.interval).await;
         }
     }
 
+    /// One round of probes: every known member's answer (learning the members each names, and
+    /// which leader let our log go back).
+    async fn ask<T: Transport>(&mut self, transport: &T, body: &Bytes) -> Vec<(NodeId, ProbeReply)> {
+        let mut answers = Vec::new();
+        for (peer, addr) in &self.known {
+            let reply = transport.call(self.id, *peer, addr, RpcKind::Vote, body.clone(), self.timeout).await;
+            // An unreachable peer, an older build or a damaged store: no answer.
+            if let Ok(Ok(RaftReply::Probe(p))) = reply.map(|b| wire::decode::<RaftReply>(&b)) {
+                if p.reverts_allowed {
+                    self.guard.leader_answered(*peer);
+                }
+                answers.push((*peer, p));
+            }
+        }
+        for (_, p) in &answers {
+            for (id, addr) in &p.nodes {
+                if *id != self.id {
+                    self.known.entry(*id).or_insert_with(|| addr.clone());
+                }
+            }
+        }
+        answers
+    }
+
+    /// The guard is open: the replica may campaign again, and a restart need not guard it.
+    fn opened(&self) {
+        self.raft.runtime_config().elect(true);
+        clear_guard_marker(&self.dir);
+    }
+}
+
+/// A file in the store directory while its replica, started empty, has not caught up: a restart
+/// before then must not let it vote with the partial log it holds by then.
+const VOTE_GUARD_MARKER: &str = "vote-guard";
+
+fn set_guard_marker(dir: &Path) -> Result<(), StoreError> {
+    let path = dir.join(VOTE_GUARD_MARKER);
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&path)?;
+        f.write_all(b"started from an empty store: no vote until it holds the group's entries\n")?;
+        f.sync_all()
+    };
+    write().map_err(|e| StoreError::io("write the vote guard marker", &path, e))?;
+    crate::mapped_file::sync_dir(dir)
+}
+
+fn clear_guard_marker(dir: &Path) {
+    let path = dir.join(VOTE_GUARD_MARKER);
+    // A marker that stays only costs the next start a round of probes.
+    let removed = std::fs::remove_file(&path)
+        .map_err(|e| StoreError::io("remove the vote guard marker", &path, e))
+        .and_then(|()| crate::mapped_file::sync_dir(dir));
+    if let Err(e) = removed {
+        tracing::warn!(path = %path.display(), %e, "cannot remove the vote guard marker");
+    }
+}
+
+/// On the group's first boot, its smallest member id initialises it with `members`.
+async fn initialize_once(id: NodeId, raft: &Raft, members: &BTreeMap<NodeId, Node>) -> Result<(), NodeError> {
+    if members.keys().next().copied() != Some(id) {
+        return Ok(());
+    }
+    if raft.is_initialized().await.map_err(|e| NodeError::Raft(e.to_string()))? {
+        tracing::info!(id, "raft group already initialised; not initialising again");
+        return Ok(());
+    }
+    tracing::info!(id, ?members, "initialising raft group");
+    match raft.initialize(members.clone()).await {
+        Ok(()) => Ok(()),
+        // Another path initialised it meanwhile (e.g. a vote arrived): the goal is reached.
+        Err(RaftError::APIError(e)) => {
+            tracing::info!(id, %e, "raft group initialised elsewhere");
+            Ok(())
+        }
+        Err(e) => Err(NodeError::Raft(e.to_string())),
+    }
+}
+
+impl RaftNode {
     fn raft(&self) -> Result<&Raft, NodeError> {
         self.raft.as_ref().ok_or_else(|| NodeError::Damaged(self.store.damage_reason().unwrap_or_default()))
     }
@@ -346,6 +561,12 @@ impl RaftNode {
         m.last_quorum_acked.as_ref().is_some_and(|acked| openraft::Instant::elapsed(&**acked) < lease)
     }
 
+    /// The index of the last entry in this replica's log, read from the log store itself (openraft's
+    /// metrics start empty and lag it).
+    pub fn log_end(&self) -> Option<u64> {
+        self.store.last_log_id().map(|l| l.index)
+    }
+
     /// Everything in this node's log is applied. On a leader holding its lease
     /// ([`Self::leader_lease_valid`]) the applied state is then at least what any replica may have
     /// applied. A follower may apply an entry before its leader does (the leader's apply runs behind
@@ -382,8 +603,13 @@ impl RaftNode {
                 follower_ack_age_ms: BTreeMap::new(),
                 damaged,
                 poisoned,
+                vote_guard: self.guard.describe(),
+                checkpoint: None,
+                applied_at_start: None,
             };
         };
+        let (checkpoint, applied_at_start) =
+            self.checkpoints.as_ref().map(StateMachine::checkpoint_status).unwrap_or_default();
         // Clone at once: the borrow is a lock inside openraft.
         let m = raft.metrics().borrow_watched().clone();
         let membership = m.membership_config.membership();
@@ -420,6 +646,9 @@ impl RaftNode {
             follower_ack_age_ms,
             damaged,
             poisoned,
+            vote_guard: self.guard.describe(),
+            checkpoint,
+            applied_at_start,
         }
     }
 
@@ -498,11 +727,19 @@ impl RaftNode {
     /// Stop the replica: openraft stops, then the log store's flusher finishes what is queued.
     /// Detach [`Self::service`] from the network first so peers see the node as down.
     pub async fn shutdown(self) -> Result<(), NodeError> {
-        let Self { id, raft, store, service, .. } = self;
+        let Self { id, raft, store, service, probing, checkpoints, .. } = self;
+        drop(probing);
         drop(service);
         if let Some(raft) = raft {
             raft.shutdown().await.map_err(|e| NodeError::Raft(e.to_string()))?;
             drop(raft);
+        }
+        // Applies have stopped: a checkpoint of everything applied spares the next start any re-apply.
+        if let Some(sm) = checkpoints {
+            if let Some(applied) = sm.checkpoint_now().await {
+                tracing::info!(id, %applied, "checkpoint written at shutdown");
+            }
+            drop(sm);
         }
         // openraft's workers drop their store handles as they wind down; reopening the same
         // directory before that would run two flushers on one log.

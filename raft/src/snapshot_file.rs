@@ -18,13 +18,12 @@
 //! The file is replaced with tmp + fsync + rename + fsync(dir), so it is either the old or the
 //! new snapshot after a crash. Decoding never panics on bad input.
 
-use std::io::Write;
 use std::path::Path;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::error::{CorruptReason, Result, StoreError};
-use crate::mapped_file::sync_dir;
+use crate::mapped_file::{read_if_present, replace_file};
 use crate::payload_codec::{decode_membership, encode_membership};
 use crate::type_config::{LogId, StoredMembership, log_id};
 
@@ -143,32 +142,18 @@ impl StoredSnapshot {
 
     /// Read `<dir>/snapshot`, if present.
     pub fn load(dir: &Path) -> Result<Option<Self>> {
-        let path = dir.join(SNAPSHOT_FILE);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => Bytes::from(b),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(StoreError::io("read", &path, e)),
-        };
+        let Some(bytes) = read_if_present(dir, SNAPSHOT_FILE)? else { return Ok(None) };
         Self::decode(&bytes).map(Some).map_err(|reason| StoreError::Corrupt { pos: 0, reason })
     }
 
     /// Replace `<dir>/snapshot` atomically and durably.
     pub fn save(&self, dir: &Path) -> Result<()> {
-        let bytes = self.encode()?;
-        let tmp = dir.join(format!("{SNAPSHOT_FILE}.tmp"));
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(&bytes)?;
-            f.sync_all()
-        };
-        write().map_err(|e| StoreError::io("write", &tmp, e))?;
-        let path = dir.join(SNAPSHOT_FILE);
-        std::fs::rename(&tmp, &path).map_err(|e| StoreError::io("rename", &path, e))?;
-        sync_dir(dir)
+        replace_file(dir, SNAPSHOT_FILE, &self.encode()?)
     }
 }
 
-fn check_crc(b: &[u8]) -> Result<&[u8], CorruptReason> {
+/// The bytes before a trailing big-endian crc32 of them, if it matches.
+pub(crate) fn check_crc(b: &[u8]) -> Result<&[u8], CorruptReason> {
     let split = b.len().checked_sub(4).ok_or(CorruptReason::ShortHeader)?;
     let (body, crc) = b.split_at(split);
     if crc32fast::hash(body) != be32(crc, 0) {
@@ -177,7 +162,8 @@ fn check_crc(b: &[u8]) -> Result<&[u8], CorruptReason> {
     Ok(body)
 }
 
-fn be64(b: &[u8], o: usize) -> u64 {
+/// Big-endian u64 at `o` (0 past the end: callers check lengths first).
+pub(crate) fn be64(b: &[u8], o: usize) -> u64 {
     let mut a = [0u8; 8];
     if let Some(s) = b.get(o..o + 8) {
         a.copy_from_slice(s);
@@ -185,7 +171,8 @@ fn be64(b: &[u8], o: usize) -> u64 {
     u64::from_be_bytes(a)
 }
 
-fn be32(b: &[u8], o: usize) -> u32 {
+/// Big-endian u32 at `o` (0 past the end: callers check lengths first).
+pub(crate) fn be32(b: &[u8], o: usize) -> u32 {
     let mut a = [0u8; 4];
     if let Some(s) = b.get(o..o + 4) {
         a.copy_from_slice(s);

@@ -9,6 +9,10 @@
 //!                          snapshot = (P, membership as of P, end of P in the log, manifest) ─▶ openraft purges ≤ P
 //! install_full_snapshot ──▶ install_snapshot ──▶ ApplyHandler::install_manifest ─▶ snapshot file ─▶ LogStore::rebase
 //!                          then entries P+1.. arrive by normal replication and are applied as usual
+//! every checkpoint interval, after an apply batch ──▶ ApplyHandler::checkpoint(applied) (in memory)
+//!   ──▶ blocking thread: ApplyHandler::sync ─▶ applied within the fsynced log? ─▶ <store>/checkpoint
+//! start ──▶ checkpoint newer than the snapshot and in the log ──▶ ApplyHandler::restore_checkpoint
+//!   ──▶ applied starts there: openraft re-applies only the entries after it
 //! ```
 //!
 //! Design A of the raft log design (§7): a snapshot is taken at the retention boundary P, not at
@@ -24,17 +28,25 @@
 //!   the applied one: the state machine keeps every applied membership after the current snapshot;
 //! - snapshot building never fails openraft: a handler error or "no new boundary" refuses the
 //!   build (openraft treats a failed build as fatal).
+//! - a checkpoint is written only once the handler's derived files are durable and its applied
+//!   log id is within the fsynced log; it is used at start only when newer than the snapshot and
+//!   its log id is in the log, and is removed when a snapshot install replaces the state. At most
+//!   one is being written at a time. Any doubt means a longer re-apply, never a wrong state.
 //!
-//! After a restart openraft re-applies committed entries after the snapshot (the handler must be
-//! idempotent for them, e.g. positional ConsumeQueue units, or skip what its own checkpoint covers).
+//! After a restart openraft re-applies committed entries after the checkpoint, or after the
+//! snapshot when there is none (the handler must be idempotent for them, e.g. positional
+//! ConsumeQueue units: a crash can leave its files ahead of the checkpoint).
 
+use std::future::Future;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{Stream, TryStreamExt};
 use openraft::storage::{EntryResponder, RaftSnapshotBuilder, RaftStateMachine};
 
+use crate::checkpoint_file::StoredCheckpoint;
 use crate::log_store::LogStore;
 use crate::snapshot_file::{SnapshotData, StoredSnapshot};
 use crate::type_config::{AppReply, EntryPayload, LogId, StoredMembership, TypeConfig};
@@ -77,6 +89,46 @@ pub trait ApplyHandler: Send + Sync + 'static {
     /// Replace the whole applied state by a leader's manifest taken at `last` (= P); durable on
     /// return. Entries after `last` are applied next, as they arrive.
     fn install_manifest(&self, manifest: Bytes, last: LogId) -> io::Result<()>;
+
+    /// The applied state as of `applied` (the last applied log id) for a checkpoint, `None` when
+    /// this handler keeps none (then nothing is written). Called on the state-machine task between
+    /// applies: an in-memory copy, no disk work.
+    fn checkpoint(&self, applied: LogId) -> io::Result<Option<Bytes>> {
+        let _ = applied;
+        Ok(None)
+    }
+
+    /// Make durable every derived file written by the applies so far (called on a blocking thread
+    /// after [`Self::checkpoint`], concurrently with later applies, before the checkpoint is saved).
+    fn sync(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Replace the applied state by a checkpoint's, taken at `applied` (called once, before raft
+    /// starts; the entries after `applied` are re-applied next). On an error the state must be as
+    /// before the call: the replica then re-applies from its snapshot instead.
+    fn restore_checkpoint(&self, data: Bytes, applied: LogId) -> io::Result<()> {
+        let _ = (data, applied);
+        Err(io::Error::other("this handler keeps no checkpoint"))
+    }
+}
+
+/// How long a final checkpoint waits for one being written.
+const CHECKPOINT_WAIT_MAX: Duration = Duration::from_secs(5);
+
+/// The checkpoint side of the state machine.
+#[derive(Debug)]
+struct Checkpointing {
+    /// `None`: checkpoints are off.
+    interval: Option<Duration>,
+    /// When the last one was started (or, before any, when the state machine was created).
+    last_started: tokio::time::Instant,
+    /// One is being made durable.
+    in_flight: bool,
+    /// The newest durable checkpoint (loaded at start or written since).
+    durable: Option<LogId>,
+    /// Where the applied state started at this start: a checkpoint or the snapshot.
+    started_from: Option<LogId>,
 }
 
 struct Inner {
@@ -112,22 +164,208 @@ pub struct StateMachine {
     handler: Arc<dyn ApplyHandler>,
     store: LogStore,
     inner: Arc<Mutex<Inner>>,
+    checkpointing: Arc<Mutex<Checkpointing>>,
 }
 
 impl StateMachine {
-    /// A state machine whose applied state starts at the stored snapshot (if any); openraft
-    /// re-applies the committed entries after it.
-    pub fn new(handler: Arc<dyn ApplyHandler>, store: LogStore, snapshot: Option<StoredSnapshot>) -> Self {
-        let inner = Inner {
+    /// A state machine whose applied state starts at the stored checkpoint when it is usable (see
+    /// [`Self::usable_checkpoint`]) and the handler restores it, else at the stored snapshot (if
+    /// any); openraft re-applies the committed entries after it. `checkpoint_interval`: how often
+    /// to write a checkpoint (`None`: never).
+    pub fn new(
+        handler: Arc<dyn ApplyHandler>,
+        store: LogStore,
+        snapshot: Option<StoredSnapshot>,
+        checkpoint_interval: Option<Duration>,
+    ) -> Self {
+        let mut inner = Inner {
             applied: snapshot.as_ref().and_then(|s| s.last_log_id),
             memberships: vec![snapshot.as_ref().map(|s| s.membership.clone()).unwrap_or_default()],
             current: snapshot,
         };
-        Self { handler, store, inner: Arc::new(Mutex::new(inner)) }
+        let mut durable = None;
+        if let Some(c) = Self::usable_checkpoint(&store, inner.applied) {
+            let applied = c.applied;
+            match handler.restore_checkpoint(c.data, applied) {
+                Ok(()) => {
+                    tracing::info!(%applied, "applied state restored from the checkpoint; re-applying the entries after it");
+                    inner.applied = Some(applied);
+                    inner.memberships = c.memberships;
+                    if let Some(p) = inner.current.as_ref().and_then(|s| s.last_log_id) {
+                        inner.prune_memberships(p.index);
+                    }
+                    durable = Some(applied);
+                }
+                Err(e) => {
+                    tracing::warn!(%applied, %e, "the handler cannot restore the checkpoint; re-applying from the snapshot")
+                }
+            }
+        }
+        let checkpointing = Checkpointing {
+            interval: checkpoint_interval.filter(|i| !i.is_zero()),
+            last_started: tokio::time::Instant::now(),
+            in_flight: false,
+            durable,
+            started_from: inner.applied,
+        };
+        Self { handler, store, inner: Arc::new(Mutex::new(inner)), checkpointing: Arc::new(Mutex::new(checkpointing)) }
+    }
+
+    /// The stored checkpoint, if it is newer than the snapshot's `snapshot_last` and its applied
+    /// log id is in the log (a rebased, wiped or purged log, or an unreadable file, makes it
+    /// unusable: logged, and the replica re-applies from the snapshot instead).
+    fn usable_checkpoint(store: &LogStore, snapshot_last: Option<LogId>) -> Option<StoredCheckpoint> {
+        let c = match StoredCheckpoint::load(store.dir()) {
+            Ok(c) => c?,
+            Err(e) => {
+                tracing::warn!(%e, "cannot read the checkpoint; re-applying from the snapshot");
+                return None;
+            }
+        };
+        let why_not = if snapshot_last.is_some_and(|p| p.index >= c.applied.index) {
+            Some("not newer than the snapshot")
+        } else if store.log_id_at(c.applied.index) != Some(c.applied) {
+            Some("its applied log id is not in the log")
+        } else if store.durable_last_log_id().is_none_or(|d| d.index < c.applied.index) {
+            Some("beyond the fsynced log")
+        } else if snapshot_last
+            .is_some_and(|p| c.memberships.first().and_then(|m| m.log_id().as_ref()).is_some_and(|l| l.index > p.index))
+        {
+            Some("its memberships start after the snapshot")
+        } else {
+            None
+        };
+        match why_not {
+            Some(why) => {
+                tracing::info!(applied = %c.applied, why, "checkpoint not used");
+                None
+            }
+            None => Some(c),
+        }
     }
 
     fn inner(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn checkpointing(&self) -> MutexGuard<'_, Checkpointing> {
+        self.checkpointing.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The newest durable checkpoint, and where the applied state started at this start (a
+    /// checkpoint or the snapshot; `None`: from the log's beginning).
+    pub fn checkpoint_status(&self) -> (Option<LogId>, Option<LogId>) {
+        let c = self.checkpointing();
+        (c.durable, c.started_from)
+    }
+
+    /// Starts a checkpoint of the applied state when the interval has passed and none is being
+    /// written; the disk work runs on a blocking thread.
+    fn maybe_checkpoint(&self) {
+        let now = tokio::time::Instant::now();
+        {
+            let mut c = self.checkpointing();
+            let due = c.interval.is_some_and(|i| now >= c.last_started + i);
+            if !due || c.in_flight {
+                return;
+            }
+            c.last_started = now;
+        }
+        if let Some(write) = self.capture() {
+            tokio::spawn(write);
+        }
+    }
+
+    /// Writes a checkpoint of the applied state once openraft has stopped applying (a graceful
+    /// shutdown, so the next start re-applies nothing), unless checkpoints are off; the applied
+    /// log id written, if any. Call
+    /// after `Raft::shutdown`: it waits for openraft's state-machine worker to let go of its
+    /// handle (the handler's state must not move under the capture) and for a write in flight.
+    pub async fn checkpoint_now(&self) -> Option<LogId> {
+        // Checkpoints off: none at shutdown either.
+        self.checkpointing().interval?;
+        let deadline = tokio::time::Instant::now() + CHECKPOINT_WAIT_MAX;
+        while Arc::strong_count(&self.inner) > 1 || self.checkpointing().in_flight {
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!("the state machine is still applying or checkpointing; no checkpoint at shutdown");
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        self.capture()?.await
+    }
+
+    /// Waits until no checkpoint is being written (a snapshot install is about to replace the
+    /// state it describes).
+    async fn wait_checkpoint_written(&self) -> io::Result<()> {
+        let deadline = tokio::time::Instant::now() + CHECKPOINT_WAIT_MAX;
+        while self.checkpointing().in_flight {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(io::Error::other("a checkpoint is still being written"));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Ok(())
+    }
+
+    /// Captures the applied state and marks a checkpoint in flight; the returned future makes
+    /// it durable. `None`: nothing new to write, no checkpoint kept, or one already in flight.
+    /// Called between applies (on the state-machine task, or once it has stopped).
+    fn capture(&self) -> Option<impl Future<Output = Option<LogId>> + Send + 'static> {
+        let (applied, memberships) = {
+            let g = self.inner();
+            (g.applied?, g.memberships.clone())
+        };
+        {
+            let mut c = self.checkpointing();
+            if c.in_flight || c.durable >= Some(applied) {
+                return None;
+            }
+            c.in_flight = true;
+        }
+        let data = match self.handler.checkpoint(applied) {
+            Ok(Some(data)) => data,
+            Ok(None) => {
+                self.checkpointing().in_flight = false;
+                return None;
+            }
+            Err(e) => {
+                self.checkpointing().in_flight = false;
+                tracing::warn!(%applied, %e, "cannot capture a checkpoint; trying again next interval");
+                return None;
+            }
+        };
+        let checkpoint = StoredCheckpoint { applied, memberships, data };
+        let (handler, store, state) = (Arc::clone(&self.handler), self.store.clone(), Arc::clone(&self.checkpointing));
+        Some(async move {
+            let write = move || -> io::Result<bool> {
+                handler.sync()?;
+                // A follower may apply entries its own flush has not reached yet.
+                if store.durable_last_log_id().is_none_or(|d| d.index < applied.index) {
+                    return Ok(false);
+                }
+                checkpoint.save(store.dir()).map_err(io::Error::other)?;
+                Ok(true)
+            };
+            let written = tokio::task::spawn_blocking(write).await.map_err(io::Error::other).and_then(|r| r);
+            let mut c = state.lock().unwrap_or_else(|p| p.into_inner());
+            c.in_flight = false;
+            match written {
+                Ok(true) => {
+                    tracing::debug!(%applied, "checkpoint written");
+                    c.durable = c.durable.max(Some(applied));
+                    Some(applied)
+                }
+                Ok(false) => {
+                    tracing::debug!(%applied, "checkpoint skipped: beyond the fsynced log");
+                    None
+                }
+                Err(e) => {
+                    tracing::warn!(%applied, %e, "cannot write a checkpoint; trying again next interval");
+                    None
+                }
+            }
+        })
     }
 
     /// Last applied log id.
@@ -262,6 +500,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                 r.send(reply);
             }
         }
+        self.maybe_checkpoint();
         Ok(())
     }
 
@@ -286,6 +525,15 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         // Order: handler state, then the snapshot file, then the log. A crash in between leaves
         // a handler ahead of the file (re-applied entries are idempotent) or a file ahead of the
         // log (the node rebases at start); never a log that claims more than the state machine.
+        // The checkpoint describes the state being replaced: gone before the state is (after any
+        // write in flight, which would put it back).
+        self.wait_checkpoint_written().await?;
+        let dir = self.store.dir().to_path_buf();
+        tokio::task::spawn_blocking(move || StoredCheckpoint::remove(&dir))
+            .await
+            .map_err(|e| io::Error::other(format!("checkpoint removal task: {e}")))?
+            .map_err(io::Error::other)?;
+        self.checkpointing().durable = None;
         self.handler.install_manifest(data.manifest.clone(), last)?;
         let stored =
             StoredSnapshot { last_log_id: Some(last), membership: meta.last_membership.clone(), data: snapshot };

@@ -4,6 +4,8 @@
 //! physical positions. Its retention boundary P is set by the test ([`RecordingHandler::set_boundary`]);
 //! the manifest at P is the number of recorded entries up to P and P's index (big-endian u64
 //! each); installing one forgets the recorded entries (everything after P is applied again).
+//! Built [`RecordingHandler::with_checkpoints`], it also keeps checkpoints: the data is the
+//! applied log id's index (big-endian u64); restoring one records where it started.
 
 use std::io;
 use std::sync::{Mutex, MutexGuard};
@@ -26,18 +28,28 @@ pub struct Recorded {
     pub installed_at: Option<LogId>,
     /// Retention boundary offered to the next snapshot build.
     pub boundary: Option<LogId>,
+    /// The checkpoint this handler's state was restored from at start.
+    pub restored_at: Option<LogId>,
+    /// Checkpoints captured so far.
+    pub checkpoints: u64,
 }
 
 /// Records every applied entry.
 #[derive(Debug, Default)]
 pub struct RecordingHandler {
     state: Mutex<Recorded>,
+    keeps_checkpoints: bool,
 }
 
 impl RecordingHandler {
-    /// An empty recorder.
+    /// An empty recorder that keeps no checkpoints.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty recorder that keeps checkpoints.
+    pub fn with_checkpoints() -> Self {
+        Self { keeps_checkpoints: true, ..Self::default() }
     }
 
     /// The recorded state.
@@ -97,6 +109,27 @@ impl ApplyHandler for RecordingHandler {
         st.last = Some(last);
         st.installs += 1;
         st.installed_at = Some(last);
+        Ok(())
+    }
+
+    fn checkpoint(&self, applied: LogId) -> io::Result<Option<Bytes>> {
+        if !self.keeps_checkpoints {
+            return Ok(None);
+        }
+        self.recorded().checkpoints += 1;
+        Ok(Some(Bytes::copy_from_slice(&applied.index.to_be_bytes())))
+    }
+
+    fn restore_checkpoint(&self, data: Bytes, applied: LogId) -> io::Result<()> {
+        if !self.keeps_checkpoints {
+            return Err(io::Error::other("this recorder keeps no checkpoints"));
+        }
+        if data.as_ref() != applied.index.to_be_bytes() {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "recording checkpoint is not of its log id"));
+        }
+        let mut st = self.recorded();
+        st.last = Some(applied);
+        st.restored_at = Some(applied);
         Ok(())
     }
 }

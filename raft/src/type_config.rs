@@ -2,7 +2,9 @@
 //! reply types it carries. This is the only place that names openraft's generic parameters;
 //! everything else uses the aliases below.
 //!
-//! - `NodeId = u64`; never reuse an id for a node that starts from an empty log.
+//! - `NodeId = u64`; an id belongs to one replica. The same replica may come back with an empty
+//!   store (a wiped disk), its peers configured: `vote_guard` keeps it out of elections until it
+//!   caught up.
 //! - `Node = NodeInfo { raft_addr, data }`, `data` = the broker's remoting address.
 //! - `LeaderId = leader_id_std`: standard Raft, one leader per term, a log id is (term, index)
 //!   exactly as DLedger (and the on-disk header) records it.

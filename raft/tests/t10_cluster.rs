@@ -182,3 +182,287 @@ async fn t14_leadership_transfer_to_a_caught_up_follower() -> anyhow::Result<()>
     }
     c.stop_all().await
 }
+
+/// Removes a stopped replica's store: a wiped or replaced disk under the same node id.
+fn wipe(c: &Cluster, id: u64) -> anyhow::Result<()> {
+    std::fs::remove_dir_all(&c.replicas[&id].dir)?;
+    Ok(())
+}
+
+/// Whether a replica's store carries the vote guard's marker (started empty, not caught up yet).
+fn marker(c: &Cluster, id: u64) -> bool {
+    c.replicas[&id].dir.join("vote-guard").exists()
+}
+
+/// Polls `done` until it holds, at most `within` (replica state without a watch of its own).
+async fn until(what: &str, within: Duration, done: impl Fn() -> bool) -> anyhow::Result<()> {
+    let deadline = Instant::now() + within;
+    while !done() {
+        anyhow::ensure!(Instant::now() < deadline, "{what} not within {within:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(())
+}
+
+/// The applied-state checkpoint: a replica that crashes after one re-applies only the entries
+/// after it (never beyond its fsynced log: the crash cuts everything that was not), one stopped
+/// gracefully writes one at its applied log id and re-applies nothing, and an unreadable one is
+/// ignored (everything is re-applied); every replica still holds the same entries at the same
+/// positions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t15_a_restart_reapplies_only_the_entries_after_its_checkpoint() -> anyhow::Result<()> {
+    let mut c = Cluster::tcp(3).await?;
+    c.cfg.checkpoint_interval_ms = 50;
+    c.checkpoints = true;
+    c.start_all().await?;
+    let (leader, _) = c.wait_leader(&c.ids(), 1, WAIT).await?;
+    let follower = c.ids().into_iter().find(|id| *id != leader).expect("a follower");
+    let first = c.write(leader, 100).await?;
+    c.wait_applied(first, WAIT).await?;
+    // A checkpoint is taken after an apply once the interval has passed: keep writing until the
+    // follower holds one at or past `first`.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let last = c.write(leader, 1).await?;
+        c.wait_applied(last, WAIT).await?;
+        if c.node(follower)?.status().checkpoint.is_some_and(|l| l.index >= first) {
+            break;
+        }
+        anyhow::ensure!(Instant::now() < deadline, "no checkpoint at or past {first} within {WAIT:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let written = c.node(follower)?.status().checkpoint.expect("checked above");
+
+    c.crash(follower, 0.0, &[]).await?;
+    let more = c.write(leader, 20).await?;
+    c.start(follower).await?;
+    let st = c.node(follower)?.status();
+    let from = st.applied_at_start.expect("the follower started from its checkpoint");
+    assert!(from >= written, "started at {from}, before the checkpoint {written} it had written");
+    assert_eq!(st.checkpoint, Some(from));
+    c.wait_applied(more, WAIT).await?;
+    {
+        let rec = c.replicas[&follower].handler.recorded();
+        assert_eq!(rec.restored_at, Some(from));
+        assert!(rec.entries.iter().all(|e| e.log_id.index > from.index), "re-applied an entry the checkpoint covers");
+        assert_eq!(rec.entries.last().map(|e| e.log_id.index), Some(more));
+    }
+    assert_logs_agree(&c, more).await?;
+
+    // A graceful stop checkpoints everything applied: nothing is re-applied at the next start.
+    c.stop(follower).await?;
+    c.start(follower).await?;
+    let st = c.node(follower)?.status();
+    assert!(st.applied_at_start.is_some_and(|l| l.index >= more), "{st:?}");
+    assert!(c.replicas[&follower].handler.recorded().entries.is_empty(), "re-applied after a graceful stop");
+
+    // An unreadable checkpoint costs a full re-apply, nothing else.
+    c.stop(follower).await?;
+    let path = c.replicas[&follower].dir.join("checkpoint");
+    let mut raw = std::fs::read(&path)?;
+    raw[12] ^= 1;
+    std::fs::write(&path, raw)?;
+    c.start(follower).await?;
+    assert_eq!(c.node(follower)?.status().applied_at_start, None);
+    let last = c.write(leader, 5).await?;
+    c.wait_applied(last, WAIT).await?;
+    let reference = c.replicas[&leader].handler.recorded().entries.clone();
+    assert_eq!(c.replicas[&follower].handler.recorded().entries, reference);
+    assert_logs_agree(&c, last).await?;
+    c.stop_all().await
+}
+
+/// A follower whose disk was wiped comes back under its old id: it takes no part in elections
+/// until it holds the group's entries, the leader starts its replication over (no assertion
+/// that a follower's log never goes back), and it ends with the same entries at the same
+/// positions as the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t16_wiped_follower_catches_up_before_it_votes() -> anyhow::Result<()> {
+    let mut c = Cluster::tcp(3).await?;
+    c.start_all().await?;
+    let (leader, _) = c.wait_leader(&c.ids(), 1, WAIT).await?;
+    let wiped = c.ids().into_iter().find(|id| *id != leader).expect("a follower");
+    c.write(leader, 50).await?;
+    c.stop(wiped).await?;
+    wipe(&c, wiped)?;
+    let last = c.write(leader, 100).await?;
+    c.start(wiped).await?;
+    assert!(c.node(wiped)?.vote_guard().is_some(), "an empty store starts guarded");
+    assert!(marker(&c, wiped), "kept across restarts until it caught up");
+    c.wait_applied(last, WAIT).await?;
+    assert_logs_agree(&c, last).await?;
+    let node = c.node(wiped)?;
+    until("the wiped replica votes again", WAIT, || node.vote_guard().is_none()).await?;
+    // The leader kept working through the reversion and replicates to it as to any follower.
+    let more = c.write(leader, 10).await?;
+    c.wait_applied(more, WAIT).await?;
+    assert_logs_agree(&c, more).await?;
+    for id in c.ids() {
+        assert!(c.node(id)?.vote_guard().is_none(), "replica {id}");
+        assert!(!marker(&c, id), "replica {id}: marker left after catching up (or after the first boot)");
+    }
+    c.stop_all().await
+}
+
+/// Kafka's "last replica standing" (KIP-966) in Raft: entries committed by the leader and one
+/// follower only; that follower's disk is wiped and the leader stops. The third replica, which
+/// never had the entries, must not win an election with the wiped one's vote: the group waits
+/// for the old leader, then every committed entry is still there. The old first member (id 1)
+/// being the wiped one, it must not initialise a group of its own either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t17_a_wiped_replica_never_elects_a_leader_missing_committed_entries() -> anyhow::Result<()> {
+    let mut c = Cluster::tcp(3).await?;
+    c.start_all().await?;
+    let ids = c.ids();
+    // Make 1 the replica to wipe and 2 the leader, so the wiped one is the group's first member.
+    let (mut leader, _) = c.wait_leader(&ids, 1, WAIT).await?;
+    if leader != 2 {
+        c.node(leader)?.transfer_leader(2).await?;
+        leader = c.wait_leader(&[2], 1, WAIT).await?.0;
+    }
+    let (wiped, behind) = (1, 3);
+    c.write(leader, 10).await?;
+    c.stop(behind).await?;
+    let last = c.write(leader, 40).await?;
+    c.wait_applied(last, WAIT).await?;
+    c.stop(wiped).await?;
+    c.stop(leader).await?;
+    wipe(&c, wiped)?;
+
+    c.start(behind).await?;
+    c.start(wiped).await?;
+    // Without the guard the wiped replica's vote would elect `behind` now. The elections
+    // `behind` starts in this time must all fail.
+    let no_leader = c.wait_leader(&[behind, wiped], 1, Duration::from_secs(3)).await;
+    assert!(no_leader.is_err(), "a leader without the committed entries: {no_leader:?}");
+    assert!(c.node(wiped)?.vote_guard().is_some());
+    // A restart before it caught up keeps it out of elections (whatever part of the log it holds).
+    c.stop(wiped).await?;
+    assert!(marker(&c, wiped));
+    c.start(wiped).await?;
+    assert!(c.node(wiped)?.vote_guard().is_some());
+
+    c.start(leader).await?;
+    let (new_leader, _) = c.wait_leader(&ids, 1, WAIT).await?;
+    assert_ne!(new_leader, wiped, "the empty replica cannot lead");
+    let after = c.write(new_leader, 5).await?;
+    c.wait_applied(after, WAIT).await?;
+    // Every entry committed before the wipe is still there, the same on every replica.
+    assert_logs_agree(&c, after).await?;
+    let log = log_of(c.node(wiped)?).await?;
+    assert!(
+        log.last().is_some_and(|(e, _, _)| e.log_id.index >= last),
+        "the wiped replica holds the old entries again"
+    );
+    c.stop_all().await
+}
+
+/// A deposed leader cut off since an older term meets the wiped replica: the wiped one forgot
+/// that the group moved on, and the newer leader that knows is down. It must not take the old
+/// leader's entries (which would let it commit over entries the newer term committed) until a
+/// majority of the others has told it the group's newest term.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t18_a_wiped_replica_never_lets_a_deposed_leader_commit() -> anyhow::Result<()> {
+    let mut c = Cluster::tcp(3).await?;
+    c.start_all().await?;
+    let ids = c.ids();
+    let (old, old_term) = c.wait_leader(&ids, 1, WAIT).await?;
+    c.write(old, 10).await?;
+    // The old leader is cut off; the other two elect a newer leader and commit without it.
+    c.cuts.isolate(old, &ids);
+    let others: Vec<u64> = ids.iter().copied().filter(|id| *id != old).collect();
+    let (new, new_term) = c.wait_leader(&others, old_term + 1, WAIT).await?;
+    let wiped = others.iter().copied().find(|id| *id != new).expect("a third replica");
+    let committed = c.write(new, 20).await?;
+    for id in &others {
+        let raft = c.node(*id)?.raft_handle().expect("raft").clone();
+        raft.wait(Some(WAIT)).applied_index_at_least(Some(committed), "applied").await?;
+    }
+    let expected = c.node(new)?.store().log_id_at(committed).expect("the last committed entry");
+    c.stop(wiped).await?;
+    wipe(&c, wiped)?;
+    c.stop(new).await?;
+    c.cuts.heal();
+    c.start(wiped).await?;
+    // Only the old leader answers the wiped replica: it must not follow it, so nothing commits.
+    // The old leader refuses writes until a quorum acknowledges it again; keep trying a while.
+    let until_at = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until_at {
+        let p = c.payload();
+        let tried = tokio::time::timeout(Duration::from_millis(500), c.node(old)?.propose(p)).await;
+        assert!(!matches!(tried, Ok(Ok(_))), "the deposed leader committed through the wiped replica: {tried:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(c.node(wiped)?.vote_guard().is_some());
+
+    c.start(new).await?;
+    let (leader, term) = c.wait_leader(&ids, new_term, WAIT).await?;
+    assert!(term >= new_term);
+    let after = c.write(leader, 5).await?;
+    c.wait_applied(after, WAIT).await?;
+    assert_logs_agree(&c, after).await?;
+    for id in c.ids() {
+        assert_eq!(c.node(id)?.store().log_id_at(committed), Some(expected), "replica {id} lost a committed entry");
+    }
+    c.stop_all().await
+}
+
+/// A group that began as one voter and grew to three: its first member's disk is replaced, and
+/// while it catches up its partial log shows a membership in which it is the only voter. openraft
+/// elects such a node without asking anyone (no network call the guard could stop), so the guard
+/// keeps openraft's own election off until the replica holds the group's entries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t19_a_wiped_first_voter_never_elects_itself_from_a_partial_log() -> anyhow::Result<()> {
+    let mut c = Cluster::tcp_with(1, 3).await?;
+    // Small batches one at a time, so that the wiped replica's log grows in many steps (each
+    // waits for its fsync) and the cut below finds it partial.
+    c.cfg.max_payload_entries = 4;
+    c.cfg.append_stream_inflight_max_count = 1;
+    c.start_all().await?;
+    let (first, _) = c.wait_leader(&[1], 1, WAIT).await?;
+    c.write(first, 600).await?;
+    for id in [2, 3] {
+        c.start(id).await?;
+        c.node(first)?.add_learner(id, c.members[&id].clone()).await?;
+    }
+    c.node(first)?.change_membership(std::collections::BTreeSet::from([1, 2, 3])).await?;
+    let grown = c.write(first, 10).await?;
+    c.wait_applied(grown, WAIT).await?;
+    // Hand leadership to one of the new voters (it may refuse until its own guard opened: retry).
+    let deadline = Instant::now() + WAIT;
+    let (leader, term) = loop {
+        let _ = c.node(first)?.transfer_leader(2).await;
+        if let Ok(found) = c.wait_leader(&[2, 3], 2, Duration::from_secs(2)).await {
+            break found;
+        }
+        anyhow::ensure!(Instant::now() < deadline, "no new voter took over within {WAIT:?}");
+    };
+
+    c.stop(first).await?;
+    wipe(&c, first)?;
+    // It comes back knowing the whole group (the precondition for an emptied replica).
+    c.initial = c.ids().into_iter().collect();
+    c.start(first).await?;
+    // Cut it off once it holds part of the log from the one-voter days.
+    let node = c.node(first)?;
+    until("part of the log", WAIT, || node.store().last_log_id().is_some_and(|l| l.index >= 16)).await?;
+    c.cuts.isolate(first, &c.ids());
+    let partial = c.node(first)?.store().last_log_id().map(|l| l.index);
+    assert!(partial < Some(600), "it caught up before the cut ({partial:?}); the test needs a partial log");
+    // Several election timeouts: alone in its partial membership, it must still not lead.
+    let mut watch = c.node(first)?.leadership();
+    let led = tokio::time::timeout(
+        Duration::from_millis(c.cfg.election_timeout_max_ms * 4),
+        watch.wait_for(|l| l.role == Role::Leader),
+    )
+    .await;
+    assert!(led.is_err(), "the wiped replica elected itself from a partial log: {led:?}");
+
+    c.cuts.heal();
+    let after = c.write(leader, 5).await?;
+    c.wait_applied(after, WAIT).await?;
+    assert_logs_agree(&c, after).await?;
+    let (still, _) = c.wait_leader(&c.ids(), term, WAIT).await?;
+    assert_ne!(still, first);
+    c.stop_all().await
+}

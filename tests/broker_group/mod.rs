@@ -32,6 +32,8 @@ use raftmq_namesrv::NamesrvConfig;
 
 pub const BROKER_NAME: &str = "broker-a";
 pub const RPC_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a new group may take to form (every replica heard from the others).
+const WAIT_FORMED: Duration = Duration::from_secs(30);
 
 pub use crate::ports::free_port;
 
@@ -62,6 +64,8 @@ pub fn replica_configs(dir: &std::path::Path, namesrv_addr: &str, n: u64) -> Res
             raft_peers: peers.clone(),
             // Ephemeral admin HTTP ports: replicas of parallel tests never collide on 8080.
             admin_port: 0,
+            // Checkpoints within a test's lifetime: every restart here starts from one.
+            raft_checkpoint_interval_ms: 500,
             ..BrokerConfig::default()
         };
         configs.insert(peer.id, config);
@@ -103,7 +107,27 @@ impl Group {
             let broker = broker?;
             group.brokers.insert(broker.node_id(), broker);
         }
+        group.wait_formed(WAIT_FORMED).await?;
         Ok(group)
+    }
+
+    /// Waits until no replica's vote guard restricts it any more: a new group is formed only once
+    /// every replica has heard from enough of the others (`raft::vote_guard`), and a test that
+    /// stops one before then leaves the others waiting for it, as an operator would.
+    pub async fn wait_formed(&self, within: Duration) -> Result<()> {
+        let deadline = Instant::now() + within;
+        loop {
+            let guarded: Vec<(u64, String)> =
+                self.brokers.iter().filter_map(|(id, b)| b.raft().vote_guard().map(|g| (*id, g))).collect();
+            if guarded.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("the group did not form within {within:?}: {guarded:?}");
+            }
+            // The guard is replica-internal state with no subscription API: poll it.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// Remoting address of replica `id`.

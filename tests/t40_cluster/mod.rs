@@ -139,6 +139,8 @@ impl Cluster {
                 raft_peers: peers.clone(),
                 // Ephemeral admin HTTP ports: replicas of parallel tests never collide on 8080.
                 admin_port: 0,
+                // Checkpoints within a test's lifetime: every restart here starts from one.
+                raft_checkpoint_interval_ms: 500,
                 ..BrokerConfig::default()
             };
             tweak(&mut config);
@@ -161,7 +163,30 @@ impl Cluster {
             node.broker = Some(handle.await?.with_context(|| format!("starting replica {id}"))?);
             cluster.nodes.insert(id, node);
         }
+        cluster.wait_formed(WAIT).await?;
         Ok(cluster)
+    }
+
+    /// Waits until no running replica's vote guard restricts it any more: a new group is formed
+    /// only once every replica has heard from enough of the others (`raft::vote_guard`), and a
+    /// test that kills one before then leaves the others waiting for it, as an operator would.
+    pub async fn wait_formed(&self, within: Duration) -> Result<()> {
+        let deadline = Instant::now() + within;
+        loop {
+            let guarded: Vec<(u64, String)> = self
+                .nodes
+                .iter()
+                .filter_map(|(id, n)| n.broker.as_ref().and_then(|b| b.raft().vote_guard()).map(|g| (*id, g)))
+                .collect();
+            if guarded.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("the group did not form within {within:?}: {guarded:?}");
+            }
+            // The guard is replica-internal state with no subscription API: poll it.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// Remoting address of replica `id`.

@@ -25,6 +25,7 @@ use crate::http::ensure_writable;
 use crate::http::error::ApiError;
 use crate::http::error::ApiJson;
 use crate::http::error::ApiPath;
+use crate::http::error::ApiQuery;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
 use crate::http::replicate;
@@ -184,13 +185,30 @@ async fn update(
     Ok(Json(view))
 }
 
-async fn delete(State(ctx): State<Shared>, ApiPath(group): ApiPath<String>) -> ApiResult<Json<serde_json::Value>> {
+/// Query of the group delete.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteQuery {
+    /// Also drop the group's committed offsets (`mqadmin deleteSubGroup -r true`); default false.
+    pub remove_offset: Option<bool>,
+}
+
+async fn delete(
+    State(ctx): State<Shared>,
+    ApiPath(group): ApiPath<String>,
+    ApiQuery(query): ApiQuery<DeleteQuery>,
+) -> ApiResult<Json<serde_json::Value>> {
     check_group_name(&group)?;
     ensure_writable(&ctx)?;
     group_config(&ctx, &group)?;
     replicate(&ctx, BrokerCommand::SubscriptionGroupDelete { proposed_at_ms: now_ms() as i64, group: group.clone() })
         .await?;
-    Ok(Json(serde_json::json!({ "deleted": group })))
+    let remove_offset = query.remove_offset.unwrap_or(false);
+    if remove_offset {
+        replicate(&ctx, BrokerCommand::GroupOffsetsDelete { proposed_at_ms: now_ms() as i64, group: group.clone() })
+            .await?;
+    }
+    Ok(Json(serde_json::json!({ "deleted": group, "offsets_removed": remove_offset })))
 }
 
 /// One queue of a group's progress.

@@ -74,6 +74,14 @@ pub struct StatusView {
     pub damage_reason: Option<String>,
     /// Why the store is poisoned (a failed fsync), when it is.
     pub poison_reason: Option<String>,
+    /// What a replica that started from an empty store (new, or a wiped disk) still may not do
+    /// in elections until it holds the group's entries, when anything.
+    pub vote_guard: Option<String>,
+    /// Index of the newest durable checkpoint of the applied state.
+    pub checkpoint_index: Option<u64>,
+    /// Index the applied state started from at this start (a checkpoint or the snapshot); absent
+    /// when every retained entry was applied again.
+    pub applied_at_start_index: Option<u64>,
     /// Voters and learners.
     pub membership: MembershipView,
     /// Whether this leader has passed the readiness gate and takes writes.
@@ -124,6 +132,9 @@ async fn status(State(ctx): State<Shared>) -> Json<StatusView> {
         damaged: s.damaged.is_some(),
         damage_reason: s.damaged.clone(),
         poison_reason: s.poisoned.clone(),
+        vote_guard: s.vote_guard.clone(),
+        checkpoint_index: s.checkpoint.map(|c| c.index),
+        applied_at_start_index: s.applied_at_start.map(|c| c.index),
         membership: MembershipView {
             voters: s.voters.iter().copied().collect(),
             learners: s.learners.iter().copied().collect(),

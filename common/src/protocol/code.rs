@@ -98,6 +98,12 @@ numbered_codes! {
         GetAllConsumerOffset = 43 => "GET_ALL_CONSUMER_OFFSET",
         GetAllDelayOffset = 45 => "GET_ALL_DELAY_OFFSET",
         CheckClientConfig = 46 => "CHECK_CLIENT_CONFIG",
+        UpdateAndCreateAclConfig = 50 => "UPDATE_AND_CREATE_ACL_CONFIG",
+        DeleteAclConfig = 51 => "DELETE_ACL_CONFIG",
+        GetBrokerClusterAclInfo = 52 => "GET_BROKER_CLUSTER_ACL_INFO",
+        UpdateGlobalWhiteAddrsConfig = 53 => "UPDATE_GLOBAL_WHITE_ADDRS_CONFIG",
+        /// Up to 4.9.7 only (4.9.8 removed it): answered as unsupported, as 4.9.8 does.
+        GetBrokerClusterAclConfig = 54 => "GET_BROKER_CLUSTER_ACL_CONFIG",
         PutKvConfig = 100 => "PUT_KV_CONFIG",
         GetKvConfig = 101 => "GET_KV_CONFIG",
         DeleteKvConfig = 102 => "DELETE_KV_CONFIG",
@@ -114,6 +120,12 @@ numbered_codes! {
         GetAllTopicListFromNameserver = 206 => "GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
         DeleteSubscriptiongroup = 207 => "DELETE_SUBSCRIPTIONGROUP",
         GetConsumeStats = 208 => "GET_CONSUME_STATS",
+        SuspendConsumer = 209 => "SUSPEND_CONSUMER",
+        ResumeConsumer = 210 => "RESUME_CONSUMER",
+        ResetConsumerOffsetInConsumer = 211 => "RESET_CONSUMER_OFFSET_IN_CONSUMER",
+        ResetConsumerOffsetInBroker = 212 => "RESET_CONSUMER_OFFSET_IN_BROKER",
+        AdjustConsumerThreadPool = 213 => "ADJUST_CONSUMER_THREAD_POOL",
+        WhoConsumeTheMessage = 214 => "WHO_CONSUME_THE_MESSAGE",
         DeleteTopicInBroker = 215 => "DELETE_TOPIC_IN_BROKER",
         DeleteTopicInNamesrv = 216 => "DELETE_TOPIC_IN_NAMESRV",
         GetKvlistByNamespace = 219 => "GET_KVLIST_BY_NAMESPACE",
@@ -123,7 +135,8 @@ numbered_codes! {
         InvokeBrokerToGetConsumerStatus = 223 => "INVOKE_BROKER_TO_GET_CONSUMER_STATUS",
         GetTopicsByCluster = 224 => "GET_TOPICS_BY_CLUSTER",
         QueryTopicConsumeByWho = 300 => "QUERY_TOPIC_CONSUME_BY_WHO",
-        GetClusterList = 301 => "GET_CLUSTER_LIST",
+        RegisterFilterServer = 301 => "REGISTER_FILTER_SERVER",
+        RegisterMessageFilterClass = 302 => "REGISTER_MESSAGE_FILTER_CLASS",
         QueryConsumeTimeSpan = 303 => "QUERY_CONSUME_TIME_SPAN",
         GetSystemTopicListFromNs = 304 => "GET_SYSTEM_TOPIC_LIST_FROM_NS",
         GetSystemTopicListFromBroker = 305 => "GET_SYSTEM_TOPIC_LIST_FROM_BROKER",
@@ -133,9 +146,14 @@ numbered_codes! {
         ConsumeMessageDirectly = 309 => "CONSUME_MESSAGE_DIRECTLY",
         SendMessageV2 = 310 => "SEND_MESSAGE_V2",
         GetUnitTopicList = 311 => "GET_UNIT_TOPIC_LIST",
+        GetHasUnitSubTopicList = 312 => "GET_HAS_UNIT_SUB_TOPIC_LIST",
+        GetHasUnitSubUnunitTopicList = 313 => "GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST",
         CloneGroupOffset = 314 => "CLONE_GROUP_OFFSET",
         ViewBrokerStatsData = 315 => "VIEW_BROKER_STATS_DATA",
+        CleanUnusedTopic = 316 => "CLEAN_UNUSED_TOPIC",
         GetBrokerConsumeStats = 317 => "GET_BROKER_CONSUME_STATS",
+        UpdateNamesrvConfig = 318 => "UPDATE_NAMESRV_CONFIG",
+        GetNamesrvConfig = 319 => "GET_NAMESRV_CONFIG",
         SendBatchMessage = 320 => "SEND_BATCH_MESSAGE",
         QueryConsumeQueue = 321 => "QUERY_CONSUME_QUEUE",
         QueryDataVersion = 322 => "QUERY_DATA_VERSION",
@@ -212,10 +230,13 @@ numbered_codes! {
         ConsumerNotOnline = 206 => "CONSUMER_NOT_ONLINE",
         ConsumeMsgTimeout = 207 => "CONSUME_MSG_TIMEOUT",
         NoMessage = 208 => "NO_MESSAGE",
-        /// 5.x only.
+        /// 5.x's POLLING_FULL; 4.x's UPDATE_AND_CREATE_ACL_CONFIG_FAILED has the same number
+        /// ([`ResponseCode::UPDATE_AND_CREATE_ACL_CONFIG_FAILED`]).
         PollingFull = 209 => "POLLING_FULL",
-        /// 5.x only.
+        /// 5.x's POLLING_TIMEOUT; 4.x's DELETE_ACL_CONFIG_FAILED has the same number
+        /// ([`ResponseCode::DELETE_ACL_CONFIG_FAILED`]).
         PollingTimeout = 210 => "POLLING_TIMEOUT",
+        UpdateGlobalWhiteAddrsConfigFailed = 211 => "UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED",
         FlowControl = 215 => "FLOW_CONTROL",
         /// 5.x only.
         NotLeaderForQueue = 501 => "NOT_LEADER_FOR_QUEUE",
@@ -227,6 +248,11 @@ numbered_codes! {
 }
 
 impl ResponseCode {
+    /// 4.x's UPDATE_AND_CREATE_ACL_CONFIG_FAILED (209), the number 5.x calls POLLING_FULL.
+    pub const UPDATE_AND_CREATE_ACL_CONFIG_FAILED: ResponseCode = ResponseCode::PollingFull;
+    /// 4.x's DELETE_ACL_CONFIG_FAILED (210), the number 5.x calls POLLING_TIMEOUT.
+    pub const DELETE_ACL_CONFIG_FAILED: ResponseCode = ResponseCode::PollingTimeout;
+
     /// Codes on which a RocketMQ 4.x producer retries the send on another broker group
     /// (`DefaultMQProducer.retryResponseCodes`; 5.3.3 adds SYSTEM_BUSY and GO_AWAY).
     pub fn is_producer_retryable(self) -> bool {

@@ -44,6 +44,10 @@ const EXT_FIELDS_PRESIZE_MAX_COUNT: usize = 32;
 pub const FLAG_RESPONSE: i32 = 0b01;
 /// `flag` bit 1: no response is expected (`RemotingCommand.RPC_ONEWAY`).
 pub const FLAG_ONEWAY: i32 = 0b10;
+/// raftmq's own bit, unused by RocketMQ: a request a follower relayed to its leader. A replica
+/// never relays such a request again, so two replicas that each take the other for the leader
+/// (during an election) cannot pass one request back and forth.
+pub const FLAG_RELAYED: i32 = 0b100;
 
 /// How the header is serialized (`SerializeType.java`): the high byte of the second frame word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -93,7 +97,7 @@ pub struct RemotingCommand {
     pub version: i32,
     /// Correlates a response with its request; chosen by the requester.
     pub opaque: i32,
-    /// [`FLAG_RESPONSE`] and [`FLAG_ONEWAY`] bits.
+    /// [`FLAG_RESPONSE`] and [`FLAG_ONEWAY`] bits, and raftmq's [`FLAG_RELAYED`].
     pub flag: i32,
     /// Human-readable error text.
     pub remark: Option<String>,

@@ -71,6 +71,8 @@ pub enum NemesisKind {
     Clock,
     /// A member replaced through the membership admin calls.
     Membership,
+    /// kill -9, the node's whole store deleted (a replaced disk), restart under the same id.
+    Wipe,
 }
 
 impl NemesisKind {
@@ -87,10 +89,11 @@ impl NemesisKind {
                 "namesrv" => NemesisKind::Namesrv,
                 "clock" | "clock-skew" => NemesisKind::Clock,
                 "membership" => NemesisKind::Membership,
+                "wipe" | "disk-wipe" => NemesisKind::Wipe,
                 other => {
                     return Err(format!(
                         "unknown nemesis {other:?} (partition, kill, pause, lose-unfsynced, power-loss, namesrv, \
-                         clock, membership)"
+                         clock, membership, wipe)"
                     ));
                 }
             };
@@ -131,6 +134,8 @@ pub enum Fault {
     Pause(Target),
     /// kill -9 + cut to the durable watermark, restart after the hold.
     LoseUnfsynced(Target),
+    /// kill -9 + the whole store deleted, restart (empty, same id) after the hold.
+    Wipe(Target),
     /// Wall clocks of some nodes of a group moved by the given offsets (ms), each picked in the
     /// group by index at apply time.
     ClockSkew {
@@ -167,6 +172,7 @@ impl Fault {
             Fault::Kill(t) => format!("kill {}", target_label(t)),
             Fault::Pause(t) => format!("pause {}", target_label(t)),
             Fault::LoseUnfsynced(t) => format!("lose-unfsynced {}", target_label(t)),
+            Fault::Wipe(t) => format!("wipe {}", target_label(t)),
             Fault::ClockSkew { group, offsets } => {
                 let list = offsets.iter().map(|(i, ms)| format!("#{i} {ms:+}ms")).collect::<Vec<_>>();
                 format!("clock skew {group} {}", list.join(" "))
@@ -306,6 +312,21 @@ pub async fn apply(
             }
             Ok((Applied::Stopped(names), desc.join("; ")))
         }
+        Fault::Wipe(t) => {
+            let names = resolve(db, t, rng).await;
+            let mut desc = Vec::new();
+            for n in &names {
+                db.kill9(n).await?;
+                let Some(spec) = db.layout.node(n) else { continue };
+                let dir = spec.store_dir();
+                match std::fs::remove_dir_all(&dir) {
+                    Ok(()) => desc.push(format!("{n} store deleted")),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => desc.push(format!("{n} had no store")),
+                    Err(source) => return Err(DbError::Io { path: dir.display().to_string(), source }),
+                }
+            }
+            Ok((Applied::Stopped(names), desc.join("; ")))
+        }
     }
 }
 
@@ -360,6 +381,8 @@ mod tests {
             Ok(vec![NemesisKind::Membership, NemesisKind::Kill, NemesisKind::Partition])
         );
         assert!(NemesisKind::parse_list("bogus").is_err_and(|e| e.contains("unknown") && e.contains("membership")));
+        assert_eq!(NemesisKind::parse_list("wipe,disk-wipe"), Ok(vec![NemesisKind::Wipe]));
+        assert_eq!(Fault::Wipe(Target::Node("n12".into())).label(), "wipe n12");
     }
 
     #[test]

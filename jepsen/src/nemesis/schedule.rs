@@ -92,6 +92,8 @@ pub fn generate(kinds: &[NemesisKind], groups: &[(String, Vec<String>)], time_li
             NemesisKind::Pause => Fault::Pause(pick_target(&mut rng, false)),
             NemesisKind::LoseUnfsynced => Fault::LoseUnfsynced(pick_target(&mut rng, true)),
             NemesisKind::PowerLoss => Fault::LoseUnfsynced(Target::Group(group.clone())),
+            // One replica's disk at a time: a whole group wiped has nothing left to recover from.
+            NemesisKind::Wipe => Fault::Wipe(pick_target(&mut rng, false)),
             NemesisKind::Clock => {
                 // One to all members, each its own offset, both ways, small and large.
                 let count = rng.random_range(1..=members.len().max(1));

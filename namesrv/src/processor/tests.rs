@@ -1,5 +1,7 @@
 //! Handler tests without sockets: commands in, commands out.
 
+use std::collections::BTreeSet;
+
 use raftmq_common::protocol::body::register::ClusterInfo;
 use raftmq_common::protocol::body::register::KvTable;
 use raftmq_common::protocol::body::register::TopicConfigSerializeWrapper;
@@ -253,6 +255,67 @@ fn topic_lists_can_be_disabled() {
         &GetTopicsByClusterRequestHeader { cluster: "c".into() },
     );
     assert_eq!(p.handle(None, &by_cluster).response_code(), ResponseCode::SystemError);
+}
+
+/// The dashboard's topic page asks for the system topics first and fails on anything but SUCCESS.
+#[test]
+fn system_topic_list_names_clusters_groups_and_a_leader() {
+    let p = processor_with(&config());
+    let r = p.handle(None, &RemotingCommand::request(RequestCode::GetSystemTopicListFromNs));
+    ok(&r);
+    let empty = TopicList::decode(&r.body).expect("list");
+    assert!(empty.topic_list.is_empty());
+    assert_eq!(empty.broker_addr, None);
+
+    ok(&p.handle(Some(2), &register(1, 1, RaftRole::Follower, false)));
+    ok(&p.handle(Some(1), &register(0, 1, RaftRole::Leader, false)));
+    let r = p.handle(None, &RemotingCommand::request(RequestCode::GetSystemTopicListFromNs));
+    ok(&r);
+    let list = TopicList::decode(&r.body).expect("list");
+    let expected: BTreeSet<String> = ["DefaultCluster", "broker-a"].into_iter().map(str::to_owned).collect();
+    assert_eq!(list.topic_list, expected);
+    assert_eq!(list.broker_addr, Some(addr(0)), "the leader's address, where the broker's own list is asked");
+}
+
+/// `mqadmin getNamesrvConfig` / `updateNamesrvConfig`: runtime keys change at once, all or none;
+/// restart-only keys, Java's black-listed paths, unknown keys and bad values are refused by name.
+#[test]
+fn namesrv_config_is_read_and_updated_at_runtime() {
+    let p = processor_with(&config());
+    let get = || {
+        let r = p.handle(None, &RemotingCommand::request(RequestCode::GetNamesrvConfig));
+        ok(&r);
+        properties_text::decode(std::str::from_utf8(&r.body).expect("utf-8"))
+    };
+    let before = get();
+    assert_eq!(before["listenPort"], "9876");
+    assert_eq!(before["brokerChannelExpiredTime"], "120000", "durations in ms, as Java's interval keys");
+    assert_eq!(before["enableAllTopicList"], "true");
+
+    let update = |text: &str| {
+        p.handle(None, &RemotingCommand::request(RequestCode::UpdateNamesrvConfig).with_body(text.as_bytes().to_vec()))
+    };
+    ok(&update("enableAllTopicList=false\nbrokerChannelExpiredTime=30000\n"));
+    let after = get();
+    assert_eq!(after["enableAllTopicList"], "false");
+    assert_eq!(after["brokerChannelExpiredTime"], "30000");
+    let r = p.handle(None, &RemotingCommand::request(RequestCode::GetAllTopicListFromNameserver));
+    assert_eq!(r.response_code(), ResponseCode::SystemError, "the switch took effect");
+
+    for (text, code, named) in [
+        ("listenPort=9999", ResponseCode::NoPermission, "listenPort"),
+        ("kvConfigPath=/tmp/x", ResponseCode::NoPermission, "kvConfigPath"),
+        ("enableTopicList=false\nnoSuchKey=1", ResponseCode::SystemError, "noSuchKey"),
+        ("brokerChannelExpiredTime=0", ResponseCode::SystemError, "brokerChannelExpiredTime"),
+        ("enableTopicList=maybe", ResponseCode::SystemError, "enableTopicList"),
+    ] {
+        let r = update(text);
+        assert_eq!(r.response_code(), code, "{text}: {:?}", r.remark);
+        assert!(r.remark.as_deref().unwrap_or_default().contains(named), "{text}: {:?}", r.remark);
+    }
+    assert_eq!(get(), after, "a refused update changes nothing");
+    let r = p.handle(None, &RemotingCommand::request(RequestCode::UpdateNamesrvConfig).with_body(vec![0xff, 0xfe]));
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
 }
 
 #[test]

@@ -27,19 +27,21 @@ use super::wire::{self, RaftReply, RaftRequest};
 use super::{Transport, TransportError};
 use crate::state_machine::Snapshot;
 use crate::type_config::{Node, NodeId, TypeConfig, Vote};
+use crate::vote_guard::VoteGuard;
 
 /// openraft's network factory over a [`Transport`].
 pub struct NetworkFactory<T> {
     id: NodeId,
     transport: Arc<T>,
     window: StreamWindow,
+    guard: Arc<VoteGuard>,
 }
 
 impl<T: Transport> NetworkFactory<T> {
     /// A factory for node `id`; replication streams keep at most `window` in flight when the
-    /// transport pipelines.
-    pub fn new(id: NodeId, transport: Arc<T>, window: StreamWindow) -> Self {
-        Self { id, transport, window }
+    /// transport pipelines. While `guard` is not open, this node asks nobody for a vote.
+    pub fn new(id: NodeId, transport: Arc<T>, window: StreamWindow, guard: Arc<VoteGuard>) -> Self {
+        Self { id, transport, window, guard }
     }
 }
 
@@ -56,6 +58,7 @@ impl<T: Transport> RaftNetworkFactory<TypeConfig> for NetworkFactory<T> {
             addr: node.raft_addr.clone(),
             transport: Arc::clone(&self.transport),
             window: self.window,
+            guard: Arc::clone(&self.guard),
         }
     }
 }
@@ -67,6 +70,7 @@ pub struct PeerClient<T> {
     addr: String,
     transport: Arc<T>,
     window: StreamWindow,
+    guard: Arc<VoteGuard>,
 }
 
 /// Why a call produced no usable reply.
@@ -124,6 +128,14 @@ impl<T: Transport> PeerClient<T> {
         option: RPCOption,
     ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
         let t = option.hard_ttl();
+        // An empty store still catching up must not lead: it may lack entries the group committed.
+        let term = match &req {
+            RaftRequest::Vote(r) | RaftRequest::PreVote(r) => r.vote.leader_id.term,
+            _ => 0,
+        };
+        if let Err(why) = self.guard.may_campaign(term) {
+            return Err(self.rpc_error(CallError::Refused(format!("no campaign: {why}")), RPCTypes::Vote, t));
+        }
         match self.call(&req, t).await {
             Ok(RaftReply::Vote(r)) => Ok(r),
             Ok(other) => Err(self.rpc_error(unexpected(&other), RPCTypes::Vote, t)),

@@ -8,6 +8,9 @@
 //! A replica whose store is damaged has no openraft node at all: it refuses every RPC, so it
 //! neither votes nor accepts a leader's entries, and it never campaigns (see `node`).
 //!
+//! A replica that started from an empty store passes votes, pre-votes and leadership transfers
+//! through its [`VoteGuard`] first, and answers other replicas' Probe from its metrics.
+//!
 //! A snapshot is checked before openraft sees it ([`check_snapshot`]): openraft asserts on a
 //! snapshot that contradicts its vote or committed log, and a snapshot our state machine cannot
 //! install is a fatal storage error, so a corrupt or malicious peer could otherwise stop the node.
@@ -28,6 +31,7 @@ use crate::node::Raft;
 use crate::snapshot_file::SnapshotData;
 use crate::state_machine::{Snapshot, SnapshotMeta};
 use crate::type_config::{LogId, Membership, NodeId, Vote};
+use crate::vote_guard::{ProbeReply, VoteGuard};
 
 /// Handles Raft RPCs addressed to one local node. Cheap to clone.
 #[derive(Clone)]
@@ -43,18 +47,21 @@ struct Inner {
     store: Option<WeakLogStore>,
     /// Pipelined AppendEntries streams from leaders.
     streams: AppendStreams,
+    /// Refuses votes while this replica's empty store may have forgotten what it promised.
+    guard: Arc<VoteGuard>,
 }
 
 impl RaftService {
     /// Serve RPCs with `raft`, whose log store is `store`.
-    pub fn new(id: NodeId, raft: Raft, store: &LogStore) -> Self {
-        let inner = Inner { id, raft: Ok(raft), store: Some(store.weak()), streams: AppendStreams::default() };
+    pub fn new(id: NodeId, raft: Raft, store: &LogStore, guard: Arc<VoteGuard>) -> Self {
+        let inner = Inner { id, raft: Ok(raft), store: Some(store.weak()), streams: AppendStreams::default(), guard };
         Self { inner: Arc::new(inner) }
     }
 
     /// Refuse every RPC, saying why (damaged store).
     pub fn refusing(id: NodeId, why: String) -> Self {
-        Self { inner: Arc::new(Inner { id, raft: Err(why), store: None, streams: AppendStreams::default() }) }
+        let guard = Arc::new(VoteGuard::open(id));
+        Self { inner: Arc::new(Inner { id, raft: Err(why), store: None, streams: AppendStreams::default(), guard }) }
     }
 
     /// The node this service answers for.
@@ -86,11 +93,41 @@ impl RaftService {
         let fail = |e: &dyn std::fmt::Display| format!("node {}: {e}", self.inner.id);
         Ok(match req {
             RaftRequest::AppendEntries(r) => {
+                self.inner.guard.accepts_leader(r.vote.leader_id.term, r.vote.leader_id.voted_for)?;
                 RaftReply::AppendEntries(raft.append_entries(r).await.map_err(|e| fail(&e))?)
             }
-            RaftRequest::Vote(r) => RaftReply::Vote(raft.vote(r).await.map_err(|e| fail(&e))?),
-            RaftRequest::PreVote(r) => RaftReply::Vote(raft.pre_vote(r).await.map_err(|e| fail(&e))?),
+            RaftRequest::Vote(r) => {
+                self.election_permitted(raft, r.vote.leader_id.term, r.last_log_id)?;
+                RaftReply::Vote(raft.vote(r).await.map_err(|e| fail(&e))?)
+            }
+            RaftRequest::PreVote(r) => {
+                self.election_permitted(raft, r.vote.leader_id.term, r.last_log_id)?;
+                RaftReply::Vote(raft.pre_vote(r).await.map_err(|e| fail(&e))?)
+            }
+            RaftRequest::Probe { from } => {
+                let store = self.inner.store.as_ref().and_then(WeakLogStore::upgrade);
+                let store = store.ok_or_else(|| format!("node {}: log store closed", self.inner.id))?;
+                // Only a replica that started empty asks: if we lead and replicated to it before,
+                // its log has gone back, which openraft otherwise asserts never happens.
+                let mut reverts_allowed = false;
+                if raft.metrics().borrow_watched().state == openraft::ServerState::Leader {
+                    let allowed = raft.trigger().allow_next_revert(&from, true).await;
+                    reverts_allowed = matches!(allowed, Ok(Ok(())));
+                    tracing::debug!(id = self.inner.id, from, ?allowed, "a replica with an empty store asked");
+                }
+                let m = raft.metrics().borrow_watched().clone();
+                let membership = m.membership_config.membership();
+                RaftReply::Probe(ProbeReply {
+                    term: m.current_term,
+                    last_log_id: store.last_log_id(),
+                    committed: m.local_committed.max(m.cluster_committed),
+                    voters: membership.get_joint_config().clone(),
+                    nodes: membership.nodes().map(|(id, n)| (*id, n.raft_addr.clone())).collect(),
+                    reverts_allowed,
+                })
+            }
             RaftRequest::InstallSnapshot { vote, meta, data } => {
+                self.inner.guard.accepts_leader(vote.leader_id.term, vote.leader_id.voted_for)?;
                 let data = Bytes::from(data);
                 let store = self.inner.store.as_ref().and_then(WeakLogStore::upgrade);
                 let store = store.ok_or_else(|| format!("node {}: log store closed", self.inner.id))?;
@@ -103,12 +140,28 @@ impl RaftService {
                 RaftReply::InstallSnapshot(raft.install_full_snapshot(vote, snap).await.map_err(|e| fail(&e))?)
             }
             RaftRequest::TransferLeader(r) => {
+                // Its campaign's term is checked against the floor when it asks for votes.
+                self.inner.guard.accepts_transfer(self.durable_last())?;
                 RaftReply::TransferLeader(raft.handle_transfer_leader(r).await.map_err(|e| fail(&e))?)
             }
             RaftRequest::StreamAppend { stream_id, seq, rpc } => {
+                self.inner.guard.accepts_leader(rpc.vote.leader_id.term, rpc.vote.leader_id.voted_for)?;
                 self.inner.streams.handle(self.inner.id, raft, stream_id, seq, rpc).await
             }
         })
+    }
+}
+
+impl RaftService {
+    /// The local last fsynced log id (`None` once the store is closed).
+    fn durable_last(&self) -> Option<LogId> {
+        self.inner.store.as_ref().and_then(WeakLogStore::upgrade).and_then(|s| s.durable_last_log_id())
+    }
+
+    /// Whether the vote guard lets this replica take part in an election now.
+    fn election_permitted(&self, raft: &Raft, term: u64, candidate_last: Option<LogId>) -> Result<(), String> {
+        let told = raft.metrics().borrow_watched().cluster_committed;
+        self.inner.guard.permits(term, candidate_last, self.durable_last(), told, tokio::time::Instant::now())
     }
 }
 

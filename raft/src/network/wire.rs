@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use super::RpcKind;
 use crate::state_machine::SnapshotMeta;
-use crate::type_config::{EntryPayload, TypeConfig, Vote};
+use crate::type_config::{EntryPayload, NodeId, TypeConfig, Vote};
+use crate::vote_guard::ProbeReply;
 
 /// A request from a leader or candidate.
 #[derive(Debug, Serialize, Deserialize)]
@@ -48,6 +49,13 @@ pub enum RaftRequest {
         /// The request.
         rpc: AppendEntriesRequest<TypeConfig>,
     },
+    /// What are your term, last log id, committed log id and membership? Asked by a replica that
+    /// started from an empty store before it takes part ([`crate::vote_guard`]); a leader asked
+    /// lets that follower's log go back once. Travels as a vote RPC.
+    Probe {
+        /// The asking replica.
+        from: NodeId,
+    },
 }
 
 impl RaftRequest {
@@ -75,7 +83,7 @@ impl RaftRequest {
     pub fn kind(&self) -> RpcKind {
         match self {
             Self::AppendEntries(_) | Self::StreamAppend { .. } => RpcKind::AppendEntries,
-            Self::Vote(_) | Self::PreVote(_) => RpcKind::Vote,
+            Self::Vote(_) | Self::PreVote(_) | Self::Probe { .. } => RpcKind::Vote,
             Self::InstallSnapshot { .. } => RpcKind::InstallSnapshot,
             Self::TransferLeader(_) => RpcKind::TransferLeader,
         }
@@ -98,6 +106,8 @@ pub enum RaftReply {
     /// Reply to one request of a stream, in the stream's order: the last log id now durable
     /// on the receiver, or why the stream ends.
     StreamAppend(StreamAppendResult<TypeConfig>),
+    /// Reply to Probe.
+    Probe(ProbeReply),
 }
 
 /// Wire encoding or decoding failure.

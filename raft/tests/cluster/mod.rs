@@ -139,6 +139,8 @@ pub struct Cluster {
     pub cfg: RaftConfig,
     /// Ids in the initial membership (the others join later as learners).
     pub initial: BTreeSet<NodeId>,
+    /// Handlers keep checkpoints ([`RecordingHandler::with_checkpoints`]).
+    pub checkpoints: bool,
     next_payload: u64,
 }
 
@@ -178,7 +180,17 @@ impl Cluster {
             })
             .collect();
         let initial = members.keys().copied().collect();
-        Ok(Self { tmp, members, replicas, net, cuts: Cuts::default(), cfg, initial, next_payload: 0 })
+        Ok(Self {
+            tmp,
+            members,
+            replicas,
+            net,
+            cuts: Cuts::default(),
+            cfg,
+            initial,
+            checkpoints: false,
+            next_payload: 0,
+        })
     }
 
     pub fn ids(&self) -> Vec<NodeId> {
@@ -192,11 +204,12 @@ impl Cluster {
             self.members.iter().filter(|(id, _)| self.initial.contains(id)).map(|(k, v)| (*k, v.clone())).collect();
         let cfg_raft = self.cfg.clone();
         let cuts = self.cuts.clone();
+        let checkpoints = self.checkpoints;
         let r = self.replicas.get_mut(&id).ok_or_else(|| anyhow!("no replica {id}"))?;
         if r.node.is_some() {
             bail!("replica {id} is already running");
         }
-        r.handler = Arc::new(RecordingHandler::new());
+        r.handler = Arc::new(if checkpoints { RecordingHandler::with_checkpoints() } else { RecordingHandler::new() });
         let mut cfg = NodeConfig::new("test-group", id, r.dir.clone(), members);
         cfg.raft = cfg_raft;
         cfg.propose_timeout = Duration::from_secs(5);

@@ -1,5 +1,7 @@
 //! GET_ALL_CONSUMER_OFFSET (43) response body (`ConsumerOffsetSerializeWrapper`):
-//! `{"offsetTable":{"topic@group":{queueId:offset}}}` — also the shape of Java's `consumerOffset.json`.
+//! `{"offsetTable":{"topic@group":{queueId:offset}}}` — also the shape of Java's `consumerOffset.json`;
+//! and GET_ALL_DELAY_OFFSET (45)'s (`DelayOffsetSerializeWrapper`, Java's `delayOffset.json`):
+//! `{"offsetTable":{delayLevel:offset}}`, a level being its `SCHEDULE_TOPIC_XXXX` queue id + 1.
 //!
 //! fastjson writes the `Integer` queue ids as bare numbers (`{0:12}`); we write them quoted
 //! (`{"0":12}`), which fastjson reads as well, and decode either.
@@ -41,6 +43,19 @@ impl JsonBody for ConsumerOffsetSerializeWrapper {
     const NAME: &'static str = "ConsumerOffsetSerializeWrapper";
 }
 
+/// The delivery progress of each delay level on a broker.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DelayOffsetSerializeWrapper {
+    /// Delay level (from 1) → next `SCHEDULE_TOPIC_XXXX` queue offset to deliver.
+    #[serde(deserialize_with = "null_as_default")]
+    pub offset_table: BTreeMap<i32, i64>,
+}
+
+impl JsonBody for DelayOffsetSerializeWrapper {
+    const NAME: &'static str = "DelayOffsetSerializeWrapper";
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -75,5 +90,12 @@ mod tests {
         let key = ConsumerOffsetSerializeWrapper::key("TopicTest", "cg");
         assert_eq!(ConsumerOffsetSerializeWrapper::split_key(&key), Some(("TopicTest", "cg")));
         assert_eq!(ConsumerOffsetSerializeWrapper::split_key("nosep"), None);
+    }
+
+    #[test]
+    fn delay_offsets_read_java_and_write_quoted_levels() {
+        let w = DelayOffsetSerializeWrapper::decode(br#"{"offsetTable":{1:5,3:0}}"#).expect("decodes");
+        assert_eq!(w.offset_table, BTreeMap::from([(1, 5), (3, 0)]));
+        assert_eq!(String::from_utf8(w.encode().unwrap()).unwrap(), r#"{"offsetTable":{"1":5,"3":0}}"#);
     }
 }

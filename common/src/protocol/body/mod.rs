@@ -13,6 +13,7 @@
 pub mod broker_stats;
 pub mod connection;
 pub mod consume_directly;
+pub mod consume_queue_data;
 pub mod consume_stats;
 pub mod consume_time_span;
 pub mod consumer_list;

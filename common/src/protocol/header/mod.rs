@@ -5,6 +5,7 @@
 //! booleans `"true"`/`"false"`); a required (`@CFNotNull`) field that is missing or unparsable is a
 //! [`HeaderError`]; unknown keys are ignored, because newer clients add fields.
 
+pub mod acl;
 pub mod admin;
 pub mod client;
 pub(crate) mod ext_header;
