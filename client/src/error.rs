@@ -114,10 +114,8 @@ impl ClientError {
 
     /// A broker or NameServer error response.
     pub fn broker(operation: &'static str, code: ResponseCode, remark: Option<String>) -> Self {
-        let message = match &remark {
-            Some(r) => format!("{code}: {r}"),
-            None => code.to_string(),
-        };
+        // The kind already renders the code ("broker answered CODE(n)"); the message is the remark.
+        let message = remark.clone().unwrap_or_else(|| "(no remark)".to_owned());
         Self::new(ErrorKind::Broker { code, remark }, operation, message)
     }
 
@@ -214,6 +212,14 @@ mod tests {
         assert_eq!(e.response_code(), Some(ResponseCode::ServiceNotAvailable));
         assert_eq!(e.remark(), Some("leader=1.2.3.4:10911"));
         assert!(!ClientError::broker("send", ResponseCode::MessageIllegal, None).is_retryable());
+    }
+
+    #[test]
+    fn a_broker_refusal_names_its_code_once() {
+        let e = ClientError::broker("queryCq", ResponseCode::SystemError, Some("3@T is not exist!".into()));
+        assert_eq!(e.to_string(), "queryCq failed: broker answered SYSTEM_ERROR(1): 3@T is not exist!");
+        let bare = ClientError::broker("send", ResponseCode::SystemBusy, None);
+        assert_eq!(bare.to_string(), "send failed: broker answered SYSTEM_BUSY(2): (no remark)");
     }
 
     #[test]

@@ -532,6 +532,40 @@ async fn t30_lite_pull_consumer_polls_seeks_and_commits() -> Result<()> {
     Ok(())
 }
 
+/// Found by jepsen: an assigned consumer started right after a failover, while the route still named
+/// the old leader, failed `start`. The start offset is now read by the queue's fetch loop, retried
+/// as Java's pull task retries, and is the stored offset, not the ConsumeFrom default.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t30_lite_pull_consumer_starts_while_the_offset_cannot_be_read_and_resumes_from_it() -> Result<()> {
+    let c = cluster(&[("TopicS", 1)]).await?;
+    for i in 0..4 {
+        c.broker.append("TopicS", 0, None, &format!("s{i}"));
+    }
+    {
+        let mut data = c.broker.data();
+        data.offsets.insert(("GS".into(), "TopicS".into(), 0), 2);
+        data.refuse_offset_queries = 2;
+    }
+    let q0 = MessageQueue::new("TopicS", "broker-a", 0);
+    let consumer = PullConsumer::builder("GS")
+        .namesrv_addr(&c.ns_addr)
+        .client_ip("127.0.0.1".parse()?)
+        .instance_name("s")
+        .assign([q0.clone()])
+        .consume_from(ConsumeFrom::FirstOffset)
+        .auto_commit(false)
+        .heartbeat_interval(HOUR)
+        .pull_delay_when_exception(Duration::from_millis(50))
+        .build()?;
+    consumer.start().await.context("start must not fail on a refused offset query")?;
+    let batch = consumer.poll(WAIT_MAX).await?;
+    assert_eq!(batch.iter().map(|m| m.queue_offset).collect::<Vec<_>>(), vec![2, 3], "resumed from the stored offset");
+    assert_eq!(c.broker.data().refuse_offset_queries, 0, "both refusals were met and retried");
+    consumer.shutdown().await;
+    c.broker.shutdown().await;
+    Ok(())
+}
+
 async fn wait_lite_assignment(
     c: &PullConsumer,
     what: &str,

@@ -328,10 +328,15 @@ impl PullConsumerBuilder {
     }
 }
 
+/// An assigned queue whose start offset could not be read yet (`nextPullOffset` -1 in Java's lite
+/// consumer): its fetch loop reads it before the first pull, retrying as a failed pull does.
+const OFFSET_UNKNOWN: i64 = -1;
+
 /// Fetch state of one assigned queue (`AssignedMessageQueue` entry).
 #[derive(Debug)]
 struct LiteQueue {
-    /// Next offset to fetch, and the generation it belongs to.
+    /// Next offset to fetch (`OFFSET_UNKNOWN` until the start offset is read), and the generation
+    /// it belongs to.
     pull: Mutex<(i64, u64)>,
     /// Offset after the last polled message (`consumeOffset`).
     consumed: Mutex<Option<i64>>,
@@ -466,7 +471,7 @@ impl PullConsumer {
             });
         } else {
             for mq in inner.config.assigned.clone() {
-                inner.add_queue(&mq).await?;
+                inner.add_queue(&mq, true).await?;
             }
         }
         let me = inner.clone();
@@ -702,7 +707,7 @@ impl LiteInner {
                 if current.iter().any(|(m, _)| m == mq) {
                     continue;
                 }
-                if let Err(e) = self.add_queue(mq).await {
+                if let Err(e) = self.add_queue(mq, false).await {
                     tracing::warn!(mq = ?mq, error = %e, "queue not taken this round");
                 }
             }
@@ -714,9 +719,21 @@ impl LiteInner {
         self.assignment.send_replace(lock(&self.queues).keys().cloned().collect());
     }
 
-    async fn add_queue(self: &Arc<Self>, mq: &MessageQueue) -> Result<()> {
+    /// Takes `mq` from its start offset. With `lazy` (assign mode) a start offset that cannot be
+    /// read now (a stale route after a failover, a broker restarting) is read by the queue's fetch
+    /// loop, retried as Java's pull task retries, instead of failing `start`; rebalance mode
+    /// leaves the queue to its next round.
+    async fn add_queue(self: &Arc<Self>, mq: &MessageQueue, lazy: bool) -> Result<()> {
         self.offset_store.remove_offset(mq);
-        let offset = compute_pull_from_where(&self.offset_store, &self.client, mq, self.config.consume_from).await?;
+        let offset = match compute_pull_from_where(&self.offset_store, &self.client, mq, self.config.consume_from).await
+        {
+            Ok(offset) => offset,
+            Err(e) if lazy && !matches!(e.kind, ErrorKind::Shutdown) => {
+                tracing::warn!(mq = ?mq, error = %e, "start offset not read yet; the fetch loop retries");
+                OFFSET_UNKNOWN
+            }
+            Err(e) => return Err(e),
+        };
         let queue = Arc::new(LiteQueue {
             pull: Mutex::new((offset, 0)),
             consumed: Mutex::new(None),
@@ -755,6 +772,32 @@ impl LiteInner {
                 }
             }
             let (offset, generation) = *lock(&queue.pull);
+            if offset == OFFSET_UNKNOWN {
+                let read = tokio::select! {
+                    biased;
+                    _ = self.shutdown.cancelled() => return,
+                    _ = &mut reset => continue,
+                    r = compute_pull_from_where(&self.offset_store, &self.client, &mq, self.config.consume_from) => r,
+                };
+                match read {
+                    Ok(start) => {
+                        let mut pull = lock(&queue.pull);
+                        if pull.1 == generation {
+                            pull.0 = start;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(mq = ?mq, error = %e, "start offset not read");
+                        tokio::select! {
+                            biased;
+                            _ = self.shutdown.cancelled() => return,
+                            _ = &mut reset => {}
+                            _ = tokio::time::sleep(self.config.pull_delay_when_exception) => {}
+                        }
+                    }
+                }
+                continue;
+            }
             let outcome = tokio::select! {
                 biased;
                 _ = self.shutdown.cancelled() => return,

@@ -93,6 +93,8 @@ pub struct Data {
     pub pulls: Vec<PullMessageRequestHeader>,
     pub codes: Vec<RequestCode>,
     pub fail_send_back: bool,
+    /// QUERY_CONSUMER_OFFSET requests still to refuse as a replica that lost leadership does.
+    pub refuse_offset_queries: u32,
     next_commit_log_offset: i64,
 }
 
@@ -289,7 +291,13 @@ impl State {
             }
             RequestCode::QueryConsumerOffset => {
                 let Ok(h) = request.decode_header::<QueryConsumerOffsetRequestHeader>() else { return bad() };
-                match self.data().offsets.get(&(h.consumer_group, h.topic, h.queue_id)) {
+                let mut data = self.data();
+                if data.refuse_offset_queries > 0 {
+                    data.refuse_offset_queries -= 1;
+                    let remark = "broker is not the Raft leader; leader=unknown".to_owned();
+                    return Some(RemotingCommand::response(ResponseCode::ServiceNotAvailable, Some(remark)));
+                }
+                match data.offsets.get(&(h.consumer_group, h.topic, h.queue_id)) {
                     Some(offset) => {
                         RemotingCommand::success().with_header(&QueryConsumerOffsetResponseHeader { offset: *offset })
                     }
