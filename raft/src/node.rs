@@ -213,6 +213,8 @@ pub struct RaftNode {
     probing: Option<AbortOnDrop>,
     /// The state machine's checkpoint side (none on a damaged store).
     checkpoints: Option<StateMachine>,
+    /// The task checkpointing a log that went quiet (none when checkpoints are off).
+    idle_checkpoints: Option<AbortOnDrop>,
 }
 
 /// Stops a task when dropped: a node dropped without `shutdown` (a test's crash) leaves nothing
@@ -268,6 +270,7 @@ impl RaftNode {
                 guard,
                 probing: None,
                 checkpoints: None,
+                idle_checkpoints: None,
             });
         }
         let snapshot = StoredSnapshot::load(&cfg.store_dir)?;
@@ -323,6 +326,7 @@ impl RaftNode {
             propose_timeout,
             guard,
             probing: None,
+            idle_checkpoints: cfg.raft.checkpoint_interval().map(|every| spawn_idle_checkpoints(&raft, every)),
             checkpoints: Some(checkpoints),
         };
         if guarded {
@@ -727,7 +731,8 @@ impl RaftNode {
     /// Stop the replica: openraft stops, then the log store's flusher finishes what is queued.
     /// Detach [`Self::service`] from the network first so peers see the node as down.
     pub async fn shutdown(self) -> Result<(), NodeError> {
-        let Self { id, raft, store, service, probing, checkpoints, .. } = self;
+        let Self { id, raft, store, service, probing, checkpoints, idle_checkpoints, .. } = self;
+        drop(idle_checkpoints);
         drop(probing);
         drop(service);
         if let Some(raft) = raft {
@@ -755,6 +760,30 @@ impl RaftNode {
         tracing::info!(id, "raft node stopped");
         Ok(())
     }
+}
+
+/// Checkpoints a log that went quiet. The state machine checkpoints after apply batches, so once
+/// writes stop, what was applied since its last checkpoint would wait for the next write, and a
+/// crash before it would re-apply that. The check runs on openraft's state-machine worker, as
+/// after an apply, so the capture still sees the handler between two applies.
+fn spawn_idle_checkpoints(raft: &Raft, every: Duration) -> AbortOnDrop {
+    let raft = raft.clone();
+    let task = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            let asked = raft
+                .with_state_machine(|sm: &mut StateMachine| {
+                    sm.maybe_checkpoint();
+                    Box::pin(async {})
+                })
+                .await;
+            // Fatal: the core stopped (shutdown or a fatal error); nothing left to checkpoint.
+            if asked.is_err() {
+                return;
+            }
+        }
+    });
+    AbortOnDrop(task.abort_handle())
 }
 
 /// Mirror openraft's metrics into a `Leadership` watch, notifying only on change.

@@ -260,8 +260,10 @@ impl StateMachine {
     }
 
     /// Starts a checkpoint of the applied state when the interval has passed and none is being
-    /// written; the disk work runs on a blocking thread.
-    fn maybe_checkpoint(&self) {
+    /// written; the disk work runs on a blocking thread. Call between applies only (after an apply
+    /// batch, or on openraft's state-machine worker): the capture must not see a half-applied
+    /// batch.
+    pub(crate) fn maybe_checkpoint(&self) {
         let now = tokio::time::Instant::now();
         {
             let mut c = self.checkpointing();

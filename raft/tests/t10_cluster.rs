@@ -272,6 +272,33 @@ async fn t15_a_restart_reapplies_only_the_entries_after_its_checkpoint() -> anyh
     c.stop_all().await
 }
 
+/// A log that goes quiet is still checkpointed at its last entry: with no write after a burst,
+/// every replica's checkpoint reaches the last applied entry within a few intervals, so a crash
+/// then re-applies nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t15_an_idle_log_is_checkpointed_at_its_last_entry() -> anyhow::Result<()> {
+    let mut c = Cluster::tcp(3).await?;
+    c.cfg.checkpoint_interval_ms = 50;
+    c.checkpoints = true;
+    c.start_all().await?;
+    let (leader, _) = c.wait_leader(&c.ids(), 1, WAIT).await?;
+    let last = c.write(leader, 100).await?;
+    c.wait_applied(last, WAIT).await?;
+    for id in c.ids() {
+        let node = c.node(id)?;
+        until(&format!("replica {id} checkpoints entry {last} without another write"), WAIT, || {
+            node.status().checkpoint.is_some_and(|l| l.index == last)
+        })
+        .await?;
+    }
+    let follower = c.ids().into_iter().find(|id| *id != leader).expect("a follower");
+    c.crash(follower, 0.0, &[]).await?;
+    c.start(follower).await?;
+    assert_eq!(c.node(follower)?.status().applied_at_start.map(|l| l.index), Some(last));
+    assert!(c.replicas[&follower].handler.recorded().entries.is_empty(), "re-applied after an idle checkpoint");
+    c.stop_all().await
+}
+
 /// A follower whose disk was wiped comes back under its old id: it takes no part in elections
 /// until it holds the group's entries, the leader starts its replication over (no assertion
 /// that a follower's log never goes back), and it ends with the same entries at the same
