@@ -67,6 +67,11 @@ pub struct DevArgs {
         requires = "inner_access_key"
     )]
     pub inner_secret_key: Option<String>,
+
+    /// Override a broker config key on every replica, e.g. `-D raftCheckpointIntervalMs=0`;
+    /// repeatable.
+    #[arg(short = 'D', value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
 }
 
 fn parse_group_size(s: &str) -> Result<u64, String> {
@@ -89,9 +94,10 @@ pub fn broker_configs(args: &DevArgs, namesrv_addr: &str) -> Result<Vec<BrokerCo
             raft_addr: format!("127.0.0.1:{}", port(args.raft_port, 1, i)?),
         });
     }
+    let overrides = BrokerConfig::parse_overrides(args.overrides.iter().map(String::as_str))?;
     let mut configs = Vec::new();
     for i in 0..args.nodes {
-        configs.push(BrokerConfig {
+        let config = BrokerConfig {
             broker_name: args.broker_name.clone(),
             broker_ip1: Some("127.0.0.1".to_owned()),
             listen_port: port(args.broker_port, 10, i)?,
@@ -108,7 +114,8 @@ pub fn broker_configs(args: &DevArgs, namesrv_addr: &str) -> Result<Vec<BrokerCo
             inner_access_key: args.inner_access_key.clone(),
             inner_secret_key: args.inner_secret_key.clone(),
             ..BrokerConfig::default()
-        });
+        };
+        configs.push(config.with_overrides(&overrides).with_context(|| format!("-D overrides for node {i}"))?);
     }
     Ok(configs)
 }
@@ -240,6 +247,7 @@ mod tests {
             acl_file: None,
             inner_access_key: None,
             inner_secret_key: None,
+            overrides: Vec::new(),
         };
         let configs = broker_configs(&args, "127.0.0.1:9876").unwrap();
         assert_eq!(configs.iter().map(|c| c.listen_port).collect::<Vec<_>>(), [10911, 10921, 10931]);
@@ -261,6 +269,37 @@ mod tests {
             assert_eq!(c.inner_credentials().unwrap().map(|k| k.access_key().to_owned()), Some("groupPeers".into()));
         }
         assert!(parse_group_size("2").is_err());
+    }
+
+    #[test]
+    fn dev_overrides_reach_every_replica_and_bad_ones_name_the_key() {
+        let args = |overrides: &[&str]| DevArgs {
+            data: PathBuf::from("d"),
+            nodes: 3,
+            namesrv_port: 9876,
+            broker_port: 10911,
+            raft_port: 40911,
+            admin_port: 8080,
+            broker_name: "broker-a".into(),
+            acl_file: None,
+            inner_access_key: None,
+            inner_secret_key: None,
+            overrides: overrides.iter().map(|s| (*s).to_owned()).collect(),
+        };
+        let configs =
+            broker_configs(&args(&["raftCheckpointIntervalMs=0", "deleteWhen=4", "maxMessageSize=65536"]), "ns:9876")
+                .unwrap();
+        for c in &configs {
+            assert_eq!(c.raft_checkpoint_interval_ms, 0);
+            assert_eq!(c.delete_when, "4", "a text key keeps its text");
+            assert_eq!(c.max_message_size, 65536);
+        }
+        assert_eq!(configs[2].listen_port, 10931, "the layout is kept");
+        let unknown = broker_configs(&args(&["noSuchKey=1"]), "ns:9876").unwrap_err();
+        assert!(format!("{unknown:#}").contains("noSuchKey"), "{unknown:#}");
+        assert!(broker_configs(&args(&["novalue"]), "ns:9876").is_err());
+        let invalid = broker_configs(&args(&["brokerName= "]), "ns:9876").unwrap_err();
+        assert!(format!("{invalid:#}").contains("brokerName"), "{invalid:#}");
         assert_eq!(parse_group_size("1"), Ok(1));
     }
 }

@@ -456,22 +456,36 @@ impl BrokerConfig {
         if let Some((key, _)) = updates.iter().find(|(_, v)| v.chars().any(char::is_control)) {
             return Err(invalid(format!("{key}: a value must not contain a control character")));
         }
+        self.with_values(updates.iter().map(|(k, v)| (k.as_str(), v.as_str())), " update")
+    }
+
+    /// This config with `-D` overrides applied to any key (values read as [`Self::with_updates`]
+    /// reads them), validated as a whole; `raftmq dev` applies them to every replica.
+    pub fn with_overrides(&self, overrides: &[(String, String)]) -> Result<Self, ConfigError> {
+        self.with_values(overrides.iter().map(|(k, v)| (k.as_str(), v.as_str())), " -D override")
+    }
+
+    fn with_values<'a>(
+        &self,
+        values: impl IntoIterator<Item = (&'a str, &'a str)>,
+        origin: &str,
+    ) -> Result<Self, ConfigError> {
         let toml::Value::Table(mut table) =
             toml::Value::try_from(self).map_err(|e| invalid(format!("the config cannot be written out: {e}")))?
         else {
             return Err(invalid("the config is not a table"));
         };
-        for (key, raw) in updates {
+        for (key, raw) in values {
             // Text keys take the text as it is: `deleteWhen=4` is the hour "4", not an integer.
             let value = match table.get(key) {
-                Some(toml::Value::String(_)) => toml::Value::String(raw.clone()),
+                Some(toml::Value::String(_)) => toml::Value::String(raw.to_owned()),
                 _ => override_value(raw),
             };
-            table.insert(key.clone(), value);
+            table.insert(key.to_owned(), value);
         }
         let config: BrokerConfig = toml::Value::Table(table)
             .try_into()
-            .map_err(|source| ConfigError::Parse { origin: " update".to_owned(), source })?;
+            .map_err(|source| ConfigError::Parse { origin: origin.to_owned(), source })?;
         config.validate()?;
         Ok(config)
     }
