@@ -59,6 +59,14 @@ pub enum DbError {
     /// Every spare of the group was used.
     #[error("{0}: no spare node left")]
     NoSpare(String),
+    /// A replica ran on a corrupted disk without saying so (or could not be asked).
+    #[error("{node}: {message}")]
+    Undetected {
+        /// The node.
+        node: String,
+        /// What it said.
+        message: String,
+    },
     /// A membership change did not complete.
     #[error("membership of {group}: {message}")]
     Membership {

@@ -16,6 +16,10 @@
 //!   timers are monotonic, so this probes what depends on wall time: store timestamps, lock and
 //!   client expiry, delay delivery, retention.
 //!
+//! - `wipe`: kill -9, the whole store deleted (a replaced disk), restart empty under the same id;
+//! - `corrupt`: kill -9, one byte of one fsynced Raft entry flipped, restart on that disk: the node
+//!   must say it is damaged (checked at heal time, else the run fails), then it is rebuilt as by
+//!   `wipe` ([`corrupt`]);
 //! - `membership`: replace a member of a group (the leader or a follower; remove then add a spare,
 //!   or add first and then remove) through the broker's membership admin calls ([`membership`]);
 //!   heal brings the group back to its replica count of voters.
@@ -26,6 +30,7 @@
 //! Invariant: every applied fault is healed by [`heal`], and the final heal of a run restores every
 //! member, flushes every rule and reconciles every group's membership whatever happened before.
 
+pub mod corrupt;
 pub mod lose_unfsynced;
 pub mod membership;
 pub mod partition;
@@ -51,6 +56,11 @@ pub const CLOCK_SKEW_MAX_MS: i64 = 180_000;
 /// Boot deadline of a restarted node.
 pub const RESTART_READY_TIMEOUT_MS: u64 = 60_000;
 
+/// How long a corrupted node is asked for its status before the check gives up.
+pub const DAMAGE_REPORT_TIMEOUT_MS: u64 = 10_000;
+/// Pause between two status asks of a corrupted node.
+pub const DAMAGE_REPORT_RETRY_MS: u64 = 200;
+
 /// A fault family, as named on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -73,6 +83,8 @@ pub enum NemesisKind {
     Membership,
     /// kill -9, the node's whole store deleted (a replaced disk), restart under the same id.
     Wipe,
+    /// kill -9, one byte of an fsynced entry flipped, restart damaged; rebuilt at heal.
+    Corrupt,
 }
 
 impl NemesisKind {
@@ -90,10 +102,11 @@ impl NemesisKind {
                 "clock" | "clock-skew" => NemesisKind::Clock,
                 "membership" => NemesisKind::Membership,
                 "wipe" | "disk-wipe" => NemesisKind::Wipe,
+                "corrupt" | "bit-rot" => NemesisKind::Corrupt,
                 other => {
                     return Err(format!(
                         "unknown nemesis {other:?} (partition, kill, pause, lose-unfsynced, power-loss, namesrv, \
-                         clock, membership, wipe)"
+                         clock, membership, wipe, corrupt)"
                     ));
                 }
             };
@@ -136,6 +149,8 @@ pub enum Fault {
     LoseUnfsynced(Target),
     /// kill -9 + the whole store deleted, restart (empty, same id) after the hold.
     Wipe(Target),
+    /// kill -9 + one fsynced entry byte flipped, restart at once; checked and rebuilt at heal.
+    Corrupt(Target),
     /// Wall clocks of some nodes of a group moved by the given offsets (ms), each picked in the
     /// group by index at apply time.
     ClockSkew {
@@ -173,6 +188,7 @@ impl Fault {
             Fault::Pause(t) => format!("pause {}", target_label(t)),
             Fault::LoseUnfsynced(t) => format!("lose-unfsynced {}", target_label(t)),
             Fault::Wipe(t) => format!("wipe {}", target_label(t)),
+            Fault::Corrupt(t) => format!("corrupt {}", target_label(t)),
             Fault::ClockSkew { group, offsets } => {
                 let list = offsets.iter().map(|(i, ms)| format!("#{i} {ms:+}ms")).collect::<Vec<_>>();
                 format!("clock skew {group} {}", list.join(" "))
@@ -202,6 +218,8 @@ pub enum Applied {
     Skewed(Vec<std::path::PathBuf>),
     /// A group whose membership must be brought back to its replica count.
     Membership(String),
+    /// Nodes running on a corrupted disk: each must report itself damaged, then is rebuilt.
+    Corrupted(Vec<(String, corrupt::FlipReport)>),
 }
 
 /// A scheduled node, or, when a membership change removed it, the current member at its position
@@ -327,6 +345,50 @@ pub async fn apply(
             }
             Ok((Applied::Stopped(names), desc.join("; ")))
         }
+        Fault::Corrupt(t) => {
+            let names = resolve(db, t, rng).await;
+            let mut flipped = Vec::new();
+            let mut desc = Vec::new();
+            for n in &names {
+                db.kill9(n).await?;
+                let Some(spec) = db.layout.node(n) else { continue };
+                match corrupt::flip_entry_byte(&spec.store_dir(), rng) {
+                    Ok(report) => {
+                        desc.push(format!(
+                            "{n}: a byte of entry {} flipped at {} (durable to {})",
+                            report.index, report.pos, report.durable_pos
+                        ));
+                        flipped.push((n.clone(), report));
+                    }
+                    Err(e) => desc.push(format!("{n} not corrupted: {e}")),
+                }
+                db.start(n, Duration::from_millis(RESTART_READY_TIMEOUT_MS)).await?;
+            }
+            Ok((Applied::Corrupted(flipped), desc.join("; ")))
+        }
+    }
+}
+
+/// Asks `name` for its own view until it answers, and fails unless it reports its store damaged.
+async fn expect_damaged(db: &Db, name: &str, report: &corrupt::FlipReport) -> Result<String, DbError> {
+    let addr = db.layout.node(name).map(|n| n.remoting_addr()).ok_or_else(|| DbError::UnknownNode(name.to_owned()))?;
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(DAMAGE_REPORT_TIMEOUT_MS);
+    loop {
+        match db.admin().group_status(&addr).await {
+            Ok(view) => {
+                return view.damaged.ok_or_else(|| DbError::Undetected {
+                    node: name.to_owned(),
+                    message: format!(
+                        "runs as {} with a byte of fsynced entry {} flipped at {}: the corruption went undetected",
+                        view.role, report.index, report.pos
+                    ),
+                });
+            }
+            Err(e) if tokio::time::Instant::now() >= deadline => {
+                return Err(DbError::Undetected { node: name.to_owned(), message: format!("no status answer: {e}") });
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(DAMAGE_REPORT_RETRY_MS)).await,
+        }
     }
 }
 
@@ -362,6 +424,26 @@ pub async fn heal(db: &mut Db, applied: &Applied, rec: &Recorder) -> Result<(), 
             }
             Ok(())
         }
+        Applied::Corrupted(flipped) => {
+            let mut undetected = None;
+            for (n, report) in flipped {
+                match expect_damaged(db, n, report).await {
+                    Ok(why) => tracing::info!(node = %n, %why, "the corrupted replica reports its store damaged"),
+                    Err(e) => {
+                        undetected.get_or_insert(e);
+                    }
+                }
+                // Rebuilt either way, so the rest of the run has its replica back.
+                db.kill9(n).await?;
+                if let Some(spec) = db.layout.node(n) {
+                    let dir = spec.store_dir();
+                    std::fs::remove_dir_all(&dir)
+                        .map_err(|source| DbError::Io { path: dir.display().to_string(), source })?;
+                }
+                db.start(n, Duration::from_millis(RESTART_READY_TIMEOUT_MS)).await?;
+            }
+            undetected.map_or(Ok(()), Err)
+        }
     }
 }
 
@@ -383,6 +465,8 @@ mod tests {
         assert!(NemesisKind::parse_list("bogus").is_err_and(|e| e.contains("unknown") && e.contains("membership")));
         assert_eq!(NemesisKind::parse_list("wipe,disk-wipe"), Ok(vec![NemesisKind::Wipe]));
         assert_eq!(Fault::Wipe(Target::Node("n12".into())).label(), "wipe n12");
+        assert_eq!(NemesisKind::parse_list("corrupt,bit-rot"), Ok(vec![NemesisKind::Corrupt]));
+        assert_eq!(Fault::Corrupt(Target::Leader("broker-a".into())).label(), "corrupt leader of broker-a");
     }
 
     #[test]

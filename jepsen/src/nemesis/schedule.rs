@@ -94,6 +94,8 @@ pub fn generate(kinds: &[NemesisKind], groups: &[(String, Vec<String>)], time_li
             NemesisKind::PowerLoss => Fault::LoseUnfsynced(Target::Group(group.clone())),
             // One replica's disk at a time: a whole group wiped has nothing left to recover from.
             NemesisKind::Wipe => Fault::Wipe(pick_target(&mut rng, false)),
+            // One replica's disk at a time, as for `wipe`: it is rebuilt from the others.
+            NemesisKind::Corrupt => Fault::Corrupt(pick_target(&mut rng, false)),
             NemesisKind::Clock => {
                 // One to all members, each its own offset, both ways, small and large.
                 let count = rng.random_range(1..=members.len().max(1));
