@@ -908,6 +908,9 @@ pub fn resources(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, AclDe
         RequestCode::SendMessage => send(&mut out, "topic", "group"),
         // Java 4.9 checks V2 only; a batch travels with the same header, so it is checked alike.
         RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => send(&mut out, "b", "a"),
+        // Java checks no resource on replies (only the signature); an ACL that let a consumer read
+        // the request keeps letting it answer, whatever `<cluster>_REPLY_TOPIC`'s permission.
+        RequestCode::SendReplyMessage | RequestCode::SendReplyMessageV2 => {}
         // Stricter than Java: SUB on the original topic too (the broker copies the message at an
         // offset the request names; `send_back` also checks that it is of that topic).
         RequestCode::ConsumerSendMsgBack => {

@@ -165,6 +165,18 @@ impl ClientManager {
         live.get(turn % live.len()).map(|c| c.connection.clone())
     }
 
+    /// The live connection of producer client `client_id` in any group, the most recently heard one
+    /// when it has several (`ProducerManager.findChannel`): where a request/reply reply is pushed.
+    pub fn producer_connection_of_client(&self, client_id: &str) -> Option<Connection> {
+        let producers = lock(&self.producers);
+        producers
+            .values()
+            .flat_map(HashMap::values)
+            .filter(|c| c.client_id == client_id && !c.connection.is_closed())
+            .max_by_key(|c| c.last_update_ms)
+            .map(|c| c.connection.clone())
+    }
+
     /// UNREGISTER_CLIENT: removes the connection's channel from the groups. Returns consumer groups
     /// whose client set changed.
     pub fn unregister(

@@ -123,6 +123,9 @@ pub struct BrokerConfig {
     pub trace_topic_enable: bool,
     /// Name of the message-trace topic (default `RMQ_SYS_TRACE_TOPIC`).
     pub msg_trace_topic_name: String,
+    /// Store request/reply replies in `<cluster>_REPLY_TOPIC` before pushing them to the requester
+    /// (default true, as in RocketMQ); off, a reply is only pushed.
+    pub store_reply_message_enable: bool,
     /// Deadline of one REGISTER_BROKER call (default 6 s).
     #[serde(with = "raftmq_common::config_duration")]
     pub register_broker_timeout_mills: Duration,
@@ -257,6 +260,7 @@ impl Default for BrokerConfig {
             broker_topic_enable: true,
             trace_topic_enable: false,
             msg_trace_topic_name: "RMQ_SYS_TRACE_TOPIC".to_owned(),
+            store_reply_message_enable: true,
             register_broker_timeout_mills: Duration::from_secs(6),
             register_name_server_period: Duration::from_secs(30),
             file_reserved_time: 72,
@@ -375,6 +379,7 @@ pub const RUNTIME_UPDATABLE_KEYS: &[&str] = &[
     "diskSpaceWarningLevelRatio",
     "transactionTimeOut",
     "transactionCheckMax",
+    "storeReplyMessageEnable",
 ];
 
 /// Keys whose values a config read-out (GET_BROKER_CONFIG) masks.

@@ -80,6 +80,7 @@ pub mod processor;
 pub mod pull_processor;
 #[allow(clippy::result_large_err)]
 pub mod query_processor;
+pub mod reply_processor;
 #[allow(clippy::result_large_err)]
 pub mod send_back;
 #[allow(clippy::result_large_err)]

@@ -42,6 +42,8 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::SendMessage,
     RequestCode::SendMessageV2,
     RequestCode::SendBatchMessage,
+    RequestCode::SendReplyMessage,
+    RequestCode::SendReplyMessageV2,
     RequestCode::ConsumerSendMsgBack,
     RequestCode::PullMessage,
     RequestCode::HeartBeat,
@@ -233,6 +235,9 @@ impl RequestProcessor for BrokerProcessor {
         let result = match request.request_code() {
             RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
                 Ok(send_processor::process_send(ctx, conn.peer_addr(), &request).await)
+            }
+            RequestCode::SendReplyMessage | RequestCode::SendReplyMessageV2 => {
+                Ok(crate::reply_processor::process_reply(ctx, conn.peer_addr(), &request).await)
             }
             RequestCode::CheckClientConfig => client_manage_processor::check_client_config(ctx, &request),
             RequestCode::EndTransaction => Ok(crate::transaction::end_transaction(ctx, &request).await),

@@ -25,8 +25,6 @@ use crate::config::BrokerConfig;
 
 /// `ScheduleMessageService`'s queue count of `SCHEDULE_TOPIC_XXXX` (one per delay level).
 pub const SCHEDULE_TOPIC_QUEUE_NUM_COUNT: i32 = 18;
-/// Suffix of the request-reply topic (`MixAll.REPLY_TOPIC_POSTFIX`).
-pub const REPLY_TOPIC_POSTFIX: &str = "REPLY_TOPIC";
 
 /// What the system-topic preload depends on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,7 +89,7 @@ pub fn system_topics(o: &SystemTopicOptions) -> Vec<TopicConfig> {
     if o.trace_topic_enable {
         out.push(queues(&o.msg_trace_topic_name, 1));
     }
-    out.push(queues(&format!("{}_{REPLY_TOPIC_POSTFIX}", o.broker_cluster_name), 1));
+    out.push(queues(&raftmq_common::message::validate::reply_topic(&o.broker_cluster_name), 1));
     out
 }
 

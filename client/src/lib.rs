@@ -33,6 +33,7 @@ pub mod error;
 pub mod fault_strategy;
 pub mod namesrv;
 pub mod producer;
+pub mod reply;
 pub mod route;
 pub mod selector;
 pub mod send_result;

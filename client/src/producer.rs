@@ -49,6 +49,7 @@ use raftmq_common::limits::PRODUCER_HEARTBEAT_ROUTE_CHECK_MS;
 use raftmq_common::limits::PRODUCER_SEND_ATTEMPTS_MAX_COUNT;
 use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
 use raftmq_common::message::Message;
+use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
 use raftmq_common::message::batch::encode_batch;
 use raftmq_common::message::batch::validate_batch;
@@ -73,6 +74,7 @@ use raftmq_common::protocol::body::heartbeat::ProducerData;
 use raftmq_common::protocol::header::send::SendMessageRequestHeaderV2;
 use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::RemotingClient;
+use raftmq_common::remoting::processor_fn;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -278,8 +280,9 @@ impl ProducerBuilder {
     }
 
     /// [`Self::build`], with `processors` handling the requests brokers send on the producer's
-    /// connections (CHECK_TRANSACTION_STATE for a transaction producer).
-    pub(crate) fn build_with_processors(self, processors: ProcessorTable) -> Result<Producer> {
+    /// connections (CHECK_TRANSACTION_STATE for a transaction producer); PUSH_REPLY_MESSAGE_TO_CLIENT
+    /// is always handled, for [`Producer::request`].
+    pub(crate) fn build_with_processors(self, mut processors: ProcessorTable) -> Result<Producer> {
         let invalid = |m: String| ClientError::invalid_argument("buildProducer", m);
         validate_group(&self.producer_group).map_err(|e| invalid(e.to_string()))?;
         if self.send_timeout.is_zero() {
@@ -296,6 +299,13 @@ impl ProducerBuilder {
         if self.max_message_size_bytes == 0 || self.max_message_size_bytes > MESSAGE_BODY_SIZE_MAX_BYTES {
             return Err(invalid(format!("maxMessageSize must be 1..={MESSAGE_BODY_SIZE_MAX_BYTES} bytes")));
         }
+        processors.register(
+            RequestCode::PushReplyMessageToClient,
+            Arc::new(processor_fn(move |_ctx, request| {
+                let answer = crate::reply::accept_push(crate::reply::process_waiters(), &request);
+                async move { Some(answer) }
+            })),
+        );
         // Many senders share one connection per broker: requests made together leave in one write.
         let remoting = RemotingClient::with_credentials(processors, true, self.credentials.clone());
         let namesrv = NamesrvClient::new(remoting.clone(), self.namesrv_addrs.clone())?;
@@ -315,6 +325,11 @@ impl ProducerBuilder {
         };
         Ok(Producer { inner: Arc::new(inner) })
     }
+}
+
+fn request_timeout(timeout: Duration, correlation_id: &str, what: &str) -> ClientError {
+    ClientError::new(ErrorKind::Timeout, "request", format!("{what} (timeout {timeout:?})"))
+        .with_context("correlationId", correlation_id)
 }
 
 /// The client's outward IP, found without sending anything: the source address the kernel picks
@@ -348,6 +363,8 @@ struct HeartbeatState {
     topics: Mutex<HashSet<String>>,
     /// Woken when a topic's route is first used, so its brokers learn the group before any check.
     wake: Arc<Notify>,
+    /// Brokers a request has heartbeated before sending: they can push replies to this client.
+    request_ready: Mutex<BTreeSet<String>>,
     task: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -364,6 +381,8 @@ struct Outgoing {
     msg_id: String,
     reconsume_times: i32,
     max_reconsume_times: Option<i32>,
+    /// A request/reply reply (`MSG_TYPE=reply`): sent as SEND_REPLY_MESSAGE_V2.
+    reply: bool,
 }
 
 /// A RocketMQ producer; clones share connections, routes and fault state.
@@ -467,6 +486,58 @@ impl Producer {
         tokio::spawn(async move { callback(send.await) });
     }
 
+    /// Request/reply (`request(Message, long timeout)`, RocketMQ 4.6+): sends `msg` as a request
+    /// (CORRELATION_ID, REPLY_TO_CLIENT = this client, TTL = `timeout`) and waits up to `timeout`,
+    /// the send included, for the reply a consumer sends with [`crate::reply::create_reply_message`].
+    /// The broker pushes the reply to this producer's heartbeat connection, so heartbeats must be
+    /// on (the default); the brokers of the topic's route are heartbeated before the first request.
+    /// No reply in time is [`ErrorKind::Timeout`]: the request may still be consumed and answered.
+    pub async fn request(&self, mut msg: Message, timeout: Duration) -> Result<MessageExt> {
+        let op = "request";
+        self.check_running(op)?;
+        if !self.inner.config.heartbeat {
+            return Err(ClientError::invalid_argument(
+                op,
+                "request/reply needs producer heartbeats: brokers push replies to the heartbeat connection",
+            ));
+        }
+        if timeout.is_zero() {
+            return Err(ClientError::invalid_argument(op, "the request timeout must be positive"));
+        }
+        let deadline = Instant::now() + timeout;
+        let correlation_id = lock(&self.inner.uniq).next_id_now();
+        msg.properties.insert(properties::CORRELATION_ID, correlation_id.as_str());
+        msg.properties.insert(properties::REPLY_TO_CLIENT, self.client_id());
+        msg.properties.insert(properties::TTL, timeout.as_millis().to_string());
+        self.publish_info(&msg.topic, op).await?;
+        self.heartbeat_before_request().await;
+        let (reply, _waiting) = crate::reply::process_waiters().wait(&correlation_id);
+        let sent = tokio::time::timeout_at(deadline, self.send(msg)).await;
+        match sent {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Err(request_timeout(timeout, &correlation_id, "the request was not sent in time")),
+        }
+        match tokio::time::timeout_at(deadline, reply).await {
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(_)) => Err(ClientError::new(ErrorKind::Shutdown, op, "the producer was shut down")),
+            Err(_) => Err(request_timeout(timeout, &correlation_id, "no reply in time")),
+        }
+    }
+
+    /// Heartbeats the brokers of the cached routes that no request has heartbeated yet, and waits
+    /// for them (Java's `sendHeartbeatToAllBrokerWithLock` before a request to a new topic), so a
+    /// reply pushed right after the request finds this client registered.
+    async fn heartbeat_before_request(&self) {
+        let fresh: BTreeSet<String> = {
+            let ready = lock(&self.inner.heartbeat.request_ready);
+            self.heartbeat_addrs().into_iter().filter(|a| !ready.contains(a)).collect()
+        };
+        if !fresh.is_empty() && self.send_heartbeat(&fresh).await == fresh.len() {
+            lock(&self.inner.heartbeat.request_ready).extend(fresh);
+        }
+    }
+
     /// Sends `msg` without waiting for the broker (`sendOneway`): one attempt, no result.
     pub async fn send_oneway(&self, mut msg: Message) -> Result<()> {
         self.check_running("sendOneway")?;
@@ -475,7 +546,7 @@ impl Producer {
         let info = self.publish_info(&out.topic, "sendOneway").await?;
         let mq = self.select_queue(&info, None).ok_or_else(|| no_queue("sendOneway", &out.topic))?;
         let addr = self.resolve_addr(&mq, "sendOneway").await?;
-        let request = self.request(&out, &mq).into_oneway();
+        let request = self.send_command(&out, &mq).into_oneway();
         let began = Instant::now();
         let result = self.inner.remoting.invoke_oneway(&addr, request, remaining(deadline)).await;
         self.update_fault(&mq.broker_name, began, result.is_err());
@@ -687,6 +758,7 @@ impl Producer {
             msg_id: msg.uniq_key().unwrap_or_default().to_owned(),
             reconsume_times,
             max_reconsume_times,
+            reply: crate::reply::is_reply(msg),
         })
     }
 
@@ -721,6 +793,7 @@ impl Producer {
             msg_id: ids.join(","),
             reconsume_times: 0,
             max_reconsume_times: None,
+            reply: false,
         })
     }
 
@@ -738,7 +811,7 @@ impl Producer {
 
     /// The SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE request for one attempt, fields as the 4.9.8 client
     /// fills them (`sendKernelImpl`).
-    fn request(&self, out: &Outgoing, mq: &MessageQueue) -> RemotingCommand {
+    fn send_command(&self, out: &Outgoing, mq: &MessageQueue) -> RemotingCommand {
         let config = &self.inner.config;
         let header = SendMessageRequestHeaderV2 {
             a: config.producer_group.clone(),
@@ -756,7 +829,11 @@ impl Producer {
             m: Some(out.batch),
             n: Some(mq.broker_name.clone()),
         };
-        let code = if out.batch { RequestCode::SendBatchMessage } else { RequestCode::SendMessageV2 };
+        let code = match (out.batch, out.reply) {
+            (true, _) => RequestCode::SendBatchMessage,
+            (false, true) => RequestCode::SendReplyMessageV2,
+            (false, false) => RequestCode::SendMessageV2,
+        };
         let mut request = RemotingCommand::request_with_header(code, &header).with_body(out.body.clone());
         request.serialize_type = config.serialize_type;
         request
@@ -808,7 +885,7 @@ impl Producer {
         let response = self
             .inner
             .remoting
-            .invoke(addr, self.request(out, mq), timeout)
+            .invoke(addr, self.send_command(out, mq), timeout)
             .await
             .map_err(|e| ClientError::remoting("send", e))?;
         process_send_response(&response, &out.topic, &mq.broker_name, &out.msg_id)
@@ -1034,7 +1111,7 @@ mod tests {
         let out = p.prepare(&mut m, "send").unwrap();
         assert_eq!((out.reconsume_times, out.max_reconsume_times), (3, Some(16)));
         assert!(!out.properties.contains(properties::RECONSUME_TIME));
-        let req = p.request(&out, &MessageQueue::new("%RETRY%G", "b", 0));
+        let req = p.send_command(&out, &MessageQueue::new("%RETRY%G", "b", 0));
         let h: SendMessageRequestHeaderV2 = req.decode_header().unwrap();
         assert_eq!((h.j, h.l, h.m, h.k), (Some(3), Some(16), Some(false), Some(false)));
     }

@@ -24,6 +24,15 @@ pub const RMQ_SYS_BENCHMARK_TOPIC: &str = "BenchmarkTest";
 pub const RMQ_SYS_TRANS_HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
 /// Message trace records.
 pub const RMQ_SYS_TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
+/// Suffix of the request/reply topic (`MixAll.REPLY_TOPIC_POSTFIX`).
+pub const REPLY_TOPIC_POSTFIX: &str = "REPLY_TOPIC";
+/// `MSG_TYPE` of a reply (`MixAll.REPLY_MESSAGE_FLAG`): the producer sends it as SEND_REPLY_MESSAGE_V2.
+pub const REPLY_MESSAGE_FLAG: &str = "reply";
+
+/// The cluster's request/reply topic, `<cluster>_REPLY_TOPIC` (`MixAll.getReplyTopic`).
+pub fn reply_topic(cluster: &str) -> String {
+    format!("{cluster}_{REPLY_TOPIC_POSTFIX}")
+}
 /// Commit/rollback markers of half messages.
 pub const RMQ_SYS_TRANS_OP_HALF_TOPIC: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
 /// Half messages checked too often.

@@ -13,6 +13,7 @@ pub mod namesrv;
 pub mod offset;
 pub mod pull;
 pub mod query;
+pub mod reply;
 pub mod send;
 pub mod transaction;
 

@@ -126,11 +126,11 @@ impl From<SendMessageRequestHeaderV2> for SendMessageRequestHeader {
 
 impl SendMessageRequestHeader {
     /// Reads the header of a send request in whichever form its code implies, as the Java broker's
-    /// `AbstractSendMessageProcessor.parseRequestHeader` does: V2 for SEND_MESSAGE_V2 and
-    /// SEND_BATCH_MESSAGE, V1 otherwise.
+    /// `AbstractSendMessageProcessor.parseRequestHeader` does: V2 for SEND_MESSAGE_V2,
+    /// SEND_BATCH_MESSAGE and SEND_REPLY_MESSAGE_V2, V1 otherwise.
     pub fn read_request(request: &RemotingCommand) -> Result<Self, HeaderError> {
         match request.request_code() {
-            RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
+            RequestCode::SendMessageV2 | RequestCode::SendBatchMessage | RequestCode::SendReplyMessageV2 => {
                 SendMessageRequestHeaderV2::read_ext_fields(&request.ext_fields).map(Into::into)
             }
             _ => SendMessageRequestHeader::read_ext_fields(&request.ext_fields),

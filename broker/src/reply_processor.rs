@@ -1,0 +1,131 @@
+//! SEND_REPLY_MESSAGE (324) and SEND_REPLY_MESSAGE_V2 (325): the replies of request/reply
+//! messaging (RocketMQ's `ReplyMessageProcessor`). A requester sends an ordinary message carrying
+//! CORRELATION_ID, REPLY_TO_CLIENT (its clientId) and TTL; a consumer answers it with a reply to
+//! `<cluster>_REPLY_TOPIC` through one of these codes; the broker hands the reply to the requester.
+//!
+//! ```text
+//! reply ─▶ header (V1 | V2), REPLY_TO_CLIENT present, not a batch
+//!   ─▶ storeReplyMessageEnable? stored as a send (crate::send_processor: every check, group commit,
+//!      answered after commit) : topic name and body size checked only
+//!   ─▶ the requester's connection (a producer heartbeat with that clientId) ─▶ PUSH_REPLY_MESSAGE_TO_CLIENT (326)
+//!   ─▶ the store's answer (SEND_OK, msgId, queue offset) when pushed; SYSTEM_ERROR naming the client when not
+//! ```
+//!
+//! Two choices differ from Java 4.9: the reply is stored before it is pushed (Java pushes first), so
+//! a requester never receives a reply whose store was refused; and a failed push is answered
+//! SYSTEM_ERROR even when the reply was stored (Java then answers with the store's result, so its
+//! replier never learns that the requester did not get it). A retried reply may reach the requester
+//! twice; it completes its request on the first and drops the rest.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use raftmq_common::limits::BROKER_CLIENT_CALL_TIMEOUT_MS;
+use raftmq_common::message::properties;
+use raftmq_common::message::properties::Properties;
+use raftmq_common::message::validate::validate_send_topic;
+use raftmq_common::protocol::RemotingCommand;
+use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::header::reply::ReplyMessageRequestHeader;
+use raftmq_common::protocol::header::send::SendMessageRequestHeader;
+use raftmq_common::protocol::header::send::SendMessageResponseHeader;
+
+use crate::processor::BrokerContext;
+use crate::send_processor;
+use crate::send_processor::canonical_addr;
+use crate::store::now_ms;
+
+fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
+    RemotingCommand::response(code, Some(remark.into()))
+}
+
+/// Handles one reply.
+pub async fn process_reply(ctx: &BrokerContext, peer: SocketAddr, request: &RemotingCommand) -> RemotingCommand {
+    let h = match SendMessageRequestHeader::read_request(request) {
+        Ok(h) => h,
+        Err(e) => return refuse(ResponseCode::SystemError, format!("the reply request header is invalid: {e}")),
+    };
+    if h.is_batch() {
+        return refuse(ResponseCode::MessageIllegal, "a reply cannot be a batch");
+    }
+    let props = Properties::from_wire_str(h.properties.as_deref().unwrap_or(""));
+    let Some(client_id) = props.get(properties::REPLY_TO_CLIENT).filter(|c| !c.is_empty()).map(str::to_owned) else {
+        return refuse(
+            ResponseCode::MessageIllegal,
+            "a reply needs the REPLY_TO_CLIENT property (the requester's clientId)",
+        );
+    };
+    let response = if ctx.live.current().store_reply_message_enable {
+        let stored = send_processor::process_send(ctx, peer, request).await;
+        if stored.response_code() != ResponseCode::Success {
+            return stored;
+        }
+        stored
+    } else {
+        if let Err(e) = validate_send_topic(&h.topic) {
+            return refuse(e.response_code(), e.to_string());
+        }
+        let max = ctx.live.current().max_message_size as usize;
+        if request.body.len() > max {
+            return refuse(ResponseCode::MessageIllegal, format!("the message body size over max value, MAX: {max}"));
+        }
+        RemotingCommand::success().with_header(&SendMessageResponseHeader {
+            msg_id: String::new(),
+            queue_id: h.queue_id,
+            queue_offset: 0,
+            transaction_id: None,
+        })
+    };
+    match push(ctx, peer, &h, props, &client_id, request).await {
+        Ok(()) => response,
+        Err(remark) => {
+            tracing::debug!(client = %client_id, %remark, "reply not pushed");
+            refuse(ResponseCode::SystemError, remark)
+        }
+    }
+}
+
+/// PUSH_REPLY_MESSAGE_TO_CLIENT to the requester's connection; the error is the replier's remark.
+async fn push(
+    ctx: &BrokerContext,
+    peer: SocketAddr,
+    h: &SendMessageRequestHeader,
+    mut props: Properties,
+    client_id: &str,
+    request: &RemotingCommand,
+) -> Result<(), String> {
+    let Some(connection) = ctx.clients.producer_connection_of_client(client_id) else {
+        return Err(format!("push reply message to {client_id} failed: the client is not connected to this broker"));
+    };
+    let store_timestamp = now_ms() as i64;
+    props.insert(properties::PUSH_REPLY_TIME, store_timestamp.to_string());
+    let header = ReplyMessageRequestHeader {
+        producer_group: h.producer_group.clone(),
+        topic: h.topic.clone(),
+        default_topic: h.default_topic.clone(),
+        default_topic_queue_nums: h.default_topic_queue_nums,
+        queue_id: h.queue_id,
+        sys_flag: h.sys_flag,
+        born_timestamp: h.born_timestamp,
+        flag: h.flag,
+        properties: Some(props.to_wire_string()),
+        reconsume_times: h.reconsume_times,
+        unit_mode: h.unit_mode,
+        born_host: canonical_addr(peer).to_string(),
+        store_host: ctx.store_host.to_string(),
+        store_timestamp,
+    };
+    let push = RemotingCommand::request_with_header(RequestCode::PushReplyMessageToClient, &header)
+        .with_body(request.body.clone());
+    // Shorter than the replier's own send timeout, so it hears why instead of timing out.
+    match connection.invoke(push, Duration::from_millis(BROKER_CLIENT_CALL_TIMEOUT_MS)).await {
+        Ok(answer) if answer.response_code() == ResponseCode::Success => Ok(()),
+        Ok(answer) => Err(format!(
+            "push reply message to {client_id} failed: the client answered {} ({})",
+            answer.code,
+            answer.remark.as_deref().unwrap_or("no remark")
+        )),
+        Err(e) => Err(format!("push reply message to {client_id} failed: {e}")),
+    }
+}
