@@ -10,6 +10,9 @@
 //!   unknown halves that the broker's check resolves to commit and rollback) → our push consumer:
 //!   exactly the two committed messages, each once, once the check progress has passed every half;
 //!   no request of theirs refused.
+//! - t6: request/reply both ways: their `request` answered by our consumer and `create_reply_message`,
+//!   and ours answered by their consumer and `MessageUtil::create_reply_message` (SEND_REPLY_MESSAGE_V2
+//!   in, PUSH_REPLY_MESSAGE_TO_CLIENT out); no request of theirs refused.
 //!
 //! Every request code our broker or NameServer refuses with REQUEST_CODE_NOT_SUPPORTED is recorded
 //! (from the remoting transport's `request code not supported` debug event, which names the server's
@@ -62,9 +65,9 @@ use rocketmq_client_rust::DefaultMQProducer;
 use rocketmq_client_rust::DefaultMQPushConsumer;
 use rocketmq_client_rust::LocalTransactionState;
 use rocketmq_client_rust::MQPushConsumer;
+use rocketmq_client_rust::SessionCredentials as TheirSessionCredentials;
 use rocketmq_client_rust::TelemetryHandle;
 use rocketmq_client_rust::TransactionListener;
-use rocketmq_client_rust::SessionCredentials as TheirSessionCredentials;
 use rocketmq_client_rust::TransactionMQProducer;
 use rocketmq_model::common::consumer::consume_from_where::ConsumeFromWhere;
 use rocketmq_model::common::message::MessageTrait;
@@ -857,7 +860,9 @@ async fn t5_their_signed_clients_against_plain_acl() -> Result<()> {
     // Unsigned, their producer is refused; signed with the producer account, every send is stored.
     let mut unsigned = their_producer(&rt, &group.namesrv_addr, "interop_t5_unsigned").await?;
     let (body, _) = expected(TOPIC, 0);
-    let refused = unsigned.send_with_timeout(TheirMessage::builder().topic(TOPIC).body(body).build_unchecked(), SEND_TIMEOUT_MS).await;
+    let refused = unsigned
+        .send_with_timeout(TheirMessage::builder().topic(TOPIC).body(body).build_unchecked(), SEND_TIMEOUT_MS)
+        .await;
     ensure!(
         !matches!(&refused, Ok(Some(r)) if r.send_status == SendStatus::SendOk),
         "an unsigned send was stored: {refused:?}"
@@ -882,4 +887,118 @@ async fn t5_their_signed_clients_against_plain_acl() -> Result<()> {
     print_refused("t5");
     group.shutdown().await;
     outcome
+}
+
+// ---------------------------------------------------------------------------------------------
+// t6: request/reply (SEND_REPLY_MESSAGE_V2 in, PUSH_REPLY_MESSAGE_TO_CLIENT out), both ways.
+// ---------------------------------------------------------------------------------------------
+
+/// Requests per direction in t6.
+const T6_REQUESTS: usize = 8;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t6_request_reply_between_their_client_and_ours() -> Result<()> {
+    const THEIR_QUESTIONS: &str = "InteropT6Theirs";
+    const OUR_QUESTIONS: &str = "InteropT6Ours";
+    let group = cluster_with_topic("t6", THEIR_QUESTIONS).await?;
+    let admin = Admin::new(&group.namesrv_addr)?;
+    let leader = group.wait_leader(WAIT).await?;
+    let config =
+        TopicConfig { read_queue_nums: QUEUE_COUNT, write_queue_nums: QUEUE_COUNT, ..TopicConfig::new(OUR_QUESTIONS) };
+    admin.create_topic(&group.addr(leader), &config).await?;
+    let rt = TheirRuntime::new("t6")?;
+
+    // Their requester; our consumer answers through our replier.
+    let (our_tx, mut our_requests) = mpsc::unbounded_channel::<raftmq_common::message::MessageExt>();
+    let our_consumer = PushConsumer::builder("interop_t6_our_responders")
+        .namesrv_addr(&group.namesrv_addr)
+        .subscribe(THEIR_QUESTIONS, "*")
+        .consume_from(ConsumeFrom::FirstOffset)
+        .listener_concurrently(
+            move |msgs: &[raftmq_common::message::MessageExt],
+                  _: &mut raftmq_client::consumer::ConsumeConcurrentlyContext| {
+                for m in msgs {
+                    let _ = our_tx.send(m.clone());
+                }
+                raftmq_client::consumer::ConsumeConcurrentlyStatus::ConsumeSuccess
+            },
+        )
+        .build()?;
+    our_consumer.start().await?;
+    let our_replier = Producer::builder("interop_t6_our_repliers").namesrv_addr(&group.namesrv_addr).build()?;
+    our_replier.start().await?;
+    let answering = our_replier.clone();
+    let ours_answer = tokio::spawn(async move {
+        while let Some(request) = our_requests.recv().await {
+            let body = format!("ours re: {}", lossy(&request.message.body));
+            let reply = raftmq_client::reply::create_reply_message(&request, body.into_bytes())?;
+            answering.send(reply).await.context("our reply")?;
+        }
+        anyhow::Ok(())
+    });
+    let their_requester = their_producer(&rt, &group.namesrv_addr, "interop_t6_their_requesters").await?;
+    for i in 0..T6_REQUESTS {
+        let question = format!("their question {i}");
+        let message =
+            TheirMessage::builder().topic(THEIR_QUESTIONS).body(question.clone().into_bytes()).build_unchecked();
+        let reply = their_requester.request(message, WAIT.as_millis() as u64).await.map_err(|e| {
+            anyhow!("their request {i}: {e} (our answering task finished: {})", ours_answer.is_finished())
+        })?;
+        let body = reply.get_body().map(|b| lossy(b)).unwrap_or_default();
+        ensure!(body == format!("ours re: {question}"), "their request {i} got {body:?}");
+    }
+
+    // Our requester; their consumer answers through their replier.
+    let (their_tx, mut their_requests) = mpsc::unbounded_channel::<TheirMessage>();
+    let mut their_consumer = DefaultMQPushConsumer::builder(rt.client.clone())
+        .consumer_group("interop_t6_their_responders".to_owned())
+        .name_server_addr(group.namesrv_addr.clone())
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .build();
+    their_consumer.subscribe(OUR_QUESTIONS, "*").await.map_err(|e| anyhow!("their subscribe: {e}"))?;
+    their_consumer.register_message_listener_concurrently(
+        move |msgs: &[&TheirMessageExt], _ctx: &rocketmq_client_rust::ConsumeConcurrentlyContext| {
+            for msg in msgs {
+                let _ = their_tx.send(msg.message_inner().clone());
+            }
+            Ok(rocketmq_client_rust::ConsumeConcurrentlyStatus::ConsumeSuccess)
+        },
+    );
+    their_consumer.start().await.map_err(|e| anyhow!("their push consumer start: {e}"))?;
+    let their_replier = their_producer(&rt, &group.namesrv_addr, "interop_t6_their_repliers").await?;
+    let theirs_answer = tokio::spawn(async move {
+        while let Some(request) = their_requests.recv().await {
+            let body = format!("theirs re: {}", lossy(&request.get_body().cloned().unwrap_or_default()));
+            let reply = rocketmq_client_rust::MessageUtil::create_reply_message(&request, body.as_bytes())
+                .map_err(|e| anyhow!("their createReplyMessage: {e}"))?;
+            their_replier.send_with_timeout(reply, SEND_TIMEOUT_MS).await.map_err(|e| anyhow!("their reply: {e}"))?;
+        }
+        anyhow::Ok(())
+    });
+    let our_requester = Producer::builder("interop_t6_our_requesters").namesrv_addr(&group.namesrv_addr).build()?;
+    our_requester.start().await?;
+    for i in 0..T6_REQUESTS {
+        let question = format!("our question {i}");
+        let reply = our_requester
+            .request(raftmq_common::message::Message::new(OUR_QUESTIONS, question.clone().into_bytes()), WAIT)
+            .await
+            .with_context(|| {
+                format!("our request {i} (their answering task finished: {})", theirs_answer.is_finished())
+            })?;
+        let body = lossy(&reply.message.body);
+        ensure!(body == format!("theirs re: {question}"), "our request {i} got {body:?}");
+    }
+
+    ours_answer.abort();
+    theirs_answer.abort();
+    our_consumer.shutdown().await;
+    their_consumer.shutdown().await;
+    our_replier.shutdown().await;
+    our_requester.shutdown().await;
+    admin.shutdown().await;
+    rt.shutdown().await;
+    print_refused("t6");
+    ensure!(refused_in("t6").is_empty(), "codes refused in t6: {:?}", refused_in("t6"));
+    group.shutdown().await;
+    Ok(())
 }
