@@ -189,6 +189,10 @@ enum AdminCommand {
     /// Find messages by key (IndexFile).
     #[command(name = "queryMsgByKey")]
     QueryMsgByKey(QueryMsgByKeyArgs),
+    /// Put a half message (one given up after `transactionCheckMax` checks) back for checking, its
+    /// check count at 0.
+    #[command(name = "resumeCheckHalfMessage")]
+    ResumeCheckHalfMessage(ResumeCheckHalfMessageArgs),
     /// Delete expired CommitLog segments now, whatever the `deleteWhen` hours (the next 20 retention
     /// rounds; `-b` one broker, `-c` every replica of a cluster).
     #[command(name = "deleteExpiredCommitLog")]
@@ -599,6 +603,13 @@ struct QueryCqArgs {
 }
 
 #[derive(Debug, Args)]
+struct ResumeCheckHalfMessageArgs {
+    /// The half message's offsetMsgId.
+    #[arg(short = 'i', long = "msgId")]
+    msg_id: String,
+}
+
+#[derive(Debug, Args)]
 struct QueryMsgByKeyArgs {
     /// Topic.
     #[arg(short = 't', long = "topic")]
@@ -725,6 +736,19 @@ async fn dispatch(admin: &Admin, out: Out, command: AdminCommand) -> Result<()> 
         AdminCommand::ProducerConnection(a) => producer_connection(admin, out, a).await,
         AdminCommand::QueryMsgById(a) => query_msg_by_id(admin, out, a).await,
         AdminCommand::QueryMsgByKey(a) => query_msg_by_key(admin, out, a).await,
+        AdminCommand::ResumeCheckHalfMessage(a) => {
+            let id: OffsetMsgId = a
+                .msg_id
+                .parse()
+                .map_err(|e| anyhow!("resumeCheckHalfMessage: {} is not an offsetMsgId: {e}", a.msg_id))?;
+            let addr = admin.resume_check_half_message(&id).await?;
+            if out.json {
+                out.json(&json!({"msgId": a.msg_id, "brokerAddr": addr}));
+            } else {
+                println!("resume check half message {} on {addr}: success", a.msg_id);
+            }
+            Ok(())
+        }
         AdminCommand::QueryCq(a) => query_cq(admin, out, a).await,
         AdminCommand::DeleteExpiredCommitLog(a) => {
             let addrs =

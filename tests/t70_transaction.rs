@@ -15,6 +15,8 @@
 //! - t74: a half checked twice (its first answer travelling slowly) and ended late by its producer
 //!   too: all three COMMITs of one transaction (two copies and the original) store one message. A
 //!   new half whose producer set TRAN_PREPARED_QUEUE_OFFSET to that chain still commits.
+//! - t75: a half given up after `transactionCheckMax` checks is resumed (RESUME_CHECK_HALF_MESSAGE),
+//!   checked again and committed; a message that is not a half is refused.
 
 mod ports;
 mod t40_cluster;
@@ -604,6 +606,79 @@ async fn t74_a_late_end_and_repeated_check_answers_commit_a_transaction_once() -
     ensure!(seen.all().len() == 2, "consumed {:?}", seen.all());
     ensure!(producer.checks.try_recv().is_err(), "no check once the chain is ended");
 
+    consumer.shutdown().await;
+    admin.shutdown().await;
+    cluster.shutdown().await
+}
+
+/// t75: a half given up after `transactionCheckMax` checks (here 1) is copied to
+/// TRANS_CHECK_MAX_TIME_TOPIC; RESUME_CHECK_HALF_MESSAGE (the SDK's `resume_check_half_message`)
+/// puts it back with its count at 0, the broker checks it again, and the producer's COMMIT answer
+/// delivers it, once. A message that is not a half is refused, naming why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t75_a_given_up_half_is_resumed_checked_again_and_committed() -> Result<()> {
+    let cluster = Cluster::start_with(3, |c| {
+        tweak(c);
+        c.transaction_check_max = 1;
+    })
+    .await?;
+    let topic = "T75Tx";
+    cluster.create_topic(topic, 4).await?;
+    let leader = cluster.wait_leader(WAIT).await?;
+    let addr = cluster.addr(leader);
+    let mut producer = RawProducer::new();
+    producer.heartbeat(&addr).await?;
+    producer.send_half(&addr, topic, 1, "t75-resumed").await?;
+    // Its one check goes unanswered; the next round gives it up.
+    let first = producer.next_check().await?;
+    ensure!(first.message.message.body.as_ref() == b"t75-resumed", "checked {:?}", first.message.message.body);
+    let admin = Admin::new(&cluster.namesrv_addr)?;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let given_up = loop {
+        let units = admin
+            .query_consume_queue(
+                &addr,
+                raftmq_common::message::validate::RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
+                0,
+                0,
+                1,
+                None,
+            )
+            .await
+            .map(|(body, _)| body.queue_data);
+        if let Ok(Some(unit)) = units.as_ref().map(|u| u.first()) {
+            break unit.physic_offset;
+        }
+        ensure!(tokio::time::Instant::now() < deadline, "the half was never given up: {units:?}");
+        // The give-up is the broker's own round, with no event to wait on: poll it.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let id = OffsetMsgId::new(addr.parse()?, given_up);
+    let took = admin.resume_check_half_message(&id).await?;
+    ensure!(took == addr, "sent to the leader {addr}, went to {took}");
+    let again = producer.next_check().await?;
+    ensure!(again.message.message.body.as_ref() == b"t75-resumed", "checked {:?}", again.message.message.body);
+    let half = Half {
+        body: "t75-resumed".into(),
+        uniq: again.message.message.uniq_key().unwrap_or_default().to_owned(),
+        queue_offset: again.header.tran_state_table_offset,
+        commit_log_offset: again.header.commit_log_offset,
+    };
+    let from = addr_map(&cluster).get(&again.from).cloned().context("a check from an unknown broker")?;
+    producer.end_ok(&from, &half, commit_or_rollback::COMMIT_TYPE, true).await?;
+    let seen = Collector::default();
+    let consumer = consumer(&cluster, "t75-consumers", topic, &seen).await?;
+    seen.wait_for_bodies(&BTreeSet::from(["t75-resumed".to_owned()])).await?;
+    ensure!(stored_total(&admin, &addr, topic).await? == 1, "committed once");
+
+    // Not a half: refused.
+    let plain = Producer::builder("t75-plain").namesrv_addr(&cluster.namesrv_addr).build()?;
+    plain.start().await?;
+    let sent = plain.send(raftmq_common::message::Message::new(topic, b"plain".to_vec())).await?;
+    let refused = admin.resume_check_half_message(&sent.offset_msg_id.parse()?).await;
+    ensure!(refused.as_ref().is_err_and(|e| e.to_string().contains("not a half message")), "{refused:?}");
+
+    plain.shutdown().await;
     consumer.shutdown().await;
     admin.shutdown().await;
     cluster.shutdown().await

@@ -78,6 +78,7 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::UpdateGlobalWhiteAddrsConfig,
     RequestCode::GetBrokerClusterAclInfo,
     RequestCode::EndTransaction,
+    RequestCode::ResumeCheckHalfMessage,
     RequestCode::CheckClientConfig,
     RequestCode::GetTopicStatsInfo,
     RequestCode::GetBrokerRuntimeInfo,
@@ -241,6 +242,9 @@ impl RequestProcessor for BrokerProcessor {
             }
             RequestCode::CheckClientConfig => client_manage_processor::check_client_config(ctx, &request),
             RequestCode::EndTransaction => Ok(crate::transaction::end_transaction(ctx, &request).await),
+            RequestCode::ResumeCheckHalfMessage => {
+                Ok(crate::transaction::resume_check_half_message(ctx, &request).await)
+            }
             RequestCode::ConsumerSendMsgBack => Ok(send_back::consumer_send_back(ctx, &request).await),
             RequestCode::PullMessage => Ok(pull_processor::process_pull(Arc::clone(ctx), &request).await),
             RequestCode::HeartBeat => client_manage_processor::heart_beat(ctx, &conn, &request),

@@ -83,6 +83,7 @@ use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::header::transaction::CheckTransactionStateRequestHeader;
 use raftmq_common::protocol::header::transaction::EndTransactionRequestHeader;
+use raftmq_common::protocol::header::transaction::ResumeCheckHalfMessageRequestHeader;
 use raftmq_common::protocol::header::transaction::commit_or_rollback;
 use thiserror::Error;
 use tokio::task::JoinHandle;
@@ -687,6 +688,52 @@ fn encode_request(records: &[MessageExt]) -> Result<SendRequest, String> {
         });
     }
     Ok(SendRequest { records: out, slots })
+}
+
+// ---------------------------------------------------------------------------------------------
+// RESUME_CHECK_HALF_MESSAGE.
+// ---------------------------------------------------------------------------------------------
+
+/// RESUME_CHECK_HALF_MESSAGE (323, `mqadmin resumeCheckHalfMessage`): the half at an offsetMsgId,
+/// typically one given up to TRANS_CHECK_MAX_TIME_TOPIC after `transactionCheckMax` checks, is put
+/// back at the half queue's end with its check count at 0, so the next check round asks its
+/// producer again. Stricter than Java, which re-puts whatever message the id names: only a half (in
+/// the half queue, or given up) is taken; anything else is SYSTEM_ERROR saying why.
+pub async fn resume_check_half_message(ctx: &BrokerContext, request: &RemotingCommand) -> RemotingCommand {
+    match resume_check(ctx, request).await {
+        Ok(response) | Err(response) => response,
+    }
+}
+
+async fn resume_check(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    let fail = |remark: String| RemotingCommand::response(ResponseCode::SystemError, Some(remark));
+    let h: ResumeCheckHalfMessageRequestHeader =
+        request.decode_header().map_err(|e| fail(format!("the request header is invalid: {e}")))?;
+    let id = h.msg_id.as_deref().filter(|s| !s.is_empty()).ok_or_else(|| fail("msgId is missing".to_owned()))?;
+    let at: OffsetMsgId = id.parse().map_err(|e| fail(format!("{id} is not an offsetMsgId: {e}")))?;
+    ctx.replica.check_writable().map_err(|e| e.to_response(&ctx.config.broker_name))?;
+    let half = read_at(ctx, at.commit_log_offset).map_err(|e| fail(format!("no message at {id}: {e}")))?;
+    let root = match half.message.topic.as_str() {
+        RMQ_SYS_TRANS_HALF_TOPIC => chain_root(&half),
+        // A given-up copy names its chain's root; without one the resumed copy is its own root
+        // (a negative claim counts as absent, see `chain_root`).
+        RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC => half
+            .message
+            .property(properties::TRAN_PREPARED_QUEUE_OFFSET)
+            .and_then(|r| r.parse::<i64>().ok())
+            .filter(|r| *r >= 0)
+            .unwrap_or(-1),
+        other => return Err(fail(format!("the message {id} is in {other}, not a half message"))),
+    };
+    ensure_topic(ctx, one_queue_topic(RMQ_SYS_TRANS_HALF_TOPIC)).await?;
+    let mut copy = check_copy(&half, 0, root, ctx.store_host, now_ms() as i64);
+    copy.message.topic = RMQ_SYS_TRANS_HALF_TOPIC.into();
+    let records = encode_request(&[copy]).map_err(|e| fail(format!("the half cannot be encoded: {e}")))?;
+    ctx.store_records(records)
+        .await
+        .map_err(|e| fail(format!("Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed: {e}")))?;
+    tracing::info!(msg_id = id, "half message put back for checking");
+    Ok(RemotingCommand::success())
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -114,6 +114,7 @@ use raftmq_common::protocol::header::offset::UpdateConsumerOffsetRequestHeader;
 use raftmq_common::protocol::header::query::QueryConsumeQueueRequestHeader;
 use raftmq_common::protocol::header::query::QueryMessageRequestHeader;
 use raftmq_common::protocol::header::query::ViewMessageRequestHeader;
+use raftmq_common::protocol::header::transaction::ResumeCheckHalfMessageRequestHeader;
 use raftmq_common::protocol::leader_hint::parse_leader_hint;
 use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::RemotingClient;
@@ -860,6 +861,31 @@ impl Admin {
             }
         }
         Err(first_error)
+    }
+
+    /// Puts the half message an offsetMsgId names back for checking, its check count at 0
+    /// (`resumeCheckHalfMessage`, RESUME_CHECK_HALF_MESSAGE): typically one given up to
+    /// TRANS_CHECK_MAX_TIME_TOPIC after `transactionCheckMax` checks. Sent to the current leader of
+    /// the group whose replica stored it (replicas hold the record at the same offset), or to the
+    /// store host itself when no route names its group. Returns the address that took it.
+    pub async fn resume_check_half_message(&self, id: &OffsetMsgId) -> Result<String> {
+        let op = "resumeCheckHalfMessage";
+        let host = id.store_host.to_string();
+        let group = self.cluster_info().await.ok().and_then(|cluster| {
+            cluster
+                .broker_addr_table
+                .values()
+                .find(|g| g.broker_addrs.values().any(|a| *a == host))
+                .map(|g| g.broker_name.clone())
+        });
+        let addr = match group {
+            Some(name) => self.master_addr_of_group(&name).await.unwrap_or(host),
+            None => host,
+        };
+        let header = ResumeCheckHalfMessageRequestHeader { msg_id: Some(id.to_string()) };
+        let request = RemotingCommand::request_with_header(RequestCode::ResumeCheckHalfMessage, &header);
+        self.broker_call(op, &addr, request).await?;
+        Ok(addr)
     }
 
     // ---- Plain ACL (RocketMQ 4.9.8's ACL administration) ----
