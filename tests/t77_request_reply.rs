@@ -6,7 +6,7 @@
 //!
 //! - t77: concurrent requests each get their own reply (by correlation id), and the replies are
 //!   stored; a reply to a client that is not connected is refused with SYSTEM_ERROR naming it; a
-//!   request nobody answers times out.
+//!   "reply" to a user topic is refused MESSAGE_ILLEGAL; a request nobody answers times out.
 
 mod ports;
 mod t40_cluster;
@@ -109,6 +109,18 @@ async fn t77_requests_get_their_own_replies_and_the_broker_refuses_unknown_reque
     ensure!(
         matches!(err.kind, ErrorKind::Broker { code: ResponseCode::SystemError, .. })
             && err.to_string().contains("10.9.9.9@nobody"),
+        "{err}"
+    );
+
+    // A reply is taken for the cluster's reply topic only: not a way around the ACL into any topic.
+    let mut elsewhere = Message::new(topic, b"sneaky".to_vec());
+    elsewhere.properties.insert(properties::MSG_TYPE, "reply");
+    elsewhere.properties.insert(properties::REPLY_TO_CLIENT, requester.client_id());
+    let refused = replier.send(elsewhere).await;
+    let err = refused.err().context("a reply to a user topic is refused")?;
+    ensure!(
+        matches!(err.kind, ErrorKind::Broker { code: ResponseCode::MessageIllegal, .. })
+            && err.to_string().contains("_REPLY_TOPIC"),
         "{err}"
     );
 

@@ -4,18 +4,23 @@
 //! `<cluster>_REPLY_TOPIC` through one of these codes; the broker hands the reply to the requester.
 //!
 //! ```text
-//! reply ─▶ header (V1 | V2), REPLY_TO_CLIENT present, not a batch
+//! reply ─▶ header (V1 | V2), REPLY_TO_CLIENT present, to `<our cluster>_REPLY_TOPIC`, not a batch,
+//!   a half or a delayed message
 //!   ─▶ storeReplyMessageEnable? stored as a send (crate::send_processor: every check, group commit,
 //!      answered after commit) : topic name and body size checked only
 //!   ─▶ the requester's connection (a producer heartbeat with that clientId) ─▶ PUSH_REPLY_MESSAGE_TO_CLIENT (326)
 //!   ─▶ the store's answer (SEND_OK, msgId, queue offset) when pushed; SYSTEM_ERROR naming the client when not
 //! ```
 //!
-//! Two choices differ from Java 4.9: the reply is stored before it is pushed (Java pushes first), so
-//! a requester never receives a reply whose store was refused; and a failed push is answered
-//! SYSTEM_ERROR even when the reply was stored (Java then answers with the store's result, so its
-//! replier never learns that the requester did not get it). A retried reply may reach the requester
-//! twice; it completes its request on the first and drops the rest.
+//! As in Java 4.9 a failed push is answered SYSTEM_ERROR (the replier retries); a retried reply
+//! may reach the requester twice, and it completes its request on the first. Three choices differ:
+//! - the reply is stored before it is pushed (Java pushes first), so a requester never receives a
+//!   reply whose store was refused; a full disk or a read-only broker therefore delivers no reply
+//!   where Java would still push one;
+//! - a reply without REPLY_TO_CLIENT is refused MESSAGE_ILLEGAL before anything is stored;
+//! - only the cluster's reply topic is taken, and no half or delayed message: replies are not
+//!   checked against the ACL's resources (as in Java), so this path must not write where a send
+//!   would have been checked.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -23,6 +28,8 @@ use std::time::Duration;
 use raftmq_common::limits::BROKER_CLIENT_CALL_TIMEOUT_MS;
 use raftmq_common::message::properties;
 use raftmq_common::message::properties::Properties;
+use raftmq_common::message::sys_flag::TransactionType;
+use raftmq_common::message::validate::reply_topic;
 use raftmq_common::message::validate::validate_send_topic;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
@@ -56,6 +63,14 @@ pub async fn process_reply(ctx: &BrokerContext, peer: SocketAddr, request: &Remo
             "a reply needs the REPLY_TO_CLIENT property (the requester's clientId)",
         );
     };
+    let reply_topic = reply_topic(&ctx.config.broker_cluster_name);
+    if h.topic != reply_topic {
+        return refuse(ResponseCode::MessageIllegal, format!("a reply goes to {reply_topic}, not to {}", h.topic));
+    }
+    let delayed = props.get(properties::DELAY).and_then(|d| d.parse::<i32>().ok()).is_some_and(|d| d > 0);
+    if props.contains_key(properties::TRAN_MSG) || TransactionType::of(h.sys_flag) != TransactionType::Not || delayed {
+        return refuse(ResponseCode::MessageIllegal, "a reply cannot be a transactional or delayed message");
+    }
     let response = if ctx.live.current().store_reply_message_enable {
         let stored = send_processor::process_send(ctx, peer, request).await;
         if stored.response_code() != ResponseCode::Success {

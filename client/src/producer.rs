@@ -509,8 +509,17 @@ impl Producer {
         msg.properties.insert(properties::CORRELATION_ID, correlation_id.as_str());
         msg.properties.insert(properties::REPLY_TO_CLIENT, self.client_id());
         msg.properties.insert(properties::TTL, timeout.as_millis().to_string());
-        self.publish_info(&msg.topic, op).await?;
-        self.heartbeat_before_request().await;
+        let prepared = tokio::time::timeout_at(deadline, async {
+            self.publish_info(&msg.topic, op).await?;
+            self.heartbeat_before_request().await;
+            Ok::<(), ClientError>(())
+        })
+        .await;
+        match prepared {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Err(request_timeout(timeout, &correlation_id, "no route or heartbeat in time")),
+        }
         let (reply, _waiting) = crate::reply::process_waiters().wait(&correlation_id);
         let sent = tokio::time::timeout_at(deadline, self.send(msg)).await;
         match sent {
@@ -528,13 +537,26 @@ impl Producer {
     /// Heartbeats the brokers of the cached routes that no request has heartbeated yet, and waits
     /// for them (Java's `sendHeartbeatToAllBrokerWithLock` before a request to a new topic), so a
     /// reply pushed right after the request finds this client registered.
+    /// The brokers are asked together, and each that answers is marked on its own, so one
+    /// unreachable address costs one heartbeat timeout at most, and only until it answers.
     async fn heartbeat_before_request(&self) {
-        let fresh: BTreeSet<String> = {
+        let fresh: Vec<String> = {
             let ready = lock(&self.inner.heartbeat.request_ready);
             self.heartbeat_addrs().into_iter().filter(|a| !ready.contains(a)).collect()
         };
-        if !fresh.is_empty() && self.send_heartbeat(&fresh).await == fresh.len() {
-            lock(&self.inner.heartbeat.request_ready).extend(fresh);
+        // Dropped (the request's deadline passed), the set aborts the heartbeats still out.
+        let mut asked = tokio::task::JoinSet::new();
+        for addr in fresh {
+            let producer = self.clone();
+            asked.spawn(async move {
+                let answered = producer.send_heartbeat(&BTreeSet::from([addr.clone()])).await == 1;
+                (addr, answered)
+            });
+        }
+        while let Some(joined) = asked.join_next().await {
+            if let Ok((addr, true)) = joined {
+                lock(&self.inner.heartbeat.request_ready).insert(addr);
+            }
         }
     }
 
@@ -947,7 +969,10 @@ impl Producer {
                     } else {
                         // A non-retryable answer (MESSAGE_ILLEGAL, …) is about the message, not the
                         // group: its latency counts, but the group is not backed off (Java isolates it).
-                        self.update_fault(&mq.broker_name, began, e.is_retryable());
+                        // Nor is it for a reply the broker could not push (its requester went away):
+                        // the group is healthy, and backing it off would move ordinary sends.
+                        let isolate = e.is_retryable() && !out.reply;
+                        self.update_fault(&mq.broker_name, began, isolate);
                     }
                     if !(e.is_retryable() || e.kind == ErrorKind::NoRoute) {
                         return Err(e);

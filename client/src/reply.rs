@@ -121,18 +121,23 @@ impl Drop for WaiterGuard {
 }
 
 /// The reply a PUSH_REPLY_MESSAGE_TO_CLIENT carries (`ClientRemotingProcessor.receiveReplyMessage`):
-/// the header's fields, the body uncompressed when its sysFlag says so.
+/// the header's fields, the body uncompressed when its sysFlag says so. Only a header without its
+/// required fields is refused.
 pub fn decode_push(request: &RemotingCommand) -> std::result::Result<MessageExt, String> {
     let h = ReplyMessageRequestHeader::read_ext_fields(&request.ext_fields).map_err(|e| e.to_string())?;
-    let host =
-        |what: &str, text: &str| text.parse::<SocketAddr>().map_err(|_| format!("{what} {text:?} is not ip:port"));
-    let born_host = host("bornHost", &h.born_host)?;
-    let store_host = host("storeHost", &h.store_host)?;
+    let born_host = socket_addr_of(&h.born_host);
+    let store_host = socket_addr_of(&h.store_host);
+    let mut flag = h.sys_flag;
     let mut body = request.body.clone();
-    if h.sys_flag & sys_flag::COMPRESSED != 0 {
-        body = uncompress_body(&body, UNCOMPRESSED_BODY_SIZE_MAX_BYTES)
-            .map(Bytes::from)
-            .map_err(|e| format!("the reply body does not uncompress: {e}"))?;
+    if flag & sys_flag::COMPRESSED != 0 {
+        // As Java's `processReplyMessage`: a body that does not uncompress is handed over as it came.
+        match uncompress_body(&body, UNCOMPRESSED_BODY_SIZE_MAX_BYTES) {
+            Ok(plain) => {
+                body = Bytes::from(plain);
+                flag &= !sys_flag::COMPRESSED;
+            }
+            Err(e) => tracing::warn!(error = %e, "a reply body does not uncompress; kept compressed"),
+        }
     }
     let message = Message {
         topic: h.topic.as_str().into(),
@@ -143,7 +148,7 @@ pub fn decode_push(request: &RemotingCommand) -> std::result::Result<MessageExt,
     Ok(MessageExt {
         message,
         queue_id: h.queue_id,
-        sys_flag: h.sys_flag & !sys_flag::COMPRESSED,
+        sys_flag: flag,
         born_timestamp: h.born_timestamp,
         born_host,
         store_timestamp: h.store_timestamp,
@@ -151,6 +156,14 @@ pub fn decode_push(request: &RemotingCommand) -> std::result::Result<MessageExt,
         reconsume_times: h.reconsume_times.unwrap_or(0),
         ..MessageExt::default()
     })
+}
+
+/// An address as brokers write it: `ip:port` from ours, `InetSocketAddress.toString()` from Java's
+/// (`/10.0.0.6:40000`, `host/10.0.0.6:40000`); what does not parse is `0.0.0.0:0`, as Java's
+/// `string2SocketAddress` never fails a reply over it.
+fn socket_addr_of(text: &str) -> SocketAddr {
+    let tail = text.rsplit_once('/').map_or(text, |(_, t)| t);
+    tail.parse().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)))
 }
 
 /// Handles one PUSH_REPLY_MESSAGE_TO_CLIENT: SUCCESS once read (a reply nobody waits for any more
@@ -207,6 +220,14 @@ mod tests {
     }
 
     #[test]
+    fn java_style_hosts_are_read_and_unreadable_ones_do_not_fail_the_reply() {
+        assert_eq!(socket_addr_of("10.0.0.6:40000").to_string(), "10.0.0.6:40000");
+        assert_eq!(socket_addr_of("/10.0.0.6:40000").to_string(), "10.0.0.6:40000");
+        assert_eq!(socket_addr_of("broker-a/10.0.0.6:40000").to_string(), "10.0.0.6:40000");
+        assert_eq!(socket_addr_of("garbage").to_string(), "0.0.0.0:0");
+    }
+
+    #[test]
     fn a_reply_goes_to_the_cluster_reply_topic_with_the_request_ids() {
         let reply = create_reply_message(&request_message(), &b"answer"[..]).unwrap();
         assert_eq!(reply.topic.as_str(), "DefaultCluster_REPLY_TOPIC");
@@ -242,7 +263,7 @@ mod tests {
         drop(guard);
         assert_eq!(waiters.len(), 0, "a request that returned without a reply leaves nothing behind");
         let mut bad = push_of(&reply, 0, Bytes::new());
-        bad.ext_fields.shift_remove("bornHost");
+        bad.ext_fields.shift_remove("producerGroup");
         assert_eq!(accept_push(&waiters, &bad).response_code(), ResponseCode::SystemError);
     }
 }

@@ -2,8 +2,9 @@
 //! it had fsynced is flipped in its CommitLog, and it restarts on that disk
 //! (reliability-checklist.md: corruption is detected, never silently served).
 //!
-//! The entry is picked among those wholly below the store's durable watermark
-//! (`raftmq_raft::meta::read_durable_pos`), so the flipped byte is covered by an entry CRC and
+//! The entry is picked among those from the log's start (`start_pos`, past purged or rebased
+//! bytes, which recovery never reads) to the store's durable watermark (both from
+//! `<store>/raft-meta`), so the flipped byte is covered by an entry CRC, is read at recovery and
 //! lies before the tail: recovery must not take it for a torn write and truncate it, it must mark
 //! the store damaged. The nemesis checks that (the node's own RAFT_GROUP_STATUS view says
 //! `damaged`) at heal time, after the node ran damaged for the hold, then rebuilds it as an
@@ -76,15 +77,15 @@ fn io_error(path: &Path) -> impl Fn(std::io::Error) -> CorruptError + '_ {
     move |source| CorruptError::Io { path: path.display().to_string(), source }
 }
 
-/// The entries of the segment at `path` (starting at CommitLog position `base`) that end at or
-/// below `durable_pos`, read by their headers; the walk stops at the first blank, unwritten or
-/// unreadable record, which for a sound segment is its end.
-fn durable_spans(path: &Path, base: u64, durable_pos: u64) -> Result<Vec<Span>, CorruptError> {
+/// The entries of the segment at `path` (starting at CommitLog position `base`) from `from` (a
+/// record start in it) that end at or below `durable_pos`, read by their headers; the walk stops
+/// at the first blank, unwritten or unreadable record, which for a sound segment is its end.
+fn durable_spans(path: &Path, base: u64, from: u64, durable_pos: u64) -> Result<Vec<Span>, CorruptError> {
     let mut bytes = Vec::new();
     let wanted = durable_pos.saturating_sub(base);
     std::fs::File::open(path).map_err(io_error(path))?.take(wanted).read_to_end(&mut bytes).map_err(io_error(path))?;
     let mut spans = Vec::new();
-    let mut at = 0usize;
+    let mut at = usize::try_from(from.saturating_sub(base)).unwrap_or(usize::MAX);
     let header = usize::try_from(HEADER_SIZE).unwrap_or(usize::MAX);
     while at.saturating_add(header) <= bytes.len() {
         let RecordPrefix::Entry(_) = peek_prefix(&bytes[at..]) else { break };
@@ -107,22 +108,28 @@ pub fn flip_entry_byte(store_dir: &Path, rng: &mut impl Rng) -> Result<FlipRepor
     if !store_dir.join(META_FILE).exists() {
         return Err(CorruptError::NothingDurable(dir_text));
     }
-    let durable_pos = raftmq_raft::meta::read_durable_pos(store_dir)
+    let (_, meta) = raftmq_raft::meta::MetaFile::open(store_dir, &raftmq_raft::meta::MetaState::new(0))
         .map_err(|source| CorruptError::Meta { dir: dir_text.clone(), source })?;
+    let (start_pos, durable_pos) = (meta.start_pos, meta.durable_pos);
+    let first_base = match meta.segment_size {
+        0 => 0,
+        size => raftmq_raft::entry::segment_base(start_pos, size),
+    };
     let seg_dir = store_dir.join(COMMITLOG_DIR);
     let mut segments: Vec<(u64, PathBuf)> = Vec::new();
     for entry in std::fs::read_dir(&seg_dir).map_err(io_error(&seg_dir))? {
         let entry = entry.map_err(io_error(&seg_dir))?;
         let name = entry.file_name();
         let Some(base) = name.to_str().filter(|n| n.len() == 20).and_then(|n| n.parse::<u64>().ok()) else { continue };
-        if base < durable_pos {
+        // Segments below the log's start are deleted by recovery unread.
+        if base >= first_base && base < durable_pos {
             segments.push((base, entry.path()));
         }
     }
     segments.sort();
     let mut spans: Vec<(Span, PathBuf, u64)> = Vec::new();
     for (base, path) in segments {
-        for span in durable_spans(&path, base, durable_pos)? {
+        for span in durable_spans(&path, base, start_pos.max(base), durable_pos)? {
             spans.push((span, path.clone(), base));
         }
     }
@@ -207,6 +214,30 @@ mod tests {
             let payload = &after[start + HEADER_SIZE as usize..start + HEADER_SIZE as usize + 100];
             let caught = header.and_then(|h| raftmq_raft::entry::verify_payload(&h, payload)).is_err();
             assert!(caught, "round {round}: the entry's CRCs still pass after {report:?}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn entries_before_the_log_start_are_never_picked() -> anyhow::Result<()> {
+        let mut rng = StdRng::seed_from_u64(7);
+        for _ in 0..20 {
+            // A fresh store each round: a flipped entry ends the walk of the next one.
+            let dir = tempfile::tempdir()?;
+            let store = dir.path();
+            let seg = store.join(COMMITLOG_DIR);
+            std::fs::create_dir_all(&seg)?;
+            let starts = write_segment(&seg, 10, 100, 8192);
+            // Purged up to entry 4: the log starts at entry 5; durable to the end of entry 8.
+            let mut state = raftmq_raft::meta::MetaState::new(8192);
+            state.start_pos = starts[4];
+            let (mut meta, _) = raftmq_raft::meta::MetaFile::open(store, &state)?;
+            meta.write(&state)?;
+            meta.write_watermark(starts[8])?;
+            drop(meta);
+            let report = flip_entry_byte(store, &mut rng)?;
+            assert_eq!(report.candidates, 4, "entries 5..=8");
+            assert!((starts[4]..starts[8]).contains(&report.pos), "{report:?}");
         }
         Ok(())
     }

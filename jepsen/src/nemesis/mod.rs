@@ -350,9 +350,9 @@ pub async fn apply(
             let mut flipped = Vec::new();
             let mut desc = Vec::new();
             for n in &names {
+                let Some(dir) = db.layout.node(n).map(|spec| spec.store_dir()) else { continue };
                 db.kill9(n).await?;
-                let Some(spec) = db.layout.node(n) else { continue };
-                match corrupt::flip_entry_byte(&spec.store_dir(), rng) {
+                match corrupt::flip_entry_byte(&dir, rng) {
                     Ok(report) => {
                         desc.push(format!(
                             "{n}: a byte of entry {} flipped at {} (durable to {})",
@@ -360,9 +360,18 @@ pub async fn apply(
                         ));
                         flipped.push((n.clone(), report));
                     }
-                    Err(e) => desc.push(format!("{n} not corrupted: {e}")),
+                    // Nothing to check at heal: counted apart, so a run whose flips all failed
+                    // cannot read as "every corrupted replica reported damaged".
+                    Err(e) => {
+                        tracing::warn!(node = %n, error = %e, "corrupt: no byte flipped");
+                        desc.push(format!("{n} not corrupted: {e}"));
+                    }
                 }
-                db.start(n, Duration::from_millis(RESTART_READY_TIMEOUT_MS)).await?;
+                // Heal checks and rebuilds the node whether or not it came back: a replica that
+                // cannot even boot on a corrupted disk fails the run there.
+                if let Err(e) = db.start(n, Duration::from_millis(RESTART_READY_TIMEOUT_MS)).await {
+                    desc.push(format!("{n} did not boot on the corrupted disk: {e}"));
+                }
             }
             Ok((Applied::Corrupted(flipped), desc.join("; ")))
         }
@@ -390,6 +399,22 @@ async fn expect_damaged(db: &Db, name: &str, report: &corrupt::FlipReport) -> Re
             Err(_) => tokio::time::sleep(Duration::from_millis(DAMAGE_REPORT_RETRY_MS)).await,
         }
     }
+}
+
+/// Rebuilds `name` as an operator replaces a corrupted disk: kill -9, its store deleted (already
+/// gone is fine), restart empty under the same id. A store that cannot be deleted leaves the node
+/// stopped rather than restarted on the corrupted disk.
+async fn rebuild(db: &mut Db, name: &str) -> Result<(), DbError> {
+    db.kill9(name).await?;
+    if let Some(spec) = db.layout.node(name) {
+        let dir = spec.store_dir();
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(DbError::Io { path: dir.display().to_string(), source }),
+        }
+    }
+    db.start(name, Duration::from_millis(RESTART_READY_TIMEOUT_MS)).await
 }
 
 /// Undoes `applied` (membership reconciles are recorded in `rec`).
@@ -425,24 +450,21 @@ pub async fn heal(db: &mut Db, applied: &Applied, rec: &Recorder) -> Result<(), 
             Ok(())
         }
         Applied::Corrupted(flipped) => {
-            let mut undetected = None;
+            // Every node is checked and rebuilt whatever happened to another; the first failure
+            // (an undetected corruption first of all) is returned at the end.
+            let mut first_error = None;
             for (n, report) in flipped {
                 match expect_damaged(db, n, report).await {
                     Ok(why) => tracing::info!(node = %n, %why, "the corrupted replica reports its store damaged"),
                     Err(e) => {
-                        undetected.get_or_insert(e);
+                        first_error.get_or_insert(e);
                     }
                 }
-                // Rebuilt either way, so the rest of the run has its replica back.
-                db.kill9(n).await?;
-                if let Some(spec) = db.layout.node(n) {
-                    let dir = spec.store_dir();
-                    std::fs::remove_dir_all(&dir)
-                        .map_err(|source| DbError::Io { path: dir.display().to_string(), source })?;
+                if let Err(e) = rebuild(db, n).await {
+                    first_error.get_or_insert(e);
                 }
-                db.start(n, Duration::from_millis(RESTART_READY_TIMEOUT_MS)).await?;
             }
-            undetected.map_or(Ok(()), Err)
+            first_error.map_or(Ok(()), Err)
         }
     }
 }
