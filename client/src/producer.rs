@@ -505,7 +505,7 @@ impl Producer {
             return Err(ClientError::invalid_argument(op, "the request timeout must be positive"));
         }
         let deadline = Instant::now() + timeout;
-        let correlation_id = lock(&self.inner.uniq).next_id_now();
+        let correlation_id = crate::reply::correlation_id();
         msg.properties.insert(properties::CORRELATION_ID, correlation_id.as_str());
         msg.properties.insert(properties::REPLY_TO_CLIENT, self.client_id());
         msg.properties.insert(properties::TTL, timeout.as_millis().to_string());

@@ -62,6 +62,16 @@ pub fn create_reply_message(request: &MessageExt, body: impl Into<Bytes>) -> Res
     Ok(reply)
 }
 
+/// A new request's CORRELATION_ID: a random UUID, as Java's `CorrelationIdUtil` makes it, so
+/// another client cannot guess the id of a request in flight and answer it.
+pub fn correlation_id() -> String {
+    let mut b: [u8; 16] = rand::random();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+}
+
 /// Whether `msg` is a reply (sent as SEND_REPLY_MESSAGE_V2).
 pub fn is_reply(msg: &Message) -> bool {
     msg.properties.get(properties::MSG_TYPE) == Some(REPLY_MESSAGE_FLAG)
@@ -139,12 +149,11 @@ pub fn decode_push(request: &RemotingCommand) -> std::result::Result<MessageExt,
             Err(e) => tracing::warn!(error = %e, "a reply body does not uncompress; kept compressed"),
         }
     }
-    let message = Message {
-        topic: h.topic.as_str().into(),
-        flag: h.flag,
-        properties: Properties::from_wire_str(h.properties.as_deref().unwrap_or("")),
-        body,
-    };
+    let mut props = Properties::from_wire_str(h.properties.as_deref().unwrap_or(""));
+    // As Java's `receiveReplyMessage`: when the reply reached the requester, in its clock.
+    let arrived = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    props.insert(properties::ARRIVE_TIME, arrived.to_string());
+    let message = Message { topic: h.topic.as_str().into(), flag: h.flag, properties: props, body };
     Ok(MessageExt {
         message,
         queue_id: h.queue_id,
@@ -220,6 +229,15 @@ mod tests {
     }
 
     #[test]
+    fn correlation_ids_are_random_uuids() {
+        let (a, b) = (correlation_id(), correlation_id());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        assert_eq!(a.split('-').map(str::len).collect::<Vec<_>>(), [8, 4, 4, 4, 12]);
+        assert_eq!(&a[14..15], "4", "version 4: {a}");
+    }
+
+    #[test]
     fn java_style_hosts_are_read_and_unreadable_ones_do_not_fail_the_reply() {
         assert_eq!(socket_addr_of("10.0.0.6:40000").to_string(), "10.0.0.6:40000");
         assert_eq!(socket_addr_of("/10.0.0.6:40000").to_string(), "10.0.0.6:40000");
@@ -253,6 +271,7 @@ mod tests {
         assert_eq!(answer.response_code(), ResponseCode::Success);
         let got = rx.try_recv().expect("completed");
         assert_eq!(&got.message.body[..], b"the answer");
+        assert!(got.message.properties.get(properties::ARRIVE_TIME).is_some(), "ARRIVE_TIME stamped");
         assert_eq!(got.store_host.to_string(), "10.0.0.1:10911");
         // A duplicate finds nobody and is still acknowledged.
         let again = accept_push(&waiters, &push_of(&reply, sys_flag::COMPRESSED, body));
