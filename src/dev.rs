@@ -234,9 +234,9 @@ fn print_banner(args: &DevArgs, namesrv_addr: &str, configs: &[BrokerConfig], le
 mod tests {
     use super::*;
 
-    #[test]
-    fn dev_group_layout_follows_rocketmq_ports() {
-        let args = DevArgs {
+    /// `raftmq dev`'s defaults (a 3-node group on RocketMQ's ports, data in `d`) with `overrides`.
+    fn default_args(overrides: &[&str]) -> DevArgs {
+        DevArgs {
             data: PathBuf::from("d"),
             nodes: 3,
             namesrv_port: 9876,
@@ -247,8 +247,13 @@ mod tests {
             acl_file: None,
             inner_access_key: None,
             inner_secret_key: None,
-            overrides: Vec::new(),
-        };
+            overrides: overrides.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn dev_group_layout_follows_rocketmq_ports() {
+        let args = default_args(&[]);
         let configs = broker_configs(&args, "127.0.0.1:9876").unwrap();
         assert_eq!(configs.iter().map(|c| c.listen_port).collect::<Vec<_>>(), [10911, 10921, 10931]);
         assert_eq!(configs.iter().map(|c| c.admin_port).collect::<Vec<_>>(), [8080, 8081, 8082]);
@@ -273,19 +278,7 @@ mod tests {
 
     #[test]
     fn dev_overrides_reach_every_replica_and_bad_ones_name_the_key() {
-        let args = |overrides: &[&str]| DevArgs {
-            data: PathBuf::from("d"),
-            nodes: 3,
-            namesrv_port: 9876,
-            broker_port: 10911,
-            raft_port: 40911,
-            admin_port: 8080,
-            broker_name: "broker-a".into(),
-            acl_file: None,
-            inner_access_key: None,
-            inner_secret_key: None,
-            overrides: overrides.iter().map(|s| (*s).to_owned()).collect(),
-        };
+        let args = default_args;
         let configs =
             broker_configs(&args(&["raftCheckpointIntervalMs=0", "deleteWhen=4", "maxMessageSize=65536"]), "ns:9876")
                 .unwrap();

@@ -71,7 +71,9 @@ pub async fn process_reply(ctx: &BrokerContext, peer: SocketAddr, request: &Remo
     if props.contains_key(properties::TRAN_MSG) || TransactionType::of(h.sys_flag) != TransactionType::Not || delayed {
         return refuse(ResponseCode::MessageIllegal, "a reply cannot be a transactional or delayed message");
     }
-    let response = if ctx.live.current().store_reply_message_enable {
+    // The runtime keys, read once: one request sees one config.
+    let live = ctx.live.current();
+    let response = if live.store_reply_message_enable {
         let stored = send_processor::process_send(ctx, peer, request).await;
         if stored.response_code() != ResponseCode::Success {
             return stored;
@@ -81,7 +83,7 @@ pub async fn process_reply(ctx: &BrokerContext, peer: SocketAddr, request: &Remo
         if let Err(e) = validate_send_topic(&h.topic) {
             return refuse(e.response_code(), e.to_string());
         }
-        let max = ctx.live.current().max_message_size as usize;
+        let max = live.max_message_size as usize;
         if request.body.len() > max {
             return refuse(ResponseCode::MessageIllegal, format!("the message body size over max value, MAX: {max}"));
         }

@@ -116,19 +116,11 @@ pub fn flip_entry_byte(store_dir: &Path, rng: &mut impl Rng) -> Result<FlipRepor
         size => raftmq_raft::entry::segment_base(start_pos, size),
     };
     let seg_dir = store_dir.join(COMMITLOG_DIR);
-    let mut segments: Vec<(u64, PathBuf)> = Vec::new();
-    for entry in std::fs::read_dir(&seg_dir).map_err(io_error(&seg_dir))? {
-        let entry = entry.map_err(io_error(&seg_dir))?;
-        let name = entry.file_name();
-        let Some(base) = name.to_str().filter(|n| n.len() == 20).and_then(|n| n.parse::<u64>().ok()) else { continue };
-        // Segments below the log's start are deleted by recovery unread.
-        if base >= first_base && base < durable_pos {
-            segments.push((base, entry.path()));
-        }
-    }
-    segments.sort();
+    let listing = std::fs::read_dir(&seg_dir).map_err(io_error(&seg_dir))?;
+    let segments = super::lose_unfsynced::segments_of(listing).map_err(io_error(&seg_dir))?;
     let mut spans: Vec<(Span, PathBuf, u64)> = Vec::new();
-    for (base, path) in segments {
+    // Segments below the log's start are deleted by recovery unread.
+    for (base, path) in segments.into_iter().filter(|(base, _)| *base >= first_base && *base < durable_pos) {
         for span in durable_spans(&path, base, start_pos.max(base), durable_pos)? {
             spans.push((span, path.clone(), base));
         }

@@ -78,6 +78,20 @@ fn zero_from(path: &Path, from: u64) -> Result<u64, CutError> {
     Ok(len - from)
 }
 
+/// The data segments of a `commitlog/` listing, `(base position, path)` in position order: files
+/// named by 20 digits, anything else skipped.
+pub(crate) fn segments_of(listing: std::fs::ReadDir) -> std::io::Result<Vec<(u64, std::path::PathBuf)>> {
+    let mut segments = Vec::new();
+    for entry in listing {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(base) = name.to_str().filter(|n| n.len() == 20).and_then(|n| n.parse::<u64>().ok()) else { continue };
+        segments.push((base, entry.path()));
+    }
+    segments.sort();
+    Ok(segments)
+}
+
 /// Zeroes every CommitLog byte of the store at `store_dir` at or past its durable watermark.
 /// A store that was never opened (no meta file) is left alone.
 pub fn cut_to_durable(store_dir: &Path) -> Result<CutReport, CutError> {
@@ -93,14 +107,8 @@ pub fn cut_to_durable(store_dir: &Path) -> Result<CutReport, CutError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(report),
         Err(source) => return Err(CutError::Io { path: seg_dir.display().to_string(), source }),
     };
-    let mut segments: Vec<(u64, std::path::PathBuf)> = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|source| CutError::Io { path: seg_dir.display().to_string(), source })?;
-        let name = entry.file_name();
-        let Some(base) = name.to_str().filter(|n| n.len() == 20).and_then(|n| n.parse::<u64>().ok()) else { continue };
-        segments.push((base, entry.path()));
-    }
-    segments.sort();
+    let segments =
+        segments_of(entries).map_err(|source| CutError::Io { path: seg_dir.display().to_string(), source })?;
     for (base, path) in segments {
         let len =
             std::fs::metadata(&path).map_err(|source| CutError::Io { path: path.display().to_string(), source })?.len();
