@@ -224,6 +224,13 @@ pub struct BrokerConfig {
     /// it (RocketMQ's `StoreCheckpoint`); one is also written at a graceful stop. 0 = never: a
     /// restart then re-applies every retained entry. Default 10000.
     pub raft_checkpoint_interval_ms: u64,
+    /// CommitLog bytes behind the durable end a leader keeps in the page cache for consumers
+    /// reading the tail; older bytes are handed back to the kernel and read from disk when asked
+    /// for. 0 = never drop (the kernel decides). Default 1 GiB.
+    pub raft_page_cache_leader_window_bytes: u64,
+    /// The same for a follower, whose CommitLog is read by its own apply right after commit.
+    /// 0 = never drop. Default 64 MiB.
+    pub raft_page_cache_follower_window_bytes: u64,
     /// TEST ONLY: a file holding a wall-clock offset in ms that the broker adds to the system time
     /// (the jepsen `clock` nemesis); see `crate::clock`. Default none.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -296,6 +303,8 @@ impl Default for BrokerConfig {
             raft_election_timeout_min_ms: RaftConfig::default().election_timeout_min_ms,
             raft_election_timeout_max_ms: RaftConfig::default().election_timeout_max_ms,
             raft_checkpoint_interval_ms: RaftConfig::default().checkpoint_interval_ms,
+            raft_page_cache_leader_window_bytes: RaftConfig::default().page_cache_leader_window_bytes,
+            raft_page_cache_follower_window_bytes: RaftConfig::default().page_cache_follower_window_bytes,
             test_clock_skew_file: None,
             unsafe_ack_before_fsync: false,
             raft_self_id: 0,
@@ -547,6 +556,8 @@ impl BrokerConfig {
             election_timeout_min_ms: self.raft_election_timeout_min_ms,
             election_timeout_max_ms: self.raft_election_timeout_max_ms,
             checkpoint_interval_ms: self.raft_checkpoint_interval_ms,
+            page_cache_leader_window_bytes: self.raft_page_cache_leader_window_bytes,
+            page_cache_follower_window_bytes: self.raft_page_cache_follower_window_bytes,
             unsafe_ack_before_fsync: self.unsafe_ack_before_fsync,
             ..RaftConfig::default()
         }

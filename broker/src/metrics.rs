@@ -71,6 +71,9 @@ pub const RAFT_IS_LEADER: &str = "raftmq_raft_is_leader";
 pub const FSYNC_LATENCY_SECONDS: &str = "raftmq_fsync_latency_seconds";
 /// Sync system calls of the Raft log (counter, at scrape).
 pub const FSYNC_TOTAL: &str = "raftmq_fsync_total";
+/// CommitLog bytes handed back to the kernel's page cache behind the replica's window
+/// (`raftPageCache{Leader,Follower}WindowBytes`; counter, at scrape).
+pub const PAGE_CACHE_DROPPED_BYTES_TOTAL: &str = "raftmq_page_cache_dropped_bytes_total";
 /// Used fraction of the file system holding the store, 0..1 (gauge, at scrape).
 pub const DISK_USED_RATIO: &str = "raftmq_disk_used_ratio";
 
@@ -233,6 +236,8 @@ pub struct Scrape {
     pub flush: FlushLatency,
     /// Sync system calls so far.
     pub fsyncs: u64,
+    /// CommitLog bytes dropped from the page cache so far.
+    pub page_cache_dropped_bytes: u64,
     /// Used fraction of the store's file system, when it can be read.
     pub disk_used_ratio: Option<f64>,
     /// Consumer lag rows (at most [`METRICS_CONSUMER_LAG_SERIES_MAX_COUNT`]).
@@ -255,6 +260,7 @@ impl Scrape {
             status: node.status(),
             flush: node.store().flush_latency(),
             fsyncs: node.store().fsync_count(),
+            page_cache_dropped_bytes: node.store().page_cache_dropped_bytes(),
             disk_used_ratio: disk_used_ratio(ctx.store.store_root()),
             lags: consumer_lags(ctx, &offsets),
             topics,
@@ -342,6 +348,13 @@ pub fn render_scrape(out: &mut String, global: &[(&'static str, String)], s: &Sc
 
     header(out, FSYNC_TOTAL, "counter", "Sync system calls of the Raft log (data, directory, meta).");
     sample(out, FSYNC_TOTAL, &labels_text(global, &[]), s.fsyncs as f64);
+    header(
+        out,
+        PAGE_CACHE_DROPPED_BYTES_TOTAL,
+        "counter",
+        "CommitLog bytes dropped from the page cache behind the window.",
+    );
+    sample(out, PAGE_CACHE_DROPPED_BYTES_TOTAL, &labels_text(global, &[]), s.page_cache_dropped_bytes as f64);
 
     header(out, FSYNC_LATENCY_SECONDS, "histogram", "Time a group commit of the Raft log took to sync.");
     let bucket = format!("{FSYNC_LATENCY_SECONDS}_bucket");
@@ -415,6 +428,7 @@ mod tests {
             status: status(),
             flush: FlushLatency { cumulative: vec![(0.001, 1), (1.0, 2)], count: 3, sum_seconds: 2.5 },
             fsyncs: 9,
+            page_cache_dropped_bytes: 4096,
             disk_used_ratio: Some(0.25),
             lags: vec![LagRow { group: "g".into(), topic: "%RETRY%g".into(), queue_id: 1, lag: 5 }],
             topics: 4,
@@ -428,6 +442,7 @@ mod tests {
             format!("{RAFT_IS_LEADER}{{{g}}} 1"),
             format!("{RAFT_LAST_LOG_INDEX}{{{g}}} 12"),
             format!("{DISK_USED_RATIO}{{{g}}} 0.25"),
+            format!("{PAGE_CACHE_DROPPED_BYTES_TOTAL}{{{g}}} 4096"),
             format!("{FSYNC_LATENCY_SECONDS}_bucket{{{g},le=\"0.001\"}} 1"),
             format!("{FSYNC_LATENCY_SECONDS}_bucket{{{g},le=\"+Inf\"}} 3"),
             format!("{FSYNC_LATENCY_SECONDS}_count{{{g}}} 3"),

@@ -5,14 +5,18 @@
 //!
 //! Reports committed entries/s, commit latency percentiles (propose → committed and applied on
 //! the leader, from an HDR histogram), and the flusher's fsyncs/s and entries per group commit.
-//! A warm-up (a tenth of the run, at most 1 s) is not measured.
+//! A warm-up (`--warmup`, default 3 s as criterion's, at most the run time) is not measured: the
+//! first seconds after an idle host are markedly slower (a cold run measured 60k entries/s where
+//! the same binary did 100k+ a minute later), and that ramp is the host's, not the log's. The
+//! commits of every second, warm-up included, are printed so the ramp shows.
 //!
 //! No benchmark framework:
 //! `cargo bench -p raftmq-raft --bench replicate -- [--nodes 3] [--writers 256] [--payload 1024] [--duration 10s]
-//! [--sequential] [--inflight N] [--no-zero-ahead] [--shared-runtime]` (`--sequential`: one
+//! [--warmup 3s] [--sequential] [--inflight N] [--no-zero-ahead] [--keep-page-cache] [--shared-runtime]` (`--sequential`: one
 //! AppendEntries at a time per follower; `--inflight`: pipelined requests in flight per follower,
 //! default `RaftConfig`'s; `--no-zero-ahead`: appends land on fresh blocks, see
-//! `RaftConfig::segment_zero_ahead`; `--shared-runtime`: the replicas run on the writers' runtime
+//! `RaftConfig::segment_zero_ahead`; `--keep-page-cache`: no synced bytes are dropped from the page
+//! cache, see `RaftConfig::page_cache_leader_window_bytes`; `--shared-runtime`: the replicas run on the writers' runtime
 //! instead of a `NodeRuntime` each, as a broker runs its replica);
 //! `-- --test` (as `cargo test --benches` passes) runs a 1 s smoke check.
 
@@ -38,18 +42,24 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Longest commit latency the histogram records exactly (longer ones saturate).
 const LATENCY_MAX_US: u64 = 60_000_000;
 const ELECTION_WAIT: Duration = Duration::from_secs(20);
+/// Criterion's default warm-up.
+const WARMUP_DEFAULT: Duration = Duration::from_secs(3);
 
 struct Args {
     nodes: u64,
     writers: usize,
     payload_bytes: usize,
     duration: Duration,
+    /// Proposals run but are not measured for this long first.
+    warmup: Duration,
     /// One AppendEntries at a time per follower (the non-pipelined transport).
     sequential: bool,
     /// Pipelined AppendEntries in flight per follower (`RaftConfig` default when absent).
     inflight: Option<u64>,
     /// Appends land on fresh blocks (`RaftConfig::segment_zero_ahead` off).
     no_zero_ahead: bool,
+    /// Both page-cache windows 0: the kernel alone decides what stays cached.
+    keep_page_cache: bool,
     /// Replicas run on the writers' runtime instead of a `NodeRuntime` each (the broker's way).
     shared_runtime: bool,
 }
@@ -72,9 +82,11 @@ fn parse_args() -> anyhow::Result<Args> {
         writers: 256,
         payload_bytes: 1024,
         duration: Duration::from_secs(10),
+        warmup: WARMUP_DEFAULT,
         sequential: false,
         inflight: None,
         no_zero_ahead: false,
+        keep_page_cache: false,
         shared_runtime: false,
     };
     let mut it = std::env::args().skip(1);
@@ -85,11 +97,16 @@ fn parse_args() -> anyhow::Result<Args> {
             "--writers" => a.writers = value()?.parse()?,
             "--payload" => a.payload_bytes = value()?.parse()?,
             "--duration" => a.duration = parse_duration(&value()?)?,
+            "--warmup" => a.warmup = parse_duration(&value()?)?,
             "--sequential" => a.sequential = true,
             "--inflight" => a.inflight = Some(value()?.parse()?),
             "--no-zero-ahead" => a.no_zero_ahead = true,
+            "--keep-page-cache" => a.keep_page_cache = true,
             "--shared-runtime" => a.shared_runtime = true,
-            "--test" => a.duration = Duration::from_secs(1),
+            "--test" => {
+                a.duration = Duration::from_secs(1);
+                a.warmup = Duration::from_millis(100);
+            }
             // cargo bench passes --bench to harness-less benches.
             "--bench" => {}
             other => bail!("unknown argument {other:?}; see the file header for usage"),
@@ -155,6 +172,10 @@ async fn start_group(a: &Args, rts: &[NodeRuntime]) -> anyhow::Result<Group> {
         let mut cfg = NodeConfig::new("bench-group", id, tmp.path().join(format!("n{id}")), members.clone());
         cfg.raft = RaftConfig { segment_size_bytes: 256 << 20, ..RaftConfig::default() };
         cfg.raft.segment_zero_ahead = !a.no_zero_ahead;
+        if a.keep_page_cache {
+            cfg.raft.page_cache_leader_window_bytes = 0;
+            cfg.raft.page_cache_follower_window_bytes = 0;
+        }
         if let Some(count) = a.inflight {
             cfg.raft.append_stream_inflight_max_count = count;
         }
@@ -197,6 +218,7 @@ struct WriterResult {
 
 async fn writer(
     node: Arc<RaftNode>,
+    commits: Arc<AtomicU64>,
     body: Bytes,
     measure_from: Instant,
     stop_at: Instant,
@@ -208,6 +230,9 @@ async fn writer(
             return Ok(r);
         }
         let res = node.propose(AppPayload { tag: 1, body: body.clone() }).await;
+        if res.is_ok() {
+            commits.fetch_add(1, Ordering::Relaxed);
+        }
         if start < measure_from {
             continue;
         }
@@ -218,36 +243,58 @@ async fn writer(
     }
 }
 
+/// Commits in each whole second from `begin` to `stop_at` (the last, partial second dropped).
+async fn commits_per_second(commits: Arc<AtomicU64>, begin: Instant, stop_at: Instant) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut last = 0;
+    let mut tick = begin + Duration::from_secs(1);
+    while tick <= stop_at {
+        tokio::time::sleep_until(tick.into()).await;
+        let now = commits.load(Ordering::Relaxed);
+        out.push(now - last);
+        last = now;
+        tick += Duration::from_secs(1);
+    }
+    out
+}
+
 async fn run(a: Args, rts: &[NodeRuntime]) -> anyhow::Result<()> {
     println!(
-        "replicate: {} nodes, loopback TCP ({}), real fsync, zero-ahead {}, {}; {} writers x {} B payloads for {:?}; load average before: {}",
+        "replicate: {} nodes, loopback TCP ({}), real fsync, zero-ahead {}, page cache {}, {}; {} writers x {} B payloads for {:?} after {:?} of warm-up; load average before: {}",
         a.nodes,
         if a.sequential { "sequential".to_string() } else { format!("pipelined, window {:?}", a.inflight) },
         if a.no_zero_ahead { "off" } else { "on" },
+        if a.keep_page_cache { "kept" } else { "dropped behind the windows" },
         if a.shared_runtime { "replicas on the writers' runtime" } else { "a runtime per replica" },
         a.writers,
         a.payload_bytes,
         a.duration,
+        a.warmup.min(a.duration),
         load_average()
     );
     let mut g = start_group(&a, rts).await?;
     let leader_id = wait_leader(&g).await?;
     let leader = Arc::new(g.nodes.remove(&leader_id).context("leader")?);
-    let warmup = (a.duration / 10).min(Duration::from_secs(1));
+    let warmup = a.warmup.min(a.duration);
     let begin = Instant::now();
     let measure_from = begin + warmup;
     let stop_at = measure_from + a.duration;
     let body = Bytes::from((0..a.payload_bytes).map(|i| i as u8).collect::<Vec<u8>>());
 
+    let commits = Arc::new(AtomicU64::new(0));
     let mut writers = tokio::task::JoinSet::new();
     for _ in 0..a.writers {
-        writers.spawn(writer(Arc::clone(&leader), body.clone(), measure_from, stop_at));
+        writers.spawn(writer(Arc::clone(&leader), Arc::clone(&commits), body.clone(), measure_from, stop_at));
     }
+    let per_second = tokio::spawn(commits_per_second(Arc::clone(&commits), begin, stop_at));
     // Flusher counters at the start and end of the measured window.
     let fsyncs = |g: &Group, leader: &RaftNode| {
-        let counts: Vec<(u64, u64, f64)> = std::iter::once(leader)
+        let counts: Vec<(u64, u64, f64, u64)> = std::iter::once(leader)
             .chain(g.nodes.values())
-            .map(|n| (n.store().fsync_count(), n.store().flush_count(), n.store().flush_latency().sum_seconds))
+            .map(|n| {
+                let st = n.store();
+                (st.fsync_count(), st.flush_count(), st.flush_latency().sum_seconds, st.page_cache_dropped_bytes())
+            })
             .collect();
         counts
     };
@@ -266,6 +313,12 @@ async fn run(a: Args, rts: &[NodeRuntime]) -> anyhow::Result<()> {
             hist.saturating_record(us);
         }
     }
+    let per_second = per_second.await?;
+    println!(
+        "commits per second, the first {:.1} s warm-up: {}",
+        warmup.as_secs_f64(),
+        per_second.iter().map(|n| format!("{:.0}k", *n as f64 / 1e3)).collect::<Vec<_>>().join(" ")
+    );
     let secs = a.duration.as_secs_f64();
     let ms = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
     println!(
@@ -279,15 +332,16 @@ async fn run(a: Args, rts: &[NodeRuntime]) -> anyhow::Result<()> {
         ms(0.999),
         hist.max() as f64 / 1000.0
     );
-    for (i, ((f0, c0, s0), (f1, c1, s1))) in before.iter().zip(&after).enumerate() {
+    for (i, ((f0, c0, s0, d0), (f1, c1, s1, d1))) in before.iter().zip(&after).enumerate() {
         let role = if i == 0 { format!("leader n{leader_id}") } else { "follower".to_string() };
         let (f, c) = (f1 - f0, c1 - c0);
         println!(
-            "  {role}: fsyncs/s {:.0}, group commits/s {:.0}, entries per group commit {:.1}, sync ms per group commit {:.3}",
+            "  {role}: fsyncs/s {:.0}, group commits/s {:.0}, entries per group commit {:.1}, sync ms per group commit {:.3}, page cache dropped MiB/s {:.0}",
             f as f64 / secs,
             c as f64 / secs,
             committed as f64 / c.max(1) as f64,
-            (s1 - s0) * 1e3 / c.max(1) as f64
+            (s1 - s0) * 1e3 / c.max(1) as f64,
+            (d1 - d0) as f64 / secs / f64::from(1u32 << 20)
         );
     }
     println!("load average after: {}", load_average());

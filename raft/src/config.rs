@@ -23,6 +23,13 @@ pub const SEGMENT_ZERO_AHEAD_BYTES: u64 = 8 << 20;
 pub const SEGMENT_ZERO_CHUNK_BYTES: u64 = 256 << 10;
 /// `zero_ahead` refills once this much of its window is used: one sync per step.
 pub const SEGMENT_ZERO_STEP_BYTES: u64 = 1 << 20;
+/// A leader's default `page_cache_leader_window_bytes`: one default segment of the newest log,
+/// for consumers reading the tail.
+pub const PAGE_CACHE_LEADER_WINDOW_DEFAULT_BYTES: u64 = 1 << 30;
+/// A follower's default `page_cache_follower_window_bytes`: far more than its apply lags.
+pub const PAGE_CACHE_FOLLOWER_WINDOW_DEFAULT_BYTES: u64 = 64 << 20;
+/// `page_cache` drops bytes behind the window once this much is due.
+pub const PAGE_CACHE_DROP_STEP_BYTES: u64 = 4 << 20;
 /// Byte budget of one AppendEntries batch read by `limited_get_log_entries` (databend: 2 MiB).
 pub const APPEND_ENTRIES_DEFAULT_BYTES: u64 = 2 << 20;
 /// Default count of pipelined AppendEntries awaiting replies on one replication stream.
@@ -43,7 +50,7 @@ const _: () = assert!(APPEND_STREAM_INFLIGHT_DEFAULT_COUNT <= APPEND_STREAM_INFL
 /// Where the log store's group-commit flusher runs (see `flusher`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum FlushMode {
-    /// A dedicated std thread per store (and a `zero_ahead` helper thread): syncs never block
+    /// A dedicated std thread per store (and a `page_cache` helper thread): syncs never block
     /// a tokio worker. Production.
     #[default]
     Thread,
@@ -105,6 +112,13 @@ pub struct RaftConfig {
     /// commit's sync skips the filesystem's allocation I/O. Default true (false only to measure
     /// the difference).
     pub segment_zero_ahead: bool,
+    /// With [`FlushMode::Thread`], how many bytes behind the durable end a leader keeps in the
+    /// page cache; older bytes are handed back to the kernel (`page_cache`) and read from disk if
+    /// a consumer asks for them. 0 = never drop. Default 1 GiB.
+    pub page_cache_leader_window_bytes: u64,
+    /// The same for a follower (and a replica that is neither), whose log is read by its own
+    /// apply right after commit. 0 = never drop. Default 64 MiB.
+    pub page_cache_follower_window_bytes: u64,
     /// TEST ONLY, UNSAFE: report appended entries durable before they are fsynced (the flush still
     /// follows). A group can then commit, and a broker acknowledge, entries a power loss erases:
     /// the jepsen self-test uses it to prove that its checkers see such a loss. Default false.
@@ -129,6 +143,8 @@ impl Default for RaftConfig {
             append_stream_inflight_max_bytes: APPEND_STREAM_INFLIGHT_DEFAULT_BYTES,
             flush_mode: FlushMode::Thread,
             segment_zero_ahead: true,
+            page_cache_leader_window_bytes: PAGE_CACHE_LEADER_WINDOW_DEFAULT_BYTES,
+            page_cache_follower_window_bytes: PAGE_CACHE_FOLLOWER_WINDOW_DEFAULT_BYTES,
             unsafe_ack_before_fsync: false,
         }
     }

@@ -11,8 +11,9 @@
 //! truncate ──────── Request::Sync ──▶   │           └─ complete callbacks in FIFO order
 //! ```
 //!
-//! The thread flusher has a helper thread keep the blocks after the log end written
-//! (`zero_ahead`), so its syncs skip the filesystem's block allocation.
+//! The thread flusher has a helper thread (`page_cache`) keep the blocks after the log end
+//! written (`zero_ahead`), so its syncs skip the filesystem's block allocation, and hand synced
+//! bytes far behind the end back to the kernel.
 //!
 //! Appends reach the segment files with `pwrite` (see `store_state`), never through the
 //! mapping, so there is nothing to pre-fault: RocketMQ's "warm mapped file" made the kernel zero
@@ -41,9 +42,9 @@ use tokio::sync::{Notify, oneshot};
 use crate::error::{Result, StoreError};
 use crate::mapped_file::{SyncHandle, sync_dir};
 use crate::meta::MetaFile;
+use crate::page_cache::{PageCache, Tasks};
 use crate::store_state::State;
 use crate::type_config::TypeConfig;
-use crate::zero_ahead::ZeroAhead;
 
 /// Reply channel of a synchronous request.
 pub type Done = oneshot::Sender<Result<()>>;
@@ -150,10 +151,10 @@ pub struct Flusher {
     last_meta_write: tokio::time::Instant,
     /// Requests held while a crash test froze the store (see `LogStore::freeze_for_crash_test`).
     held: Vec<Request>,
-    /// Thread mode only: keeps the blocks after the log end written (see `zero_ahead`).
-    zero_ahead: Option<ZeroAhead>,
-    /// Whether `run_thread` starts `zero_ahead` (`RaftConfig::segment_zero_ahead`).
-    zero_ahead_enabled: bool,
+    /// Thread mode only: zeros ahead of the log end, synced bytes dropped behind it.
+    page_cache: Option<PageCache>,
+    /// What `run_thread` starts `page_cache` for (nothing: no thread).
+    page_cache_tasks: Option<Tasks>,
     stopped: bool,
 }
 
@@ -165,7 +166,7 @@ impl Flusher {
         rx: Receiver<Request>,
         committed_every: Duration,
         counters: Arc<Counters>,
-        zero_ahead_enabled: bool,
+        page_cache_tasks: Option<Tasks>,
     ) -> Self {
         Self {
             state,
@@ -175,8 +176,8 @@ impl Flusher {
             counters,
             last_meta_write: tokio::time::Instant::now(),
             held: Vec::new(),
-            zero_ahead: None,
-            zero_ahead_enabled,
+            page_cache: None,
+            page_cache_tasks,
             stopped: false,
         }
     }
@@ -186,16 +187,16 @@ impl Flusher {
     pub fn run_thread(mut self) {
         // On this thread's clock (the real one), as the throttle always was.
         self.last_meta_write = tokio::time::Instant::now();
-        if self.zero_ahead_enabled {
-            self.zero_ahead = ZeroAhead::start(&self.state);
+        if let Some(tasks) = self.page_cache_tasks.take() {
+            self.page_cache = PageCache::start(&self.state, tasks);
         }
         while let Ok(first) = self.rx.recv() {
             if !self.batch(first) {
                 break;
             }
         }
-        if let Some(z) = self.zero_ahead.take() {
-            z.stop();
+        if let Some(p) = self.page_cache.take() {
+            p.stop();
         }
     }
 
@@ -255,9 +256,9 @@ impl Flusher {
         }
         complete(batch, &result);
         if result.is_ok()
-            && let Some(z) = &self.zero_ahead
+            && let Some(p) = &self.page_cache
         {
-            z.poke();
+            p.poke();
         }
         !shutdown
     }

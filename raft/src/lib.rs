@@ -9,8 +9,9 @@
 //! - [`payload_codec`]: entry payload ⇄ bytes, explicit membership layout (pure);
 //! - [`patcher`]: the broker's hook to patch PHYSICALOFFSET at append time;
 //! - `mapped_file`, `segment`, `log_index`, [`meta`]: the files;
-//! - `store_state`, `recovery`, `flusher`, `zero_ahead`: in-memory state, crash recovery, group
-//!   commit, blocks written ahead of the log end;
+//! - `store_state`, `recovery`, `flusher`, `page_cache`, `zero_ahead`: in-memory state, crash
+//!   recovery, group commit, the page cache around the log end (blocks written ahead of it,
+//!   synced bytes dropped behind it);
 //! - [`log_store`]: the `RaftLogStorage` implementation;
 //! - [`snapshot_file`]: the snapshot (manifest + where the log continues) on disk and on the wire;
 //! - [`state_machine`]: the seam to the broker ([`ApplyHandler`]) and openraft's state machine;
@@ -32,6 +33,7 @@ pub mod meta;
 pub mod network;
 pub mod node;
 pub mod node_runtime;
+mod page_cache;
 pub mod patcher;
 pub mod payload_codec;
 mod recovery;

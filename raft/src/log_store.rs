@@ -33,6 +33,7 @@ use crate::error::{Result, StoreError};
 use crate::flusher::{self, Flusher, Request, lock};
 use crate::log_index::IndexSet;
 use crate::meta::{META_FILE, MetaFile, MetaState};
+use crate::page_cache::{Control, Dropper, Tasks};
 use crate::patcher::{NoPatch, PayloadPatcher};
 use crate::recovery;
 use crate::segment::{SegmentSet, list_numbered};
@@ -68,6 +69,16 @@ struct Shared {
     unsafe_ack_before_fsync: bool,
     /// When the unsafe mode last asked for a flush.
     unsafe_last_flush: Mutex<std::time::Instant>,
+    /// How much the page-cache helper keeps cached behind the durable end (`page_cache`).
+    cache: Arc<Control>,
+    /// `RaftConfig::page_cache_{leader,follower}_window_bytes`.
+    cache_windows: CacheWindows,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct CacheWindows {
+    leader: u64,
+    follower: u64,
 }
 
 impl Shared {
@@ -193,8 +204,13 @@ impl LogStore {
         let (tx, rx) = mpsc::channel();
         let every = Duration::from_millis(cfg.committed_persist_interval_ms);
         let counters = Arc::new(flusher::Counters::default());
-        let flusher =
-            Flusher::new(Arc::clone(&state), meta_file, rx, every, Arc::clone(&counters), cfg.segment_zero_ahead);
+        let cache_windows =
+            CacheWindows { leader: cfg.page_cache_leader_window_bytes, follower: cfg.page_cache_follower_window_bytes };
+        // Every replica starts as a follower; the node widens the window if it is elected.
+        let cache = Arc::new(Control::new(cache_windows.follower));
+        let helps = cfg.segment_zero_ahead || cache_windows.leader > 0 || cache_windows.follower > 0;
+        let tasks = helps.then(|| Tasks { zero_ahead: cfg.segment_zero_ahead, control: Arc::clone(&cache) });
+        let flusher = Flusher::new(Arc::clone(&state), meta_file, rx, every, Arc::clone(&counters), tasks);
         let driver = match cfg.flush_mode {
             FlushMode::Thread => {
                 let handle = std::thread::Builder::new()
@@ -224,6 +240,8 @@ impl LogStore {
             dir: dir.to_path_buf(),
             unsafe_ack_before_fsync,
             unsafe_last_flush: Mutex::new(std::time::Instant::now()),
+            cache,
+            cache_windows,
         };
         Ok(Self { shared: Arc::new(shared) })
     }
@@ -231,6 +249,30 @@ impl LogStore {
     /// Header size H: a payload byte at `offset_in_payload` of the entry at `pos` has physical
     /// offset `pos + H + offset_in_payload`.
     pub const HEADER_SIZE: u64 = HEADER_SIZE;
+
+    /// Keep the leader's page-cache window (consumers read its tail) or a follower's (only its
+    /// own apply reads, right after commit); applies from the next group commit.
+    pub fn set_page_cache_role(&self, leader: bool) {
+        let w = &self.shared.cache_windows;
+        self.shared.cache.set_window(if leader { w.leader } else { w.follower });
+    }
+
+    /// The page-cache window in effect, in bytes (0 = the kernel decides).
+    pub fn page_cache_window_bytes(&self) -> u64 {
+        self.shared.cache.window()
+    }
+
+    /// CommitLog bytes handed back to the kernel's page cache since the store opened.
+    pub fn page_cache_dropped_bytes(&self) -> u64 {
+        self.shared.cache.dropped_bytes()
+    }
+
+    /// Drop what lies outside the window now, on this thread, as the helper thread does after a
+    /// group commit (tests: the result must read the same).
+    #[doc(hidden)]
+    pub fn drop_page_cache_now(&self) {
+        Dropper::default().drop_behind(&self.shared.state, &self.shared.cache);
+    }
 
     /// Whether recovery found corruption before the tail (the store refuses writes).
     pub fn is_damaged(&self) -> bool {

@@ -3,8 +3,9 @@
 //! Soundness rule enforced by the borrow checker: bytes are read through `&self` and written
 //! through `&mut self` (into the mapping, or with `pwrite` into the file under it, which shares
 //! the page cache), so no reference into the mapping can coexist with a write. The owner
-//! (a segment or index file) lives inside the log store's mutex. The flusher only gets a
-//! [`SyncHandle`], which can `msync` a range but never touches the bytes from Rust.
+//! (a segment or index file) lives inside the log store's mutex. The flusher and the page-cache
+//! helper only get a [`SyncHandle`], which can `msync` a range or drop a synced one from the page
+//! cache, but never touches the bytes from Rust.
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -43,6 +44,30 @@ impl SyncHandle {
         }
         let (o, l) = (to_usize(off)?, to_usize(len)?);
         self.inner.map.flush_range(o, l).map_err(|e| StoreError::io("msync", &self.inner.path, e))
+    }
+}
+
+impl SyncHandle {
+    /// Drop bytes `[off, off + len)` from this process's page tables and from the page cache.
+    pub fn drop_cache(&self, off: u64, len: u64) -> Result<()> {
+        use std::os::fd::AsRawFd;
+        assert!(off + len <= self.inner.len, "drop range past the end of the mapping");
+        if len == 0 {
+            return Ok(());
+        }
+        let (o, l) = (to_usize(off)?, to_usize(len)?);
+        // SAFETY: a shared file mapping: MADV_DONTNEED only unmaps the pages; a later access
+        // faults the same file bytes back in, so a live borrow reads unchanged bytes.
+        unsafe { self.inner.map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, o, l) }
+            .map_err(|e| StoreError::io("madvise", &self.inner.path, e))?;
+        let (fo, fl) = (i64::try_from(off).unwrap_or(i64::MAX), i64::try_from(len).unwrap_or(i64::MAX));
+        nix::fcntl::posix_fadvise(
+            self.inner.file.as_raw_fd(),
+            fo,
+            fl,
+            nix::fcntl::PosixFadviseAdvice::POSIX_FADV_DONTNEED,
+        )
+        .map_err(|e| StoreError::io("fadvise", &self.inner.path, e.into()))
     }
 }
 

@@ -315,7 +315,7 @@ impl RaftNode {
         tracing::info!(id, from = ?from.map(|f| f.index), applied = ?applied.map(|a| a.index), reapplied,
             took_ms = opening.elapsed().as_millis() as u64, "state machine recovered: entries re-applied");
         let service = RaftService::new(id, raft.clone(), &store, Arc::clone(&guard));
-        let leadership = spawn_leadership_watch(&raft);
+        let leadership = spawn_leadership_watch(&raft, store.weak());
         let propose_timeout = cfg.propose_timeout;
         let mut node = Self {
             id,
@@ -786,8 +786,9 @@ fn spawn_idle_checkpoints(raft: &Raft, every: Duration) -> AbortOnDrop {
     AbortOnDrop(task.abort_handle())
 }
 
-/// Mirror openraft's metrics into a `Leadership` watch, notifying only on change.
-fn spawn_leadership_watch(raft: &Raft) -> watch::Receiver<Leadership> {
+/// Mirror openraft's metrics into a `Leadership` watch, notifying only on change, and give the
+/// store the page-cache window of its role.
+fn spawn_leadership_watch(raft: &Raft, store: WeakLogStore) -> watch::Receiver<Leadership> {
     // The server metrics change with the vote, role, leader or membership only; the full metrics
     // change with every append and apply, and cloning them for each woke this task thousands of
     // times a second per replica for nothing. A core that stopped drops the sender: Stopped.
@@ -795,8 +796,15 @@ fn spawn_leadership_watch(raft: &Raft) -> watch::Receiver<Leadership> {
     let first = leadership_of(&raft.metrics().borrow_watched());
     let (tx, rx) = watch::channel(first);
     tokio::spawn(async move {
+        let mut cache_role = None;
         loop {
             let l = leadership_of_server(&server.borrow_and_update());
+            // Before the watch: whoever sees the new role sees the store's window for it.
+            if cache_role.replace(l.role) != Some(l.role)
+                && let Some(store) = store.upgrade()
+            {
+                store.set_page_cache_role(l.role == Role::Leader);
+            }
             tx.send_if_modified(|cur| {
                 let changed = *cur != l;
                 *cur = l;

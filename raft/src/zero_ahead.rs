@@ -1,4 +1,4 @@
-//! Zero-filling ahead of the log end: a helper thread of the thread flusher writes zeros into
+//! Zero-filling ahead of the log end: the page-cache helper thread (`page_cache`) writes zeros into
 //! the current segment after the log end and syncs them, so that the blocks the next appends
 //! land on are allocated and on disk before any data reaches them.
 //!
@@ -23,60 +23,12 @@
 //! Best effort otherwise: what it tracks only decides how much work it does, never what data
 //! is.
 
-use std::sync::mpsc::{Receiver, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use crate::config::{SEGMENT_ZERO_AHEAD_BYTES, SEGMENT_ZERO_CHUNK_BYTES, SEGMENT_ZERO_STEP_BYTES};
 use crate::entry::segment_base;
 use crate::flusher::lock;
 use crate::store_state::State;
-
-/// The helper thread; pokes coalesce (at most one pending).
-pub struct ZeroAhead {
-    poke: Option<SyncSender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl ZeroAhead {
-    /// Start the thread; `None` (and a warning) if it cannot be spawned: appends then simply
-    /// land on fresh blocks.
-    pub fn start(state: &Arc<Mutex<State>>) -> Option<Self> {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
-        let state = Arc::clone(state);
-        match std::thread::Builder::new().name("raft-log-zero".into()).spawn(move || run(&state, &rx)) {
-            Ok(t) => Some(Self { poke: Some(tx), thread: Some(t) }),
-            Err(e) => {
-                tracing::warn!(%e, "cannot start the CommitLog zero-ahead thread; appends land on fresh blocks");
-                None
-            }
-        }
-    }
-
-    /// Ask for a look at the log end (after a group commit).
-    pub fn poke(&self) {
-        if let Some(tx) = &self.poke {
-            // Full: a look is pending and will see the new end. Disconnected: it stopped.
-            let _ = tx.try_send(());
-        }
-    }
-
-    /// Stop and join the thread.
-    pub fn stop(mut self) {
-        self.poke = None;
-        if let Some(t) = self.thread.take()
-            && t.join().is_err()
-        {
-            tracing::error!("raft log zero-ahead thread panicked");
-        }
-    }
-}
-
-fn run(state: &Mutex<State>, rx: &Receiver<()>) {
-    let mut zeroed_to = 0u64;
-    while rx.recv().is_ok() {
-        zero_ahead(state, &mut zeroed_to);
-    }
-}
 
 /// What to zero next: `[from, to)` within the end's segment, or `None` if enough is zeroed.
 /// Pure, so the rule is tested apart from the I/O.
@@ -92,11 +44,12 @@ pub fn plan(end_pos: u64, zeroed_to: u64, segment_size: u64) -> Option<(u64, u64
     (to > from).then_some((from, to))
 }
 
-fn untouchable(st: &State) -> bool {
+pub fn untouchable(st: &State) -> bool {
     st.frozen || st.poisoned.is_some() || st.damaged.is_some() || st.truncation_pending
 }
 
-fn zero_ahead(state: &Mutex<State>, zeroed_to: &mut u64) {
+/// Zero the next step after the log end, if it is due (on the page-cache helper thread).
+pub fn zero_ahead(state: &Mutex<State>, zeroed_to: &mut u64) {
     let (start, to, seg, handle) = {
         let st = lock(state);
         if untouchable(&st) {

@@ -166,6 +166,12 @@ async fn t14_leadership_transfer_to_a_caught_up_follower() -> anyhow::Result<()>
     let mut watch = c.node(old)?.leadership();
     let seen = watch.wait_for(|l| l.leader_id == Some(to) && l.term == new_term).await?;
     assert_ne!(seen.role, Role::Leader);
+    drop(seen);
+    // The page-cache windows follow the roles (set before the watch shows them).
+    c.node(to)?.leadership().wait_for(|l| l.role == Role::Leader).await?;
+    assert_eq!(c.node(to)?.store().page_cache_window_bytes(), c.cfg.page_cache_leader_window_bytes);
+    assert_eq!(c.node(old)?.store().page_cache_window_bytes(), c.cfg.page_cache_follower_window_bytes);
+    assert_ne!(c.cfg.page_cache_leader_window_bytes, c.cfg.page_cache_follower_window_bytes);
 
     // The old leader now forwards; the new one commits, and every replica agrees.
     let p = c.payload();
