@@ -12,11 +12,12 @@
 //!
 //! No benchmark framework:
 //! `cargo bench -p raftmq-raft --bench replicate -- [--nodes 3] [--writers 256] [--payload 1024] [--duration 10s]
-//! [--warmup 3s] [--sequential] [--inflight N] [--no-zero-ahead] [--keep-page-cache] [--shared-runtime]` (`--sequential`: one
+//! [--warmup 3s] [--sequential] [--inflight N] [--no-zero-ahead] [--keep-page-cache] [--leader-window-mib N] [--shared-runtime]` (`--sequential`: one
 //! AppendEntries at a time per follower; `--inflight`: pipelined requests in flight per follower,
 //! default `RaftConfig`'s; `--no-zero-ahead`: appends land on fresh blocks, see
 //! `RaftConfig::segment_zero_ahead`; `--keep-page-cache`: no synced bytes are dropped from the page
-//! cache, see `RaftConfig::page_cache_leader_window_bytes`; `--shared-runtime`: the replicas run on the writers' runtime
+//! cache, see `RaftConfig::page_cache_leader_window_bytes`; `--leader-window-mib`: the leader's
+//! window instead of the default; `--shared-runtime`: the replicas run on the writers' runtime
 //! instead of a `NodeRuntime` each, as a broker runs its replica);
 //! `-- --test` (as `cargo test --benches` passes) runs a 1 s smoke check.
 
@@ -60,6 +61,8 @@ struct Args {
     no_zero_ahead: bool,
     /// Both page-cache windows 0: the kernel alone decides what stays cached.
     keep_page_cache: bool,
+    /// The leader's page-cache window in MiB (`RaftConfig` default when absent).
+    leader_window_mib: Option<u64>,
     /// Replicas run on the writers' runtime instead of a `NodeRuntime` each (the broker's way).
     shared_runtime: bool,
 }
@@ -87,6 +90,7 @@ fn parse_args() -> anyhow::Result<Args> {
         inflight: None,
         no_zero_ahead: false,
         keep_page_cache: false,
+        leader_window_mib: None,
         shared_runtime: false,
     };
     let mut it = std::env::args().skip(1);
@@ -102,6 +106,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--inflight" => a.inflight = Some(value()?.parse()?),
             "--no-zero-ahead" => a.no_zero_ahead = true,
             "--keep-page-cache" => a.keep_page_cache = true,
+            "--leader-window-mib" => a.leader_window_mib = Some(value()?.parse()?),
             "--shared-runtime" => a.shared_runtime = true,
             "--test" => {
                 a.duration = Duration::from_secs(1);
@@ -172,6 +177,9 @@ async fn start_group(a: &Args, rts: &[NodeRuntime]) -> anyhow::Result<Group> {
         let mut cfg = NodeConfig::new("bench-group", id, tmp.path().join(format!("n{id}")), members.clone());
         cfg.raft = RaftConfig { segment_size_bytes: 256 << 20, ..RaftConfig::default() };
         cfg.raft.segment_zero_ahead = !a.no_zero_ahead;
+        if let Some(mib) = a.leader_window_mib {
+            cfg.raft.page_cache_leader_window_bytes = mib << 20;
+        }
         if a.keep_page_cache {
             cfg.raft.page_cache_leader_window_bytes = 0;
             cfg.raft.page_cache_follower_window_bytes = 0;
