@@ -63,7 +63,8 @@ impl Command {
 /// `raftmq namesrv` flags.
 #[derive(Debug, Args)]
 pub struct NamesrvArgs {
-    /// TOML config file with RocketMQ's keys (`listenPort`, `scanNotActiveBrokerInterval`, ...).
+    /// Config file with RocketMQ's keys (`listenPort`, `scanNotActiveBrokerInterval`, ...): TOML when
+    /// named `*.toml`, else Java properties as RocketMQ's `namesrv.properties`.
     #[arg(short = 'c', long = "configFile", value_name = "FILE")]
     pub config_file: Option<PathBuf>,
 
@@ -83,7 +84,9 @@ pub struct NamesrvArgs {
 /// `raftmq broker` flags.
 #[derive(Debug, Args)]
 pub struct BrokerArgs {
-    /// TOML config file with RocketMQ's keys (`brokerName`, `listenPort`, `raftPeers`, ...).
+    /// Config file with RocketMQ's keys (`brokerName`, `listenPort`, `raftPeers`, ...): TOML when named
+    /// `*.toml`, else Java properties as RocketMQ's `broker.conf` (`brokerRole`, `brokerId`,
+    /// `flushDiskType` are skipped with a warning).
     #[arg(short = 'c', long = "configFile", value_name = "FILE")]
     pub config_file: Option<PathBuf>,
 

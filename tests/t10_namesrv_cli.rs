@@ -93,3 +93,37 @@ fn print_config_shows_merged_values_and_unknown_keys_fail() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("noSuchKey"), "the error names the key: {err}");
 }
+
+/// RocketMQ's own config files, Java properties, start the same processes their TOML twins do.
+#[test]
+fn rocketmq_properties_files_are_read_as_their_toml_twins() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let conf = dir.path().join("broker.conf");
+    std::fs::write(
+        &conf,
+        "brokerClusterName = DefaultCluster\nbrokerName = broker-x\nbrokerId = 0\ndeleteWhen = 04\n\
+         brokerRole = ASYNC_MASTER\nflushDiskType = ASYNC_FLUSH\nlistenPort = 10921\n",
+    )
+    .expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_raftmq"))
+        .args(["broker", "-p", "-c"])
+        .arg(&conf)
+        .output()
+        .expect("the raftmq binary runs");
+    let (text, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{err}");
+    for line in ["brokerName = \"broker-x\"", "deleteWhen = \"04\"", "listenPort = 10921"] {
+        assert!(text.contains(line), "missing {line} in {text}");
+    }
+    assert!(!text.contains("brokerRole"), "a master/slave key is not a key of ours: {text}");
+
+    let props = dir.path().join("namesrv.properties");
+    std::fs::write(&props, "listenPort=9998\nbrokerChannelExpiredTime=30000\n").expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_raftmq"))
+        .args(["namesrv", "-p", "-c"])
+        .arg(&props)
+        .output()
+        .expect("the raftmq binary runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("listenPort = 9998"));
+}

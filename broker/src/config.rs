@@ -1,7 +1,9 @@
-//! `BrokerConfig`: what `raftmq broker` reads from its TOML file (`-c`) and `-D key=value` overrides.
+//! `BrokerConfig`: what `raftmq broker` reads from its config file (`-c`) and `-D key=value` overrides.
 //!
 //! Keys are RocketMQ's camelCase names (`BrokerConfig`, `MessageStoreConfig`, `broker.conf`); unknown keys
-//! fail at startup naming the key. Durations accept RocketMQ's plain milliseconds (`30000`) or a string
+//! fail at startup naming the key. A file named `*.toml` is TOML; any other is read as Java properties,
+//! as RocketMQ reads its `broker.conf`, where the master/slave keys Raft replaces ([`JAVA_ONLY_KEYS`])
+//! are skipped with a warning. Durations accept RocketMQ's plain milliseconds (`30000`) or a string
 //! with a unit (`"30s"`, `"500ms"`, `"2m"`, `"1h"`). Layering: defaults < file < overrides.
 //!
 //! The Raft group is the RocketMQ broker group: `brokerName` names it, `raftPeers` lists its members and
@@ -241,8 +243,8 @@ pub struct BrokerConfig {
     pub unsafe_ack_before_fsync: bool,
     /// This node's Raft id (default 0).
     pub raft_self_id: u64,
-    /// The Raft group (default: one node, `127.0.0.1:10911` / `127.0.0.1:40911`). Last, because TOML
-    /// prints arrays of tables after plain keys.
+    /// The Raft group (default: this broker alone, at `brokerIP1` (default 127.0.0.1):`listenPort`,
+    /// Raft port 40911). Last, because TOML prints arrays of tables after plain keys.
     pub raft_peers: Vec<RaftPeer>,
 }
 
@@ -434,27 +436,45 @@ impl BrokerConfig {
             .collect())
     }
 
-    /// Defaults, then the TOML file at `path` (if any), then `overrides` as `(key, value)` pairs
-    /// (camelCase keys; a value is read as TOML when it parses, else as a string, so `10912`, `true`,
-    /// `30s` and `[{id=0, remotingAddr="..", raftAddr=".."}]` all work). The result is validated.
+    /// Defaults, then the file at `path` (if any), then `overrides` as `(key, value)` pairs. A file
+    /// named `*.toml` is TOML; any other (RocketMQ's `broker.conf`) is read as Java properties,
+    /// `key=value` lines (see [`JAVA_ONLY_KEYS`] for the master/slave keys it may carry).
+    /// Properties values and overrides are typed by the key: a text key takes the text as it is
+    /// (`deleteWhen=04`); any other value is read as TOML when it parses, else as a string, so
+    /// `10912`, `true`, `30s` and `[{id=0, remotingAddr="..", raftAddr=".."}]` all work. The result is
+    /// validated.
     pub fn load(path: Option<&Path>, overrides: &[(String, String)]) -> Result<Self, ConfigError> {
+        let text_keys = text_keys();
         let (mut table, origin) = match path {
             None => (toml::Table::new(), String::new()),
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
                 let origin = format!(" in {}", path.display());
-                let table = text
-                    .parse::<toml::Table>()
-                    .map_err(|source| ConfigError::Parse { origin: origin.clone(), source })?;
+                let table = if path.extension().is_some_and(|e| e == "toml") {
+                    text.parse::<toml::Table>()
+                        .map_err(|source| ConfigError::Parse { origin: origin.clone(), source })?
+                } else {
+                    properties_table(&text, &text_keys).map_err(|e| invalid(format!("{e}{origin}")))?
+                };
                 (table, origin)
             }
         };
         for (key, raw) in overrides {
-            table.insert(key.clone(), override_value(raw));
+            table.insert(key.clone(), typed_value(key, raw, &text_keys));
         }
-        let config: BrokerConfig =
+        let peers_given = table.contains_key("raftPeers");
+        let mut config: BrokerConfig =
             toml::Value::Table(table).try_into().map_err(|source| ConfigError::Parse { origin, source })?;
+        if !peers_given {
+            // A group of one needs no member list: it is this broker, at its advertised address.
+            let host = config.broker_ip1.clone().unwrap_or_else(|| "127.0.0.1".to_owned());
+            config.raft_peers = vec![RaftPeer {
+                id: config.raft_self_id,
+                remoting_addr: format!("{host}:{}", config.listen_port),
+                raft_addr: format!("{host}:{RAFT_PORT_DEFAULT}"),
+            }];
+        }
         config.validate()?;
         Ok(config)
     }
@@ -808,6 +828,61 @@ fn parse_delay_level(level: &str) -> Option<u64> {
     number.parse::<u64>().ok().filter(|n| *n > 0)?.checked_mul(ms_per_unit)
 }
 
+/// Keys of RocketMQ's master/slave `broker.conf` that a Raft group has no use for: a properties file
+/// may carry them, and each is skipped with a warning saying why. Any other unknown key is refused
+/// by name, as in TOML.
+pub const JAVA_ONLY_KEYS: &[(&str, &str)] = &[
+    ("brokerId", "leaders are elected; raftSelfId names the replica"),
+    ("brokerRole", "roles come from Raft elections"),
+    ("flushDiskType", "a send is acknowledged once a quorum has fsynced it"),
+    ("enableDLegerCommitLog", "the CommitLog is always the Raft log"),
+    ("dLegerGroup", "brokerName names the Raft group"),
+];
+
+/// Keys whose value is text, whatever it looks like (`deleteWhen=04`, `adminToken=1234`).
+fn text_keys() -> BTreeSet<String> {
+    let mut keys: BTreeSet<String> = match toml::Value::try_from(BrokerConfig::default()) {
+        Ok(toml::Value::Table(t)) => t.into_iter().filter(|(_, v)| v.is_str()).map(|(k, _)| k).collect::<BTreeSet<_>>(),
+        _ => BTreeSet::new(),
+    };
+    // Optional text keys, absent from the defaults.
+    for k in ["brokerIP1", "diskUsedRatioFile", "adminToken", "aclFile", "innerAccessKey", "innerSecretKey"] {
+        keys.insert(k.to_owned());
+    }
+    keys.retain(|k| !DURATION_KEYS.contains(&k.as_str()));
+    keys
+}
+
+fn typed_value(key: &str, raw: &str, text_keys: &BTreeSet<String>) -> toml::Value {
+    if text_keys.contains(key) { toml::Value::String(raw.to_owned()) } else { override_value(raw) }
+}
+
+/// A Java properties file (RocketMQ's `broker.conf`) as a TOML table of typed values.
+fn properties_table(text: &str, text_keys: &BTreeSet<String>) -> Result<toml::Table, String> {
+    if let Some(line) = text.lines().map(str::trim).find(|l| l.starts_with('[')) {
+        return Err(format!(
+            "{line:?} is a TOML table, but only a file named *.toml is read as TOML (this one is read as \
+             Java properties, RocketMQ's broker.conf)"
+        ));
+    }
+    let mut table = toml::Table::new();
+    for (key, raw) in raftmq_common::protocol::body::properties_text::decode(text) {
+        if let Some((_, why)) = JAVA_ONLY_KEYS.iter().find(|(k, _)| *k == key) {
+            tracing::warn!(key = %key, value = %raw, "broker config key of a master/slave RocketMQ broker ignored: {why}");
+            continue;
+        }
+        if matches!(key.as_str(), "dLegerPeers" | "dLegerSelfId") {
+            return Err(format!(
+                "{key}: a DLedger key; name the group's members with raftPeers=[{{id=0, remotingAddr=\"host:port\", \
+                 raftAddr=\"host:port\"}}, ...] and this replica with raftSelfId=<id>"
+            ));
+        }
+        let value = typed_value(&key, raw.trim_end(), text_keys);
+        table.insert(key, value);
+    }
+    Ok(table)
+}
+
 fn override_value(raw: &str) -> toml::Value {
     // Parse `v = <raw>` so integers, booleans and inline tables keep their type; else a string.
     match format!("v = {raw}").parse::<toml::Table>() {
@@ -923,6 +998,80 @@ raftAddr = "10.0.0.3:40911"
         .expect("ok");
         let c = BrokerConfig::load(None, &overrides).expect("load");
         assert_eq!(c.raft_peers[0].raft_addr, "127.0.0.1:40917");
+    }
+
+    /// RocketMQ's `broker.conf` as Java writes it, with this group's Raft members inline.
+    const BROKER_CONF: &str = "# a RocketMQ 4.x broker.conf\n\
+        brokerClusterName = DefaultCluster\n\
+        brokerName = broker-b\n\
+        brokerId = 0\n\
+        deleteWhen = 04\n\
+        fileReservedTime = 48\n\
+        brokerRole = ASYNC_MASTER\n\
+        flushDiskType = ASYNC_FLUSH\n\
+        ! Java comments start with ! too\n\
+        brokerIP1: 10.0.0.2\n\
+        namesrvAddr=10.0.0.9:9876;10.0.0.10:9876\n\
+        adminToken = 1234\n\
+        raftSelfId = 1\n\
+        raftPeers = [{id=0, remotingAddr=\"10.0.0.1:10911\", raftAddr=\"10.0.0.1:40911\"}, \\\n\
+          {id=1, remotingAddr=\"10.0.0.2:10911\", raftAddr=\"10.0.0.2:40911\"}, \\\n\
+          {id=2, remotingAddr=\"10.0.0.3:10911\", raftAddr=\"10.0.0.3:40911\"}]\n\
+        registerNameServerPeriod = 10000   \n";
+
+    #[test]
+    fn a_rocketmq_broker_conf_is_read_as_java_properties() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("broker.conf");
+        std::fs::write(&path, BROKER_CONF).expect("write");
+        let c = BrokerConfig::load(Some(&path), &[]).expect("load");
+        assert_eq!(c.broker_name, "broker-b");
+        assert_eq!(c.delete_when, "04", "a text key keeps its text");
+        assert_eq!(c.delete_when_hours().unwrap(), vec![4]);
+        assert_eq!(c.file_reserved_time, 48);
+        assert_eq!(c.admin_token.as_deref(), Some("1234"), "an optional text key too");
+        assert_eq!(c.self_peer().map(|p| p.id), Some(1));
+        assert_eq!(c.broker_addr(), "10.0.0.2:10911");
+        assert_eq!(c.raft_peers.len(), 3, "the inline list, continued over lines");
+        assert_eq!(c.namesrv_addrs().collect::<Vec<_>>(), ["10.0.0.9:9876", "10.0.0.10:9876"]);
+        assert_eq!(c.register_name_server_period, Duration::from_secs(10), "plain ms, trailing blanks dropped");
+        // The same keys in TOML give the same config.
+        let toml = dir.path().join("broker.toml");
+        std::fs::write(&toml, THREE_NODES.replace("raftSelfId = 1", "raftSelfId = 1\ndeleteWhen = \"04\"\nfileReservedTime = 48\nadminToken = \"1234\"\nregisterNameServerPeriod = 10000"))
+            .expect("write");
+        assert_eq!(BrokerConfig::load(Some(&toml), &[]).expect("toml"), c);
+    }
+
+    #[test]
+    fn a_properties_file_refuses_unknown_and_dledger_keys_and_toml_tables() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("broker.conf");
+        let load = |text: &str| {
+            std::fs::write(&path, text).expect("write");
+            BrokerConfig::load(Some(&path), &[]).unwrap_err().to_string()
+        };
+        assert!(load("brokerNmae = x\n").contains("brokerNmae"));
+        let dledger = load("dLegerPeers = n0-127.0.0.1:40911;n1-127.0.0.1:40912\n");
+        assert!(dledger.contains("dLegerPeers") && dledger.contains("raftPeers=["), "{dledger}");
+        let table = load(THREE_NODES);
+        assert!(table.contains("[[raftPeers]]") && table.contains("*.toml"), "{table}");
+        assert!(load("listenPort = ten\n").contains("listenPort"));
+    }
+
+    #[test]
+    fn a_group_of_one_is_this_broker_at_its_advertised_address() {
+        let set = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+        let c = BrokerConfig::load(None, &[set("listenPort", "10921"), set("brokerIP1", "10.0.0.5")]).expect("load");
+        assert_eq!(c.raft_peers.len(), 1);
+        assert_eq!(c.raft_peers[0].remoting_addr, "10.0.0.5:10921");
+        assert_eq!(c.raft_peers[0].raft_addr, "10.0.0.5:40911");
+        assert_eq!(c.broker_addr(), "10.0.0.5:10921");
+    }
+
+    #[test]
+    fn a_text_key_override_keeps_its_text() {
+        let c = BrokerConfig::load(None, &[("deleteWhen".to_owned(), "4".to_owned())]).expect("load");
+        assert_eq!(c.delete_when, "4");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! `NamesrvConfig`: what `raftmq namesrv` reads from its TOML file (`-c`) and flag overrides.
+//! `NamesrvConfig`: what `raftmq namesrv` reads from its config file (`-c`: TOML when named `*.toml`,
+//! else Java properties as RocketMQ's `namesrv.properties`) and flag overrides.
 //!
 //! Keys are RocketMQ's camelCase names (`NamesrvConfig`, `NettyServerConfig`); unknown keys fail at
 //! startup. Durations accept RocketMQ's plain milliseconds (`10000`) or a string with a unit
@@ -108,7 +109,8 @@ pub enum ConfigError {
 }
 
 impl NamesrvConfig {
-    /// Defaults, then the TOML file at `path` (if any), then `overrides` as `(key, value)` pairs
+    /// Defaults, then the file at `path` (if any: TOML when named `*.toml`, else Java properties as
+    /// RocketMQ's `namesrv.properties`), then `overrides` as `(key, value)` pairs
     /// (camelCase keys; a value is read as TOML when it parses, else as a string, so `9877`,
     /// `true` and `10s` all work). The result is validated.
     pub fn load(path: Option<&Path>, overrides: &[(String, String)]) -> Result<Self, ConfigError> {
@@ -118,9 +120,20 @@ impl NamesrvConfig {
                 let text = std::fs::read_to_string(path)
                     .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
                 let origin = format!(" in {}", path.display());
-                let table = text
-                    .parse::<toml::Table>()
-                    .map_err(|source| ConfigError::Parse { origin: origin.clone(), source })?;
+                // As the broker's: `*.toml` is TOML, any other file (RocketMQ's
+                // `namesrv.properties`) Java properties.
+                let table = if path.extension().is_some_and(|e| e == "toml") {
+                    text.parse::<toml::Table>()
+                        .map_err(|source| ConfigError::Parse { origin: origin.clone(), source })?
+                } else {
+                    raftmq_common::protocol::body::properties_text::decode(&text)
+                        .into_iter()
+                        .map(|(key, raw)| {
+                            let value = override_value(raw.trim_end());
+                            (key, value)
+                        })
+                        .collect()
+                };
                 (table, origin)
             }
         };
@@ -303,6 +316,27 @@ mod tests {
         assert_eq!(c.kv_config_file(), None);
         // The printed form reads back to the same config.
         assert_eq!(NamesrvConfig::from_toml_str(&c.to_toml_string()).expect("round trip"), c);
+    }
+
+    #[test]
+    fn a_rocketmq_namesrv_properties_file_reads_as_the_same_toml() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let props = dir.path().join("namesrv.properties");
+        std::fs::write(&props, "# namesrv.properties\nlistenPort=9000\nscanNotActiveBrokerInterval : 5000 \nbrokerChannelExpiredTime 30s\n")
+            .expect("write");
+        let toml = dir.path().join("namesrv.toml");
+        std::fs::write(
+            &toml,
+            "listenPort = 9000\nscanNotActiveBrokerInterval = 5000\nbrokerChannelExpiredTime = \"30s\"\n",
+        )
+        .expect("write");
+        let c = NamesrvConfig::load(Some(&props), &[]).expect("properties");
+        assert_eq!(c.listen_port, 9000);
+        assert_eq!(c.scan_not_active_broker_interval, Duration::from_secs(5));
+        assert_eq!(c, NamesrvConfig::load(Some(&toml), &[]).expect("toml"));
+        std::fs::write(&props, "listenPrt=1\n").expect("write");
+        let err = NamesrvConfig::load(Some(&props), &[]).unwrap_err();
+        assert!(format!("{err:?}").contains("listenPrt"), "{err:?}");
     }
 
     #[test]
