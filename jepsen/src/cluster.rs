@@ -32,6 +32,12 @@ pub const NAMESRV_PORT: u16 = 9876;
 pub const CLUSTER_NAME: &str = "DefaultCluster";
 /// CommitLog segment size of test nodes: small files keep dumps and `lose-unfsynced` cheap.
 pub const COMMIT_LOG_SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
+/// Page-cache windows far below the defaults (1 GiB / 64 MiB), so that a run of a few tens of MB
+/// drops synced CommitLog bytes all along and consumers, retries and the final drain read them back
+/// from the files, under every nemesis.
+pub const PAGE_CACHE_LEADER_WINDOW_BYTES: u64 = 8 * 1024 * 1024;
+/// See [`PAGE_CACHE_LEADER_WINDOW_BYTES`].
+pub const PAGE_CACHE_FOLLOWER_WINDOW_BYTES: u64 = 4 * 1024 * 1024;
 /// Broker config key of the test-only unsafe mode (acknowledge before fsync) the self-test needs.
 pub const UNSAFE_ACK_KEY: &str = "unsafeAckBeforeFsync";
 /// Broker config key of the test-only injectable clock offset the `clock` nemesis drives.
@@ -238,6 +244,11 @@ impl Layout {
         t.insert("storePathRootDir".into(), s(&node.store_dir().to_string_lossy()));
         t.insert("mappedFileSizeCommitLog".into(), toml::Value::Integer(COMMIT_LOG_SEGMENT_BYTES as i64));
         t.insert("registerNameServerPeriod".into(), s("10s"));
+        t.insert("raftPageCacheLeaderWindowBytes".into(), toml::Value::Integer(PAGE_CACHE_LEADER_WINDOW_BYTES as i64));
+        t.insert(
+            "raftPageCacheFollowerWindowBytes".into(),
+            toml::Value::Integer(PAGE_CACHE_FOLLOWER_WINDOW_BYTES as i64),
+        );
         t.insert("adminPort".into(), toml::Value::Integer(i64::from(node.admin_port)));
         t.insert("raftSelfId".into(), toml::Value::Integer(node.raft_id as i64));
         t.insert(CLOCK_SKEW_KEY.into(), s(&node.clock_skew_path().display().to_string()));
