@@ -119,7 +119,8 @@ pub async fn run(cli: Cli) -> Result<()> {
 async fn broker(args: BrokerArgs) -> Result<()> {
     let mut overrides = BrokerConfig::parse_overrides(args.overrides.iter().map(String::as_str))?;
     if let Some(addrs) = args.namesrv_addr {
-        overrides.push(("namesrvAddr".to_owned(), format!("{addrs:?}")));
+        // A text key: the value is taken as it is, never read as TOML.
+        overrides.push(("namesrvAddr".to_owned(), addrs));
     }
     let config = BrokerConfig::load(args.config_file.as_deref(), &overrides).context("loading the broker config")?;
     if args.print_config {

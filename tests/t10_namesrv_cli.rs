@@ -117,6 +117,24 @@ fn rocketmq_properties_files_are_read_as_their_toml_twins() {
     }
     assert!(!text.contains("brokerRole"), "a master/slave key is not a key of ours: {text}");
 
+    // `-n` (and NAMESRV_ADDR) is a text value, taken as it is.
+    let out = Command::new(env!("CARGO_BIN_EXE_raftmq"))
+        .args(["broker", "-p", "-n", "10.0.0.9:9876;10.0.0.10:9876", "-c"])
+        .arg(&conf)
+        .env_remove("NAMESRV_ADDR")
+        .output()
+        .expect("the raftmq binary runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("namesrvAddr = \"10.0.0.9:9876;10.0.0.10:9876\""), "{text}");
+    let out = Command::new(env!("CARGO_BIN_EXE_raftmq"))
+        .args(["broker", "-p"])
+        .env("NAMESRV_ADDR", "10.0.0.11:9876")
+        .output()
+        .expect("the raftmq binary runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("namesrvAddr = \"10.0.0.11:9876\""));
+
     let props = dir.path().join("namesrv.properties");
     std::fs::write(&props, "listenPort=9998\nbrokerChannelExpiredTime=30000\n").expect("write");
     let out = Command::new(env!("CARGO_BIN_EXE_raftmq"))

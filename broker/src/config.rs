@@ -451,7 +451,7 @@ impl BrokerConfig {
                 let text = std::fs::read_to_string(path)
                     .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
                 let origin = format!(" in {}", path.display());
-                let table = if path.extension().is_some_and(|e| e == "toml") {
+                let table = if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml")) {
                     text.parse::<toml::Table>()
                         .map_err(|source| ConfigError::Parse { origin: origin.clone(), source })?
                 } else {
@@ -466,13 +466,14 @@ impl BrokerConfig {
         let peers_given = table.contains_key("raftPeers");
         let mut config: BrokerConfig =
             toml::Value::Table(table).try_into().map_err(|source| ConfigError::Parse { origin, source })?;
-        if !peers_given {
+        if !peers_given && config.raft_self_id == 0 {
             // A group of one needs no member list: it is this broker, at its advertised address.
+            // Its Raft port talks to no one, so it stays on loopback (as the default's did).
             let host = config.broker_ip1.clone().unwrap_or_else(|| "127.0.0.1".to_owned());
             config.raft_peers = vec![RaftPeer {
-                id: config.raft_self_id,
+                id: 0,
                 remoting_addr: format!("{host}:{}", config.listen_port),
-                raft_addr: format!("{host}:{RAFT_PORT_DEFAULT}"),
+                raft_addr: format!("127.0.0.1:{RAFT_PORT_DEFAULT}"),
             }];
         }
         config.validate()?;
@@ -509,13 +510,10 @@ impl BrokerConfig {
         else {
             return Err(invalid("the config is not a table"));
         };
+        let text_keys = text_keys();
         for (key, raw) in values {
             // Text keys take the text as it is: `deleteWhen=4` is the hour "4", not an integer.
-            let value = match table.get(key) {
-                Some(toml::Value::String(_)) => toml::Value::String(raw.to_owned()),
-                _ => override_value(raw),
-            };
-            table.insert(key.to_owned(), value);
+            table.insert(key.to_owned(), typed_value(key, raw, &text_keys));
         }
         let config: BrokerConfig = toml::Value::Table(table)
             .try_into()
@@ -846,7 +844,15 @@ fn text_keys() -> BTreeSet<String> {
         _ => BTreeSet::new(),
     };
     // Optional text keys, absent from the defaults.
-    for k in ["brokerIP1", "diskUsedRatioFile", "adminToken", "aclFile", "innerAccessKey", "innerSecretKey"] {
+    for k in [
+        "brokerIP1",
+        "diskUsedRatioFile",
+        "adminToken",
+        "aclFile",
+        "innerAccessKey",
+        "innerSecretKey",
+        "testClockSkewFile",
+    ] {
         keys.insert(k.to_owned());
     }
     keys.retain(|k| !DURATION_KEYS.contains(&k.as_str()));
@@ -859,15 +865,24 @@ fn typed_value(key: &str, raw: &str, text_keys: &BTreeSet<String>) -> toml::Valu
 
 /// A Java properties file (RocketMQ's `broker.conf`) as a TOML table of typed values.
 fn properties_table(text: &str, text_keys: &BTreeSet<String>) -> Result<toml::Table, String> {
-    if let Some(line) = text.lines().map(str::trim).find(|l| l.starts_with('[')) {
-        return Err(format!(
-            "{line:?} is a TOML table, but only a file named *.toml is read as TOML (this one is read as \
-             Java properties, RocketMQ's broker.conf)"
-        ));
-    }
+    let toml_hint = "only a file named *.toml is read as TOML; this one is read as Java properties, RocketMQ's \
+                     broker.conf";
     let mut table = toml::Table::new();
     for (key, raw) in raftmq_common::protocol::body::properties_text::decode(text) {
+        let raw = raw.trim_end();
+        if key.starts_with('[') {
+            return Err(format!("{key:?} is a TOML table header: {toml_hint}"));
+        }
         if let Some((_, why)) = JAVA_ONLY_KEYS.iter().find(|(k, _)| *k == key) {
+            // A slave of a master/slave pair is a replica of its master's group here: loading it
+            // alone would start a second group under the same brokerName.
+            let slave = (key == "brokerId" && raw != "0") || (key == "brokerRole" && raw.eq_ignore_ascii_case("SLAVE"));
+            if slave {
+                return Err(format!(
+                    "{key}={raw}: a slave is a replica of its master's Raft group here; list the group's members \
+                     with raftPeers=[...] in each replica's file and name this one with raftSelfId"
+                ));
+            }
             tracing::warn!(key = %key, value = %raw, "broker config key of a master/slave RocketMQ broker ignored: {why}");
             continue;
         }
@@ -877,7 +892,13 @@ fn properties_table(text: &str, text_keys: &BTreeSet<String>) -> Result<toml::Ta
                  raftAddr=\"host:port\"}}, ...] and this replica with raftSelfId=<id>"
             ));
         }
-        let value = typed_value(&key, raw.trim_end(), text_keys);
+        if text_keys.contains(&key) && raw.len() >= 2 && raw.starts_with('"') && raw.ends_with('"') {
+            return Err(format!(
+                "{key} = {raw}: a quoted value is TOML; {toml_hint} (write {key}={})",
+                &raw[1..raw.len() - 1]
+            ));
+        }
+        let value = typed_value(&key, raw, text_keys);
         table.insert(key, value);
     }
     Ok(table)
@@ -1056,6 +1077,17 @@ raftAddr = "10.0.0.3:40911"
         let table = load(THREE_NODES);
         assert!(table.contains("[[raftPeers]]") && table.contains("*.toml"), "{table}");
         assert!(load("listenPort = ten\n").contains("listenPort"));
+        let slave = load("brokerName = broker-a\nbrokerId = 1\nbrokerRole = SLAVE\n");
+        assert!(slave.contains("raftPeers"), "{slave}");
+        let quoted = load("storePathRootDir = \"/data/store\"\n");
+        assert!(quoted.contains("*.toml") && quoted.contains("storePathRootDir=/data/store"), "{quoted}");
+        // A line that only continues a value is not a table header.
+        std::fs::write(
+            &path,
+            "raftPeers = \\\n  [{id=0, remotingAddr=\"127.0.0.1:10911\", raftAddr=\"127.0.0.1:40911\"}]\n",
+        )
+        .expect("write");
+        BrokerConfig::load(Some(&path), &[]).expect("a continued raftPeers line");
     }
 
     #[test]
@@ -1064,7 +1096,9 @@ raftAddr = "10.0.0.3:40911"
         let c = BrokerConfig::load(None, &[set("listenPort", "10921"), set("brokerIP1", "10.0.0.5")]).expect("load");
         assert_eq!(c.raft_peers.len(), 1);
         assert_eq!(c.raft_peers[0].remoting_addr, "10.0.0.5:10921");
-        assert_eq!(c.raft_peers[0].raft_addr, "10.0.0.5:40911");
+        assert_eq!(c.raft_peers[0].raft_addr, "127.0.0.1:40911", "its Raft port talks to no one");
+        let not_zero = BrokerConfig::load(None, &[set("raftSelfId", "1")]).unwrap_err().to_string();
+        assert!(not_zero.contains("raftSelfId"), "a replica other than 0 needs its group: {not_zero}");
         assert_eq!(c.broker_addr(), "10.0.0.5:10921");
     }
 

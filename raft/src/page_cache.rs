@@ -20,7 +20,9 @@
 //! - what was dropped is tracked only to decide how much work to do next; a range dropped twice
 //!   or never is a cost, never an error (a failed `madvise`/`fadvise` is logged once and
 //!   ignored);
-//! - the window is read at every look, so a role change applies from the next group commit.
+//! - the window is read at every look, so a role change applies from the next group commit;
+//! - only bytes synced by this process are dropped: what was durable when the store opened is left
+//!   to the kernel (a restarted leader's tail may still be cached, and re-apply reads it).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
@@ -111,7 +113,9 @@ impl PageCache {
 
 fn run(state: &Mutex<State>, tasks: &Tasks, rx: &Receiver<()>) {
     let mut zeroed_to = 0u64;
-    let mut dropper = Dropper::default();
+    // What an earlier process left cached stays: a restarted leader's readers want its tail, and
+    // the kernel evicts it under pressure as before. Only what this process syncs is dropped.
+    let mut dropper = Dropper { dropped_to: lock(state).meta.durable_pos, warned: false };
     while rx.recv().is_ok() {
         if tasks.zero_ahead {
             zero_ahead(state, &mut zeroed_to);
