@@ -48,6 +48,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use raftmq_common::limits::FRAME_SIZE_MAX_BYTES;
+use raftmq_common::protocol::body::properties_text;
 use raftmq_common::protocol::body::topic::perm;
 use raftmq_raft::RaftConfig;
 use serde::Deserialize;
@@ -244,7 +245,7 @@ pub struct BrokerConfig {
     /// This node's Raft id (default 0).
     pub raft_self_id: u64,
     /// The Raft group (default: this broker alone, at `brokerIP1` (default 127.0.0.1):`listenPort`,
-    /// Raft port 40911). Last, because TOML prints arrays of tables after plain keys.
+    /// Raft address 127.0.0.1:40911). Last, because TOML prints arrays of tables after plain keys.
     pub raft_peers: Vec<RaftPeer>,
 }
 
@@ -451,7 +452,7 @@ impl BrokerConfig {
                 let text = std::fs::read_to_string(path)
                     .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
                 let origin = format!(" in {}", path.display());
-                let table = if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml")) {
+                let table = if properties_text::is_toml_file(path) {
                     text.parse::<toml::Table>()
                         .map_err(|source| ConfigError::Parse { origin: origin.clone(), source })?
                 } else {
@@ -868,7 +869,7 @@ fn properties_table(text: &str, text_keys: &BTreeSet<String>) -> Result<toml::Ta
     let toml_hint = "only a file named *.toml is read as TOML; this one is read as Java properties, RocketMQ's \
                      broker.conf";
     let mut table = toml::Table::new();
-    for (key, raw) in raftmq_common::protocol::body::properties_text::decode(text) {
+    for (key, raw) in properties_text::decode(text) {
         let raw = raw.trim_end();
         if key.starts_with('[') {
             return Err(format!("{key:?} is a TOML table header: {toml_hint}"));

@@ -24,6 +24,8 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use raftmq_common::protocol::body::properties_text;
+
 use serde::Deserialize;
 use serde::Serialize;
 use thiserror::Error;
@@ -120,19 +122,12 @@ impl NamesrvConfig {
                 let text = std::fs::read_to_string(path)
                     .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
                 let origin = format!(" in {}", path.display());
-                // As the broker's: `*.toml` is TOML, any other file (RocketMQ's
-                // `namesrv.properties`) Java properties.
-                let table = if path.extension().is_some_and(|e| e == "toml") {
+                let table = if properties_text::is_toml_file(path) {
                     text.parse::<toml::Table>()
                         .map_err(|source| ConfigError::Parse { origin: origin.clone(), source })?
                 } else {
-                    raftmq_common::protocol::body::properties_text::decode(&text)
-                        .into_iter()
-                        .map(|(key, raw)| {
-                            let value = override_value(raw.trim_end());
-                            (key, value)
-                        })
-                        .collect()
+                    let entries = properties_text::decode(&text).into_iter();
+                    entries.map(|(key, raw)| (key, override_value(raw.trim_end()))).collect()
                 };
                 (table, origin)
             }

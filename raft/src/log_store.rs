@@ -71,14 +71,6 @@ struct Shared {
     unsafe_last_flush: Mutex<std::time::Instant>,
     /// How much the page-cache helper keeps cached behind the durable end (`page_cache`).
     cache: Arc<Control>,
-    /// `RaftConfig::page_cache_{leader,follower}_window_bytes`.
-    cache_windows: CacheWindows,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct CacheWindows {
-    leader: u64,
-    follower: u64,
 }
 
 impl Shared {
@@ -204,11 +196,9 @@ impl LogStore {
         let (tx, rx) = mpsc::channel();
         let every = Duration::from_millis(cfg.committed_persist_interval_ms);
         let counters = Arc::new(flusher::Counters::default());
-        let cache_windows =
-            CacheWindows { leader: cfg.page_cache_leader_window_bytes, follower: cfg.page_cache_follower_window_bytes };
         // Every replica starts as a follower; the node widens the window if it is elected.
-        let cache = Arc::new(Control::new(cache_windows.follower));
-        let helps = cfg.segment_zero_ahead || cache_windows.leader > 0 || cache_windows.follower > 0;
+        let cache = Arc::new(Control::new(cfg.page_cache_leader_window_bytes, cfg.page_cache_follower_window_bytes));
+        let helps = cfg.segment_zero_ahead || cache.drops();
         let tasks = helps.then(|| Tasks { zero_ahead: cfg.segment_zero_ahead, control: Arc::clone(&cache) });
         let flusher = Flusher::new(Arc::clone(&state), meta_file, rx, every, Arc::clone(&counters), tasks);
         let driver = match cfg.flush_mode {
@@ -241,7 +231,6 @@ impl LogStore {
             unsafe_ack_before_fsync,
             unsafe_last_flush: Mutex::new(std::time::Instant::now()),
             cache,
-            cache_windows,
         };
         Ok(Self { shared: Arc::new(shared) })
     }
@@ -253,8 +242,7 @@ impl LogStore {
     /// Keep the leader's page-cache window (consumers read its tail) or a follower's (only its
     /// own apply reads, right after commit); applies from the next group commit.
     pub fn set_page_cache_role(&self, leader: bool) {
-        let w = &self.shared.cache_windows;
-        self.shared.cache.set_window(if leader { w.leader } else { w.follower });
+        self.shared.cache.set_role(leader);
     }
 
     /// The page-cache window in effect, in bytes (0 = the kernel decides).

@@ -45,9 +45,7 @@ impl SyncHandle {
         let (o, l) = (to_usize(off)?, to_usize(len)?);
         self.inner.map.flush_range(o, l).map_err(|e| StoreError::io("msync", &self.inner.path, e))
     }
-}
 
-impl SyncHandle {
     /// Drop bytes `[off, off + len)` from this process's page tables and from the page cache.
     pub fn drop_cache(&self, off: u64, len: u64) -> Result<()> {
         use std::os::fd::AsRawFd;

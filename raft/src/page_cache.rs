@@ -33,22 +33,35 @@ use crate::flusher::lock;
 use crate::store_state::State;
 use crate::zero_ahead::{untouchable, zero_ahead};
 
-/// The window a store keeps cached behind its durable end (0 = never drop: the kernel decides),
-/// set on each role change and read by the helper at every look, and what it dropped.
-#[derive(Debug, Default)]
+/// The windows a store keeps cached behind its durable end (0 = never drop: the kernel decides),
+/// the one in effect (the role's, read by the helper at every look), and what it dropped.
+#[derive(Debug)]
 pub struct Control {
+    leader_window_bytes: u64,
+    follower_window_bytes: u64,
     window_bytes: AtomicU64,
     dropped_bytes: AtomicU64,
 }
 
 impl Control {
-    /// A window of `bytes` (0 = keep everything).
-    pub fn new(window_bytes: u64) -> Self {
-        Self { window_bytes: AtomicU64::new(window_bytes), dropped_bytes: AtomicU64::new(0) }
+    /// The windows of a leader and of a follower; a store starts as a follower.
+    pub fn new(leader_window_bytes: u64, follower_window_bytes: u64) -> Self {
+        Self {
+            leader_window_bytes,
+            follower_window_bytes,
+            window_bytes: AtomicU64::new(follower_window_bytes),
+            dropped_bytes: AtomicU64::new(0),
+        }
     }
 
-    /// Change the window; applies at the helper's next look.
-    pub fn set_window(&self, bytes: u64) {
+    /// Whether the helper has anything to drop in either role.
+    pub fn drops(&self) -> bool {
+        self.leader_window_bytes > 0 || self.follower_window_bytes > 0
+    }
+
+    /// Take the window of the role; applies at the helper's next look.
+    pub fn set_role(&self, leader: bool) {
+        let bytes = if leader { self.leader_window_bytes } else { self.follower_window_bytes };
         self.window_bytes.store(bytes, Ordering::Relaxed);
     }
 

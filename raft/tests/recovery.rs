@@ -358,11 +358,8 @@ async fn zeros_written_ahead_of_the_log_never_overwrite_appended_entries() -> an
     let mut index = 1;
     // About 24 MiB: three zero-ahead windows, in batches of random size, each made durable so
     // that the helper is poked between them.
-    while expected.iter().map(|e: &Entry| 64 + payload_len(e)).sum::<usize>() < 24 << 20 {
-        let batch: Vec<Entry> = (0..rng.random_range(1..64u64))
-            .map(|k| entry(1, index + k, vec![(index + k) as u8 | 1; rng.random_range(1..8192usize)]))
-            .collect();
-        index += batch.len() as u64;
+    while log_bytes(&expected) < 24 << 20 {
+        let batch = random_batch(&mut rng, &mut index);
         expected.extend(batch.iter().cloned());
         append_durable(&mut store, batch).await?;
     }
@@ -372,6 +369,20 @@ async fn zeros_written_ahead_of_the_log_never_overwrite_appended_entries() -> an
     assert!(!re.is_damaged(), "{:?}", re.damage_reason());
     assert_eq!(read_all(&mut re).await?, expected);
     Ok(())
+}
+
+/// The next 1..64 entries from `*index` on, with payloads of random size up to 8 KiB.
+fn random_batch(rng: &mut StdRng, index: &mut u64) -> Vec<Entry> {
+    let batch: Vec<Entry> = (0..rng.random_range(1..64u64))
+        .map(|k| entry(1, *index + k, vec![(*index + k) as u8 | 1; rng.random_range(1..8192usize)]))
+        .collect();
+    *index += batch.len() as u64;
+    batch
+}
+
+/// About what `entries` take in the log (a 64-byte header each).
+fn log_bytes(entries: &[Entry]) -> usize {
+    entries.iter().map(|e| 64 + payload_len(e)).sum()
 }
 
 fn payload_len(e: &Entry) -> usize {
@@ -395,11 +406,8 @@ async fn bytes_dropped_from_the_page_cache_read_back_unchanged() -> anyhow::Resu
     let mut expected = Vec::new();
     let mut index = 1;
     // About 24 MiB over three segments, each batch durable so the helper looks between them.
-    while expected.iter().map(|e: &Entry| 64 + payload_len(e)).sum::<usize>() < 24 << 20 {
-        let batch: Vec<Entry> = (0..rng.random_range(1..64u64))
-            .map(|k| entry(1, index + k, vec![(index + k) as u8 | 1; rng.random_range(1..8192usize)]))
-            .collect();
-        index += batch.len() as u64;
+    while log_bytes(&expected) < 24 << 20 {
+        let batch = random_batch(&mut rng, &mut index);
         expected.extend(batch.iter().cloned());
         append_durable(&mut store, batch).await?;
         // Read the oldest entries too: they are the ones being dropped.

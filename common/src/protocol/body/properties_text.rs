@@ -11,6 +11,13 @@
 //! kept literally.
 
 use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Whether a config file is TOML (named `*.toml`, any case) rather than Java properties text, as
+/// RocketMQ's `broker.conf` and `namesrv.properties` are.
+pub fn is_toml_file(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"))
+}
 
 /// `MixAll.properties2String`: `key=value\n` for every entry, in key order.
 pub fn encode(entries: &BTreeMap<String, String>) -> String {
