@@ -395,6 +395,12 @@ impl LogStore {
         LogReader { shared: Arc::clone(&self.shared) }
     }
 
+    /// Make everything appended so far durable (a graceful stop, before its checkpoint: a
+    /// follower may have applied entries its own flush had not reached yet).
+    pub async fn sync(&self) -> Result<()> {
+        self.request(Request::Meta).await
+    }
+
     async fn request(&self, make: impl FnOnce(flusher::Done) -> Request) -> Result<()> {
         let (tx, rx) = oneshot::channel();
         if !self.shared.send(make(tx)) {
