@@ -334,6 +334,7 @@ async fn t58_a_group_under_acl_relays_its_clients_signatures_and_signs_its_own_c
     // A leadership transfer polls the new leader's status with the inner account, and only an
     // admin may ask for one.
     let broker_name = cluster.configs[&leader].broker_name.clone();
+    cluster.wait_followers_live(WAIT).await?;
     let e = consumer_admin.transfer_leader(&broker_name, Some(follower)).await.expect_err("not an admin");
     ensure!(e.to_string().contains("Need admin permission"), "{e}");
     let report = admin.transfer_leader(&broker_name, Some(follower)).await?;
@@ -346,6 +347,7 @@ async fn t58_a_group_under_acl_relays_its_clients_signatures_and_signs_its_own_c
     let leader = cluster.wait_leader(WAIT).await?;
     let follower = *cluster.configs.keys().find(|id| **id != leader).expect("3 nodes");
     let broker_name = cluster.configs[&leader].broker_name.clone();
+    cluster.wait_followers_live(WAIT).await?;
     let outcome = admin.transfer_leader(&broker_name, Some(follower)).await;
     let e = outcome.expect_err("a transfer confirmed without the inner account");
     // Raft moved leadership; only the confirmation through the new leader's status was refused.

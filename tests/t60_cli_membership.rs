@@ -44,6 +44,7 @@ async fn t60_cli_group_status_and_transfer_leader() -> Result<()> {
 
     let to = if leader == 3 { 2 } else { 3 };
     let to_arg = to.to_string();
+    cluster.wait_followers_live(WAIT).await?;
     let run =
         t30_cli_harness::raftmq(&ns, &["admin", "transferLeader", "-b", BROKER_NAME, "-i", &to_arg]).await?.ok()?;
     ensure!(run.stdout.contains(&format!("transferLeader {to} on group {BROKER_NAME} success")), "{}", run.stdout);

@@ -49,6 +49,9 @@ pub fn init_logging() {
 
 /// Cluster starts tried before a port race fails the test.
 const START_ATTEMPTS_MAX: u32 = 3;
+/// How recently a follower must have acknowledged the leader to count as live: the bound a
+/// leadership transfer applies (`LEADER_TRANSFER_TARGET_ACK_AGE_MIN_MS`), halved for margin.
+const FOLLOWER_ACK_AGE_LIVE_MAX_MS: u64 = 500;
 
 fn is_bind_error(e: &anyhow::Error) -> bool {
     e.chain().any(|c| matches!(c.downcast_ref::<BrokerError>(), Some(BrokerError::Bind { .. })))
@@ -185,6 +188,35 @@ impl Cluster {
                 bail!("the group did not form within {within:?}: {guarded:?}");
             }
             // The guard is replica-internal state with no subscription API: poll it.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Waits until the leader has heard from every other running voter recently and each has
+    /// matched its whole log: a leadership transfer refuses a target it has not heard from yet,
+    /// and a replica still starting may not have answered the first appends.
+    pub async fn wait_followers_live(&self, within: Duration) -> Result<()> {
+        let deadline = Instant::now() + within;
+        loop {
+            let leader = self.wait_leader(within).await?;
+            let status = self.broker(leader).expect("the leader runs").raft().status();
+            let last = status.last_log_index;
+            let lagging: Vec<u64> = self
+                .running()
+                .into_iter()
+                .filter(|id| *id != leader && status.voters.contains(id))
+                .filter(|id| {
+                    status.followers.get(id).copied().flatten() != last
+                        || status.follower_ack_age_ms.get(id).is_none_or(|age| *age > FOLLOWER_ACK_AGE_LIVE_MAX_MS)
+                })
+                .collect();
+            if lagging.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("followers {lagging:?} not caught up with leader {leader} within {within:?}: {status:?}");
+            }
+            // Replication progress is leader-internal state with no subscription API: poll it.
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
