@@ -22,8 +22,9 @@
 //! GET_MAX_OFFSET) and `resetOffsetByTime` (`resetOffsetByTimeOld`: SEARCH_OFFSET_BY_TIMESTAMP +
 //! UPDATE_CONSUMER_OFFSET, used when the group has no consumer online, as Java does).
 //!
-//! `consumerStatus` asks the group's clients themselves (GET_CONSUMER_RUNNING_INFO, relayed by a
-//! broker holding the client's connection).
+//! `consumerStatus` and `getConsumerStatus` ask the group's clients themselves
+//! (GET_CONSUMER_RUNNING_INFO, GET_CONSUMER_STATUS_FROM_CLIENT), through a broker holding the
+//! client's connection.
 //!
 //! Raft group administration (raftmq's own, no mqadmin counterpart): `groupStatus` asks every member
 //! of a group for its own view (RAFT_GROUP_STATUS; brokers without it fall back to the NameServer's
@@ -179,6 +180,9 @@ enum AdminCommand {
     /// Show what a consumer group's running clients report: settings, subscriptions, queues held.
     #[command(name = "consumerStatus")]
     ConsumerStatus(ConsumerStatusArgs),
+    /// Show the offsets of a topic each running client of a consumer group holds in memory.
+    #[command(name = "getConsumerStatus")]
+    GetConsumerStatus(GetConsumerStatusArgs),
     /// List a producer group's connected clients on the brokers of a topic.
     #[command(name = "producerConnection")]
     ProducerConnection(ProducerConnectionArgs),
@@ -544,6 +548,19 @@ struct ConsumerStatusArgs {
 }
 
 #[derive(Debug, Args)]
+struct GetConsumerStatusArgs {
+    /// Consumer group name.
+    #[arg(short = 'g', long = "group")]
+    group: String,
+    /// Topic whose offsets are shown.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Only this client of the group (`ip@instanceName`).
+    #[arg(short = 'i', long = "originClientId")]
+    client_id: Option<String>,
+}
+
+#[derive(Debug, Args)]
 struct ProducerConnectionArgs {
     /// Producer group name.
     #[arg(short = 'g', long = "producerGroup")]
@@ -733,6 +750,7 @@ async fn dispatch(admin: &Admin, out: Out, command: AdminCommand) -> Result<()> 
         AdminCommand::StatsAll(a) => stats_all(admin, out, a).await,
         AdminCommand::ConsumerConnection(a) => consumer_connection(admin, out, a).await,
         AdminCommand::ConsumerStatus(a) => consumer_status(admin, out, a).await,
+        AdminCommand::GetConsumerStatus(a) => get_consumer_status(admin, out, a).await,
         AdminCommand::ProducerConnection(a) => producer_connection(admin, out, a).await,
         AdminCommand::QueryMsgById(a) => query_msg_by_id(admin, out, a).await,
         AdminCommand::QueryMsgByKey(a) => query_msg_by_key(admin, out, a).await,
@@ -2122,6 +2140,60 @@ fn subscription_key(r: &ConsumerRunningInfo) -> Vec<(String, String, String)> {
 }
 
 /// `examineProducerConnectionInfo`: the topic's brokers are asked and their answers merged.
+/// `GetConsumerStatusCommand`: the offsets of a topic each client of the group holds in memory
+/// (INVOKE_BROKER_TO_GET_CONSUMER_STATUS; the broker asks its connected clients). Java asks the
+/// first broker of the topic's route; here a broker holding none of the group's clients
+/// (SYSTEM_ERROR) passes the question to the next.
+async fn get_consumer_status(admin: &Admin, out: Out, a: GetConsumerStatusArgs) -> Result<()> {
+    let cmd = "getConsumerStatus";
+    let route = admin.topic_route(&a.topic).await.context(cmd)?;
+    let mut last_err = None;
+    let mut found = None;
+    for (_, addr) in read_targets(&route) {
+        match admin.consumer_status(&addr, &a.topic, &a.group, a.client_id.as_deref()).await {
+            Ok(table) => {
+                found = Some(table);
+                break;
+            }
+            Err(e) if e.response_code() == Some(ResponseCode::SystemError) => last_err = Some(e),
+            Err(e) => return Err(explain(cmd, RequestCode::InvokeBrokerToGetConsumerStatus, e)),
+        }
+    }
+    let table = match (found, last_err) {
+        (Some(table), _) => table,
+        (None, Some(e)) => return Err(explain(cmd, RequestCode::InvokeBrokerToGetConsumerStatus, e)),
+        (None, None) => bail!("{cmd}: topic {} has no broker to ask", a.topic),
+    };
+    if out.json {
+        let clients: BTreeMap<&String, Vec<serde_json::Value>> = table
+            .iter()
+            .map(|(id, offsets)| {
+                let rows = offsets
+                    .iter()
+                    .map(|(mq, offset)| json!({"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": offset}))
+                    .collect();
+                (id, rows)
+            })
+            .collect();
+        out.json(&json!({"group": a.group, "topic": a.topic, "originClientId": a.client_id, "clients": clients}));
+        return Ok(());
+    }
+    println!(
+        "get consumer status from client. group={}, topic={}, originClientId={}",
+        a.group,
+        a.topic,
+        a.client_id.as_deref().unwrap_or("null")
+    );
+    let mut rows = Table::new(&["#clientId", "#brokerName", "#queueId", "#offset"]);
+    for (id, offsets) in &table {
+        for (mq, offset) in offsets {
+            rows.row([id.clone(), mq.broker_name.clone(), mq.queue_id.to_string(), offset.to_string()]);
+        }
+    }
+    out.table(&rows);
+    Ok(())
+}
+
 async fn producer_connection(admin: &Admin, out: Out, a: ProducerConnectionArgs) -> Result<()> {
     let route = admin.topic_route(&a.topic).await.context("producerConnection")?;
     let mut connections: Vec<ConnectionBody> = Vec::new();

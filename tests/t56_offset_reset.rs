@@ -12,6 +12,9 @@
 //!   whose report names its group, subscription, the two queues it holds at their ends and the
 //!   topic's pull and consume rates; a client
 //!   that is not connected gets SYSTEM_ERROR; `raftmq admin consumerStatus` prints the same.
+//! - INVOKE_BROKER_TO_GET_CONSUMER_STATUS (`mqadmin getConsumerStatus`): the broker asks each
+//!   client (GET_CONSUMER_STATUS_FROM_CLIENT) for the offsets it holds, both queues at their ends;
+//!   a group with no client online gets SYSTEM_ERROR; `raftmq admin getConsumerStatus` prints them.
 //! - CONSUME_MESSAGE_DIRECTLY (`mqadmin queryMsgById -g -d`): the broker sends the stored message
 //!   to the client, its listener takes it once more and the answer says CR_SUCCESS; a bad msgId
 //!   gets SYSTEM_ERROR.
@@ -194,6 +197,33 @@ async fn t56_reset_running_info_and_direct_consumption_reach_a_running_consumer(
         &cli(&["admin", "consumerStatus", "-n", &cluster.namesrv_addr, "-g", GROUP, "--json"]).await?,
     )?;
     ensure!(json["clients"][0]["clientId"] == consumer.client_id() && json["noQueueHeldTwice"] == true, "{json}");
+
+    // INVOKE_BROKER_TO_GET_CONSUMER_STATUS (`mqadmin getConsumerStatus`): the broker asks each
+    // client of the group for the offsets it holds, here both queues at their ends.
+    let status = admin.consumer_status(&addr, TOPIC, GROUP, None).await?;
+    let held = status.get(consumer.client_id()).with_context(|| format!("{status:?}"))?;
+    ensure!(status.len() == 1 && held.len() == 2, "{status:?}");
+    for (mq, offset) in held {
+        ensure!(mq.topic == TOPIC && *offset == admin.max_offset(&addr, TOPIC, mq.queue_id).await?, "{status:?}");
+    }
+    let only = admin.consumer_status(&addr, TOPIC, GROUP, Some(consumer.client_id())).await?;
+    ensure!(only == status, "{only:?}");
+    let stranger = admin.consumer_status(&addr, TOPIC, GROUP, Some("127.0.0.1@nobody")).await?;
+    ensure!(stranger.is_empty(), "no client of that id: {stranger:?}");
+    let offline = admin.consumer_status(&addr, TOPIC, "t56-nobody", None).await.err();
+    ensure!(offline.as_ref().and_then(|e| e.response_code()) == Some(ResponseCode::SystemError), "{offline:?}");
+    ensure!(format!("{offline:?}").contains("No Any Consumer online"), "{offline:?}");
+    let printed = cli(&["admin", "getConsumerStatus", "-n", &cluster.namesrv_addr, "-g", GROUP, "-t", TOPIC]).await?;
+    ensure!(
+        printed.contains("get consumer status from client")
+            && printed.contains("#clientId")
+            && printed.contains(consumer.client_id()),
+        "{printed}"
+    );
+    let json: serde_json::Value = serde_json::from_str(
+        &cli(&["admin", "getConsumerStatus", "-n", &cluster.namesrv_addr, "-g", GROUP, "-t", TOPIC, "--json"]).await?,
+    )?;
+    ensure!(json["clients"][consumer.client_id()].as_array().map(Vec::len) == Some(2), "{json}");
 
     // CONSUME_MESSAGE_DIRECTLY: the broker sends the stored message to the client, whose listener
     // takes it once more (answering only after the call), and no offset moves.

@@ -28,6 +28,7 @@ use raftmq_common::protocol::body::JsonBody;
 use raftmq_common::protocol::body::connection::ConsumerConnection;
 use raftmq_common::protocol::body::connection::ProducerConnection;
 use raftmq_common::protocol::body::consumer_list::ConsumerListBody;
+use raftmq_common::protocol::body::consumer_status::GetConsumerStatusBody;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
 use raftmq_common::protocol::body::lock_batch::LockBatchRequestBody;
 use raftmq_common::protocol::body::lock_batch::LockBatchResponseBody;
@@ -39,6 +40,7 @@ use raftmq_common::protocol::header::admin::GetConsumerRunningInfoRequestHeader;
 use raftmq_common::protocol::header::admin::GetProducerConnectionListRequestHeader;
 use raftmq_common::protocol::header::client::ConsumeMessageDirectlyResultRequestHeader;
 use raftmq_common::protocol::header::client::GetConsumerListByGroupRequestHeader;
+use raftmq_common::protocol::header::client::GetConsumerStatusRequestHeader;
 use raftmq_common::protocol::header::client::NotifyConsumerIdsChangedRequestHeader;
 use raftmq_common::protocol::header::client::UnregisterClientRequestHeader;
 use raftmq_common::protocol::header::offset::QueryConsumerOffsetRequestHeader;
@@ -273,6 +275,56 @@ pub async fn consume_message_directly(
     let relayed =
         RemotingCommand::request_with_header(RequestCode::ConsumeMessageDirectly, &h).with_body(record.to_vec());
     call_consumer(ctx, relayed, &h.consumer_group, &client_id).await
+}
+
+/// INVOKE_BROKER_TO_GET_CONSUMER_STATUS (`mqadmin getConsumerStatus`, Java's
+/// `Broker2Client.getConsumeStatus`): the offsets of `topic` each consumer of the group connected
+/// here holds in memory, asked with GET_CONSUMER_STATUS_FROM_CLIENT, keyed by client id. With
+/// `clientAddr` only that client is asked. The consumers are asked all at once (Java asks them in
+/// turn); one that fails or does not answer in time is left out of the table, as in Java.
+pub async fn consumer_status(
+    ctx: &BrokerContext,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    let h: GetConsumerStatusRequestHeader = header(request)?;
+    let clients = ctx.clients.consumer_clients(&h.group);
+    if clients.is_empty() {
+        return Err(refuse(
+            ResponseCode::SystemError,
+            format!("No Any Consumer online in the consumer group: [{}]", h.group),
+        ));
+    }
+    let only = h.client_addr.as_deref().filter(|c| !c.trim().is_empty());
+    let asked = RemotingCommand::request_with_header(
+        RequestCode::GetConsumerStatusFromClient,
+        &GetConsumerStatusRequestHeader { topic: h.topic.clone(), group: h.group.clone(), client_addr: None },
+    );
+    let calls = clients.into_iter().filter(|(id, _)| only.is_none_or(|o| o == id)).map(|(id, conn)| {
+        let asked = asked.clone();
+        async move {
+            match conn.invoke(asked, Duration::from_millis(BROKER_CLIENT_CALL_TIMEOUT_MS)).await {
+                Ok(answer) if answer.response_code() == ResponseCode::Success => {
+                    match GetConsumerStatusBody::decode(&answer.body) {
+                        Ok(body) => Some((id, body.message_queue_table)),
+                        Err(e) => {
+                            debug!(client = %id, error = %e, "a consumer's status does not decode; left out");
+                            None
+                        }
+                    }
+                }
+                Ok(answer) => {
+                    debug!(client = %id, code = answer.code, remark = ?answer.remark, "a consumer refused its status; left out");
+                    None
+                }
+                Err(e) => {
+                    debug!(client = %id, error = %e, "a consumer did not answer with its status; left out");
+                    None
+                }
+            }
+        }
+    });
+    let consumer_table = futures::future::join_all(calls).await.into_iter().flatten().collect();
+    encode_body(&GetConsumerStatusBody { consumer_table, ..GetConsumerStatusBody::default() })
 }
 
 /// `callConsumer`: sends `relayed` to consumer `client` of `group` on its own connection and

@@ -275,6 +275,14 @@ impl ClientManager {
             .unwrap_or_default()
     }
 
+    /// (client id, connection) of each of a group's connected clients.
+    pub fn consumer_clients(&self, group: &str) -> Vec<(String, Connection)> {
+        lock(&self.consumers)
+            .get(group)
+            .map(|info| info.channels.values().map(|c| (c.client_id.clone(), c.connection.clone())).collect())
+            .unwrap_or_default()
+    }
+
     /// The connection of consumer `client_id` of `group`, if it is connected here.
     pub fn consumer_connection(&self, group: &str, client_id: &str) -> Option<Connection> {
         lock(&self.consumers)

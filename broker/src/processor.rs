@@ -98,6 +98,7 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::InvokeBrokerToResetOffset,
     RequestCode::GetConsumerRunningInfo,
     RequestCode::ConsumeMessageDirectly,
+    RequestCode::InvokeBrokerToGetConsumerStatus,
 ];
 
 /// What every processor shares.
@@ -285,6 +286,9 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::GetConsumerRunningInfo => client_manage_processor::consumer_running_info(ctx, &request).await,
             RequestCode::ConsumeMessageDirectly => {
                 client_manage_processor::consume_message_directly(ctx, &request).await
+            }
+            RequestCode::InvokeBrokerToGetConsumerStatus => {
+                client_manage_processor::consumer_status(ctx, &request).await
             }
             RequestCode::InvokeBrokerToResetOffset => {
                 Ok(crate::offset_reset::invoke_broker_to_reset_offset(ctx, &request).await)

@@ -51,6 +51,7 @@ use raftmq_common::protocol::body::consume_time_span::QueryConsumeTimeSpanBody;
 use raftmq_common::protocol::body::consume_time_span::QueueTimeSpan;
 use raftmq_common::protocol::body::consumer_offset::ConsumerOffsetSerializeWrapper;
 use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
+use raftmq_common::protocol::body::consumer_status::GetConsumerStatusBody;
 use raftmq_common::protocol::body::group_list::GroupList;
 use raftmq_common::protocol::body::membership::AddNodeRequest;
 use raftmq_common::protocol::body::membership::GroupStatus;
@@ -90,6 +91,7 @@ use raftmq_common::protocol::header::admin::QueryTopicConsumeByWhoRequestHeader;
 use raftmq_common::protocol::header::admin::ResetOffsetRequestHeader;
 use raftmq_common::protocol::header::admin::ViewBrokerStatsDataRequestHeader;
 use raftmq_common::protocol::header::client::ConsumeMessageDirectlyResultRequestHeader;
+use raftmq_common::protocol::header::client::GetConsumerStatusRequestHeader;
 use raftmq_common::protocol::header::namesrv::AddWritePermOfBrokerRequestHeader;
 use raftmq_common::protocol::header::namesrv::AddWritePermOfBrokerResponseHeader;
 use raftmq_common::protocol::header::namesrv::DeleteKvConfigRequestHeader;
@@ -645,6 +647,28 @@ impl Admin {
         let request = RemotingCommand::request_with_header(RequestCode::GetConsumerRunningInfo, &header);
         let response = self.broker_call(op, addr, request).await?;
         decode_body(op, &response)
+    }
+
+    /// The offsets of `topic` each consumer of `group` connected to the broker at `addr` holds in
+    /// memory, keyed by client id (`getConsumerStatus`, INVOKE_BROKER_TO_GET_CONSUMER_STATUS; the
+    /// broker asks each client with GET_CONSUMER_STATUS_FROM_CLIENT). `client_id` asks only that
+    /// client. A client that does not answer is missing from the table; none connected is an error.
+    pub async fn consumer_status(
+        &self,
+        addr: &str,
+        topic: &str,
+        group: &str,
+        client_id: Option<&str>,
+    ) -> Result<BTreeMap<String, BTreeMap<MessageQueue, i64>>> {
+        let op = "getConsumerStatus";
+        let header = GetConsumerStatusRequestHeader {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            client_addr: client_id.map(str::to_owned),
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::InvokeBrokerToGetConsumerStatus, &header);
+        let response = self.broker_call(op, addr, request).await?;
+        decode_body::<GetConsumerStatusBody>(op, &response).map(|b| b.consumer_table)
     }
 
     /// Has consumer `client_id` of `consumer_group` hand the message `offset_msg_id` to its

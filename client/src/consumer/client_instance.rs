@@ -41,6 +41,7 @@ use raftmq_common::protocol::body::consumer_running_info::PROP_CLIENT_VERSION;
 use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUME_TYPE;
 use raftmq_common::protocol::body::consumer_running_info::PROP_NAMESERVER_ADDR;
 use raftmq_common::protocol::body::consumer_running_info::ProcessQueueInfo;
+use raftmq_common::protocol::body::consumer_status::GetConsumerStatusBody;
 use raftmq_common::protocol::body::heartbeat::ConsumeType;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
 use raftmq_common::protocol::body::heartbeat::MessageModel;
@@ -54,6 +55,7 @@ use raftmq_common::protocol::header::admin::ResetOffsetRequestHeader;
 use raftmq_common::protocol::header::client::ConsumeMessageDirectlyResultRequestHeader;
 use raftmq_common::protocol::header::client::ConsumerSendMsgBackRequestHeader;
 use raftmq_common::protocol::header::client::GetConsumerListByGroupRequestHeader;
+use raftmq_common::protocol::header::client::GetConsumerStatusRequestHeader;
 use raftmq_common::protocol::header::client::NotifyConsumerIdsChangedRequestHeader;
 use raftmq_common::protocol::header::client::UnregisterClientRequestHeader;
 use raftmq_common::protocol::header::offset::GetMaxOffsetRequestHeader;
@@ -126,6 +128,10 @@ impl ClientInstance {
             direct_consume_processor(group, Arc::clone(&direct_consume)),
         );
         table.register(RequestCode::GetConsumerRunningInfo, running_info_processor(group, Arc::clone(&running_info)));
+        table.register(
+            RequestCode::GetConsumerStatusFromClient,
+            consumer_status_processor(group, Arc::clone(&running_info)),
+        );
         table.register(
             RequestCode::ResetConsumerClientOffset,
             reset_offset_processor(group, Arc::clone(&offset_resets), Arc::clone(&rebalance_signal)),
@@ -642,6 +648,40 @@ fn running_info_processor(
             Some(answer(&info()))
         }
     }))
+}
+
+/// GET_CONSUMER_STATUS_FROM_CLIENT (`mqadmin getConsumerStatus`, through the broker): the offsets
+/// of the topic this consumer holds in memory, from the same report as GET_CONSUMER_RUNNING_INFO.
+/// As Java's `MQClientInstance.getConsumerStatus`, another group's request gets an empty table.
+fn consumer_status_processor(
+    group: &str,
+    source: Arc<OnceLock<RunningInfoFn>>,
+) -> Arc<impl raftmq_common::remoting::processor::RequestProcessor> {
+    let my_group = group.to_owned();
+    Arc::new(processor_fn(move |_ctx, request: RemotingCommand| {
+        let source = Arc::clone(&source);
+        let my_group = my_group.clone();
+        async move {
+            let header = match request.decode_header::<GetConsumerStatusRequestHeader>() {
+                Ok(h) => h,
+                Err(e) => return Some(refuse(format!("the request header is invalid: {e}"))),
+            };
+            let info = source.get().filter(|_| header.group == my_group).map(|info| info()).unwrap_or_default();
+            Some(answer(&GetConsumerStatusBody {
+                message_queue_table: held_offsets(&info, &header.topic),
+                ..GetConsumerStatusBody::default()
+            }))
+        }
+    }))
+}
+
+/// The offsets of `topic` a running-info report holds (a queue with none yet is left out).
+fn held_offsets(info: &ConsumerRunningInfo, topic: &str) -> BTreeMap<MessageQueue, i64> {
+    info.mq_table
+        .iter()
+        .filter(|(mq, q)| mq.topic == topic && q.commit_offset >= 0)
+        .map(|(mq, q)| (mq.clone(), q.commit_offset))
+        .collect()
 }
 
 /// RESET_CONSUMER_CLIENT_OFFSET for `group`: keeps the table (the latest per topic) and wakes the

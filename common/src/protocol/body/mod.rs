@@ -19,6 +19,7 @@ pub mod consume_time_span;
 pub mod consumer_list;
 pub mod consumer_offset;
 pub mod consumer_running_info;
+pub mod consumer_status;
 pub mod fastjson;
 pub mod group_list;
 pub mod heartbeat;

@@ -1,6 +1,7 @@
 //! Headers of the client-management requests: UNREGISTER_CLIENT (35), CONSUMER_SEND_MSG_BACK (36),
 //! GET_CONSUMER_LIST_BY_GROUP (38), NOTIFY_CONSUMER_IDS_CHANGED (40, broker → client, oneway) and the
-//! broker → client GET_CONSUMER_RUNNING_INFO (307) / CONSUME_MESSAGE_DIRECTLY (309).
+//! broker → client GET_CONSUMER_RUNNING_INFO (307) / CONSUME_MESSAGE_DIRECTLY (309) /
+//! GET_CONSUMER_STATUS_FROM_CLIENT (221), and INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223).
 //!
 //! HEART_BEAT (34) has no header (its `HeartbeatData` is a body), and GET_CONSUMER_LIST_BY_GROUP answers
 //! with the `ConsumerListBody` body; their response headers are empty in Java.
@@ -70,6 +71,20 @@ ext_header! {
 }
 
 ext_header! {
+    /// INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223, admin → broker) and GET_CONSUMER_STATUS_FROM_CLIENT
+    /// (221, broker → client): a group's offsets of a topic as its consumers hold them
+    /// (`GetConsumerStatusRequestHeader`).
+    pub struct GetConsumerStatusRequestHeader {
+        /// Topic.
+        required topic: String => "topic",
+        /// Consumer group.
+        required group: String => "group",
+        /// Only this client id (absent or blank: every consumer of the group).
+        optional client_addr: Option<String> => "clientAddr",
+    }
+}
+
+ext_header! {
     /// CONSUME_MESSAGE_DIRECTLY (309), broker → client (`ConsumeMessageDirectlyResultRequestHeader`).
     pub struct ConsumeMessageDirectlyResultRequestHeader {
         /// Consumer group.
@@ -99,6 +114,7 @@ mod tests {
         check_header::<NotifyConsumerIdsChangedRequestHeader>();
         check_header::<GetConsumerRunningInfoRequestHeader>();
         check_header::<ConsumeMessageDirectlyResultRequestHeader>();
+        check_header::<GetConsumerStatusRequestHeader>();
     }
 
     #[test]
