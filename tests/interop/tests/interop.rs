@@ -3,7 +3,9 @@
 //! 3-replica broker group on free loopback ports.
 //!
 //! - t1: their `DefaultMQProducer` (sync sends, tags and keys) → their `DefaultMQPushConsumer`
-//!   (concurrent listener): every message consumed, topic/tags/keys/body intact.
+//!   (concurrent listener): every message consumed, topic/tags/keys/body intact; then
+//!   `getConsumerStatus` through our broker reads their consumer's offsets
+//!   (GET_CONSUMER_STATUS_FROM_CLIENT): all 64 messages.
 //! - t2: their producer → our `raftmq_client::PushConsumer`.
 //! - t3: our `raftmq_client::Producer` → their push consumer.
 //! - t4: their `TransactionMQProducer` with a `TransactionListener` (commit, rollback, and two
@@ -474,7 +476,10 @@ async fn t1_their_producer_to_their_push_consumer() -> Result<()> {
     their_send_all(&producer, TOPIC).await?;
 
     let (mut consumer, mut rx) = their_push_consumer(&rt, &group.namesrv_addr, "interop_t1_consumer", TOPIC).await?;
-    let outcome = expect_all(&mut rx, &all_expected(TOPIC), "t1").await;
+    let mut outcome = expect_all(&mut rx, &all_expected(TOPIC), "t1").await;
+    if outcome.is_ok() {
+        outcome = their_consumer_status(&group, "interop_t1_consumer", TOPIC).await;
+    }
 
     consumer.shutdown().await;
     producer.shutdown().await;
@@ -596,6 +601,37 @@ impl TransactionListener for BodyListener {
 
 /// What our consumer saw of one message of t4: (body, topic, whether it still carries TRAN_MSG).
 type TxConsumed = (String, String, bool);
+
+/// `mqadmin getConsumerStatus` against their consumer: our broker asks it with
+/// GET_CONSUMER_STATUS_FROM_CLIENT and reads its `GetConsumerStatusBody`. Their consumer commits its
+/// in-memory offsets after each listener call, so the table is polled until it holds every
+/// message: one client, the topic's queues, offsets adding up to the messages sent.
+async fn their_consumer_status(group: &Group, consumer_group: &str, topic: &str) -> Result<()> {
+    let leader = group.wait_leader(WAIT).await?;
+    let addr = group.addr(leader);
+    let admin = Admin::new(&group.namesrv_addr)?;
+    let outcome = async {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let table = admin.consumer_status(&addr, topic, consumer_group, None).await?;
+            let held: i64 =
+                table.values().flat_map(|t| t.iter()).filter(|(mq, _)| mq.topic == topic).map(|(_, o)| *o).sum();
+            if table.len() == 1 && held == MESSAGE_COUNT as i64 {
+                println!("[t1] getConsumerStatus: their client holds {table:?}");
+                return Ok(());
+            }
+            ensure!(
+                Instant::now() < deadline,
+                "[t1] getConsumerStatus never showed all {MESSAGE_COUNT} consumed: {table:?}"
+            );
+            // Their consumer's in-memory offsets, with no subscription API: poll them.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    .await;
+    admin.shutdown().await;
+    outcome
+}
 
 /// The check progress (`CID_RMQ_SYS_TRANS` on the half queue) of the group's leader reaches the half
 /// queue's end as it is now: every half and check copy stored so far has been ended or checked.
