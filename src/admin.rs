@@ -9,6 +9,7 @@
 //!   of every group in the topic's route;
 //! - a broker config (`updateBrokerConfig`) is per replica: `-b` one address, `-c` every replica;
 //!   so are `deleteExpiredCommitLog` (the leader purges, the others follow) and `cleanExpiredCQ`;
+//!   `cleanUnusedTopic` goes to `-b` or to each group's leader of `-c`;
 //! - NameServer state (`updateKvConfig`, `deleteKvConfig`, `wipeWritePerm`, `addWritePerm`) is
 //!   written to every NameServer, since they share nothing;
 //! - reads go to the leader when the group has one, else to its lowest-id replica; those that name
@@ -205,6 +206,10 @@ enum AdminCommand {
     /// every replica of a cluster).
     #[command(name = "cleanExpiredCQ")]
     CleanExpiredCq(ReplicaArgs),
+    /// Delete the ConsumeQueues of topics that have no config (left by a deletion that failed),
+    /// through Raft (`-b` one broker, `-c` each group's leader in a cluster).
+    #[command(name = "cleanUnusedTopic")]
+    CleanUnusedTopic(ReplicaArgs),
     /// List ConsumeQueue units of one queue from an index (physical offset, size, tag code), and with
     /// `-g` whether each passes the group's subscription.
     #[command(name = "queryCq")]
@@ -780,6 +785,21 @@ async fn dispatch(admin: &Admin, out: Out, command: AdminCommand) -> Result<()> 
             let addrs = replica_addrs(admin, "cleanExpiredCQ", a.broker.as_deref(), a.cluster.as_deref()).await?;
             for_each_replica(out, &addrs, "cleanExpiredCQ", RequestCode::CleanExpiredConsumequeue, |addr| {
                 admin.clean_expired_consume_queue(addr)
+            })
+            .await
+        }
+        AdminCommand::CleanUnusedTopic(a) => {
+            // Java's `CleanUnusedTopicCommand` asks each master; the leader replicates the deletions.
+            let addrs: Vec<String> = match &a.broker {
+                Some(b) => vec![b.clone()],
+                None => write_targets(admin, &Target { cluster: a.cluster.clone(), broker: None })
+                    .await?
+                    .into_iter()
+                    .map(|(_, addr)| addr)
+                    .collect(),
+            };
+            for_each_replica(out, &addrs, "cleanUnusedTopic", RequestCode::CleanUnusedTopic, |addr| {
+                admin.clean_unused_topic(addr)
             })
             .await
         }

@@ -119,7 +119,8 @@ pub const ACL_EDIT_CODES: &[RequestCode] =
 /// Codes only an `admin: true` account may send: Java 4.9's `Permission.ADMIN_CODE`; our Raft
 /// membership codes (a removal notice unroutes a replica); and, stricter than Java, the two that
 /// move any group's offsets (`resetOffsetByTime`, `cloneGroupOffset`), the one that puts any
-/// producer group's half back for checking (`resumeCheckHalfMessage`), and the three that edit
+/// producer group's half back for checking (`resumeCheckHalfMessage`), the one that deletes
+/// topics' queues (`cleanUnusedTopic`), and the three that edit
 /// the ACL itself, which Java leaves to any signed account (`crate::acl_processor`).
 pub const ADMIN_CODES: &[RequestCode] = &[
     RequestCode::UpdateAndCreateTopic,
@@ -134,6 +135,7 @@ pub const ADMIN_CODES: &[RequestCode] = &[
     RequestCode::InvokeBrokerToResetOffset,
     RequestCode::CloneGroupOffset,
     RequestCode::ResumeCheckHalfMessage,
+    RequestCode::CleanUnusedTopic,
     RequestCode::UpdateAndCreateAclConfig,
     RequestCode::DeleteAclConfig,
     RequestCode::UpdateGlobalWhiteAddrsConfig,
