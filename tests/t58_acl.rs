@@ -12,7 +12,9 @@
 //!   reach every replica's own file at one version, through the leader or relayed by a follower;
 //!   only a signed admin edits, with Java's validation; concurrent edits are all kept; after the
 //!   leader dies the next one edits on and the old leader, back, catches up; the CLI edits and lists
-//!   every replica's version; a broker without `aclEnable` refuses with a remark saying why.
+//!   every replica's version; GET_BROKER_CLUSTER_ACL_CONFIG (`getAccessConfigSubCommand`, SDK and
+//!   CLI) shows every replica's file in force to an admin only; a broker without `aclEnable` refuses
+//!   with a remark saying why.
 
 mod ports;
 mod t40_cluster;
@@ -501,6 +503,32 @@ async fn t58_acl_edits_over_the_wire_reach_every_replica_and_survive_a_failover(
         let files = row["files"].as_object().context("files")?;
         ensure!(files.values().all(|v| v["counter"] == 12), "{row}");
     }
+
+    // GET_BROKER_CLUSTER_ACL_CONFIG (`getAccessConfigSubCommand`): any replica shows the file in
+    // force, secrets included, to an admin; anyone else is refused.
+    for id in &ids {
+        acl_counter_reaches(&cluster, &admin, *id, 12).await?;
+        let config = admin.acl_config(&cluster.addr(*id)).await?;
+        ensure!(config.global_white_addrs == ["10.255.255.*"], "replica {id}: {config:?}");
+        let user = config.plain_access_configs.iter().find(|c| c.access_key == "t58cliuser");
+        ensure!(
+            user.is_some_and(|u| u.secret_key == "t58-cli-secret" && u.topic_perms == ["T58Orders=PUB", "Other=SUB"]),
+            "replica {id}: {config:?}"
+        );
+    }
+    let e = producer_admin.acl_config(&cluster.addr(follower)).await.expect_err("not an admin");
+    ensure!(e.to_string().contains("Need admin permission"), "{e}");
+    let mut args = vec!["admin", "getAccessConfigSubCommand", "-n", &ns, "-c", &cluster_name];
+    args.extend(signed);
+    let out = cli(&args, &[]).await?;
+    let printed = String::from_utf8_lossy(&out.stdout);
+    ensure!(out.status.success(), "getAccessConfigSubCommand: {}", String::from_utf8_lossy(&out.stderr));
+    ensure!(
+        printed.contains("globalWhiteRemoteAddresses: [10.255.255.*]")
+            && printed.contains("  accessKey         : t58cliuser")
+            && printed.contains("  topicPerms        : [T58Orders=PUB, Other=SUB]"),
+        "{printed}"
+    );
     cluster.shutdown().await?;
 
     // Without aclEnable the edits are refused with a remark that says why.
@@ -510,5 +538,7 @@ async fn t58_acl_edits_over_the_wire_reach_every_replica_and_survive_a_failover(
     let e = plain_admin.update_acl_config(&plain.addr(only), &newcomer("t58-newcomer-secret")).await;
     ensure!(e.as_ref().is_err_and(|e| e.to_string().contains("aclEnable = false")), "{e:?}");
     ensure!(plain_admin.acl_version(&plain.addr(only)).await.is_err(), "no ACL, no version");
+    let e = plain_admin.acl_config(&plain.addr(only)).await;
+    ensure!(e.as_ref().is_err_and(|e| e.to_string().contains("aclEnable = false")), "{e:?}");
     plain.shutdown().await.context("shutdown")
 }

@@ -71,6 +71,8 @@ use raftmq_common::protocol::acl::UNIQUE_MSG_QUERY_FLAG;
 use raftmq_common::protocol::acl::signature_of;
 use raftmq_common::protocol::acl::signatures_match;
 use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::acl_config::GetBrokerClusterAclConfigResponseBody;
+use raftmq_common::protocol::body::acl_config::PlainAccessConfigData;
 use raftmq_common::protocol::body::decode_lenient;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
 use raftmq_common::protocol::body::lock_batch::LockBatchRequestBody;
@@ -111,16 +113,22 @@ pub mod perm {
     }
 }
 
-/// The codes that edit the ACL: they need a signed `admin` account whatever the peer's address
+/// The codes that edit the ACL, and the one that reads every account's secret (which would let
+/// its reader sign as an admin): they need a signed `admin` account whatever the peer's address
 /// (stricter than Java, which lets any signed or white-listed client send them).
-pub const ACL_EDIT_CODES: &[RequestCode] =
-    &[RequestCode::UpdateAndCreateAclConfig, RequestCode::DeleteAclConfig, RequestCode::UpdateGlobalWhiteAddrsConfig];
+pub const ACL_EDIT_CODES: &[RequestCode] = &[
+    RequestCode::UpdateAndCreateAclConfig,
+    RequestCode::DeleteAclConfig,
+    RequestCode::UpdateGlobalWhiteAddrsConfig,
+    RequestCode::GetBrokerClusterAclConfig,
+];
 
 /// Codes only an `admin: true` account may send: Java 4.9's `Permission.ADMIN_CODE`; our Raft
 /// membership codes (a removal notice unroutes a replica); and, stricter than Java, the two that
 /// move any group's offsets (`resetOffsetByTime`, `cloneGroupOffset`), the one that puts any
 /// producer group's half back for checking (`resumeCheckHalfMessage`), the one that deletes
-/// topics' queues (`cleanUnusedTopic`), and the three that edit
+/// topics' queues (`cleanUnusedTopic`), the one that reads every account's secret
+/// (`getAccessConfigSubCommand`), and the three that edit
 /// the ACL itself, which Java leaves to any signed account (`crate::acl_processor`).
 pub const ADMIN_CODES: &[RequestCode] = &[
     RequestCode::UpdateAndCreateTopic,
@@ -136,6 +144,7 @@ pub const ADMIN_CODES: &[RequestCode] = &[
     RequestCode::CloneGroupOffset,
     RequestCode::ResumeCheckHalfMessage,
     RequestCode::CleanUnusedTopic,
+    RequestCode::GetBrokerClusterAclConfig,
     RequestCode::UpdateAndCreateAclConfig,
     RequestCode::DeleteAclConfig,
     RequestCode::UpdateGlobalWhiteAddrsConfig,
@@ -432,6 +441,25 @@ fn check_printable<'a>(texts: impl IntoIterator<Item = &'a str>) -> Result<(), A
 }
 
 impl AclSource {
+    /// The file as GET_BROKER_CLUSTER_ACL_CONFIG answers it: white addresses and every account,
+    /// secrets included (only an admin account gets the answer).
+    pub fn to_response_body(&self) -> GetBrokerClusterAclConfigResponseBody {
+        let account = |a: &AccountSource| PlainAccessConfigData {
+            access_key: a.access_key.clone(),
+            secret_key: a.secret_key.clone(),
+            white_remote_address: a.white_remote_address.clone(),
+            admin: a.admin,
+            default_topic_perm: a.default_topic_perm.clone(),
+            default_group_perm: a.default_group_perm.clone(),
+            topic_perms: a.topic_perms.clone().unwrap_or_default(),
+            group_perms: a.group_perms.clone().unwrap_or_default(),
+        };
+        GetBrokerClusterAclConfigResponseBody {
+            global_white_addrs: self.global_white.clone(),
+            plain_access_configs: self.accounts.iter().map(account).collect(),
+        }
+    }
+
     /// Creates or updates an account the way Java's `PlainPermissionManager.updateAccessConfig`
     /// does: both keys longer than 6 characters, each resource item `name=PERM`; an existing account
     /// keeps the fields the edit leaves out (`admin` is always replaced, perm lists replaced whole)
@@ -1547,6 +1575,15 @@ accounts:
         plain.ext_fields.shift_remove(ACCESS_KEY);
         let e = c.check(&signed(plain, "RocketMQ", "12345678"), ip(OUTSIDE)).unwrap_err().0;
         assert!(e.starts_with("Need admin permission"), "{e}");
+        // Reading every secret is as guarded as an edit: no address shortcut, admin only.
+        let mut read = RemotingCommand::request(RequestCode::GetBrokerClusterAclConfig);
+        read.ext_fields.insert(FieldStr::from(ACCESS_KEY), FieldStr::from("RocketMQ"));
+        let e = c.check(&read, ip("10.10.103.7")).unwrap_err().0;
+        assert!(e.starts_with("Check signature failed"), "{e}");
+        let read = RemotingCommand::request(RequestCode::GetBrokerClusterAclConfig);
+        let e = c.check(&signed(read.clone(), "RocketMQ", "12345678"), ip(OUTSIDE)).unwrap_err().0;
+        assert!(e.starts_with("Need admin permission"), "{e}");
+        assert!(c.check(&signed(read, "rocketmq2", "12345678"), ip(OUTSIDE)).is_ok());
         // Perm items split as Java's StringUtils.split does.
         assert!(check_resource_perms(&["t==PUB".into()]).is_ok());
         assert!(check_resource_perms(&["=PUB".into()]).is_err());

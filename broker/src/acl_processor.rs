@@ -7,6 +7,7 @@
 //! | DELETE_ACL_CONFIG (51) | remove an account (an absent one is already removed: success) |
 //! | UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53) | replace `globalWhiteRemoteAddresses` |
 //! | GET_BROKER_CLUSTER_ACL_INFO (52) | this replica's ACL file version (`dataVersion`) |
+//! | GET_BROKER_CLUSTER_ACL_CONFIG (54) | this replica's file in force: white addresses, accounts (an admin account only: it holds the secrets) |
 //!
 //! An edit runs on the leader (a follower relays it there once, signature intact): it takes the
 //! group's last replicated file (before the first edit, the leader's own), applies the change,
@@ -31,6 +32,7 @@ use std::sync::Arc;
 use raftmq_common::limits::ACL_FILE_SIZE_MAX_BYTES;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::body::JsonBody;
 use raftmq_common::protocol::header::acl::CreateAccessConfigRequestHeader;
 use raftmq_common::protocol::header::acl::DeleteAccessConfigRequestHeader;
 use raftmq_common::protocol::header::acl::GetBrokerAclConfigResponseHeader;
@@ -129,6 +131,15 @@ pub fn broker_cluster_acl_info(ctx: &BrokerContext) -> Result<RemotingCommand, R
         broker_addr: ctx.config.broker_addr(),
         cluster_name: ctx.config.broker_cluster_name.clone(),
     }))
+}
+
+/// GET_BROKER_CLUSTER_ACL_CONFIG (`mqadmin getAccessConfigSubCommand`, the dashboard's ACL page):
+/// the file in force on this replica, every account with its secret, as Java answers.
+pub fn broker_cluster_acl_config(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+    let acl = acl(ctx, ResponseCode::SystemError)?;
+    let body = acl.current().source.to_response_body();
+    let encoded = body.encode().map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
+    Ok(RemotingCommand::success().with_body(encoded))
 }
 
 /// One edit: relayed to the leader by a follower; on the leader, `change` applied to the file in

@@ -77,6 +77,7 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::DeleteAclConfig,
     RequestCode::UpdateGlobalWhiteAddrsConfig,
     RequestCode::GetBrokerClusterAclInfo,
+    RequestCode::GetBrokerClusterAclConfig,
     RequestCode::EndTransaction,
     RequestCode::ResumeCheckHalfMessage,
     RequestCode::CheckClientConfig,
@@ -312,6 +313,7 @@ impl RequestProcessor for BrokerProcessor {
                 crate::acl_processor::update_global_white_addrs_config(ctx, &request).await
             }
             RequestCode::GetBrokerClusterAclInfo => crate::acl_processor::broker_cluster_acl_info(ctx),
+            RequestCode::GetBrokerClusterAclConfig => crate::acl_processor::broker_cluster_acl_config(ctx),
             _ => Err(raftmq_common::remoting::processor::not_supported(&request)),
         };
         Some(result.unwrap_or_else(|refusal| refusal))

@@ -40,6 +40,7 @@ use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::acl::SessionCredentials;
 use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::acl_config::GetBrokerClusterAclConfigResponseBody;
 use raftmq_common::protocol::body::broker_stats::BrokerStatsData;
 use raftmq_common::protocol::body::connection::ConsumerConnection;
 use raftmq_common::protocol::body::connection::ProducerConnection;
@@ -961,6 +962,16 @@ impl Admin {
         };
         let request = RemotingCommand::request_with_header(RequestCode::UpdateGlobalWhiteAddrsConfig, &header);
         self.broker_call(op, addr, request).await.map(drop)
+    }
+
+    /// The plain ACL in force on the broker at `addr`: its global white addresses and every
+    /// account, secret keys included (`getAccessConfigSubCommand`, GET_BROKER_CLUSTER_ACL_CONFIG);
+    /// a raftmq broker answers an admin account only.
+    pub async fn acl_config(&self, addr: &str) -> Result<GetBrokerClusterAclConfigResponseBody> {
+        let op = "getAccessConfigSubCommand";
+        let response =
+            self.broker_call(op, addr, RemotingCommand::request(RequestCode::GetBrokerClusterAclConfig)).await?;
+        decode_body(op, &response)
     }
 
     /// The version of the plain ACL file in force on the broker at `addr` (`clusterAclConfigVersion`,

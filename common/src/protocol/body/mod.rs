@@ -10,6 +10,7 @@
 //!
 //! Invariant: [`JsonBody::decode`] never panics; any input that is not the body yields a [`BodyError`].
 
+pub mod acl_config;
 pub mod broker_stats;
 pub mod connection;
 pub mod consume_directly;
