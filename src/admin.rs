@@ -191,6 +191,22 @@ enum AdminCommand {
     /// that consumer client consume it once instead.
     #[command(name = "queryMsgById")]
     QueryMsgById(QueryMsgByIdArgs),
+    /// Show a message by its client msgId (UNIQ_KEY), or with `-g` and `-d` have that consumer
+    /// client consume it once.
+    #[command(name = "queryMsgByUniqueKey")]
+    QueryMsgByUniqueKey(QueryMsgByUniqueKeyArgs),
+    /// Show the message at one offset of one queue.
+    #[command(name = "queryMsgByOffset")]
+    QueryMsgByOffset(QueryMsgByOffsetArgs),
+    /// List the clusters whose broker groups serve a topic.
+    #[command(name = "topicClusterList")]
+    TopicClusterList(TopicArgs),
+    /// Show how a topic's queues are shared among consumers at the given addresses (averagely).
+    #[command(name = "allocateMQ")]
+    AllocateMq(AllocateMqArgs),
+    /// Get, put or delete an ordered topic's queue layout (`ORDER_TOPIC_CONFIG` in every NameServer).
+    #[command(name = "updateOrderConf")]
+    UpdateOrderConf(UpdateOrderConfArgs),
     /// Find messages by key (IndexFile).
     #[command(name = "queryMsgByKey")]
     QueryMsgByKey(QueryMsgByKeyArgs),
@@ -636,6 +652,61 @@ struct ResumeCheckHalfMessageArgs {
 }
 
 #[derive(Debug, Args)]
+struct QueryMsgByUniqueKeyArgs {
+    /// Client msgId (UNIQ_KEY).
+    #[arg(short = 'i', long = "msgId")]
+    msg_id: String,
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// With `-d`: have this group's client consume the message once (CONSUME_MESSAGE_DIRECTLY).
+    #[arg(short = 'g', long = "consumerGroup", requires = "client_id")]
+    consumer_group: Option<String>,
+    /// With `-g`: the client (`ip@instanceName`) that consumes it.
+    #[arg(short = 'd', long = "clientId", requires = "consumer_group")]
+    client_id: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct QueryMsgByOffsetArgs {
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Broker group name.
+    #[arg(short = 'b', long = "brokerName")]
+    broker_name: String,
+    /// Queue id.
+    #[arg(short = 'i', long = "queueId")]
+    queue_id: i32,
+    /// Queue offset.
+    #[arg(short = 'o', long = "offset")]
+    offset: i64,
+}
+
+#[derive(Debug, Args)]
+struct AllocateMqArgs {
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Consumer addresses (client ids), comma-separated, in the order the group lists them.
+    #[arg(short = 'i', long = "ipList", value_delimiter = ',', required = true)]
+    ips: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct UpdateOrderConfArgs {
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// `get`, `put` or `delete`.
+    #[arg(short = 'm', long = "method", value_parser = ["get", "put", "delete"])]
+    method: String,
+    /// The layout for `put`: `brokerName:queues` items separated by `;` (`broker-a:4;broker-b:4`).
+    #[arg(short = 'v', long = "orderConf", required_if_eq("method", "put"))]
+    order_conf: Option<String>,
+}
+
+#[derive(Debug, Args)]
 struct QueryMsgByKeyArgs {
     /// Topic.
     #[arg(short = 't', long = "topic")]
@@ -762,6 +833,19 @@ async fn dispatch(admin: &Admin, out: Out, command: AdminCommand) -> Result<()> 
         AdminCommand::GetConsumerStatus(a) => get_consumer_status(admin, out, a).await,
         AdminCommand::ProducerConnection(a) => producer_connection(admin, out, a).await,
         AdminCommand::QueryMsgById(a) => query_msg_by_id(admin, out, a).await,
+        AdminCommand::QueryMsgByUniqueKey(a) => {
+            let by_id = QueryMsgByIdArgs {
+                msg_ids: vec![a.msg_id],
+                topic: Some(a.topic),
+                consumer_group: a.consumer_group,
+                client_id: a.client_id,
+            };
+            query_msg_by_id(admin, out, by_id).await
+        }
+        AdminCommand::QueryMsgByOffset(a) => query_msg_by_offset(admin, out, a).await,
+        AdminCommand::TopicClusterList(a) => topic_cluster_list(admin, out, &a.topic).await,
+        AdminCommand::AllocateMq(a) => allocate_mq(admin, out, a).await,
+        AdminCommand::UpdateOrderConf(a) => update_order_conf(admin, out, a).await,
         AdminCommand::QueryMsgByKey(a) => query_msg_by_key(admin, out, a).await,
         AdminCommand::ResumeCheckHalfMessage(a) => {
             let id: OffsetMsgId = a
@@ -2428,6 +2512,113 @@ async fn by_unique_key(admin: &Admin, topic: &str, id: &str) -> Result<MessageEx
         }
     }
     best.ok_or_else(|| anyhow!("queryMsgById: no message {id} in topic {topic}"))
+}
+
+/// Java's `QueryMsgByOffsetSubCommand`: the unit at the offset (QUERY_CONSUME_QUEUE) names the
+/// record, read from the group's leader (or lowest-id replica).
+async fn query_msg_by_offset(admin: &Admin, out: Out, a: QueryMsgByOffsetArgs) -> Result<()> {
+    let cmd = "queryMsgByOffset";
+    let route = admin.topic_route(&a.topic).await.context(cmd)?;
+    let (_, addr) = read_targets(&route)
+        .into_iter()
+        .find(|(name, _)| *name == a.broker_name)
+        .ok_or_else(|| anyhow!("{cmd}: broker group {} does not serve topic {}", a.broker_name, a.topic))?;
+    let (cq, _) = admin
+        .query_consume_queue(&addr, &a.topic, a.queue_id, a.offset, 1, None)
+        .await
+        .map_err(|e| explain(cmd, RequestCode::QueryConsumeQueue, e))?;
+    let Some(unit) = cq.queue_data.first() else {
+        bail!(
+            "{cmd}: no message at offset {} of {}:{} (the queue holds {}..{})",
+            a.offset,
+            a.topic,
+            a.queue_id,
+            cq.min_queue_index,
+            cq.max_queue_index
+        );
+    };
+    let msg = admin
+        .view_message(&addr, unit.physic_offset)
+        .await
+        .map_err(|e| explain(cmd, RequestCode::ViewMessageById, e))?;
+    if out.json {
+        out.json(&message_json(&msg));
+    } else {
+        print_message(&msg);
+    }
+    Ok(())
+}
+
+/// Java's `TopicClusterSubCommand`: the cluster of each broker group in the topic's route.
+async fn topic_cluster_list(admin: &Admin, out: Out, topic: &str) -> Result<()> {
+    let route = admin.topic_route(topic).await.context("topicClusterList")?;
+    let clusters: BTreeSet<&str> = route.broker_datas.iter().map(|b| b.cluster.as_str()).collect();
+    if out.json {
+        out.json(&json!({"topic": topic, "clusters": clusters}));
+    } else {
+        clusters.iter().for_each(|c| println!("{c}"));
+    }
+    Ok(())
+}
+
+/// Java's `AllocateMQSubCommand`: each address's share of the topic's readable queues under
+/// `AllocateMessageQueueAveragely`, printed as Java's `RebalanceResult` JSON. The addresses keep
+/// the order given (a group sorts its client ids before allocating); the queues are sorted as a
+/// consumer sorts them.
+async fn allocate_mq(admin: &Admin, out: Out, a: AllocateMqArgs) -> Result<()> {
+    let route = admin.topic_route(&a.topic).await.context("allocateMQ")?;
+    let mut mqs: Vec<MessageQueue> = raftmq_client::route::subscribe_queues(&a.topic, &route).into_iter().collect();
+    mqs.sort_by(raftmq_client::consumer::rebalance::java_mq_cmp);
+    let result: serde_json::Map<String, serde_json::Value> = a
+        .ips
+        .iter()
+        .map(|ip| {
+            let share = raftmq_client::consumer::rebalance::allocate_averagely(ip, &mqs, &a.ips);
+            let queues = share
+                .iter()
+                .map(|mq| json!({"brokerName": mq.broker_name, "queueId": mq.queue_id, "topic": mq.topic}))
+                .collect();
+            (ip.clone(), serde_json::Value::Array(queues))
+        })
+        .collect();
+    let doc = json!({ "result": result });
+    if out.json {
+        out.json(&doc);
+    } else {
+        println!("{doc}");
+    }
+    Ok(())
+}
+
+/// Java's `UpdateOrderConfCommand`: an ordered topic's layout in the NameServers' KV config
+/// (`ORDER_TOPIC_CONFIG`), which routes then carry as `orderTopicConf`.
+async fn update_order_conf(admin: &Admin, out: Out, a: UpdateOrderConfArgs) -> Result<()> {
+    let cmd = "updateOrderConf";
+    match (a.method.as_str(), a.order_conf) {
+        ("get", _) => {
+            let conf = admin.get_kv_config(ORDER_TOPIC_CONFIG_NAMESPACE, &a.topic).await.context(cmd)?;
+            let shown = conf.as_deref().unwrap_or("null");
+            done(
+                out,
+                &format!("get orderConf success. topic=[{}], orderConf=[{shown}]", a.topic),
+                json!({"topic": a.topic, "orderConf": conf}),
+            )
+        }
+        ("put", Some(conf)) => {
+            let conf = conf.trim().to_owned();
+            admin.put_kv_config(ORDER_TOPIC_CONFIG_NAMESPACE, &a.topic, &conf).await.context(cmd)?;
+            done(
+                out,
+                &format!("update orderConf success. topic=[{}], orderConf=[{conf}]", a.topic),
+                json!({"topic": a.topic, "orderConf": conf}),
+            )
+        }
+        ("delete", _) => {
+            admin.delete_kv_config(ORDER_TOPIC_CONFIG_NAMESPACE, &a.topic).await.context(cmd)?;
+            done(out, &format!("delete orderConf success. topic=[{}]", a.topic), json!({"topic": a.topic}))
+        }
+        (method, _) => bail!("{cmd}: -m {method} needs -v ORDER_CONF"),
+    }
 }
 
 async fn query_msg_by_key(admin: &Admin, out: Out, a: QueryMsgByKeyArgs) -> Result<()> {

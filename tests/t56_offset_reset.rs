@@ -43,6 +43,7 @@ use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::consume_directly::CmResult;
 use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUME_TYPE;
 use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
+use t40_cluster::BROKER_NAME;
 use t40_cluster::Cluster;
 use t40_cluster::Collector;
 use t40_cluster::WAIT;
@@ -324,4 +325,65 @@ async fn cli(args: &[&str]) -> Result<String> {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     ensure!(out.status.success(), "raftmq {args:?} failed: {stdout}{}", String::from_utf8_lossy(&out.stderr));
     Ok(stdout)
+}
+
+/// mqadmin's lookups that need no new broker request: `queryMsgByUniqueKey` (QUERY_MESSAGE by
+/// UNIQ_KEY), `queryMsgByOffset` (QUERY_CONSUME_QUEUE, then the record), `topicClusterList`,
+/// `allocateMQ` (averagely, as Java's) and `updateOrderConf` (the NameServers' ORDER_TOPIC_CONFIG,
+/// which routes carry when the NameServer has `orderMessageEnable`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t56_mqadmin_lookups_by_unique_key_offset_cluster_allocation_and_order_conf() -> Result<()> {
+    const TOPIC: &str = "T56Lookup";
+    let cluster = Cluster::start(1).await?;
+    cluster.create_topic(TOPIC, 2).await?;
+    let ns = cluster.namesrv_addr.clone();
+    let producer = Producer::builder("t56-lookup-producers").namesrv_addr(&ns).build()?;
+    producer.start().await?;
+    let mut sent = Vec::new();
+    for i in 0..4 {
+        sent.push(producer.send(Message::new(TOPIC, format!("lookup-{i}").into_bytes())).await?);
+    }
+    producer.shutdown().await;
+
+    let third = &sent[2];
+    let shown = cli(&["admin", "queryMsgByUniqueKey", "-n", &ns, "-i", &third.msg_id, "-t", TOPIC]).await?;
+    ensure!(shown.contains(&third.offset_msg_id) && shown.contains(&third.msg_id), "{shown}");
+    let (queue, offset) = (third.message_queue.queue_id.to_string(), third.queue_offset.to_string());
+    let args = ["admin", "queryMsgByOffset", "-n", &ns, "-t", TOPIC, "-b", BROKER_NAME, "-i", &queue, "-o", &offset];
+    let at: serde_json::Value = serde_json::from_str(&cli(&[&args[..], &["--json"]].concat()).await?)?;
+    ensure!(at["msgId"] == third.msg_id.as_str() && at["body"] == "lookup-2", "{at}");
+    let past = ["admin", "queryMsgByOffset", "-n", &ns, "-t", TOPIC, "-b", BROKER_NAME, "-i", &queue, "-o", "99"];
+    ensure!(cli(&past).await.is_err_and(|e| e.to_string().contains("no message at offset 99")), "past the end");
+
+    let clusters = cli(&["admin", "topicClusterList", "-n", &ns, "-t", TOPIC]).await?;
+    ensure!(clusters.trim() == cluster.configs.values().next().context("a replica")?.broker_cluster_name, "{clusters}");
+
+    let shares: serde_json::Value = serde_json::from_str(
+        &cli(&["admin", "allocateMQ", "-n", &ns, "-t", TOPIC, "-i", "10.0.0.1@a,10.0.0.2@b"]).await?,
+    )?;
+    ensure!(
+        shares["result"]["10.0.0.1@a"][0]["queueId"] == 0 && shares["result"]["10.0.0.2@b"][0]["queueId"] == 1,
+        "{shares}"
+    );
+    ensure!(shares["result"]["10.0.0.1@a"].as_array().map(Vec::len) == Some(1), "{shares}");
+
+    let order = |method: &'static str, conf: Option<&'static str>| {
+        let ns = ns.clone();
+        async move {
+            let mut args = vec!["admin", "updateOrderConf", "-n", &ns, "-t", TOPIC, "-m", method];
+            args.extend(conf.map(|c| ["-v", c]).into_iter().flatten());
+            cli(&args).await
+        }
+    };
+    let put = order("put", Some("broker-a:2")).await?;
+    ensure!(put.contains(&format!("update orderConf success. topic=[{TOPIC}], orderConf=[broker-a:2]")), "{put}");
+    ensure!(order("get", None).await?.contains("orderConf=[broker-a:2]"));
+    // A NameServer puts it in routes only with `orderMessageEnable`, as Java's does.
+    let admin = Admin::new(&ns)?;
+    ensure!(admin.topic_route(TOPIC).await?.order_topic_conf.is_none(), "orderMessageEnable is off");
+    ensure!(order("put", None).await.is_err(), "put needs -v");
+    ensure!(order("delete", None).await?.contains("delete orderConf success"));
+    ensure!(order("get", None).await?.contains("orderConf=[null]"));
+    admin.shutdown().await;
+    cluster.shutdown().await
 }
