@@ -47,6 +47,7 @@ use raftmq_client::admin::PlainAccessConfig;
 use raftmq_common::limits::QUERY_CONSUME_QUEUE_DEFAULT_COUNT;
 use raftmq_common::limits::QUERY_CONSUME_QUEUE_MAX_COUNT;
 use raftmq_common::limits::QUERY_MESSAGE_MAX_COUNT;
+use raftmq_common::message::Message;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
 use raftmq_common::message::OffsetMsgId;
@@ -198,6 +199,18 @@ enum AdminCommand {
     /// Show the message at one offset of one queue.
     #[command(name = "queryMsgByOffset")]
     QueryMsgByOffset(QueryMsgByOffsetArgs),
+    /// Print a topic's messages, every queue, optionally between two times and by tag.
+    #[command(name = "printMsg")]
+    PrintMsg(PrintMsgArgs),
+    /// Print one queue's messages, or count them by tag.
+    #[command(name = "printMsgByQueue")]
+    PrintMsgByQueue(PrintMsgByQueueArgs),
+    /// Send messages to a broker group's own topic (its name) and print each send's time.
+    #[command(name = "sendMsgStatus")]
+    SendMsgStatus(SendMsgStatusArgs),
+    /// Send messages to every queue of a topic in turn and print each send's time and the average.
+    #[command(name = "checkMsgSendRT")]
+    CheckMsgSendRt(CheckMsgSendRtArgs),
     /// List the clusters whose broker groups serve a topic.
     #[command(name = "topicClusterList")]
     TopicClusterList(TopicArgs),
@@ -684,6 +697,88 @@ struct QueryMsgByOffsetArgs {
 }
 
 #[derive(Debug, Args)]
+struct PrintMsgArgs {
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Body charset; bodies are printed as UTF-8 (invalid bytes replaced).
+    #[arg(short = 'c', long = "charsetName", default_value = "UTF-8")]
+    charset: String,
+    /// Tag expression (`TagA || TagB`, `*`).
+    #[arg(short = 's', long = "subExpression", default_value = "*")]
+    sub_expression: String,
+    /// From this store time: milliseconds or `yyyy-MM-dd#HH:mm:ss:SSS` (local time).
+    #[arg(short = 'b', long = "beginTimestamp")]
+    begin: Option<String>,
+    /// Up to this store time, in the same forms.
+    #[arg(short = 'e', long = "endTimestamp")]
+    end: Option<String>,
+    /// Print bodies (`-d false`: only the messages' metadata).
+    #[arg(short = 'd', long = "printBody", default_value_t = true, action = clap::ArgAction::Set)]
+    print_body: bool,
+}
+
+#[derive(Debug, Args)]
+struct PrintMsgByQueueArgs {
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Broker group name.
+    #[arg(short = 'a', long = "brokerName")]
+    broker_name: String,
+    /// Queue id.
+    #[arg(short = 'i', long = "queueId")]
+    queue_id: i32,
+    /// Body charset; bodies are printed as UTF-8 (invalid bytes replaced).
+    #[arg(short = 'c', long = "charsetName", default_value = "UTF-8")]
+    charset: String,
+    /// Tag expression (`TagA || TagB`, `*`).
+    #[arg(short = 's', long = "subExpression", default_value = "*")]
+    sub_expression: String,
+    /// From this store time: milliseconds or `yyyy-MM-dd#HH:mm:ss:SSS` (local time).
+    #[arg(short = 'b', long = "beginTimestamp")]
+    begin: Option<String>,
+    /// Up to this store time, in the same forms.
+    #[arg(short = 'e', long = "endTimestamp")]
+    end: Option<String>,
+    /// Print each message.
+    #[arg(short = 'p', long = "print", default_value_t = false, action = clap::ArgAction::Set)]
+    print_msg: bool,
+    /// Print bodies too.
+    #[arg(short = 'd', long = "printBody", default_value_t = false, action = clap::ArgAction::Set)]
+    print_body: bool,
+    /// Count the messages by tag, most frequent first.
+    #[arg(short = 'f', long = "calculate", default_value_t = false, action = clap::ArgAction::Set)]
+    by_tag: bool,
+}
+
+#[derive(Debug, Args)]
+struct SendMsgStatusArgs {
+    /// Broker group name: its own topic of that name is sent to.
+    #[arg(short = 'b', long = "brokerName")]
+    broker_name: String,
+    /// Body size in bytes.
+    #[arg(short = 's', long = "messageSize", default_value_t = 128)]
+    size: usize,
+    /// Messages to send (after one warm-up send).
+    #[arg(short = 'c', long = "count", default_value_t = 50)]
+    count: u32,
+}
+
+#[derive(Debug, Args)]
+struct CheckMsgSendRtArgs {
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Messages to send.
+    #[arg(short = 'a', long = "amount", default_value_t = 100)]
+    amount: u32,
+    /// Body size in bytes.
+    #[arg(short = 's', long = "size", default_value_t = 128)]
+    size: usize,
+}
+
+#[derive(Debug, Args)]
 struct AllocateMqArgs {
     /// Topic.
     #[arg(short = 't', long = "topic")]
@@ -789,13 +884,17 @@ struct RemoveNodeArgs {
 pub async fn run(args: AdminArgs) -> Result<()> {
     let admin = args.namesrv.admin()?;
     let out = Out { json: args.json };
-    let result = dispatch(&admin, out, args.command).await;
+    let result = dispatch(&admin, &args.namesrv, out, args.command).await;
     admin.shutdown().await;
     result
 }
 
-async fn dispatch(admin: &Admin, out: Out, command: AdminCommand) -> Result<()> {
+async fn dispatch(admin: &Admin, namesrv: &NamesrvAddrArgs, out: Out, command: AdminCommand) -> Result<()> {
     match command {
+        AdminCommand::PrintMsg(a) => print_msg(admin, out, a).await,
+        AdminCommand::PrintMsgByQueue(a) => print_msg_by_queue(admin, out, a).await,
+        AdminCommand::SendMsgStatus(a) => send_msg_status(namesrv, out, a).await,
+        AdminCommand::CheckMsgSendRt(a) => check_msg_send_rt(namesrv, out, a).await,
         AdminCommand::UpdateTopic(a) => update_topic(admin, out, a).await,
         AdminCommand::DeleteTopic(a) => delete_topic(admin, out, a).await,
         AdminCommand::TopicList => topic_list(admin, out).await,
@@ -2547,6 +2646,252 @@ async fn query_msg_by_offset(admin: &Admin, out: Out, a: QueryMsgByOffsetArgs) -
         print_message(&msg);
     }
     Ok(())
+}
+
+/// The group Java's tools pull as (`MixAll.TOOLS_CONSUMER_GROUP`).
+const TOOLS_CONSUMER_GROUP: &str = "TOOLS_CONSUMER";
+/// Messages per pull of `printMsg` / `printMsgByQueue` (Java's 32).
+const PRINT_PULL_BATCH_COUNT: i32 = 32;
+
+/// Java's printing of one message: `MSGID: <id> <message> BODY: <body>`.
+fn print_line(m: &MessageExt, print_body: bool) {
+    let body = if print_body { String::from_utf8_lossy(&m.message.body).into_owned() } else { "NOT PRINT BODY".into() };
+    println!(
+        "MSGID: {} MessageExt [topic={}, queueId={}, queueOffset={}, commitLogOffset={}, storeTimestamp={}, \
+         tags={}, keys={}, reconsumeTimes={}] BODY: {body}",
+        m.msg_id(),
+        m.topic(),
+        m.queue_id,
+        m.queue_offset,
+        m.commit_log_offset,
+        m.store_timestamp,
+        m.message.tags().unwrap_or_default(),
+        m.message.keys().unwrap_or_default(),
+        m.reconsume_times
+    );
+}
+
+/// Bodies are printed as UTF-8; another charset is refused rather than printed wrongly.
+fn check_charset(charset: &str) -> Result<()> {
+    let plain = charset.to_ascii_lowercase().replace('-', "");
+    if plain == "utf8" { Ok(()) } else { bail!("-c {charset}: bodies are printed as UTF-8 only") }
+}
+
+/// The offsets `[from, to)` of one queue between two optional store times (the queue's bounds
+/// without them), as Java's print commands choose them.
+async fn queue_span(
+    admin: &Admin,
+    addr: &str,
+    topic: &str,
+    queue_id: i32,
+    begin: Option<i64>,
+    end: Option<i64>,
+) -> Result<(i64, i64)> {
+    let from = match begin {
+        Some(t) => admin.search_offset(addr, topic, queue_id, t).await?,
+        None => admin.min_offset(addr, topic, queue_id).await?,
+    };
+    let to = match end {
+        Some(t) => admin.search_offset(addr, topic, queue_id, t).await?,
+        None => admin.max_offset(addr, topic, queue_id).await?,
+    };
+    Ok((from, to))
+}
+
+/// Every message of `[from, to)` of one queue matching `sub_expression`, pulled in batches;
+/// `each` sees them in queue order. Stops early when the broker has nothing more.
+async fn read_span(
+    admin: &Admin,
+    addr: &str,
+    topic: &str,
+    queue_id: i32,
+    (from, to): (i64, i64),
+    sub_expression: &str,
+    mut each: impl FnMut(&MessageExt),
+) -> std::result::Result<(), ClientError> {
+    let mut offset = from;
+    while offset < to {
+        let pulled = admin
+            .pull(addr, TOOLS_CONSUMER_GROUP, topic, queue_id, offset, PRINT_PULL_BATCH_COUNT, sub_expression)
+            .await?;
+        match pulled.status {
+            raftmq_client::consumer::PullStatus::Found => {
+                pulled.msgs.iter().filter(|m| m.queue_offset < to).for_each(&mut each);
+            }
+            _ => break,
+        }
+        if pulled.next_begin_offset <= offset {
+            break;
+        }
+        offset = pulled.next_begin_offset;
+    }
+    Ok(())
+}
+
+/// Java's `PrintMessageSubCommand`: each queue of the topic (sorted), its span, its messages.
+async fn print_msg(admin: &Admin, out: Out, a: PrintMsgArgs) -> Result<()> {
+    let cmd = "printMsg";
+    check_charset(&a.charset)?;
+    let begin = a.begin.as_deref().map(parse_reset_timestamp).transpose()?;
+    let end = a.end.as_deref().map(parse_reset_timestamp).transpose()?;
+    let route = admin.topic_route(&a.topic).await.context(cmd)?;
+    let targets: BTreeMap<String, String> = read_targets(&route).into_iter().collect();
+    let mut mqs: Vec<MessageQueue> = raftmq_client::route::subscribe_queues(&a.topic, &route).into_iter().collect();
+    mqs.sort_by(raftmq_client::consumer::rebalance::java_mq_cmp);
+    let mut json_rows = Vec::new();
+    for mq in &mqs {
+        let addr = targets.get(&mq.broker_name).with_context(|| format!("{cmd}: no address for {}", mq.broker_name))?;
+        let span = queue_span(admin, addr, &a.topic, mq.queue_id, begin, end).await.context(cmd)?;
+        if !out.json {
+            println!(
+                "minOffset={}, maxOffset={}, MessageQueue [topic={}, brokerName={}, queueId={}]",
+                span.0, span.1, mq.topic, mq.broker_name, mq.queue_id
+            );
+        }
+        read_span(admin, addr, &a.topic, mq.queue_id, span, &a.sub_expression, |m| {
+            if out.json {
+                json_rows.push(message_json(m));
+            } else {
+                print_line(m, a.print_body);
+            }
+        })
+        .await
+        .map_err(|e| explain(cmd, RequestCode::PullMessage, e))?;
+    }
+    if out.json {
+        out.json(&json!({"topic": a.topic, "messages": json_rows}));
+    }
+    Ok(())
+}
+
+/// Java's `PrintMessageByQueueCommand`: one queue's messages printed (`-p`) and/or counted by tag
+/// (`-f`, most frequent first).
+async fn print_msg_by_queue(admin: &Admin, out: Out, a: PrintMsgByQueueArgs) -> Result<()> {
+    let cmd = "printMsgByQueue";
+    check_charset(&a.charset)?;
+    let begin = a.begin.as_deref().map(parse_reset_timestamp).transpose()?;
+    let end = a.end.as_deref().map(parse_reset_timestamp).transpose()?;
+    let route = admin.topic_route(&a.topic).await.context(cmd)?;
+    let (_, addr) = read_targets(&route)
+        .into_iter()
+        .find(|(name, _)| *name == a.broker_name)
+        .ok_or_else(|| anyhow!("{cmd}: broker group {} does not serve topic {}", a.broker_name, a.topic))?;
+    let span = queue_span(admin, &addr, &a.topic, a.queue_id, begin, end).await.context(cmd)?;
+    let mut by_tag: BTreeMap<String, u64> = BTreeMap::new();
+    let mut json_rows = Vec::new();
+    read_span(admin, &addr, &a.topic, a.queue_id, span, &a.sub_expression, |m| {
+        *by_tag.entry(m.message.tags().unwrap_or_default().to_owned()).or_default() += 1;
+        if out.json {
+            json_rows.push(message_json(m));
+        } else if a.print_msg {
+            print_line(m, a.print_body);
+        }
+    })
+    .await
+    .map_err(|e| explain(cmd, RequestCode::PullMessage, e))?;
+    let mut counted: Vec<(String, u64)> = by_tag.into_iter().collect();
+    counted.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
+    if out.json {
+        let tags: Vec<_> = counted.iter().map(|(t, n)| json!({"tag": t, "count": n})).collect();
+        out.json(&json!({"topic": a.topic, "brokerName": a.broker_name, "queueId": a.queue_id,
+            "minOffset": span.0, "maxOffset": span.1, "messages": json_rows, "tags": tags}));
+    } else if a.by_tag {
+        for (tag, n) in &counted {
+            println!("Tag: {tag:<30} Count: {n}");
+        }
+    }
+    Ok(())
+}
+
+/// A producer for the send commands, signed as the admin commands are.
+async fn tools_producer(namesrv: &NamesrvAddrArgs) -> Result<raftmq_client::Producer> {
+    let producer = raftmq_client::Producer::builder("PID_SMSC")
+        .namesrv_addr(&namesrv.namesrv_addr)
+        .send_timeout(namesrv.timeout)
+        .credentials(namesrv.credentials()?)
+        .build()?;
+    producer.start().await?;
+    Ok(producer)
+}
+
+/// Java's `SendResult.toString`.
+fn send_result_text(r: &raftmq_client::SendResult) -> String {
+    format!(
+        "SendResult [sendStatus={}, msgId={}, offsetMsgId={}, messageQueue=MessageQueue [topic={}, brokerName={}, \
+         queueId={}], queueOffset={}]",
+        r.status.name(),
+        r.msg_id,
+        r.offset_msg_id,
+        r.message_queue.topic,
+        r.message_queue.broker_name,
+        r.message_queue.queue_id,
+        r.queue_offset
+    )
+}
+
+/// Java's `SendMsgStatusCommand`: one warm-up send, then `-c` sends of `-s` bytes to the topic
+/// named after the broker group, each printed with its round trip.
+async fn send_msg_status(namesrv: &NamesrvAddrArgs, out: Out, a: SendMsgStatusArgs) -> Result<()> {
+    let producer = tools_producer(namesrv).await?;
+    let outcome = async {
+        producer.send(Message::new(a.broker_name.as_str(), vec![b'a'; 16])).await.context("sendMsgStatus")?;
+        let mut rows = Vec::new();
+        for _ in 0..a.count {
+            let started = std::time::Instant::now();
+            let r = producer.send(Message::new(a.broker_name.as_str(), vec![b'a'; a.size])).await.context("sendMsgStatus")?;
+            let rt_ms = started.elapsed().as_millis();
+            if out.json {
+                rows.push(json!({"rtMs": rt_ms, "status": r.status.name(), "msgId": r.msg_id, "queueId": r.message_queue.queue_id}));
+            } else {
+                println!("rt:{rt_ms}ms, SendResult={}", send_result_text(&r));
+            }
+        }
+        if out.json {
+            out.json(&json!({"brokerName": a.broker_name, "sends": rows}));
+        }
+        Ok(())
+    }
+    .await;
+    producer.shutdown().await;
+    outcome
+}
+
+/// Java's `CheckMsgSendRTCommand`: `-a` sends, send `i` to queue `i mod queues`, each printed
+/// with its broker, queue, success and round trip; the average leaves out the first send.
+async fn check_msg_send_rt(namesrv: &NamesrvAddrArgs, out: Out, a: CheckMsgSendRtArgs) -> Result<()> {
+    let producer = tools_producer(namesrv).await?;
+    let outcome = async {
+        let route = producer.routes().publish_info(&a.topic, None).await.context("checkMsgSendRT")?;
+        let queues = route.message_queues();
+        if queues.is_empty() {
+            bail!("checkMsgSendRT: topic {} has no writable queue", a.topic);
+        }
+        let mut table = Table::new(&["#Broker Name", "#QID", "#Send Result", "#RT"]);
+        let mut rows = Vec::new();
+        let mut total_ms = 0u128;
+        for i in 0..a.amount {
+            let mq = &queues[i as usize % queues.len()];
+            let started = std::time::Instant::now();
+            let ok = producer.send_to_queue(Message::new(a.topic.as_str(), vec![0u8; a.size]), mq).await.is_ok();
+            let rt_ms = started.elapsed().as_millis();
+            if i != 0 {
+                total_ms += rt_ms;
+            }
+            table.row([mq.broker_name.clone(), mq.queue_id.to_string(), ok.to_string(), rt_ms.to_string()]);
+            rows.push(json!({"brokerName": mq.broker_name, "queueId": mq.queue_id, "sendResult": ok, "rtMs": rt_ms}));
+        }
+        let average = if a.amount > 1 { total_ms as f64 / f64::from(a.amount - 1) } else { 0.0 };
+        if out.json {
+            out.json(&json!({"topic": a.topic, "sends": rows, "avgRtMs": average}));
+        } else {
+            out.table(&table);
+            println!("Avg RT: {average:.2}");
+        }
+        Ok(())
+    }
+    .await;
+    producer.shutdown().await;
+    outcome
 }
 
 /// Java's `TopicClusterSubCommand`: the cluster of each broker group in the topic's route.

@@ -328,7 +328,8 @@ async fn cli(args: &[&str]) -> Result<String> {
 }
 
 /// mqadmin's lookups that need no new broker request: `queryMsgByUniqueKey` (QUERY_MESSAGE by
-/// UNIQ_KEY), `queryMsgByOffset` (QUERY_CONSUME_QUEUE, then the record), `topicClusterList`,
+/// UNIQ_KEY), `queryMsgByOffset` (QUERY_CONSUME_QUEUE, then the record), `printMsg` and
+/// `printMsgByQueue` (PULL_MESSAGE as TOOLS_CONSUMER), `sendMsgStatus`, `checkMsgSendRT`, `topicClusterList`,
 /// `allocateMQ` (averagely, as Java's) and `updateOrderConf` (the NameServers' ORDER_TOPIC_CONFIG,
 /// which routes carry when the NameServer has `orderMessageEnable`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -354,6 +355,36 @@ async fn t56_mqadmin_lookups_by_unique_key_offset_cluster_allocation_and_order_c
     ensure!(at["msgId"] == third.msg_id.as_str() && at["body"] == "lookup-2", "{at}");
     let past = ["admin", "queryMsgByOffset", "-n", &ns, "-t", TOPIC, "-b", BROKER_NAME, "-i", &queue, "-o", "99"];
     ensure!(cli(&past).await.is_err_and(|e| e.to_string().contains("no message at offset 99")), "past the end");
+
+    // printMsg: every queue's span, then each message with its body; printMsgByQueue counts tags.
+    let printed = cli(&["admin", "printMsg", "-n", &ns, "-t", TOPIC]).await?;
+    ensure!(printed.matches("minOffset=").count() == 2, "{printed}");
+    for (i, r) in sent.iter().enumerate() {
+        ensure!(
+            printed.contains(&format!("MSGID: {} ", r.msg_id)) && printed.contains(&format!("BODY: lookup-{i}")),
+            "{printed}"
+        );
+    }
+    let quiet = cli(&["admin", "printMsg", "-n", &ns, "-t", TOPIC, "-d", "false"]).await?;
+    ensure!(quiet.matches("BODY: NOT PRINT BODY").count() == 4, "{quiet}");
+    let all: serde_json::Value =
+        serde_json::from_str(&cli(&["admin", "printMsg", "-n", &ns, "-t", TOPIC, "--json"]).await?)?;
+    ensure!(all["messages"].as_array().map(Vec::len) == Some(4), "{all}");
+    let counted =
+        cli(&["admin", "printMsgByQueue", "-n", &ns, "-t", TOPIC, "-a", BROKER_NAME, "-i", &queue, "-f", "true"])
+            .await?;
+    let in_queue = sent.iter().filter(|r| r.message_queue.queue_id == third.message_queue.queue_id).count();
+    ensure!(counted.trim() == format!("Tag: {:<30} Count: {in_queue}", ""), "{counted}");
+    ensure!(cli(&["admin", "printMsg", "-n", &ns, "-t", TOPIC, "-c", "GBK"]).await.is_err(), "UTF-8 only");
+
+    // sendMsgStatus (the group's own topic) and checkMsgSendRT (every queue in turn).
+    let status = cli(&["admin", "sendMsgStatus", "-n", &ns, "-b", BROKER_NAME, "-c", "3"]).await?;
+    ensure!(
+        status.lines().filter(|l| l.starts_with("rt:") && l.contains("sendStatus=SEND_OK")).count() == 3,
+        "{status}"
+    );
+    let rt = cli(&["admin", "checkMsgSendRT", "-n", &ns, "-t", TOPIC, "-a", "4", "-s", "64"]).await?;
+    ensure!(rt.matches(" true ").count() == 4 && rt.contains("Avg RT: "), "{rt}");
 
     let clusters = cli(&["admin", "topicClusterList", "-n", &ns, "-t", TOPIC]).await?;
     ensure!(clusters.trim() == cluster.configs.values().next().context("a replica")?.broker_cluster_name, "{clusters}");

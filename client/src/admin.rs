@@ -114,6 +114,8 @@ use raftmq_common::protocol::header::offset::QueryConsumerOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::SearchOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::SearchOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::UpdateConsumerOffsetRequestHeader;
+use raftmq_common::protocol::header::pull::PullMessageRequestHeader;
+use raftmq_common::protocol::header::pull::pull_sys_flag;
 use raftmq_common::protocol::header::query::QueryConsumeQueueRequestHeader;
 use raftmq_common::protocol::header::query::QueryMessageRequestHeader;
 use raftmq_common::protocol::header::query::ViewMessageRequestHeader;
@@ -122,6 +124,9 @@ use raftmq_common::protocol::leader_hint::parse_leader_hint;
 use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::RemotingClient;
 
+use crate::consumer::PullResult;
+use crate::consumer::pull_api::process_pull_response;
+use crate::consumer::subscription::build_subscription_data;
 use crate::error::ClientError;
 use crate::error::ErrorKind;
 use crate::error::Result;
@@ -962,6 +967,45 @@ impl Admin {
         };
         let request = RemotingCommand::request_with_header(RequestCode::UpdateGlobalWhiteAddrsConfig, &header);
         self.broker_call(op, addr, request).await.map(drop)
+    }
+
+    /// Up to `max` messages of queue `queue_id` of `topic` from `offset`, as `group` (Java's tools
+    /// pull as `TOOLS_CONSUMER`), filtered by the tag expression `sub_expression` (PULL_MESSAGE
+    /// without suspending or committing, `DefaultMQPullConsumer.pull`). NO_NEW_MSG,
+    /// NO_MATCHED_MSG and OFFSET_ILLEGAL are results, not errors.
+    pub async fn pull(
+        &self,
+        addr: &str,
+        group: &str,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max: i32,
+        sub_expression: &str,
+    ) -> Result<PullResult> {
+        let op = "pullMessage";
+        let sub = build_subscription_data(topic, sub_expression, 0);
+        let header = PullMessageRequestHeader {
+            consumer_group: group.to_owned(),
+            topic: topic.to_owned(),
+            queue_id,
+            queue_offset: offset,
+            max_msg_nums: max,
+            sys_flag: pull_sys_flag::build(false, false, true, false, false),
+            commit_offset: 0,
+            suspend_timeout_millis: 0,
+            subscription: Some(sub.sub_string.clone()),
+            sub_version: sub.sub_version,
+            expression_type: Some(sub.expression_type.clone()),
+            bname: None,
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::PullMessage, &header);
+        let response = self
+            .remoting
+            .invoke(addr, request, self.timeout)
+            .await
+            .map_err(|e| ClientError::remoting(op, e).with_context("addr", addr))?;
+        process_pull_response(&response, &sub).map_err(|e| e.with_context("addr", addr))
     }
 
     /// The plain ACL in force on the broker at `addr`: its global white addresses and every
