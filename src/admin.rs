@@ -2703,17 +2703,14 @@ async fn queue_span(
 async fn read_span(
     admin: &Admin,
     addr: &str,
-    topic: &str,
-    queue_id: i32,
+    mq: &MessageQueue,
     (from, to): (i64, i64),
     sub_expression: &str,
     mut each: impl FnMut(&MessageExt),
 ) -> std::result::Result<(), ClientError> {
     let mut offset = from;
     while offset < to {
-        let pulled = admin
-            .pull(addr, TOOLS_CONSUMER_GROUP, topic, queue_id, offset, PRINT_PULL_BATCH_COUNT, sub_expression)
-            .await?;
+        let pulled = admin.pull(addr, TOOLS_CONSUMER_GROUP, mq, offset, PRINT_PULL_BATCH_COUNT, sub_expression).await?;
         match pulled.status {
             raftmq_client::consumer::PullStatus::Found => {
                 pulled.msgs.iter().filter(|m| m.queue_offset < to).for_each(&mut each);
@@ -2748,7 +2745,7 @@ async fn print_msg(admin: &Admin, out: Out, a: PrintMsgArgs) -> Result<()> {
                 span.0, span.1, mq.topic, mq.broker_name, mq.queue_id
             );
         }
-        read_span(admin, addr, &a.topic, mq.queue_id, span, &a.sub_expression, |m| {
+        read_span(admin, addr, mq, span, &a.sub_expression, |m| {
             if out.json {
                 json_rows.push(message_json(m));
             } else {
@@ -2779,7 +2776,8 @@ async fn print_msg_by_queue(admin: &Admin, out: Out, a: PrintMsgByQueueArgs) -> 
     let span = queue_span(admin, &addr, &a.topic, a.queue_id, begin, end).await.context(cmd)?;
     let mut by_tag: BTreeMap<String, u64> = BTreeMap::new();
     let mut json_rows = Vec::new();
-    read_span(admin, &addr, &a.topic, a.queue_id, span, &a.sub_expression, |m| {
+    let mq = MessageQueue::new(&a.topic, &a.broker_name, a.queue_id);
+    read_span(admin, &addr, &mq, span, &a.sub_expression, |m| {
         *by_tag.entry(m.message.tags().unwrap_or_default().to_owned()).or_default() += 1;
         if out.json {
             json_rows.push(message_json(m));

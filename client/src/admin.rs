@@ -969,7 +969,7 @@ impl Admin {
         self.broker_call(op, addr, request).await.map(drop)
     }
 
-    /// Up to `max` messages of queue `queue_id` of `topic` from `offset`, as `group` (Java's tools
+    /// Up to `max` messages of queue `mq` from `offset`, as `group` (Java's tools
     /// pull as `TOOLS_CONSUMER`), filtered by the tag expression `sub_expression` (PULL_MESSAGE
     /// without suspending or committing, `DefaultMQPullConsumer.pull`). NO_NEW_MSG,
     /// NO_MATCHED_MSG and OFFSET_ILLEGAL are results, not errors.
@@ -977,18 +977,17 @@ impl Admin {
         &self,
         addr: &str,
         group: &str,
-        topic: &str,
-        queue_id: i32,
+        mq: &MessageQueue,
         offset: i64,
         max: i32,
         sub_expression: &str,
     ) -> Result<PullResult> {
         let op = "pullMessage";
-        let sub = build_subscription_data(topic, sub_expression, 0);
+        let sub = build_subscription_data(&mq.topic, sub_expression, 0);
         let header = PullMessageRequestHeader {
             consumer_group: group.to_owned(),
-            topic: topic.to_owned(),
-            queue_id,
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
             queue_offset: offset,
             max_msg_nums: max,
             sys_flag: pull_sys_flag::build(false, false, true, false, false),
