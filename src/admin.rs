@@ -211,6 +211,10 @@ enum AdminCommand {
     /// Send messages to every queue of a topic in turn and print each send's time and the average.
     #[command(name = "checkMsgSendRT")]
     CheckMsgSendRt(CheckMsgSendRtArgs),
+    /// Send messages to every broker group's own topic of a cluster (or of all) and print each
+    /// group's average round trip; with `-i`, again every interval until interrupted.
+    #[command(name = "clusterRT")]
+    ClusterRt(ClusterRtArgs),
     /// List the clusters whose broker groups serve a topic.
     #[command(name = "topicClusterList")]
     TopicClusterList(TopicArgs),
@@ -779,6 +783,28 @@ struct CheckMsgSendRtArgs {
 }
 
 #[derive(Debug, Args)]
+struct ClusterRtArgs {
+    /// Cluster name (default: every cluster).
+    #[arg(short = 'c', long = "cluster")]
+    cluster: Option<String>,
+    /// Messages per broker group and round.
+    #[arg(short = 'a', long = "amount", default_value_t = 100)]
+    amount: u32,
+    /// Body size in bytes.
+    #[arg(short = 's', long = "size", default_value_t = 128)]
+    size: usize,
+    /// Print `time|machineRoom|cluster|broker|rt` lines, for logs.
+    #[arg(short = 'p', long = "printLog", default_value_t = false, action = clap::ArgAction::Set)]
+    print_log: bool,
+    /// Machine room named in `-p` lines.
+    #[arg(short = 'm', long = "machineRoom", default_value = "noname")]
+    machine_room: String,
+    /// Seconds between rounds; without it, one round.
+    #[arg(short = 'i', long = "interval")]
+    interval_s: Option<u64>,
+}
+
+#[derive(Debug, Args)]
 struct AllocateMqArgs {
     /// Topic.
     #[arg(short = 't', long = "topic")]
@@ -895,6 +921,7 @@ async fn dispatch(admin: &Admin, namesrv: &NamesrvAddrArgs, out: Out, command: A
         AdminCommand::PrintMsgByQueue(a) => print_msg_by_queue(admin, out, a).await,
         AdminCommand::SendMsgStatus(a) => send_msg_status(namesrv, out, a).await,
         AdminCommand::CheckMsgSendRt(a) => check_msg_send_rt(namesrv, out, a).await,
+        AdminCommand::ClusterRt(a) => cluster_rt(admin, namesrv, out, a).await,
         AdminCommand::UpdateTopic(a) => update_topic(admin, out, a).await,
         AdminCommand::DeleteTopic(a) => delete_topic(admin, out, a).await,
         AdminCommand::TopicList => topic_list(admin, out).await,
@@ -2886,6 +2913,59 @@ async fn check_msg_send_rt(namesrv: &NamesrvAddrArgs, out: Out, a: CheckMsgSendR
             println!("Avg RT: {average:.2}");
         }
         Ok(())
+    }
+    .await;
+    producer.shutdown().await;
+    outcome
+}
+
+/// Java's `ClusterSendMsgRTCommand`: per broker group of the cluster(s), `-a` sends of `-s` bytes
+/// to its own topic; the average round trip leaves out the first send. One round, or one every
+/// `-i` seconds until interrupted.
+async fn cluster_rt(admin: &Admin, namesrv: &NamesrvAddrArgs, out: Out, a: ClusterRtArgs) -> Result<()> {
+    let info = admin.cluster_info().await.context("clusterRT")?;
+    let clusters: Vec<(String, BTreeSet<String>)> = match &a.cluster {
+        Some(c) => {
+            let names = info.cluster_addr_table.get(c).ok_or_else(|| anyhow!("clusterRT: cluster [{c}] not exist"))?;
+            vec![(c.clone(), names.iter().cloned().collect())]
+        }
+        None => info.cluster_addr_table.iter().map(|(c, names)| (c.clone(), names.iter().cloned().collect())).collect(),
+    };
+    let producer = tools_producer(namesrv).await?;
+    let outcome = async {
+        loop {
+            let mut table = Table::new(&["#Cluster Name", "#Broker Name", "#RT", "#successCount", "#failCount"]);
+            let mut rows = Vec::new();
+            for (cluster, brokers) in &clusters {
+                for broker in brokers {
+                    let (mut ok, mut failed, mut total_ms) = (0u32, 0u32, 0u128);
+                    for i in 0..a.amount {
+                        let started = std::time::Instant::now();
+                        match producer.send(Message::new(broker.as_str(), vec![b'a'; a.size])).await {
+                            Ok(_) => ok += 1,
+                            Err(_) => failed += 1,
+                        }
+                        if i != 0 {
+                            total_ms += started.elapsed().as_millis();
+                        }
+                    }
+                    let rt = if a.amount > 1 { total_ms as f64 / f64::from(a.amount - 1) } else { 0.0 };
+                    if a.print_log && !out.json {
+                        let now = chrono::Local::now().format("%Y-%m-%d %H:%M:%S");
+                        println!("{now}|{}|{cluster}|{broker}|{}", a.machine_room, rt.round());
+                    }
+                    table.row([cluster.clone(), broker.clone(), format!("{rt:.2}"), ok.to_string(), failed.to_string()]);
+                    rows.push(json!({"cluster": cluster, "brokerName": broker, "rtMs": rt, "successCount": ok, "failCount": failed}));
+                }
+            }
+            if out.json {
+                out.json(&json!(rows));
+            } else if !a.print_log {
+                out.table(&table);
+            }
+            let Some(interval_s) = a.interval_s else { return Ok(()) };
+            tokio::time::sleep(std::time::Duration::from_secs(interval_s)).await;
+        }
     }
     .await;
     producer.shutdown().await;

@@ -329,7 +329,8 @@ async fn cli(args: &[&str]) -> Result<String> {
 
 /// mqadmin's lookups that need no new broker request: `queryMsgByUniqueKey` (QUERY_MESSAGE by
 /// UNIQ_KEY), `queryMsgByOffset` (QUERY_CONSUME_QUEUE, then the record), `printMsg` and
-/// `printMsgByQueue` (PULL_MESSAGE as TOOLS_CONSUMER), `sendMsgStatus`, `checkMsgSendRT`, `topicClusterList`,
+/// `printMsgByQueue` (PULL_MESSAGE as TOOLS_CONSUMER), `sendMsgStatus`, `checkMsgSendRT`, `clusterRT`,
+/// `topicClusterList`,
 /// `allocateMQ` (averagely, as Java's) and `updateOrderConf` (the NameServers' ORDER_TOPIC_CONFIG,
 /// which routes carry when the NameServer has `orderMessageEnable`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -385,6 +386,14 @@ async fn t56_mqadmin_lookups_by_unique_key_offset_cluster_allocation_and_order_c
     );
     let rt = cli(&["admin", "checkMsgSendRT", "-n", &ns, "-t", TOPIC, "-a", "4", "-s", "64"]).await?;
     ensure!(rt.matches(" true ").count() == 4 && rt.contains("Avg RT: "), "{rt}");
+
+    let cluster_name = cluster.configs.values().next().context("a replica")?.broker_cluster_name.clone();
+    let rts: serde_json::Value = serde_json::from_str(
+        &cli(&["admin", "clusterRT", "-n", &ns, "-c", &cluster_name, "-a", "3", "--json"]).await?,
+    )?;
+    ensure!(rts[0]["brokerName"] == BROKER_NAME && rts[0]["successCount"] == 3 && rts[0]["failCount"] == 0, "{rts}");
+    let logged = cli(&["admin", "clusterRT", "-n", &ns, "-a", "2", "-p", "true", "-m", "room1"]).await?;
+    ensure!(logged.trim().contains(&format!("|room1|{cluster_name}|{BROKER_NAME}|")), "{logged}");
 
     let clusters = cli(&["admin", "topicClusterList", "-n", &ns, "-t", TOPIC]).await?;
     ensure!(clusters.trim() == cluster.configs.values().next().context("a replica")?.broker_cluster_name, "{clusters}");
