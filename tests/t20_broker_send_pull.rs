@@ -6,10 +6,11 @@
 //! - t21: a pull suspended on an empty queue returns within 100 ms of a commit.
 //! - t22: bad input gets RocketMQ's code and remark and stores nothing; a follower refuses writes
 //!   with the leader hint.
-//! - t23: every request code the broker serves, sent malformed to the leader and to a follower
-//!   (no fields; random field names; the headers' field names with garbage values; random bodies;
-//!   seeded, the seed printed, `RAFTMQ_FUZZ_SEED` replays it): each is answered, the group keeps a
-//!   ready leader, and every message stored before reads back unchanged.
+//! - t23: every request code the broker serves, sent malformed to the leader and to a follower, and
+//!   every code the NameServer serves, to it (no fields; random field names; the headers' field
+//!   names with garbage values; random bodies; seeded, the seed printed, `RAFTMQ_FUZZ_SEED` replays
+//!   it): each is answered, the NameServer still routes the topic, the group keeps a ready leader,
+//!   and every message stored before reads back unchanged.
 
 mod broker_group;
 mod ports;
@@ -474,7 +475,23 @@ async fn t23_malformed_requests_to_every_code_are_answered_and_lose_nothing() ->
             *answered.entry(format!("{:?}", response.response_code())).or_default() += 1;
         }
     }
+    // The NameServer's codes too, to the group's NameServer.
+    for code in raftmq_namesrv::processor::SERVED_CODES {
+        let calls = (0..VARIANTS_PER_CODE).map(|v| {
+            let (client, request) = (client.clone(), fuzz_request(code, v, &mut rng));
+            let addr = group.namesrv_addr.clone();
+            async move { client.invoke(&addr, request, WAIT).await }
+        });
+        for outcome in futures::future::join_all(calls.collect::<Vec<_>>()).await {
+            let response = outcome.with_context(|| format!("seed {seed}: {code:?} to the NameServer got no answer"))?;
+            *answered.entry(format!("{:?}", response.response_code())).or_default() += 1;
+        }
+    }
     println!("t23 answers by code: {answered:?}");
+    let admin = Admin::new(&group.namesrv_addr)?;
+    let route = admin.topic_route(TOPIC).await.with_context(|| format!("seed {seed}: the route after"))?;
+    anyhow::ensure!(route.queue_datas.iter().any(|q| q.read_queue_nums == 2), "seed {seed}: {route:?}");
+    admin.shutdown().await;
 
     // The group still serves: a ready leader (a transfer may have moved it), a send, and every
     // message stored before, unchanged, from the leader and from the follower.
