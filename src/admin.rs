@@ -9,7 +9,6 @@
 //!   of every group in the topic's route;
 //! - a broker config (`updateBrokerConfig`) is per replica: `-b` one address, `-c` every replica;
 //!   so are `deleteExpiredCommitLog` (the leader purges, the others follow) and `cleanExpiredCQ`;
-//!   `cleanUnusedTopic` goes to `-b` or to each group's leader of `-c`;
 //! - NameServer state (`updateKvConfig`, `deleteKvConfig`, `wipeWritePerm`, `addWritePerm`) is
 //!   written to every NameServer, since they share nothing;
 //! - reads go to the leader when the group has one, else to its lowest-id replica; those that name
@@ -239,10 +238,6 @@ enum AdminCommand {
     /// every replica of a cluster).
     #[command(name = "cleanExpiredCQ")]
     CleanExpiredCq(ReplicaArgs),
-    /// Delete the ConsumeQueues of topics that have no config (left by a deletion that failed),
-    /// through Raft (`-b` one broker, `-c` each group's leader in a cluster).
-    #[command(name = "cleanUnusedTopic")]
-    CleanUnusedTopic(ReplicaArgs),
     /// List ConsumeQueue units of one queue from an index (physical offset, size, tag code), and with
     /// `-g` whether each passes the group's subscription.
     #[command(name = "queryCq")]
@@ -799,8 +794,8 @@ struct ClusterRtArgs {
     /// Machine room named in `-p` lines.
     #[arg(short = 'm', long = "machineRoom", default_value = "noname")]
     machine_room: String,
-    /// Seconds between rounds; without it, one round.
-    #[arg(short = 'i', long = "interval")]
+    /// Seconds between rounds; without it, one round (Java's loops every 10 s until interrupted).
+    #[arg(short = 'i', long = "interval", value_parser = clap::value_parser!(u64).range(1..))]
     interval_s: Option<u64>,
 }
 
@@ -999,21 +994,6 @@ async fn dispatch(admin: &Admin, namesrv: &NamesrvAddrArgs, out: Out, command: A
             let addrs = replica_addrs(admin, "cleanExpiredCQ", a.broker.as_deref(), a.cluster.as_deref()).await?;
             for_each_replica(out, &addrs, "cleanExpiredCQ", RequestCode::CleanExpiredConsumequeue, |addr| {
                 admin.clean_expired_consume_queue(addr)
-            })
-            .await
-        }
-        AdminCommand::CleanUnusedTopic(a) => {
-            // Java's `CleanUnusedTopicCommand` asks each master; the leader replicates the deletions.
-            let addrs: Vec<String> = match &a.broker {
-                Some(b) => vec![b.clone()],
-                None => write_targets(admin, &Target { cluster: a.cluster.clone(), broker: None })
-                    .await?
-                    .into_iter()
-                    .map(|(_, addr)| addr)
-                    .collect(),
-            };
-            for_each_replica(out, &addrs, "cleanUnusedTopic", RequestCode::CleanUnusedTopic, |addr| {
-                admin.clean_unused_topic(addr)
             })
             .await
         }
@@ -2726,22 +2706,25 @@ async fn queue_span(
 }
 
 /// Every message of `[from, to)` of one queue matching `sub_expression`, pulled in batches;
-/// `each` sees them in queue order. Stops early when the broker has nothing more.
+/// `each` sees them in queue order. Stops when the broker has nothing more, and, unless
+/// `past_unmatched`, at the first window with no match (`printMsgByQueue` stops there, as Java's
+/// does; `printMsg` reads on).
 async fn read_span(
     admin: &Admin,
     addr: &str,
     mq: &MessageQueue,
     (from, to): (i64, i64),
     sub_expression: &str,
+    past_unmatched: bool,
     mut each: impl FnMut(&MessageExt),
 ) -> std::result::Result<(), ClientError> {
+    use raftmq_client::consumer::PullStatus;
     let mut offset = from;
     while offset < to {
         let pulled = admin.pull(addr, TOOLS_CONSUMER_GROUP, mq, offset, PRINT_PULL_BATCH_COUNT, sub_expression).await?;
         match pulled.status {
-            raftmq_client::consumer::PullStatus::Found => {
-                pulled.msgs.iter().filter(|m| m.queue_offset < to).for_each(&mut each);
-            }
+            PullStatus::Found => pulled.msgs.iter().filter(|m| m.queue_offset < to).for_each(&mut each),
+            PullStatus::NoMatchedMsg if past_unmatched => {}
             _ => break,
         }
         if pulled.next_begin_offset <= offset {
@@ -2772,7 +2755,7 @@ async fn print_msg(admin: &Admin, out: Out, a: PrintMsgArgs) -> Result<()> {
                 span.0, span.1, mq.topic, mq.broker_name, mq.queue_id
             );
         }
-        read_span(admin, addr, mq, span, &a.sub_expression, |m| {
+        read_span(admin, addr, mq, span, &a.sub_expression, true, |m| {
             if out.json {
                 json_rows.push(message_json(m));
             } else {
@@ -2804,8 +2787,11 @@ async fn print_msg_by_queue(admin: &Admin, out: Out, a: PrintMsgByQueueArgs) -> 
     let mut by_tag: BTreeMap<String, u64> = BTreeMap::new();
     let mut json_rows = Vec::new();
     let mq = MessageQueue::new(&a.topic, &a.broker_name, a.queue_id);
-    read_span(admin, &addr, &mq, span, &a.sub_expression, |m| {
-        *by_tag.entry(m.message.tags().unwrap_or_default().to_owned()).or_default() += 1;
+    read_span(admin, &addr, &mq, span, &a.sub_expression, false, |m| {
+        // Java's `calculateByTag` counts tagged messages only.
+        if let Some(tag) = m.message.tags().filter(|t| !t.trim().is_empty()) {
+            *by_tag.entry(tag.to_owned()).or_default() += 1;
+        }
         if out.json {
             json_rows.push(message_json(m));
         } else if a.print_msg {
@@ -3029,6 +3015,9 @@ async fn update_order_conf(admin: &Admin, out: Out, a: UpdateOrderConfArgs) -> R
         }
         ("put", Some(conf)) => {
             let conf = conf.trim().to_owned();
+            if conf.is_empty() {
+                bail!("{cmd}: -v ORDER_CONF is blank");
+            }
             admin.put_kv_config(ORDER_TOPIC_CONFIG_NAMESPACE, &a.topic, &conf).await.context(cmd)?;
             done(
                 out,

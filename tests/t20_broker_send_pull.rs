@@ -383,7 +383,6 @@ const FUZZ_GARBAGE: &[&str] = &[
     "a b",
     "../../etc/passwd",
     "2,3",
-    "-0",
 ];
 
 /// One malformed request for `code`, drawn from `rng`.

@@ -9,9 +9,7 @@
 //!   there, and the stopped follower, restarted, installs the snapshot and then holds exactly the
 //!   leader's retained messages.
 //! - t62: `deleteExpiredCommitLog` purges expired segments outside the `deleteWhen` hours without
-//!   disk pressure; `cleanExpiredCQ` answers, and every retained message is still readable;
-//!   `cleanUnusedTopic` leaves configured topics alone and deletes queues with no topic config
-//!   (copied in while the replica was stopped).
+//!   disk pressure; `cleanExpiredCQ` answers, and every retained message is still readable.
 //! - t61: at `diskSpaceWarningLevelRatio` sends are refused with SERVICE_NOT_AVAILABLE and
 //!   RocketMQ's "disk is full" remark, and nothing is stored; below it sends resume.
 
@@ -325,12 +323,11 @@ async fn t60_purge_through_raft_then_a_lagging_follower_installs_the_snapshot() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn t62_delete_expired_commit_log_purges_outside_the_delete_hours() -> Result<()> {
     const TOPIC: &str = "T62_MANUAL";
-    const ORPHAN: &str = "T62_UNUSED";
     const MESSAGES: usize = 400;
     let ratio_dir = tempfile::tempdir()?;
     let ratio_file = ratio_dir.path().join("disk-used-ratio");
     std::fs::write(&ratio_file, "0.10")?;
-    let mut group = Group::start_with(1, |c| small_store(c, &ratio_file, 100)).await?;
+    let group = Group::start_with(1, |c| small_store(c, &ratio_file, 100)).await?;
     let leader = group.wait_leader(WAIT).await?;
     create_topic(&group, leader, TOPIC).await?;
     let client = RemotingClient::new();
@@ -371,58 +368,8 @@ async fn t62_delete_expired_commit_log_purges_outside_the_delete_hours() -> Resu
             max - min
         );
     }
-
-    // cleanUnusedTopic: every topic with queues has a config, so nothing goes (the CLI asks each
-    // group's leader of the cluster).
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_raftmq"))
-        .args([
-            "admin",
-            "cleanUnusedTopic",
-            "-n",
-            &group.namesrv_addr,
-            "-c",
-            &group.configs[&leader].broker_cluster_name,
-        ])
-        .output()
-        .await?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    ensure!(out.status.success() && stdout.trim() == "success", "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    ensure!(store.consume_queues().get(TOPIC, 0).is_some(), "a configured topic's queues stay");
-    // Queues under a name with no config, as a deletion that failed to remove its files leaves
-    // them: a copy of the topic's, opened by the restarted replica. cleanUnusedTopic deletes them
-    // through Raft, and nothing else.
-    let ends: Vec<(u64, u64)> = (0..QUEUES).map(|q| store.queue_offsets(TOPIC, q)).collect();
-    drop(store);
-    group.stop(leader).await;
-    let orphan_dir = root.join("consumequeue").join(ORPHAN);
-    copy_dir(&root.join("consumequeue").join(TOPIC), &orphan_dir)?;
-    let restarted = Broker::start(group.configs[&leader].clone()).await?;
-    group.brokers.insert(leader, restarted);
-    ensure!(group.wait_leader(WAIT).await? == leader, "the one replica leads again");
-    let store = group.brokers[&leader].store().clone();
-    ensure!(store.consume_queues().get(ORPHAN, 0).is_some(), "the restarted replica opened the copied queues");
-    admin.clean_unused_topic(&addr).await?;
-    ensure!(store.consume_queues().get(ORPHAN, 0).is_none() && !orphan_dir.exists(), "the unused queues are gone");
-    let after: Vec<(u64, u64)> = (0..QUEUES).map(|q| store.queue_offsets(TOPIC, q)).collect();
-    ensure!(after == ends, "the configured topic's queues are untouched: {ends:?} then {after:?}");
-    drop(store);
     admin.shutdown().await;
     group.shutdown().await;
-    Ok(())
-}
-
-/// Copies directory `from` (files and subdirectories) to a new directory `to`.
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), target)?;
-        }
-    }
     Ok(())
 }
 

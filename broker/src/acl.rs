@@ -18,10 +18,12 @@
 //! A refused request is answered SYSTEM_ERROR with `AclException: <Java's reason>`, as Java's
 //! RPC hook answers (a oneway request gets no answer). [`resources`] follows Java 4.9.8 and is
 //! stricter in a few places, each marked there: batch sends, sends to a retry topic, send-backs,
-//! offset queries and queue locks; our Raft membership codes and the offset-moving admin codes need
-//! `admin`. As in Java, the other codes need only a valid signature: among them VIEW_MESSAGE_BY_ID
-//! and END_TRANSACTION, the monitoring reads (GET_ALL_CONSUMER_OFFSET, GET_CONSUME_STATS, ...) and
-//! the calls relayed to a group's clients (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY). A keyed
+//! offset queries and queue locks; our Raft membership codes, the offset-moving admin codes and the
+//! read of every account's secret (GET_BROKER_CLUSTER_ACL_CONFIG, which also skips the address
+//! shortcuts) need `admin`. As in Java, the other codes need only a valid signature: among them
+//! VIEW_MESSAGE_BY_ID and END_TRANSACTION, the monitoring reads (GET_ALL_CONSUMER_OFFSET,
+//! GET_CONSUME_STATS, ...) and the calls relayed to a group's clients (GET_CONSUMER_RUNNING_INFO,
+//! CONSUME_MESSAGE_DIRECTLY, INVOKE_BROKER_TO_GET_CONSUMER_STATUS). A keyed
 //! QUERY_MESSAGE verifies whether or not its client signed `_UNIQUE_KEY_QUERY`.
 //!
 //! Edits over the wire (mqadmin's `updateAclConfig` family, `crate::acl_processor`) change the
@@ -126,9 +128,8 @@ pub const ACL_EDIT_CODES: &[RequestCode] = &[
 /// Codes only an `admin: true` account may send: Java 4.9's `Permission.ADMIN_CODE`; our Raft
 /// membership codes (a removal notice unroutes a replica); and, stricter than Java, the two that
 /// move any group's offsets (`resetOffsetByTime`, `cloneGroupOffset`), the one that puts any
-/// producer group's half back for checking (`resumeCheckHalfMessage`), the one that deletes
-/// topics' queues (`cleanUnusedTopic`), the one that reads every account's secret
-/// (`getAccessConfigSubCommand`), and the three that edit
+/// producer group's half back for checking (`resumeCheckHalfMessage`), the one that reads every
+/// account's secret (`getAccessConfigSubCommand`), and the three that edit
 /// the ACL itself, which Java leaves to any signed account (`crate::acl_processor`).
 pub const ADMIN_CODES: &[RequestCode] = &[
     RequestCode::UpdateAndCreateTopic,
@@ -143,7 +144,6 @@ pub const ADMIN_CODES: &[RequestCode] = &[
     RequestCode::InvokeBrokerToResetOffset,
     RequestCode::CloneGroupOffset,
     RequestCode::ResumeCheckHalfMessage,
-    RequestCode::CleanUnusedTopic,
     RequestCode::GetBrokerClusterAclConfig,
     RequestCode::UpdateAndCreateAclConfig,
     RequestCode::DeleteAclConfig,

@@ -23,8 +23,9 @@
 //!   only on top of the edit it was built from (a compare-and-set every replica decides alike), so
 //!   none is lost across a leader change and versions only grow.
 //! - An edit that would write a file this broker cannot read back is refused before it is proposed.
-//! - Stricter than Java: the three edit codes need an `admin` account (`crate::acl::ADMIN_CODES`);
-//!   Java lets any signed account create accounts. Without `aclEnable` they are refused with a
+//! - Stricter than Java: the three edit codes and the read of the whole file (54, secrets included)
+//!   need a signed `admin` account whatever the peer's address (`crate::acl::ADMIN_CODES`,
+//!   `ACL_EDIT_CODES`); Java lets any signed account create accounts. Without `aclEnable` they are refused with a
 //!   remark saying so, where Java fails on a null validator.
 
 use std::sync::Arc;

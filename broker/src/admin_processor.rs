@@ -22,7 +22,6 @@
 //! | RAFT_NODE_REMOVED (20105) | the leader removed this node: stop registering with NameServers |
 
 use std::collections::BTreeMap;
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use raftmq_common::limits::QUERY_CONSUME_QUEUE_MAX_COUNT;
@@ -542,39 +541,6 @@ pub fn clean_expired_consume_queue(ctx: &BrokerContext) -> Result<RemotingComman
     Ok(RemotingCommand::success())
 }
 
-/// CLEAN_UNUSED_TOPIC (`mqadmin cleanUnusedTopic`, Java's `cleanUnusedTopic`): the ConsumeQueues
-/// of topics that have no config. A topic deletion removes its queues as it applies, on every
-/// replica, so only a deletion that failed to remove its files leaves any; each such topic is
-/// deleted again through Raft, as `deleteTopic` would (on a follower that finds one, the write is
-/// refused with the leader named). System topics are never touched: they have queues whether or
-/// not they are configured. The answer's remark names the topics cleaned.
-pub async fn clean_unused_topic(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
-    let unused = {
-        let meta = ctx.store.metadata();
-        let queues = ctx.store.consume_queues();
-        unused_topics(queues.iter().map(|(topic, _, _)| topic), |t| meta.topics.get(t).is_some())
-    };
-    for topic in &unused {
-        replicate(ctx, BrokerCommand::TopicDelete { proposed_at_ms: now_ms() as i64, topic: topic.clone() }).await?;
-        ctx.stats.remove_topic(topic);
-    }
-    tracing::info!(topics = ?unused, "unused topics cleaned");
-    let remark = if unused.is_empty() {
-        "no unused topic".to_owned()
-    } else {
-        format!("cleaned {}", unused.iter().map(String::as_str).collect::<Vec<_>>().join(","))
-    };
-    Ok(RemotingCommand::response(ResponseCode::Success, Some(remark)))
-}
-
-/// Topics with ConsumeQueues but no config, system topics left out; sorted, each once.
-pub fn unused_topics<'a>(
-    queue_topics: impl Iterator<Item = &'a str>,
-    configured: impl Fn(&str) -> bool,
-) -> BTreeSet<String> {
-    queue_topics.filter(|t| !configured(t) && !is_system_topic(t)).map(str::to_owned).collect()
-}
-
 /// GET_BROKER_CONSUME_STATS (`mqadmin brokerConsumeStats`): for every subscription group, one
 /// `ConsumeStats` per topic it has offsets on (write queues, as Java counts here), with the total
 /// lag. `isOrder` keeps only ordered topics. As in GET_CONSUME_STATS, a topic the online group does
@@ -799,18 +765,4 @@ pub fn min_offset(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Remo
     let (min, _) = ctx.store.queue_offsets(&h.topic, h.queue_id);
     let offset = i64::try_from(min).unwrap_or(i64::MAX);
     Ok(RemotingCommand::success().with_header(&GetMinOffsetResponseHeader { offset }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unused_topics_are_the_unconfigured_ones_system_topics_aside() {
-        let queues = ["Kept", "Orphan", "Orphan", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "%RETRY%g"];
-        let configured = |t: &str| t == "Kept" || t == "%RETRY%g";
-        let unused = unused_topics(queues.into_iter(), configured);
-        assert_eq!(unused, BTreeSet::from(["Orphan".to_owned()]));
-        assert!(unused_topics(["Kept"].into_iter(), configured).is_empty());
-    }
 }

@@ -1,8 +1,9 @@
 //! Client requests (RocketMQ's `ClientManageProcessor` and `ConsumerManageProcessor`): HEART_BEAT,
 //! UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP, QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET,
 //! LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, NOTIFY_CONSUMER_IDS_CHANGED sent back on clients' connections,
-//! the connection lists, and GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY relayed to the
-//! client they name.
+//! the connection lists, GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY relayed to the
+//! client they name, and INVOKE_BROKER_TO_GET_CONSUMER_STATUS, asked of every client of the group
+//! (GET_CONSUMER_STATUS_FROM_CLIENT).
 //!
 //! Offsets: a query is answered by the ready leader (a follower relays it); an update is stored only
 //! through Raft — the leader batches it ([`crate::offset_commit`]), a follower refuses it with

@@ -100,7 +100,6 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::GetConsumerRunningInfo,
     RequestCode::ConsumeMessageDirectly,
     RequestCode::InvokeBrokerToGetConsumerStatus,
-    RequestCode::CleanUnusedTopic,
 ];
 
 /// What every processor shares.
@@ -280,7 +279,6 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::QueryConsumeQueue => admin_processor::query_consume_queue(ctx, &request),
             RequestCode::DeleteExpiredCommitlog => admin_processor::delete_expired_commit_log(ctx),
             RequestCode::CleanExpiredConsumequeue => admin_processor::clean_expired_consume_queue(ctx),
-            RequestCode::CleanUnusedTopic => admin_processor::clean_unused_topic(ctx).await,
             RequestCode::ViewBrokerStatsData => admin_processor::view_broker_stats_data(ctx, &request),
             RequestCode::GetConsumeStats => admin_processor::consume_stats(ctx, &request),
             RequestCode::GetConsumerConnectionList => client_manage_processor::consumer_connection_list(ctx, &request),

@@ -602,13 +602,6 @@ impl Admin {
         self.broker_call("cleanExpiredCQ", addr, request).await.map(drop)
     }
 
-    /// Has the broker at `addr` delete the ConsumeQueues of topics that have no config
-    /// (`cleanUnusedTopic`, CLEAN_UNUSED_TOPIC), through Raft; a group's leader.
-    pub async fn clean_unused_topic(&self, addr: &str) -> Result<()> {
-        let request = RemotingCommand::request(RequestCode::CleanUnusedTopic);
-        self.broker_call("cleanUnusedTopic", addr, request).await.map(drop)
-    }
-
     /// A consumer group's progress on the broker at `addr`, one topic or all (`consumerProgress`,
     /// GET_CONSUME_STATS).
     pub async fn consume_stats(&self, addr: &str, consumer_group: &str, topic: Option<&str>) -> Result<ConsumeStats> {

@@ -8,6 +8,7 @@
 //!  broker ──RESET_CONSUMER_CLIENT_OFFSET (oneway)──► processor ──► offset_resets + rebalance_signal
 //!  broker ──GET_CONSUMER_RUNNING_INFO──► processor ──► the consumer's running_info ──► answer
 //!  broker ──CONSUME_MESSAGE_DIRECTLY (record)──► processor ──► the consumer's listener ──► answer
+//!  broker ──GET_CONSUMER_STATUS_FROM_CLIENT──► processor ──► the offsets running_info holds ──► answer
 //!  PushConsumer / PullConsumer ──► ClientInstance ──► HEART_BEAT, PULL_MESSAGE, offsets, locks, send-back
 //! ```
 //!
