@@ -10,7 +10,8 @@
 //!   every code the NameServer serves, to it (no fields; random field names; the headers' field
 //!   names with garbage values; random bodies; seeded, the seed printed, `RAFTMQ_FUZZ_SEED` replays
 //!   it): each is answered, the NameServer still routes the topic, the group keeps a ready leader,
-//!   and every message stored before reads back unchanged.
+//!   and every message stored before reads back unchanged. The same under the plain ACL: half with
+//!   a real or unknown `AccessKey` and a garbage `Signature`, half signed by the admin account.
 
 mod broker_group;
 mod ports;
@@ -504,6 +505,73 @@ async fn t23_malformed_requests_to_every_code_are_answered_and_lose_nothing() ->
             "seed {seed}: replica {id}"
         );
     }
+    group.shutdown().await;
+    Ok(())
+}
+
+/// t23 under the plain ACL: the same malformed requests to every served code of a 1-node group
+/// with `aclEnable`, half carrying an `AccessKey` (a real account's or an unknown one) with a
+/// garbage `Signature`, half properly signed by the admin account so the garbage reaches the
+/// processors: each is answered, and the admin is still served afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t23_malformed_requests_under_the_acl_are_answered() -> Result<()> {
+    use rand::Rng;
+    use rand::SeedableRng;
+    const ACL: &str = "globalWhiteRemoteAddresses:\naccounts:\n  - accessKey: t23admin\n    secretKey: t23-admin-secret\n    admin: true\n";
+    let seed: u64 = match std::env::var("RAFTMQ_FUZZ_SEED") {
+        Ok(s) => s.parse().context("RAFTMQ_FUZZ_SEED")?,
+        Err(_) => rand::random(),
+    };
+    println!("t23 (ACL) seed {seed} (replay: RAFTMQ_FUZZ_SEED={seed} cargo test --test t20_broker_send_pull t23)");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let dir = tempfile::tempdir()?;
+    let acl_file = dir.path().join("plain_acl.yml");
+    std::fs::write(&acl_file, ACL)?;
+    let group = Group::start_with(1, |c| {
+        c.acl_enable = true;
+        c.acl_file = Some(acl_file.clone());
+        c.inner_access_key = Some("t23admin".into());
+        c.inner_secret_key = Some("t23-admin-secret".into());
+    })
+    .await?;
+    let leader = group.wait_leader(WAIT).await?;
+    let addr = group.addr(leader);
+    let client = RemotingClient::new();
+    // Signed as the admin: the garbage passes the ACL and reaches the processors.
+    let admin_creds = Arc::new(raftmq_client::SessionCredentials::new("t23admin", "t23-admin-secret")?);
+    let signed =
+        RemotingClient::with_credentials(raftmq_common::remoting::ProcessorTable::new(), false, Some(admin_creds));
+    let mut answered: BTreeMap<String, usize> = BTreeMap::new();
+    for code in raftmq_broker::processor::SERVED_CODES {
+        let requests: Vec<(bool, RemotingCommand)> = (0..6)
+            .map(|v| {
+                let mut request = fuzz_request(*code, v, &mut rng);
+                if v % 2 == 1 {
+                    return (true, request);
+                }
+                let key = if rng.random_bool(0.5) { "t23admin" } else { "t23-nobody" };
+                request.ext_fields.insert("AccessKey".into(), key.into());
+                let signature: String = (0..rng.random_range(0..40)).map(|_| rng.random_range('!'..='~')).collect();
+                request.ext_fields.insert("Signature".into(), signature.as_str().into());
+                (false, request)
+            })
+            .collect();
+        let calls = requests.into_iter().map(|(sign, request)| {
+            let (client, addr) = (if sign { signed.clone() } else { client.clone() }, addr.clone());
+            async move { client.invoke(&addr, request, WAIT).await }
+        });
+        for outcome in futures::future::join_all(calls).await {
+            let response = outcome.with_context(|| format!("seed {seed}: {code:?} got no answer"))?;
+            *answered.entry(format!("{:?}", response.response_code())).or_default() += 1;
+        }
+    }
+    println!("t23 (ACL) answers by code: {answered:?}");
+    let admin = Admin::with_credentials(
+        &group.namesrv_addr,
+        Some(raftmq_client::SessionCredentials::new("t23admin", "t23-admin-secret")?),
+    )?;
+    admin.broker_runtime_info(&addr).await.with_context(|| format!("seed {seed}: the admin is still served"))?;
+    admin.shutdown().await;
     group.shutdown().await;
     Ok(())
 }
