@@ -700,6 +700,16 @@ struct PrintMsgArgs {
     /// Topic.
     #[arg(short = 't', long = "topic")]
     topic: String,
+    #[command(flatten)]
+    filter: PrintFilterArgs,
+    /// Print bodies (`-d false`: only the messages' metadata).
+    #[arg(short = 'd', long = "printBody", default_value_t = true, action = clap::ArgAction::Set)]
+    print_body: bool,
+}
+
+/// What `printMsg` and `printMsgByQueue` read: a charset, a tag expression and a store-time span.
+#[derive(Debug, Args)]
+struct PrintFilterArgs {
     /// Body charset; bodies are printed as UTF-8 (invalid bytes replaced).
     #[arg(short = 'c', long = "charsetName", default_value = "UTF-8")]
     charset: String,
@@ -712,9 +722,19 @@ struct PrintMsgArgs {
     /// Up to this store time, in the same forms.
     #[arg(short = 'e', long = "endTimestamp")]
     end: Option<String>,
-    /// Print bodies (`-d false`: only the messages' metadata).
-    #[arg(short = 'd', long = "printBody", default_value_t = true, action = clap::ArgAction::Set)]
-    print_body: bool,
+}
+
+impl PrintFilterArgs {
+    /// The span's store times in milliseconds, after checking the charset (bodies are printed as
+    /// UTF-8; another charset is refused rather than printed wrongly).
+    fn times(&self) -> Result<(Option<i64>, Option<i64>)> {
+        if self.charset.to_ascii_lowercase().replace('-', "") != "utf8" {
+            bail!("-c {}: bodies are printed as UTF-8 only", self.charset);
+        }
+        let begin = self.begin.as_deref().map(parse_reset_timestamp).transpose()?;
+        let end = self.end.as_deref().map(parse_reset_timestamp).transpose()?;
+        Ok((begin, end))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -728,18 +748,8 @@ struct PrintMsgByQueueArgs {
     /// Queue id.
     #[arg(short = 'i', long = "queueId")]
     queue_id: i32,
-    /// Body charset; bodies are printed as UTF-8 (invalid bytes replaced).
-    #[arg(short = 'c', long = "charsetName", default_value = "UTF-8")]
-    charset: String,
-    /// Tag expression (`TagA || TagB`, `*`).
-    #[arg(short = 's', long = "subExpression", default_value = "*")]
-    sub_expression: String,
-    /// From this store time: milliseconds or `yyyy-MM-dd#HH:mm:ss:SSS` (local time).
-    #[arg(short = 'b', long = "beginTimestamp")]
-    begin: Option<String>,
-    /// Up to this store time, in the same forms.
-    #[arg(short = 'e', long = "endTimestamp")]
-    end: Option<String>,
+    #[command(flatten)]
+    filter: PrintFilterArgs,
     /// Print each message.
     #[arg(short = 'p', long = "print", default_value_t = false, action = clap::ArgAction::Set)]
     print_msg: bool,
@@ -2620,15 +2630,21 @@ async fn by_unique_key(admin: &Admin, topic: &str, id: &str) -> Result<MessageEx
     best.ok_or_else(|| anyhow!("queryMsgById: no message {id} in topic {topic}"))
 }
 
+/// The address to read group `broker_name`'s queues of `topic` from (see [`read_targets`]).
+fn group_read_addr(route: &TopicRouteData, cmd: &str, broker_name: &str, topic: &str) -> Result<String> {
+    read_targets(route)
+        .into_iter()
+        .find(|(name, _)| name == broker_name)
+        .map(|(_, addr)| addr)
+        .ok_or_else(|| anyhow!("{cmd}: broker group {broker_name} does not serve topic {topic}"))
+}
+
 /// Java's `QueryMsgByOffsetSubCommand`: the unit at the offset (QUERY_CONSUME_QUEUE) names the
 /// record, read from the group's leader (or lowest-id replica).
 async fn query_msg_by_offset(admin: &Admin, out: Out, a: QueryMsgByOffsetArgs) -> Result<()> {
     let cmd = "queryMsgByOffset";
     let route = admin.topic_route(&a.topic).await.context(cmd)?;
-    let (_, addr) = read_targets(&route)
-        .into_iter()
-        .find(|(name, _)| *name == a.broker_name)
-        .ok_or_else(|| anyhow!("{cmd}: broker group {} does not serve topic {}", a.broker_name, a.topic))?;
+    let addr = group_read_addr(&route, cmd, &a.broker_name, &a.topic)?;
     let (cq, _) = admin
         .query_consume_queue(&addr, &a.topic, a.queue_id, a.offset, 1, None)
         .await
@@ -2676,12 +2692,6 @@ fn print_line(m: &MessageExt, print_body: bool) {
         m.message.keys().unwrap_or_default(),
         m.reconsume_times
     );
-}
-
-/// Bodies are printed as UTF-8; another charset is refused rather than printed wrongly.
-fn check_charset(charset: &str) -> Result<()> {
-    let plain = charset.to_ascii_lowercase().replace('-', "");
-    if plain == "utf8" { Ok(()) } else { bail!("-c {charset}: bodies are printed as UTF-8 only") }
 }
 
 /// The offsets `[from, to)` of one queue between two optional store times (the queue's bounds
@@ -2738,9 +2748,7 @@ async fn read_span(
 /// Java's `PrintMessageSubCommand`: each queue of the topic (sorted), its span, its messages.
 async fn print_msg(admin: &Admin, out: Out, a: PrintMsgArgs) -> Result<()> {
     let cmd = "printMsg";
-    check_charset(&a.charset)?;
-    let begin = a.begin.as_deref().map(parse_reset_timestamp).transpose()?;
-    let end = a.end.as_deref().map(parse_reset_timestamp).transpose()?;
+    let (begin, end) = a.filter.times()?;
     let route = admin.topic_route(&a.topic).await.context(cmd)?;
     let targets: BTreeMap<String, String> = read_targets(&route).into_iter().collect();
     let mut mqs: Vec<MessageQueue> = raftmq_client::route::subscribe_queues(&a.topic, &route).into_iter().collect();
@@ -2755,7 +2763,7 @@ async fn print_msg(admin: &Admin, out: Out, a: PrintMsgArgs) -> Result<()> {
                 span.0, span.1, mq.topic, mq.broker_name, mq.queue_id
             );
         }
-        read_span(admin, addr, mq, span, &a.sub_expression, true, |m| {
+        read_span(admin, addr, mq, span, &a.filter.sub_expression, true, |m| {
             if out.json {
                 json_rows.push(message_json(m));
             } else {
@@ -2775,19 +2783,14 @@ async fn print_msg(admin: &Admin, out: Out, a: PrintMsgArgs) -> Result<()> {
 /// (`-f`, most frequent first).
 async fn print_msg_by_queue(admin: &Admin, out: Out, a: PrintMsgByQueueArgs) -> Result<()> {
     let cmd = "printMsgByQueue";
-    check_charset(&a.charset)?;
-    let begin = a.begin.as_deref().map(parse_reset_timestamp).transpose()?;
-    let end = a.end.as_deref().map(parse_reset_timestamp).transpose()?;
+    let (begin, end) = a.filter.times()?;
     let route = admin.topic_route(&a.topic).await.context(cmd)?;
-    let (_, addr) = read_targets(&route)
-        .into_iter()
-        .find(|(name, _)| *name == a.broker_name)
-        .ok_or_else(|| anyhow!("{cmd}: broker group {} does not serve topic {}", a.broker_name, a.topic))?;
+    let addr = group_read_addr(&route, cmd, &a.broker_name, &a.topic)?;
     let span = queue_span(admin, &addr, &a.topic, a.queue_id, begin, end).await.context(cmd)?;
     let mut by_tag: BTreeMap<String, u64> = BTreeMap::new();
     let mut json_rows = Vec::new();
     let mq = MessageQueue::new(&a.topic, &a.broker_name, a.queue_id);
-    read_span(admin, &addr, &mq, span, &a.sub_expression, false, |m| {
+    read_span(admin, &addr, &mq, span, &a.filter.sub_expression, false, |m| {
         // Java's `calculateByTag` counts tagged messages only.
         if let Some(tag) = m.message.tags().filter(|t| !t.trim().is_empty()) {
             *by_tag.entry(tag.to_owned()).or_default() += 1;

@@ -386,6 +386,16 @@ const FUZZ_GARBAGE: &[&str] = &[
     "2,3",
 ];
 
+/// The seed of a t23 run: `RAFTMQ_FUZZ_SEED`, else a random one; printed with its replay command.
+fn fuzz_seed(test: &str) -> Result<u64> {
+    let seed: u64 = match std::env::var("RAFTMQ_FUZZ_SEED") {
+        Ok(s) => s.parse().context("RAFTMQ_FUZZ_SEED")?,
+        Err(_) => rand::random(),
+    };
+    println!("{test} seed {seed} (replay: RAFTMQ_FUZZ_SEED={seed} cargo test --test t20_broker_send_pull t23)");
+    Ok(seed)
+}
+
 /// One malformed request for `code`, drawn from `rng`.
 fn fuzz_request(code: RequestCode, variant: usize, rng: &mut rand::rngs::StdRng) -> RemotingCommand {
     use rand::Rng;
@@ -432,11 +442,7 @@ async fn t23_malformed_requests_to_every_code_are_answered_and_lose_nothing() ->
     use rand::SeedableRng;
     const TOPIC: &str = "T23_KEPT";
     const VARIANTS_PER_CODE: usize = 6;
-    let seed: u64 = match std::env::var("RAFTMQ_FUZZ_SEED") {
-        Ok(s) => s.parse().context("RAFTMQ_FUZZ_SEED")?,
-        Err(_) => rand::random(),
-    };
-    println!("t23 seed {seed} (replay: RAFTMQ_FUZZ_SEED={seed} cargo test --test t20_broker_send_pull t23)");
+    let seed = fuzz_seed("t23")?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
 
     let group = Group::start(3).await?;
@@ -518,11 +524,7 @@ async fn t23_malformed_requests_under_the_acl_are_answered() -> Result<()> {
     use rand::Rng;
     use rand::SeedableRng;
     const ACL: &str = "globalWhiteRemoteAddresses:\naccounts:\n  - accessKey: t23admin\n    secretKey: t23-admin-secret\n    admin: true\n";
-    let seed: u64 = match std::env::var("RAFTMQ_FUZZ_SEED") {
-        Ok(s) => s.parse().context("RAFTMQ_FUZZ_SEED")?,
-        Err(_) => rand::random(),
-    };
-    println!("t23 (ACL) seed {seed} (replay: RAFTMQ_FUZZ_SEED={seed} cargo test --test t20_broker_send_pull t23)");
+    let seed = fuzz_seed("t23 (ACL)")?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir()?;
     let acl_file = dir.path().join("plain_acl.yml");
