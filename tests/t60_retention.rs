@@ -344,6 +344,13 @@ async fn t62_delete_expired_commit_log_purges_outside_the_delete_hours() -> Resu
     ensure!(store.retention_boundary().is_none(), "not the deleteWhen hour and no disk pressure: nothing purged");
 
     let admin = Admin::new(&group.namesrv_addr)?;
+    // QUERY_BROKER_OFFSET: the whole CommitLog before the purge, the retained part after it.
+    let (min_before, max_before) = admin.broker_offset(&addr).await?;
+    let applied_end = raftmq_broker::pull::CommitLogReader::max_offset(store.commit_log());
+    ensure!(
+        (min_before, max_before) == (0, applied_end) && applied_end > 0,
+        "queryBrokerOffset before the purge: ({min_before}, {max_before}), applied end {applied_end}"
+    );
     admin.delete_expired_commit_log(&addr).await?;
     let active = before.segments.last().cloned().context("a segment")?;
     wait_for("the expired segments to be purged", || {
@@ -356,6 +363,12 @@ async fn t62_delete_expired_commit_log_purges_outside_the_delete_hours() -> Resu
     .await?;
     admin.clean_expired_consume_queue(&addr).await?;
     let boundary = store.retention_boundary().context("boundary")?;
+    let (min_after, max_after) = admin.broker_offset(&addr).await?;
+    ensure!(
+        min_after == boundary.next_pos as i64 && min_after > 0 && max_after >= max_before && min_after <= max_after,
+        "queryBrokerOffset after the purge: ({min_after}, {max_after}), boundary {}",
+        boundary.next_pos
+    );
     for q in 0..QUEUES {
         let (min, max) = store.queue_offsets(TOPIC, q);
         let first = store.consume_queues().get(TOPIC, q).and_then(|cq| cq.unit_at(min)).context("a retained unit")?;

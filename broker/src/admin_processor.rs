@@ -12,6 +12,7 @@
 //! | CLONE_GROUP_OFFSET (314) | one group's committed offsets copied to another, replicated |
 //! | GET_BROKER_CONSUME_STATS (317) | `ConsumeStatsList`: every group's progress on this broker |
 //! | GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) | ConsumeQueue bounds |
+//! | QUERY_BROKER_OFFSET (13) | CommitLog bounds in bytes: the committed end and the retention boundary |
 //! | SEARCH_OFFSET_BY_TIMESTAMP (29) | first offset stored at or after a time (binary search) |
 //! | GET_BROKER_CONFIG (26) | this replica's config now, as Java properties text, secrets masked |
 //! | UPDATE_BROKER_CONFIG (25) | runtime keys of this replica's config ([`crate::live_config`]), persisted |
@@ -71,6 +72,7 @@ use raftmq_common::protocol::header::offset::GetMaxOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::GetMaxOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::GetMinOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::GetMinOffsetResponseHeader;
+use raftmq_common::protocol::header::offset::QueryBrokerOffsetResponseHeader;
 use raftmq_common::protocol::header::query::QueryConsumeQueueRequestHeader;
 
 use raftmq_raft::Role;
@@ -757,6 +759,15 @@ pub fn max_offset(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Remo
     let (_, max) = ctx.store.queue_offsets(&h.topic, h.queue_id);
     let offset = i64::try_from(max).unwrap_or(i64::MAX);
     Ok(RemotingCommand::success().with_header(&GetMaxOffsetResponseHeader { offset }))
+}
+
+/// QUERY_BROKER_OFFSET: this replica's CommitLog bounds, read like GET_MAX_OFFSET on any replica.
+/// The end is the applied one (what pulls may read), not the log's unreplicated tail.
+pub fn broker_offset(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+    let offset = ctx.store.commit_log().max_offset();
+    let min = ctx.store.retention_boundary().map_or(0, |b| b.next_pos);
+    let min_offset = i64::try_from(min).unwrap_or(i64::MAX).min(offset);
+    Ok(RemotingCommand::success().with_header(&QueryBrokerOffsetResponseHeader { offset, min_offset }))
 }
 
 /// GET_MIN_OFFSET.

@@ -64,6 +64,7 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::GetSystemTopicListFromBroker,
     RequestCode::GetMaxOffset,
     RequestCode::GetMinOffset,
+    RequestCode::QueryBrokerOffset,
     RequestCode::SearchOffsetByTimestamp,
     RequestCode::GetEarliestMsgStoretime,
     RequestCode::QueryMessage,
@@ -284,6 +285,7 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::GetConsumerConnectionList => client_manage_processor::consumer_connection_list(ctx, &request),
             RequestCode::GetProducerConnectionList => client_manage_processor::producer_connection_list(ctx, &request),
             RequestCode::GetMinOffset => admin_processor::min_offset(ctx, &request),
+            RequestCode::QueryBrokerOffset => admin_processor::broker_offset(ctx),
             RequestCode::GetConsumerRunningInfo => client_manage_processor::consumer_running_info(ctx, &request).await,
             RequestCode::ConsumeMessageDirectly => {
                 client_manage_processor::consume_message_directly(ctx, &request).await

@@ -109,6 +109,7 @@ use raftmq_common::protocol::header::offset::GetMaxOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::GetMaxOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::GetMinOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::GetMinOffsetResponseHeader;
+use raftmq_common::protocol::header::offset::QueryBrokerOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::QueryConsumerOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::QueryConsumerOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::SearchOffsetRequestHeader;
@@ -511,6 +512,15 @@ impl Admin {
         let request = RemotingCommand::request_with_header(RequestCode::GetMinOffset, &header);
         let response = self.broker_call(op, addr, request).await?;
         decode_header::<GetMinOffsetResponseHeader>(op, &response).map(|h| h.offset)
+    }
+
+    /// The CommitLog span of the broker at `addr` in bytes, `(min, max)` (QUERY_BROKER_OFFSET):
+    /// from the retention boundary to the committed end, as that replica has applied them.
+    pub async fn broker_offset(&self, addr: &str) -> Result<(i64, i64)> {
+        let op = "queryBrokerOffset";
+        let request = RemotingCommand::request(RequestCode::QueryBrokerOffset);
+        let response = self.broker_call(op, addr, request).await?;
+        decode_header::<QueryBrokerOffsetResponseHeader>(op, &response).map(|h| (h.min_offset, h.offset))
     }
 
     /// Every queue's offsets of `topic` on the broker at `addr` (`topicStatus`, GET_TOPIC_STATS_INFO).

@@ -1,10 +1,12 @@
 //! Headers of the offset requests: QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15),
-//! SEARCH_OFFSET_BY_TIMESTAMP (29), GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) and
-//! GET_EARLIEST_MSG_STORETIME (32).
+//! SEARCH_OFFSET_BY_TIMESTAMP (29), GET_MAX_OFFSET (30), GET_MIN_OFFSET (31),
+//! GET_EARLIEST_MSG_STORETIME (32) and QUERY_BROKER_OFFSET (13).
 //!
-//! Offsets are ConsumeQueue indexes (message counts), never CommitLog bytes. UPDATE_CONSUMER_OFFSET's
-//! response has no fields (`UpdateConsumerOffsetResponseHeader` is empty in Java), and neither
-//! QUERY_BROKER_OFFSET (13, unused by 4.9.8) nor GET_ALL_CONSUMER_OFFSET (43, a body only) has a header.
+//! Offsets are ConsumeQueue indexes (message counts), except QUERY_BROKER_OFFSET's, which are
+//! CommitLog bytes. UPDATE_CONSUMER_OFFSET's response has no fields
+//! (`UpdateConsumerOffsetResponseHeader` is empty in Java), and GET_ALL_CONSUMER_OFFSET (43) has a
+//! body only. Java 4.9.8 defines QUERY_BROKER_OFFSET but serves it nowhere; its response header
+//! here is raftmq's own, named like Java's other offset headers.
 //! Every request here extends Java's `RpcRequestHeader`, hence the optional `bname`.
 
 use super::ext_header::ext_header;
@@ -88,6 +90,18 @@ ext_header! {
 }
 
 ext_header! {
+    /// QUERY_BROKER_OFFSET (13) response: the broker's CommitLog span in bytes (the request has no
+    /// fields).
+    pub struct QueryBrokerOffsetResponseHeader {
+        /// End of the committed CommitLog: where the next record goes (Java's
+        /// `commitLogMaxOffset`); consumers never read past it.
+        required offset: i64 => "offset",
+        /// Start of the retained CommitLog: the retention boundary, 0 before the first purge.
+        required min_offset: i64 => "minOffset",
+    }
+}
+
+ext_header! {
     /// SEARCH_OFFSET_BY_TIMESTAMP (29) request (`SearchOffsetRequestHeader`).
     pub struct SearchOffsetRequestHeader {
         /// Topic.
@@ -143,6 +157,7 @@ mod tests {
         check_header::<GetMaxOffsetResponseHeader>();
         check_header::<GetMinOffsetRequestHeader>();
         check_header::<GetMinOffsetResponseHeader>();
+        check_header::<QueryBrokerOffsetResponseHeader>();
         check_header::<SearchOffsetRequestHeader>();
         check_header::<SearchOffsetResponseHeader>();
         check_header::<GetEarliestMsgStoretimeRequestHeader>();
