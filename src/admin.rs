@@ -50,6 +50,8 @@ use raftmq_common::message::Message;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
 use raftmq_common::message::OffsetMsgId;
+use raftmq_common::message::trace::TraceType;
+use raftmq_common::message::trace::TraceView;
 use raftmq_common::message::validate::DLQ_GROUP_TOPIC_PREFIX;
 use raftmq_common::message::validate::RETRY_GROUP_TOPIC_PREFIX;
 use raftmq_common::message::validate::is_dlq_topic;
@@ -195,6 +197,10 @@ enum AdminCommand {
     /// client consume it once.
     #[command(name = "queryMsgByUniqueKey")]
     QueryMsgByUniqueKey(QueryMsgByUniqueKeyArgs),
+    /// Show what the trace records say happened to a message: its sends and every consumer
+    /// group's listener calls (producers and consumers with `enableMsgTrace`).
+    #[command(name = "queryMsgTraceById")]
+    QueryMsgTraceById(QueryMsgTraceByIdArgs),
     /// Show the message at one offset of one queue.
     #[command(name = "queryMsgByOffset")]
     QueryMsgByOffset(QueryMsgByOffsetArgs),
@@ -680,6 +686,16 @@ struct QueryMsgByUniqueKeyArgs {
 }
 
 #[derive(Debug, Args)]
+struct QueryMsgTraceByIdArgs {
+    /// The message's msgId (UNIQ_KEY).
+    #[arg(short = 'i', long = "msgId")]
+    msg_id: String,
+    /// The trace topic (default RMQ_SYS_TRACE_TOPIC).
+    #[arg(short = 't', long = "traceTopic")]
+    trace_topic: Option<String>,
+}
+
+#[derive(Debug, Args)]
 struct QueryMsgByOffsetArgs {
     /// Topic.
     #[arg(short = 't', long = "topic")]
@@ -964,6 +980,7 @@ async fn dispatch(admin: &Admin, namesrv: &NamesrvAddrArgs, out: Out, command: A
         AdminCommand::GetConsumerStatus(a) => get_consumer_status(admin, out, a).await,
         AdminCommand::ProducerConnection(a) => producer_connection(admin, out, a).await,
         AdminCommand::QueryMsgById(a) => query_msg_by_id(admin, out, a).await,
+        AdminCommand::QueryMsgTraceById(a) => query_msg_trace_by_id(admin, out, a).await,
         AdminCommand::QueryMsgByUniqueKey(a) => {
             let by_id = QueryMsgByIdArgs {
                 msg_ids: vec![a.msg_id],
@@ -3034,6 +3051,69 @@ async fn update_order_conf(admin: &Admin, out: Out, a: UpdateOrderConfArgs) -> R
         }
         (method, _) => bail!("{cmd}: -m {method} needs -v ORDER_CONF"),
     }
+}
+
+/// Java's `QueryMsgTraceByIdSubCommand.printMessageTrace`: each send, then each consumer group's
+/// listener outcomes (SubAfter), then, beyond Java, each transaction end.
+async fn query_msg_trace_by_id(admin: &Admin, out: Out, a: QueryMsgTraceByIdArgs) -> Result<()> {
+    let views = admin.query_msg_trace_by_id(&a.msg_id, a.trace_topic.as_deref()).await.context("queryMsgTraceById")?;
+    let time = |ms: i64| {
+        use chrono::TimeZone;
+        chrono::Local
+            .timestamp_millis_opt(ms)
+            .earliest()
+            .map_or(ms.to_string(), |t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+    };
+    if out.json {
+        let rows: Vec<_> = views
+            .iter()
+            .map(|v| {
+                json!({"type": v.trace_type.name(), "msgId": v.msg_id, "groupName": v.group_name,
+                       "clientHost": v.client_host, "timeStamp": v.timestamp_ms, "costTime": v.cost_time_ms,
+                       "status": v.status, "topic": v.topic, "tags": v.tags, "keys": v.keys,
+                       "offSetMsgId": v.offset_msg_id, "storeHost": v.store_host,
+                       "transactionState": v.transaction_state,
+                       "fromTransactionCheck": v.from_transaction_check})
+            })
+            .collect();
+        out.json(&json!({"msgId": a.msg_id, "traces": rows}));
+        return Ok(());
+    }
+    let line = |cols: [&str; 6]| {
+        println!("{:<10} {:<20} {:<20} {:<20} {:<10} {:<10}", cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])
+    };
+    let mut consumers: BTreeMap<&str, Vec<&TraceView>> = BTreeMap::new();
+    let mut ends = Vec::new();
+    for v in &views {
+        match v.trace_type {
+            TraceType::Pub => {
+                line(["#Type", "#ProducerGroup", "#ClientHost", "#SendTime", "#CostTimes", "#Status"]);
+                let cost = format!("{}ms", v.cost_time_ms);
+                line(["Pub", &v.group_name, &v.client_host, &time(v.timestamp_ms), &cost, v.status]);
+                println!();
+            }
+            TraceType::SubAfter => consumers.entry(v.group_name.as_str()).or_default().push(v),
+            TraceType::EndTransaction => ends.push(v),
+            TraceType::SubBefore => {}
+        }
+    }
+    for group in consumers.values() {
+        line(["#Type", "#ConsumerGroup", "#ClientHost", "#ConsumerTime", "#CostTimes", "#Status"]);
+        for v in group {
+            let cost = format!("{}ms", v.cost_time_ms);
+            line(["Sub", &v.group_name, &v.client_host, &time(v.timestamp_ms), &cost, v.status]);
+        }
+        println!();
+    }
+    if !ends.is_empty() {
+        line(["#Type", "#ProducerGroup", "#ClientHost", "#EndTime", "#State", "#FromCheck"]);
+        for v in ends {
+            let from_check = v.from_transaction_check.to_string();
+            line(["EndTx", &v.group_name, &v.client_host, &time(v.timestamp_ms), &v.transaction_state, &from_check]);
+        }
+        println!();
+    }
+    Ok(())
 }
 
 async fn query_msg_by_key(admin: &Admin, out: Out, a: QueryMsgByKeyArgs) -> Result<()> {

@@ -52,6 +52,14 @@ pub struct SendArgs {
     #[arg(long)]
     json: bool,
 
+    /// Trace the sends to the trace topic (`enableMsgTrace`); `admin queryMsgTraceById` shows them.
+    #[arg(long = "msgTrace")]
+    msg_trace: bool,
+
+    /// With `--msgTrace`: the trace topic (default RMQ_SYS_TRACE_TOPIC).
+    #[arg(long = "traceTopic", requires = "msg_trace")]
+    trace_topic: Option<String>,
+
     /// Message body; `-` reads it from stdin.
     body: String,
 }
@@ -73,11 +81,15 @@ pub async fn run(args: SendArgs) -> Result<()> {
     } else {
         args.body.clone().into_bytes()
     };
-    let producer = Producer::builder(args.producer_group.as_str())
+    let mut builder = Producer::builder(args.producer_group.as_str())
         .namesrv_addr(&args.namesrv.namesrv_addr)
         .send_timeout(args.namesrv.timeout)
         .credentials(args.namesrv.credentials()?)
-        .build()?;
+        .enable_msg_trace(args.msg_trace);
+    if let Some(topic) = &args.trace_topic {
+        builder = builder.customized_trace_topic(topic.as_str());
+    }
+    let producer = builder.build()?;
     producer.start().await?;
     let mut failed = 0u64;
     for _ in 0..args.count {

@@ -32,6 +32,9 @@ use raftmq_common::message::msg_id::OffsetMsgId;
 use raftmq_common::message::record::DecodeOptions;
 use raftmq_common::message::record::decode_all;
 use raftmq_common::message::sys_flag;
+use raftmq_common::message::trace::TRACE_TOPIC_DEFAULT;
+use raftmq_common::message::trace::TraceView;
+use raftmq_common::message::trace::views_of;
 use raftmq_common::message::validate::AUTO_CREATE_TOPIC_KEY_TOPIC;
 use raftmq_common::message::validate::validate_group;
 use raftmq_common::message::validate::validate_topic;
@@ -1157,6 +1160,38 @@ impl Admin {
         }
         Err(ClientError::new(ErrorKind::NoRoute, op, "leader hints did not lead to the leader")
             .with_context("addr", addr))
+    }
+
+    /// What the trace records say happened to the message `msg_id` (`queryMsgTraceById`): its
+    /// Pub, SubBefore, SubAfter and EndTransaction records in `trace_topic` (default
+    /// `RMQ_SYS_TRACE_TOPIC`), from every group of the trace topic's route, oldest first.
+    pub async fn query_msg_trace_by_id(&self, msg_id: &str, trace_topic: Option<&str>) -> Result<Vec<TraceView>> {
+        let topic = trace_topic.unwrap_or(TRACE_TOPIC_DEFAULT);
+        let route = self.topic_route(topic).await.map_err(|e| e.with_context("traceTopic", topic))?;
+        let query = QueryMessageRequestHeader {
+            topic: topic.to_owned(),
+            key: msg_id.to_owned(),
+            max_num: raftmq_common::limits::ADMIN_QUERY_MESSAGE_DEFAULT_COUNT,
+            begin_timestamp: 0,
+            end_timestamp: i64::MAX,
+            unique_key_query: None,
+        };
+        let mut views = Vec::new();
+        for bd in &route.broker_datas {
+            let Some(addr) = bd.select_broker_addr() else { continue };
+            let msgs = self.query_message(addr, &query).await.map_err(|e| {
+                let mut e = e.with_context("traceTopic", topic);
+                e.operation = "queryMsgTraceById";
+                e
+            })?;
+            // The IndexFile matches key hashes; only messages that carry the id are trace records of it.
+            for m in msgs.iter().filter(|m| m.message.key_list().any(|k| k == msg_id)) {
+                let body = String::from_utf8_lossy(&m.message.body);
+                views.extend(views_of(msg_id, &body, &m.born_host.to_string()));
+            }
+        }
+        views.sort_by_key(|v| v.timestamp_ms);
+        Ok(views)
     }
 
     /// Messages of `topic` whose KEYS (or, with `unique_key`, UNIQ_KEY) contain `key`, stored between

@@ -10,6 +10,7 @@
 //! - [`producer`]: [`Producer`] / [`ProducerBuilder`].
 //! - [`transaction`]: [`TransactionProducer`] and [`TransactionListener`]: half messages,
 //!   END_TRANSACTION, answers to the broker's CHECK_TRANSACTION_STATE.
+//! - `trace`: message trace (`enableMsgTrace`): the dispatcher that sends trace records.
 //! - [`admin`]: [`Admin`]: NameServer and broker administration calls.
 //! - [`consumer`]: [`PushConsumer`] and [`PullConsumer`] (rebalance, offsets, listeners).
 //!
@@ -37,6 +38,7 @@ pub mod reply;
 pub mod route;
 pub mod selector;
 pub mod send_result;
+pub(crate) mod trace;
 pub mod transaction;
 
 pub use admin::Admin;

@@ -26,6 +26,9 @@
 //!   `MQClientInstance` sends them: brokers list the group's connections for `producerConnection`,
 //!   and send CHECK_TRANSACTION_STATE only to producers they know
 //!   ([`crate::transaction::TransactionProducer`]). `ProducerBuilder::heartbeat(false)` turns them off.
+//! - With `enable_msg_trace`, every attempt that got an answer is traced (a Pub record per message,
+//!   as Java's `SendMessageTraceHookImpl`) after the answer, never before it and never delaying it;
+//!   sends to the trace topic itself are not traced.
 
 use std::collections::BTreeSet;
 use std::collections::HashSet;
@@ -59,6 +62,10 @@ use raftmq_common::message::msg_id::UniqIdSeed;
 use raftmq_common::message::properties;
 use raftmq_common::message::properties::Properties;
 use raftmq_common::message::sys_flag;
+use raftmq_common::message::trace::TraceBean;
+use raftmq_common::message::trace::TraceContext;
+use raftmq_common::message::trace::TraceMessageType;
+use raftmq_common::message::trace::TraceType;
 use raftmq_common::message::validate::AUTO_CREATE_TOPIC_KEY_TOPIC;
 use raftmq_common::message::validate::is_retry_topic;
 use raftmq_common::message::validate::validate_group;
@@ -93,6 +100,9 @@ use crate::selector::SelectMessageQueueByHash;
 use crate::send_result::SendResult;
 use crate::send_result::SendStatus;
 use crate::send_result::process_send_response;
+use crate::trace::TraceDispatcher;
+use crate::trace::TraceRole;
+use crate::trace::trace_topic;
 
 /// `DefaultMQProducer.retryTimesWhenSendFailed` (and `…AsyncFailed`): 2 retries, 3 attempts.
 pub const RETRY_TIMES_WHEN_SEND_FAILED_DEFAULT: u32 = 2;
@@ -124,6 +134,8 @@ pub struct ProducerBuilder {
     /// Send HEART_BEAT to the groups' brokerId 0 (only the transaction producer turns it on).
     heartbeat: bool,
     credentials: Option<Arc<SessionCredentials>>,
+    enable_msg_trace: bool,
+    customized_trace_topic: Option<String>,
 }
 
 impl ProducerBuilder {
@@ -148,7 +160,22 @@ impl ProducerBuilder {
             serialize_type: SerializeType::RocketMq,
             heartbeat: true,
             credentials: None,
+            enable_msg_trace: false,
+            customized_trace_topic: None,
         }
+    }
+
+    /// Traces every send to the trace topic (`enableMsgTrace`, off by default): a Pub record per
+    /// message with its id, keys, broker, cost and status, found later by `queryMsgTraceById`.
+    pub fn enable_msg_trace(mut self, enable: bool) -> Self {
+        self.enable_msg_trace = enable;
+        self
+    }
+
+    /// The topic trace records go to (`customizedTraceTopic`; default `RMQ_SYS_TRACE_TOPIC`).
+    pub fn customized_trace_topic(mut self, topic: impl Into<String>) -> Self {
+        self.customized_trace_topic = Some(topic.into());
+        self
     }
 
     /// Signs every request with these credentials (RocketMQ's plain ACL, `AclClientRPCHook`): a
@@ -306,6 +333,16 @@ impl ProducerBuilder {
                 async move { Some(answer) }
             })),
         );
+        let trace = match trace_topic(self.enable_msg_trace, self.customized_trace_topic.as_deref(), "buildProducer")? {
+            Some(topic) => Some(Arc::new(TraceDispatcher::new(
+                topic,
+                &self.producer_group,
+                TraceRole::Produce,
+                self.namesrv_addrs.clone(),
+                self.credentials.as_deref().cloned(),
+            )?)),
+            None => None,
+        };
         // Many senders share one connection per broker: requests made together leave in one write.
         let remoting = RemotingClient::with_credentials(processors, true, self.credentials.clone());
         let namesrv = NamesrvClient::new(remoting.clone(), self.namesrv_addrs.clone())?;
@@ -321,6 +358,7 @@ impl ProducerBuilder {
             heartbeat: HeartbeatState::default(),
             remoting,
             routes,
+            trace,
             config: self,
         };
         Ok(Producer { inner: Arc::new(inner) })
@@ -354,6 +392,8 @@ struct ProducerInner {
     /// Zero of the fault strategy's monotonic clock.
     epoch: Instant,
     heartbeat: HeartbeatState,
+    /// The trace dispatcher, with `enable_msg_trace`.
+    trace: Option<Arc<TraceDispatcher>>,
 }
 
 /// The heartbeat task and what wakes it early.
@@ -383,6 +423,8 @@ struct Outgoing {
     max_reconsume_times: Option<i32>,
     /// A request/reply reply (`MSG_TYPE=reply`): sent as SEND_REPLY_MESSAGE_V2.
     reply: bool,
+    /// One Pub bean per message when the send is traced (filled in by the answer), else empty.
+    trace_beans: Vec<TraceBean>,
 }
 
 /// A RocketMQ producer; clones share connections, routes and fault state.
@@ -425,6 +467,9 @@ impl Producer {
     pub async fn start(&self) -> Result<()> {
         match self.inner.state.compare_exchange(STATE_CREATED, STATE_RUNNING, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => {
+                if let Some(trace) = &self.inner.trace {
+                    trace.start();
+                }
                 self.inner.routes.start_polling();
                 if self.inner.config.heartbeat {
                     self.start_heartbeat();
@@ -446,8 +491,21 @@ impl Producer {
         if let Some(task) = lock(&self.inner.heartbeat.task).take() {
             task.abort();
         }
+        if let Some(trace) = &self.inner.trace {
+            trace.shutdown().await;
+        }
         self.inner.remoting.close().await;
         tracing::info!(producer_group = %self.producer_group(), "producer shut down");
+    }
+
+    /// Stops the route refresh and the heartbeat at once, without closing connections (they close
+    /// when the last clone is dropped): for a trace producer whose flush ran out of time.
+    pub(crate) fn close_now(&self) {
+        self.inner.state.store(STATE_SHUTDOWN, Ordering::Release);
+        self.inner.routes.stop_polling();
+        if let Some(task) = lock(&self.inner.heartbeat.task).take() {
+            task.abort();
+        }
     }
 
     fn check_running(&self, operation: &'static str) -> Result<()> {
@@ -781,6 +839,7 @@ impl Producer {
             reconsume_times,
             max_reconsume_times,
             reply: crate::reply::is_reply(msg),
+            trace_beans: self.trace_beans(std::slice::from_ref(msg)),
         })
     }
 
@@ -816,7 +875,86 @@ impl Producer {
             reconsume_times: 0,
             max_reconsume_times: None,
             reply: false,
+            trace_beans: self.trace_beans(&messages),
         })
+    }
+
+    /// The Pub beans of `messages` (completed, so with their UNIQ_KEYs) when the producer traces
+    /// and they are not trace records themselves.
+    fn trace_beans(&self, messages: &[Message]) -> Vec<TraceBean> {
+        let Some(trace) = &self.inner.trace else { return Vec::new() };
+        messages
+            .iter()
+            .filter(|m| m.topic != trace.topic())
+            .map(|m| TraceBean {
+                topic: m.topic.to_string(),
+                msg_id: m.uniq_key().unwrap_or_default().to_owned(),
+                tags: m.tags().unwrap_or_default().to_owned(),
+                keys: m.keys().unwrap_or_default().to_owned(),
+                body_length: i64::try_from(m.body.len()).unwrap_or(i64::MAX),
+                msg_type: if m.is_transaction_prepared() {
+                    TraceMessageType::TransHalf
+                } else if m.delay_time_level() > 0 {
+                    TraceMessageType::Delay
+                } else {
+                    TraceMessageType::Normal
+                },
+                ..TraceBean::default()
+            })
+            .collect()
+    }
+
+    /// Records one answered attempt (`SendMessageTraceHookImpl.sendMessageAfter`): a Pub per
+    /// message, unless the broker turned tracing off (`TRACE_ON=false`).
+    fn trace_attempt(&self, out: &Outgoing, result: &SendResult, addr: &str, began_ms: i64, cost: Duration) {
+        let Some(trace) = &self.inner.trace else { return };
+        if out.trace_beans.is_empty() || !result.trace_on {
+            return;
+        }
+        let cost_time_ms = i64::try_from(cost.as_millis()).unwrap_or(i64::MAX);
+        let mut offset_ids = result.offset_msg_id.split(',');
+        for bean in &out.trace_beans {
+            let mut ctx = TraceContext::new(TraceType::Pub, began_ms, &self.inner.config.producer_group);
+            ctx.region_id = result.region_id.clone();
+            ctx.cost_time_ms = cost_time_ms;
+            ctx.success = result.status == SendStatus::SendOk;
+            let mut bean = bean.clone();
+            bean.store_host = addr.to_owned();
+            bean.offset_msg_id = offset_ids.next().unwrap_or_default().to_owned();
+            ctx.beans.push(bean);
+            trace.append(ctx);
+        }
+    }
+
+    /// Records a transaction's end (`EndTransactionTraceHookImpl`), as it is sent: answering a
+    /// broker's check when `from_check`.
+    pub(crate) fn trace_end_transaction(
+        &self,
+        msg: &Message,
+        msg_id: &str,
+        transaction_id: &str,
+        broker_addr: &str,
+        state: &str,
+        from_check: bool,
+    ) {
+        let Some(trace) = &self.inner.trace else { return };
+        if msg.topic == trace.topic() {
+            return;
+        }
+        let mut ctx = TraceContext::new(TraceType::EndTransaction, now_ms(), &self.inner.config.producer_group);
+        ctx.beans.push(TraceBean {
+            topic: msg.topic.to_string(),
+            msg_id: msg_id.to_owned(),
+            tags: msg.tags().unwrap_or_default().to_owned(),
+            keys: msg.keys().unwrap_or_default().to_owned(),
+            store_host: broker_addr.to_owned(),
+            msg_type: TraceMessageType::TransCommit,
+            transaction_id: transaction_id.to_owned(),
+            transaction_state: state.to_owned(),
+            from_transaction_check: from_check,
+            ..TraceBean::default()
+        });
+        trace.append(ctx);
     }
 
     /// UNIQ_KEY (kept when already set, so a resend keeps its id) and WAIT=true unless set, as the
@@ -904,13 +1042,18 @@ impl Producer {
 
     /// One synchronous attempt on `mq` at `addr`.
     async fn attempt(&self, out: &Outgoing, mq: &MessageQueue, addr: &str, timeout: Duration) -> Result<SendResult> {
+        let (began_ms, began) = (now_ms(), Instant::now());
         let response = self
             .inner
             .remoting
             .invoke(addr, self.send_command(out, mq), timeout)
             .await
             .map_err(|e| ClientError::remoting("send", e))?;
-        process_send_response(&response, &out.topic, &mq.broker_name, &out.msg_id)
+        let result = process_send_response(&response, &out.topic, &mq.broker_name, &out.msg_id);
+        if let Ok(r) = &result {
+            self.trace_attempt(out, r, addr, began_ms, began.elapsed());
+        }
+        result
     }
 
     /// `sendDefaultImpl` for synchronous sends: up to `attempts` tries within one deadline.

@@ -281,7 +281,7 @@ impl TransactionProducer {
         if state != LocalTransactionState::CommitMessage {
             tracing::info!(msg_id = %send_result.msg_id, state = state.name(), "local transaction not committed");
         }
-        if let Err(e) = self.end_transaction(&send_result, state, remark).await {
+        if let Err(e) = self.end_transaction(&msg, &send_result, state, remark).await {
             tracing::warn!(msg_id = %send_result.msg_id, state = state.name(), error = %e,
                 "local transaction decided, but END_TRANSACTION failed; the broker will check back");
         }
@@ -291,6 +291,7 @@ impl TransactionProducer {
     /// END_TRANSACTION for a half just sent, oneway to the brokerId 0 of the group that stored it.
     async fn end_transaction(
         &self,
+        msg: &Message,
         sent: &SendResult,
         state: LocalTransactionState,
         remark: Option<String>,
@@ -317,6 +318,8 @@ impl TransactionProducer {
             transaction_id: sent.transaction_id.clone(),
             bname: Some(broker_name.clone()),
         };
+        let transaction_id = sent.transaction_id.as_deref().unwrap_or_default();
+        producer.trace_end_transaction(msg, &sent.msg_id, transaction_id, &addr, state.name(), false);
         let request = self.end_transaction_request(&header, remark);
         producer
             .remoting()
@@ -344,6 +347,10 @@ impl TransactionProducer {
             transaction_id: check.header.transaction_id.clone(),
             bname: check.header.bname.clone(),
         };
+        let transaction_id = header.transaction_id.as_deref().unwrap_or_default();
+        let peer = check.peer.to_string();
+        let producer = &self.inner.producer;
+        producer.trace_end_transaction(&check.msg.message, &header.msg_id, transaction_id, &peer, state.name(), true);
         let request = self.end_transaction_request(&header, remark);
         let timeout = Duration::from_millis(CHECK_ANSWER_TIMEOUT_MS);
         let sent = if check.connection.is_closed() {

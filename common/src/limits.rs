@@ -223,6 +223,23 @@ pub const METRICS_UPKEEP_INTERVAL_MS: u64 = 5_000;
 const _: () = assert!(ADMIN_HTTP_SHUTDOWN_MAX_MS > ADMIN_HTTP_REQUEST_TIMEOUT_MS);
 const _: () = assert!(ADMIN_PROGRESS_QUEUES_MAX_COUNT <= CONSUMER_OFFSET_BATCH_MAX_COUNT);
 
+// ---- Message trace (client SDK; `AsyncTraceDispatcher` defaults) ----
+
+/// Trace contexts a client holds before it drops new ones (`queueSize`, 2048): tracing never slows
+/// or blocks the sends and listeners it records.
+pub const TRACE_QUEUE_MAX_COUNT: usize = 2_048;
+/// Contexts the dispatcher takes at once (`batchSize`, 100).
+pub const TRACE_BATCH_MAX_COUNT: usize = 100;
+/// Body bytes after which a trace message is sent and the next begins (`maxMsgSize`, 128,000).
+pub const TRACE_MESSAGE_BODY_MAX_BYTES: usize = 128_000;
+/// KEYS bytes after which a trace message is sent and the next begins (raftmq's: a message's
+/// properties must stay under [`PROPERTIES_SIZE_MAX_BYTES`], and every traced id is a key).
+pub const TRACE_MESSAGE_KEYS_MAX_BYTES: usize = 12 * 1024;
+/// Deadline of one trace message send (Java's 5 s).
+pub const TRACE_SEND_TIMEOUT_MS: u64 = 5_000;
+/// How long a shutdown waits for the dispatcher to send what it holds.
+pub const TRACE_FLUSH_MAX_MS: u64 = 2 * TRACE_SEND_TIMEOUT_MS;
+
 // ---- Consumers (client SDK; `DefaultMQPushConsumer` / `DefaultLitePullConsumer` defaults) ----
 
 /// Messages asked for by one PULL_MESSAGE (`pullBatchSize`, 32).
@@ -321,6 +338,9 @@ const _: () = assert!(CONSUMER_LOCK_RENEW_INTERVAL_DEFAULT_MS < CONSUMER_LOCK_MA
 const _: () = assert!(CONSUMER_CONSUME_THREADS_DEFAULT_COUNT <= CONSUMER_CONSUME_THREADS_MAX_COUNT);
 
 const _: () = assert!(MESSAGE_BODY_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
+const _: () = assert!(TRACE_MESSAGE_BODY_MAX_BYTES < MESSAGE_BODY_SIZE_MAX_BYTES);
+const _: () = assert!(TRACE_MESSAGE_KEYS_MAX_BYTES < PROPERTIES_SIZE_MAX_BYTES / 2);
+const _: () = assert!(TRACE_BATCH_MAX_COUNT <= TRACE_QUEUE_MAX_COUNT);
 const _: () = assert!(QUERY_MESSAGE_BODY_MAX_BYTES + MESSAGE_BODY_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(BATCH_BODY_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(TOPIC_NAME_LENGTH_MAX_CHARS <= i8::MAX as usize);

@@ -45,7 +45,13 @@ use compact_str::CompactString;
 use raftmq_common::limits as L;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
+use raftmq_common::message::msg_id::UniqIdGenerator;
+use raftmq_common::message::msg_id::UniqIdSeed;
 use raftmq_common::message::properties;
+use raftmq_common::message::trace::ConsumeReturnType;
+use raftmq_common::message::trace::TraceBean;
+use raftmq_common::message::trace::TraceContext;
+use raftmq_common::message::trace::TraceType;
 use raftmq_common::message::validate::retry_topic;
 use raftmq_common::message::validate::validate_group;
 use raftmq_common::protocol::acl::SessionCredentials;
@@ -99,6 +105,9 @@ use crate::error::ErrorKind;
 use crate::error::Result;
 use crate::producer::Producer;
 use crate::route::RouteConfig;
+use crate::trace::TraceDispatcher;
+use crate::trace::TraceRole;
+use crate::trace::trace_topic;
 
 const STATE_CREATED: u8 = 0;
 const STATE_RUNNING: u8 = 1;
@@ -147,6 +156,8 @@ pub struct PushConsumerBuilder {
     offset_store_dir: PathBuf,
     credentials: Option<Arc<SessionCredentials>>,
     listener: Option<Listener>,
+    enable_msg_trace: bool,
+    customized_trace_topic: Option<String>,
 }
 
 impl std::fmt::Debug for PushConsumerBuilder {
@@ -198,7 +209,23 @@ impl PushConsumerBuilder {
             await_termination_when_shutdown: ms(L::SHUTDOWN_DRAIN_MAX_MS),
             offset_store_dir: home.join(".rocketmq_offsets"),
             listener: None,
+            enable_msg_trace: false,
+            customized_trace_topic: None,
         }
+    }
+
+    /// Traces every listener call to the trace topic (`enableMsgTrace`, off by default): a
+    /// SubBefore record per message as it is handed over and a SubAfter with the outcome and the
+    /// time per message, found later by `queryMsgTraceById`.
+    pub fn enable_msg_trace(mut self, enable: bool) -> Self {
+        self.enable_msg_trace = enable;
+        self
+    }
+
+    /// The topic trace records go to (`customizedTraceTopic`; default `RMQ_SYS_TRACE_TOPIC`).
+    pub fn customized_trace_topic(mut self, topic: impl Into<String>) -> Self {
+        self.customized_trace_topic = Some(topic.into());
+        self
     }
 
     /// NameServers as RocketMQ writes them: `"ip:port;ip:port"`.
@@ -444,6 +471,18 @@ impl PushConsumerBuilder {
             .route_poll_interval(self.route_config.poll_interval)
             .credentials(self.credentials.as_deref().cloned())
             .build()?;
+        let trace =
+            match trace_topic(self.enable_msg_trace, self.customized_trace_topic.as_deref(), "buildPushConsumer")? {
+                Some(topic) => Some(Arc::new(TraceDispatcher::new(
+                    topic,
+                    &self.consumer_group,
+                    TraceRole::Consume,
+                    self.namesrv_addrs.clone(),
+                    self.credentials.as_deref().cloned(),
+                )?)),
+                None => None,
+            };
+        let trace_ids = Mutex::new(UniqIdGenerator::new(UniqIdSeed::for_this_process(ip)));
         let offset_store = match self.message_model {
             MessageModel::Clustering => OffsetStore::Remote(RemoteBrokerOffsetStore::new(client.clone())),
             MessageModel::Broadcasting => {
@@ -473,6 +512,8 @@ impl PushConsumerBuilder {
             epoch: Instant::now(),
             started_at_ms: std::sync::atomic::AtomicI64::new(0),
             topic_stats: TopicRates::default(),
+            trace,
+            trace_ids,
             config: self,
         };
         let inner = Arc::new(inner);
@@ -561,6 +602,10 @@ struct PushInner {
     started_at_ms: std::sync::atomic::AtomicI64,
     /// Per-topic rates for GET_CONSUMER_RUNNING_INFO's `statusTable`.
     topic_stats: TopicRates,
+    /// The trace dispatcher, with `enable_msg_trace`.
+    trace: Option<Arc<TraceDispatcher>>,
+    /// requestIds pairing a SubBefore with its SubAfter.
+    trace_ids: Mutex<UniqIdGenerator>,
 }
 
 /// A push consumer; clones share it.
@@ -650,6 +695,9 @@ impl PushConsumer {
             inner.state.store(STATE_SHUTDOWN, Ordering::Release);
             return Err(e);
         }
+        if let Some(trace) = &inner.trace {
+            trace.start();
+        }
         inner.client.routes.start_polling();
         for topic in inner.subscriptions.keys() {
             if let Err(e) = inner.client.routes.update_route(topic).await {
@@ -734,6 +782,10 @@ impl PushConsumer {
         inner.client.routes.stop_polling();
         inner.client.remoting.close().await;
         inner.retry_producer.shutdown().await;
+        // Last: the listener calls that finished above have queued their SubAfter records.
+        if let Some(trace) = &inner.trace {
+            trace.shutdown().await;
+        }
         tracing::info!(group = %self.consumer_group(), "push consumer shut down");
     }
 }
@@ -908,6 +960,57 @@ impl PushInner {
         let rt_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let second = started.saturating_duration_since(self.epoch.into_std()).as_secs();
         self.topic_stats.consumed(&mq.topic, second, rt_ms, ok, failed);
+    }
+
+    /// Records a batch handed to the listener (`ConsumeMessageTraceHookImpl.consumeMessageBefore`):
+    /// one SubBefore bean per message, except trace records and messages the broker marked
+    /// `TRACE_ON=false`. Returns the context its SubAfter continues.
+    fn trace_before(&self, msgs: &[MessageExt]) -> Option<TraceContext> {
+        let trace = self.trace.as_ref()?;
+        let mut ctx = TraceContext::new(TraceType::SubBefore, now_ms(), &self.config.consumer_group);
+        ctx.request_id = lock(&self.trace_ids).next_id_now();
+        for m in msgs {
+            let props = &m.message.properties;
+            if m.message.topic == trace.topic() || props.get(properties::TRACE_ON) == Some("false") {
+                continue;
+            }
+            if let Some(region) = props.get(properties::MSG_REGION) {
+                ctx.region_id = region.to_owned();
+            }
+            ctx.beans.push(TraceBean {
+                topic: m.message.topic.to_string(),
+                msg_id: m.msg_id(),
+                tags: m.message.tags().unwrap_or_default().to_owned(),
+                keys: m.message.keys().unwrap_or_default().to_owned(),
+                body_length: i64::from(m.store_size),
+                retry_times: m.reconsume_times,
+                ..TraceBean::default()
+            });
+        }
+        if ctx.beans.is_empty() {
+            return None;
+        }
+        trace.append(ctx.clone());
+        Some(ctx)
+    }
+
+    /// Records the listener's outcome (`consumeMessageAfter`): a SubAfter per message of the
+    /// SubBefore, with the call's time divided among the batch.
+    fn trace_after(
+        &self,
+        before: Option<TraceContext>,
+        outcome: ConsumeReturnType,
+        started: std::time::Instant,
+        count: usize,
+    ) {
+        let (Some(trace), Some(mut ctx)) = (self.trace.as_ref(), before) else { return };
+        let per_message = started.elapsed().as_millis() / u128::try_from(count.max(1)).unwrap_or(1);
+        ctx.trace_type = TraceType::SubAfter;
+        ctx.timestamp_ms = now_ms();
+        ctx.cost_time_ms = i64::try_from(per_message).unwrap_or(i64::MAX);
+        ctx.success = outcome == ConsumeReturnType::Success;
+        ctx.context_code = outcome.ordinal();
+        trace.append(ctx);
     }
 
     fn assigned(&self) -> BTreeSet<MessageQueue> {
@@ -1325,15 +1428,23 @@ impl PushInner {
                 ack_index: i32::MAX,
             };
             let seen = view.as_deref().unwrap_or(&msgs);
+            let traced = me.trace_before(seen);
             let call_started = std::time::Instant::now();
-            let status = match std::panic::catch_unwind(AssertUnwindSafe(|| listener.consume_message(seen, &mut ctx))) {
-                Ok(status) => status,
-                Err(_) => {
-                    tracing::warn!(mq = ?mq, "listener panicked; reconsuming later");
-                    ctx.ack_index = -1;
-                    ConsumeConcurrentlyStatus::ReconsumeLater
-                }
-            };
+            let (status, outcome) =
+                match std::panic::catch_unwind(AssertUnwindSafe(|| listener.consume_message(seen, &mut ctx))) {
+                    Ok(ConsumeConcurrentlyStatus::ConsumeSuccess) => {
+                        (ConsumeConcurrentlyStatus::ConsumeSuccess, ConsumeReturnType::Success)
+                    }
+                    Ok(ConsumeConcurrentlyStatus::ReconsumeLater) => {
+                        (ConsumeConcurrentlyStatus::ReconsumeLater, ConsumeReturnType::Failed)
+                    }
+                    Err(_) => {
+                        tracing::warn!(mq = ?mq, "listener panicked; reconsuming later");
+                        ctx.ack_index = -1;
+                        (ConsumeConcurrentlyStatus::ReconsumeLater, ConsumeReturnType::Exception)
+                    }
+                };
+            me.trace_after(traced, outcome, call_started, seen.len());
             let ok = consumed_count(status, &ctx, msgs.len());
             me.record_consume(&mq, &pq, call_started, ok, msgs.len() - ok);
             if me.settle_if_all_consumed(status, &ctx, &mq, &pq, &msgs) {
@@ -1480,18 +1591,26 @@ impl PushInner {
             let mut ctx =
                 ConsumeOrderlyContext { message_queue: mq.clone(), suspend_current_queue_time_millis: suspend_ms };
             let batch = msgs.clone();
+            let traced = self.trace_before(&msgs);
             let call_started = std::time::Instant::now();
             let call = self.consume_pool.run(move || {
                 let status = listener.consume_message(&batch, &mut ctx);
                 (status, ctx)
             });
-            let (status, suspend) = match call.await {
-                Ok((status, ctx)) => (status, ctx.suspend_current_queue_time_millis),
+            let (status, suspend, outcome) = match call.await {
+                Ok((status, ctx)) => {
+                    let outcome = match status {
+                        ConsumeOrderlyStatus::Success => ConsumeReturnType::Success,
+                        ConsumeOrderlyStatus::SuspendCurrentQueueAMoment => ConsumeReturnType::Failed,
+                    };
+                    (status, ctx.suspend_current_queue_time_millis, outcome)
+                }
                 Err(e) => {
                     tracing::warn!(mq = ?mq, error = %e, "orderly listener panicked; suspending the queue");
-                    (ConsumeOrderlyStatus::SuspendCurrentQueueAMoment, suspend_ms)
+                    (ConsumeOrderlyStatus::SuspendCurrentQueueAMoment, suspend_ms, ConsumeReturnType::Exception)
                 }
             };
+            self.trace_after(traced, outcome, call_started, msgs.len());
             let ok = if status == ConsumeOrderlyStatus::Success { msgs.len() } else { 0 };
             self.record_consume(&mq, &pq, call_started, ok, msgs.len() - ok);
             match status {

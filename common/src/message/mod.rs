@@ -15,6 +15,7 @@
 //! - [`msg_id`]: offsetMsgId and UNIQ_KEY.
 //! - [`record`]: the CommitLog record codec (v1/v2, IPv4/IPv6), offset patching.
 //! - [`batch`]: the SEND_BATCH_MESSAGE body and batch rules.
+//! - [`trace`]: message trace records (`TraceDataEncoder`), written to the trace topic.
 //!
 //! Every decoder returns an error on malformed input and never panics (rocketmq-wire-and-store.md §3.1–3.2, §4).
 
@@ -26,6 +27,7 @@ pub mod properties;
 pub mod record;
 pub mod sys_flag;
 pub mod tag;
+pub mod trace;
 pub mod validate;
 
 #[cfg(test)]

@@ -1,0 +1,290 @@
+//! Message trace (RocketMQ's `enableMsgTrace`): [`TraceDispatcher`] sends the trace records a
+//! producer or push consumer makes to the trace topic, where `raftmq admin queryMsgTraceById` (or
+//! Java's tools and dashboard) find them by message id.
+//!
+//! ```text
+//! send / listener ──append(TraceContext)──▶ bounded queue ──▶ dispatcher task ──pack──▶ trace messages
+//!   (never waits: a full queue drops)          (2048)         up to 100 at once     KEYS = ids + user keys
+//!                                                                                   ──▶ inner Producer ──▶ trace topic
+//! ```
+//!
+//! Invariants:
+//! - Tracing never delays or fails what it records: [`TraceDispatcher::append`] only tries to queue,
+//!   and a trace message that cannot be sent is logged and dropped (as Java's `AsyncTraceDispatcher`).
+//! - Nothing sent to the trace topic is traced (no trace of a trace), and the dispatcher's own
+//!   producer has tracing off.
+//! - A trace message's body stays under [`TRACE_MESSAGE_BODY_MAX_BYTES`] plus one context and its
+//!   KEYS under [`TRACE_MESSAGE_KEYS_MAX_BYTES`] plus one context's keys ([`pack`], pure).
+//! - Shutdown sends what was queued before it, bounded by [`TRACE_FLUSH_MAX_MS`].
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use raftmq_common::limits::TOPIC_NAME_LENGTH_MAX_CHARS;
+use raftmq_common::limits::TRACE_BATCH_MAX_COUNT;
+use raftmq_common::limits::TRACE_FLUSH_MAX_MS;
+use raftmq_common::limits::TRACE_MESSAGE_BODY_MAX_BYTES;
+use raftmq_common::limits::TRACE_MESSAGE_KEYS_MAX_BYTES;
+use raftmq_common::limits::TRACE_QUEUE_MAX_COUNT;
+use raftmq_common::limits::TRACE_SEND_TIMEOUT_MS;
+use raftmq_common::message::Message;
+use raftmq_common::message::trace::TRACE_PRODUCER_GROUP_PREFIX;
+use raftmq_common::message::trace::TRACE_TOPIC_DEFAULT;
+use raftmq_common::message::trace::TraceContext;
+use raftmq_common::message::trace::encode_into;
+use raftmq_common::message::validate::validate_topic;
+use raftmq_common::protocol::acl::SessionCredentials;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ClientError;
+use crate::error::Result;
+use crate::producer::Producer;
+
+/// Who traces: the role written into the dispatcher's producer group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TraceRole {
+    /// A producer's sends (Pub, EndTransaction).
+    Produce,
+    /// A consumer's listener calls (SubBefore, SubAfter).
+    Consume,
+}
+
+/// Where a client's trace records go: `Some(topic)` when tracing is on.
+pub(crate) fn trace_topic(enabled: bool, custom: Option<&str>, op: &'static str) -> Result<Option<String>> {
+    if !enabled {
+        return Ok(None);
+    }
+    let topic = custom.filter(|t| !t.is_empty()).unwrap_or(TRACE_TOPIC_DEFAULT);
+    validate_topic(topic).map_err(|e| ClientError::invalid_argument(op, format!("customizedTraceTopic: {e}")))?;
+    Ok(Some(topic.to_owned()))
+}
+
+/// The trace dispatcher of one producer or consumer. See the module header.
+pub(crate) struct TraceDispatcher {
+    topic: String,
+    tx: mpsc::Sender<TraceContext>,
+    rx: Mutex<Option<mpsc::Receiver<TraceContext>>>,
+    producer: Producer,
+    stop: CancellationToken,
+    task: Mutex<Option<JoinHandle<()>>>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for TraceDispatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceDispatcher").field("topic", &self.topic).finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl TraceDispatcher {
+    /// A dispatcher to `topic` for the client of `group`, sending through its own producer to the
+    /// same NameServers with the same credentials (an ACL must let it PUB the trace topic).
+    pub(crate) fn new(
+        topic: String,
+        group: &str,
+        role: TraceRole,
+        namesrv_addrs: Vec<String>,
+        credentials: Option<SessionCredentials>,
+    ) -> Result<Self> {
+        let role = match role {
+            TraceRole::Produce => "PRODUCER",
+            TraceRole::Consume => "CONSUMER",
+        };
+        // Java's `_INNER_TRACE_PRODUCER-<group>-<type>`, cut so it stays a valid group name.
+        let owner: String = group.chars().take(TOPIC_NAME_LENGTH_MAX_CHARS).collect();
+        let producer = Producer::builder(format!("{TRACE_PRODUCER_GROUP_PREFIX}-{owner}-{role}"))
+            .namesrv_addrs(namesrv_addrs)
+            .credentials(credentials)
+            .send_timeout(Duration::from_millis(TRACE_SEND_TIMEOUT_MS))
+            .build()?;
+        let (tx, rx) = mpsc::channel(TRACE_QUEUE_MAX_COUNT);
+        Ok(TraceDispatcher {
+            topic,
+            tx,
+            rx: Mutex::new(Some(rx)),
+            producer,
+            stop: CancellationToken::new(),
+            task: Mutex::new(None),
+            dropped: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// The trace topic.
+    pub(crate) fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// Starts the dispatcher task, which starts the producer; a second call does nothing. Not
+    /// async on purpose: `Producer::start` calls it, and the producer's own start future must not
+    /// contain itself.
+    pub(crate) fn start(&self) {
+        let Some(rx) = lock(&self.rx).take() else { return };
+        let (producer, topic, stop, dropped) =
+            (self.producer.clone(), self.topic.clone(), self.stop.clone(), self.dropped.clone());
+        *lock(&self.task) = Some(tokio::spawn(run(rx, producer, topic, stop, dropped)));
+    }
+
+    /// Queues `ctx` if there is room; otherwise drops it (counted, logged by the task).
+    pub(crate) fn append(&self, ctx: TraceContext) {
+        if ctx.beans.is_empty() {
+            return;
+        }
+        if self.tx.try_send(ctx).is_err() {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Sends what is queued (bounded by [`TRACE_FLUSH_MAX_MS`]); the task then stops the producer.
+    pub(crate) async fn shutdown(&self) {
+        self.stop.cancel();
+        let task = lock(&self.task).take();
+        if let Some(mut task) = task
+            && tokio::time::timeout(Duration::from_millis(TRACE_FLUSH_MAX_MS), &mut task).await.is_err()
+        {
+            tracing::warn!(topic = %self.topic, "trace records still unsent at shutdown are dropped");
+            task.abort();
+            self.producer.close_now();
+        }
+    }
+}
+
+async fn run(
+    mut rx: mpsc::Receiver<TraceContext>,
+    producer: Producer,
+    topic: String,
+    stop: CancellationToken,
+    dropped: Arc<AtomicU64>,
+) {
+    if let Err(e) = producer.start().await {
+        tracing::warn!(topic = %topic, error = %e, "the trace producer did not start; tracing is off");
+        return;
+    }
+    let mut batch = Vec::with_capacity(TRACE_BATCH_MAX_COUNT);
+    let mut failing = false;
+    let mut dropped_seen = 0;
+    loop {
+        let stopping = tokio::select! {
+            biased;
+            n = rx.recv_many(&mut batch, TRACE_BATCH_MAX_COUNT) => n == 0,
+            _ = stop.cancelled() => true,
+        };
+        if stopping {
+            // What was queued before the stop still goes out.
+            rx.close();
+            while let Ok(ctx) = rx.try_recv() {
+                batch.push(ctx);
+            }
+        }
+        for msg in pack(&topic, batch.drain(..)) {
+            match producer.send(msg).await {
+                Ok(_) => failing = false,
+                Err(e) if !failing => {
+                    failing = true;
+                    tracing::warn!(topic = %topic, error = %e, "a trace message could not be sent; dropped");
+                }
+                Err(e) => tracing::debug!(topic = %topic, error = %e, "a trace message could not be sent; dropped"),
+            }
+        }
+        let now_dropped = dropped.load(Ordering::Relaxed);
+        if now_dropped != dropped_seen {
+            tracing::warn!(topic = %topic, total = now_dropped, "trace queue full: trace records dropped");
+            dropped_seen = now_dropped;
+        }
+        if stopping {
+            producer.shutdown().await;
+            return;
+        }
+    }
+}
+
+/// The trace messages carrying `contexts`, in order (`AsyncTraceDispatcher.sendTraceData`): bodies
+/// are the contexts' records back to back, KEYS every traced id and user key once.
+pub(crate) fn pack(topic: &str, contexts: impl IntoIterator<Item = TraceContext>) -> Vec<Message> {
+    let mut out = Vec::new();
+    let mut data = String::new();
+    let mut keys: Vec<String> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut keys_bytes = 0;
+    let mut finish = |data: &mut String, keys: &mut Vec<String>, seen: &mut HashSet<String>, keys_bytes: &mut usize| {
+        if data.is_empty() {
+            return;
+        }
+        let msg = Message::new(topic, std::mem::take(data)).with_keys(keys.join(" "));
+        keys.clear();
+        seen.clear();
+        *keys_bytes = 0;
+        out.push(msg);
+    };
+    for ctx in contexts {
+        for key in encode_into(&ctx, &mut data) {
+            if seen.insert(key.clone()) {
+                keys_bytes += key.len() + 1;
+                keys.push(key);
+            }
+        }
+        if data.len() >= TRACE_MESSAGE_BODY_MAX_BYTES || keys_bytes >= TRACE_MESSAGE_KEYS_MAX_BYTES {
+            finish(&mut data, &mut keys, &mut seen, &mut keys_bytes);
+        }
+    }
+    finish(&mut data, &mut keys, &mut seen, &mut keys_bytes);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use raftmq_common::message::trace::TraceBean;
+    use raftmq_common::message::trace::TraceType;
+    use raftmq_common::message::trace::decode;
+
+    use super::*;
+
+    fn ctx(id: &str, keys: &str) -> TraceContext {
+        let mut c = TraceContext::new(TraceType::Pub, 1, "g");
+        c.beans.push(TraceBean { topic: "T".into(), msg_id: id.into(), keys: keys.into(), ..TraceBean::default() });
+        c
+    }
+
+    #[test]
+    fn contexts_share_a_message_keyed_by_each_id_and_key_once() {
+        let msgs = pack("TRACE", [ctx("A", "k1 k2"), ctx("B", "k2"), ctx("A", "")]);
+        assert_eq!(msgs.len(), 1);
+        assert_eq!(msgs[0].topic, "TRACE");
+        assert_eq!(msgs[0].keys(), Some("A k1 k2 B"));
+        let body = std::str::from_utf8(&msgs[0].body).expect("utf-8");
+        assert_eq!(decode(body).len(), 3);
+        assert!(pack("TRACE", Vec::new()).is_empty());
+    }
+
+    #[test]
+    fn bodies_and_keys_are_split_near_their_limits_and_nothing_is_lost() {
+        let big = "x".repeat(2_000);
+        let contexts: Vec<_> = (0..40).map(|i| ctx(&format!("ID{i}"), &format!("k{i}-{big}"))).collect();
+        let msgs = pack("TRACE", contexts.clone());
+        assert!(msgs.len() > 1, "the keys limit splits them");
+        let mut decoded = Vec::new();
+        for m in &msgs {
+            assert!(m.body.len() < TRACE_MESSAGE_BODY_MAX_BYTES + 4 * 1024);
+            assert!(m.keys().unwrap_or_default().len() < TRACE_MESSAGE_KEYS_MAX_BYTES + 4 * 1024);
+            decoded.extend(decode(std::str::from_utf8(&m.body).expect("utf-8")));
+        }
+        assert_eq!(decoded, contexts);
+    }
+
+    #[test]
+    fn the_trace_topic_is_the_default_or_a_valid_custom_one() {
+        assert_eq!(trace_topic(false, Some("X"), "t").expect("off"), None);
+        assert_eq!(trace_topic(true, None, "t").expect("default").as_deref(), Some(TRACE_TOPIC_DEFAULT));
+        assert_eq!(trace_topic(true, Some("MyTrace"), "t").expect("custom").as_deref(), Some("MyTrace"));
+        assert!(trace_topic(true, Some("bad topic"), "t").is_err());
+    }
+}

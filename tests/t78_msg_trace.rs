@@ -1,0 +1,212 @@
+//! Message trace (`enableMsgTrace`) end to end: a NameServer and a one-node group in process
+//! (harness `t40_cluster`) with `traceTopicEnable`, the SDK's traced producer, transaction producer
+//! and push consumer, and `queryMsgTraceById` through the SDK and the CLI.
+//!
+//! - t78: four messages (two single sends, a batch of two) consumed by a traced group; after both
+//!   clients shut down (which flushes their records), each message's trace has its Pub (the
+//!   producer group, SEND_OK, the broker, the send's offsetMsgId, its keys and tags), a SubBefore
+//!   and a SubAfter of the consumer group with `success`; a message the listener refused once has a
+//!   failed SubAfter and, when redelivered, a successful one; a committed transaction has its Pub
+//!   (a half) and an EndTransaction of COMMIT_MESSAGE; the CLI prints Java's layout; an untraced
+//!   producer's message has only the consumer's records.
+//! - t78b: a customized trace topic receives the records and the default one none.
+
+mod ports;
+mod t40_cluster;
+
+use std::any::Any;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
+
+use anyhow::Context;
+use anyhow::Result;
+use anyhow::ensure;
+use raftmq_client::Admin;
+use raftmq_client::LocalTransactionState;
+use raftmq_client::Producer;
+use raftmq_client::PushConsumer;
+use raftmq_client::SendStatus;
+use raftmq_client::TransactionListener;
+use raftmq_client::TransactionProducer;
+use raftmq_client::consumer::ConsumeConcurrentlyContext;
+use raftmq_client::consumer::ConsumeConcurrentlyStatus;
+use raftmq_client::consumer::ConsumeFrom;
+use raftmq_common::message::Message;
+use raftmq_common::message::MessageExt;
+use raftmq_common::message::trace::TraceType;
+use raftmq_common::message::trace::TraceView;
+use t40_cluster::Cluster;
+use t40_cluster::Collector;
+
+const TOPIC: &str = "T78Traced";
+const PRODUCERS: &str = "t78-producers";
+const CONSUMERS: &str = "t78-consumers";
+
+struct Commit;
+
+impl TransactionListener for Commit {
+    fn execute_local_transaction(&self, _msg: &Message, _arg: &(dyn Any + Send + Sync)) -> LocalTransactionState {
+        LocalTransactionState::CommitMessage
+    }
+
+    fn check_local_transaction(&self, _msg: &MessageExt) -> LocalTransactionState {
+        LocalTransactionState::CommitMessage
+    }
+}
+
+fn of(views: &[TraceView], t: TraceType) -> Vec<&TraceView> {
+    views.iter().filter(|v| v.trace_type == t).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t78_sends_listener_calls_and_transaction_ends_are_traced_and_queried_by_id() -> Result<()> {
+    let cluster = Cluster::start_with(1, |c| c.trace_topic_enable = true).await?;
+    cluster.create_topic(TOPIC, 2).await?;
+    let leader = cluster.wait_leader(t40_cluster::WAIT).await?;
+    let broker_addr = cluster.addr(leader);
+
+    let producer = Producer::builder(PRODUCERS).namesrv_addr(&cluster.namesrv_addr).enable_msg_trace(true).build()?;
+    producer.start().await?;
+    let mut sent = Vec::new();
+    for i in 0..2 {
+        let msg = Message::new(TOPIC, format!("single-{i}")).with_tags("TagA").with_keys(format!("order-{i} shared"));
+        sent.push(producer.send(msg).await?);
+    }
+    let batch = (0..2).map(|i| Message::new(TOPIC, format!("batch-{i}")).with_tags("TagB")).collect();
+    let batch_result = producer.send_batch(batch).await?;
+    let batch_offsets: Vec<&str> = batch_result.offset_msg_id.split(',').collect();
+    let mut ids: Vec<(String, String)> = sent.iter().map(|r| (r.msg_id.clone(), r.offset_msg_id.clone())).collect();
+    for (id, offset) in batch_result.msg_id.split(',').zip(batch_offsets) {
+        ids.push((id.to_owned(), offset.to_owned()));
+    }
+    ensure!(ids.len() == 4, "four ids: {ids:?}");
+
+    let untraced = Producer::builder("t78-untraced").namesrv_addr(&cluster.namesrv_addr).build()?;
+    untraced.start().await?;
+    let plain = untraced.send(Message::new(TOPIC, "untraced")).await?;
+    untraced.shutdown().await;
+
+    let tx = TransactionProducer::builder(
+        Producer::builder("t78-tx-producers").namesrv_addr(&cluster.namesrv_addr).enable_msg_trace(true),
+        Arc::new(Commit),
+    )
+    .build()?;
+    tx.start().await?;
+    let committed = tx.send_message_in_transaction(Message::new(TOPIC, "tx-commit"), &()).await?;
+    ensure!(committed.local_transaction_state == LocalTransactionState::CommitMessage, "{committed:?}");
+    tx.shutdown().await;
+
+    // The first delivery of single-0 is refused once, so it is traced failed and then consumed.
+    let refused = Arc::new(AtomicBool::new(false));
+    let seen = Collector::default();
+    let (sink, refused_once) = (seen.clone(), refused.clone());
+    let consumer = PushConsumer::builder(CONSUMERS)
+        .namesrv_addr(&cluster.namesrv_addr)
+        .instance_name("t78")
+        .subscribe(TOPIC, "*")
+        .consume_from(ConsumeFrom::FirstOffset)
+        .enable_msg_trace(true)
+        .listener_concurrently(move |msgs: &[MessageExt], _ctx: &mut ConsumeConcurrentlyContext| {
+            if msgs.iter().any(|m| m.message.body.as_ref() == b"single-0") && !refused_once.swap(true, Ordering::AcqRel)
+            {
+                return ConsumeConcurrentlyStatus::ReconsumeLater;
+            }
+            sink.record("c", msgs);
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        })
+        .build()?;
+    consumer.start().await?;
+    seen.wait_until("all six messages", |r| r.len() >= 6).await?;
+    // Shutting down sends what each client's dispatcher holds.
+    consumer.shutdown().await;
+    producer.shutdown().await;
+
+    let admin = Admin::new(&cluster.namesrv_addr)?;
+    for (i, (id, offset_id)) in ids.iter().enumerate() {
+        let views = admin.query_msg_trace_by_id(id, None).await?;
+        let pubs = of(&views, TraceType::Pub);
+        ensure!(pubs.len() == 1, "message {i} ({id}): one Pub, got {views:#?}");
+        let p = pubs[0];
+        ensure!(
+            p.group_name == PRODUCERS
+                && p.status == "success"
+                && p.topic == TOPIC
+                && p.store_host == broker_addr
+                && p.offset_msg_id == *offset_id,
+            "message {i}: {p:#?}"
+        );
+        if i < 2 {
+            ensure!(p.tags == "TagA" && p.keys == format!("order-{i} shared"), "message {i} tags and keys: {p:#?}");
+        } else {
+            ensure!(p.tags == "TagB", "batch message {i} tags: {p:#?}");
+        }
+        let befores = of(&views, TraceType::SubBefore);
+        let afters = of(&views, TraceType::SubAfter);
+        ensure!(!befores.is_empty() && befores.iter().all(|v| v.group_name == CONSUMERS), "message {i}: {views:#?}");
+        ensure!(afters.iter().any(|v| v.group_name == CONSUMERS && v.status == "success"), "message {i}: {views:#?}");
+        if i == 0 {
+            ensure!(befores.len() == 2, "single-0 was handed over twice: {views:#?}");
+            ensure!(afters.iter().any(|v| v.status == "failed"), "single-0 was refused once: {views:#?}");
+        }
+    }
+
+    let views = admin.query_msg_trace_by_id(&committed.send_result.msg_id, None).await?;
+    let ends = of(&views, TraceType::EndTransaction);
+    ensure!(
+        ends.len() == 1
+            && ends[0].transaction_state == "COMMIT_MESSAGE"
+            && !ends[0].from_transaction_check
+            && ends[0].group_name == "t78-tx-producers",
+        "the transaction's end: {views:#?}"
+    );
+    ensure!(of(&views, TraceType::Pub).len() == 1, "the half's Pub: {views:#?}");
+
+    // An untraced producer's message: no Pub, but the traced consumer's records.
+    let views = admin.query_msg_trace_by_id(&plain.msg_id, None).await?;
+    ensure!(of(&views, TraceType::Pub).is_empty() && !of(&views, TraceType::SubAfter).is_empty(), "{views:#?}");
+
+    let out = cli(&["admin", "queryMsgTraceById", "-n", &cluster.namesrv_addr, "-i", &ids[0].0]).await?;
+    for want in ["#ProducerGroup", PRODUCERS, "#ConsumerGroup", CONSUMERS, "success", "failed"] {
+        ensure!(out.contains(want), "queryMsgTraceById output lacks {want}:\n{out}");
+    }
+    let json = cli(&["admin", "queryMsgTraceById", "-n", &cluster.namesrv_addr, "-i", &ids[0].0, "--json"]).await?;
+    let parsed: serde_json::Value = serde_json::from_str(json.trim()).context("queryMsgTraceById --json")?;
+    ensure!(parsed["traces"].as_array().is_some_and(|t| t.len() >= 4), "{parsed}");
+    admin.shutdown().await;
+    cluster.shutdown().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t78b_a_customized_trace_topic_gets_the_records() -> Result<()> {
+    const CUSTOM: &str = "T78CustomTrace";
+    let cluster = Cluster::start_with(1, |c| c.trace_topic_enable = true).await?;
+    cluster.create_topic(TOPIC, 1).await?;
+    cluster.create_topic(CUSTOM, 1).await?;
+    let producer = Producer::builder(PRODUCERS)
+        .namesrv_addr(&cluster.namesrv_addr)
+        .enable_msg_trace(true)
+        .customized_trace_topic(CUSTOM)
+        .build()?;
+    producer.start().await?;
+    let sent = producer.send(Message::new(TOPIC, "custom")).await?;
+    ensure!(sent.status == SendStatus::SendOk, "{sent:?}");
+    producer.shutdown().await;
+    let admin = Admin::new(&cluster.namesrv_addr)?;
+    let views = admin.query_msg_trace_by_id(&sent.msg_id, Some(CUSTOM)).await?;
+    ensure!(of(&views, TraceType::Pub).len() == 1, "{views:#?}");
+    ensure!(admin.query_msg_trace_by_id(&sent.msg_id, None).await?.is_empty(), "nothing in the default topic");
+    let out =
+        cli(&["admin", "queryMsgTraceById", "-n", &cluster.namesrv_addr, "-i", &sent.msg_id, "-t", CUSTOM]).await?;
+    ensure!(out.contains(PRODUCERS), "{out}");
+    admin.shutdown().await;
+    cluster.shutdown().await
+}
+
+/// Runs the `raftmq` binary; its stdout when it succeeded.
+async fn cli(args: &[&str]) -> Result<String> {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_raftmq")).args(args).output().await?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    ensure!(out.status.success(), "raftmq {args:?} failed: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+    Ok(stdout)
+}
