@@ -15,6 +15,10 @@
 //! - t6: request/reply both ways: their `request` answered by our consumer and `create_reply_message`,
 //!   and ours answered by their consumer and `MessageUtil::create_reply_message` (SEND_REPLY_MESSAGE_V2
 //!   in, PUSH_REPLY_MESSAGE_TO_CLIENT out); no request of theirs refused.
+//! - t7: message trace both ways: their producer with `enable_trace` (as their dashboard example
+//!   sets it) writes Pub records to our broker's `RMQ_SYS_TRACE_TOPIC` that our
+//!   `Admin::query_msg_trace_by_id` reads; our traced producer's records decode with their
+//!   `TraceDataEncoder` to the same group, message id, topic, keys and status.
 //!
 //! Every request code our broker or NameServer refuses with REQUEST_CODE_NOT_SUPPORTED is recorded
 //! (from the remoting transport's `request code not supported` debug event, which names the server's
@@ -1035,6 +1039,118 @@ async fn t6_request_reply_between_their_client_and_ours() -> Result<()> {
     rt.shutdown().await;
     print_refused("t6");
     ensure!(refused_in("t6").is_empty(), "codes refused in t6: {:?}", refused_in("t6"));
+    group.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t7_message_trace_between_their_client_and_ours() -> Result<()> {
+    const TOPIC: &str = "InteropT7";
+    const THEIR_GROUP: &str = "interop_t7_their_producer";
+    const OUR_GROUP: &str = "interop_t7_our_producer";
+    let group = cluster_with_topic_and("t7", TOPIC, |c| c.trace_topic_enable = true).await?;
+    let admin = Admin::new(&group.namesrv_addr)?;
+    let rt = TheirRuntime::new("t7")?;
+
+    // Theirs → our query.
+    let config = rocketmq_client_rust::ClientConfig {
+        namesrv_addr: Some(group.namesrv_addr.clone().into()),
+        enable_trace: true,
+        ..Default::default()
+    };
+    let mut producer = DefaultMQProducer::builder(rt.client.clone())
+        .client_config(config)
+        .producer_group(THEIR_GROUP.to_owned())
+        .name_server_addr(group.namesrv_addr.clone())
+        .build();
+    producer.start().await.map_err(|e| anyhow!("their traced producer start: {e}"))?;
+    let message = TheirMessage::builder()
+        .topic(TOPIC)
+        .tags("TagT7")
+        .keys(vec!["t7-their-key".to_owned()])
+        .body(b"their traced message".to_vec());
+    let result = producer
+        .send_with_timeout(message.build_unchecked(), SEND_TIMEOUT_MS)
+        .await
+        .map_err(|e| anyhow!("their traced send: {e}"))?
+        .context("their traced send: no SendResult")?;
+    ensure!(result.send_status == SendStatus::SendOk, "their traced send: {:?}", result.send_status);
+    let their_id = result.msg_id.clone().context("their msgId")?.to_string();
+    producer.shutdown().await;
+    // Their dispatcher sends on its own schedule: poll our query until its record is there.
+    let deadline = Instant::now() + WAIT;
+    let views = loop {
+        let views = admin.query_msg_trace_by_id(&their_id, None).await?;
+        if views.iter().any(|v| v.trace_type == raftmq_common::message::trace::TraceType::Pub) {
+            break views;
+        }
+        ensure!(Instant::now() < deadline, "their Pub record of {their_id} not found within {WAIT:?}: {views:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let p =
+        views.iter().find(|v| v.trace_type == raftmq_common::message::trace::TraceType::Pub).context("their Pub")?;
+    ensure!(
+        p.group_name == THEIR_GROUP
+            && p.topic == TOPIC
+            && p.status == "success"
+            && p.tags == "TagT7"
+            && p.keys.contains("t7-their-key"),
+        "their Pub as we read it: {p:?}"
+    );
+
+    // Ours → their decoder.
+    let ours = Producer::builder(OUR_GROUP).namesrv_addr(&group.namesrv_addr).enable_msg_trace(true).build()?;
+    ours.start().await?;
+    let sent = ours
+        .send(
+            raftmq_common::message::Message::new(TOPIC, "our traced message")
+                .with_tags("TagT7")
+                .with_keys("t7-our-key"),
+        )
+        .await?;
+    ours.shutdown().await;
+    let route = admin.topic_route(raftmq_common::message::trace::TRACE_TOPIC_DEFAULT).await?;
+    let query = raftmq_common::protocol::header::query::QueryMessageRequestHeader {
+        topic: raftmq_common::message::trace::TRACE_TOPIC_DEFAULT.to_owned(),
+        key: sent.msg_id.clone(),
+        max_num: 64,
+        begin_timestamp: 0,
+        end_timestamp: i64::MAX,
+        unique_key_query: None,
+    };
+    let mut decoded = Vec::new();
+    for bd in &route.broker_datas {
+        let Some(addr) = bd.select_broker_addr() else { continue };
+        for m in admin.query_message(addr, &query).await? {
+            let body = String::from_utf8_lossy(&m.message.body).into_owned();
+            decoded.extend(rocketmq_client_rust::TraceDataEncoder::decoder_from_trace_data_string(&body));
+        }
+    }
+    let mine = decoded
+        .iter()
+        .find(|c| {
+            c.trace_type == Some(rocketmq_client_rust::TraceType::Pub)
+                && c.trace_beans.as_ref().is_some_and(|b| b.first().is_some_and(|b| b.msg_id.as_str() == sent.msg_id))
+        })
+        .with_context(|| {
+            format!("our Pub record of {} as their decoder reads it: {} contexts", sent.msg_id, decoded.len())
+        })?;
+    let bean = mine.trace_beans.as_ref().and_then(|b| b.first()).context("bean")?;
+    ensure!(
+        mine.group_name.as_str() == OUR_GROUP
+            && mine.is_success
+            && bean.topic.as_str() == TOPIC
+            && bean.tags.as_str() == "TagT7"
+            && bean.keys.as_str() == "t7-our-key"
+            && bean.offset_msg_id.as_str() == sent.offset_msg_id,
+        "our Pub as their decoder reads it: group {}, success {}, bean {bean:?}",
+        mine.group_name,
+        mine.is_success
+    );
+
+    admin.shutdown().await;
+    rt.shutdown().await;
+    print_refused("t7");
     group.shutdown().await;
     Ok(())
 }
