@@ -106,10 +106,15 @@ async fn t78_sends_listener_calls_and_transaction_ends_are_traced_and_queried_by
         .instance_name("t78")
         .subscribe(TOPIC, "*")
         .consume_from(ConsumeFrom::FirstOffset)
+        // The group's retry topic may get its route after the first rebalance; the redelivery of
+        // the refused message waits for the next one.
+        .rebalance_interval(std::time::Duration::from_millis(500))
         .enable_msg_trace(true)
-        .listener_concurrently(move |msgs: &[MessageExt], _ctx: &mut ConsumeConcurrentlyContext| {
+        .listener_concurrently(move |msgs: &[MessageExt], ctx: &mut ConsumeConcurrentlyContext| {
             if msgs.iter().any(|m| m.message.body.as_ref() == b"single-0") && !refused_once.swap(true, Ordering::AcqRel)
             {
+                // Redelivered after 1 s (level 1), not the default 10 s.
+                ctx.delay_level_when_next_consume = 1;
                 return ConsumeConcurrentlyStatus::ReconsumeLater;
             }
             sink.record("c", msgs);
@@ -117,7 +122,9 @@ async fn t78_sends_listener_calls_and_transaction_ends_are_traced_and_queried_by
         })
         .build()?;
     consumer.start().await?;
-    seen.wait_until("all six messages", |r| r.len() >= 6).await?;
+    let bodies: std::collections::BTreeSet<String> =
+        ["single-0", "single-1", "batch-0", "batch-1", "untraced", "tx-commit"].map(str::to_owned).into();
+    seen.wait_for_bodies(&bodies).await?;
     // Shutting down sends what each client's dispatcher holds.
     consumer.shutdown().await;
     producer.shutdown().await;

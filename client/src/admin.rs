@@ -1177,18 +1177,28 @@ impl Admin {
             unique_key_query: None,
         };
         let mut views = Vec::new();
+        let (mut answered, mut last_error) = (false, None);
         for bd in &route.broker_datas {
             let Some(addr) = bd.select_broker_addr() else { continue };
-            let msgs = self.query_message(addr, &query).await.map_err(|e| {
-                let mut e = e.with_context("traceTopic", topic);
-                e.operation = "queryMsgTraceById";
-                e
-            })?;
+            // As Java's `queryMessage`: a group that cannot answer is skipped, the others still count.
+            let msgs = match self.query_message(addr, &query).await {
+                Ok(msgs) => msgs,
+                Err(e) => {
+                    tracing::warn!(addr, trace_topic = topic, error = %e, "queryMsgTraceById: a group did not answer");
+                    last_error = Some(e);
+                    continue;
+                }
+            };
+            answered = true;
             // The IndexFile matches key hashes; only messages that carry the id are trace records of it.
             for m in msgs.iter().filter(|m| m.message.key_list().any(|k| k == msg_id)) {
                 let body = String::from_utf8_lossy(&m.message.body);
-                views.extend(views_of(msg_id, &body, &m.born_host.to_string()));
+                views.extend(views_of(msg_id, &body, &m.born_host.ip().to_string()));
             }
+        }
+        if let (false, Some(mut e)) = (answered, last_error) {
+            e.operation = "queryMsgTraceById";
+            return Err(e.with_context("traceTopic", topic));
         }
         views.sort_by_key(|v| v.timestamp_ms);
         Ok(views)

@@ -13,8 +13,9 @@
 //!   and a trace message that cannot be sent is logged and dropped (as Java's `AsyncTraceDispatcher`).
 //! - Nothing sent to the trace topic is traced (no trace of a trace), and the dispatcher's own
 //!   producer has tracing off.
-//! - A trace message's body stays under [`TRACE_MESSAGE_BODY_MAX_BYTES`] plus one context and its
-//!   KEYS under [`TRACE_MESSAGE_KEYS_MAX_BYTES`] plus one context's keys ([`pack`], pure).
+//! - A trace message's body stays under [`TRACE_MESSAGE_BODY_MAX_BYTES`] (or holds one record that
+//!   alone is larger) and its KEYS under [`TRACE_MESSAGE_KEYS_MAX_BYTES`] ([`pack`], pure), so a
+//!   big listener batch or long user keys never make a whole trace message unsendable.
 //! - Shutdown sends what was queued before it, bounded by [`TRACE_FLUSH_MAX_MS`].
 
 use std::collections::HashSet;
@@ -24,7 +25,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use raftmq_common::limits::TOPIC_NAME_LENGTH_MAX_CHARS;
+use raftmq_common::limits::GROUP_NAME_LENGTH_MAX_CHARS;
 use raftmq_common::limits::TRACE_BATCH_MAX_COUNT;
 use raftmq_common::limits::TRACE_FLUSH_MAX_MS;
 use raftmq_common::limits::TRACE_MESSAGE_BODY_MAX_BYTES;
@@ -35,6 +36,7 @@ use raftmq_common::message::Message;
 use raftmq_common::message::trace::TRACE_PRODUCER_GROUP_PREFIX;
 use raftmq_common::message::trace::TRACE_TOPIC_DEFAULT;
 use raftmq_common::message::trace::TraceContext;
+use raftmq_common::message::trace::TraceType;
 use raftmq_common::message::trace::encode_into;
 use raftmq_common::message::validate::validate_topic;
 use raftmq_common::protocol::acl::SessionCredentials;
@@ -97,11 +99,12 @@ impl TraceDispatcher {
         credentials: Option<SessionCredentials>,
     ) -> Result<Self> {
         let role = match role {
-            TraceRole::Produce => "PRODUCER",
-            TraceRole::Consume => "CONSUMER",
+            TraceRole::Produce => "PRODUCE",
+            TraceRole::Consume => "CONSUME",
         };
-        // Java's `_INNER_TRACE_PRODUCER-<group>-<type>`, cut so it stays a valid group name.
-        let owner: String = group.chars().take(TOPIC_NAME_LENGTH_MAX_CHARS).collect();
+        // Java's `_INNER_TRACE_PRODUCER-<group>-<type>`, the group cut so it stays a valid name.
+        let room = GROUP_NAME_LENGTH_MAX_CHARS - TRACE_PRODUCER_GROUP_PREFIX.len() - "--PRODUCE".len();
+        let owner: String = group.chars().take(room).collect();
         let producer = Producer::builder(format!("{TRACE_PRODUCER_GROUP_PREFIX}-{owner}-{role}"))
             .namesrv_addrs(namesrv_addrs)
             .credentials(credentials)
@@ -208,36 +211,76 @@ async fn run(
 }
 
 /// The trace messages carrying `contexts`, in order (`AsyncTraceDispatcher.sendTraceData`): bodies
-/// are the contexts' records back to back, KEYS every traced id and user key once.
+/// are the contexts' records back to back, KEYS every traced id and user key once. A message is
+/// sent before a record would take it past either limit; SubBefore and SubAfter records (one per
+/// message of a listener call, up to 1024) are placed one at a time, and the keys of a record that
+/// alone exceed the limit are cut to its message id.
 pub(crate) fn pack(topic: &str, contexts: impl IntoIterator<Item = TraceContext>) -> Vec<Message> {
-    let mut out = Vec::new();
-    let mut data = String::new();
-    let mut keys: Vec<String> = Vec::new();
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut keys_bytes = 0;
-    let mut finish = |data: &mut String, keys: &mut Vec<String>, seen: &mut HashSet<String>, keys_bytes: &mut usize| {
-        if data.is_empty() {
-            return;
-        }
-        let msg = Message::new(topic, std::mem::take(data)).with_keys(keys.join(" "));
-        keys.clear();
-        seen.clear();
-        *keys_bytes = 0;
-        out.push(msg);
-    };
+    let mut packer =
+        Packer { topic, out: Vec::new(), data: String::new(), keys: Vec::new(), seen: HashSet::new(), keys_bytes: 0 };
     for ctx in contexts {
-        for key in encode_into(&ctx, &mut data) {
-            if seen.insert(key.clone()) {
-                keys_bytes += key.len() + 1;
-                keys.push(key);
+        match ctx.trace_type {
+            TraceType::SubBefore | TraceType::SubAfter if ctx.beans.len() > 1 => {
+                let mut one = ctx;
+                for bean in std::mem::take(&mut one.beans) {
+                    one.beans = vec![bean];
+                    packer.add(&one);
+                }
             }
-        }
-        if data.len() >= TRACE_MESSAGE_BODY_MAX_BYTES || keys_bytes >= TRACE_MESSAGE_KEYS_MAX_BYTES {
-            finish(&mut data, &mut keys, &mut seen, &mut keys_bytes);
+            _ => packer.add(&ctx),
         }
     }
-    finish(&mut data, &mut keys, &mut seen, &mut keys_bytes);
-    out
+    packer.finish();
+    packer.out
+}
+
+struct Packer<'a> {
+    topic: &'a str,
+    out: Vec<Message>,
+    data: String,
+    keys: Vec<String>,
+    seen: HashSet<String>,
+    keys_bytes: usize,
+}
+
+impl Packer<'_> {
+    fn add(&mut self, ctx: &TraceContext) {
+        let mut record = String::new();
+        let mut keys = encode_into(ctx, &mut record);
+        if record.is_empty() {
+            return;
+        }
+        let new_keys_bytes = |keys: &[String], seen: &HashSet<String>| -> usize {
+            keys.iter().filter(|k| !seen.contains(*k)).map(|k| k.len() + 1).sum()
+        };
+        if new_keys_bytes(&keys, &HashSet::new()) > TRACE_MESSAGE_KEYS_MAX_BYTES {
+            keys.truncate(1);
+        }
+        if !self.data.is_empty()
+            && (self.data.len() + record.len() > TRACE_MESSAGE_BODY_MAX_BYTES
+                || self.keys_bytes + new_keys_bytes(&keys, &self.seen) > TRACE_MESSAGE_KEYS_MAX_BYTES)
+        {
+            self.finish();
+        }
+        self.data.push_str(&record);
+        for key in keys {
+            if self.seen.insert(key.clone()) {
+                self.keys_bytes += key.len() + 1;
+                self.keys.push(key);
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        if self.data.is_empty() {
+            return;
+        }
+        let msg = Message::new(self.topic, std::mem::take(&mut self.data)).with_keys(self.keys.join(" "));
+        self.keys.clear();
+        self.seen.clear();
+        self.keys_bytes = 0;
+        self.out.push(msg);
+    }
 }
 
 #[cfg(test)]
@@ -278,6 +321,29 @@ mod tests {
             decoded.extend(decode(std::str::from_utf8(&m.body).expect("utf-8")));
         }
         assert_eq!(decoded, contexts);
+    }
+
+    #[test]
+    fn a_listener_batch_of_1024_is_split_and_oversized_keys_are_cut() {
+        let mut batch = TraceContext::new(TraceType::SubBefore, 1, "cg");
+        batch.request_id = "REQ".into();
+        batch.beans = (0..1024)
+            .map(|i| TraceBean { msg_id: format!("{i:032X}"), keys: format!("k{i}"), ..TraceBean::default() })
+            .collect();
+        let msgs = pack("TRACE", [batch]);
+        assert!(msgs.len() > 1);
+        let mut records = 0;
+        for m in &msgs {
+            assert!(m.keys().unwrap_or_default().len() <= TRACE_MESSAGE_KEYS_MAX_BYTES, "KEYS within the limit");
+            records += decode(std::str::from_utf8(&m.body).expect("utf-8")).len();
+        }
+        assert_eq!(records, 1024, "every message's record");
+        let huge = ctx("ID", &(0..3000).map(|i| format!("key{i}")).collect::<Vec<_>>().join(" "));
+        let msgs = pack("TRACE", [ctx("A", ""), huge]);
+        assert_eq!(msgs.len(), 1, "the cut keys fit beside the first record's");
+        assert_eq!(msgs[0].keys(), Some("A ID"), "the huge record's keys cut to its id");
+        let records = decode(std::str::from_utf8(&msgs[0].body).expect("utf-8"));
+        assert_eq!(records[1].beans[0].keys.split(' ').count(), 3000, "its record keeps every key");
     }
 
     #[test]

@@ -30,6 +30,8 @@
 //! - A oneway CHECK_TRANSACTION_STATE is never answered with a response frame; the answer is a new
 //!   oneway request.
 //! - Network input never panics: a check with a bad header or body is logged and dropped.
+//! - With `enable_msg_trace` on its producer, each END_TRANSACTION (after the local transaction, or
+//!   answering a check) is traced as it is sent, without waiting on the trace dispatcher.
 //!
 //! Deviation: Java clears a `DELAY` level on a transactional message; this client refuses it (as
 //! rocketmq-client-rust does), so a caller never gets an undelayed message it asked to delay.

@@ -15,8 +15,9 @@
 //! Codes served: REGISTER_BROKER, UNREGISTER_BROKER, GET_ROUTEINFO_BY_TOPIC, GET_BROKER_CLUSTER_INFO,
 //! GET_ALL_TOPIC_LIST_FROM_NAMESERVER, GET_TOPICS_BY_CLUSTER, GET_SYSTEM_TOPIC_LIST_FROM_NS,
 //! DELETE_TOPIC_IN_NAMESRV, PUT/GET/DELETE_KV_CONFIG, GET_KVLIST_BY_NAMESPACE,
-//! WIPE/ADD_WRITE_PERM_OF_BROKER, GET/UPDATE_NAMESRV_CONFIG ([`SERVED_CODES`]); the transport answers
-//! any other code REQUEST_CODE_NOT_SUPPORTED.
+//! WIPE/ADD_WRITE_PERM_OF_BROKER, GET/UPDATE_NAMESRV_CONFIG, QUERY_DATA_VERSION, GET_UNIT_TOPIC_LIST,
+//! GET_HAS_UNIT_SUB_TOPIC_LIST, GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST ([`SERVED_CODES`]: every code a
+//! 4.9 NameServer serves); the transport answers any other code REQUEST_CODE_NOT_SUPPORTED.
 //!
 //! UPDATE_NAMESRV_CONFIG changes the running NameServer only (all keys or none, from
 //! [`crate::config::RUNTIME_UPDATABLE_KEYS`]); it is not written back to the config file, which stays
@@ -35,6 +36,8 @@ use raftmq_common::protocol::body::JsonBody;
 use raftmq_common::protocol::body::properties_text;
 use raftmq_common::protocol::body::register::RegisterBrokerBody;
 use raftmq_common::protocol::body::register::body_crc32;
+use raftmq_common::protocol::body::topic::DataVersion;
+use raftmq_common::protocol::body::topic::topic_sys_flag;
 use raftmq_common::protocol::header::CommandHeader;
 use raftmq_common::protocol::header::namesrv::AddWritePermOfBrokerRequestHeader;
 use raftmq_common::protocol::header::namesrv::AddWritePermOfBrokerResponseHeader;
@@ -46,6 +49,8 @@ use raftmq_common::protocol::header::namesrv::GetKvListByNamespaceRequestHeader;
 use raftmq_common::protocol::header::namesrv::GetRouteInfoRequestHeader;
 use raftmq_common::protocol::header::namesrv::GetTopicsByClusterRequestHeader;
 use raftmq_common::protocol::header::namesrv::PutKvConfigRequestHeader;
+use raftmq_common::protocol::header::namesrv::QueryDataVersionRequestHeader;
+use raftmq_common::protocol::header::namesrv::QueryDataVersionResponseHeader;
 use raftmq_common::protocol::header::namesrv::RegisterBrokerRequestHeader;
 use raftmq_common::protocol::header::namesrv::RegisterBrokerResponseHeader;
 use raftmq_common::protocol::header::namesrv::UnregisterBrokerRequestHeader;
@@ -65,7 +70,7 @@ use crate::route_info::RouteInfoManager;
 use crate::route_info::RouteSettings;
 
 /// The request codes [`NamesrvProcessor`] handles.
-pub const SERVED_CODES: [RequestCode; 16] = [
+pub const SERVED_CODES: [RequestCode; 20] = [
     RequestCode::RegisterBroker,
     RequestCode::UnregisterBroker,
     RequestCode::GetRouteinfoByTopic,
@@ -82,6 +87,10 @@ pub const SERVED_CODES: [RequestCode; 16] = [
     RequestCode::GetSystemTopicListFromNs,
     RequestCode::GetNamesrvConfig,
     RequestCode::UpdateNamesrvConfig,
+    RequestCode::QueryDataVersion,
+    RequestCode::GetUnitTopicList,
+    RequestCode::GetHasUnitSubTopicList,
+    RequestCode::GetHasUnitSubUnunitTopicList,
 ];
 
 /// The NameServer's state and request handlers; shared by all connections.
@@ -164,6 +173,12 @@ impl NamesrvProcessor {
             RequestCode::GetSystemTopicListFromNs => json_body(&self.routes().system_topics()),
             RequestCode::GetNamesrvConfig => Ok(self.get_namesrv_config()),
             RequestCode::UpdateNamesrvConfig => self.update_namesrv_config(request),
+            RequestCode::QueryDataVersion => self.query_data_version(request),
+            RequestCode::GetUnitTopicList => self.unit_topic_list(topic_sys_flag::FLAG_UNIT, None),
+            RequestCode::GetHasUnitSubTopicList => self.unit_topic_list(topic_sys_flag::FLAG_UNIT_SUB, None),
+            RequestCode::GetHasUnitSubUnunitTopicList => {
+                self.unit_topic_list(topic_sys_flag::FLAG_UNIT_SUB, Some(topic_sys_flag::FLAG_UNIT))
+            }
             _ => Err(Rejection::new(
                 ResponseCode::RequestCodeNotSupported,
                 format!(" request type {} not supported", request.code),
@@ -324,6 +339,31 @@ impl NamesrvProcessor {
             return Err(system_error("disable".to_owned()));
         }
         let topics = self.routes().topics_by_cluster(&h.cluster);
+        json_body(&topics)
+    }
+
+    /// QUERY_DATA_VERSION: may the broker skip registering (`needRegister`)? Answers `changed` and
+    /// the version this NameServer holds for it; an unchanged broker's liveness is refreshed.
+    fn query_data_version(&self, request: &RemotingCommand) -> Response {
+        let h: QueryDataVersionRequestHeader = header(request)?;
+        let version = DataVersion::decode(&request.body)
+            .map_err(|e| system_error(format!("the DataVersion body does not decode: {e}")))?;
+        let now = self.now_ms();
+        let (changed, held) = self.routes_mut().query_data_version(&h.broker_addr, &version, now);
+        let mut response = RemotingCommand::success().with_header(&QueryDataVersionResponseHeader { changed });
+        if let Some(held) = held {
+            response = response.with_body(held.encode().map_err(|e| system_error(e.to_string()))?);
+        }
+        Ok(response)
+    }
+
+    /// GET_UNIT_TOPIC_LIST, GET_HAS_UNIT_SUB_TOPIC_LIST, GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST (refused
+    /// like the other topic lists when `enableTopicList` is off, as in 5.x).
+    fn unit_topic_list(&self, flag: i32, without: Option<i32>) -> Response {
+        if !self.config().enable_topic_list {
+            return Err(system_error("disable".to_owned()));
+        }
+        let topics = self.routes().topics_with_sys_flag(flag, without);
         json_body(&topics)
     }
 

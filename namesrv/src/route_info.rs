@@ -148,6 +148,8 @@ struct Member {
     last_update_ms: u64,
     timeout_ms: u64,
     conn: Option<ConnId>,
+    /// The topic table version of its last registration (QUERY_DATA_VERSION compares with it).
+    data_version: DataVersion,
 }
 
 #[derive(Debug, Clone)]
@@ -261,10 +263,12 @@ impl RouteInfoManager {
             last_update_ms: now_ms,
             timeout_ms: settings.broker_channel_expired_ms,
             conn: None,
+            data_version: reg.topic_config.data_version,
         });
         member.broker_id = reg.broker_id;
         member.ha_server_addr = reg.ha_server_addr.clone();
         member.last_update_ms = now_ms;
+        member.data_version = reg.topic_config.data_version;
         member.timeout_ms = reg.heartbeat_timeout_ms.unwrap_or(settings.broker_channel_expired_ms);
         let old_conn = std::mem::replace(&mut member.conn, reg.conn);
         let stale = match (&member.raft, &reg.raft) {
@@ -441,6 +445,49 @@ impl RouteInfoManager {
             .find_map(|(_, g)| g.leader.clone())
             .or_else(|| groups.iter().find_map(|(_, g)| g.route.broker_addrs.values().next().cloned()));
         TopicList { broker_addr, topic_list }
+    }
+
+    /// QUERY_DATA_VERSION (`isBrokerTopicConfigChanged`): whether `version` differs from what the
+    /// broker at `broker_addr` last registered (true for an unknown broker), and that registered
+    /// version. An unchanged broker counts as alive at `now_ms`, as its registration would.
+    pub fn query_data_version(
+        &mut self,
+        broker_addr: &str,
+        version: &DataVersion,
+        now_ms: u64,
+    ) -> (bool, Option<DataVersion>) {
+        let member = self
+            .addr_index
+            .get(broker_addr)
+            .and_then(|name| self.groups.get_mut(name))
+            .and_then(|group| group.members.get_mut(broker_addr));
+        match member {
+            Some(m) => {
+                let changed = m.data_version != *version;
+                if !changed {
+                    m.last_update_ms = now_ms;
+                }
+                (changed, Some(m.data_version))
+            }
+            None => (true, None),
+        }
+    }
+
+    /// Topics whose first group's queue data carries `flag` in its sysFlag, and, with
+    /// `without`, not that flag too (`getUnitTopics`, `getHasUnitSubTopicList`,
+    /// `getHasUnitSubUnUnitTopicList`: Java looks at the first queue data only).
+    pub fn topics_with_sys_flag(&self, flag: i32, without: Option<i32>) -> TopicList {
+        let topic_list = self
+            .topic_queue_table
+            .iter()
+            .filter(|(_, queues)| {
+                queues.values().next().is_some_and(|q| {
+                    q.topic_sys_flag & flag == flag && without.is_none_or(|w| q.topic_sys_flag & w == 0)
+                })
+            })
+            .map(|(topic, _)| topic.clone())
+            .collect();
+        TopicList { broker_addr: None, topic_list }
     }
 
     /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER.

@@ -24,6 +24,9 @@
 //! - Rebalances run on one task, so two never interleave.
 //! - Every wait is on a notification, the shutdown token, or a configured interval; no lock is held
 //!   across an `.await`.
+//! - With `enable_msg_trace`, a batch's SubBefore is queued just before the listener call and its
+//!   SubAfter just after (a refusal or a panic as failed), never waiting on the trace dispatcher; the
+//!   dispatcher is flushed last at shutdown, after the running listener calls finished.
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
@@ -707,6 +710,9 @@ impl PushConsumer {
         if let Err(e) = inner.client.check_client_in_broker(&inner.subscriptions).await {
             inner.client.routes.stop_polling();
             inner.retry_producer.shutdown().await;
+            if let Some(trace) = &inner.trace {
+                trace.shutdown().await;
+            }
             inner.state.store(STATE_SHUTDOWN, Ordering::Release);
             return Err(e);
         }

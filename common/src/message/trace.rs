@@ -17,8 +17,10 @@
 //! Invariants: [`decode`] never panics and skips a context it cannot read (too few fields, a number
 //! that does not parse) instead of failing the rest, as Java's decoder would throw for the whole
 //! body; fields are written as Java's `StringBuilder.append` writes them (`true`/`false`, decimal
-//! numbers, enum names); a field is never allowed to contain either separator (they are replaced by a
-//! space), so one context can never split into two.
+//! numbers, enum names, and an absent text as `null`, which decodes back to empty: Java's
+//! `String.split` drops trailing empty fields, so an empty last field would make Java's decoder
+//! index past the end); a field is never allowed to contain either separator (they are replaced by
+//! a space), so one context can never split into two.
 
 use std::fmt::Write as _;
 
@@ -216,6 +218,14 @@ fn put(out: &mut String, field: impl std::fmt::Display) {
     out.push(CONTENT_SPLITOR);
 }
 
+/// Appends a text field: `null` when it is empty, as Java appends an absent `String`.
+fn put_text(out: &mut String, field: &str) {
+    put(out, if field.is_empty() { NULL_TEXT } else { field });
+}
+
+/// What Java's `StringBuilder.append((String) null)` writes.
+const NULL_TEXT: &str = "null";
+
 /// Replaces the trailing CONTENT_SPLITOR of the last field with FIELD_SPLITOR.
 fn end(out: &mut String) {
     if out.ends_with(CONTENT_SPLITOR) {
@@ -232,17 +242,17 @@ pub fn encode_into(ctx: &TraceContext, out: &mut String) -> Vec<String> {
         TraceType::Pub => {
             put(out, ctx.trace_type.name());
             put(out, ctx.timestamp_ms);
-            put(out, &ctx.region_id);
-            put(out, &ctx.group_name);
-            put(out, &first.topic);
-            put(out, &first.msg_id);
-            put(out, &first.tags);
-            put(out, &first.keys);
-            put(out, &first.store_host);
+            put_text(out, &ctx.region_id);
+            put_text(out, &ctx.group_name);
+            put_text(out, &first.topic);
+            put_text(out, &first.msg_id);
+            put_text(out, &first.tags);
+            put_text(out, &first.keys);
+            put_text(out, &first.store_host);
             put(out, first.body_length);
             put(out, ctx.cost_time_ms);
             put(out, first.msg_type.ordinal());
-            put(out, &first.offset_msg_id);
+            put_text(out, &first.offset_msg_id);
             put(out, ctx.success);
             end(out);
         }
@@ -250,49 +260,51 @@ pub fn encode_into(ctx: &TraceContext, out: &mut String) -> Vec<String> {
             for bean in &ctx.beans {
                 put(out, ctx.trace_type.name());
                 put(out, ctx.timestamp_ms);
-                put(out, &ctx.region_id);
-                put(out, &ctx.group_name);
-                put(out, &ctx.request_id);
-                put(out, &bean.msg_id);
+                put_text(out, &ctx.region_id);
+                put_text(out, &ctx.group_name);
+                put_text(out, &ctx.request_id);
+                put_text(out, &bean.msg_id);
                 put(out, bean.retry_times);
-                put(out, &bean.keys);
+                put_text(out, &bean.keys);
                 end(out);
             }
         }
         TraceType::SubAfter => {
             for bean in &ctx.beans {
                 put(out, ctx.trace_type.name());
-                put(out, &ctx.request_id);
-                put(out, &bean.msg_id);
+                put_text(out, &ctx.request_id);
+                put_text(out, &bean.msg_id);
                 put(out, ctx.cost_time_ms);
                 put(out, ctx.success);
-                put(out, &bean.keys);
+                put_text(out, &bean.keys);
                 put(out, ctx.context_code);
                 put(out, ctx.timestamp_ms);
-                put(out, &ctx.group_name);
+                put_text(out, &ctx.group_name);
                 end(out);
             }
         }
         TraceType::EndTransaction => {
             put(out, ctx.trace_type.name());
             put(out, ctx.timestamp_ms);
-            put(out, &ctx.region_id);
-            put(out, &ctx.group_name);
-            put(out, &first.topic);
-            put(out, &first.msg_id);
-            put(out, &first.tags);
-            put(out, &first.keys);
-            put(out, &first.store_host);
+            put_text(out, &ctx.region_id);
+            put_text(out, &ctx.group_name);
+            put_text(out, &first.topic);
+            put_text(out, &first.msg_id);
+            put_text(out, &first.tags);
+            put_text(out, &first.keys);
+            put_text(out, &first.store_host);
             put(out, first.msg_type.ordinal());
-            put(out, &first.transaction_id);
-            put(out, &first.transaction_state);
+            put_text(out, &first.transaction_id);
+            put_text(out, &first.transaction_state);
             put(out, first.from_transaction_check);
             end(out);
         }
     }
     let mut keys = Vec::new();
     for bean in &ctx.beans {
-        keys.push(bean.msg_id.clone());
+        if !bean.msg_id.is_empty() {
+            keys.push(bean.msg_id.clone());
+        }
         keys.extend(bean.keys.split(KEY_SEPARATOR).filter(|k| !k.is_empty()).map(str::to_owned));
     }
     keys
@@ -308,7 +320,7 @@ fn decode_context(text: &str) -> Option<TraceContext> {
     let f: Vec<&str> = text.split(CONTENT_SPLITOR).collect();
     let trace_type = TraceType::from_name(f.first()?)?;
     let num = |i: usize| f.get(i).and_then(|s| s.parse::<i64>().ok());
-    let text_at = |i: usize| f.get(i).map(|s| (*s).to_owned()).unwrap_or_default();
+    let text_at = |i: usize| f.get(i).filter(|s| **s != NULL_TEXT).map(|s| (*s).to_owned()).unwrap_or_default();
     let flag = |i: usize, default: bool| f.get(i).map_or(default, |s| s.parse().unwrap_or(default));
     let mut ctx = TraceContext::new(trace_type, 0, "");
     match trace_type {
@@ -332,10 +344,10 @@ fn decode_context(text: &str) -> Option<TraceContext> {
             };
             // 13 fields: 4.x before offsetMsgId; 14: 4.9; 15+: 5.x adds the client host.
             if f.len() == 13 {
-                ctx.success = flag(12, true);
+                ctx.success = flag(12, false);
             } else if f.len() >= 14 {
                 bean.offset_msg_id = text_at(12);
-                ctx.success = flag(13, true);
+                ctx.success = flag(13, false);
             }
             ctx.beans.push(bean);
         }
@@ -360,8 +372,10 @@ fn decode_context(text: &str) -> Option<TraceContext> {
             if f.len() >= 7 {
                 ctx.context_code = num(6).and_then(|c| i32::try_from(c).ok()).unwrap_or(0);
             }
-            if f.len() >= 9 {
+            if f.len() >= 8 {
                 ctx.timestamp_ms = num(7).unwrap_or(0);
+            }
+            if f.len() >= 9 {
                 ctx.group_name = text_at(8);
             }
             ctx.beans.push(TraceBean { msg_id: text_at(2), keys: text_at(5), ..TraceBean::default() });
@@ -399,7 +413,7 @@ pub struct TraceView {
     pub msg_id: String,
     /// Producer or consumer group.
     pub group_name: String,
-    /// The tracing client: the trace message's born host.
+    /// The tracing client: the IP of the trace message's born host (`getBornHostString`).
     pub client_host: String,
     /// When, ms since the epoch.
     pub timestamp_ms: i64,
@@ -535,6 +549,35 @@ mod tests {
         expected.extend(after_split);
         expected.push(tx);
         assert_eq!(decoded, expected);
+    }
+
+    /// Java's `String.split` drops trailing empty fields: with every optional text empty, each
+    /// record must still have all its fields, or Java's decoder reads past the end.
+    #[test]
+    fn empty_texts_are_written_as_null_so_java_sees_every_field() {
+        let java_split = |record: &str| -> usize {
+            let mut fields: Vec<&str> = record.split(CONTENT_SPLITOR).collect();
+            while fields.last().is_some_and(|f| f.is_empty()) {
+                fields.pop();
+            }
+            fields.len()
+        };
+        let bare = TraceBean { msg_id: "ID".into(), ..TraceBean::default() };
+        for (t, fields) in
+            [(TraceType::Pub, 14), (TraceType::SubBefore, 8), (TraceType::SubAfter, 9), (TraceType::EndTransaction, 13)]
+        {
+            let mut ctx = TraceContext::new(t, 1, "");
+            ctx.region_id.clear();
+            ctx.beans.push(bare.clone());
+            let mut out = String::new();
+            let keys = encode_into(&ctx, &mut out);
+            assert_eq!(keys, ["ID"], "{t:?}: no empty key");
+            let record = out.strip_suffix(FIELD_SPLITOR).expect("one record");
+            assert_eq!(java_split(record), fields, "{t:?}: {record:?}");
+            let back = decode(&out);
+            assert_eq!(back.len(), 1);
+            assert!(back[0].beans[0].keys.is_empty() && back[0].beans[0].tags.is_empty(), "{t:?}: null reads as empty");
+        }
     }
 
     #[test]

@@ -371,3 +371,69 @@ fn connection_close_and_expiry_go_through_the_tables() {
     assert_eq!(p.connection_closed(5).len(), 1);
     assert_eq!(p.routes().live_broker_count(), 0);
 }
+
+/// QUERY_DATA_VERSION (`needRegister`): unchanged for the version just registered (and the broker
+/// counts as alive), changed for another version or an unknown broker; a bad body is refused.
+#[test]
+fn data_version_query_says_whether_a_broker_must_register() {
+    let p = processor_with(&config());
+    ok(&p.handle(Some(1), &register(1, 3, RaftRole::Leader, false)));
+    let query = |addr: String, version: DataVersion| {
+        let h = QueryDataVersionRequestHeader {
+            broker_name: "broker-a".into(),
+            broker_addr: addr,
+            cluster_name: "DefaultCluster".into(),
+            broker_id: 0,
+        };
+        RemotingCommand::request_with_header(RequestCode::QueryDataVersion, &h)
+            .with_body(version.encode().expect("version"))
+    };
+    let registered = DataVersion { counter: 1, timestamp: 42 };
+    let r = p.handle(None, &query(addr(1), registered));
+    ok(&r);
+    let h: QueryDataVersionResponseHeader = r.decode_header().expect("header");
+    assert!(!h.changed);
+    assert_eq!(DataVersion::decode(&r.body).expect("held"), registered);
+    let r = p.handle(None, &query(addr(1), DataVersion { counter: 2, timestamp: 43 }));
+    assert!(r.decode_header::<QueryDataVersionResponseHeader>().expect("header").changed);
+    assert_eq!(DataVersion::decode(&r.body).expect("held"), registered);
+    let r = p.handle(None, &query(addr(9), registered));
+    assert!(r.decode_header::<QueryDataVersionResponseHeader>().expect("header").changed);
+    assert!(r.body.is_empty(), "nothing held for an unknown broker");
+    let bad = query(addr(1), registered).with_body(&b"{not json"[..]);
+    assert_eq!(p.handle(None, &bad).response_code(), ResponseCode::SystemError);
+    assert_eq!(
+        p.handle(None, &RemotingCommand::request(RequestCode::QueryDataVersion)).response_code(),
+        ResponseCode::SystemError
+    );
+}
+
+/// The unit topic lists pick topics by their first group's sysFlag, as Java's do.
+#[test]
+fn unit_topic_lists_select_by_sys_flag() {
+    let p = processor_with(&config());
+    let mut wrapper =
+        TopicConfigSerializeWrapper { data_version: DataVersion { counter: 1, timestamp: 42 }, ..Default::default() };
+    for (name, flag) in [("Plain", 0), ("Unit", 1), ("UnitSub", 2), ("Both", 3)] {
+        let config =
+            TopicConfig { topic_sys_flag: flag, read_queue_nums: 1, write_queue_nums: 1, ..TopicConfig::new(name) };
+        wrapper.topic_config_table.insert(name.to_owned(), config);
+    }
+    let mut h = register_header(1, 3, RaftRole::Leader);
+    let bytes = RegisterBrokerBody { filter_server_list: vec![], topic_config_serialize_wrapper: wrapper }
+        .encode_body(false)
+        .expect("body");
+    h.body_crc32 = body_crc32(&bytes);
+    ok(&p.handle(Some(1), &RemotingCommand::request_with_header(RequestCode::RegisterBroker, &h).with_body(bytes)));
+    let list = |code| {
+        let r = p.handle(None, &RemotingCommand::request(code));
+        ok(&r);
+        TopicList::decode(&r.body).expect("list").topic_list.into_iter().collect::<Vec<_>>()
+    };
+    assert_eq!(list(RequestCode::GetUnitTopicList), ["Both", "Unit"]);
+    assert_eq!(list(RequestCode::GetHasUnitSubTopicList), ["Both", "UnitSub"]);
+    assert_eq!(list(RequestCode::GetHasUnitSubUnunitTopicList), ["UnitSub"]);
+    let off = processor_with(&NamesrvConfig { enable_topic_list: false, ..config() });
+    let r = off.handle(None, &RemotingCommand::request(RequestCode::GetUnitTopicList));
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+}

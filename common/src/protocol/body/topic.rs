@@ -10,6 +10,14 @@ use serde::Serialize;
 
 use super::JsonBody;
 
+/// `TopicSysFlag` bits of a topic's `topicSysFlag` (unitization; raftmq stores and routes them).
+pub mod topic_sys_flag {
+    /// `FLAG_UNIT`: the topic is a unit topic.
+    pub const FLAG_UNIT: i32 = 0x1;
+    /// `FLAG_UNIT_SUB`: the topic has unit subscriptions.
+    pub const FLAG_UNIT_SUB: i32 = 0x1 << 1;
+}
+
 /// Permission bits of a topic or broker (`org.apache.rocketmq.common.constant.PermName`).
 pub mod perm {
     /// Priority topic (not used for routing decisions by 4.x clients).

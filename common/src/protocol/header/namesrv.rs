@@ -22,6 +22,7 @@
 use super::CommandHeader;
 use super::FieldValue;
 use super::HeaderError;
+use super::ext_header::ext_header;
 use super::optional;
 use super::put;
 use super::put_opt;
@@ -289,6 +290,30 @@ impl CommandHeader for GetTopicsByClusterRequestHeader {
 
     fn read_ext_fields(fields: &ExtFields) -> Result<Self, HeaderError> {
         Ok(GetTopicsByClusterRequestHeader { cluster: required(fields, "cluster")? })
+    }
+}
+
+ext_header! {
+    /// QUERY_DATA_VERSION (322) request (`QueryDataVersionRequestHeader`): has the NameServer this
+    /// broker's topic table version? The body is the broker's `DataVersion`.
+    pub struct QueryDataVersionRequestHeader {
+        /// `brokerName`.
+        required broker_name: String => "brokerName",
+        /// `brokerAddr`.
+        required broker_addr: String => "brokerAddr",
+        /// `clusterName`.
+        required cluster_name: String => "clusterName",
+        /// `brokerId`.
+        required broker_id: i64 => "brokerId",
+    }
+}
+
+ext_header! {
+    /// QUERY_DATA_VERSION (322) response (`QueryDataVersionResponseHeader`); the body is the version
+    /// the NameServer holds, absent when it holds none.
+    pub struct QueryDataVersionResponseHeader {
+        /// Whether the broker's version differs from the NameServer's (so it should register).
+        required changed: bool => "changed",
     }
 }
 
