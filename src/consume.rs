@@ -68,12 +68,21 @@ pub struct ConsumeArgs {
     /// Print one JSON object per message.
     #[arg(long)]
     json: bool,
+
+    /// Trace the consumed messages to the trace topic (`enableMsgTrace`); `admin queryMsgTraceById`
+    /// shows them.
+    #[arg(long = "msgTrace")]
+    msg_trace: bool,
+
+    /// With `--msgTrace`: the trace topic (default RMQ_SYS_TRACE_TOPIC).
+    #[arg(long = "traceTopic", requires = "msg_trace")]
+    trace_topic: Option<String>,
 }
 
 /// Consumes and prints until the count, the deadline or a signal.
 pub async fn run(args: ConsumeArgs) -> Result<()> {
     let from = if args.from_first { ConsumeFrom::FirstOffset } else { ConsumeFrom::LastOffset };
-    let consumer = PullConsumer::builder(args.group.as_str())
+    let mut builder = PullConsumer::builder(args.group.as_str())
         .namesrv_addr(&args.namesrv.namesrv_addr)
         .subscribe_selector(
             args.topic.as_str(),
@@ -85,7 +94,11 @@ pub async fn run(args: ConsumeArgs) -> Result<()> {
         .consume_from(from)
         .rpc_timeout(args.namesrv.timeout)
         .credentials(args.namesrv.credentials()?)
-        .build()?;
+        .enable_msg_trace(args.msg_trace);
+    if let Some(topic) = &args.trace_topic {
+        builder = builder.customized_trace_topic(topic.as_str());
+    }
+    let consumer = builder.build()?;
     consumer.start().await?;
     let admin = args.namesrv.admin()?;
     let result = consume_loop(&consumer, &admin, &args).await;

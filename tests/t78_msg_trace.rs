@@ -1,11 +1,13 @@
 //! Message trace (`enableMsgTrace`) end to end: a NameServer and a one-node group in process
-//! (harness `t40_cluster`) with `traceTopicEnable`, the SDK's traced producer, transaction producer
-//! and push consumer, and `queryMsgTraceById` through the SDK and the CLI.
+//! (harness `t40_cluster`) with `traceTopicEnable`, the SDK's traced producer, transaction producer,
+//! push consumer and lite pull consumer (`raftmq consume --msgTrace`), and `queryMsgTraceById`
+//! through the SDK and the CLI.
 //!
 //! - t78: four messages (two single sends, a batch of two) consumed by a traced group; after both
 //!   clients shut down (which flushes their records), each message's trace has its Pub (the
 //!   producer group, SEND_OK, the broker, the send's offsetMsgId, its keys and tags), a SubBefore
-//!   and a SubAfter of the consumer group with `success`; a message the listener refused once has a
+//!   and a SubAfter of the consumer group with `success`, and a successful SubAfter of the lite
+//!   consumer's group; a message the listener refused once has a
 //!   failed SubAfter and, when redelivered, a successful one; a committed transaction has its Pub
 //!   (a half) and an EndTransaction of COMMIT_MESSAGE; the CLI prints Java's layout; an untraced
 //!   producer's message has only the consumer's records.
@@ -42,6 +44,7 @@ use t40_cluster::Collector;
 const TOPIC: &str = "T78Traced";
 const PRODUCERS: &str = "t78-producers";
 const CONSUMERS: &str = "t78-consumers";
+const LITE: &str = "t78-lite";
 
 struct Commit;
 
@@ -129,6 +132,24 @@ async fn t78_sends_listener_calls_and_transaction_ends_are_traced_and_queried_by
     consumer.shutdown().await;
     producer.shutdown().await;
 
+    // A lite pull consumer (`raftmq consume`, PullConsumer) traces the batches poll returns.
+    cli(&[
+        "consume",
+        "-n",
+        &cluster.namesrv_addr,
+        "-t",
+        TOPIC,
+        "-g",
+        LITE,
+        "--from-first",
+        "--count",
+        "6",
+        "--wait",
+        "60s",
+        "--msgTrace",
+    ])
+    .await?;
+
     let admin = Admin::new(&cluster.namesrv_addr)?;
     for (i, (id, offset_id)) in ids.iter().enumerate() {
         let views = admin.query_msg_trace_by_id(id, None).await?;
@@ -148,12 +169,18 @@ async fn t78_sends_listener_calls_and_transaction_ends_are_traced_and_queried_by
         } else {
             ensure!(p.tags == "TagB", "batch message {i} tags: {p:#?}");
         }
-        let befores = of(&views, TraceType::SubBefore);
+        let befores: Vec<_> =
+            of(&views, TraceType::SubBefore).into_iter().filter(|v| v.group_name == CONSUMERS).collect();
         let afters = of(&views, TraceType::SubAfter);
-        ensure!(!befores.is_empty() && befores.iter().all(|v| v.group_name == CONSUMERS), "message {i}: {views:#?}");
+        ensure!(!befores.is_empty(), "message {i}: {views:#?}");
+        ensure!(
+            of(&views, TraceType::SubBefore).iter().any(|v| v.group_name == LITE),
+            "message {i}, lite SubBefore: {views:#?}"
+        );
         ensure!(afters.iter().any(|v| v.group_name == CONSUMERS && v.status == "success"), "message {i}: {views:#?}");
+        ensure!(afters.iter().any(|v| v.group_name == LITE && v.status == "success"), "message {i}, lite: {views:#?}");
         if i == 0 {
-            ensure!(befores.len() == 2, "single-0 was handed over twice: {views:#?}");
+            ensure!(befores.len() == 2, "single-0 was handed over twice to the push consumer: {views:#?}");
             ensure!(afters.iter().any(|v| v.status == "failed"), "single-0 was refused once: {views:#?}");
         }
     }

@@ -24,6 +24,9 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+use std::time::Instant;
+use std::time::SystemTime;
+use std::time::UNIX_EPOCH;
 
 use raftmq_common::limits::GROUP_NAME_LENGTH_MAX_CHARS;
 use raftmq_common::limits::TRACE_BATCH_MAX_COUNT;
@@ -33,8 +36,14 @@ use raftmq_common::limits::TRACE_MESSAGE_KEYS_MAX_BYTES;
 use raftmq_common::limits::TRACE_QUEUE_MAX_COUNT;
 use raftmq_common::limits::TRACE_SEND_TIMEOUT_MS;
 use raftmq_common::message::Message;
+use raftmq_common::message::MessageExt;
+use raftmq_common::message::msg_id::UniqIdGenerator;
+use raftmq_common::message::msg_id::UniqIdSeed;
+use raftmq_common::message::properties;
+use raftmq_common::message::trace::ConsumeReturnType;
 use raftmq_common::message::trace::TRACE_PRODUCER_GROUP_PREFIX;
 use raftmq_common::message::trace::TRACE_TOPIC_DEFAULT;
+use raftmq_common::message::trace::TraceBean;
 use raftmq_common::message::trace::TraceContext;
 use raftmq_common::message::trace::TraceType;
 use raftmq_common::message::trace::encode_into;
@@ -76,12 +85,19 @@ pub(crate) struct TraceDispatcher {
     stop: CancellationToken,
     task: Mutex<Option<JoinHandle<()>>>,
     dropped: Arc<AtomicU64>,
+    /// requestIds pairing a SubBefore with its SubAfter.
+    request_ids: Mutex<UniqIdGenerator>,
 }
 
 impl std::fmt::Debug for TraceDispatcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TraceDispatcher").field("topic", &self.topic).finish_non_exhaustive()
     }
+}
+
+fn now_ms() -> i64 {
+    let ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+    i64::try_from(ms).unwrap_or(i64::MAX)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -119,6 +135,7 @@ impl TraceDispatcher {
             stop: CancellationToken::new(),
             task: Mutex::new(None),
             dropped: Arc::new(AtomicU64::new(0)),
+            request_ids: Mutex::new(UniqIdGenerator::new(UniqIdSeed::for_this_process(crate::producer::local_ip()))),
         })
     }
 
@@ -145,6 +162,51 @@ impl TraceDispatcher {
         if self.tx.try_send(ctx).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Queues the SubBefore of a batch handed to the application
+    /// (`ConsumeMessageTraceHookImpl.consumeMessageBefore`): one bean per message, except trace
+    /// records and messages the broker marked `TRACE_ON=false`. Returns the context its SubAfter
+    /// continues, `None` when nothing was traced.
+    pub(crate) fn sub_before(&self, group: &str, msgs: &[MessageExt]) -> Option<TraceContext> {
+        let mut ctx = TraceContext::new(TraceType::SubBefore, now_ms(), group);
+        for m in msgs {
+            let props = &m.message.properties;
+            if m.message.topic == self.topic || props.get(properties::TRACE_ON) == Some("false") {
+                continue;
+            }
+            if let Some(region) = props.get(properties::MSG_REGION) {
+                ctx.region_id = region.to_owned();
+            }
+            ctx.beans.push(TraceBean {
+                topic: m.message.topic.to_string(),
+                msg_id: m.msg_id(),
+                tags: m.message.tags().unwrap_or_default().to_owned(),
+                keys: m.message.keys().unwrap_or_default().to_owned(),
+                body_length: i64::from(m.store_size),
+                retry_times: m.reconsume_times,
+                ..TraceBean::default()
+            });
+        }
+        if ctx.beans.is_empty() {
+            return None;
+        }
+        ctx.request_id = lock(&self.request_ids).next_id_now();
+        self.append(ctx.clone());
+        Some(ctx)
+    }
+
+    /// Queues the SubAfter of `before` (`consumeMessageAfter`): the outcome, and the time since
+    /// `started` divided among the `count` messages of the batch.
+    pub(crate) fn sub_after(&self, before: TraceContext, outcome: ConsumeReturnType, started: Instant, count: usize) {
+        let mut ctx = before;
+        let per_message = started.elapsed().as_millis() / u128::try_from(count.max(1)).unwrap_or(1);
+        ctx.trace_type = TraceType::SubAfter;
+        ctx.timestamp_ms = now_ms();
+        ctx.cost_time_ms = i64::try_from(per_message).unwrap_or(i64::MAX);
+        ctx.success = outcome == ConsumeReturnType::Success;
+        ctx.context_code = outcome.ordinal();
+        self.append(ctx);
     }
 
     /// Sends what is queued (bounded by [`TRACE_FLUSH_MAX_MS`]); the task then stops the producer.

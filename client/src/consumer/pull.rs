@@ -15,6 +15,9 @@
 //!   seek) and the queue is still assigned; so after `seek(mq, o)` the next batch of `mq` starts at `o`.
 //! - Fetching pauses while a queue has `pull_threshold_for_queue` messages fetched but not polled.
 //! - A committed offset is one returned by `poll` (+1), never ahead of it.
+//! - With `enable_msg_trace`, each batch `poll` returns is traced as handed over and consumed (a
+//!   SubBefore and a successful SubAfter, as Java's lite consumer runs both hooks inside `poll`),
+//!   without waiting on the trace dispatcher; the dispatcher is flushed last at shutdown.
 
 use raftmq_common::protocol::acl::SessionCredentials;
 use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
@@ -35,6 +38,7 @@ use std::time::Duration;
 use raftmq_common::limits as L;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
+use raftmq_common::message::trace::ConsumeReturnType;
 use raftmq_common::message::validate::validate_group;
 use raftmq_common::protocol::body::heartbeat::ConsumeType;
 use raftmq_common::protocol::body::heartbeat::ConsumerData;
@@ -72,6 +76,9 @@ use crate::error::ClientError;
 use crate::error::ErrorKind;
 use crate::error::Result;
 use crate::route::RouteConfig;
+use crate::trace::TraceDispatcher;
+use crate::trace::TraceRole;
+use crate::trace::trace_topic;
 
 const STATE_CREATED: u8 = 0;
 const STATE_RUNNING: u8 = 1;
@@ -107,6 +114,8 @@ pub struct PullConsumerBuilder {
     pull_delay_when_exception: Duration,
     offset_store_dir: PathBuf,
     credentials: Option<Arc<SessionCredentials>>,
+    enable_msg_trace: bool,
+    customized_trace_topic: Option<String>,
 }
 
 impl PullConsumerBuilder {
@@ -137,7 +146,22 @@ impl PullConsumerBuilder {
             pull_timeout_when_suspend: ms(L::CONSUMER_PULL_TIMEOUT_WHEN_SUSPEND_MS),
             pull_delay_when_exception: ms(L::CONSUMER_PULL_DELAY_WHEN_EXCEPTION_MS),
             offset_store_dir: home.join(".rocketmq_offsets"),
+            enable_msg_trace: false,
+            customized_trace_topic: None,
         }
+    }
+
+    /// Traces every batch `poll` returns to the trace topic (`enableMsgTrace`, off by default):
+    /// SubBefore and SubAfter records per message, found later by `queryMsgTraceById`.
+    pub fn enable_msg_trace(mut self, enable: bool) -> Self {
+        self.enable_msg_trace = enable;
+        self
+    }
+
+    /// The topic trace records go to (`customizedTraceTopic`; default `RMQ_SYS_TRACE_TOPIC`).
+    pub fn customized_trace_topic(mut self, topic: impl Into<String>) -> Self {
+        self.customized_trace_topic = Some(topic.into());
+        self
     }
 
     /// NameServers: `"ip:port;ip:port"`.
@@ -302,6 +326,17 @@ impl PullConsumerBuilder {
                 OffsetStore::Local(LocalFileOffsetStore::new(&self.offset_store_dir, &client_id, &self.consumer_group))
             }
         };
+        let trace =
+            match trace_topic(self.enable_msg_trace, self.customized_trace_topic.as_deref(), "buildPullConsumer")? {
+                Some(topic) => Some(Arc::new(TraceDispatcher::new(
+                    topic,
+                    &self.consumer_group,
+                    TraceRole::Consume,
+                    self.namesrv_addrs.clone(),
+                    self.credentials.as_deref().cloned(),
+                )?)),
+                None => None,
+            };
         let capacity = (L::LITE_PULL_THRESHOLD_FOR_ALL_DEFAULT_COUNT / self.pull_batch_size as usize).max(1);
         let (tx, rx) = mpsc::channel(capacity);
         let inner = LiteInner {
@@ -319,6 +354,7 @@ impl PullConsumerBuilder {
             assignment: watch::channel(BTreeSet::new()).0,
             topic_stats: TopicRates::default(),
             epoch: Instant::now(),
+            trace,
             config: self,
         };
         let inner = Arc::new(inner);
@@ -379,6 +415,8 @@ struct LiteInner {
     topic_stats: TopicRates,
     /// Zero of the seconds `topic_stats` is stamped with.
     epoch: Instant,
+    /// The trace dispatcher, with `enable_msg_trace`.
+    trace: Option<Arc<TraceDispatcher>>,
 }
 
 /// A lite pull consumer; clones share it.
@@ -454,6 +492,9 @@ impl PullConsumer {
             inner.client.routes.stop_polling();
             inner.state.store(STATE_SHUTDOWN, Ordering::Release);
             return Err(e);
+        }
+        if let Some(trace) = &inner.trace {
+            trace.start();
         }
         inner.send_heartbeat().await;
         if inner.config.assigned.is_empty() {
@@ -534,6 +575,12 @@ impl PullConsumer {
             if let Some(last) = request.msgs.last() {
                 *lock(&queue.consumed) = Some(last.queue_offset + 1);
             }
+            if let Some(trace) = &inner.trace {
+                let handed = std::time::Instant::now();
+                if let Some(before) = trace.sub_before(&inner.config.consumer_group, &request.msgs) {
+                    trace.sub_after(before, ConsumeReturnType::Success, handed, request.msgs.len());
+                }
+            }
             return Ok(request.msgs);
         }
     }
@@ -609,6 +656,9 @@ impl PullConsumer {
         inner.client.unregister(&addrs).await;
         inner.client.routes.stop_polling();
         inner.client.remoting.close().await;
+        if let Some(trace) = &inner.trace {
+            trace.shutdown().await;
+        }
     }
 }
 

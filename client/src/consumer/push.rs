@@ -48,13 +48,9 @@ use compact_str::CompactString;
 use raftmq_common::limits as L;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
-use raftmq_common::message::msg_id::UniqIdGenerator;
-use raftmq_common::message::msg_id::UniqIdSeed;
 use raftmq_common::message::properties;
 use raftmq_common::message::trace::ConsumeReturnType;
-use raftmq_common::message::trace::TraceBean;
 use raftmq_common::message::trace::TraceContext;
-use raftmq_common::message::trace::TraceType;
 use raftmq_common::message::validate::retry_topic;
 use raftmq_common::message::validate::validate_group;
 use raftmq_common::protocol::acl::SessionCredentials;
@@ -485,7 +481,6 @@ impl PushConsumerBuilder {
                 )?)),
                 None => None,
             };
-        let trace_ids = Mutex::new(UniqIdGenerator::new(UniqIdSeed::for_this_process(ip)));
         let offset_store = match self.message_model {
             MessageModel::Clustering => OffsetStore::Remote(RemoteBrokerOffsetStore::new(client.clone())),
             MessageModel::Broadcasting => {
@@ -516,7 +511,6 @@ impl PushConsumerBuilder {
             started_at_ms: std::sync::atomic::AtomicI64::new(0),
             topic_stats: TopicRates::default(),
             trace,
-            trace_ids,
             config: self,
         };
         let inner = Arc::new(inner);
@@ -607,8 +601,6 @@ struct PushInner {
     topic_stats: TopicRates,
     /// The trace dispatcher, with `enable_msg_trace`.
     trace: Option<Arc<TraceDispatcher>>,
-    /// requestIds pairing a SubBefore with its SubAfter.
-    trace_ids: Mutex<UniqIdGenerator>,
 }
 
 /// A push consumer; clones share it.
@@ -968,40 +960,12 @@ impl PushInner {
         self.topic_stats.consumed(&mq.topic, second, rt_ms, ok, failed);
     }
 
-    /// Records a batch handed to the listener (`ConsumeMessageTraceHookImpl.consumeMessageBefore`):
-    /// one SubBefore bean per message, except trace records and messages the broker marked
-    /// `TRACE_ON=false`. Returns the context its SubAfter continues.
+    /// The SubBefore of a batch handed to the listener ([`TraceDispatcher::sub_before`]).
     fn trace_before(&self, msgs: &[MessageExt]) -> Option<TraceContext> {
-        let trace = self.trace.as_ref()?;
-        let mut ctx = TraceContext::new(TraceType::SubBefore, now_ms(), &self.config.consumer_group);
-        ctx.request_id = lock(&self.trace_ids).next_id_now();
-        for m in msgs {
-            let props = &m.message.properties;
-            if m.message.topic == trace.topic() || props.get(properties::TRACE_ON) == Some("false") {
-                continue;
-            }
-            if let Some(region) = props.get(properties::MSG_REGION) {
-                ctx.region_id = region.to_owned();
-            }
-            ctx.beans.push(TraceBean {
-                topic: m.message.topic.to_string(),
-                msg_id: m.msg_id(),
-                tags: m.message.tags().unwrap_or_default().to_owned(),
-                keys: m.message.keys().unwrap_or_default().to_owned(),
-                body_length: i64::from(m.store_size),
-                retry_times: m.reconsume_times,
-                ..TraceBean::default()
-            });
-        }
-        if ctx.beans.is_empty() {
-            return None;
-        }
-        trace.append(ctx.clone());
-        Some(ctx)
+        self.trace.as_ref()?.sub_before(&self.config.consumer_group, msgs)
     }
 
-    /// Records the listener's outcome (`consumeMessageAfter`): a SubAfter per message of the
-    /// SubBefore, with the call's time divided among the batch.
+    /// The SubAfter of the listener's outcome ([`TraceDispatcher::sub_after`]).
     fn trace_after(
         &self,
         before: Option<TraceContext>,
@@ -1009,14 +973,9 @@ impl PushInner {
         started: std::time::Instant,
         count: usize,
     ) {
-        let (Some(trace), Some(mut ctx)) = (self.trace.as_ref(), before) else { return };
-        let per_message = started.elapsed().as_millis() / u128::try_from(count.max(1)).unwrap_or(1);
-        ctx.trace_type = TraceType::SubAfter;
-        ctx.timestamp_ms = now_ms();
-        ctx.cost_time_ms = i64::try_from(per_message).unwrap_or(i64::MAX);
-        ctx.success = outcome == ConsumeReturnType::Success;
-        ctx.context_code = outcome.ordinal();
-        trace.append(ctx);
+        if let (Some(trace), Some(before)) = (self.trace.as_ref(), before) {
+            trace.sub_after(before, outcome, started, count);
+        }
     }
 
     fn assigned(&self) -> BTreeSet<MessageQueue> {
