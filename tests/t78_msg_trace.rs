@@ -12,6 +12,8 @@
 //!   (a half) and an EndTransaction of COMMIT_MESSAGE; the CLI prints Java's layout; an untraced
 //!   producer's message has only the consumer's records.
 //! - t78b: a customized trace topic receives the records and the default one none.
+//! - t78c: the broker's `regionId` comes back with SEND_OK, and its `traceOn = false` stops the
+//!   producer's Pub records.
 
 mod ports;
 mod t40_cluster;
@@ -233,6 +235,29 @@ async fn t78b_a_customized_trace_topic_gets_the_records() -> Result<()> {
     let out =
         cli(&["admin", "queryMsgTraceById", "-n", &cluster.namesrv_addr, "-i", &sent.msg_id, "-t", CUSTOM]).await?;
     ensure!(out.contains(PRODUCERS), "{out}");
+    admin.shutdown().await;
+    cluster.shutdown().await
+}
+
+/// The broker's `regionId` reaches the producer with every SEND_OK, and with `traceOn = false` a
+/// traced producer writes no Pub record of its sends to that broker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t78c_the_brokers_region_and_trace_switch_reach_the_producer() -> Result<()> {
+    let cluster = Cluster::start_with(1, |c| {
+        c.trace_topic_enable = true;
+        c.trace_on = false;
+        c.region_id = "eu-west-1".into();
+    })
+    .await?;
+    cluster.create_topic(TOPIC, 1).await?;
+    let producer = Producer::builder(PRODUCERS).namesrv_addr(&cluster.namesrv_addr).enable_msg_trace(true).build()?;
+    producer.start().await?;
+    let sent = producer.send(Message::new(TOPIC, "untraced by the broker")).await?;
+    ensure!(sent.region_id == "eu-west-1" && !sent.trace_on, "{sent:?}");
+    producer.shutdown().await;
+    let admin = Admin::new(&cluster.namesrv_addr)?;
+    let views = admin.query_msg_trace_by_id(&sent.msg_id, None).await?;
+    ensure!(views.is_empty(), "traceOn=false: no Pub record: {views:#?}");
     admin.shutdown().await;
     cluster.shutdown().await
 }

@@ -66,6 +66,8 @@ pub const LISTEN_PORT_DEFAULT: u16 = 10911;
 pub const RAFT_PORT_DEFAULT: u16 = 40911;
 /// Admin HTTP port (health, metrics, admin API).
 pub const ADMIN_PORT_DEFAULT: u16 = 8080;
+/// `regionId` (`MixAll.DEFAULT_TRACE_REGION_ID`).
+pub const REGION_ID_DEFAULT: &str = "DefaultRegion";
 /// `mappedFileSizeCommitLog`: 1 GiB.
 pub const MAPPED_FILE_SIZE_COMMIT_LOG_DEFAULT_BYTES: u64 = 1024 * 1024 * 1024;
 /// `mappedFileSizeConsumeQueue`: 300,000 units of 20 bytes.
@@ -126,6 +128,12 @@ pub struct BrokerConfig {
     pub trace_topic_enable: bool,
     /// Name of the message-trace topic (default `RMQ_SYS_TRACE_TOPIC`).
     pub msg_trace_topic_name: String,
+    /// The broker's region, answered with every SEND_OK (`MSG_REGION`) and written by traced
+    /// producers into their records (default `DefaultRegion`).
+    pub region_id: String,
+    /// Whether traced clients record sends to this broker (`TRACE_ON` with every SEND_OK; default
+    /// true): off, a producer with `enableMsgTrace` writes no Pub record of them.
+    pub trace_on: bool,
     /// Store request/reply replies in `<cluster>_REPLY_TOPIC` before pushing them to the requester
     /// (default true, as in RocketMQ); off, a reply is only pushed.
     pub store_reply_message_enable: bool,
@@ -270,6 +278,8 @@ impl Default for BrokerConfig {
             broker_topic_enable: true,
             trace_topic_enable: false,
             msg_trace_topic_name: "RMQ_SYS_TRACE_TOPIC".to_owned(),
+            region_id: REGION_ID_DEFAULT.to_owned(),
+            trace_on: true,
             store_reply_message_enable: true,
             register_broker_timeout_mills: Duration::from_secs(6),
             register_name_server_period: Duration::from_secs(30),

@@ -57,9 +57,6 @@ use crate::topic_config::decide_send_topic;
 use crate::topic_config::one_queue_topic;
 use crate::transaction::redirect_half;
 
-/// `MixAll.DEFAULT_TRACE_REGION_ID`, sent as `MSG_REGION`.
-pub const REGION_ID_DEFAULT: &str = "DefaultRegion";
-
 fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
     RemotingCommand::response(code, Some(remark.into()))
 }
@@ -223,8 +220,9 @@ async fn send(
         queue_offset: first,
         transaction_id: half_uniq_key,
     });
-    response.ext_fields.insert(FieldStr::const_new(MSG_REGION_KEY), FieldStr::const_new(REGION_ID_DEFAULT));
-    response.ext_fields.insert(FieldStr::const_new(TRACE_ON_KEY), FieldStr::const_new("true"));
+    response.ext_fields.insert(FieldStr::const_new(MSG_REGION_KEY), FieldStr::from(ctx.config.region_id.as_str()));
+    let trace_on = if ctx.config.trace_on { "true" } else { "false" };
+    response.ext_fields.insert(FieldStr::const_new(TRACE_ON_KEY), FieldStr::const_new(trace_on));
     Ok(response)
 }
 
