@@ -1042,7 +1042,8 @@ impl Producer {
 
     /// One synchronous attempt on `mq` at `addr`.
     async fn attempt(&self, out: &Outgoing, mq: &MessageQueue, addr: &str, timeout: Duration) -> Result<SendResult> {
-        let (began_ms, began) = (now_ms(), Instant::now());
+        // Clock reads only when tracing: this is every send's path.
+        let began = self.inner.trace.is_some().then(|| (now_ms(), Instant::now()));
         let response = self
             .inner
             .remoting
@@ -1050,7 +1051,7 @@ impl Producer {
             .await
             .map_err(|e| ClientError::remoting("send", e))?;
         let result = process_send_response(&response, &out.topic, &mq.broker_name, &out.msg_id);
-        if let Ok(r) = &result {
+        if let (Ok(r), Some((began_ms, began))) = (&result, began) {
             self.trace_attempt(out, r, addr, began_ms, began.elapsed());
         }
         result
