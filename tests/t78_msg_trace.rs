@@ -10,7 +10,9 @@
 //!   consumer's group; a message the listener refused once has a
 //!   failed SubAfter and, when redelivered, a successful one; a committed transaction has its Pub
 //!   (a half) and an EndTransaction of COMMIT_MESSAGE; the CLI prints Java's layout; an untraced
-//!   producer's message has only the consumer's records.
+//!   producer's message has only the consumer's records; the broker's admin HTTP API
+//!   (`/api/v1/messages/{msgId}/trace`) shows the same kinds of record, and 404 for an unknown
+//!   trace topic.
 //! - t78b: a customized trace topic receives the records and the default one none.
 //! - t78c: the broker's `regionId` comes back with SEND_OK, and its `traceOn = false` stops the
 //!   producer's Pub records.
@@ -202,6 +204,19 @@ async fn t78_sends_listener_calls_and_transaction_ends_are_traced_and_queried_by
     let views = admin.query_msg_trace_by_id(&plain.msg_id, None).await?;
     ensure!(of(&views, TraceType::Pub).is_empty() && !of(&views, TraceType::SubAfter).is_empty(), "{views:#?}");
 
+    // The broker's admin HTTP API answers from its own copy of the trace topic.
+    let http_addr = cluster.broker(leader).and_then(|b| b.admin_addr()).context("admin HTTP address")?;
+    let (status, body) = http_get(&http_addr.to_string(), &format!("/api/v1/messages/{}/trace", ids[0].0)).await?;
+    ensure!(status == 200, "GET trace: {status} {body}");
+    let doc: serde_json::Value = serde_json::from_str(&body).context("trace JSON")?;
+    let records = doc["records"].as_array().context("records")?;
+    let kinds: std::collections::BTreeSet<&str> = records.iter().filter_map(|r| r["trace_type"].as_str()).collect();
+    ensure!(kinds == ["Pub", "SubAfter", "SubBefore"].into(), "HTTP trace kinds: {doc}");
+    let (status, body) =
+        http_get(&http_addr.to_string(), &format!("/api/v1/messages/{}/trace?trace_topic=NoSuchTopic", ids[0].0))
+            .await?;
+    ensure!(status == 404 && body.contains("TOPIC_NOT_FOUND"), "an unknown trace topic: {status} {body}");
+
     let out = cli(&["admin", "queryMsgTraceById", "-n", &cluster.namesrv_addr, "-i", &ids[0].0]).await?;
     for want in ["#ProducerGroup", PRODUCERS, "#ConsumerGroup", CONSUMERS, "success", "failed"] {
         ensure!(out.contains(want), "queryMsgTraceById output lacks {want}:\n{out}");
@@ -260,6 +275,21 @@ async fn t78c_the_brokers_region_and_trace_switch_reach_the_producer() -> Result
     ensure!(views.is_empty(), "traceOn=false: no Pub record: {views:#?}");
     admin.shutdown().await;
     cluster.shutdown().await
+}
+
+/// One HTTP/1.1 GET over a fresh connection: the status and the body.
+async fn http_get(addr: &str, path: &str) -> Result<(u16, String)> {
+    use tokio::io::AsyncReadExt;
+    use tokio::io::AsyncWriteExt;
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    stream.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes()).await?;
+    let mut raw = Vec::new();
+    tokio::time::timeout(t40_cluster::WAIT, stream.read_to_end(&mut raw)).await.context("HTTP answer timed out")??;
+    let text = String::from_utf8(raw)?;
+    let (head, body) = text.split_once("\r\n\r\n").context("no header end")?;
+    let status = head.split(' ').nth(1).context("status line")?.parse()?;
+    ensure!(!head.to_ascii_lowercase().contains("transfer-encoding: chunked"), "a chunked answer: {head}");
+    Ok((status, body.to_owned()))
 }
 
 /// Runs the `raftmq` binary; its stdout when it succeeded.

@@ -7,6 +7,7 @@
 //! | `GET /api/v1/messages/{msgId}` | the record an offsetMsgId names (physical offsets agree on every replica, so its host part is not checked) |
 //! | `GET /api/v1/messages/by-key?topic&key[&begin_ms&end_ms&max]` | records of `topic` whose `KEYS` hold `key`, newest first |
 //! | `GET /api/v1/messages/by-time?topic&queue_id&timestamp_ms` | the first offset of a queue stored at or after the time, and the message there |
+//! | `GET /api/v1/messages/{msgId}/trace[?trace_topic]` | the message-trace records of a client msgId held by this group's trace topic (`msgTraceTopicName` by default): Pub, SubBefore, SubAfter, EndTransaction, oldest first |
 //!
 //! Bodies are shown as UTF-8 text when they are, else as hex, and cut at
 //! [`ADMIN_MESSAGE_BODY_SHOWN_MAX_BYTES`] (`body_truncated`); compressed bodies are inflated (bounded).
@@ -20,12 +21,14 @@ use axum::routing::get;
 use bytes::Bytes;
 use raftmq_common::limits::ADMIN_MESSAGE_BODY_SHOWN_MAX_BYTES;
 use raftmq_common::limits::ADMIN_QUERY_MESSAGE_DEFAULT_COUNT;
+use raftmq_common::limits::UNCOMPRESSED_BODY_SIZE_MAX_BYTES;
 use raftmq_common::message::compress::uncompress_body_prefix;
 use raftmq_common::message::msg_id::OffsetMsgId;
 use raftmq_common::message::properties;
 use raftmq_common::message::record::DecodeOptions;
 use raftmq_common::message::record::parse_record;
 use raftmq_common::message::sys_flag;
+use raftmq_common::message::trace::views_of;
 use serde::Deserialize;
 use serde::Serialize;
 
@@ -48,6 +51,7 @@ pub fn routes() -> Routes {
         .route("/api/v1/messages/by-key", get(by_key))
         .route("/api/v1/messages/by-time", get(by_time))
         .route("/api/v1/messages/{msg_id}", get(by_id))
+        .route("/api/v1/messages/{msg_id}/trace", get(trace))
 }
 
 /// A stored message.
@@ -191,6 +195,97 @@ async fn by_key(State(ctx): State<Shared>, ApiQuery(q): ApiQuery<ByKey>) -> ApiR
     let found = query_by_key(&ctx.store, &q.topic, &q.key, max, range, false);
     let messages: Vec<MessageView> = found.records.iter().filter_map(message_view).collect();
     Ok(Json(serde_json::json!({ "topic": q.topic, "key": q.key, "messages": messages })))
+}
+
+/// Query of `trace`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceQuery {
+    /// The trace topic (default: this broker's `msgTraceTopicName`).
+    pub trace_topic: Option<String>,
+}
+
+/// One trace record of `trace`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TraceRecord {
+    /// `Pub`, `SubBefore`, `SubAfter` or `EndTransaction`.
+    pub trace_type: &'static str,
+    /// Producer or consumer group.
+    pub group_name: String,
+    /// The tracing client's IP.
+    pub client_host: String,
+    /// When, ms since the epoch.
+    pub timestamp_ms: i64,
+    /// Send time, or listener time per message, ms.
+    pub cost_time_ms: i64,
+    /// `success` or `failed`.
+    pub status: &'static str,
+    /// Topic (Pub, EndTransaction).
+    pub topic: String,
+    /// Tags.
+    pub tags: String,
+    /// Keys.
+    pub keys: String,
+    /// offsetMsgId (Pub).
+    pub offset_msg_id: String,
+    /// Storing broker (Pub, EndTransaction).
+    pub store_host: String,
+    /// The transaction's end (EndTransaction).
+    pub transaction_state: String,
+}
+
+async fn trace(
+    State(ctx): State<Shared>,
+    ApiPath(msg_id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<TraceQuery>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let topic = q.trace_topic.unwrap_or_else(|| ctx.config.msg_trace_topic_name.clone());
+    check_topic_name(&topic)?;
+    if msg_id.is_empty() || msg_id.contains(' ') {
+        return Err(ApiError::invalid("msgId is empty or holds a space"));
+    }
+    topic_config(&ctx, &topic)?;
+    let found = query_by_key(&ctx.store, &topic, &msg_id, ADMIN_QUERY_MESSAGE_DEFAULT_COUNT, (0, i64::MAX), false);
+    let mut records = Vec::new();
+    for bytes in &found.records {
+        let Ok(r) = parse_record(bytes, DecodeOptions::default()) else { continue };
+        let props = r.parse_properties();
+        // The IndexFile matches key hashes: only records keyed by the id are about it.
+        if !props.get(properties::KEYS).is_some_and(|k| k.split(properties::KEY_SEPARATOR).any(|k| k == msg_id)) {
+            continue;
+        }
+        let raw = bytes.slice_ref(r.body);
+        let body = if sys_flag::is_compressed(r.sys_flag) {
+            // A trace body is at most about TRACE_MESSAGE_BODY_MAX_BYTES; inflating is bounded anyway.
+            match uncompress_body_prefix(&raw, UNCOMPRESSED_BODY_SIZE_MAX_BYTES) {
+                Ok(b) => Bytes::from(b),
+                Err(_) => continue,
+            }
+        } else {
+            raw
+        };
+        let text = String::from_utf8_lossy(&body);
+        records.extend(views_of(&msg_id, &text, &r.born_host.ip().to_string()));
+    }
+    records.sort_by_key(|v| v.timestamp_ms);
+    let records: Vec<TraceRecord> = records
+        .into_iter()
+        .map(|v| TraceRecord {
+            trace_type: v.trace_type.name(),
+            group_name: v.group_name,
+            client_host: v.client_host,
+            timestamp_ms: v.timestamp_ms,
+            cost_time_ms: v.cost_time_ms,
+            status: v.status,
+            topic: v.topic,
+            tags: v.tags,
+            keys: v.keys,
+            offset_msg_id: v.offset_msg_id,
+            store_host: v.store_host,
+            transaction_state: v.transaction_state,
+        })
+        .collect();
+    Ok(Json(serde_json::json!({ "msg_id": msg_id, "trace_topic": topic, "records": records })))
 }
 
 /// Query of `by-time`.
