@@ -210,6 +210,12 @@ enum AdminCommand {
     /// Print one queue's messages, or count them by tag.
     #[command(name = "printMsgByQueue")]
     PrintMsgByQueue(PrintMsgByQueueArgs),
+    /// Send one message (to a chosen queue with `-b` and `-i`).
+    #[command(name = "sendMessage")]
+    SendMessage(SendMessageArgs),
+    /// Pull messages of a topic, one queue (`-b`, `-i`) or from an offset (`-o`), and print them.
+    #[command(name = "consumeMessage")]
+    ConsumeMessage(ConsumeMessageArgs),
     /// Send messages to a broker group's own topic (its name) and print each send's time.
     #[command(name = "sendMsgStatus")]
     SendMsgStatus(SendMsgStatusArgs),
@@ -778,6 +784,57 @@ struct PrintMsgByQueueArgs {
 }
 
 #[derive(Debug, Args)]
+struct SendMessageArgs {
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// The body, as UTF-8 text.
+    #[arg(short = 'p', long = "body")]
+    body: String,
+    /// Keys, space-separated.
+    #[arg(short = 'k', long = "key")]
+    keys: Option<String>,
+    /// Tags.
+    #[arg(short = 'c', long = "tags")]
+    tags: Option<String>,
+    /// Broker group to send to (with `-i`).
+    #[arg(short = 'b', long = "broker")]
+    broker_name: Option<String>,
+    /// Queue to send to (needs `-b`).
+    #[arg(short = 'i', long = "qid", requires = "broker_name")]
+    queue_id: Option<i32>,
+}
+
+#[derive(Debug, Args)]
+struct ConsumeMessageArgs {
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Broker group (with `-i`).
+    #[arg(short = 'b', long = "brokerName")]
+    broker_name: Option<String>,
+    /// One queue (needs `-b`).
+    #[arg(short = 'i', long = "queueId", requires = "broker_name")]
+    queue_id: Option<i32>,
+    /// Start at this offset of the queue (needs `-i`).
+    #[arg(short = 'o', long = "offset", requires = "queue_id")]
+    offset: Option<i64>,
+    /// Consumer group the pulls name (default TOOLS_CONSUMER).
+    #[arg(short = 'g', long = "consumerGroup", default_value = TOOLS_CONSUMER_GROUP)]
+    group: String,
+    /// Messages stored from this time: ms or `yyyy-MM-dd#HH:mm:ss:SSS`.
+    #[arg(short = 's', long = "beginTimestamp")]
+    begin: Option<String>,
+    /// Messages stored before this time: ms or `yyyy-MM-dd#HH:mm:ss:SSS`.
+    #[arg(short = 'e', long = "endTimestamp")]
+    end: Option<String>,
+    /// At most this many messages in all.
+    #[arg(short = 'c', long = "MessageNumber", default_value_t = 128,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    count: u64,
+}
+
+#[derive(Debug, Args)]
 struct SendMsgStatusArgs {
     /// Broker group name: its own topic of that name is sent to.
     #[arg(short = 'b', long = "brokerName")]
@@ -940,6 +997,8 @@ async fn dispatch(admin: &Admin, namesrv: &NamesrvAddrArgs, out: Out, command: A
     match command {
         AdminCommand::PrintMsg(a) => print_msg(admin, out, a).await,
         AdminCommand::PrintMsgByQueue(a) => print_msg_by_queue(admin, out, a).await,
+        AdminCommand::SendMessage(a) => send_message(namesrv, out, a).await,
+        AdminCommand::ConsumeMessage(a) => consume_message(admin, out, a).await,
         AdminCommand::SendMsgStatus(a) => send_msg_status(namesrv, out, a).await,
         AdminCommand::CheckMsgSendRt(a) => check_msg_send_rt(namesrv, out, a).await,
         AdminCommand::ClusterRt(a) => cluster_rt(admin, namesrv, out, a).await,
@@ -2843,6 +2902,124 @@ async fn tools_producer(namesrv: &NamesrvAddrArgs) -> Result<raftmq_client::Prod
         .build()?;
     producer.start().await?;
     Ok(producer)
+}
+
+/// Java's `SendMessageCommand`: one message, to a chosen queue with `-b` and `-i`, and its result.
+async fn send_message(namesrv: &NamesrvAddrArgs, out: Out, a: SendMessageArgs) -> Result<()> {
+    let producer = tools_producer(namesrv).await?;
+    let mut msg = Message::new(a.topic.as_str(), a.body.trim().as_bytes().to_vec());
+    if let Some(tags) = &a.tags {
+        msg.set_tags(tags.trim());
+    }
+    if let Some(keys) = &a.keys {
+        msg.set_keys(keys.trim());
+    }
+    let sent = match (&a.broker_name, a.queue_id) {
+        (Some(broker), Some(queue_id)) => {
+            producer.send_to_queue(msg, &MessageQueue::new(&a.topic, broker, queue_id)).await
+        }
+        _ => producer.send(msg).await,
+    };
+    producer.shutdown().await;
+    let r = sent.context("sendMessage")?;
+    if out.json {
+        out.json(&json!({"brokerName": r.message_queue.broker_name, "queueId": r.message_queue.queue_id,
+            "sendStatus": r.status.name(), "msgId": r.msg_id, "offsetMsgId": r.offset_msg_id,
+            "queueOffset": r.queue_offset}));
+        return Ok(());
+    }
+    let line = |b: &str, q: &str, s: &str, id: &str| println!("{b:<32}  {q:<4}  {s:<20}    {id}");
+    line("#Broker Name", "#QID", "#Send Result", "#MsgId");
+    line(&r.message_queue.broker_name, &r.message_queue.queue_id.to_string(), r.status.name(), &r.msg_id);
+    Ok(())
+}
+
+/// Java's `ConsumeMessageCommand`: every queue of the topic (sorted), or one queue from its start or
+/// an offset, between two optional store times, at most `-c` messages in all; each pull's messages
+/// printed after `Consume ok`, and why a queue ended.
+async fn consume_message(admin: &Admin, out: Out, a: ConsumeMessageArgs) -> Result<()> {
+    let cmd = "consumeMessage";
+    let begin = a.begin.as_deref().map(parse_reset_timestamp).transpose()?;
+    let end = a.end.as_deref().map(parse_reset_timestamp).transpose()?;
+    let route = admin.topic_route(&a.topic).await.context(cmd)?;
+    let mqs: Vec<MessageQueue> = match (&a.broker_name, a.queue_id) {
+        (Some(broker), Some(queue_id)) => vec![MessageQueue::new(&a.topic, broker, queue_id)],
+        _ => {
+            let mut mqs: Vec<MessageQueue> =
+                raftmq_client::route::subscribe_queues(&a.topic, &route).into_iter().collect();
+            mqs.sort_by(raftmq_client::consumer::rebalance::java_mq_cmp);
+            mqs
+        }
+    };
+    let mut left = a.count;
+    let mut json_rows = Vec::new();
+    for mq in &mqs {
+        if left == 0 {
+            break;
+        }
+        let addr = group_read_addr(&route, cmd, &mq.broker_name, &a.topic)?;
+        let (mut from, to) = queue_span(admin, &addr, &a.topic, mq.queue_id, begin, end).await.context(cmd)?;
+        let label =
+            format!("MessageQueue [topic={}, brokerName={}, queueId={}]", mq.topic, mq.broker_name, mq.queue_id);
+        if let Some(offset) = a.offset {
+            if offset >= to {
+                if !out.json {
+                    println!("{label} no matched msg, offset={offset}");
+                }
+                continue;
+            }
+            from = from.max(offset);
+        }
+        let mut last = to;
+        if u64::try_from(to - from).unwrap_or(0) > left {
+            if !out.json {
+                println!("The older {left} message of the {} queue will be provided", mq.queue_id);
+            }
+            last = from + i64::try_from(left).unwrap_or(i64::MAX);
+        }
+        let mut offset = from;
+        while offset < last {
+            use raftmq_client::consumer::PullStatus;
+            let want = i32::try_from((last - offset).min(i64::from(PRINT_PULL_BATCH_COUNT))).unwrap_or(1);
+            let pulled = admin
+                .pull(&addr, &a.group, mq, offset, want, "*")
+                .await
+                .map_err(|e| explain(cmd, RequestCode::PullMessage, e))?;
+            let next = pulled.next_begin_offset;
+            match pulled.status {
+                PullStatus::Found => {
+                    let msgs: Vec<&MessageExt> = pulled.msgs.iter().filter(|m| m.queue_offset < last).collect();
+                    left = left.saturating_sub(msgs.len() as u64);
+                    if out.json {
+                        json_rows.extend(msgs.iter().map(|m| message_json(m)));
+                    } else {
+                        println!("Consume ok");
+                        msgs.iter().for_each(|m| print_line(m, true));
+                    }
+                }
+                PullStatus::NoMatchedMsg => {
+                    if !out.json {
+                        println!("{label} no matched msg. status=NO_MATCHED_MSG, offset={next}");
+                    }
+                }
+                status => {
+                    if !out.json {
+                        let name = if status == PullStatus::NoNewMsg { "NO_NEW_MSG" } else { "OFFSET_ILLEGAL" };
+                        println!("{label} print msg finished. status={name}, offset={next}");
+                    }
+                    break;
+                }
+            }
+            if next <= offset {
+                break;
+            }
+            offset = next;
+        }
+    }
+    if out.json {
+        out.json(&json!({"topic": a.topic, "messages": json_rows}));
+    }
+    Ok(())
 }
 
 /// Java's `SendResult.toString`.

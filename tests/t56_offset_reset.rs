@@ -330,7 +330,8 @@ async fn cli(args: &[&str]) -> Result<String> {
 
 /// mqadmin's lookups that need no new broker request: `queryMsgByUniqueKey` (QUERY_MESSAGE by
 /// UNIQ_KEY), `queryMsgByOffset` (QUERY_CONSUME_QUEUE, then the record), `printMsg` and
-/// `printMsgByQueue` (PULL_MESSAGE as TOOLS_CONSUMER), `sendMsgStatus`, `checkMsgSendRT`, `clusterRT`,
+/// `printMsgByQueue` and `consumeMessage` (PULL_MESSAGE as TOOLS_CONSUMER), `sendMessage`,
+/// `sendMsgStatus`, `checkMsgSendRT`, `clusterRT`,
 /// `topicClusterList`,
 /// `allocateMQ` (averagely, as Java's) and `updateOrderConf` (the NameServers' ORDER_TOPIC_CONFIG,
 /// which routes carry when the NameServer has `orderMessageEnable`).
@@ -391,6 +392,36 @@ async fn t56_mqadmin_lookups_by_unique_key_offset_cluster_allocation_and_order_c
     let z = cli(&["admin", "printMsg", "-n", &ns, "-t", TOPIC, "-s", "TagZ"]).await?;
     ensure!(z.matches("MSGID: ").count() == 1 && z.contains("BODY: lookup-3"), "{z}");
     ensure!(cli(&["admin", "printMsg", "-n", &ns, "-t", TOPIC, "-c", "GBK"]).await.is_err(), "UTF-8 only");
+
+    // consumeMessage: every queue; at most -c messages; one queue from an offset; past its end.
+    let consumed = cli(&["admin", "consumeMessage", "-n", &ns, "-t", TOPIC]).await?;
+    ensure!(consumed.matches("MSGID: ").count() == 4 && consumed.contains("Consume ok"), "{consumed}");
+    let limited = cli(&["admin", "consumeMessage", "-n", &ns, "-t", TOPIC, "-c", "1"]).await?;
+    ensure!(limited.matches("MSGID: ").count() == 1 && limited.contains("The older 1 message"), "{limited}");
+    let args = ["admin", "consumeMessage", "-n", &ns, "-t", TOPIC, "-b", BROKER_NAME, "-i", &queue, "-o", &offset];
+    let from = cli(&args).await?;
+    let later = sent
+        .iter()
+        .filter(|r| r.message_queue.queue_id == third.message_queue.queue_id && r.queue_offset >= third.queue_offset)
+        .count();
+    ensure!(from.matches("MSGID: ").count() == later && from.contains(&format!("MSGID: {} ", third.msg_id)), "{from}");
+    let past = ["admin", "consumeMessage", "-n", &ns, "-t", TOPIC, "-b", BROKER_NAME, "-i", &queue, "-o", "99"];
+    ensure!(cli(&past).await?.contains("no matched msg, offset=99"), "past the end");
+    ensure!(cli(&["admin", "consumeMessage", "-n", &ns, "-t", TOPIC, "-i", "0"]).await.is_err(), "-i needs -b");
+
+    // sendMessage: to a chosen queue, with tags and keys.
+    let args = ["admin", "sendMessage", "-n", &ns, "-t", TOPIC, "-p", "by-admin", "-c", "TagS", "-k", "k1 k2"];
+    let one = cli(&[&args[..], &["-b", BROKER_NAME, "-i", "1"]].concat()).await?;
+    let row = one.lines().nth(1).unwrap_or_default();
+    ensure!(one.starts_with("#Broker Name") && row.starts_with(BROKER_NAME) && row.contains("SEND_OK"), "{one}");
+    let r: serde_json::Value =
+        serde_json::from_str(&cli(&[&args[..], &["-b", BROKER_NAME, "-i", "1", "--json"]].concat()).await?)?;
+    ensure!(r["queueId"] == 1 && r["sendStatus"] == "SEND_OK", "{r}");
+    let stored =
+        cli(&["admin", "queryMsgByUniqueKey", "-n", &ns, "-i", r["msgId"].as_str().unwrap_or_default(), "-t", TOPIC])
+            .await?;
+    ensure!(stored.contains("TagS") && stored.contains("k1 k2") && stored.contains("by-admin"), "{stored}");
+    ensure!(cli(&[&args[..], &["-i", "1"]].concat()).await.is_err(), "-i needs -b");
 
     // sendMsgStatus (the group's own topic) and checkMsgSendRT (every queue in turn).
     let status = cli(&["admin", "sendMsgStatus", "-n", &ns, "-b", BROKER_NAME, "-c", "3"]).await?;
