@@ -829,7 +829,7 @@ struct ConsumeMessageArgs {
     #[arg(short = 'e', long = "endTimestamp")]
     end: Option<String>,
     /// At most this many messages in all.
-    #[arg(short = 'c', long = "MessageNumber", default_value_t = 128,
+    #[arg(short = 'c', long = "MessageNumber", default_value_t = CONSUME_MESSAGE_DEFAULT_COUNT,
           value_parser = clap::value_parser!(u64).range(1..))]
     count: u64,
 }
@@ -2747,6 +2747,8 @@ async fn query_msg_by_offset(admin: &Admin, out: Out, a: QueryMsgByOffsetArgs) -
     Ok(())
 }
 
+/// Messages `consumeMessage` prints at most without `-c` (Java's `messageCount`).
+const CONSUME_MESSAGE_DEFAULT_COUNT: u64 = 128;
 /// The group Java's tools pull as (`MixAll.TOOLS_CONSUMER_GROUP`).
 const TOOLS_CONSUMER_GROUP: &str = "TOOLS_CONSUMER";
 /// Messages per pull of `printMsg` / `printMsgByQueue` (Java's 32).
@@ -2914,8 +2916,9 @@ async fn send_message(namesrv: &NamesrvAddrArgs, out: Out, a: SendMessageArgs) -
     if let Some(keys) = &a.keys {
         msg.set_keys(keys.trim());
     }
+    // Java sends to the queue only for an id above -1, and otherwise as usual.
     let sent = match (&a.broker_name, a.queue_id) {
-        (Some(broker), Some(queue_id)) => {
+        (Some(broker), Some(queue_id)) if queue_id > -1 => {
             producer.send_to_queue(msg, &MessageQueue::new(&a.topic, broker, queue_id)).await
         }
         _ => producer.send(msg).await,
@@ -2939,8 +2942,16 @@ async fn send_message(namesrv: &NamesrvAddrArgs, out: Out, a: SendMessageArgs) -
 /// printed after `Consume ok`, and why a queue ended.
 async fn consume_message(admin: &Admin, out: Out, a: ConsumeMessageArgs) -> Result<()> {
     let cmd = "consumeMessage";
-    let begin = a.begin.as_deref().map(parse_reset_timestamp).transpose()?;
-    let end = a.end.as_deref().map(parse_reset_timestamp).transpose()?;
+    let time = |flag: &str, value: &Option<String>| -> Result<Option<i64>> {
+        value
+            .as_deref()
+            .map(|v| {
+                parse_reset_timestamp(v)
+                    .map_err(|_| anyhow!("{flag} {v}: expected milliseconds or yyyy-MM-dd#HH:mm:ss:SSS"))
+            })
+            .transpose()
+    };
+    let (begin, end) = (time("-s", &a.begin)?, time("-e", &a.end)?);
     let route = admin.topic_route(&a.topic).await.context(cmd)?;
     let mqs: Vec<MessageQueue> = match (&a.broker_name, a.queue_id) {
         (Some(broker), Some(queue_id)) => vec![MessageQueue::new(&a.topic, broker, queue_id)],
@@ -2962,25 +2973,36 @@ async fn consume_message(admin: &Admin, out: Out, a: ConsumeMessageArgs) -> Resu
         let label =
             format!("MessageQueue [topic={}, brokerName={}, queueId={}]", mq.topic, mq.broker_name, mq.queue_id);
         if let Some(offset) = a.offset {
-            if offset >= to {
+            if offset > to {
                 if !out.json {
                     println!("{label} no matched msg, offset={offset}");
+                }
+                continue;
+            }
+            if offset == to {
+                // Java pulls there and finds nothing new.
+                if !out.json {
+                    println!("{label} print msg finished. status=NO_NEW_MSG, offset={offset}");
                 }
                 continue;
             }
             from = from.max(offset);
         }
         let mut last = to;
-        if u64::try_from(to - from).unwrap_or(0) > left {
+        if u64::try_from(to.saturating_sub(from)).unwrap_or(0) > left {
             if !out.json {
-                println!("The older {left} message of the {} queue will be provided", mq.queue_id);
+                // Java's two wordings (and its spelling), for all queues and for one.
+                match a.queue_id {
+                    None => println!("The older {left} message of the {} queue will be provided", mq.queue_id),
+                    Some(_) => println!("The oldler {left} message will be provided"),
+                }
             }
-            last = from + i64::try_from(left).unwrap_or(i64::MAX);
+            last = from.saturating_add(i64::try_from(left).unwrap_or(i64::MAX));
         }
         let mut offset = from;
         while offset < last {
             use raftmq_client::consumer::PullStatus;
-            let want = i32::try_from((last - offset).min(i64::from(PRINT_PULL_BATCH_COUNT))).unwrap_or(1);
+            let want = i32::try_from(last.saturating_sub(offset).min(i64::from(PRINT_PULL_BATCH_COUNT))).unwrap_or(1);
             let pulled = admin
                 .pull(&addr, &a.group, mq, offset, want, "*")
                 .await

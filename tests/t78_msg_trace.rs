@@ -16,6 +16,7 @@
 //! - t78b: a customized trace topic receives the records and the default one none.
 //! - t78c: the broker's `regionId` comes back with SEND_OK, and its `traceOn = false` stops the
 //!   producer's Pub records.
+//! - t78d: without `traceTopicEnable`, the first trace message creates the trace topic (TBW102).
 
 mod ports;
 mod t40_cluster;
@@ -182,7 +183,8 @@ async fn t78_sends_listener_calls_and_transaction_ends_are_traced_and_queried_by
             "message {i}, lite SubBefore: {views:#?}"
         );
         ensure!(afters.iter().any(|v| v.group_name == CONSUMERS && v.status == "success"), "message {i}: {views:#?}");
-        ensure!(afters.iter().any(|v| v.group_name == LITE && v.status == "success"), "message {i}, lite: {views:#?}");
+        let lite = afters.iter().filter(|v| v.group_name == LITE).collect::<Vec<_>>();
+        ensure!(lite.len() == 1 && lite[0].status == "success", "message {i}: one lite SubAfter: {views:#?}");
         if i == 0 {
             ensure!(befores.len() == 2, "single-0 was handed over twice to the push consumer: {views:#?}");
             ensure!(afters.iter().any(|v| v.status == "failed"), "single-0 was refused once: {views:#?}");
@@ -270,9 +272,52 @@ async fn t78c_the_brokers_region_and_trace_switch_reach_the_producer() -> Result
     let sent = producer.send(Message::new(TOPIC, "untraced by the broker")).await?;
     ensure!(sent.region_id == "eu-west-1" && !sent.trace_on, "{sent:?}");
     producer.shutdown().await;
+    // A traced consumer still records it (traceOn is about sends), which shows the trace topic works.
+    cli(&[
+        "consume",
+        "-n",
+        &cluster.namesrv_addr,
+        "-t",
+        TOPIC,
+        "-g",
+        LITE,
+        "--from-first",
+        "--count",
+        "1",
+        "--wait",
+        "60s",
+        "--msgTrace",
+    ])
+    .await?;
     let admin = Admin::new(&cluster.namesrv_addr)?;
     let views = admin.query_msg_trace_by_id(&sent.msg_id, None).await?;
-    ensure!(views.is_empty(), "traceOn=false: no Pub record: {views:#?}");
+    ensure!(of(&views, TraceType::Pub).is_empty(), "traceOn=false: no Pub record: {views:#?}");
+    ensure!(of(&views, TraceType::SubAfter).len() == 1, "the consumer's record: {views:#?}");
+    admin.shutdown().await;
+    cluster.shutdown().await
+}
+
+/// Without `traceTopicEnable` (a `raftmq dev` default), the first trace message creates the trace
+/// topic through TBW102 (`autoCreateTopicEnable`), as a Java broker does, and the records are found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t78d_the_trace_topic_is_created_by_the_first_trace_message() -> Result<()> {
+    let cluster = Cluster::start(1).await?;
+    cluster.create_topic(TOPIC, 1).await?;
+    let producer = Producer::builder(PRODUCERS).namesrv_addr(&cluster.namesrv_addr).enable_msg_trace(true).build()?;
+    producer.start().await?;
+    let sent = producer.send(Message::new(TOPIC, "auto-created trace topic")).await?;
+    producer.shutdown().await;
+    let admin = Admin::new(&cluster.namesrv_addr)?;
+    // The broker registers the new topic with the NameServer at once; the query needs its route.
+    let deadline = tokio::time::Instant::now() + t40_cluster::WAIT;
+    let views = loop {
+        match admin.query_msg_trace_by_id(&sent.msg_id, None).await {
+            Ok(views) if !views.is_empty() => break views,
+            other => ensure!(tokio::time::Instant::now() < deadline, "no trace of {} in time: {other:?}", sent.msg_id),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    ensure!(of(&views, TraceType::Pub).len() == 1, "{views:#?}");
     admin.shutdown().await;
     cluster.shutdown().await
 }

@@ -711,7 +711,7 @@ pub fn update_broker_config(
 /// they hold here: the id and role this replica registers with (leader 0, SYNC_MASTER), every send
 /// fsynced before SEND_OK, followers serving pulls. `mqadmin exportConfigs` reads them and fails
 /// on a missing one.
-fn java_role_keys(broker_id: i64) -> [(&'static str, String); 7] {
+fn java_role_keys(broker_id: i64) -> [(&'static str, String); 6] {
     let role = if broker_id == 0 { "SYNC_MASTER" } else { "SLAVE" };
     [
         ("brokerId", broker_id.to_string()),
@@ -719,7 +719,6 @@ fn java_role_keys(broker_id: i64) -> [(&'static str, String); 7] {
         ("flushDiskType", "SYNC_FLUSH".to_owned()),
         ("filterServerNums", "0".to_owned()),
         ("slaveReadEnable", "true".to_owned()),
-        ("traceOn", "true".to_owned()),
         ("useTLS", "false".to_owned()),
     ]
 }

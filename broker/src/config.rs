@@ -612,6 +612,11 @@ impl BrokerConfig {
                 return Err(invalid(format!("namesrvAddr entry {addr:?} is not host:port")));
             }
         }
+        // Trace records separate their fields with U+0001 and U+0002; a region holding one would
+        // split every record a traced producer writes.
+        if self.region_id.trim().is_empty() || self.region_id.contains(['\u{1}', '\u{2}']) {
+            return Err(invalid(format!("regionId {:?} is empty or holds a control character", self.region_id)));
+        }
         if !(0..=15).contains(&self.broker_permission) {
             return Err(invalid(format!("brokerPermission {} is not a PermName bit set", self.broker_permission)));
         }
@@ -1141,6 +1146,8 @@ raftAddr = "10.0.0.3:40911"
             ("maxMessageSize = 0", "maxMessageSize"),
             ("defaultTopicQueueNums = 0", "defaultTopicQueueNums"),
             ("brokerPermission = 16", "brokerPermission"),
+            ("regionId = \"eu\\u0001x\"", "regionId"),
+            ("regionId = \" \"", "regionId"),
             ("diskMaxUsedSpaceRatio = 99", "diskMaxUsedSpaceRatio"),
             ("diskSpaceCleanForciblyRatio = 70", "diskSpaceCleanForciblyRatio"),
             ("diskSpaceWarningLevelRatio = 100", "diskSpaceWarningLevelRatio"),

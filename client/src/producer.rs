@@ -340,6 +340,7 @@ impl ProducerBuilder {
                 TraceRole::Produce,
                 self.namesrv_addrs.clone(),
                 self.credentials.as_deref().cloned(),
+                self.client_ip.unwrap_or_else(local_ip),
             )?)),
             None => None,
         };

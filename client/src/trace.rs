@@ -19,14 +19,13 @@
 //! - Shutdown sends what was queued before it, bounded by [`TRACE_FLUSH_MAX_MS`].
 
 use std::collections::HashSet;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use std::time::Instant;
-use std::time::SystemTime;
-use std::time::UNIX_EPOCH;
 
 use raftmq_common::limits::GROUP_NAME_LENGTH_MAX_CHARS;
 use raftmq_common::limits::TRACE_BATCH_MAX_COUNT;
@@ -53,6 +52,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::consumer::push::now_ms;
 use crate::error::ClientError;
 use crate::error::Result;
 use crate::producer::Producer;
@@ -95,11 +95,6 @@ impl std::fmt::Debug for TraceDispatcher {
     }
 }
 
-fn now_ms() -> i64 {
-    let ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
-    i64::try_from(ms).unwrap_or(i64::MAX)
-}
-
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -113,6 +108,7 @@ impl TraceDispatcher {
         role: TraceRole,
         namesrv_addrs: Vec<String>,
         credentials: Option<SessionCredentials>,
+        client_ip: IpAddr,
     ) -> Result<Self> {
         let role = match role {
             TraceRole::Produce => "PRODUCE",
@@ -135,7 +131,7 @@ impl TraceDispatcher {
             stop: CancellationToken::new(),
             task: Mutex::new(None),
             dropped: Arc::new(AtomicU64::new(0)),
-            request_ids: Mutex::new(UniqIdGenerator::new(UniqIdSeed::for_this_process(crate::producer::local_ip()))),
+            request_ids: Mutex::new(UniqIdGenerator::new(UniqIdSeed::for_this_process(client_ip))),
         })
     }
 

@@ -235,6 +235,11 @@ pub const TRACE_MESSAGE_BODY_MAX_BYTES: usize = 128_000;
 /// KEYS bytes after which a trace message is sent and the next begins (raftmq's: a message's
 /// properties must stay under [`PROPERTIES_SIZE_MAX_BYTES`], and every traced id is a key).
 pub const TRACE_MESSAGE_KEYS_MAX_BYTES: usize = 12 * 1024;
+/// Largest inflated trace message body the admin HTTP trace query reads (twice what a dispatcher
+/// writes: one record may exceed the packing limit); larger ones are not trace messages.
+pub const ADMIN_TRACE_BODY_MAX_BYTES: usize = 2 * TRACE_MESSAGE_BODY_MAX_BYTES;
+/// Most trace records one admin HTTP trace query answers.
+pub const ADMIN_TRACE_RECORDS_MAX_COUNT: usize = 1_024;
 /// Deadline of one trace message send (Java's 5 s).
 pub const TRACE_SEND_TIMEOUT_MS: u64 = 5_000;
 /// How long a shutdown waits for the dispatcher to send what it holds.

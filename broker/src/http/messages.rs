@@ -21,7 +21,9 @@ use axum::routing::get;
 use bytes::Bytes;
 use raftmq_common::limits::ADMIN_MESSAGE_BODY_SHOWN_MAX_BYTES;
 use raftmq_common::limits::ADMIN_QUERY_MESSAGE_DEFAULT_COUNT;
-use raftmq_common::limits::UNCOMPRESSED_BODY_SIZE_MAX_BYTES;
+use raftmq_common::limits::ADMIN_TRACE_BODY_MAX_BYTES;
+use raftmq_common::limits::ADMIN_TRACE_RECORDS_MAX_COUNT;
+use raftmq_common::message::compress::uncompress_body;
 use raftmq_common::message::compress::uncompress_body_prefix;
 use raftmq_common::message::msg_id::OffsetMsgId;
 use raftmq_common::message::properties;
@@ -256,8 +258,10 @@ async fn trace(
         }
         let raw = bytes.slice_ref(r.body);
         let body = if sys_flag::is_compressed(r.sys_flag) {
-            // A trace body is at most about TRACE_MESSAGE_BODY_MAX_BYTES; inflating is bounded anyway.
-            match uncompress_body_prefix(&raw, UNCOMPRESSED_BODY_SIZE_MAX_BYTES) {
+            // A trace message is at most about TRACE_MESSAGE_BODY_MAX_BYTES; anything that inflates
+            // past the bound is not one, and a cut body could end inside a record: skipped whole.
+            // (A message of zeros compresses a thousandfold: 64 of them must not cost a GiB.)
+            match uncompress_body(&raw, ADMIN_TRACE_BODY_MAX_BYTES) {
                 Ok(b) => Bytes::from(b),
                 Err(_) => continue,
             }
@@ -266,6 +270,10 @@ async fn trace(
         };
         let text = String::from_utf8_lossy(&body);
         records.extend(views_of(&msg_id, &text, &r.born_host.ip().to_string()));
+        if records.len() >= ADMIN_TRACE_RECORDS_MAX_COUNT {
+            records.truncate(ADMIN_TRACE_RECORDS_MAX_COUNT);
+            break;
+        }
     }
     records.sort_by_key(|v| v.timestamp_ms);
     let records: Vec<TraceRecord> = records

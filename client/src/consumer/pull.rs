@@ -16,8 +16,10 @@
 //! - Fetching pauses while a queue has `pull_threshold_for_queue` messages fetched but not polled.
 //! - A committed offset is one returned by `poll` (+1), never ahead of it.
 //! - With `enable_msg_trace`, each batch `poll` returns is traced as handed over and consumed (a
-//!   SubBefore and a successful SubAfter, as Java's lite consumer runs both hooks inside `poll`),
-//!   without waiting on the trace dispatcher; the dispatcher is flushed last at shutdown.
+//!   SubBefore and a successful SubAfter, both at once as Java's lite consumer records them), without
+//!   waiting on the trace dispatcher; the dispatcher is flushed last at shutdown. Java records them
+//!   when a batch is fetched, so it also traces batches a `seek` or a rebalance then discards; here
+//!   only what the application received is traced.
 
 use raftmq_common::protocol::acl::SessionCredentials;
 use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
@@ -334,6 +336,7 @@ impl PullConsumerBuilder {
                     TraceRole::Consume,
                     self.namesrv_addrs.clone(),
                     self.credentials.as_deref().cloned(),
+                    ip,
                 )?)),
                 None => None,
             };

@@ -478,6 +478,7 @@ impl PushConsumerBuilder {
                     TraceRole::Consume,
                     self.namesrv_addrs.clone(),
                     self.credentials.as_deref().cloned(),
+                    ip,
                 )?)),
                 None => None,
             };
