@@ -1,6 +1,7 @@
 //! Message trace (RocketMQ's `enableMsgTrace`): [`TraceDispatcher`] sends the trace records a
-//! producer or push consumer makes to the trace topic, where `raftmq admin queryMsgTraceById` (or
-//! Java's tools and dashboard) find them by message id.
+//! producer, push consumer or lite pull consumer makes to the trace topic, where `raftmq admin
+//! queryMsgTraceById`, the broker's `/api/v1/messages/{msgId}/trace` (or Java's tools and
+//! dashboard) find them by message id.
 //!
 //! ```text
 //! send / listener ──append(TraceContext)──▶ bounded queue ──▶ dispatcher task ──pack──▶ trace messages
