@@ -15,7 +15,7 @@
 //!   trace topic.
 //! - t78b: a customized trace topic receives the records and the default one none.
 //! - t78c: the broker's `regionId` comes back with SEND_OK, and its `traceOn = false` stops the
-//!   producer's Pub records.
+//!   producer's Pub records; both change at runtime (`updateBrokerConfig`).
 //! - t78d: without `traceTopicEnable`, the first trace message creates the trace topic (TBW102).
 
 mod ports;
@@ -293,6 +293,18 @@ async fn t78c_the_brokers_region_and_trace_switch_reach_the_producer() -> Result
     let views = admin.query_msg_trace_by_id(&sent.msg_id, None).await?;
     ensure!(of(&views, TraceType::Pub).is_empty(), "traceOn=false: no Pub record: {views:#?}");
     ensure!(of(&views, TraceType::SubAfter).len() == 1, "the consumer's record: {views:#?}");
+
+    // Both keys change while the broker runs (updateBrokerConfig), from the next SEND_OK.
+    let leader = cluster.wait_leader(t40_cluster::WAIT).await?;
+    let updates = [("traceOn", "true"), ("regionId", "eu-central-1")].map(|(k, v)| (k.to_owned(), v.to_owned()));
+    admin.update_broker_config(&cluster.addr(leader), &updates.into()).await?;
+    let producer = Producer::builder(PRODUCERS).namesrv_addr(&cluster.namesrv_addr).enable_msg_trace(true).build()?;
+    producer.start().await?;
+    let traced = producer.send(Message::new(TOPIC, "traced after the update")).await?;
+    ensure!(traced.region_id == "eu-central-1" && traced.trace_on, "{traced:?}");
+    producer.shutdown().await;
+    let views = admin.query_msg_trace_by_id(&traced.msg_id, None).await?;
+    ensure!(of(&views, TraceType::Pub).len() == 1, "traceOn=true at runtime: a Pub record: {views:#?}");
     admin.shutdown().await;
     cluster.shutdown().await
 }

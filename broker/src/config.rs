@@ -378,7 +378,8 @@ fn invalid(msg: impl Into<String>) -> ConfigError {
 /// - `autoCreateSubscriptionGroup`, `enablePropertyFilter`, `longPollingEnable`,
 ///   `shortPollingTimeMills`: pulls, heartbeats and send-backs;
 /// - `fileReservedTime`, `deleteWhen` and the three disk ratios: the retention task's next round;
-/// - `transactionTimeOut`, `transactionCheckMax`: the transaction check's next round.
+/// - `transactionTimeOut`, `transactionCheckMax`: the transaction check's next round;
+/// - `regionId`, `traceOn`: the next SEND_OK (its MSG_REGION and TRACE_ON).
 ///
 /// `autoCreateTopicEnable` behaves as Java's: turning it off stops auto-creation at once, turning
 /// it on needs the `TBW102` topic, which is created at boot only when the key was on.
@@ -402,6 +403,8 @@ pub const RUNTIME_UPDATABLE_KEYS: &[&str] = &[
     "transactionTimeOut",
     "transactionCheckMax",
     "storeReplyMessageEnable",
+    "regionId",
+    "traceOn",
 ];
 
 /// Keys whose values a config read-out (GET_BROKER_CONFIG) masks.

@@ -220,8 +220,8 @@ async fn send(
         queue_offset: first,
         transaction_id: half_uniq_key,
     });
-    response.ext_fields.insert(FieldStr::const_new(MSG_REGION_KEY), FieldStr::from(ctx.config.region_id.as_str()));
-    let trace_on = if ctx.config.trace_on { "true" } else { "false" };
+    response.ext_fields.insert(FieldStr::const_new(MSG_REGION_KEY), FieldStr::from(live.region_id.as_str()));
+    let trace_on = if live.trace_on { "true" } else { "false" };
     response.ext_fields.insert(FieldStr::const_new(TRACE_ON_KEY), FieldStr::const_new(trace_on));
     Ok(response)
 }
