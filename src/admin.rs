@@ -3210,12 +3210,7 @@ async fn allocate_mq(admin: &Admin, out: Out, a: AllocateMqArgs) -> Result<()> {
         })
         .collect();
     let doc = json!({ "result": result });
-    if out.json {
-        out.json(&doc);
-    } else {
-        println!("{doc}");
-    }
-    Ok(())
+    done(out, &doc.to_string(), doc)
 }
 
 /// Java's `UpdateOrderConfCommand`: an ordered topic's layout in the NameServers' KV config

@@ -138,22 +138,7 @@ async fn t78_sends_listener_calls_and_transaction_ends_are_traced_and_queried_by
     producer.shutdown().await;
 
     // A lite pull consumer (`raftmq consume`, PullConsumer) traces the batches poll returns.
-    cli(&[
-        "consume",
-        "-n",
-        &cluster.namesrv_addr,
-        "-t",
-        TOPIC,
-        "-g",
-        LITE,
-        "--from-first",
-        "--count",
-        "6",
-        "--wait",
-        "60s",
-        "--msgTrace",
-    ])
-    .await?;
+    lite_consume_traced(&cluster.namesrv_addr, 6).await?;
 
     let admin = Admin::new(&cluster.namesrv_addr)?;
     for (i, (id, offset_id)) in ids.iter().enumerate() {
@@ -273,22 +258,7 @@ async fn t78c_the_brokers_region_and_trace_switch_reach_the_producer() -> Result
     ensure!(sent.region_id == "eu-west-1" && !sent.trace_on, "{sent:?}");
     producer.shutdown().await;
     // A traced consumer still records it (traceOn is about sends), which shows the trace topic works.
-    cli(&[
-        "consume",
-        "-n",
-        &cluster.namesrv_addr,
-        "-t",
-        TOPIC,
-        "-g",
-        LITE,
-        "--from-first",
-        "--count",
-        "1",
-        "--wait",
-        "60s",
-        "--msgTrace",
-    ])
-    .await?;
+    lite_consume_traced(&cluster.namesrv_addr, 1).await?;
     let admin = Admin::new(&cluster.namesrv_addr)?;
     let views = admin.query_msg_trace_by_id(&sent.msg_id, None).await?;
     ensure!(of(&views, TraceType::Pub).is_empty(), "traceOn=false: no Pub record: {views:#?}");
@@ -347,6 +317,14 @@ async fn http_get(addr: &str, path: &str) -> Result<(u16, String)> {
     let status = head.split(' ').nth(1).context("status line")?.parse()?;
     ensure!(!head.to_ascii_lowercase().contains("transfer-encoding: chunked"), "a chunked answer: {head}");
     Ok((status, body.to_owned()))
+}
+
+/// `raftmq consume --msgTrace` (a lite PullConsumer of group LITE) of `count` messages of TOPIC
+/// from the first.
+async fn lite_consume_traced(namesrv_addr: &str, count: u32) -> Result<()> {
+    let count = count.to_string();
+    let args = ["-n", namesrv_addr, "-t", TOPIC, "-g", LITE, "--from-first", "--count", &count, "--wait", "60s"];
+    cli(&[&["consume"][..], &args, &["--msgTrace"]].concat()).await.map(drop)
 }
 
 /// Runs the `raftmq` binary; its stdout when it succeeded.

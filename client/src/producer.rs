@@ -100,9 +100,10 @@ use crate::selector::SelectMessageQueueByHash;
 use crate::send_result::SendResult;
 use crate::send_result::SendStatus;
 use crate::send_result::process_send_response;
+use crate::trace;
 use crate::trace::TraceDispatcher;
 use crate::trace::TraceRole;
-use crate::trace::trace_topic;
+use crate::trace::TraceSettings;
 
 /// `DefaultMQProducer.retryTimesWhenSendFailed` (and `…AsyncFailed`): 2 retries, 3 attempts.
 pub const RETRY_TIMES_WHEN_SEND_FAILED_DEFAULT: u32 = 2;
@@ -134,8 +135,7 @@ pub struct ProducerBuilder {
     /// Send HEART_BEAT to the groups' brokerId 0 (only the transaction producer turns it on).
     heartbeat: bool,
     credentials: Option<Arc<SessionCredentials>>,
-    enable_msg_trace: bool,
-    customized_trace_topic: Option<String>,
+    trace: TraceSettings,
 }
 
 impl ProducerBuilder {
@@ -160,21 +160,20 @@ impl ProducerBuilder {
             serialize_type: SerializeType::RocketMq,
             heartbeat: true,
             credentials: None,
-            enable_msg_trace: false,
-            customized_trace_topic: None,
+            trace: TraceSettings::default(),
         }
     }
 
     /// Traces every send to the trace topic (`enableMsgTrace`, off by default): a Pub record per
     /// message with its id, keys, broker, cost and status, found later by `queryMsgTraceById`.
     pub fn enable_msg_trace(mut self, enable: bool) -> Self {
-        self.enable_msg_trace = enable;
+        self.trace.enabled = enable;
         self
     }
 
     /// The topic trace records go to (`customizedTraceTopic`; default `RMQ_SYS_TRACE_TOPIC`).
     pub fn customized_trace_topic(mut self, topic: impl Into<String>) -> Self {
-        self.customized_trace_topic = Some(topic.into());
+        self.trace.topic = Some(topic.into());
         self
     }
 
@@ -333,22 +332,21 @@ impl ProducerBuilder {
                 async move { Some(answer) }
             })),
         );
-        let trace = match trace_topic(self.enable_msg_trace, self.customized_trace_topic.as_deref(), "buildProducer")? {
-            Some(topic) => Some(Arc::new(TraceDispatcher::new(
-                topic,
-                &self.producer_group,
-                TraceRole::Produce,
-                self.namesrv_addrs.clone(),
-                self.credentials.as_deref().cloned(),
-                self.client_ip.unwrap_or_else(local_ip),
-            )?)),
-            None => None,
-        };
+        // One probe of the outward address (a UDP socket) serves the dispatcher and the client id.
+        let ip = self.client_ip.unwrap_or_else(local_ip);
+        let trace = trace::dispatcher(
+            &self.trace,
+            "buildProducer",
+            &self.producer_group,
+            TraceRole::Produce,
+            self.namesrv_addrs.clone(),
+            self.credentials.as_deref().cloned(),
+            ip,
+        )?;
         // Many senders share one connection per broker: requests made together leave in one write.
         let remoting = RemotingClient::with_credentials(processors, true, self.credentials.clone());
         let namesrv = NamesrvClient::new(remoting.clone(), self.namesrv_addrs.clone())?;
         let routes = TopicRouteManager::new(namesrv, self.route_config.clone());
-        let ip = self.client_ip.unwrap_or_else(local_ip);
         let instance = self.instance_name.clone().unwrap_or_else(|| std::process::id().to_string());
         let inner = ProducerInner {
             client_id: format!("{ip}@{instance}"),

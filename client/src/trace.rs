@@ -67,6 +67,30 @@ pub(crate) enum TraceRole {
     Consume,
 }
 
+/// A client builder's trace options (`enableMsgTrace`, `customizedTraceTopic`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TraceSettings {
+    /// Whether the client traces.
+    pub(crate) enabled: bool,
+    /// The trace topic; `None` or empty: `RMQ_SYS_TRACE_TOPIC`.
+    pub(crate) topic: Option<String>,
+}
+
+/// The dispatcher of a client built with `settings` (`None` when it does not trace), sending
+/// through its own producer to the same NameServers with the same credentials.
+pub(crate) fn dispatcher(
+    settings: &TraceSettings,
+    op: &'static str,
+    group: &str,
+    role: TraceRole,
+    namesrv_addrs: Vec<String>,
+    credentials: Option<SessionCredentials>,
+    client_ip: IpAddr,
+) -> Result<Option<Arc<TraceDispatcher>>> {
+    let Some(topic) = trace_topic(settings.enabled, settings.topic.as_deref(), op)? else { return Ok(None) };
+    Ok(Some(Arc::new(TraceDispatcher::new(topic, group, role, namesrv_addrs, credentials, client_ip)?)))
+}
+
 /// Where a client's trace records go: `Some(topic)` when tracing is on.
 pub(crate) fn trace_topic(enabled: bool, custom: Option<&str>, op: &'static str) -> Result<Option<String>> {
     if !enabled {

@@ -78,9 +78,10 @@ use crate::error::ClientError;
 use crate::error::ErrorKind;
 use crate::error::Result;
 use crate::route::RouteConfig;
+use crate::trace;
 use crate::trace::TraceDispatcher;
 use crate::trace::TraceRole;
-use crate::trace::trace_topic;
+use crate::trace::TraceSettings;
 
 const STATE_CREATED: u8 = 0;
 const STATE_RUNNING: u8 = 1;
@@ -116,8 +117,7 @@ pub struct PullConsumerBuilder {
     pull_delay_when_exception: Duration,
     offset_store_dir: PathBuf,
     credentials: Option<Arc<SessionCredentials>>,
-    enable_msg_trace: bool,
-    customized_trace_topic: Option<String>,
+    trace: TraceSettings,
 }
 
 impl PullConsumerBuilder {
@@ -148,21 +148,20 @@ impl PullConsumerBuilder {
             pull_timeout_when_suspend: ms(L::CONSUMER_PULL_TIMEOUT_WHEN_SUSPEND_MS),
             pull_delay_when_exception: ms(L::CONSUMER_PULL_DELAY_WHEN_EXCEPTION_MS),
             offset_store_dir: home.join(".rocketmq_offsets"),
-            enable_msg_trace: false,
-            customized_trace_topic: None,
+            trace: TraceSettings::default(),
         }
     }
 
     /// Traces every batch `poll` returns to the trace topic (`enableMsgTrace`, off by default):
     /// SubBefore and SubAfter records per message, found later by `queryMsgTraceById`.
     pub fn enable_msg_trace(mut self, enable: bool) -> Self {
-        self.enable_msg_trace = enable;
+        self.trace.enabled = enable;
         self
     }
 
     /// The topic trace records go to (`customizedTraceTopic`; default `RMQ_SYS_TRACE_TOPIC`).
     pub fn customized_trace_topic(mut self, topic: impl Into<String>) -> Self {
-        self.customized_trace_topic = Some(topic.into());
+        self.trace.topic = Some(topic.into());
         self
     }
 
@@ -328,18 +327,15 @@ impl PullConsumerBuilder {
                 OffsetStore::Local(LocalFileOffsetStore::new(&self.offset_store_dir, &client_id, &self.consumer_group))
             }
         };
-        let trace =
-            match trace_topic(self.enable_msg_trace, self.customized_trace_topic.as_deref(), "buildPullConsumer")? {
-                Some(topic) => Some(Arc::new(TraceDispatcher::new(
-                    topic,
-                    &self.consumer_group,
-                    TraceRole::Consume,
-                    self.namesrv_addrs.clone(),
-                    self.credentials.as_deref().cloned(),
-                    ip,
-                )?)),
-                None => None,
-            };
+        let trace = trace::dispatcher(
+            &self.trace,
+            "buildPullConsumer",
+            &self.consumer_group,
+            TraceRole::Consume,
+            self.namesrv_addrs.clone(),
+            self.credentials.as_deref().cloned(),
+            ip,
+        )?;
         let capacity = (L::LITE_PULL_THRESHOLD_FOR_ALL_DEFAULT_COUNT / self.pull_batch_size as usize).max(1);
         let (tx, rx) = mpsc::channel(capacity);
         let inner = LiteInner {

@@ -104,9 +104,10 @@ use crate::error::ErrorKind;
 use crate::error::Result;
 use crate::producer::Producer;
 use crate::route::RouteConfig;
+use crate::trace;
 use crate::trace::TraceDispatcher;
 use crate::trace::TraceRole;
-use crate::trace::trace_topic;
+use crate::trace::TraceSettings;
 
 const STATE_CREATED: u8 = 0;
 const STATE_RUNNING: u8 = 1;
@@ -155,8 +156,7 @@ pub struct PushConsumerBuilder {
     offset_store_dir: PathBuf,
     credentials: Option<Arc<SessionCredentials>>,
     listener: Option<Listener>,
-    enable_msg_trace: bool,
-    customized_trace_topic: Option<String>,
+    trace: TraceSettings,
 }
 
 impl std::fmt::Debug for PushConsumerBuilder {
@@ -208,8 +208,7 @@ impl PushConsumerBuilder {
             await_termination_when_shutdown: ms(L::SHUTDOWN_DRAIN_MAX_MS),
             offset_store_dir: home.join(".rocketmq_offsets"),
             listener: None,
-            enable_msg_trace: false,
-            customized_trace_topic: None,
+            trace: TraceSettings::default(),
         }
     }
 
@@ -217,13 +216,13 @@ impl PushConsumerBuilder {
     /// SubBefore record per message as it is handed over and a SubAfter with the outcome and the
     /// time per message, found later by `queryMsgTraceById`.
     pub fn enable_msg_trace(mut self, enable: bool) -> Self {
-        self.enable_msg_trace = enable;
+        self.trace.enabled = enable;
         self
     }
 
     /// The topic trace records go to (`customizedTraceTopic`; default `RMQ_SYS_TRACE_TOPIC`).
     pub fn customized_trace_topic(mut self, topic: impl Into<String>) -> Self {
-        self.customized_trace_topic = Some(topic.into());
+        self.trace.topic = Some(topic.into());
         self
     }
 
@@ -470,18 +469,15 @@ impl PushConsumerBuilder {
             .route_poll_interval(self.route_config.poll_interval)
             .credentials(self.credentials.as_deref().cloned())
             .build()?;
-        let trace =
-            match trace_topic(self.enable_msg_trace, self.customized_trace_topic.as_deref(), "buildPushConsumer")? {
-                Some(topic) => Some(Arc::new(TraceDispatcher::new(
-                    topic,
-                    &self.consumer_group,
-                    TraceRole::Consume,
-                    self.namesrv_addrs.clone(),
-                    self.credentials.as_deref().cloned(),
-                    ip,
-                )?)),
-                None => None,
-            };
+        let trace = trace::dispatcher(
+            &self.trace,
+            "buildPushConsumer",
+            &self.consumer_group,
+            TraceRole::Consume,
+            self.namesrv_addrs.clone(),
+            self.credentials.as_deref().cloned(),
+            ip,
+        )?;
         let offset_store = match self.message_model {
             MessageModel::Clustering => OffsetStore::Remote(RemoteBrokerOffsetStore::new(client.clone())),
             MessageModel::Broadcasting => {

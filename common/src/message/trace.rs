@@ -234,21 +234,31 @@ fn end(out: &mut String) {
     out.push(FIELD_SPLITOR);
 }
 
+/// The opening of Pub, SubBefore and EndTransaction records: type, time, region, group.
+fn put_context(out: &mut String, ctx: &TraceContext) {
+    put(out, ctx.trace_type.name());
+    put(out, ctx.timestamp_ms);
+    put_text(out, &ctx.region_id);
+    put_text(out, &ctx.group_name);
+}
+
+/// The message of Pub and EndTransaction records: topic, msgId, tags, keys, storeHost.
+fn put_message(out: &mut String, bean: &TraceBean) {
+    put_text(out, &bean.topic);
+    put_text(out, &bean.msg_id);
+    put_text(out, &bean.tags);
+    put_text(out, &bean.keys);
+    put_text(out, &bean.store_host);
+}
+
 /// Appends `ctx` to `out` in Java's layout; a context without beans writes nothing. Returns the
 /// keys the trace message must carry for it: every bean's msgId and user keys.
 pub fn encode_into(ctx: &TraceContext, out: &mut String) -> Vec<String> {
     let Some(first) = ctx.beans.first() else { return Vec::new() };
     match ctx.trace_type {
         TraceType::Pub => {
-            put(out, ctx.trace_type.name());
-            put(out, ctx.timestamp_ms);
-            put_text(out, &ctx.region_id);
-            put_text(out, &ctx.group_name);
-            put_text(out, &first.topic);
-            put_text(out, &first.msg_id);
-            put_text(out, &first.tags);
-            put_text(out, &first.keys);
-            put_text(out, &first.store_host);
+            put_context(out, ctx);
+            put_message(out, first);
             put(out, first.body_length);
             put(out, ctx.cost_time_ms);
             put(out, first.msg_type.ordinal());
@@ -258,10 +268,7 @@ pub fn encode_into(ctx: &TraceContext, out: &mut String) -> Vec<String> {
         }
         TraceType::SubBefore => {
             for bean in &ctx.beans {
-                put(out, ctx.trace_type.name());
-                put(out, ctx.timestamp_ms);
-                put_text(out, &ctx.region_id);
-                put_text(out, &ctx.group_name);
+                put_context(out, ctx);
                 put_text(out, &ctx.request_id);
                 put_text(out, &bean.msg_id);
                 put(out, bean.retry_times);
@@ -284,15 +291,8 @@ pub fn encode_into(ctx: &TraceContext, out: &mut String) -> Vec<String> {
             }
         }
         TraceType::EndTransaction => {
-            put(out, ctx.trace_type.name());
-            put(out, ctx.timestamp_ms);
-            put_text(out, &ctx.region_id);
-            put_text(out, &ctx.group_name);
-            put_text(out, &first.topic);
-            put_text(out, &first.msg_id);
-            put_text(out, &first.tags);
-            put_text(out, &first.keys);
-            put_text(out, &first.store_host);
+            put_context(out, ctx);
+            put_message(out, first);
             put(out, first.msg_type.ordinal());
             put_text(out, &first.transaction_id);
             put_text(out, &first.transaction_state);
@@ -323,24 +323,32 @@ fn decode_context(text: &str) -> Option<TraceContext> {
     let text_at = |i: usize| f.get(i).filter(|s| **s != NULL_TEXT).map(|s| (*s).to_owned()).unwrap_or_default();
     let flag = |i: usize, default: bool| f.get(i).map_or(default, |s| s.parse().unwrap_or(default));
     let mut ctx = TraceContext::new(trace_type, 0, "");
+    // What `put_context` and `put_message` wrote, at the same places.
+    let context = |ctx: &mut TraceContext| -> Option<()> {
+        ctx.timestamp_ms = num(1)?;
+        ctx.region_id = text_at(2);
+        ctx.group_name = text_at(3);
+        Some(())
+    };
+    let message = || TraceBean {
+        topic: text_at(4),
+        msg_id: text_at(5),
+        tags: text_at(6),
+        keys: text_at(7),
+        store_host: text_at(8),
+        ..TraceBean::default()
+    };
     match trace_type {
         TraceType::Pub => {
             if f.len() < 12 {
                 return None;
             }
-            ctx.timestamp_ms = num(1)?;
-            ctx.region_id = text_at(2);
-            ctx.group_name = text_at(3);
+            context(&mut ctx)?;
             ctx.cost_time_ms = num(10)?;
             let mut bean = TraceBean {
-                topic: text_at(4),
-                msg_id: text_at(5),
-                tags: text_at(6),
-                keys: text_at(7),
-                store_host: text_at(8),
                 body_length: num(9)?,
                 msg_type: TraceMessageType::from_ordinal(f[11]).unwrap_or_default(),
-                ..TraceBean::default()
+                ..message()
             };
             // 13 fields: 4.x before offsetMsgId; 14: 4.9; 15+: 5.x adds the client host.
             if f.len() == 13 {
@@ -355,9 +363,7 @@ fn decode_context(text: &str) -> Option<TraceContext> {
             if f.len() < 8 {
                 return None;
             }
-            ctx.timestamp_ms = num(1)?;
-            ctx.region_id = text_at(2);
-            ctx.group_name = text_at(3);
+            context(&mut ctx)?;
             ctx.request_id = text_at(4);
             let retry_times = i32::try_from(num(6)?).ok()?;
             ctx.beans.push(TraceBean { msg_id: text_at(5), retry_times, keys: text_at(7), ..TraceBean::default() });
@@ -384,20 +390,13 @@ fn decode_context(text: &str) -> Option<TraceContext> {
             if f.len() < 13 {
                 return None;
             }
-            ctx.timestamp_ms = num(1)?;
-            ctx.region_id = text_at(2);
-            ctx.group_name = text_at(3);
+            context(&mut ctx)?;
             ctx.beans.push(TraceBean {
-                topic: text_at(4),
-                msg_id: text_at(5),
-                tags: text_at(6),
-                keys: text_at(7),
-                store_host: text_at(8),
                 msg_type: TraceMessageType::from_ordinal(f[9]).unwrap_or_default(),
                 transaction_id: text_at(10),
                 transaction_state: text_at(11),
                 from_transaction_check: flag(12, false),
-                ..TraceBean::default()
+                ..message()
             });
         }
     }
