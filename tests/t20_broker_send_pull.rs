@@ -263,6 +263,43 @@ async fn t22_bad_input_gets_rocketmq_codes_and_stores_nothing() -> Result<()> {
     Ok(())
 }
 
+/// A batch whose stored records would make one Raft entry larger than a Raft RPC can carry (a
+/// 4 MiB body of one-byte messages becomes about 5 times as many stored bytes) is refused as
+/// MESSAGE_ILLEGAL before anything is proposed; the group keeps committing. Before the entry cap,
+/// the leader stored such an entry and could never replicate it: every later write waited forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t24_a_batch_too_large_for_one_entry_is_refused_and_the_group_keeps_writing() -> Result<()> {
+    const TOPIC: &str =
+        "T24_BATCH_OF_ONE_BYTE_MESSAGES_WITH_A_TOPIC_NAME_AS_LONG_AS_ROCKETMQ_ALLOWS_SO_EACH_STORED_RECORD_GROWS";
+    let group = Group::start(3).await?;
+    let leader = group.wait_leader(WAIT).await?;
+    create_topic(&group, leader, TOPIC, 1).await?;
+    let client = RemotingClient::new();
+    let addr = group.addr(leader);
+    let store = group.brokers[&leader].store();
+    let one = Message::new(TOPIC, Bytes::from_static(b"x"));
+    let count =
+        raftmq_common::limits::BATCH_BODY_SIZE_MAX_BYTES / raftmq_common::message::batch::encoded_entry_len(&one);
+    let body = raftmq_common::message::batch::encode_batch(&vec![one; count])?;
+    let mut batch = send_v2(TOPIC, body);
+    batch.code = i32::from(RequestCode::SendBatchMessage);
+    batch.ext_fields.insert("e".into(), "0".into());
+    let refused = client.invoke(&addr, batch, broker_group::RPC_TIMEOUT).await?;
+    assert_eq!(refused.response_code(), ResponseCode::MessageIllegal, "{:?}", refused.remark);
+    assert!(refused.remark.as_deref().unwrap_or("").contains("one Raft entry"), "{:?}", refused.remark);
+    assert_eq!(store.queue_offsets(TOPIC, 0), (0, 0), "nothing of the batch was stored");
+
+    let stored = client.invoke(&addr, send_v2(TOPIC, "after"), broker_group::RPC_TIMEOUT).await?;
+    assert_eq!(stored.response_code(), ResponseCode::Success, "{:?}", stored.remark);
+    let mut caught_up = BTreeMap::new();
+    caught_up.insert(0, 1);
+    for id in group.brokers.keys() {
+        wait_caught_up(&group, *id, TOPIC, &caught_up).await?;
+    }
+    group.shutdown().await;
+    Ok(())
+}
+
 /// The harness's ports (`tests/ports`) never collide with the kernel's own choices, nor with
 /// each other: the CI failure they fix was a released port taken by a connection's local side.
 #[test]

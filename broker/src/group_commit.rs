@@ -19,7 +19,10 @@
 //! - Every request is answered exactly once: stored, refused, or (at shutdown) dropped, which the
 //!   submitter reports as a refusal.
 //! - Caps are soft: a batch stops growing at the first request that reaches a cap, so one request
-//!   larger than a cap still travels (alone).
+//!   larger than a cap still travels (alone). The hard limit is one Raft entry
+//!   ([`RaftNode::payload_max_bytes`](raftmq_raft::RaftNode::payload_max_bytes)): a larger request
+//!   is refused (MESSAGE_ILLEGAL) before it is queued, so no entry outgrows what an AppendEntries
+//!   carries.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -92,6 +95,10 @@ struct Queued {
 #[derive(Debug, Clone)]
 pub struct GroupCommit {
     tx: mpsc::Sender<Queued>,
+    /// The soft cap of one entry's records (see [`GroupCommit::entry_max_bytes`]).
+    entry_max_bytes: usize,
+    /// The records one request may hold: what one Raft entry holds.
+    request_max_bytes: usize,
 }
 
 impl GroupCommit {
@@ -100,20 +107,35 @@ impl GroupCommit {
         let (tx, rx) = mpsc::channel(BROKER_SEND_QUEUE_MAX_COUNT);
         // Config keeps a segment ≥ 2 × maxMessageSize, so half a segment holds any one request.
         let half_segment = usize::try_from(replica.store().segment_size() / 2).unwrap_or(usize::MAX);
+        let entry_max_bytes = BROKER_GROUP_COMMIT_MAX_BYTES.min(half_segment);
+        let request_max_bytes = replica.node().payload_max_bytes();
         let batcher = Batcher {
             replica,
             table: QueueOffsetTable::new(),
             table_key: None,
             must_reset: false,
-            entry_max_bytes: BROKER_GROUP_COMMIT_MAX_BYTES.min(half_segment),
+            entry_max_bytes,
             carry: None,
         };
         let handle = tokio::spawn(batcher.run(rx, cancel));
-        (GroupCommit { tx }, handle)
+        (GroupCommit { tx, entry_max_bytes, request_max_bytes }, handle)
+    }
+
+    /// Record bytes one entry gathers before it stops taking requests: what a broker-made request
+    /// (delayed deliveries, transaction checks) should stay within.
+    pub fn entry_max_bytes(&self) -> usize {
+        self.entry_max_bytes
     }
 
     /// Stores the records; returns once they are committed and applied (or refused).
     pub async fn submit(&self, request: SendRequest) -> Result<Vec<StoredRecord>, WriteError> {
+        if request.records.len() > self.request_max_bytes {
+            return Err(WriteError::TooLarge(format!(
+                "the request's {} stored bytes exceed what one Raft entry holds ({} bytes)",
+                request.records.len(),
+                self.request_max_bytes
+            )));
+        }
         let (reply, rx) = oneshot::channel();
         self.tx.try_send(Queued { request, reply }).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => {

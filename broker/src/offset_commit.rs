@@ -1,6 +1,7 @@
 //! Replication of consumer offsets: UPDATE_CONSUMER_OFFSET (oneway or not) and the commitOffset that
 //! piggybacks on PULL_MESSAGE are collected for [`BROKER_OFFSET_COMMIT_LINGER_MS`], deduplicated (the
-//! last update of a queue wins) and proposed as one CONSUMER_OFFSETS entry, so every replica — and a
+//! last update of a queue wins) and proposed as one CONSUMER_OFFSETS entry (at most
+//! `CONSUMER_OFFSET_BATCH_MAX_COUNT` updates, about `BROKER_OFFSET_BATCH_MAX_BYTES`), so every replica — and a
 //! new leader after failover — serves the offsets consumers committed (raft-log-design.md §15: never
 //! keep offsets outside the log as DLedger did).
 //!
@@ -15,6 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use raftmq_common::limits::BROKER_OFFSET_BATCH_MAX_BYTES;
 use raftmq_common::limits::BROKER_OFFSET_COMMIT_LINGER_MS;
 use raftmq_common::limits::BROKER_OFFSET_QUEUE_MAX_COUNT;
 use raftmq_common::limits::CONSUMER_OFFSET_BATCH_MAX_COUNT;
@@ -108,6 +110,11 @@ fn merge(
     }
 }
 
+/// One update's share of a CONSUMER_OFFSETS entry (`entry.rs`: two u16 lengths, queue id, offset).
+fn encoded_len(commit: &OffsetCommit) -> usize {
+    2 + commit.topic.len() + 2 + commit.group.len() + 4 + 8
+}
+
 async fn run(replica: Arc<Replica>, mut rx: mpsc::Receiver<Queued>, cancel: CancellationToken) {
     loop {
         let first = tokio::select! {
@@ -125,11 +132,14 @@ async fn run(replica: Arc<Replica>, mut rx: mpsc::Receiver<Queued>, cancel: Canc
         let mut commits: Vec<OffsetCommit> = Vec::new();
         let mut replies: Vec<Reply> = Vec::new();
         let mut next = Some(first);
+        let mut bytes = 0usize;
         while let Some((commit, mode, reply)) = next.take() {
+            // Counted even when it replaces a queued update: an over-estimate only ends a batch early.
+            bytes = bytes.saturating_add(encoded_len(&commit));
             let stored = |c: &OffsetCommit| replica.store().metadata().offsets.query(&c.topic, &c.group, c.queue_id);
             merge(&mut commits, &mut latest, commit, mode, stored);
             replies.extend(reply);
-            if commits.len() < CONSUMER_OFFSET_BATCH_MAX_COUNT {
+            if commits.len() < CONSUMER_OFFSET_BATCH_MAX_COUNT && bytes < BROKER_OFFSET_BATCH_MAX_BYTES {
                 next = rx.try_recv().ok();
             }
         }

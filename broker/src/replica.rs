@@ -60,6 +60,9 @@ pub enum WriteError {
     /// The write was refused (by Raft or by apply); nothing was stored.
     #[error("rejected: {0}")]
     Rejected(String),
+    /// The write is larger than one Raft entry holds; nothing was stored, and a retry cannot succeed.
+    #[error("{0}")]
+    TooLarge(String),
     /// This node cannot write at all (shut down, storage failure).
     #[error("{0}")]
     Fatal(String),
@@ -80,6 +83,7 @@ impl WriteError {
             WriteError::Busy(why) => (ResponseCode::SystemBusy, why.clone()),
             WriteError::OutcomeUnknown(why) => (ResponseCode::SystemError, format!("write outcome unknown: {why}")),
             WriteError::Rejected(why) => (ResponseCode::SystemError, format!("write rejected: {why}")),
+            WriteError::TooLarge(why) => (ResponseCode::MessageIllegal, why.clone()),
             WriteError::Fatal(why) => (ResponseCode::ServiceNotAvailable, format!("broker[{broker_name}] {why}")),
         };
         RemotingCommand::response(code, Some(remark))
@@ -256,6 +260,7 @@ impl Replica {
             },
             ProposeError::OutcomeUnknown(why) => WriteError::OutcomeUnknown(why),
             ProposeError::Rejected(why) => WriteError::Rejected(why),
+            e @ ProposeError::TooLarge { .. } => WriteError::TooLarge(e.to_string()),
             ProposeError::Fatal(why) => WriteError::Fatal(why),
         }
     }

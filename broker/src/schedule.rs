@@ -309,7 +309,8 @@ async fn deliver_level(
         return Err(());
     }
     let due = units.get(..decision.due).unwrap_or_default();
-    let request = build_request(ctx, due);
+    let taken = units_within(due, ctx.group_commit.entry_max_bytes());
+    let request = build_request(ctx, due.get(..taken).unwrap_or_default());
     if !request.slots.is_empty() {
         let count = request.slots.len();
         if let Err(e) = ctx.store_records(request).await {
@@ -318,11 +319,31 @@ async fn deliver_level(
         }
         debug!(level = level_index + 1, count, "delayed messages delivered");
     }
-    let next = from.saturating_add(decision.due as i64);
+    let next = from.saturating_add(taken as i64);
     s.next[level_index] = next;
-    // Every unit read was due and the queue holds more: they may be due too, come back at once.
+    // Due units left for the next request, or every unit read was due and the queue holds more
+    // (they may be due too): come back at once.
     let more = u64::try_from(next).is_ok_and(|n| n < max);
-    Ok(if decision.wait_ms.is_none() && more { Some(0) } else { decision.wait_ms })
+    Ok(if taken < decision.due || (decision.wait_ms.is_none() && more) { Some(0) } else { decision.wait_ms })
+}
+
+/// How many of the `due` units one delivery request takes: those whose records add up to at most
+/// `max_bytes`, and always the first message however large (all of them when none is a message).
+/// A copy is about the size of its scheduled original (the delay properties give way to the real
+/// topic's), so the originals' sizes bound the request.
+fn units_within(due: &[CqUnit], max_bytes: usize) -> usize {
+    let mut bytes = 0usize;
+    for (i, unit) in due.iter().enumerate() {
+        if !unit.is_message() {
+            continue;
+        }
+        let size = usize::try_from(unit.size).unwrap_or(usize::MAX);
+        if bytes > 0 && bytes.saturating_add(size) > max_bytes {
+            return i;
+        }
+        bytes = bytes.saturating_add(size);
+    }
+    due.len()
 }
 
 /// Reads the due units' records and encodes their real-topic copies into one send request.
@@ -413,6 +434,23 @@ mod tests {
         assert_eq!(decide_due(&[], 0, 1_000), LevelDecision { due: 0, wait_ms: None });
         // Fillers are skipped, never waited for.
         assert_eq!(decide_due(&[CqUnit::FILLER, unit(5)], 10, 1), LevelDecision { due: 2, wait_ms: None });
+    }
+
+    #[test]
+    fn one_delivery_request_stays_within_its_byte_cap() {
+        let sized = |size: i32| CqUnit { phy_offset: 100, size, tags_code: 0 };
+        let mib = 1 << 20;
+        let five = [sized(mib); 5];
+        assert_eq!(units_within(&five, 4 << 20), 4, "a fifth MiB would pass 4 MiB");
+        assert_eq!(units_within(&five, 5 << 20), 5);
+        assert_eq!(units_within(&five, (4 << 20) - 1), 3);
+        // The first message travels however large; the next one waits for the next request.
+        assert_eq!(units_within(&[sized(8 * mib), sized(1)], 4 << 20), 1);
+        // Fillers cost nothing and never end a request on their own.
+        assert_eq!(units_within(&[CqUnit::FILLER, sized(8 * mib)], 4 << 20), 2);
+        assert_eq!(units_within(&[sized(mib), CqUnit::FILLER, sized(4 * mib)], 4 << 20), 2);
+        assert_eq!(units_within(&[CqUnit::FILLER], 1), 1);
+        assert_eq!(units_within(&[], 1), 0);
     }
 
     #[test]

@@ -58,7 +58,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use bytes::BytesMut;
-use raftmq_common::limits::BROKER_GROUP_COMMIT_MAX_BYTES;
 use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
 use raftmq_common::limits::TRANSACTION_CHECK_BATCH_MAX_COUNT;
 use raftmq_common::limits::TRANSACTION_CHECK_RETRY_BACKOFF_MS;
@@ -965,9 +964,11 @@ async fn round_batch(ctx: &BrokerContext, term: u64, round_end: u64) -> Result<(
     let mut puts: Vec<Put> = Vec::new();
     let mut put_bytes = 0usize;
     let mut stopped = false;
+    let max_bytes = ctx.group_commit.entry_max_bytes();
     for (i, unit) in units.iter().enumerate() {
-        // One entry of copies stays within a group-commit entry (an entry must fit a Raft RPC).
-        if put_bytes >= BROKER_GROUP_COMMIT_MAX_BYTES {
+        // The copies go as one request: within one group-commit entry (a copy is about its half's
+        // size), so it never nears what one Raft entry holds.
+        if !puts.is_empty() && put_bytes.saturating_add(usize::try_from(unit.size).unwrap_or(usize::MAX)) > max_bytes {
             break;
         }
         let offset = from + i as i64;

@@ -7,6 +7,18 @@
 /// Largest remoting frame, length word excluded (`com.rocketmq.remoting.frameMaxLength`, 16 MiB).
 pub const FRAME_SIZE_MAX_BYTES: usize = 16 * 1024 * 1024;
 
+/// Room a Raft RPC frame keeps for all but its entries' payloads: the remoting header, the
+/// AppendEntries envelope (vote, log ids, commit index) and each entry's own framing (at most
+/// `RAFT_APPEND_ENTRIES_MAX_COUNT` of them).
+pub const RAFT_RPC_ENVELOPE_MAX_BYTES: usize = 1024 * 1024;
+/// Largest Raft entry (stored header + payload). One AppendEntries must be able to carry it alone:
+/// a leader that stored a larger entry could never replicate it, and its group would stop
+/// committing. Proposals above it are refused; a group-committed entry stays far below it.
+pub const RAFT_ENTRY_MAX_BYTES: usize = FRAME_SIZE_MAX_BYTES - RAFT_RPC_ENVELOPE_MAX_BYTES;
+/// Most entries one AppendEntries may carry (`max_payload_entries`), so their framing stays within
+/// `RAFT_RPC_ENVELOPE_MAX_BYTES` (a few dozen bytes each).
+pub const RAFT_APPEND_ENTRIES_MAX_COUNT: u64 = 8_192;
+
 /// Largest header inside a frame: the 3-byte header-length field caps it at 2^24 - 1.
 pub const HEADER_SIZE_MAX_BYTES: usize = (1 << 24) - 1;
 
@@ -147,6 +159,9 @@ pub const BROKER_GROUP_COMMIT_MAX_BYTES: usize = 4 * 1024 * 1024;
 pub const BROKER_SEND_INFLIGHT_ENTRIES_MAX_COUNT: usize = 64;
 /// Consumer-offset updates queued for replication; beyond it an update is answered SYSTEM_BUSY.
 pub const BROKER_OFFSET_QUEUE_MAX_COUNT: usize = 65_536;
+/// Encoded bytes of offset updates one replicated batch carries at most (names are long enough
+/// that `CONSUMER_OFFSET_BATCH_MAX_COUNT` of them alone could outgrow a Raft entry).
+pub const BROKER_OFFSET_BATCH_MAX_BYTES: usize = 4 * 1024 * 1024;
 /// How long consumer-offset updates are collected into one replicated batch.
 pub const BROKER_OFFSET_COMMIT_LINGER_MS: u64 = 20;
 
@@ -164,6 +179,11 @@ pub const BROKER_REBALANCE_LOCK_MAX_LIVE_MS: u64 = 60_000;
 
 const _: () = assert!(BROKER_GROUP_COMMIT_MAX_COUNT <= BROKER_SEND_QUEUE_MAX_COUNT);
 const _: () = assert!(BROKER_GROUP_COMMIT_MAX_COUNT <= CONSUMER_OFFSET_BATCH_MAX_COUNT);
+const _: () = assert!(BROKER_GROUP_COMMIT_MAX_BYTES < RAFT_ENTRY_MAX_BYTES);
+const _: () = assert!(BROKER_OFFSET_BATCH_MAX_BYTES < RAFT_ENTRY_MAX_BYTES);
+// One message alone (its body, properties and fixed fields) always fits an entry.
+const _: () = assert!(MESSAGE_BODY_SIZE_MAX_BYTES + PROPERTIES_SIZE_MAX_BYTES + 64 * 1024 < RAFT_ENTRY_MAX_BYTES);
+const _: () = assert!(RAFT_APPEND_ENTRIES_MAX_COUNT * 64 <= RAFT_RPC_ENVELOPE_MAX_BYTES as u64);
 
 // ---- Broker delay queue (`SCHEDULE_TOPIC_XXXX` delivery) ----
 

@@ -7,6 +7,7 @@
 use crate::entry::{BLANK_MIN_BYTES, HEADER_SIZE};
 use crate::error::StoreError;
 use crate::network::StreamWindow;
+use raftmq_common::limits::{RAFT_APPEND_ENTRIES_MAX_COUNT, RAFT_ENTRY_MAX_BYTES};
 
 /// 1 GiB, RocketMQ `mappedFileSizeCommitLog`.
 pub const SEGMENT_SIZE_DEFAULT_BYTES: u64 = 1 << 30;
@@ -151,9 +152,10 @@ impl Default for RaftConfig {
 }
 
 impl RaftConfig {
-    /// Largest encoded entry (header + payload) a segment can hold.
+    /// Largest encoded entry (header + payload): what a segment can hold, and at most what one
+    /// AppendEntries can carry alone ([`RAFT_ENTRY_MAX_BYTES`]).
     pub fn entry_max_bytes(&self) -> u64 {
-        self.segment_size_bytes - BLANK_MIN_BYTES
+        (self.segment_size_bytes - BLANK_MIN_BYTES).min(RAFT_ENTRY_MAX_BYTES as u64)
     }
 
     /// Check every value and relationship.
@@ -169,8 +171,15 @@ impl RaftConfig {
         if !(16..=(1 << 26)).contains(&self.index_file_entries) {
             return err(format!("index_file_entries {} out of [16, 2^26]", self.index_file_entries));
         }
-        if self.append_entries_max_bytes == 0 || self.max_payload_entries == 0 {
-            return err("append_entries_max_bytes and max_payload_entries must be > 0".into());
+        // An AppendEntries carries at most the larger of its byte budget and one entry, and at most
+        // max_payload_entries entries: both bounds keep it within one remoting frame.
+        if !(1..=RAFT_ENTRY_MAX_BYTES as u64).contains(&self.append_entries_max_bytes)
+            || !(1..=RAFT_APPEND_ENTRIES_MAX_COUNT).contains(&self.max_payload_entries)
+        {
+            return err(format!(
+                "append_entries_max_bytes must be in [1, {RAFT_ENTRY_MAX_BYTES}] and max_payload_entries in \
+                 [1, {RAFT_APPEND_ENTRIES_MAX_COUNT}]"
+            ));
         }
         if !(1..=APPEND_STREAM_INFLIGHT_MAX_COUNT).contains(&self.append_stream_inflight_max_count)
             || self.append_stream_inflight_max_bytes == 0

@@ -33,6 +33,7 @@ use openraft::{Instant as _, RaftMetrics, ServerState};
 use tokio::sync::watch;
 
 use crate::config::RaftConfig;
+use crate::entry::HEADER_SIZE;
 use crate::error::StoreError;
 use crate::log_store::{LogStore, WeakLogStore};
 use crate::network::wire::{self, RaftReply, RaftRequest};
@@ -178,6 +179,15 @@ pub enum ProposeError {
     /// The proposal was rejected (e.g. a membership change in progress); not appended.
     #[error("rejected: {0}")]
     Rejected(String),
+    /// The payload is larger than one entry may be ([`RaftNode::payload_max_bytes`]); not appended.
+    /// Retrying the same payload can never succeed.
+    #[error("an entry payload of {size_bytes} bytes exceeds the most one Raft entry holds ({max_bytes} bytes)")]
+    TooLarge {
+        /// The payload's size.
+        size_bytes: usize,
+        /// The largest payload an entry holds.
+        max_bytes: usize,
+    },
     /// This replica cannot serve (shut down, storage failure, damaged store).
     #[error("fatal: {0}")]
     Fatal(String),
@@ -208,6 +218,8 @@ pub struct RaftNode {
     service: RaftService,
     leadership: watch::Receiver<Leadership>,
     propose_timeout: Duration,
+    /// Largest proposal payload: an entry's most ([`RaftConfig::entry_max_bytes`]) less its header.
+    payload_max_bytes: usize,
     guard: Arc<VoteGuard>,
     /// The task asking the peers before an empty store votes (stopped with the node).
     probing: Option<AbortOnDrop>,
@@ -252,6 +264,7 @@ impl RaftNode {
         transport: Arc<T>,
     ) -> Result<Self, NodeError> {
         let id = cfg.node_id;
+        let payload_max_bytes = usize::try_from(cfg.raft.entry_max_bytes() - HEADER_SIZE).unwrap_or(usize::MAX);
         let mut openraft_cfg = cfg.raft.to_openraft(&cfg.cluster_name)?;
         let store = LogStore::open_with_patcher(&cfg.store_dir, &cfg.raft, cfg.patcher)?;
         if let Some(why) = store.damage_reason() {
@@ -267,6 +280,7 @@ impl RaftNode {
                 service,
                 leadership,
                 propose_timeout,
+                payload_max_bytes,
                 guard,
                 probing: None,
                 checkpoints: None,
@@ -324,6 +338,7 @@ impl RaftNode {
             service,
             leadership,
             propose_timeout,
+            payload_max_bytes,
             guard,
             probing: None,
             idle_checkpoints: cfg.raft.checkpoint_interval().map(|every| spawn_idle_checkpoints(&raft, every)),
@@ -497,6 +512,11 @@ impl RaftNode {
         self.id
     }
 
+    /// The largest payload [`Self::propose`] accepts: one Raft entry's most less its header.
+    pub fn payload_max_bytes(&self) -> usize {
+        self.payload_max_bytes
+    }
+
     /// The openraft node (absent when the store is damaged); for tests and advanced callers.
     pub fn raft_handle(&self) -> Option<&Raft> {
         self.raft.as_ref()
@@ -522,6 +542,11 @@ impl RaftNode {
         let raft = self.raft.as_ref().ok_or_else(|| {
             ProposeError::Fatal(format!("store damaged: {}", self.store.damage_reason().unwrap_or_default()))
         })?;
+        // Refused here, not by the store: an append the store refuses stops this replica, and one it
+        // took but no AppendEntries could carry would stop the group's commits.
+        if payload.body.len() > self.payload_max_bytes {
+            return Err(ProposeError::TooLarge { size_bytes: payload.body.len(), max_bytes: self.payload_max_bytes });
+        }
         // Boxed: openraft's write future is ~1.7 KiB, and inline it made every future that can
         // propose (a send that may auto-create its topic, and so the broker's request future) that
         // much bigger, copied on every request.

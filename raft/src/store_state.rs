@@ -386,8 +386,8 @@ impl State {
         Ok(())
     }
 
-    /// Entries `[lo, hi)` clamped to the live log, stopping once `byte_budget` is exceeded
-    /// (at least one entry is returned if any is live).
+    /// Entries `[lo, hi)` clamped to the live log, stopping before `byte_budget` would be exceeded
+    /// (at least one entry is returned if any is live, however large).
     pub fn read_range(&self, lo: u64, hi: u64, byte_budget: Option<u64>) -> Result<Vec<Entry>> {
         let (Some(first), Some(last)) = (self.first, self.last) else { return Ok(Vec::new()) };
         let lo = lo.max(first);
@@ -395,13 +395,16 @@ impl State {
         let mut out = Vec::with_capacity(usize::try_from(hi.saturating_sub(lo)).unwrap_or(0).min(1024));
         let mut bytes = 0u64;
         for i in lo..hi {
+            let size = self.slot(i).map_or(0, |s| u64::from(s.size));
+            // Never past the budget, except by a first entry alone: one AppendEntries then carries
+            // at most the larger of the budget and one entry, both within a frame (config.rs).
             if let Some(budget) = byte_budget
                 && !out.is_empty()
-                && bytes >= budget
+                && bytes + size > budget
             {
                 break;
             }
-            bytes += self.slot(i).map_or(0, |s| u64::from(s.size));
+            bytes += size;
             out.push(self.read_entry(i)?);
         }
         Ok(out)

@@ -1,6 +1,6 @@
 //! A 3-replica group over loopback TCP (the remoting transport): election, replication,
 //! leader failover, catch-up of a stopped follower, truncation of a deposed leader's
-//! uncommitted tail, leadership transfer. Every replica must hold the same entries at the same
+//! uncommitted tail, leadership transfer, a proposal too large for one entry. Every replica must hold the same entries at the same
 //! physical positions.
 
 mod cluster;
@@ -32,6 +32,19 @@ async fn t10_election_and_replication() -> anyhow::Result<()> {
     let st = c.node(leader)?.status();
     assert_eq!(st.voters.len(), 3);
     assert!(st.followers.values().all(|m| m.is_some()), "{st:?}");
+    // A payload one entry cannot hold is refused before openraft sees it; the largest one that
+    // fits commits on every replica (a segment roll of its own), and the group goes on.
+    let max = c.node(leader)?.payload_max_bytes();
+    let too_large = raftmq_raft::AppPayload::new(1, vec![7u8; max + 1]);
+    match c.node(leader)?.propose(too_large).await {
+        Err(ProposeError::TooLarge { size_bytes, max_bytes }) => assert_eq!((size_bytes, max_bytes), (max + 1, max)),
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    let largest = c.node(leader)?.propose(raftmq_raft::AppPayload::new(1, vec![7u8; max])).await?;
+    let last = c.write(leader, 5).await?;
+    assert!(last > largest.log_id.index);
+    c.wait_applied(last, WAIT).await?;
+    assert_logs_agree(&c, last).await?;
     // A follower refuses proposals and names the leader.
     let follower = c.ids().into_iter().find(|id| *id != leader).expect("a follower");
     let p = c.payload();

@@ -127,6 +127,9 @@ impl ApiError {
                 ApiError::new(StatusCode::GATEWAY_TIMEOUT, code::WRITE_OUTCOME_UNKNOWN, e.to_string())
             }
             WriteError::Rejected(_) => ApiError::new(StatusCode::CONFLICT, code::WRITE_REJECTED, e.to_string()),
+            WriteError::TooLarge(_) => {
+                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, code::PAYLOAD_TOO_LARGE, e.to_string())
+            }
             WriteError::Fatal(_) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code::UNAVAILABLE, e.to_string()),
         }
     }
