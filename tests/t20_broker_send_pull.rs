@@ -300,6 +300,88 @@ async fn t24_a_batch_too_large_for_one_entry_is_refused_and_the_group_keeps_writ
     Ok(())
 }
 
+/// Names that become replicated metadata and ConsumeQueue directories are checked where they come
+/// in. A 249-character consumer group is legal for a Java client, but its `%RETRY%` topic (256
+/// bytes) cannot name a directory: before these checks a heartbeat created that topic and a
+/// send-back stored a record in it, every replica failed the same apply, and the group never took a
+/// write again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t25_unstorable_group_and_topic_names_are_refused_where_they_come_in() -> Result<()> {
+    use raftmq_common::protocol::body::JsonBody;
+    use raftmq_common::protocol::body::heartbeat::ConsumerData;
+    use raftmq_common::protocol::body::heartbeat::HeartbeatData;
+    use raftmq_common::protocol::body::heartbeat::SubscriptionData;
+    use raftmq_common::protocol::header::client::ConsumerSendMsgBackRequestHeader;
+
+    const TOPIC: &str = "T25_NAMES";
+    let group = Group::start(3).await?;
+    let leader = group.wait_leader(WAIT).await?;
+    create_topic(&group, leader, TOPIC, 1).await?;
+    let client = RemotingClient::new();
+    let addr = group.addr(leader);
+    let store = group.brokers[&leader].store();
+    let timeout = broker_group::RPC_TIMEOUT;
+    let long_group = "g".repeat(249);
+    let heartbeat = |consumer_group: &str| -> Result<RemotingCommand> {
+        let data = HeartbeatData {
+            client_id: "t25@client".into(),
+            consumer_data_set: vec![ConsumerData {
+                group_name: consumer_group.into(),
+                subscription_data_set: vec![SubscriptionData { topic: TOPIC.into(), ..SubscriptionData::default() }],
+                ..ConsumerData::default()
+            }],
+            producer_data_set: Vec::new(),
+        };
+        Ok(RemotingCommand::request(RequestCode::HeartBeat).with_body(data.encode()?))
+    };
+    let refused = |r: &RemotingCommand, what: &str| {
+        assert_eq!(r.response_code(), ResponseCode::SystemError, "{what}: {:?}", r.remark);
+    };
+
+    for bad in [long_group.as_str(), "../escape"] {
+        refused(&client.invoke(&addr, heartbeat(bad)?, timeout).await?, "heartbeat");
+        let offset = broker_group::update_offset(&client, &addr, bad, TOPIC, 0, 1).await?;
+        refused(&offset, "offset of a bad group");
+        let back = ConsumerSendMsgBackRequestHeader {
+            offset: 0,
+            group: bad.into(),
+            delay_level: -1,
+            origin_msg_id: None,
+            origin_topic: Some(TOPIC.into()),
+            unit_mode: None,
+            max_reconsume_times: None,
+            bname: None,
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::ConsumerSendMsgBack, &back);
+        refused(&client.invoke(&addr, request, timeout).await?, "send-back");
+    }
+    let long = client.invoke(&addr, heartbeat(&long_group)?, timeout).await?;
+    assert!(long.remark.as_deref().unwrap_or("").contains("longer than 248"), "{:?}", long.remark);
+    let offset = broker_group::update_offset(&client, &addr, "g25", "../escape", 0, 1).await?;
+    refused(&offset, "offset of a bad topic");
+
+    // A group one character shorter is fine: its retry topic is created and stored for.
+    let fine = "g".repeat(248);
+    let ok = client.invoke(&addr, heartbeat(&fine)?, timeout).await?;
+    assert_eq!(ok.response_code(), ResponseCode::Success, "{:?}", ok.remark);
+    assert_eq!(
+        broker_group::update_offset(&client, &addr, &fine, TOPIC, 0, 0).await?.response_code(),
+        ResponseCode::Success
+    );
+    let retry = format!("%RETRY%{fine}");
+    let deadline = Instant::now() + WAIT;
+    while store.metadata().topics.get(&retry).is_none() {
+        anyhow::ensure!(Instant::now() < deadline, "the retry topic of the 248-character group was not created");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let topics = store.metadata().topics.to_wrapper().topic_config_table;
+    assert!(!topics.keys().any(|t| t.contains("escape") || t.len() > 255), "{:?}", topics.keys().collect::<Vec<_>>());
+    let stored = client.invoke(&addr, send_v2(TOPIC, "after"), timeout).await?;
+    assert_eq!(stored.response_code(), ResponseCode::Success, "{:?}", stored.remark);
+    group.shutdown().await;
+    Ok(())
+}
+
 /// The harness's ports (`tests/ports`) never collide with the kernel's own choices, nor with
 /// each other: the CI failure they fix was a released port taken by a connection's local side.
 #[test]

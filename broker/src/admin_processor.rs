@@ -31,6 +31,7 @@ use raftmq_common::limits::TOPIC_QUEUE_NUMS_MAX_COUNT;
 use raftmq_common::message::validate::DLQ_GROUP_TOPIC_PREFIX;
 use raftmq_common::message::validate::RETRY_GROUP_TOPIC_PREFIX;
 use raftmq_common::message::validate::is_system_topic;
+use raftmq_common::message::validate::validate_consumer_group;
 use raftmq_common::message::validate::validate_group;
 use raftmq_common::message::validate::validate_topic;
 use raftmq_common::protocol::RemotingCommand;
@@ -247,7 +248,7 @@ pub async fn update_and_create_group(
 ) -> Result<RemotingCommand, RemotingCommand> {
     let config =
         SubscriptionGroupConfig::decode(&request.body).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
-    validate_group(&config.group_name).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
+    validate_consumer_group(&config.group_name).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
     replicate(ctx, BrokerCommand::SubscriptionGroupUpsert { proposed_at_ms: now_ms() as i64, config }).await
 }
 

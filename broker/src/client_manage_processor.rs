@@ -22,6 +22,9 @@ use raftmq_common::limits::BROKER_CLIENT_CALL_TIMEOUT_MS;
 use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
 use raftmq_common::message::OffsetMsgId;
 use raftmq_common::message::validate::retry_topic;
+use raftmq_common::message::validate::validate_consumer_group;
+use raftmq_common::message::validate::validate_group;
+use raftmq_common::message::validate::validate_stored_topic;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
@@ -85,6 +88,14 @@ pub fn heart_beat(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let data: HeartbeatData = body(request)?;
+    // Checked before anything is registered: a consumer group names its %RETRY% topic (created
+    // below, replicated, and a ConsumeQueue directory on every replica).
+    for producer in &data.producer_data_set {
+        validate_group(&producer.group_name).map_err(|e| refuse(e.response_code(), e.to_string()))?;
+    }
+    for consumer in &data.consumer_data_set {
+        validate_consumer_group(&consumer.group_name).map_err(|e| refuse(e.response_code(), e.to_string()))?;
+    }
     let now = now_ms();
     let channel = ClientChannel {
         client_id: data.client_id.clone(),
@@ -389,6 +400,10 @@ pub async fn update_consumer_offset(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h: UpdateConsumerOffsetRequestHeader = header(request)?;
+    // Replicated with every other commit of its batch: a name the batch could not encode would
+    // cost them all.
+    validate_stored_topic(&h.topic).map_err(|e| refuse(e.response_code(), e.to_string()))?;
+    validate_consumer_group(&h.consumer_group).map_err(|e| refuse(e.response_code(), e.to_string()))?;
     let commit =
         OffsetCommit { topic: h.topic, group: h.consumer_group, queue_id: h.queue_id, offset: h.commit_offset };
     let broker_name = &ctx.config.broker_name;

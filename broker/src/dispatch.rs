@@ -11,14 +11,17 @@
 //! record parses; its PHYSICALOFFSET is `payload_pos + offset_in_payload` (the patcher wrote it); and, for
 //! records that get a unit, QUEUEOFFSET is the queue's next offset — or, when apply runs again after a
 //! restart, the queue already holds a unit for this very record (same phyOffset and size) or the offset
-//! is below the queue's minimum (deleted by retention). Any other record rejects the whole entry: its bytes
-//! stay in the CommitLog but no consumer sees them.
+//! is below the queue's minimum (deleted by retention); and its topic can name a directory
+//! (`is_path_safe_topic`). Any other record rejects the whole entry: its bytes stay in the CommitLog
+//! but no consumer sees them.
 
+use raftmq_common::limits::TOPIC_STORE_NAME_MAX_BYTES;
 use raftmq_common::message::properties;
 use raftmq_common::message::record::RecordError;
 use raftmq_common::message::record::RecordView;
 use raftmq_common::message::tag::tags_code;
 use raftmq_common::message::validate::RMQ_SYS_SCHEDULE_TOPIC;
+use raftmq_common::message::validate::is_path_safe_topic;
 use thiserror::Error;
 
 use crate::consume_queue::Appended;
@@ -113,6 +116,10 @@ pub enum Rejection {
         /// What it must be.
         expected: i64,
     },
+    /// The record's topic cannot name a ConsumeQueue directory ([`is_path_safe_topic`]): refused
+    /// alike on every replica instead of failing the store (the edges refuse such names first).
+    #[error("the record's topic {0:?} cannot name a ConsumeQueue directory")]
+    UnsafeTopic(String),
     /// QUEUEOFFSET is not the queue's next offset.
     #[error("{topic}:{queue_id} record has queue offset {got}, the queue expects {expected}")]
     QueueOffset {
@@ -164,6 +171,9 @@ pub fn plan<'a>(
     let mut next: Vec<(&'a str, i32, u64)> = Vec::new();
     for item in records(payload) {
         let (offset_in_payload, record) = item.map_err(Rejection::Malformed)?;
+        if !is_path_safe_topic(record.topic) {
+            return Err(Rejection::UnsafeTopic(record.topic.chars().take(TOPIC_STORE_NAME_MAX_BYTES).collect()));
+        }
         let expected_phy = i64::try_from(payload_pos.saturating_add(offset_in_payload as u64)).unwrap_or(i64::MAX);
         if record.commit_log_offset != expected_phy {
             return Err(Rejection::PhysicalOffset {
@@ -332,6 +342,21 @@ mod tests {
         assert!(matches!(plan(&p1[..50], 48, &store, DELAYS), Err(Rejection::Malformed(_))));
         assert_eq!(plan(&[], 48, &store, DELAYS).unwrap_err(), Rejection::Empty);
         assert_eq!(store.offsets("T", 0), (0, 1));
+    }
+
+    #[test]
+    fn a_topic_that_cannot_name_a_directory_rejects_the_entry_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ConsumeQueueStore::new(dir.path(), 4);
+        let long_retry = format!("%RETRY%{}", "g".repeat(249));
+        for topic in ["%RETRY%../escape", long_retry.as_str()] {
+            let mut table = QueueOffsetTable::new();
+            let p = propose(&mut table, &store, &mut [msg("T", 0, "a"), msg(topic, 0, "a")], 48);
+            let err = plan(&p, 48, &store, DELAYS).unwrap_err();
+            assert!(matches!(&err, Rejection::UnsafeTopic(t) if topic.starts_with(t.as_str())), "{err}");
+        }
+        assert_eq!(store.offsets("T", 0), (0, 0));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no directory was made");
     }
 
     #[test]

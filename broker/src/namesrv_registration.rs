@@ -16,9 +16,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use raftmq_common::limits::REGISTER_BROKER_BODY_COMPRESS_ABOVE_BYTES;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::body::register::RegisterBodyError;
 use raftmq_common::protocol::body::register::RegisterBrokerBody;
 use raftmq_common::protocol::body::register::TopicConfigSerializeWrapper;
 use raftmq_common::protocol::body::register::body_crc32;
@@ -112,6 +114,17 @@ async fn run(ctx: Arc<BrokerContext>, client: RemotingClient, cancel: Cancellati
     }
 }
 
+/// The REGISTER_BROKER body and whether it is compressed: plain JSON, as a Java broker sends by
+/// default, unless that is larger than `compress_above_bytes`; then RocketMQ's compressed form, since
+/// a body too large for one frame would drop the broker out of every route.
+fn encode_register_body(
+    body: &RegisterBrokerBody,
+    compress_above_bytes: usize,
+) -> Result<(Vec<u8>, bool), RegisterBodyError> {
+    let plain = body.encode_body(false)?;
+    if plain.len() > compress_above_bytes { Ok((body.encode_body(true)?, true)) } else { Ok((plain, false)) }
+}
+
 /// REGISTER_BROKER to every NameServer, concurrently.
 pub async fn register_all(ctx: &BrokerContext, client: &RemotingClient, broker_id: i64, raft: &RaftRegistration) {
     let topics = ctx.store.metadata().topics.to_wrapper();
@@ -120,7 +133,7 @@ pub async fn register_all(ctx: &BrokerContext, client: &RemotingClient, broker_i
         filter_server_list: Vec::new(),
         topic_config_serialize_wrapper: advertised_topics(topics, live.config.broker_permission, live.perm_version),
     };
-    let body = match body.encode_body(false) {
+    let (body, compressed) = match encode_register_body(&body, REGISTER_BROKER_BODY_COMPRESS_ABOVE_BYTES) {
         Ok(b) => b,
         Err(e) => {
             warn!(error = %e, "cannot encode the REGISTER_BROKER body");
@@ -134,7 +147,7 @@ pub async fn register_all(ctx: &BrokerContext, client: &RemotingClient, broker_i
         ha_server_addr: ctx.config.self_peer().map(|p| p.raft_addr.clone()).unwrap_or_default(),
         broker_id,
         heartbeat_timeout_millis: None,
-        compressed: false,
+        compressed,
         body_crc32: body_crc32(&body),
         raft: Some(*raft),
     };
@@ -241,5 +254,22 @@ mod tests {
         let back = advertised_topics(table(), perm::READ_WRITE, DataVersion { counter: 2, timestamp: 300 });
         assert_eq!(back.topic_config_table, table().topic_config_table);
         assert_eq!(back.data_version, DataVersion { counter: 7, timestamp: 300 });
+    }
+
+    #[test]
+    fn a_topic_table_too_large_for_plain_json_registers_compressed() {
+        let body = RegisterBrokerBody { filter_server_list: Vec::new(), topic_config_serialize_wrapper: table() };
+        let (plain, compressed) = encode_register_body(&body, usize::MAX).unwrap();
+        assert!(!compressed);
+        let decoded = RegisterBrokerBody::decode_body(&plain, false).unwrap();
+        assert_eq!(decoded.topic_config_serialize_wrapper.topic_config_table, table().topic_config_table);
+
+        let (small, compressed) = encode_register_body(&body, plain.len() - 1).unwrap();
+        assert!(compressed);
+        assert!(small.len() < plain.len());
+        let decoded = RegisterBrokerBody::decode_body(&small, true).unwrap();
+        let names: Vec<&String> = decoded.topic_config_serialize_wrapper.topic_config_table.keys().collect();
+        assert_eq!(names, ["A", "TBW102"]);
+        assert_eq!(decoded.topic_config_serialize_wrapper.data_version, table().data_version);
     }
 }

@@ -16,7 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use raftmq_common::message::validate::validate_topic;
+use raftmq_common::message::validate::validate_consumer_group;
+use raftmq_common::message::validate::validate_stored_topic;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::topic::perm;
@@ -53,6 +54,8 @@ pub async fn process_pull(ctx: Arc<BrokerContext>, request: &RemotingCommand) ->
 }
 
 fn check_group(ctx: &BrokerContext, group: &str) -> Result<(), RemotingCommand> {
+    // Before a lookup that may create it: a group name is replicated metadata.
+    validate_consumer_group(group).map_err(|e| refuse(e.response_code(), e.to_string()))?;
     let create =
         match ctx.store.metadata().groups.find_or_create(group, ctx.live.read(|c| c.auto_create_subscription_group)) {
             GroupLookup::Found(config) if !config.consume_enable => {
@@ -144,7 +147,8 @@ async fn pull(ctx: &Arc<BrokerContext>, request: &RemotingCommand) -> Result<Rem
             format!("the broker[{}] pulling message is forbidden", ctx.config.broker_addr()),
         ));
     }
-    validate_topic(&h.topic).map_err(|e| refuse(e.response_code(), e.to_string()))?;
+    // A consumer group's own %RETRY% topic may be longer than the 127 a client may create.
+    validate_stored_topic(&h.topic).map_err(|e| refuse(e.response_code(), e.to_string()))?;
     check_group(ctx, &h.consumer_group)?;
     let read_queue_nums = match ctx.store.metadata().topics.get(&h.topic) {
         None => {

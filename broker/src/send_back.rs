@@ -32,6 +32,7 @@ use raftmq_common::message::record::encode_record_into;
 use raftmq_common::message::validate::dlq_topic;
 use raftmq_common::message::validate::group_of_retry_topic;
 use raftmq_common::message::validate::retry_topic;
+use raftmq_common::message::validate::validate_consumer_group;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
@@ -204,6 +205,8 @@ async fn send_back(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Rem
     let h: ConsumerSendMsgBackRequestHeader = request
         .decode_header()
         .map_err(|e| refuse(ResponseCode::SystemError, format!("the send-back request header is invalid: {e}")))?;
+    // The group names the %RETRY%/%DLQ% topics this may create (ConsumeQueue directories).
+    validate_consumer_group(&h.group).map_err(|e| refuse(e.response_code(), e.to_string()))?;
     let broker_name = &ctx.config.broker_name;
     // Writes (group or topic creation included) need the ready leader; refuse before anything else
     // so a follower answers with the leader hint and the consumer retries there or falls back.

@@ -18,6 +18,9 @@ pub const RAFT_ENTRY_MAX_BYTES: usize = FRAME_SIZE_MAX_BYTES - RAFT_RPC_ENVELOPE
 /// Most entries one AppendEntries may carry (`max_payload_entries`), so their framing stays within
 /// `RAFT_RPC_ENVELOPE_MAX_BYTES` (a few dozen bytes each).
 pub const RAFT_APPEND_ENTRIES_MAX_COUNT: u64 = 8_192;
+/// Largest snapshot (the retention manifest) a replica receives in chunks: bounds what a peer can
+/// make it buffer. A million queues with long names take about 300 MB.
+pub const RAFT_SNAPSHOT_MAX_BYTES: u64 = 1 << 30;
 
 /// Largest header inside a frame: the 3-byte header-length field caps it at 2^24 - 1.
 pub const HEADER_SIZE_MAX_BYTES: usize = (1 << 24) - 1;
@@ -39,6 +42,11 @@ pub const PROPERTIES_SIZE_MAX_BYTES: usize = i16::MAX as usize;
 /// Topic names: RocketMQ 4.x limit (`TopicValidator.TOPIC_MAX_LENGTH`); also what fits a v1 record's
 /// one-byte topic length.
 pub const TOPIC_NAME_LENGTH_MAX_CHARS: usize = 127;
+
+/// Longest topic a broker stores data or offsets for: its ConsumeQueue directory is named after it,
+/// and a file name holds at most 255 bytes. The broker's own `%RETRY%`/`%DLQ%` topics may pass
+/// [`TOPIC_NAME_LENGTH_MAX_CHARS`]; a consumer group whose retry topic would pass this is refused.
+pub const TOPIC_STORE_NAME_MAX_BYTES: usize = 255;
 
 /// Consumer and producer group names (`Validators.CHARACTER_MAX_LENGTH`).
 pub const GROUP_NAME_LENGTH_MAX_CHARS: usize = 255;
@@ -96,6 +104,9 @@ pub const SERVER_ACCEPT_ERROR_BACKOFF_MS: u64 = 100;
 /// Largest REGISTER_BROKER body after inflating its compressed form: bounds a zlib bomb. A broker
 /// with 100,000 topics needs about 4 MiB.
 pub const REGISTER_BROKER_BODY_INFLATED_SIZE_MAX_BYTES: usize = 32 * 1024 * 1024;
+/// A broker registers with RocketMQ's compressed body (which drops a topic's order and sysFlag, as
+/// Java's does) only when the plain JSON would be larger than this: it must fit one frame.
+pub const REGISTER_BROKER_BODY_COMPRESS_ABOVE_BYTES: usize = 8 * 1024 * 1024;
 
 /// Deepest nesting of arrays and objects accepted in a JSON body; serde_json's own recursion limit,
 /// applied also by the fastjson key rewriter so neither can exhaust the stack.
@@ -369,6 +380,7 @@ const _: () = assert!(TRACE_BATCH_MAX_COUNT <= TRACE_QUEUE_MAX_COUNT);
 const _: () = assert!(QUERY_MESSAGE_BODY_MAX_BYTES + MESSAGE_BODY_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(BATCH_BODY_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(TOPIC_NAME_LENGTH_MAX_CHARS <= i8::MAX as usize);
+const _: () = assert!(TOPIC_NAME_LENGTH_MAX_CHARS <= TOPIC_STORE_NAME_MAX_BYTES);
 const _: () = assert!(HEADER_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(CONNECTION_WRITE_BATCH_MAX_COUNT <= CONNECTION_WRITE_QUEUE_MAX_COUNT);
 const _: () = assert!(CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT <= CONNECTION_INFLIGHT_MAX_COUNT);

@@ -33,6 +33,8 @@ pub const PAGE_CACHE_FOLLOWER_WINDOW_DEFAULT_BYTES: u64 = 64 << 20;
 pub const PAGE_CACHE_DROP_STEP_BYTES: u64 = 4 << 20;
 /// Byte budget of one AppendEntries batch read by `limited_get_log_entries` (databend: 2 MiB).
 pub const APPEND_ENTRIES_DEFAULT_BYTES: u64 = 2 << 20;
+/// Default largest snapshot sent in one InstallSnapshot; a larger one goes in chunks of this size.
+pub const SNAPSHOT_CHUNK_DEFAULT_BYTES: u64 = 4 << 20;
 /// Default count of pipelined AppendEntries awaiting replies on one replication stream.
 pub const APPEND_STREAM_INFLIGHT_DEFAULT_COUNT: u64 = 16;
 /// Default encoded bytes of pipelined AppendEntries awaiting replies on one stream.
@@ -85,6 +87,9 @@ pub struct RaftConfig {
     /// Byte budget of one AppendEntries read (at least one entry is always returned).
     /// Recommended 1–4 MiB. Default 2 MiB.
     pub append_entries_max_bytes: u64,
+    /// Largest snapshot sent whole; a larger one goes in chunks of this many bytes
+    /// (`network::snapshot_chunks`). Default 4 MiB; at most `RAFT_ENTRY_MAX_BYTES`.
+    pub snapshot_chunk_max_bytes: u64,
     /// Data segment size (`commitlog/` files). Default 1 GiB; a multiple of 4096.
     pub segment_size_bytes: u64,
     /// Slots per `raftindex/` file (32 B each). Default 5 Mi (160 MiB files).
@@ -135,6 +140,7 @@ impl Default for RaftConfig {
             enable_pre_vote: true,
             max_payload_entries: 1024,
             append_entries_max_bytes: APPEND_ENTRIES_DEFAULT_BYTES,
+            snapshot_chunk_max_bytes: SNAPSHOT_CHUNK_DEFAULT_BYTES,
             segment_size_bytes: SEGMENT_SIZE_DEFAULT_BYTES,
             index_file_entries: INDEX_FILE_ENTRIES_DEFAULT,
             committed_persist_interval_ms: 200,
@@ -181,6 +187,9 @@ impl RaftConfig {
                  [1, {RAFT_APPEND_ENTRIES_MAX_COUNT}]"
             ));
         }
+        if !(1..=RAFT_ENTRY_MAX_BYTES as u64).contains(&self.snapshot_chunk_max_bytes) {
+            return err(format!("snapshot_chunk_max_bytes must be in [1, {RAFT_ENTRY_MAX_BYTES}]"));
+        }
         if !(1..=APPEND_STREAM_INFLIGHT_MAX_COUNT).contains(&self.append_stream_inflight_max_count)
             || self.append_stream_inflight_max_bytes == 0
         {
@@ -201,6 +210,11 @@ impl RaftConfig {
     /// [`Self::checkpoint_interval_ms`] as a duration, `None` when checkpoints are off.
     pub fn checkpoint_interval(&self) -> Option<std::time::Duration> {
         (self.checkpoint_interval_ms > 0).then(|| std::time::Duration::from_millis(self.checkpoint_interval_ms))
+    }
+
+    /// [`Self::snapshot_chunk_max_bytes`] as a length.
+    pub fn snapshot_chunk_bytes(&self) -> usize {
+        usize::try_from(self.snapshot_chunk_max_bytes).unwrap_or(usize::MAX)
     }
 
     /// How much a replication stream keeps in flight per follower.

@@ -317,7 +317,13 @@ impl RaftNode {
         // voter, which a partial log may still show: off until the guard opens.
         openraft_cfg.enable_elect = !guarded;
         let openraft_cfg = Arc::new(openraft_cfg);
-        let network = NetworkFactory::new(id, Arc::clone(&transport), cfg.raft.stream_window(), Arc::clone(&guard));
+        let network = NetworkFactory::new(
+            id,
+            Arc::clone(&transport),
+            cfg.raft.stream_window(),
+            Arc::clone(&guard),
+            cfg.raft.snapshot_chunk_bytes(),
+        );
         // openraft re-applies the committed entries after the checkpoint (or snapshot) here.
         let opening = std::time::Instant::now();
         let raft = Raft::new(id, openraft_cfg, network, store.clone(), sm)

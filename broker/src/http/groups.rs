@@ -1,6 +1,6 @@
 //! Subscription groups over HTTP — list, get, create (POST, 409 when it exists), update (PUT, 404
 //! when it does not), delete — through the replicated `SubscriptionGroupUpsert`/`Delete` commands
-//! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP and DELETE_SUBSCRIPTIONGROUP propose (same `validate_group`);
+//! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP and DELETE_SUBSCRIPTIONGROUP propose (same `validate_group`, `validate_consumer_group` for a new group);
 //! and a group's consumer progress (`mqadmin consumerProgress`): per topic and queue the broker
 //! offset (max), the committed consumer offset and the lag, with totals.
 
@@ -13,6 +13,7 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use raftmq_common::limits::ADMIN_PROGRESS_QUEUES_MAX_COUNT;
 use raftmq_common::limits::TOPIC_QUEUE_NUMS_MAX_COUNT;
+use raftmq_common::message::validate::validate_consumer_group;
 use raftmq_common::message::validate::validate_group;
 use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use serde::Deserialize;
@@ -128,6 +129,12 @@ pub(crate) fn check_group_name(group: &str) -> ApiResult<()> {
     validate_group(group).map_err(|e| ApiError::invalid(e.to_string()))
 }
 
+/// A group being created: its `%RETRY%` topic must be storable too (a group that already exists is
+/// still read, updated and deleted under [`check_group_name`]).
+fn check_new_group_name(group: &str) -> ApiResult<()> {
+    validate_consumer_group(group).map_err(|e| ApiError::invalid(e.to_string()))
+}
+
 fn group_config(ctx: &BrokerContext, group: &str) -> ApiResult<SubscriptionGroupConfig> {
     ctx.store
         .metadata()
@@ -158,7 +165,7 @@ async fn create(
     ApiJson(body): ApiJson<GroupBody>,
 ) -> ApiResult<(StatusCode, Json<GroupView>)> {
     let group = body.group.clone().ok_or_else(|| ApiError::invalid("group is required"))?;
-    check_group_name(&group)?;
+    check_new_group_name(&group)?;
     let config = apply_body(SubscriptionGroupConfig::new(&group), &body)?;
     ensure_writable(&ctx)?;
     if ctx.store.metadata().groups.get(&group).is_some() {

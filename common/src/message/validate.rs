@@ -12,6 +12,7 @@ use super::model::Message;
 use super::properties::PropertiesError;
 use crate::limits::GROUP_NAME_LENGTH_MAX_CHARS;
 use crate::limits::TOPIC_NAME_LENGTH_MAX_CHARS;
+use crate::limits::TOPIC_STORE_NAME_MAX_BYTES;
 use crate::protocol::ResponseCode;
 
 /// Created by the broker when `autoCreateTopicEnable`; the template for auto-created topics.
@@ -103,6 +104,15 @@ pub enum ValidationError {
     /// Longer than [`GROUP_NAME_LENGTH_MAX_CHARS`].
     #[error("the specified group is longer than group max length {max}.")]
     GroupTooLong {
+        /// The limit.
+        max: usize,
+    },
+    /// A consumer group whose `%RETRY%` topic would be too long to store.
+    #[error(
+        "the specified group is longer than {max}: its retry topic %RETRY%<group> would pass the \
+         {TOPIC_STORE_NAME_MAX_BYTES} bytes a ConsumeQueue directory name holds"
+    )]
+    ConsumerGroupTooLong {
         /// The limit.
         max: usize,
     },
@@ -198,6 +208,46 @@ pub fn validate_group(group: &str) -> Result<(), ValidationError> {
         return Err(ValidationError::GroupTooLong { max: GROUP_NAME_LENGTH_MAX_CHARS });
     }
     Ok(())
+}
+
+/// Checks a consumer group the broker keeps state for: [`validate_group`], and its `%RETRY%` topic
+/// (which the broker creates) fits [`TOPIC_STORE_NAME_MAX_BYTES`]. Java allows such groups; their
+/// retry topic cannot be stored, so they are refused where they come in (heartbeat, send-back,
+/// offset commits), not when a replicated apply could fail on them.
+pub fn validate_consumer_group(group: &str) -> Result<(), ValidationError> {
+    validate_group(group)?;
+    let max = TOPIC_STORE_NAME_MAX_BYTES - RETRY_GROUP_TOPIC_PREFIX.len();
+    if group.len() > max {
+        return Err(ValidationError::ConsumerGroupTooLong { max });
+    }
+    Ok(())
+}
+
+/// Checks a topic whose offsets or data the broker stores: not blank, only `[%|a-zA-Z0-9_-]`, at most
+/// [`TOPIC_STORE_NAME_MAX_BYTES`] (a consumer group's `%RETRY%`/`%DLQ%` topic may pass 127).
+pub fn validate_stored_topic(topic: &str) -> Result<(), ValidationError> {
+    if is_blank(topic) {
+        return Err(ValidationError::TopicBlank);
+    }
+    if has_illegal_chars(topic) {
+        return Err(ValidationError::TopicIllegalChars(topic.to_owned()));
+    }
+    if topic.len() > TOPIC_STORE_NAME_MAX_BYTES {
+        return Err(ValidationError::TopicTooLong { max: TOPIC_STORE_NAME_MAX_BYTES });
+    }
+    Ok(())
+}
+
+/// Whether `topic` can name a directory of its own: not empty, not `.` or `..`, no `/` or NUL, at most
+/// [`TOPIC_STORE_NAME_MAX_BYTES`]. Looser than [`validate_stored_topic`] on purpose: the apply path
+/// decides with it on every replica, and a record that passed before must still pass when a later
+/// build re-applies the log.
+pub fn is_path_safe_topic(topic: &str) -> bool {
+    !topic.is_empty()
+        && topic.len() <= TOPIC_STORE_NAME_MAX_BYTES
+        && topic != "."
+        && topic != ".."
+        && !topic.bytes().any(|b| b == b'/' || b == 0)
 }
 
 /// Checks a message before sending or storing (`Validators.checkMessage`): a sendable topic, a body of
@@ -304,6 +354,29 @@ mod tests {
             validate_group("g/1").unwrap_err().to_string(),
             "the specified group[g/1] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
         );
+    }
+
+    #[test]
+    fn consumer_group_and_stored_topic_tables() {
+        // 248 + "%RETRY%" = 255 bytes, the most a directory name holds.
+        assert_eq!(validate_consumer_group(&"g".repeat(248)), Ok(()));
+        assert_eq!(retry_topic(&"g".repeat(248)).len(), TOPIC_STORE_NAME_MAX_BYTES);
+        assert_eq!(validate_consumer_group(&"g".repeat(249)), Err(ValidationError::ConsumerGroupTooLong { max: 248 }));
+        assert_eq!(validate_consumer_group(&"g".repeat(256)), Err(ValidationError::GroupTooLong { max: 255 }));
+        assert_eq!(validate_consumer_group("../g"), Err(ValidationError::GroupIllegalChars("../g".into())));
+        assert_eq!(validate_consumer_group(""), Err(ValidationError::GroupBlank));
+
+        assert_eq!(validate_stored_topic(&retry_topic(&"g".repeat(248))), Ok(()));
+        assert_eq!(validate_stored_topic(&"t".repeat(256)), Err(ValidationError::TopicTooLong { max: 255 }));
+        assert_eq!(validate_stored_topic("a/b"), Err(ValidationError::TopicIllegalChars("a/b".into())));
+        assert_eq!(validate_stored_topic(" "), Err(ValidationError::TopicBlank));
+
+        for unsafe_name in ["", ".", "..", "a/b", "%RETRY%../x", "a\0b", &"t".repeat(256)] {
+            assert!(!is_path_safe_topic(unsafe_name), "{unsafe_name:?}");
+        }
+        for fine in ["T", "%RETRY%g", "a.b", "...", &"t".repeat(255)] {
+            assert!(is_path_safe_topic(fine), "{fine:?}");
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //!   (when the transport says it [pipelines](Transport::pipelined));
 //! - [`service`]: [`RaftService`], the server side (refuses votes on a damaged store);
 //! - [`append_stream`]: the server side of a pipelined stream, in `seq` order into openraft;
+//! - [`snapshot_chunks`]: reassembly of a snapshot too large for one frame, sent in chunks;
 //! - [`tcp`]: [`TcpTransport`] and [`RaftServer`] over `raftmq_common::remoting`;
 //! - [`memory`]: [`MemRouter`], in-process links with partitions and deterministic delays.
 //!
@@ -34,6 +35,7 @@ pub mod memory;
 pub mod peer;
 pub mod pipeline;
 pub mod service;
+pub mod snapshot_chunks;
 pub mod tcp;
 pub mod wire;
 

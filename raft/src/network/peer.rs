@@ -35,13 +35,21 @@ pub struct NetworkFactory<T> {
     transport: Arc<T>,
     window: StreamWindow,
     guard: Arc<VoteGuard>,
+    snapshot_chunk_bytes: usize,
 }
 
 impl<T: Transport> NetworkFactory<T> {
     /// A factory for node `id`; replication streams keep at most `window` in flight when the
-    /// transport pipelines. While `guard` is not open, this node asks nobody for a vote.
-    pub fn new(id: NodeId, transport: Arc<T>, window: StreamWindow, guard: Arc<VoteGuard>) -> Self {
-        Self { id, transport, window, guard }
+    /// transport pipelines. While `guard` is not open, this node asks nobody for a vote. A
+    /// snapshot larger than `snapshot_chunk_bytes` is sent in chunks of that size.
+    pub fn new(
+        id: NodeId,
+        transport: Arc<T>,
+        window: StreamWindow,
+        guard: Arc<VoteGuard>,
+        snapshot_chunk_bytes: usize,
+    ) -> Self {
+        Self { id, transport, window, guard, snapshot_chunk_bytes: snapshot_chunk_bytes.max(1) }
     }
 }
 
@@ -59,6 +67,7 @@ impl<T: Transport> RaftNetworkFactory<TypeConfig> for NetworkFactory<T> {
             transport: Arc::clone(&self.transport),
             window: self.window,
             guard: Arc::clone(&self.guard),
+            snapshot_chunk_bytes: self.snapshot_chunk_bytes,
         }
     }
 }
@@ -71,6 +80,8 @@ pub struct PeerClient<T> {
     transport: Arc<T>,
     window: StreamWindow,
     guard: Arc<VoteGuard>,
+    /// A larger snapshot goes in chunks of this size (never 0).
+    snapshot_chunk_bytes: usize,
 }
 
 /// Why a call produced no usable reply.
@@ -204,17 +215,53 @@ impl<T: Transport> RaftNetworkV2<TypeConfig> for PeerClient<T> {
         option: RPCOption,
     ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
         let t = option.hard_ttl();
-        let req = RaftRequest::InstallSnapshot { vote, meta: snapshot.meta, data: snapshot.snapshot.to_vec() };
-        let res = tokio::select! {
-            biased;
-            closed = cancel => return Err(StreamingError::Closed(closed)),
-            r = self.call(&req, t) => r,
-        };
-        match res {
-            Ok(RaftReply::InstallSnapshot(r)) => Ok(r),
-            Ok(other) => Err(self.rpc_error(unexpected(&other), RPCTypes::InstallSnapshot, t).into()),
-            Err(e) => Err(self.rpc_error(e, RPCTypes::InstallSnapshot, t).into()),
+        let data = snapshot.snapshot;
+        let mut cancel = std::pin::pin!(cancel);
+        if data.len() <= self.snapshot_chunk_bytes {
+            let req = RaftRequest::InstallSnapshot { vote, meta: snapshot.meta, data: data.to_vec() };
+            let res = tokio::select! {
+                biased;
+                closed = &mut cancel => return Err(StreamingError::Closed(closed)),
+                r = self.call(&req, t) => r,
+            };
+            return match res {
+                Ok(RaftReply::InstallSnapshot(r)) => Ok(r),
+                Ok(other) => Err(self.rpc_error(unexpected(&other), RPCTypes::InstallSnapshot, t).into()),
+                Err(e) => Err(self.rpc_error(e, RPCTypes::InstallSnapshot, t).into()),
+            };
         }
+        // Too large for one frame: chunks in order, each acknowledged. Any error ends the call and
+        // openraft sends the snapshot again, from the first chunk.
+        let total = data.len() as u64;
+        for (i, part) in data.chunks(self.snapshot_chunk_bytes).enumerate() {
+            let offset = (i * self.snapshot_chunk_bytes) as u64;
+            let end = offset + part.len() as u64;
+            let req = RaftRequest::InstallSnapshotChunk {
+                vote,
+                meta: snapshot.meta.clone(),
+                offset,
+                total,
+                data: part.to_vec(),
+            };
+            let res = tokio::select! {
+                biased;
+                closed = &mut cancel => return Err(StreamingError::Closed(closed)),
+                r = self.call(&req, t) => r,
+            };
+            match res {
+                Ok(RaftReply::SnapshotChunk { received }) if end < total && received == end => {}
+                Ok(RaftReply::InstallSnapshot(r)) if end == total => return Ok(r),
+                Ok(other) => return Err(self.rpc_error(unexpected(&other), RPCTypes::InstallSnapshot, t).into()),
+                Err(e) => return Err(self.rpc_error(e, RPCTypes::InstallSnapshot, t).into()),
+            }
+        }
+        Err(self
+            .rpc_error(
+                CallError::Garbage("the last snapshot chunk was not installed".into()),
+                RPCTypes::InstallSnapshot,
+                t,
+            )
+            .into())
     }
 
     async fn transfer_leader(

@@ -15,9 +15,12 @@
 //! snapshot that contradicts its vote or committed log, and a snapshot our state machine cannot
 //! install is a fatal storage error, so a corrupt or malicious peer could otherwise stop the node.
 //! The check reads the committed log id a moment before openraft does; committed only grows,
-//! and a snapshot of a protocol-following leader passes at any moment.
+//! and a snapshot of a protocol-following leader passes at any moment. A snapshot sent in chunks
+//! ([`SnapshotAssembly`]) is checked the same way once its last chunk arrived.
 
 use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::PoisonError;
 
 use bytes::Bytes;
 
@@ -25,6 +28,7 @@ use openraft::async_runtime::WatchReceiver;
 
 use super::RpcKind;
 use super::append_stream::{AppendStreams, StreamStats};
+use super::snapshot_chunks::{Accepted, Chunk, SnapshotAssembly};
 use super::wire::{self, RaftReply, RaftRequest};
 use crate::log_store::{LogStore, WeakLogStore};
 use crate::node::Raft;
@@ -49,19 +53,29 @@ struct Inner {
     streams: AppendStreams,
     /// Refuses votes while this replica's empty store may have forgotten what it promised.
     guard: Arc<VoteGuard>,
+    /// The snapshot being received in chunks.
+    chunks: Mutex<SnapshotAssembly>,
 }
 
 impl RaftService {
     /// Serve RPCs with `raft`, whose log store is `store`.
     pub fn new(id: NodeId, raft: Raft, store: &LogStore, guard: Arc<VoteGuard>) -> Self {
-        let inner = Inner { id, raft: Ok(raft), store: Some(store.weak()), streams: AppendStreams::default(), guard };
+        let inner = Inner {
+            id,
+            raft: Ok(raft),
+            store: Some(store.weak()),
+            streams: AppendStreams::default(),
+            guard,
+            chunks: Mutex::default(),
+        };
         Self { inner: Arc::new(inner) }
     }
 
     /// Refuse every RPC, saying why (damaged store).
     pub fn refusing(id: NodeId, why: String) -> Self {
         let guard = Arc::new(VoteGuard::open(id));
-        Self { inner: Arc::new(Inner { id, raft: Err(why), store: None, streams: AppendStreams::default(), guard }) }
+        let streams = AppendStreams::default();
+        Self { inner: Arc::new(Inner { id, raft: Err(why), store: None, streams, guard, chunks: Mutex::default() }) }
     }
 
     /// The node this service answers for.
@@ -128,16 +142,16 @@ impl RaftService {
             }
             RaftRequest::InstallSnapshot { vote, meta, data } => {
                 self.inner.guard.accepts_leader(vote.leader_id.term, vote.leader_id.voted_for)?;
-                let data = Bytes::from(data);
-                let store = self.inner.store.as_ref().and_then(WeakLogStore::upgrade);
-                let store = store.ok_or_else(|| format!("node {}: log store closed", self.inner.id))?;
-                let committed = raft.metrics().borrow_watched().local_committed;
-                check_snapshot(&vote, &meta, &data, committed, &store).map_err(|e| {
-                    tracing::warn!(id = self.inner.id, %e, ?meta, "rejecting an inconsistent snapshot");
-                    format!("node {}: snapshot rejected: {e}", self.inner.id)
-                })?;
-                let snap = Snapshot { meta, snapshot: data };
-                RaftReply::InstallSnapshot(raft.install_full_snapshot(vote, snap).await.map_err(|e| fail(&e))?)
+                self.install_snapshot(raft, vote, meta, Bytes::from(data)).await?
+            }
+            RaftRequest::InstallSnapshotChunk { vote, meta, offset, total, data } => {
+                self.inner.guard.accepts_leader(vote.leader_id.term, vote.leader_id.voted_for)?;
+                let chunk = Chunk { vote: &vote, snapshot: meta.last_log_id, offset, total, data: &data };
+                let accepted = self.inner.chunks.lock().unwrap_or_else(PoisonError::into_inner).accept(chunk);
+                match accepted.map_err(|e| format!("node {}: snapshot chunk refused: {e}", self.inner.id))? {
+                    Accepted::More(received) => RaftReply::SnapshotChunk { received },
+                    Accepted::Complete(all) => self.install_snapshot(raft, vote, meta, Bytes::from(all)).await?,
+                }
             }
             RaftRequest::TransferLeader(r) => {
                 // Its campaign's term is checked against the floor when it asks for votes.
@@ -153,6 +167,26 @@ impl RaftService {
 }
 
 impl RaftService {
+    /// Checks a whole received snapshot ([`check_snapshot`]) and hands it to openraft.
+    async fn install_snapshot(
+        &self,
+        raft: &Raft,
+        vote: Vote,
+        meta: SnapshotMeta,
+        data: Bytes,
+    ) -> Result<RaftReply, String> {
+        let store = self.inner.store.as_ref().and_then(WeakLogStore::upgrade);
+        let store = store.ok_or_else(|| format!("node {}: log store closed", self.inner.id))?;
+        let committed = raft.metrics().borrow_watched().local_committed;
+        check_snapshot(&vote, &meta, &data, committed, &store).map_err(|e| {
+            tracing::warn!(id = self.inner.id, %e, ?meta, "rejecting an inconsistent snapshot");
+            format!("node {}: snapshot rejected: {e}", self.inner.id)
+        })?;
+        let snap = Snapshot { meta, snapshot: data };
+        let response = raft.install_full_snapshot(vote, snap).await;
+        Ok(RaftReply::InstallSnapshot(response.map_err(|e| format!("node {}: {e}", self.inner.id))?))
+    }
+
     /// The local last fsynced log id (`None` once the store is closed).
     fn durable_last(&self) -> Option<LogId> {
         self.inner.store.as_ref().and_then(WeakLogStore::upgrade).and_then(|s| s.durable_last_log_id())

@@ -56,6 +56,21 @@ pub enum RaftRequest {
         /// The asking replica.
         from: NodeId,
     },
+    /// One chunk of a snapshot too large to send whole (`super::snapshot_chunks`); the last one
+    /// installs it and is answered as InstallSnapshot. Last in the enum: the variants before it
+    /// keep their wire numbers.
+    InstallSnapshotChunk {
+        /// The sender's vote.
+        vote: Vote,
+        /// Snapshot meta (the same on every chunk).
+        meta: SnapshotMeta,
+        /// Where `data` starts in the snapshot.
+        offset: u64,
+        /// The snapshot's whole size.
+        total: u64,
+        /// The bytes.
+        data: Vec<u8>,
+    },
 }
 
 impl RaftRequest {
@@ -74,7 +89,7 @@ impl RaftRequest {
                     .sum();
                 128 + payloads + r.entries.len() * PER_ENTRY_BYTES
             }
-            Self::InstallSnapshot { data, .. } => 1024 + data.len(),
+            Self::InstallSnapshot { data, .. } | Self::InstallSnapshotChunk { data, .. } => 1024 + data.len(),
             _ => 256,
         }
     }
@@ -84,7 +99,7 @@ impl RaftRequest {
         match self {
             Self::AppendEntries(_) | Self::StreamAppend { .. } => RpcKind::AppendEntries,
             Self::Vote(_) | Self::PreVote(_) | Self::Probe { .. } => RpcKind::Vote,
-            Self::InstallSnapshot { .. } => RpcKind::InstallSnapshot,
+            Self::InstallSnapshot { .. } | Self::InstallSnapshotChunk { .. } => RpcKind::InstallSnapshot,
             Self::TransferLeader(_) => RpcKind::TransferLeader,
         }
     }
@@ -108,6 +123,11 @@ pub enum RaftReply {
     StreamAppend(StreamAppendResult<TypeConfig>),
     /// Reply to Probe.
     Probe(ProbeReply),
+    /// Reply to an InstallSnapshotChunk that was not the last: this many bytes have arrived.
+    SnapshotChunk {
+        /// Bytes of the snapshot received so far.
+        received: u64,
+    },
 }
 
 /// Wire encoding or decoding failure.

@@ -27,6 +27,8 @@ pub fn test_raft_config() -> RaftConfig {
         election_timeout_min_ms: 300,
         election_timeout_max_ms: 600,
         segment_size_bytes: 64 * 1024,
+        // Snapshots over TCP go in several chunks (network::snapshot_chunks).
+        snapshot_chunk_max_bytes: 16,
         index_file_entries: 1024,
         committed_persist_interval_ms: 50,
         ..RaftConfig::default()
