@@ -312,6 +312,7 @@ async fn t25_unstorable_group_and_topic_names_are_refused_where_they_come_in() -
     use raftmq_common::protocol::body::heartbeat::HeartbeatData;
     use raftmq_common::protocol::body::heartbeat::SubscriptionData;
     use raftmq_common::protocol::header::client::ConsumerSendMsgBackRequestHeader;
+    use raftmq_common::protocol::header::client::GetConsumerListByGroupRequestHeader;
 
     const TOPIC: &str = "T25_NAMES";
     let group = Group::start(3).await?;
@@ -322,18 +323,20 @@ async fn t25_unstorable_group_and_topic_names_are_refused_where_they_come_in() -
     let store = group.brokers[&leader].store();
     let timeout = broker_group::RPC_TIMEOUT;
     let long_group = "g".repeat(249);
-    let heartbeat = |consumer_group: &str| -> Result<RemotingCommand> {
+    let heartbeat_of = |groups: &[&str]| -> Result<RemotingCommand> {
+        let consumer = |g: &&str| ConsumerData {
+            group_name: (*g).into(),
+            subscription_data_set: vec![SubscriptionData { topic: TOPIC.into(), ..SubscriptionData::default() }],
+            ..ConsumerData::default()
+        };
         let data = HeartbeatData {
             client_id: "t25@client".into(),
-            consumer_data_set: vec![ConsumerData {
-                group_name: consumer_group.into(),
-                subscription_data_set: vec![SubscriptionData { topic: TOPIC.into(), ..SubscriptionData::default() }],
-                ..ConsumerData::default()
-            }],
+            consumer_data_set: groups.iter().map(consumer).collect(),
             producer_data_set: Vec::new(),
         };
         Ok(RemotingCommand::request(RequestCode::HeartBeat).with_body(data.encode()?))
     };
+    let heartbeat = |group: &str| heartbeat_of(&[group]);
     let refused = |r: &RemotingCommand, what: &str| {
         assert_eq!(r.response_code(), ResponseCode::SystemError, "{what}: {:?}", r.remark);
     };
@@ -360,8 +363,17 @@ async fn t25_unstorable_group_and_topic_names_are_refused_where_they_come_in() -
     let offset = broker_group::update_offset(&client, &addr, "g25", "../escape", 0, 1).await?;
     refused(&offset, "offset of a bad topic");
 
-    // A group one character shorter is fine: its retry topic is created and stored for.
+    // A group one character shorter is fine: its retry topic is created and stored for. A client
+    // heartbeating it together with a refused group still gets it registered.
     let fine = "g".repeat(248);
+    let mixed = client.invoke(&addr, heartbeat_of(&[fine.as_str(), long_group.as_str()])?, timeout).await?;
+    refused(&mixed, "a heartbeat with one bad group");
+    let header = GetConsumerListByGroupRequestHeader { consumer_group: fine.clone() };
+    let listed = client
+        .invoke(&addr, RemotingCommand::request_with_header(RequestCode::GetConsumerListByGroup, &header), timeout)
+        .await?;
+    assert_eq!(listed.response_code(), ResponseCode::Success, "{:?}", listed.remark);
+    assert!(String::from_utf8_lossy(&listed.body).contains("t25@client"), "{:?}", listed.body);
     let ok = client.invoke(&addr, heartbeat(&fine)?, timeout).await?;
     assert_eq!(ok.response_code(), ResponseCode::Success, "{:?}", ok.remark);
     assert_eq!(

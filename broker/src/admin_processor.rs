@@ -84,6 +84,7 @@ use crate::entry::BrokerCommand;
 use crate::entry::OffsetCommit;
 use crate::live_config::UpdateError;
 use crate::membership;
+use crate::offset_commit::offset_batches;
 use crate::processor::BrokerContext;
 use crate::pull::CommitLogReader;
 use crate::pull::MessageFilter;
@@ -248,7 +249,13 @@ pub async fn update_and_create_group(
 ) -> Result<RemotingCommand, RemotingCommand> {
     let config =
         SubscriptionGroupConfig::decode(&request.body).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
-    validate_consumer_group(&config.group_name).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
+    // A new group must have a storable %RETRY% topic; an existing one can still be updated.
+    if ctx.store.metadata().groups.get(&config.group_name).is_some() {
+        validate_group(&config.group_name)
+    } else {
+        validate_consumer_group(&config.group_name)
+    }
+    .map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
     replicate(ctx, BrokerCommand::SubscriptionGroupUpsert { proposed_at_ms: now_ms() as i64, config }).await
 }
 
@@ -283,9 +290,9 @@ pub async fn clone_group_offset(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h: CloneGroupOffsetRequestHeader = header(request)?;
-    for group in [&h.src_group, &h.dest_group] {
-        validate_group(group).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
-    }
+    validate_group(&h.src_group).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
+    // The destination gets offsets (and so may get consumers and a %RETRY% topic) from here on.
+    validate_consumer_group(&h.dest_group).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
     let offline = h.offline.unwrap_or(false);
     let commits: Vec<OffsetCommit> = {
         let meta = ctx.store.metadata();
@@ -320,10 +327,13 @@ pub async fn clone_group_offset(
         commits
     };
     tracing::info!(src = %h.src_group, dest = %h.dest_group, topic = ?h.topic, offsets = commits.len(), "CLONE_GROUP_OFFSET");
-    if commits.is_empty() {
-        return Ok(RemotingCommand::success());
+    // Entries of a bounded size, one after another: a group with many topics would otherwise make
+    // one entry larger than a Raft entry may be (each batch is atomic, the whole clone is not, as in
+    // Java).
+    for batch in offset_batches(commits) {
+        replicate(ctx, BrokerCommand::ConsumerOffsets(batch)).await?;
     }
-    replicate(ctx, BrokerCommand::ConsumerOffsets(commits)).await
+    Ok(RemotingCommand::success())
 }
 
 /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG.

@@ -19,11 +19,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use raftmq_common::limits::BROKER_CLIENT_CALL_TIMEOUT_MS;
+use raftmq_common::limits::HEARTBEAT_REFUSAL_REMARK_MAX_BYTES;
 use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
 use raftmq_common::message::OffsetMsgId;
 use raftmq_common::message::validate::retry_topic;
 use raftmq_common::message::validate::validate_consumer_group;
-use raftmq_common::message::validate::validate_group;
 use raftmq_common::message::validate::validate_stored_topic;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
@@ -81,21 +81,16 @@ fn body<B: JsonBody>(request: &RemotingCommand) -> Result<B, RemotingCommand> {
 }
 
 /// HEART_BEAT: registers producers and consumers on this connection; notifies a consumer group whose
-/// client set changed; makes sure each consumer group's retry topic exists (leader).
+/// client set changed; makes sure each consumer group's retry topic exists (leader). A consumer group
+/// [`validate_consumer_group`] refuses is left out (its `%RETRY%` topic would be replicated metadata
+/// and a ConsumeQueue directory on every replica) and named in a SYSTEM_ERROR, after the client's
+/// other groups were registered: one client instance heartbeats all its groups, and they keep working.
 pub fn heart_beat(
     ctx: &Arc<BrokerContext>,
     conn: &ConnectionContext,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let data: HeartbeatData = body(request)?;
-    // Checked before anything is registered: a consumer group names its %RETRY% topic (created
-    // below, replicated, and a ConsumeQueue directory on every replica).
-    for producer in &data.producer_data_set {
-        validate_group(&producer.group_name).map_err(|e| refuse(e.response_code(), e.to_string()))?;
-    }
-    for consumer in &data.consumer_data_set {
-        validate_consumer_group(&consumer.group_name).map_err(|e| refuse(e.response_code(), e.to_string()))?;
-    }
     let now = now_ms();
     let channel = ClientChannel {
         client_id: data.client_id.clone(),
@@ -107,11 +102,27 @@ pub fn heart_beat(
     for producer in &data.producer_data_set {
         ctx.clients.register_producer(&producer.group_name, channel.clone());
     }
+    let mut refused = Vec::new();
     for consumer in &data.consumer_data_set {
+        if let Err(e) = validate_consumer_group(&consumer.group_name) {
+            let shown: String = consumer.group_name.chars().take(64).collect();
+            refused.push(format!("{shown}: {e}"));
+            continue;
+        }
         if ctx.clients.register_consumer(consumer, channel.clone()) {
             notify_consumer_ids_changed(ctx, &consumer.group_name);
         }
         ensure_retry_topic(ctx, &consumer.group_name);
+    }
+    if !refused.is_empty() {
+        let mut remark = format!("consumer groups not registered: {}", refused.join("; "));
+        // A group's name is in it, and a name can be as long as the frame.
+        let mut cut = HEARTBEAT_REFUSAL_REMARK_MAX_BYTES.min(remark.len());
+        while !remark.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        remark.truncate(cut);
+        return Err(refuse(ResponseCode::SystemError, remark));
     }
     Ok(RemotingCommand::success())
 }

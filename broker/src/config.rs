@@ -47,7 +47,8 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use raftmq_common::limits::FRAME_SIZE_MAX_BYTES;
+use raftmq_common::limits::BROKER_MAX_MESSAGE_SIZE_MAX_BYTES;
+use raftmq_common::limits::BROKER_PULL_TRANSFER_MAX_BYTES;
 use raftmq_common::protocol::body::properties_text;
 use raftmq_common::protocol::body::topic::perm;
 use raftmq_raft::RaftConfig;
@@ -110,7 +111,8 @@ pub struct BrokerConfig {
     pub mapped_file_size_commit_log: u64,
     /// ConsumeQueue file size; rounded up to whole 20-byte units as RocketMQ does (default 6,000,000).
     pub mapped_file_size_consume_queue: u64,
-    /// Largest message (record) accepted (default 4 MiB).
+    /// Largest message body accepted (default 4 MiB; at most `BROKER_MAX_MESSAGE_SIZE_MAX_BYTES`,
+    /// about 14.9 MiB, so one message fits one Raft entry).
     pub max_message_size: u32,
     /// Create unknown topics from `TBW102` on first send (default true).
     pub auto_create_topic_enable: bool,
@@ -172,11 +174,11 @@ pub struct BrokerConfig {
     /// Wait of a suspended pull when long polling is off (default 1 s).
     #[serde(with = "raftmq_common::config_duration")]
     pub short_polling_time_mills: Duration,
-    /// Bytes one pull returns when reading from memory (default 256 KiB).
+    /// Bytes one pull returns when reading from memory (default 256 KiB, at most 8 MiB).
     pub max_transfer_bytes_on_message_in_memory: u32,
     /// Messages one pull returns when reading from memory (default 32).
     pub max_transfer_count_on_message_in_memory: u32,
-    /// Bytes one pull returns when reading from disk (default 64 KiB).
+    /// Bytes one pull returns when reading from disk (default 64 KiB, at most 8 MiB).
     pub max_transfer_bytes_on_message_in_disk: u32,
     /// Messages one pull returns when reading from disk (default 8).
     pub max_transfer_count_on_message_in_disk: u32,
@@ -628,9 +630,10 @@ impl BrokerConfig {
     }
 
     fn validate_sizes(&self) -> Result<(), ConfigError> {
-        if self.max_message_size == 0 || self.max_message_size as usize >= FRAME_SIZE_MAX_BYTES {
+        if self.max_message_size == 0 || self.max_message_size as usize > BROKER_MAX_MESSAGE_SIZE_MAX_BYTES {
             return Err(invalid(format!(
-                "maxMessageSize {} must be positive and below the frame limit {FRAME_SIZE_MAX_BYTES}",
+                "maxMessageSize {} must be positive and at most {BROKER_MAX_MESSAGE_SIZE_MAX_BYTES}: one message \
+                 must fit one Raft entry",
                 self.max_message_size
             )));
         }
@@ -667,14 +670,26 @@ impl BrokerConfig {
             return Err(invalid("accessMessageInMemoryMaxRatio is not in 1..=100"));
         }
         self.index_file_sizes().validate().map_err(|e| invalid(format!("maxHashSlotNum / maxIndexNum: {e}")))?;
-        for (key, n) in [
-            ("maxTransferBytesOnMessageInMemory", self.max_transfer_bytes_on_message_in_memory),
-            ("maxTransferCountOnMessageInMemory", self.max_transfer_count_on_message_in_memory),
-            ("maxTransferBytesOnMessageInDisk", self.max_transfer_bytes_on_message_in_disk),
-            ("maxTransferCountOnMessageInDisk", self.max_transfer_count_on_message_in_disk),
+        let no_cap = u32::MAX;
+        for (key, n, max) in [
+            (
+                "maxTransferBytesOnMessageInMemory",
+                self.max_transfer_bytes_on_message_in_memory,
+                BROKER_PULL_TRANSFER_MAX_BYTES,
+            ),
+            ("maxTransferCountOnMessageInMemory", self.max_transfer_count_on_message_in_memory, no_cap),
+            (
+                "maxTransferBytesOnMessageInDisk",
+                self.max_transfer_bytes_on_message_in_disk,
+                BROKER_PULL_TRANSFER_MAX_BYTES,
+            ),
+            ("maxTransferCountOnMessageInDisk", self.max_transfer_count_on_message_in_disk, no_cap),
         ] {
             if n == 0 {
                 return Err(invalid(format!("{key} must be greater than zero")));
+            }
+            if n > max {
+                return Err(invalid(format!("{key} {n} is above {max}: a pull body must fit one remoting frame")));
             }
         }
         Ok(())
@@ -1147,6 +1162,7 @@ raftAddr = "10.0.0.3:40911"
             ("mappedFileSizeCommitLog = 1024", "mappedFileSizeCommitLog"),
             ("mappedFileSizeConsumeQueue = 0", "mappedFileSizeConsumeQueue"),
             ("maxMessageSize = 0", "maxMessageSize"),
+            ("maxMessageSize = 16000000\nmappedFileSizeCommitLog = 1073741824", "one Raft entry"),
             ("defaultTopicQueueNums = 0", "defaultTopicQueueNums"),
             ("brokerPermission = 16", "brokerPermission"),
             ("regionId = \"eu\\u0001x\"", "regionId"),
@@ -1162,6 +1178,7 @@ raftAddr = "10.0.0.3:40911"
             ("messageDelayLevel = \"1s 5x\"", "messageDelayLevel"),
             ("registerNameServerPeriod = 0", "registerNameServerPeriod"),
             ("maxTransferCountOnMessageInDisk = 0", "maxTransferCountOnMessageInDisk"),
+            ("maxTransferBytesOnMessageInMemory = 16777216", "a pull body must fit one remoting frame"),
             ("maxHashSlotNum = 0", "maxHashSlotNum"),
             ("maxIndexNum = 1", "maxIndexNum"),
             (

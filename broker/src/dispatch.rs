@@ -12,7 +12,7 @@
 //! records that get a unit, QUEUEOFFSET is the queue's next offset — or, when apply runs again after a
 //! restart, the queue already holds a unit for this very record (same phyOffset and size) or the offset
 //! is below the queue's minimum (deleted by retention); and its topic can name a directory
-//! (`is_path_safe_topic`). Any other record rejects the whole entry: its bytes stay in the CommitLog
+//! (`is_storable_topic_dir`). Any other record rejects the whole entry: its bytes stay in the CommitLog
 //! but no consumer sees them.
 
 use raftmq_common::limits::TOPIC_STORE_NAME_MAX_BYTES;
@@ -21,7 +21,7 @@ use raftmq_common::message::record::RecordError;
 use raftmq_common::message::record::RecordView;
 use raftmq_common::message::tag::tags_code;
 use raftmq_common::message::validate::RMQ_SYS_SCHEDULE_TOPIC;
-use raftmq_common::message::validate::is_path_safe_topic;
+use raftmq_common::message::validate::is_storable_topic_dir;
 use thiserror::Error;
 
 use crate::consume_queue::Appended;
@@ -116,8 +116,9 @@ pub enum Rejection {
         /// What it must be.
         expected: i64,
     },
-    /// The record's topic cannot name a ConsumeQueue directory ([`is_path_safe_topic`]): refused
-    /// alike on every replica instead of failing the store (the edges refuse such names first).
+    /// No ConsumeQueue directory can be made for the record's topic ([`is_storable_topic_dir`]):
+    /// refused alike on every replica instead of failing the store (the edges refuse such names
+    /// first; earlier builds stopped applying at them).
     #[error("the record's topic {0:?} cannot name a ConsumeQueue directory")]
     UnsafeTopic(String),
     /// QUEUEOFFSET is not the queue's next offset.
@@ -171,7 +172,7 @@ pub fn plan<'a>(
     let mut next: Vec<(&'a str, i32, u64)> = Vec::new();
     for item in records(payload) {
         let (offset_in_payload, record) = item.map_err(Rejection::Malformed)?;
-        if !is_path_safe_topic(record.topic) {
+        if !is_storable_topic_dir(record.topic) {
             return Err(Rejection::UnsafeTopic(record.topic.chars().take(TOPIC_STORE_NAME_MAX_BYTES).collect()));
         }
         let expected_phy = i64::try_from(payload_pos.saturating_add(offset_in_payload as u64)).unwrap_or(i64::MAX);
@@ -349,7 +350,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = ConsumeQueueStore::new(dir.path(), 4);
         let long_retry = format!("%RETRY%{}", "g".repeat(249));
-        for topic in ["%RETRY%../escape", long_retry.as_str()] {
+        for topic in [long_retry.as_str(), "%RETRY%a/bb\0"] {
             let mut table = QueueOffsetTable::new();
             let p = propose(&mut table, &store, &mut [msg("T", 0, "a"), msg(topic, 0, "a")], 48);
             let err = plan(&p, 48, &store, DELAYS).unwrap_err();

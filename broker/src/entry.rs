@@ -85,6 +85,11 @@ pub mod tag {
 const LAYOUT_VERSION: u8 = 1;
 /// Smallest encoded offset commit: two empty names, queue id and offset.
 const OFFSET_COMMIT_MIN_BYTES: usize = 2 + 2 + 4 + 8;
+
+/// One offset update's share of a CONSUMER_OFFSETS entry, as [`BrokerCommand::encode`] writes it.
+pub fn offset_commit_encoded_len(commit: &OffsetCommit) -> usize {
+    OFFSET_COMMIT_MIN_BYTES + commit.topic.len() + commit.group.len()
+}
 /// One encoded delay progress: queue id and offset.
 const DELAY_PROGRESS_BYTES: usize = 4 + 8;
 
@@ -409,7 +414,7 @@ fn encode_offsets(commits: &[OffsetCommit]) -> Result<Bytes, EntryError> {
     if commits.len() > CONSUMER_OFFSET_BATCH_MAX_COUNT {
         return Err(EntryError::TooManyOffsets(commits.len() as u64));
     }
-    let bytes: usize = commits.iter().map(|c| OFFSET_COMMIT_MIN_BYTES + c.topic.len() + c.group.len()).sum();
+    let bytes: usize = commits.iter().map(offset_commit_encoded_len).sum();
     let mut out = BytesMut::with_capacity(1 + 4 + bytes);
     out.put_u8(LAYOUT_VERSION);
     // Bounded by CONSUMER_OFFSET_BATCH_MAX_COUNT above.

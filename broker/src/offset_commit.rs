@@ -28,6 +28,7 @@ use tracing::debug;
 
 use crate::entry::BrokerCommand;
 use crate::entry::OffsetCommit;
+use crate::entry::offset_commit_encoded_len;
 use crate::replica::Replica;
 use crate::replica::WriteError;
 
@@ -110,9 +111,26 @@ fn merge(
     }
 }
 
-/// One update's share of a CONSUMER_OFFSETS entry (`entry.rs`: two u16 lengths, queue id, offset).
-fn encoded_len(commit: &OffsetCommit) -> usize {
-    2 + commit.topic.len() + 2 + commit.group.len() + 4 + 8
+/// `commits` in runs of at most `CONSUMER_OFFSET_BATCH_MAX_COUNT` updates and about
+/// `BROKER_OFFSET_BATCH_MAX_BYTES` (each run holds at least one), each run one CONSUMER_OFFSETS entry.
+pub fn offset_batches(commits: Vec<OffsetCommit>) -> Vec<Vec<OffsetCommit>> {
+    let mut batches = Vec::new();
+    let (mut batch, mut bytes) = (Vec::new(), 0usize);
+    for commit in commits {
+        let len = offset_commit_encoded_len(&commit);
+        if !batch.is_empty()
+            && (batch.len() >= CONSUMER_OFFSET_BATCH_MAX_COUNT || bytes + len > BROKER_OFFSET_BATCH_MAX_BYTES)
+        {
+            batches.push(std::mem::take(&mut batch));
+            bytes = 0;
+        }
+        bytes += len;
+        batch.push(commit);
+    }
+    if !batch.is_empty() {
+        batches.push(batch);
+    }
+    batches
 }
 
 async fn run(replica: Arc<Replica>, mut rx: mpsc::Receiver<Queued>, cancel: CancellationToken) {
@@ -135,7 +153,7 @@ async fn run(replica: Arc<Replica>, mut rx: mpsc::Receiver<Queued>, cancel: Canc
         let mut bytes = 0usize;
         while let Some((commit, mode, reply)) = next.take() {
             // Counted even when it replaces a queued update: an over-estimate only ends a batch early.
-            bytes = bytes.saturating_add(encoded_len(&commit));
+            bytes = bytes.saturating_add(offset_commit_encoded_len(&commit));
             let stored = |c: &OffsetCommit| replica.store().metadata().offsets.query(&c.topic, &c.group, c.queue_id);
             merge(&mut commits, &mut latest, commit, mode, stored);
             replies.extend(reply);
@@ -167,6 +185,25 @@ mod tests {
 
     fn c(queue_id: i32, offset: i64) -> OffsetCommit {
         OffsetCommit { topic: "T".into(), group: "g".into(), queue_id, offset }
+    }
+
+    #[test]
+    fn offset_batches_stay_within_count_and_bytes() {
+        let long = |queue_id: i32| OffsetCommit { topic: "t".repeat(255), group: "g".repeat(248), queue_id, offset: 1 };
+        let per = offset_commit_encoded_len(&long(0));
+        let fit = BROKER_OFFSET_BATCH_MAX_BYTES / per;
+        let batches = offset_batches((0..(2 * fit + 1) as i32).map(long).collect());
+        assert_eq!(batches.iter().map(Vec::len).collect::<Vec<_>>(), vec![fit, fit, 1]);
+        let short = (0..(CONSUMER_OFFSET_BATCH_MAX_COUNT + 1) as i32).map(|q| c(q, 1)).collect();
+        assert_eq!(
+            offset_batches(short).iter().map(Vec::len).collect::<Vec<_>>(),
+            vec![CONSUMER_OFFSET_BATCH_MAX_COUNT, 1]
+        );
+        assert!(offset_batches(Vec::new()).is_empty());
+        // Every update kept, in order.
+        let all: Vec<i32> =
+            offset_batches((0..5).map(|q| c(q, 1)).collect()).concat().iter().map(|x| x.queue_id).collect();
+        assert_eq!(all, vec![0, 1, 2, 3, 4]);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! apply ─▶ dispatch: CQ unit tags code = storeTimestamp + delay(n)        (crate::dispatch)
 //! ready leader, every round, per level:
 //!   units from the level's progress ─▶ decide_due (pure) ─▶ due prefix ─▶ CommitLog read
-//!   ─▶ restore_real (topic, queue, DELAY cleared) ─▶ group commit (one entry per level and round)
+//!   ─▶ restore_real (topic, queue, DELAY cleared) ─▶ group commit (per level and round one request
+//!      of at most a group-commit entry's bytes, `units_within`; the rest come back at once)
 //!   ─▶ progress ▲ in memory ─▶ DELAY_PROGRESS entry (tag 7, every advanced level at once)
 //! apply of DELAY_PROGRESS ─▶ DelayOffsetTable on every replica (a level never moves back)
 //! ```
@@ -276,8 +277,9 @@ async fn round(ctx: &BrokerContext, s: &mut LeaderState, delays: &[u64]) -> Dura
     Duration::from_millis(wait_ms)
 }
 
-/// Delivers the due prefix of one level (at most one batch). `Ok(Some(ms))`: the next unit is due
-/// in `ms`; `Ok(None)`: nothing waiting (or more to do at once); `Err`: the re-proposal failed.
+/// Delivers the due prefix of one level, as much of it as one request holds. `Ok(Some(ms))`: the
+/// next unit is due in `ms` (0: more is due now); `Ok(None)`: nothing waiting; `Err`: the
+/// re-proposal failed.
 async fn deliver_level(
     ctx: &BrokerContext,
     s: &mut LeaderState,

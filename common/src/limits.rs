@@ -21,6 +21,9 @@ pub const RAFT_APPEND_ENTRIES_MAX_COUNT: u64 = 8_192;
 /// Largest snapshot (the retention manifest) a replica receives in chunks: bounds what a peer can
 /// make it buffer. A million queues with long names take about 300 MB.
 pub const RAFT_SNAPSHOT_MAX_BYTES: u64 = 1 << 30;
+/// A snapshot received in part is dropped once no chunk came for this long (its sender gave up; a
+/// retry starts from the first chunk). Each chunk is sent within openraft's snapshot timeout.
+pub const RAFT_SNAPSHOT_CHUNK_IDLE_MAX_MS: u64 = 60_000;
 
 /// Largest header inside a frame: the 3-byte header-length field caps it at 2^24 - 1.
 pub const HEADER_SIZE_MAX_BYTES: usize = (1 << 24) - 1;
@@ -185,6 +188,20 @@ pub const CONSUME_QUEUE_RESERVE_STEP_BYTES: u64 = 1024 * 1024;
 pub const INDEX_FILE_RESERVE_STEP_BYTES: u64 = 4 * 1024 * 1024;
 /// A client channel silent this long is dropped (`ClientHousekeepingService`, 120 s).
 pub const BROKER_CLIENT_CHANNEL_EXPIRED_MS: u64 = 120_000;
+/// Largest `maxTransferBytesOnMessageIn{Memory,Disk}` a broker takes. A pull body holds at most
+/// that many bytes, or one message however large (at most `BROKER_MAX_MESSAGE_SIZE_MAX_BYTES` of
+/// body), and must fit one frame with its header. Java takes any value; past a frame, pulls at that
+/// offset would fail every time.
+pub const BROKER_PULL_TRANSFER_MAX_BYTES: u32 = 8 * 1024 * 1024;
+/// Largest `maxMessageSize` a broker takes: one message alone (its body, properties, topic and fixed
+/// fields) must fit one Raft entry, or every send of it would be refused as too large.
+pub const BROKER_MAX_MESSAGE_SIZE_MAX_BYTES: usize =
+    RAFT_ENTRY_MAX_BYTES - PROPERTIES_SIZE_MAX_BYTES - HEADER_ROOM_BYTES;
+/// What a stored record or a response holds besides a body and properties, rounded up generously
+/// (a record's fixed fields and topic are a few hundred bytes, a pull response header less).
+const HEADER_ROOM_BYTES: usize = 64 * 1024;
+/// Longest remark a heartbeat refusal carries (it names the refused consumer groups).
+pub const HEARTBEAT_REFUSAL_REMARK_MAX_BYTES: usize = 1024;
 /// A queue lock not renewed this long is free again (`RebalanceLockManager`, 60 s).
 pub const BROKER_REBALANCE_LOCK_MAX_LIVE_MS: u64 = 60_000;
 
@@ -192,8 +209,9 @@ const _: () = assert!(BROKER_GROUP_COMMIT_MAX_COUNT <= BROKER_SEND_QUEUE_MAX_COU
 const _: () = assert!(BROKER_GROUP_COMMIT_MAX_COUNT <= CONSUMER_OFFSET_BATCH_MAX_COUNT);
 const _: () = assert!(BROKER_GROUP_COMMIT_MAX_BYTES < RAFT_ENTRY_MAX_BYTES);
 const _: () = assert!(BROKER_OFFSET_BATCH_MAX_BYTES < RAFT_ENTRY_MAX_BYTES);
-// One message alone (its body, properties and fixed fields) always fits an entry.
-const _: () = assert!(MESSAGE_BODY_SIZE_MAX_BYTES + PROPERTIES_SIZE_MAX_BYTES + 64 * 1024 < RAFT_ENTRY_MAX_BYTES);
+const _: () = assert!(MESSAGE_BODY_SIZE_MAX_BYTES <= BROKER_MAX_MESSAGE_SIZE_MAX_BYTES);
+const _: () =
+    assert!(BROKER_MAX_MESSAGE_SIZE_MAX_BYTES + PROPERTIES_SIZE_MAX_BYTES + HEADER_ROOM_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(RAFT_APPEND_ENTRIES_MAX_COUNT * 64 <= RAFT_RPC_ENVELOPE_MAX_BYTES as u64);
 
 // ---- Broker delay queue (`SCHEDULE_TOPIC_XXXX` delivery) ----
@@ -368,6 +386,7 @@ const _: () = assert!(LEADER_TRANSFER_MAX_MS < MEMBERSHIP_CHANGE_TIMEOUT_MS);
 const _: () = assert!(LEARNER_CATCH_UP_MAX_MS < MEMBERSHIP_CHANGE_TIMEOUT_MS);
 
 const _: () = assert!(CONSUMER_PULL_BATCH_SIZE_DEFAULT_COUNT <= CONSUMER_PULL_BATCH_SIZE_MAX_COUNT);
+const _: () = assert!((BROKER_PULL_TRANSFER_MAX_BYTES as usize) + HEADER_ROOM_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(CONSUMER_BROKER_SUSPEND_MAX_MS < CONSUMER_PULL_TIMEOUT_WHEN_SUSPEND_MS);
 const _: () = assert!(CONSUMER_BROKER_SUSPEND_MAX_MS <= LONG_POLL_SUSPEND_MAX_MS);
 const _: () = assert!(CONSUMER_LOCK_RENEW_INTERVAL_DEFAULT_MS < CONSUMER_LOCK_MAX_LIVE_MS);

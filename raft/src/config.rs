@@ -88,7 +88,8 @@ pub struct RaftConfig {
     /// Recommended 1–4 MiB. Default 2 MiB.
     pub append_entries_max_bytes: u64,
     /// Largest snapshot sent whole; a larger one goes in chunks of this many bytes
-    /// (`network::snapshot_chunks`). Default 4 MiB; at most `RAFT_ENTRY_MAX_BYTES`.
+    /// (`network::snapshot_chunks`). Default 4 MiB; at most `RAFT_ENTRY_MAX_BYTES`. openraft's own
+    /// `snapshot_max_chunk_size` is not used: its full-snapshot transport leaves chunking to us.
     pub snapshot_chunk_max_bytes: u64,
     /// Data segment size (`commitlog/` files). Default 1 GiB; a multiple of 4096.
     pub segment_size_bytes: u64,

@@ -1,7 +1,7 @@
 //! A 3-replica group over loopback TCP (the remoting transport): election, replication,
 //! leader failover, catch-up of a stopped follower, truncation of a deposed leader's
-//! uncommitted tail, leadership transfer, a proposal too large for one entry. Every replica must hold the same entries at the same
-//! physical positions.
+//! uncommitted tail, leadership transfer, a proposal too large for one entry. Every replica must
+//! hold the same entries at the same physical positions.
 
 mod cluster;
 

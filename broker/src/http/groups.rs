@@ -1,6 +1,7 @@
 //! Subscription groups over HTTP — list, get, create (POST, 409 when it exists), update (PUT, 404
 //! when it does not), delete — through the replicated `SubscriptionGroupUpsert`/`Delete` commands
-//! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP and DELETE_SUBSCRIPTIONGROUP propose (same `validate_group`, `validate_consumer_group` for a new group);
+//! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP and DELETE_SUBSCRIPTIONGROUP propose (same `validate_group`,
+//! and `validate_consumer_group` for a new group);
 //! and a group's consumer progress (`mqadmin consumerProgress`): per topic and queue the broker
 //! offset (max), the committed consumer offset and the lag, with totals.
 

@@ -20,8 +20,8 @@
 //! - [`tcp`]: [`TcpTransport`] and [`RaftServer`] over `raftmq_common::remoting`;
 //! - [`memory`]: [`MemRouter`], in-process links with partitions and deterministic delays.
 //!
-//! Every call is bounded by the deadline openraft passes in its `RPCOption`; decode errors of
-//! network input are errors, never panics.
+//! Every call is bounded by the deadline openraft passes in its `RPCOption` (a chunked snapshot:
+//! each chunk); decode errors of network input are errors, never panics.
 
 use std::future::Future;
 use std::time::Duration;

@@ -1,7 +1,8 @@
 //! The openraft client side of the network: [`NetworkFactory`] hands openraft one
 //! [`PeerClient`] per target; each RPC is encoded ([`super::wire`]), sent through the
-//! [`Transport`] under openraft's deadline, and its reply decoded and mapped to openraft's
-//! error classes (unreachable ⇒ back off, timeout, network ⇒ retry).
+//! [`Transport`] under openraft's deadline (a snapshot sent in chunks: each chunk under it), and its
+//! reply decoded and mapped to openraft's error classes (unreachable ⇒ back off, timeout, network ⇒
+//! retry).
 //!
 //! A node never gets a client to itself (openraft asserts on it); the factory refuses by
 //! returning a client whose every call is `Unreachable`.
@@ -21,6 +22,8 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use openraft::{OptionalSend, RaftNetworkV2};
+
+use raftmq_common::limits::RAFT_SNAPSHOT_MAX_BYTES;
 
 use super::pipeline::{self, StreamItem, StreamWindow};
 use super::wire::{self, RaftReply, RaftRequest};
@@ -233,6 +236,15 @@ impl<T: Transport> RaftNetworkV2<TypeConfig> for PeerClient<T> {
         // Too large for one frame: chunks in order, each acknowledged. Any error ends the call and
         // openraft sends the snapshot again, from the first chunk.
         let total = data.len() as u64;
+        if total > RAFT_SNAPSHOT_MAX_BYTES {
+            tracing::error!(
+                id = self.id,
+                target = self.target,
+                total,
+                max = RAFT_SNAPSHOT_MAX_BYTES,
+                "the snapshot is larger than a replica takes: this follower cannot be caught up"
+            );
+        }
         for (i, part) in data.chunks(self.snapshot_chunk_bytes).enumerate() {
             let offset = (i * self.snapshot_chunk_bytes) as u64;
             let end = offset + part.len() as u64;
@@ -250,7 +262,8 @@ impl<T: Transport> RaftNetworkV2<TypeConfig> for PeerClient<T> {
             };
             match res {
                 Ok(RaftReply::SnapshotChunk { received }) if end < total && received == end => {}
-                Ok(RaftReply::InstallSnapshot(r)) if end == total => return Ok(r),
+                // The last chunk's answer, or an earlier one's from a replica with a newer vote.
+                Ok(RaftReply::InstallSnapshot(r)) => return Ok(r),
                 Ok(other) => return Err(self.rpc_error(unexpected(&other), RPCTypes::InstallSnapshot, t).into()),
                 Err(e) => return Err(self.rpc_error(e, RPCTypes::InstallSnapshot, t).into()),
             }

@@ -20,11 +20,15 @@
 
 use std::sync::Arc;
 use std::sync::Mutex;
+use std::sync::MutexGuard;
 use std::sync::PoisonError;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering as AtomicOrdering;
 
 use bytes::Bytes;
 
 use openraft::async_runtime::WatchReceiver;
+use openraft::raft::SnapshotResponse;
 
 use super::RpcKind;
 use super::append_stream::{AppendStreams, StreamStats};
@@ -55,6 +59,38 @@ struct Inner {
     guard: Arc<VoteGuard>,
     /// The snapshot being received in chunks.
     chunks: Mutex<SnapshotAssembly>,
+    /// Whether `chunks` holds part of one: every RPC checks it, only a set flag takes the lock.
+    chunks_pending: AtomicBool,
+}
+
+/// The locked [`SnapshotAssembly`]; on drop it records whether a snapshot is in part held.
+struct ChunksGuard<'a> {
+    assembly: MutexGuard<'a, SnapshotAssembly>,
+    pending: &'a AtomicBool,
+}
+
+impl std::ops::Deref for ChunksGuard<'_> {
+    type Target = SnapshotAssembly;
+    fn deref(&self) -> &SnapshotAssembly {
+        &self.assembly
+    }
+}
+
+impl std::ops::DerefMut for ChunksGuard<'_> {
+    fn deref_mut(&mut self) -> &mut SnapshotAssembly {
+        &mut self.assembly
+    }
+}
+
+impl Drop for ChunksGuard<'_> {
+    fn drop(&mut self) {
+        self.pending.store(self.assembly.is_pending(), AtomicOrdering::Relaxed);
+    }
+}
+
+/// The service's clock: tokio's, so a simulation with paused time decides alike every run.
+fn now() -> std::time::Instant {
+    tokio::time::Instant::now().into_std()
 }
 
 impl RaftService {
@@ -67,6 +103,7 @@ impl RaftService {
             streams: AppendStreams::default(),
             guard,
             chunks: Mutex::default(),
+            chunks_pending: AtomicBool::new(false),
         };
         Self { inner: Arc::new(inner) }
     }
@@ -75,7 +112,10 @@ impl RaftService {
     pub fn refusing(id: NodeId, why: String) -> Self {
         let guard = Arc::new(VoteGuard::open(id));
         let streams = AppendStreams::default();
-        Self { inner: Arc::new(Inner { id, raft: Err(why), store: None, streams, guard, chunks: Mutex::default() }) }
+        let chunks = Mutex::default();
+        let inner =
+            Inner { id, raft: Err(why), store: None, streams, guard, chunks, chunks_pending: AtomicBool::new(false) };
+        Self { inner: Arc::new(inner) }
     }
 
     /// The node this service answers for.
@@ -100,6 +140,10 @@ impl RaftService {
 
     async fn dispatch(&self, kind: RpcKind, body: &[u8]) -> Result<RaftReply, String> {
         let raft = self.inner.raft.as_ref().map_err(|why| format!("node {} refuses: {why}", self.inner.id))?;
+        // Any RPC (heartbeats come several times a second) frees a transfer its sender gave up on.
+        if self.inner.chunks_pending.load(AtomicOrdering::Relaxed) {
+            self.chunks().expire(now(), false);
+        }
         let req: RaftRequest = wire::decode(body).map_err(|e| e.to_string())?;
         if req.kind() != kind {
             return Err(format!("request {:?} sent as {kind:?}", req.kind()));
@@ -142,12 +186,19 @@ impl RaftService {
             }
             RaftRequest::InstallSnapshot { vote, meta, data } => {
                 self.inner.guard.accepts_leader(vote.leader_id.term, vote.leader_id.voted_for)?;
+                self.chunks().expire(now(), true);
                 self.install_snapshot(raft, vote, meta, Bytes::from(data)).await?
             }
             RaftRequest::InstallSnapshotChunk { vote, meta, offset, total, data } => {
                 self.inner.guard.accepts_leader(vote.leader_id.term, vote.leader_id.voted_for)?;
+                // A deposed leader's chunk learns the newer vote at once (openraft then steps it
+                // down) and leaves the current leader's transfer alone.
+                let current = raft.metrics().borrow_watched().vote;
+                if vote.partial_cmp(&current) == Some(std::cmp::Ordering::Less) {
+                    return Ok(RaftReply::InstallSnapshot(SnapshotResponse::new(current)));
+                }
                 let chunk = Chunk { vote: &vote, snapshot: meta.last_log_id, offset, total, data: &data };
-                let accepted = self.inner.chunks.lock().unwrap_or_else(PoisonError::into_inner).accept(chunk);
+                let accepted = self.chunks().accept(chunk, now());
                 match accepted.map_err(|e| format!("node {}: snapshot chunk refused: {e}", self.inner.id))? {
                     Accepted::More(received) => RaftReply::SnapshotChunk { received },
                     Accepted::Complete(all) => self.install_snapshot(raft, vote, meta, Bytes::from(all)).await?,
@@ -167,6 +218,14 @@ impl RaftService {
 }
 
 impl RaftService {
+    /// The snapshot being received in chunks; [`ChunksGuard`] keeps `chunks_pending` in step.
+    fn chunks(&self) -> ChunksGuard<'_> {
+        ChunksGuard {
+            assembly: self.inner.chunks.lock().unwrap_or_else(PoisonError::into_inner),
+            pending: &self.inner.chunks_pending,
+        }
+    }
+
     /// Checks a whole received snapshot ([`check_snapshot`]) and hands it to openraft.
     async fn install_snapshot(
         &self,
