@@ -390,6 +390,12 @@ async fn t25_unstorable_group_and_topic_names_are_refused_where_they_come_in() -
     assert!(!topics.keys().any(|t| t.contains("escape") || t.len() > 255), "{:?}", topics.keys().collect::<Vec<_>>());
     let stored = client.invoke(&addr, send_v2(TOPIC, "after"), timeout).await?;
     assert_eq!(stored.response_code(), ResponseCode::Success, "{:?}", stored.remark);
+    // Its 255-character retry topic is past what a user may create, and can still be deleted.
+    let delete = raftmq_common::protocol::header::admin::DeleteTopicRequestHeader { topic: retry.clone() };
+    let request = RemotingCommand::request_with_header(RequestCode::DeleteTopicInBroker, &delete);
+    let deleted = client.invoke(&addr, request, timeout).await?;
+    assert_eq!(deleted.response_code(), ResponseCode::Success, "{:?}", deleted.remark);
+    assert!(store.metadata().topics.get(&retry).is_none(), "deleted once the delete is answered");
     group.shutdown().await;
     Ok(())
 }

@@ -33,6 +33,7 @@ use raftmq_common::message::validate::RETRY_GROUP_TOPIC_PREFIX;
 use raftmq_common::message::validate::is_system_topic;
 use raftmq_common::message::validate::validate_consumer_group;
 use raftmq_common::message::validate::validate_group;
+use raftmq_common::message::validate::validate_stored_topic;
 use raftmq_common::message::validate::validate_topic;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::ResponseCode;
@@ -223,7 +224,8 @@ pub async fn update_and_create_topic(
 /// DELETE_TOPIC_IN_BROKER.
 pub async fn delete_topic(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: DeleteTopicRequestHeader = header(request)?;
-    validate_topic(&h.topic).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
+    // A group's %RETRY%/%DLQ% topic may be longer than a user topic; it can be deleted too.
+    validate_stored_topic(&h.topic).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
     if is_system_topic(&h.topic) {
         return Err(refuse(
             ResponseCode::SystemError,

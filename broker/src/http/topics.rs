@@ -1,8 +1,9 @@
 //! Topics over HTTP: list, get (with each queue's min/max offsets), create (POST, 409 when it
 //! exists), update (PUT, 404 when it does not), delete. Changes are the replicated
 //! `TopicUpsert`/`TopicDelete` commands UPDATE_AND_CREATE_TOPIC and DELETE_TOPIC_IN_BROKER propose,
-//! with the same name rules (`validate_topic`, no system topics) and config rules (positive queue
-//! counts, perm within 0..=15), so both doors leave the same state.
+//! with the same name rules (`validate_topic` to create or change, `validate_stored_topic` to look
+//! up or delete, no system topics) and config rules (positive queue counts, perm within 0..=15), so
+//! both doors leave the same state.
 
 use axum::Json;
 use axum::extract::State;
@@ -11,6 +12,7 @@ use axum::routing::get;
 use raftmq_common::limits::ADMIN_PROGRESS_QUEUES_MAX_COUNT;
 use raftmq_common::limits::TOPIC_QUEUE_NUMS_MAX_COUNT;
 use raftmq_common::message::validate::is_system_topic;
+use raftmq_common::message::validate::validate_stored_topic;
 use raftmq_common::message::validate::validate_topic;
 use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::protocol::body::topic::TopicFilterType;
@@ -117,18 +119,23 @@ pub struct TopicBody {
     pub topic_filter_type: Option<String>,
 }
 
-/// A name that may be changed here: valid and not a system topic.
+/// A name that may be created or changed here: valid and not a system topic.
 pub(crate) fn check_user_topic(topic: &str) -> ApiResult<()> {
     validate_topic(topic).map_err(|e| ApiError::invalid(e.to_string()))?;
+    not_system(topic)
+}
+
+fn not_system(topic: &str) -> ApiResult<()> {
     if is_system_topic(topic) {
         return Err(ApiError::invalid(format!("The topic[{topic}] is conflict with system topic.")));
     }
     Ok(())
 }
 
-/// A name that may be looked up: valid.
+/// A name that may be looked up or deleted: one the broker may store, which includes the
+/// `%RETRY%`/`%DLQ%` topics of groups with long names (past the 127 a user topic may have).
 pub(crate) fn check_topic_name(topic: &str) -> ApiResult<()> {
-    validate_topic(topic).map_err(|e| ApiError::invalid(e.to_string()))
+    validate_stored_topic(topic).map_err(|e| ApiError::invalid(e.to_string()))
 }
 
 /// The topic's config, or 404 TOPIC_NOT_FOUND.
@@ -226,7 +233,8 @@ async fn update(
 }
 
 async fn delete(State(ctx): State<Shared>, ApiPath(topic): ApiPath<String>) -> ApiResult<Json<serde_json::Value>> {
-    check_user_topic(&topic)?;
+    check_topic_name(&topic)?;
+    not_system(&topic)?;
     ensure_writable(&ctx)?;
     topic_config(&ctx, &topic)?;
     replicate(&ctx, BrokerCommand::TopicDelete { proposed_at_ms: now_ms() as i64, topic: topic.clone() }).await?;
