@@ -362,6 +362,13 @@ async fn t25_unstorable_group_and_topic_names_are_refused_where_they_come_in() -
     assert!(long.remark.as_deref().unwrap_or("").contains("longer than 248"), "{:?}", long.remark);
     let offset = broker_group::update_offset(&client, &addr, "g25", "../escape", 0, 1).await?;
     refused(&offset, "offset of a bad topic");
+    // Offsets only for queues that exist: each is replicated state every snapshot carries.
+    let unknown = broker_group::update_offset(&client, &addr, "g25", "T25_NEVER_CREATED", 0, 1).await?;
+    assert_eq!(unknown.response_code(), ResponseCode::TopicNotExist, "{:?}", unknown.remark);
+    for queue_id in [-1, 1, i32::MAX] {
+        refused(&broker_group::update_offset(&client, &addr, "g25", TOPIC, queue_id, 1).await?, "queue out of range");
+    }
+    assert_eq!(store.metadata().offsets.query(TOPIC, "g25", 1), None, "nothing stored for queue 1");
 
     // A group one character shorter is fine: its retry topic is created and stored for. A client
     // heartbeating it together with a refused group still gets it registered.

@@ -251,6 +251,12 @@ pub async fn update_and_create_group(
 ) -> Result<RemotingCommand, RemotingCommand> {
     let config =
         SubscriptionGroupConfig::decode(&request.body).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
+    if !(0..=TOPIC_QUEUE_NUMS_MAX_COUNT).contains(&config.retry_queue_nums) || config.retry_max_times < 0 {
+        return Err(refuse(
+            ResponseCode::SystemError,
+            format!("retryQueueNums must be within 0..={TOPIC_QUEUE_NUMS_MAX_COUNT} and retryMaxTimes not negative"),
+        ));
+    }
     // A new group must have a storable %RETRY% topic; an existing one can still be updated.
     if ctx.store.metadata().groups.get(&config.group_name).is_some() {
         validate_group(&config.group_name)
@@ -374,7 +380,9 @@ pub fn topic_stats_info(ctx: &BrokerContext, request: &RemotingCommand) -> Resul
         return Err(refuse(ResponseCode::TopicNotExist, format!("topic[{}] not exist", h.topic)));
     };
     let mut table = TopicStatsTable::default();
-    for queue_id in 0..config.write_queue_nums.max(0) {
+    // Bounded whatever an old log gave the topic: the answer is built in memory.
+    let queues = config.write_queue_nums.clamp(0, TOPIC_QUEUE_NUMS_MAX_COUNT);
+    for queue_id in 0..queues {
         let (min, max) = ctx.store.queue_offsets(&h.topic, queue_id);
         let last_update_timestamp = match max.checked_sub(1) {
             Some(last) => unit_store_time(&ctx.store, &h.topic, queue_id, last).unwrap_or(-1),

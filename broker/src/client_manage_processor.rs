@@ -415,6 +415,23 @@ pub async fn update_consumer_offset(
     // cost them all.
     validate_stored_topic(&h.topic).map_err(|e| refuse(e.response_code(), e.to_string()))?;
     validate_consumer_group(&h.consumer_group).map_err(|e| refuse(e.response_code(), e.to_string()))?;
+    // Only queues that exist (as RocketMQ 5 checks): every commit is replicated state that every
+    // replica keeps and every snapshot carries, so any other would let a client grow it at will.
+    let queues = match ctx.store.metadata().topics.get(&h.topic) {
+        Some(c) => c.read_queue_nums.max(c.write_queue_nums),
+        None => {
+            return Err(refuse(
+                ResponseCode::TopicNotExist,
+                format!("topic[{}] not exist, apply first please!", h.topic),
+            ));
+        }
+    };
+    if !(0..queues).contains(&h.queue_id) {
+        return Err(refuse(
+            ResponseCode::SystemError,
+            format!("queueId[{}] is illegal, topic:[{}] has {queues} queues", h.queue_id, h.topic),
+        ));
+    }
     let commit =
         OffsetCommit { topic: h.topic, group: h.consumer_group, queue_id: h.queue_id, offset: h.commit_offset };
     let broker_name = &ctx.config.broker_name;

@@ -30,6 +30,7 @@ use std::path::PathBuf;
 use memmap2::MmapMut;
 use memmap2::MmapOptions;
 use raftmq_common::limits::CONSUME_QUEUE_RESERVE_STEP_BYTES;
+use raftmq_common::message::validate::is_storable_topic_dir;
 use thiserror::Error;
 use tracing::warn;
 
@@ -845,6 +846,11 @@ impl ConsumeQueueStore {
     /// Removes a topic's queues and files (topic deletion).
     pub fn delete_topic(&mut self, topic: &str) -> Result<(), CqError> {
         self.queues.remove(topic);
+        // Nothing was ever stored under such a name (apply refuses it), and joined to the root it
+        // could name the root itself, its parent or an absolute path.
+        if !is_storable_topic_dir(topic) {
+            return Ok(());
+        }
         let dir = self.root.join(topic);
         match std::fs::remove_dir_all(&dir) {
             // Durable, so a checkpoint after the deletion never meets the queues again.
@@ -1093,6 +1099,19 @@ mod tests {
         // A file of the wrong size is corruption too.
         std::fs::write(&path, [0u8; 7]).unwrap();
         assert!(matches!(ConsumeQueue::open(dir.path(), 8), Err(CqError::Corrupt { .. })));
+    }
+
+    #[test]
+    fn deleting_a_name_no_queue_could_have_leaves_every_directory_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = ConsumeQueueStore::new(dir.path(), 4);
+        store.get_or_open("T", 0).unwrap().append(0, unit(500)).unwrap();
+        store.flush_all().unwrap();
+        for name in ["", ".", "..", "/tmp"] {
+            store.delete_topic(name).unwrap();
+        }
+        assert!(dir.path().join("consumequeue").join("T").exists());
+        assert_eq!(store.offsets("T", 0), (0, 1));
     }
 
     #[test]

@@ -223,8 +223,16 @@ pub async fn add_node(
         if let Some((other, _)) = members.iter().find(|(_, n)| n.data == remoting_addr || n.raft_addr == raft_addr) {
             return Err(MembershipError::Invalid(format!("node {other} already uses one of these addresses")));
         }
+        let used = ctx.store.metadata().used_node_ids.len();
         if ctx.store.metadata().used_node_ids.contains(&id) {
             return Err(MembershipError::IdReused(id));
+        }
+        // Ids are recorded for good (a reused id can split the group) and the snapshot holds at
+        // most this many; apply refuses past it as well.
+        if used >= RAFT_NODE_IDS_MAX_COUNT {
+            return Err(MembershipError::Invalid(format!(
+                "the group has used {used} raft node ids, the most it records ({RAFT_NODE_IDS_MAX_COUNT})"
+            )));
         }
         record_ids(ctx, &status, Some(id)).await?;
         info!(id, %remoting_addr, %raft_addr, "adding a learner");

@@ -24,6 +24,7 @@
 use std::net::SocketAddr;
 
 use bytes::BytesMut;
+use raftmq_common::limits::TOPIC_QUEUE_NUMS_MAX_COUNT;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::properties;
 use raftmq_common::message::record::DecodeOptions;
@@ -126,6 +127,9 @@ pub fn build_send_back_message(
 
 /// `%RETRY%<group>` as `asyncConsumerSendMsgBack` creates it.
 pub fn retry_topic_config(group: &str, queues: i32, unit_mode: bool) -> TopicConfig {
+    // A group's retryQueueNums from an older log may be anything: a topic gets no more queues than
+    // one an admin may create (each queue used is a directory and a disk reservation per replica).
+    let queues = queues.clamp(0, TOPIC_QUEUE_NUMS_MAX_COUNT);
     TopicConfig {
         read_queue_nums: queues,
         write_queue_nums: queues,

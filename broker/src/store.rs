@@ -54,6 +54,7 @@ use std::sync::atomic::Ordering;
 use bytes::BufMut;
 use bytes::Bytes;
 use bytes::BytesMut;
+use raftmq_common::limits::RAFT_NODE_IDS_MAX_COUNT;
 use raftmq_common::message::sys_flag::TransactionType;
 use raftmq_raft::AppReply;
 use raftmq_raft::ApplyHandler;
@@ -523,6 +524,15 @@ impl MessageStore {
                     && (meta.used_node_ids.contains(&id) || members.contains(&id))
                 {
                     return ApplyOutcome::Rejected(format!("raft node id {id} was used before in this group"));
+                }
+                // The snapshot manifest holds at most RAFT_NODE_IDS_MAX_COUNT ids: one more would
+                // stop every replica's snapshots (and so its purges) for good.
+                let grown = members.iter().chain(new_id.iter()).filter(|id| !meta.used_node_ids.contains(id)).count();
+                if meta.used_node_ids.len() + grown > RAFT_NODE_IDS_MAX_COUNT {
+                    return ApplyOutcome::Rejected(format!(
+                        "the group has used {} raft node ids; at most {RAFT_NODE_IDS_MAX_COUNT} are recorded",
+                        meta.used_node_ids.len()
+                    ));
                 }
                 meta.used_node_ids.extend(members.iter().copied().chain(new_id));
             }
@@ -1043,6 +1053,12 @@ mod tests {
         let (t, b) = ids(vec![2, 4], Some(1));
         assert!(matches!(ApplyOutcome::decode(&store.apply(entry(9, 8700, t, b))), ApplyOutcome::Rejected(_)));
         assert_eq!(store.metadata().used_node_ids, BTreeSet::from([1, 2, 3, 4]));
+        // Ids are recorded up to what a snapshot holds, and refused alike past it.
+        let (t, b) = ids((5..=RAFT_NODE_IDS_MAX_COUNT as u64).collect(), None);
+        assert_eq!(ApplyOutcome::decode(&store.apply(entry(10, 8800, t, b))), ApplyOutcome::Done);
+        let (t, b) = ids(vec![1, 2, 3], Some(RAFT_NODE_IDS_MAX_COUNT as u64 + 1));
+        assert!(matches!(ApplyOutcome::decode(&store.apply(entry(11, 8900, t, b))), ApplyOutcome::Rejected(_)));
+        assert_eq!(store.metadata().used_node_ids.len(), RAFT_NODE_IDS_MAX_COUNT);
         let (t, b) = BrokerCommand::TopicDelete { proposed_at_ms: 1, topic: "T".into() }.encode().unwrap();
         store.apply(entry(4, 9000, t, b));
         assert_eq!(store.queue_offsets("T", 0), (0, 0));

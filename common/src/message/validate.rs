@@ -238,13 +238,20 @@ pub fn validate_stored_topic(topic: &str) -> Result<(), ValidationError> {
     Ok(())
 }
 
-/// Whether a ConsumeQueue directory can be made for `topic` at all: no NUL, and no `/`-separated part
-/// longer than [`TOPIC_STORE_NAME_MAX_BYTES`]. The apply path decides with it on every replica, so it
-/// is exactly the names every build failed to store (and stopped applying at): refusing them changes
-/// no log any replica ever applied, so re-applying an old log still builds the same queues. Names
-/// that are merely unwise (`/`, `..`) are refused where they come in ([`validate_stored_topic`]).
+/// Whether a ConsumeQueue directory of its own can be made for `topic`: not empty, `.`, `..` or
+/// absolute (joined to the store root, those name the root, its parent or another tree), no NUL,
+/// and no `/`-separated part longer than [`TOPIC_STORE_NAME_MAX_BYTES`]. The apply path decides with
+/// it on every replica, so it refuses only names no build ever stored: the first four never passed
+/// any door (every stored topic was a checked one or a `%RETRY%`/`%DLQ%` name), the last two made
+/// every build stop applying. Re-applying an old log therefore builds the same queues. Names that
+/// are merely unwise (a `/` inside) are refused where they come in ([`validate_stored_topic`]).
 pub fn is_storable_topic_dir(topic: &str) -> bool {
-    !topic.bytes().any(|b| b == 0) && topic.split('/').all(|part| part.len() <= TOPIC_STORE_NAME_MAX_BYTES)
+    !topic.is_empty()
+        && topic != "."
+        && topic != ".."
+        && !topic.starts_with('/')
+        && !topic.bytes().any(|b| b == 0)
+        && topic.split('/').all(|part| part.len() <= TOPIC_STORE_NAME_MAX_BYTES)
 }
 
 /// Checks a message before sending or storing (`Validators.checkMessage`): a sendable topic, a body of
@@ -369,11 +376,12 @@ mod tests {
         assert_eq!(validate_stored_topic(" "), Err(ValidationError::TopicBlank));
 
         let long = "t".repeat(256);
-        for unstorable in ["a\0b", long.as_str(), &format!("a/{long}"), &format!("%RETRY%{}", "g".repeat(249))] {
+        let over = format!("%RETRY%{}", "g".repeat(249));
+        for unstorable in ["", ".", "..", "/etc", "a\0b", long.as_str(), &format!("a/{long}"), &over] {
             assert!(!is_storable_topic_dir(unstorable), "{unstorable:?}");
         }
         // Stored by earlier builds, so still applied alike (the edges refuse them now).
-        for stored_before in ["T", "%RETRY%g", "a.b", "..", "a/b", &"t".repeat(255)] {
+        for stored_before in ["T", "%RETRY%g", "a.b", "...", "a/b", "%RETRY%a/../b", &"t".repeat(255)] {
             assert!(is_storable_topic_dir(stored_before), "{stored_before:?}");
         }
     }
