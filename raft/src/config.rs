@@ -34,7 +34,10 @@ pub const PAGE_CACHE_DROP_STEP_BYTES: u64 = 4 << 20;
 /// Byte budget of one AppendEntries batch read by `limited_get_log_entries` (databend: 2 MiB).
 pub const APPEND_ENTRIES_DEFAULT_BYTES: u64 = 2 << 20;
 /// Default largest snapshot sent in one InstallSnapshot; a larger one goes in chunks of this size.
-pub const SNAPSHOT_CHUNK_DEFAULT_BYTES: u64 = 4 << 20;
+/// As large as one frame carries: every snapshot an earlier build could send still goes whole, so a
+/// group upgraded one replica at a time keeps catching followers up; only the larger ones, which
+/// never reached anyone, go in chunks (which only this build reads).
+pub const SNAPSHOT_CHUNK_DEFAULT_BYTES: u64 = RAFT_ENTRY_MAX_BYTES as u64;
 /// Default count of pipelined AppendEntries awaiting replies on one replication stream.
 pub const APPEND_STREAM_INFLIGHT_DEFAULT_COUNT: u64 = 16;
 /// Default encoded bytes of pipelined AppendEntries awaiting replies on one stream.
@@ -88,7 +91,7 @@ pub struct RaftConfig {
     /// Recommended 1–4 MiB. Default 2 MiB.
     pub append_entries_max_bytes: u64,
     /// Largest snapshot sent whole; a larger one goes in chunks of this many bytes
-    /// (`network::snapshot_chunks`). Default 4 MiB; at most `RAFT_ENTRY_MAX_BYTES`. openraft's own
+    /// (`network::snapshot_chunks`). Default and most `RAFT_ENTRY_MAX_BYTES` (15 MiB). openraft's own
     /// `snapshot_max_chunk_size` is not used: its full-snapshot transport leaves chunking to us.
     pub snapshot_chunk_max_bytes: u64,
     /// Data segment size (`commitlog/` files). Default 1 GiB; a multiple of 4096.
