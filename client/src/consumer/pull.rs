@@ -41,7 +41,7 @@ use raftmq_common::limits as L;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
 use raftmq_common::message::trace::ConsumeReturnType;
-use raftmq_common::message::validate::validate_group;
+use raftmq_common::message::validate::validate_consumer_group;
 use raftmq_common::protocol::body::heartbeat::ConsumeType;
 use raftmq_common::protocol::body::heartbeat::ConsumerData;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
@@ -292,7 +292,8 @@ impl PullConsumerBuilder {
     /// Checks the options and builds the consumer (not started).
     pub fn build(self) -> Result<PullConsumer> {
         let invalid = |m: &str| ClientError::invalid_argument("buildPullConsumer", m.to_owned());
-        validate_group(&self.consumer_group).map_err(|e| invalid(&e.to_string()))?;
+        // A group its broker could not keep a %RETRY% topic for fails here, not at every pull.
+        validate_consumer_group(&self.consumer_group).map_err(|e| invalid(&e.to_string()))?;
         if self.subscriptions.is_empty() == self.assigned.is_empty() {
             return Err(invalid("either subscribe topics or assign queues, not both or neither"));
         }

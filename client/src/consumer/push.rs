@@ -52,7 +52,7 @@ use raftmq_common::message::properties;
 use raftmq_common::message::trace::ConsumeReturnType;
 use raftmq_common::message::trace::TraceContext;
 use raftmq_common::message::validate::retry_topic;
-use raftmq_common::message::validate::validate_group;
+use raftmq_common::message::validate::validate_consumer_group;
 use raftmq_common::protocol::acl::SessionCredentials;
 use raftmq_common::protocol::body::consume_directly::CmResult;
 use raftmq_common::protocol::body::consume_directly::ConsumeMessageDirectlyResult;
@@ -419,7 +419,8 @@ impl PushConsumerBuilder {
     /// Checks the options and builds the consumer (not started).
     pub fn build(self) -> Result<PushConsumer> {
         let invalid = |m: &str| ClientError::invalid_argument("buildPushConsumer", m.to_owned());
-        validate_group(&self.consumer_group).map_err(|e| invalid(&e.to_string()))?;
+        // A group its broker could not keep a %RETRY% topic for fails here, not at every pull.
+        validate_consumer_group(&self.consumer_group).map_err(|e| invalid(&e.to_string()))?;
         let listener = self.listener.clone().ok_or_else(|| invalid("messageListener is null"))?;
         if self.subscriptions.is_empty() {
             return Err(invalid("subscription is empty"));
