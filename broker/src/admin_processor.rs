@@ -316,20 +316,19 @@ pub async fn clone_group_offset(
         };
         let mut commits = Vec::new();
         for topic in topics {
-            if meta.topics.get(&topic).is_none() {
+            let Some(config) = meta.topics.get(&topic) else {
                 tracing::warn!(%topic, "cloneGroupOffset: no such topic here; skipped");
                 continue;
-            }
+            };
+            // Only queues the topic has now, as an offset commit would be refused for any other.
+            let queues = config.read_queue_nums.max(config.write_queue_nums);
             if !offline && matches!(ctx.clients.subscription(&h.src_group, &topic), Err(SubscriptionMissing::Topic)) {
                 tracing::warn!(group = %h.src_group, %topic, "cloneGroupOffset: the online group does not subscribe to the topic; skipped");
                 continue;
             }
             let Some(offsets) = meta.offsets.query_all(&topic, &h.src_group) else { continue };
-            commits.extend(offsets.iter().map(|(&queue_id, &offset)| OffsetCommit {
-                topic: topic.clone(),
-                group: h.dest_group.clone(),
-                queue_id,
-                offset,
+            commits.extend(offsets.iter().filter(|(q, _)| (0..queues).contains(*q)).map(|(&queue_id, &offset)| {
+                OffsetCommit { topic: topic.clone(), group: h.dest_group.clone(), queue_id, offset }
             }));
         }
         commits

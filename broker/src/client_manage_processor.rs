@@ -37,8 +37,6 @@ use raftmq_common::protocol::body::heartbeat::HeartbeatData;
 use raftmq_common::protocol::body::lock_batch::LockBatchRequestBody;
 use raftmq_common::protocol::body::lock_batch::LockBatchResponseBody;
 use raftmq_common::protocol::body::lock_batch::UnlockBatchRequestBody;
-use raftmq_common::protocol::body::topic::TopicConfig;
-use raftmq_common::protocol::body::topic::perm;
 use raftmq_common::protocol::header::admin::GetConsumerConnectionListRequestHeader;
 use raftmq_common::protocol::header::admin::GetConsumerRunningInfoRequestHeader;
 use raftmq_common::protocol::header::admin::GetProducerConnectionListRequestHeader;
@@ -64,6 +62,7 @@ use crate::pull_processor::is_sql92;
 use crate::pull_processor::sql_filter;
 use crate::query_processor::record_at;
 use crate::replica::WriteError;
+use crate::send_back::retry_topic_config;
 use crate::store::now_ms;
 
 fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
@@ -127,14 +126,16 @@ pub fn heart_beat(
     Ok(RemotingCommand::success())
 }
 
-/// `createTopicInSendMessageBackMethod` at heartbeat time: the group's `%RETRY%` topic, 1 queue.
+/// `createTopicInSendMessageBackMethod` at heartbeat time: the group's `%RETRY%` topic, with the
+/// group's `retryQueueNums` queues.
 fn ensure_retry_topic(ctx: &Arc<BrokerContext>, group: &str) {
     let topic = retry_topic(group);
     if ctx.store.metadata().topics.get(&topic).is_some() || ctx.replica.ready_term().is_none() {
         return;
     }
-    let config =
-        TopicConfig { read_queue_nums: 1, write_queue_nums: 1, perm: perm::READ_WRITE, ..TopicConfig::new(topic) };
+    // As Java's heartbeat: as many queues as the group retries on (clamped), one when it is new.
+    let queues = ctx.store.metadata().groups.get(group).map_or(1, |g| g.retry_queue_nums.max(1));
+    let config = retry_topic_config(group, queues, false);
     let ctx = Arc::clone(ctx);
     tokio::spawn(async move {
         let command = BrokerCommand::TopicUpsert { proposed_at_ms: now_ms() as i64, config };
@@ -411,20 +412,19 @@ pub async fn update_consumer_offset(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h: UpdateConsumerOffsetRequestHeader = header(request)?;
+    let broker_name = &ctx.config.broker_name;
+    // A follower answers with the leader hint first: its own tables may lag the topic's creation.
+    ctx.replica.check_writable().map_err(|e| e.to_response(broker_name))?;
     // Replicated with every other commit of its batch: a name the batch could not encode would
     // cost them all.
     validate_stored_topic(&h.topic).map_err(|e| refuse(e.response_code(), e.to_string()))?;
     validate_consumer_group(&h.consumer_group).map_err(|e| refuse(e.response_code(), e.to_string()))?;
-    // Only queues that exist (as RocketMQ 5 checks): every commit is replicated state that every
-    // replica keeps and every snapshot carries, so any other would let a client grow it at will.
+    // Only queues that exist: every commit is replicated state that every replica keeps and every
+    // snapshot carries, so any other would let a client grow it at will. RocketMQ 5 checks the
+    // topic (with this remark); the queue range is ours.
     let queues = match ctx.store.metadata().topics.get(&h.topic) {
         Some(c) => c.read_queue_nums.max(c.write_queue_nums),
-        None => {
-            return Err(refuse(
-                ResponseCode::TopicNotExist,
-                format!("topic[{}] not exist, apply first please!", h.topic),
-            ));
-        }
+        None => return Err(refuse(ResponseCode::TopicNotExist, format!("Topic {} not exist!", h.topic))),
     };
     if !(0..queues).contains(&h.queue_id) {
         return Err(refuse(
@@ -434,18 +434,12 @@ pub async fn update_consumer_offset(
     }
     let commit =
         OffsetCommit { topic: h.topic, group: h.consumer_group, queue_id: h.queue_id, offset: h.commit_offset };
-    let broker_name = &ctx.config.broker_name;
-    match ctx.replica.check_writable() {
-        Ok(_) if request.is_oneway() => {
-            ctx.offsets.commit_later(commit).map_err(|e| e.to_response(broker_name))?;
-            Ok(RemotingCommand::success())
-        }
-        Ok(_) => {
-            ctx.offsets.commit(commit).await.map_err(|e| e.to_response(broker_name))?;
-            Ok(RemotingCommand::success())
-        }
-        Err(e) => Err(e.to_response(broker_name)),
+    if request.is_oneway() {
+        ctx.offsets.commit_later(commit).map_err(|e| e.to_response(broker_name))?;
+    } else {
+        ctx.offsets.commit(commit).await.map_err(|e| e.to_response(broker_name))?;
     }
+    Ok(RemotingCommand::success())
 }
 
 /// Relays a request to the leader once (a relayed request is never relayed again: [`FLAG_RELAYED`]);

@@ -255,7 +255,9 @@ async fn send_back(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Rem
         SendBackTarget::DeadLetter => {
             (ensure_topic(ctx, dlq_topic_config(&h.group)).await?.topic_name, DLQ_QUEUE_NUM_COUNT)
         }
-        SendBackTarget::Retry { .. } => (retry.topic_name, group.retry_queue_nums),
+        // The topic's own queues, not the group's retryQueueNums: a topic made earlier (by a
+        // heartbeat, or clamped) may have fewer, and a unit past them no consumer would ever pull.
+        SendBackTarget::Retry { .. } => (retry.topic_name, retry.write_queue_nums),
     };
     // Java picks a random queue; the store clock is random enough and keeps this deterministic to test.
     let queue_id = store_timestamp.rem_euclid(i64::from(queues.max(1))) as i32;

@@ -525,10 +525,11 @@ impl MessageStore {
                 {
                     return ApplyOutcome::Rejected(format!("raft node id {id} was used before in this group"));
                 }
-                // The snapshot manifest holds at most RAFT_NODE_IDS_MAX_COUNT ids: one more would
-                // stop every replica's snapshots (and so its purges) for good.
+                // The snapshot manifest holds at most RAFT_NODE_IDS_MAX_COUNT ids: a new one past it
+                // would stop every replica's snapshots (and so its purges) for good. Recording the
+                // current members alone (a removal) is never refused: they are in use already.
                 let grown = members.iter().chain(new_id.iter()).filter(|id| !meta.used_node_ids.contains(id)).count();
-                if meta.used_node_ids.len() + grown > RAFT_NODE_IDS_MAX_COUNT {
+                if new_id.is_some() && meta.used_node_ids.len() + grown > RAFT_NODE_IDS_MAX_COUNT {
                     return ApplyOutcome::Rejected(format!(
                         "the group has used {} raft node ids; at most {RAFT_NODE_IDS_MAX_COUNT} are recorded",
                         meta.used_node_ids.len()

@@ -34,9 +34,10 @@ pub const PAGE_CACHE_DROP_STEP_BYTES: u64 = 4 << 20;
 /// Byte budget of one AppendEntries batch read by `limited_get_log_entries` (databend: 2 MiB).
 pub const APPEND_ENTRIES_DEFAULT_BYTES: u64 = 2 << 20;
 /// Default largest snapshot sent in one InstallSnapshot; a larger one goes in chunks of this size.
-/// As large as one frame carries: every snapshot an earlier build could send still goes whole, so a
-/// group upgraded one replica at a time keeps catching followers up; only the larger ones, which
-/// never reached anyone, go in chunks (which only this build reads).
+/// About what one frame carries: snapshots up to 15 MiB go whole, as earlier builds sent them, so a
+/// group upgraded one replica at a time keeps catching followers up. Earlier builds also sent whole
+/// the few between 15 MiB and the 16 MiB frame; those now go in chunks, which only this build reads
+/// (upgrade the follower first).
 pub const SNAPSHOT_CHUNK_DEFAULT_BYTES: u64 = RAFT_ENTRY_MAX_BYTES as u64;
 /// Default count of pipelined AppendEntries awaiting replies on one replication stream.
 pub const APPEND_STREAM_INFLIGHT_DEFAULT_COUNT: u64 = 16;
