@@ -172,9 +172,6 @@ pub fn plan<'a>(
     let mut next: Vec<(&'a str, i32, u64)> = Vec::new();
     for item in records(payload) {
         let (offset_in_payload, record) = item.map_err(Rejection::Malformed)?;
-        if !is_storable_topic_dir(record.topic) {
-            return Err(Rejection::UnsafeTopic(record.topic.chars().take(TOPIC_STORE_NAME_MAX_BYTES).collect()));
-        }
         let expected_phy = i64::try_from(payload_pos.saturating_add(offset_in_payload as u64)).unwrap_or(i64::MAX);
         if record.commit_log_offset != expected_phy {
             return Err(Rejection::PhysicalOffset {
@@ -212,6 +209,10 @@ fn decide<'a>(
     let index = match next.iter().position(|(t, q, _)| *t == topic && *q == queue_id) {
         Some(i) => i,
         None => {
+            // Once per queue of the entry, not per record: the name decides the unit's directory.
+            if !is_storable_topic_dir(topic) {
+                return Err(Rejection::UnsafeTopic(topic.chars().take(TOPIC_STORE_NAME_MAX_BYTES).collect()));
+            }
             next.push((topic, queue_id, queues.offsets(topic, queue_id).1));
             next.len() - 1
         }

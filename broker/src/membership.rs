@@ -223,8 +223,11 @@ pub async fn add_node(
         if let Some((other, _)) = members.iter().find(|(_, n)| n.data == remoting_addr || n.raft_addr == raft_addr) {
             return Err(MembershipError::Invalid(format!("node {other} already uses one of these addresses")));
         }
-        let used = ctx.store.metadata().used_node_ids.len();
-        if ctx.store.metadata().used_node_ids.contains(&id) {
+        let (used, reused) = {
+            let meta = ctx.store.metadata();
+            (meta.used_node_ids.len(), meta.used_node_ids.contains(&id))
+        };
+        if reused {
             return Err(MembershipError::IdReused(id));
         }
         // Ids are recorded for good (a reused id can split the group) and the snapshot holds at

@@ -155,6 +155,10 @@ fn has_illegal_chars(s: &str) -> bool {
 
 /// Checks a topic name: not blank, only `[%|a-zA-Z0-9_-]`, at most 127 chars.
 pub fn validate_topic(topic: &str) -> Result<(), ValidationError> {
+    validate_topic_at_most(topic, TOPIC_NAME_LENGTH_MAX_CHARS)
+}
+
+fn validate_topic_at_most(topic: &str, max: usize) -> Result<(), ValidationError> {
     if is_blank(topic) {
         return Err(ValidationError::TopicBlank);
     }
@@ -162,8 +166,8 @@ pub fn validate_topic(topic: &str) -> Result<(), ValidationError> {
         return Err(ValidationError::TopicIllegalChars(topic.to_owned()));
     }
     // ASCII only past this point, so bytes are chars.
-    if topic.len() > TOPIC_NAME_LENGTH_MAX_CHARS {
-        return Err(ValidationError::TopicTooLong { max: TOPIC_NAME_LENGTH_MAX_CHARS });
+    if topic.len() > max {
+        return Err(ValidationError::TopicTooLong { max });
     }
     Ok(())
 }
@@ -226,16 +230,7 @@ pub fn validate_consumer_group(group: &str) -> Result<(), ValidationError> {
 /// Checks a topic whose offsets or data the broker stores: not blank, only `[%|a-zA-Z0-9_-]`, at most
 /// [`TOPIC_STORE_NAME_MAX_BYTES`] (a consumer group's `%RETRY%`/`%DLQ%` topic may pass 127).
 pub fn validate_stored_topic(topic: &str) -> Result<(), ValidationError> {
-    if is_blank(topic) {
-        return Err(ValidationError::TopicBlank);
-    }
-    if has_illegal_chars(topic) {
-        return Err(ValidationError::TopicIllegalChars(topic.to_owned()));
-    }
-    if topic.len() > TOPIC_STORE_NAME_MAX_BYTES {
-        return Err(ValidationError::TopicTooLong { max: TOPIC_STORE_NAME_MAX_BYTES });
-    }
-    Ok(())
+    validate_topic_at_most(topic, TOPIC_STORE_NAME_MAX_BYTES)
 }
 
 /// Whether a ConsumeQueue directory of its own can be made for `topic`: not empty, `.`, `..` or

@@ -22,8 +22,6 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::MutexGuard;
 use std::sync::PoisonError;
-use std::sync::atomic::AtomicBool;
-use std::sync::atomic::Ordering as AtomicOrdering;
 
 use bytes::Bytes;
 
@@ -59,33 +57,6 @@ struct Inner {
     guard: Arc<VoteGuard>,
     /// The snapshot being received in chunks.
     chunks: Mutex<SnapshotAssembly>,
-    /// Whether `chunks` holds part of one: every RPC checks it, only a set flag takes the lock.
-    chunks_pending: AtomicBool,
-}
-
-/// The locked [`SnapshotAssembly`]; on drop it records whether a snapshot is in part held.
-struct ChunksGuard<'a> {
-    assembly: MutexGuard<'a, SnapshotAssembly>,
-    pending: &'a AtomicBool,
-}
-
-impl std::ops::Deref for ChunksGuard<'_> {
-    type Target = SnapshotAssembly;
-    fn deref(&self) -> &SnapshotAssembly {
-        &self.assembly
-    }
-}
-
-impl std::ops::DerefMut for ChunksGuard<'_> {
-    fn deref_mut(&mut self) -> &mut SnapshotAssembly {
-        &mut self.assembly
-    }
-}
-
-impl Drop for ChunksGuard<'_> {
-    fn drop(&mut self) {
-        self.pending.store(self.assembly.is_pending(), AtomicOrdering::Relaxed);
-    }
 }
 
 /// The service's clock: tokio's, so a simulation with paused time decides alike every run.
@@ -103,7 +74,6 @@ impl RaftService {
             streams: AppendStreams::default(),
             guard,
             chunks: Mutex::default(),
-            chunks_pending: AtomicBool::new(false),
         };
         Self { inner: Arc::new(inner) }
     }
@@ -113,8 +83,7 @@ impl RaftService {
         let guard = Arc::new(VoteGuard::open(id));
         let streams = AppendStreams::default();
         let chunks = Mutex::default();
-        let inner =
-            Inner { id, raft: Err(why), store: None, streams, guard, chunks, chunks_pending: AtomicBool::new(false) };
+        let inner = Inner { id, raft: Err(why), store: None, streams, guard, chunks };
         Self { inner: Arc::new(inner) }
     }
 
@@ -140,10 +109,9 @@ impl RaftService {
 
     async fn dispatch(&self, kind: RpcKind, body: &[u8]) -> Result<RaftReply, String> {
         let raft = self.inner.raft.as_ref().map_err(|why| format!("node {} refuses: {why}", self.inner.id))?;
-        // Any RPC (heartbeats come several times a second) frees a transfer its sender gave up on.
-        if self.inner.chunks_pending.load(AtomicOrdering::Relaxed) {
-            self.chunks().expire(now(), false);
-        }
+        // Any RPC (heartbeats come several times a second) frees a transfer its sender gave up on:
+        // an uncontended lock per RPC, not per message.
+        self.chunks().expire(now(), false);
         let req: RaftRequest = wire::decode(body).map_err(|e| e.to_string())?;
         if req.kind() != kind {
             return Err(format!("request {:?} sent as {kind:?}", req.kind()));
@@ -218,12 +186,9 @@ impl RaftService {
 }
 
 impl RaftService {
-    /// The snapshot being received in chunks; [`ChunksGuard`] keeps `chunks_pending` in step.
-    fn chunks(&self) -> ChunksGuard<'_> {
-        ChunksGuard {
-            assembly: self.inner.chunks.lock().unwrap_or_else(PoisonError::into_inner),
-            pending: &self.inner.chunks_pending,
-        }
+    /// The snapshot being received in chunks.
+    fn chunks(&self) -> MutexGuard<'_, SnapshotAssembly> {
+        self.inner.chunks.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Checks a whole received snapshot ([`check_snapshot`]) and hands it to openraft.
