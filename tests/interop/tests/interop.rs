@@ -1154,3 +1154,126 @@ async fn t7_message_trace_between_their_client_and_ours() -> Result<()> {
     group.shutdown().await;
     Ok(())
 }
+
+/// What t8's orderly listener saw of one message: body, queue, when.
+type Arrival = (Vec<u8>, i32, Instant);
+
+/// Their producer's ordered sends (a queue chosen per order id), a batch and a delayed message,
+/// consumed by their orderly push consumer (LOCK_BATCH_MQ, one queue at a time): every order's
+/// steps arrive in the order sent, on the queue they were sent to; the batch arrives whole; the
+/// delayed message not before its level-1 delay (1 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t8_their_ordered_batch_and_delayed_sends_to_their_orderly_consumer() -> Result<()> {
+    use rocketmq_client_rust::ConsumeOrderlyContext;
+    use rocketmq_client_rust::ConsumeOrderlyStatus;
+    use rocketmq_model::common::message::message_queue::MessageQueue;
+
+    const TOPIC: &str = "InteropT8";
+    const ORDERS: usize = 4;
+    const STEPS: usize = 10;
+    const BATCH: usize = 5;
+    let group = cluster_with_topic("t8", TOPIC).await?;
+    let rt = TheirRuntime::new("t8")?;
+    let mut producer = their_producer(&rt, &group.namesrv_addr, "interop_t8_producer").await?;
+
+    let message = |body: String| TheirMessage::builder().topic(TOPIC).tags("TagO").body(body.into_bytes());
+    // Order k's steps all go to queue k % queues, interleaved with the other orders'.
+    let mut queue_of_order = BTreeMap::new();
+    for step in 0..STEPS {
+        for order in 0..ORDERS {
+            let select = |mqs: &[MessageQueue], _: &TheirMessage, order: &usize| mqs.get(order % mqs.len()).cloned();
+            let result = producer
+                .send_with_selector_timeout(
+                    message(format!("order-{order}-step-{step}")).build_unchecked(),
+                    select,
+                    order,
+                    SEND_TIMEOUT_MS,
+                )
+                .await
+                .map_err(|e| anyhow!("their ordered send {order}/{step}: {e}"))?
+                .with_context(|| format!("their ordered send {order}/{step}: no SendResult"))?;
+            ensure!(result.send_status == SendStatus::SendOk, "ordered send {order}/{step}: {:?}", result.send_status);
+            let queue_id = result.message_queue.as_ref().map(|q| q.queue_id()).context("no queue in SendResult")?;
+            let first = *queue_of_order.entry(order).or_insert(queue_id);
+            ensure!(first == queue_id, "order {order} went to queue {first}, then to {queue_id}");
+        }
+    }
+    let batch: Vec<TheirMessage> = (0..BATCH).map(|i| message(format!("batch-{i}")).build_unchecked()).collect();
+    let result =
+        producer.send_batch_with_timeout(batch, SEND_TIMEOUT_MS).await.map_err(|e| anyhow!("their batch: {e}"))?;
+    ensure!(result.send_status == SendStatus::SendOk, "their batch: {:?}", result.send_status);
+    let delayed_sent_at = Instant::now();
+    let result = producer
+        .send_with_timeout(message("delayed".to_owned()).delay_level(1).build_unchecked(), SEND_TIMEOUT_MS)
+        .await
+        .map_err(|e| anyhow!("their delayed send: {e}"))?
+        .context("their delayed send: no SendResult")?;
+    ensure!(result.send_status == SendStatus::SendOk, "their delayed send: {:?}", result.send_status);
+
+    let (tx, mut rx) = mpsc::unbounded_channel::<Arrival>();
+    let mut consumer = DefaultMQPushConsumer::builder(rt.client.clone())
+        .consumer_group("interop_t8_consumer".to_owned())
+        .name_server_addr(group.namesrv_addr.clone())
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .build();
+    consumer.subscribe(TOPIC, "*").await.map_err(|e| anyhow!("their subscribe: {e}"))?;
+    consumer.register_message_listener_orderly(move |msgs: &[&TheirMessageExt], _ctx: &mut ConsumeOrderlyContext| {
+        for msg in msgs {
+            let body = msg.body().map(|b| b.to_vec()).unwrap_or_default();
+            let _ = tx.send((body, msg.queue_id(), Instant::now()));
+        }
+        Ok(ConsumeOrderlyStatus::Success)
+    });
+    consumer.start().await.map_err(|e| anyhow!("their orderly push consumer start: {e}"))?;
+
+    let outcome = async {
+        let total = ORDERS * STEPS + BATCH + 1;
+        let deadline = Instant::now() + WAIT;
+        let mut next_step = [0usize; ORDERS];
+        let mut seen: BTreeSet<Vec<u8>> = BTreeSet::new();
+        let mut duplicates = 0usize;
+        while seen.len() < total {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let Ok(Some((body, queue_id, at))) = tokio::time::timeout(remaining, rx.recv()).await else {
+                bail!("[t8] {} of {total} messages consumed within {WAIT:?}", seen.len());
+            };
+            let text = lossy(&body);
+            if !seen.insert(body) {
+                duplicates += 1;
+                continue;
+            }
+            if let Some(rest) = text.strip_prefix("order-") {
+                let (order, step) = rest.split_once("-step-").context("order body")?;
+                let (order, step): (usize, usize) = (order.parse()?, step.parse()?);
+                ensure!(
+                    step == next_step[order],
+                    "[t8] order {order}: step {step} consumed before step {}",
+                    next_step[order]
+                );
+                next_step[order] += 1;
+                ensure!(
+                    queue_of_order.get(&order) == Some(&queue_id),
+                    "[t8] order {order} consumed from queue {queue_id}"
+                );
+            } else if text == "delayed" {
+                let waited = at.duration_since(delayed_sent_at);
+                ensure!(
+                    waited >= Duration::from_millis(800),
+                    "[t8] a level-1 delayed message arrived after {waited:?}"
+                );
+            } else {
+                ensure!(text.starts_with("batch-"), "[t8] unexpected body {text:?}");
+            }
+        }
+        println!("[t8] {total} messages consumed, every order in sequence ({duplicates} redelivered duplicates)");
+        Ok(())
+    }
+    .await;
+
+    consumer.shutdown().await;
+    producer.shutdown().await;
+    rt.shutdown().await;
+    print_refused("t8");
+    group.shutdown().await;
+    outcome
+}
