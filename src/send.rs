@@ -40,6 +40,15 @@ pub struct SendArgs {
     #[arg(long = "property", value_parser = parse_property)]
     property: Vec<(String, String)>,
 
+    /// Deliver after RocketMQ delay level N (`messageDelayLevel`: 1 = 1 s, 2 = 5 s, … 18 = 2 h).
+    #[arg(long = "delayLevel", value_parser = clap::value_parser!(i32).range(1..), conflicts_with = "delay_ms")]
+    delay_level: Option<i32>,
+
+    /// Deliver this many milliseconds after it is stored (a RocketMQ 5 timer message, up to the
+    /// broker's `timerMaxDelaySec`).
+    #[arg(long = "delayMs")]
+    delay_ms: Option<u64>,
+
     /// How many copies to send, one after another.
     #[arg(long = "count", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     count: u64,
@@ -99,6 +108,12 @@ pub async fn run(args: SendArgs) -> Result<()> {
         }
         if let Some(key) = &args.key {
             msg.set_keys(key.as_str());
+        }
+        if let Some(level) = args.delay_level {
+            msg.set_delay_time_level(level);
+        }
+        if let Some(ms) = args.delay_ms {
+            msg.set_delay_ms(ms);
         }
         for (name, value) in &args.property {
             msg.put_user_property(name.as_str(), value.as_str()).with_context(|| format!("property {name}={value}"))?;

@@ -43,6 +43,27 @@ async fn send_prints_status_msg_id_queue_and_offset_per_message() -> Result<()> 
     Ok(())
 }
 
+/// `--delayLevel` sends RocketMQ's DELAY property, `--delayMs` a 5.x timer (TIMER_DELAY_MS); one
+/// message cannot ask for both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_delay_flags_set_the_delay_properties() -> Result<()> {
+    let cluster = Cluster::start().await?;
+    cluster.raftmq(&["send", "-t", TOPIC, "--delayLevel", "3", "later"]).await?.ok()?;
+    cluster.raftmq(&["send", "-t", TOPIC, "--delayMs", "90000", "much later"]).await?.ok()?;
+    let sends = cluster.leader.requests_of(RequestCode::SendMessageV2);
+    assert_eq!(sends.len(), 2);
+    let props: Vec<String> = sends
+        .iter()
+        .map(|r| SendMessageRequestHeader::read_request(r).map(|h| h.properties.unwrap_or_default()))
+        .collect::<Result<_, _>>()?;
+    assert!(props[0].contains("DELAY\u{1}3") && !props[0].contains("TIMER_"), "{:?}", props[0]);
+    assert!(props[1].contains("TIMER_DELAY_MS\u{1}90000") && !props[1].contains("DELAY\u{1}"), "{:?}", props[1]);
+    let both = cluster.raftmq(&["send", "-t", TOPIC, "--delayLevel", "3", "--delayMs", "5", "x"]).await?;
+    assert!(!both.success && both.stderr.contains("cannot be used with"), "{}", both.stderr);
+    cluster.shutdown().await;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn send_to_an_unknown_topic_fails_with_a_reason() -> Result<()> {
     let cluster = Cluster::start().await?;

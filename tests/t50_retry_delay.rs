@@ -10,6 +10,10 @@
 //!   queue with DELAY cleared; an ordinary send of the same batch arrives at once.
 //! - t53: twenty delayed messages of 1 MiB coming due together are delivered in bounded entries, and
 //!   the group keeps committing.
+//! - t54: timer messages (5.x: `TIMER_DELAY_MS`, `TIMER_DELAY_SEC`, `TIMER_DELIVER_MS`) hop
+//!   through the levels and are consumed no earlier than their time, in their own topic and queue
+//!   with `TIMER_OUT_MS` set; a timer past `timerMaxDelaySec` or in a
+//!   batch is refused MESSAGE_ILLEGAL.
 //! - t52: delayed messages pending while the leader is killed are delivered by the new leader; the
 //!   old leader's replicated progress is where the new one continues (duplicates are allowed, counted).
 
@@ -431,6 +435,78 @@ async fn t52_pending_delayed_messages_survive_a_leader_crash() -> Result<()> {
     );
     wait_level_progress(&cluster, 1, late.len() as i64).await?;
 
+    reader.shutdown().await;
+    producer.shutdown().await;
+    cluster.crash_all().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t54_timer_messages_hop_through_the_levels_to_their_time() -> Result<()> {
+    let cluster = Cluster::start(3).await?;
+    let topic = "T54Timer";
+    cluster.create_topic(topic, 4).await?;
+    let log = Log::new();
+    let reader = recording(consumer(&cluster, "g54", topic), &log).await?;
+    let producer = producer(&cluster, "p54").await?;
+    // (body, delay asked for in ms, send start, queue the send went to). 2.5 s takes two 1 s hops;
+    // 6 s one of 5 s and one of 1 s; an absolute time 1.2 s ahead one hop.
+    let mut sent = Vec::new();
+    for (body, delay_ms) in [("ms-2500", 2_500i64), ("sec-6", 6_000), ("at-1200", 1_200), ("now", 0)] {
+        let mut m = Message::new(topic, body.as_bytes().to_vec()).with_tags("TagT");
+        let at = wall_ms();
+        match body {
+            "ms-2500" => m.set_delay_ms(2_500),
+            "sec-6" => {
+                m.properties.insert(properties::TIMER_DELAY_SEC, "6");
+            }
+            "at-1200" => m.set_deliver_time_ms(at + 1_200),
+            _ => {}
+        }
+        let result = producer.send(m).await?;
+        sent.push((body.to_owned(), delay_ms, at, result.message_queue.queue_id));
+    }
+    let all: Vec<String> = sent.iter().map(|s| s.0.clone()).collect();
+    log.wait_bodies(&all).await?;
+    let got = log.by_body();
+    for (body, delay_ms, sent_at, queue_id) in &sent {
+        let first = &got[body][0];
+        let waited = first.at_ms - sent_at;
+        ensure!(waited >= *delay_ms, "{body} (asked {delay_ms} ms) consumed after {waited} ms");
+        let m = &first.msg;
+        ensure!(
+            m.message.topic == topic && m.queue_id == *queue_id,
+            "{body} arrived in {}:{}",
+            m.message.topic,
+            m.queue_id
+        );
+        ensure!(m.message.delay_time_level() == 0, "{body} still carries DELAY");
+        ensure!(m.message.tags() == Some("TagT"), "{body} lost its tag");
+        for key in [properties::TIMER_DELAY_MS, properties::TIMER_DELAY_SEC, properties::TIMER_DELIVER_MS] {
+            ensure!(m.message.property(key).is_none(), "{body} still carries {key}");
+        }
+        if *delay_ms > 0 {
+            let out: i64 = m.message.property(properties::TIMER_OUT_MS).context("TIMER_OUT_MS")?.parse()?;
+            ensure!((out - (sent_at + delay_ms)).abs() < 2_000, "{body}: TIMER_OUT_MS {out}, sent at {sent_at}");
+        } else {
+            ensure!(m.message.property(properties::TIMER_OUT_MS).is_none(), "{body}: a plain send got TIMER_OUT_MS");
+        }
+        println!("{body}: asked {delay_ms} ms, consumed after {waited} ms");
+    }
+
+    // Past timerMaxDelaySec (3 days), and in a batch: refused with Java's code, nothing stored.
+    let mut far = Message::new(topic, b"far".to_vec());
+    far.properties.insert(properties::TIMER_DELAY_SEC, "259201");
+    let refused = producer.send(far).await.err().context("a timer past timerMaxDelaySec was stored")?;
+    ensure!(refused.response_code() == Some(ResponseCode::MessageIllegal), "{refused}");
+    ensure!(refused.to_string().contains("max delay 259200000ms"), "{refused}");
+    let mut timed = Message::new(topic, b"batched".to_vec());
+    timed.set_delay_ms(2_000);
+    let refused = producer
+        .send_batch(vec![timed, Message::new(topic, b"plain".to_vec())])
+        .await
+        .err()
+        .context("a batch with a timer message was stored")?;
+    ensure!(refused.response_code() == Some(ResponseCode::MessageIllegal), "{refused}");
     reader.shutdown().await;
     producer.shutdown().await;
     cluster.crash_all().await

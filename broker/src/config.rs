@@ -77,6 +77,10 @@ pub const MAPPED_FILE_SIZE_CONSUME_QUEUE_DEFAULT_BYTES: u64 = 300_000 * CQ_STORE
 pub const MAX_MESSAGE_SIZE_DEFAULT_BYTES: u32 = 4 * 1024 * 1024;
 /// RocketMQ's delay levels (`messageDelayLevel`).
 pub const MESSAGE_DELAY_LEVEL_DEFAULT: &str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
+/// `timerMaxDelaySec`: 3 days, as RocketMQ 5.
+pub const TIMER_MAX_DELAY_DEFAULT_SECS: u64 = 3 * 24 * 3600;
+/// The longest `timerMaxDelaySec` accepted: 10 years, so a delivery time in ms never overflows.
+pub const TIMER_MAX_DELAY_MAX_SECS: u64 = 10 * 366 * 24 * 3600;
 
 /// One member of the broker's Raft group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -190,6 +194,8 @@ pub struct BrokerConfig {
     pub max_index_num: u32,
     /// Delay levels, space separated (`1s 5s ... 2h`).
     pub message_delay_level: String,
+    /// Longest delay a timer message may ask for, in seconds (`timerMaxDelaySec`, default 3 days).
+    pub timer_max_delay_sec: u64,
     /// A half message younger than this is not checked back (`transactionTimeOut`, default 6 s).
     #[serde(with = "raftmq_common::config_duration")]
     pub transaction_time_out: Duration,
@@ -303,6 +309,7 @@ impl Default for BrokerConfig {
             max_hash_slot_num: INDEX_SLOT_DEFAULT_COUNT,
             max_index_num: INDEX_ENTRY_DEFAULT_COUNT,
             message_delay_level: MESSAGE_DELAY_LEVEL_DEFAULT.to_owned(),
+            timer_max_delay_sec: TIMER_MAX_DELAY_DEFAULT_SECS,
             transaction_time_out: Duration::from_secs(6),
             transaction_check_max: 15,
             transaction_check_interval: Duration::from_secs(60),
@@ -719,6 +726,9 @@ impl BrokerConfig {
         }
         self.delete_when_hours()?;
         self.message_delay_levels_ms()?;
+        if self.timer_max_delay_sec == 0 || self.timer_max_delay_sec > TIMER_MAX_DELAY_MAX_SECS {
+            return Err(invalid(format!("timerMaxDelaySec must be 1..={TIMER_MAX_DELAY_MAX_SECS}")));
+        }
         Ok(())
     }
 

@@ -24,6 +24,7 @@
 //! - [`offset_reset`]: a group's offsets moved to a time, committed and pushed to its consumers.
 //! - [`retention`]: fileReservedTime / deleteWhen / disk watermarks, purge through Raft, the snapshot manifest.
 //! - [`schedule`]: delayed messages (`SCHEDULE_TOPIC_XXXX`) re-proposed by the leader when due.
+//! - [`timer`]: timer messages (5.x arbitrary delays) hopping through the delay levels.
 //! - [`transaction`]: transactional half messages, END_TRANSACTION and the check-back service.
 //! - [`client_manager`]: connected producers/consumers, subscriptions, queue locks.
 //! - [`acl`]: the plain ACL (`aclEnable`, `plain_acl.yml`) every request is checked against.
@@ -62,6 +63,7 @@ pub mod offset_reset;
 pub mod replica;
 pub mod retention;
 pub mod schedule;
+pub mod timer;
 // END_TRANSACTION's handlers return `Result<response, refusal>`, as the processors below do.
 #[allow(clippy::result_large_err)]
 pub mod transaction;

@@ -8,7 +8,8 @@
 //! apply ─▶ dispatch: CQ unit tags code = storeTimestamp + delay(n)        (crate::dispatch)
 //! ready leader, every round, per level:
 //!   units from the level's progress ─▶ decide_due (pure) ─▶ due prefix ─▶ CommitLog read
-//!   ─▶ restore_real (topic, queue, DELAY cleared) ─▶ group commit (per level and round one request
+//!   ─▶ restore_real (topic, queue, DELAY cleared), or for a timer message not yet due its next
+//!      hop (crate::timer: `rescheduled` into a shorter level) ─▶ group commit (per level and round one request
 //!      of at most a group-commit entry's bytes, `units_within`; the rest come back at once)
 //!   ─▶ progress ▲ in memory ─▶ DELAY_PROGRESS entry (tag 7, every advanced level at once)
 //! apply of DELAY_PROGRESS ─▶ DelayOffsetTable on every replica (a level never moves back)
@@ -60,6 +61,7 @@ use crate::processor::BrokerContext;
 use crate::query_processor::record_at;
 use crate::queue_offset::has_queue_offset;
 use crate::store::now_ms;
+use crate::timer;
 
 /// Replicated delivery progress per `SCHEDULE_TOPIC_XXXX` queue (RocketMQ's `delayOffset.json`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -143,6 +145,33 @@ pub fn restore_real(
     Ok(MessageExt {
         message,
         queue_id,
+        sys_flag: scheduled.sys_flag,
+        born_timestamp: scheduled.born_timestamp,
+        born_host: scheduled.born_host,
+        store_timestamp,
+        store_host,
+        reconsume_times: scheduled.reconsume_times,
+        prepared_transaction_offset: scheduled.prepared_transaction_offset,
+        ..MessageExt::default()
+    })
+}
+
+/// A timer message's next hop ([`crate::timer`]): the scheduled message stored again in `level`'s
+/// queue, now by `store_host`, its real topic and queue still in its properties.
+pub fn rescheduled(
+    scheduled: &MessageExt,
+    level: i32,
+    store_host: std::net::SocketAddr,
+    store_timestamp: i64,
+) -> Result<MessageExt, RestoreError> {
+    real_queue(&scheduled.message.properties)?;
+    let mut message = scheduled.message.clone();
+    message.topic = RMQ_SYS_SCHEDULE_TOPIC.into();
+    message.set_delay_time_level(level);
+    message.set_wait_store_msg_ok(false);
+    Ok(MessageExt {
+        message,
+        queue_id: level - 1,
         sys_flag: scheduled.sys_flag,
         born_timestamp: scheduled.born_timestamp,
         born_host: scheduled.born_host,
@@ -364,7 +393,12 @@ fn build_request(ctx: &BrokerContext, due: &[CqUnit]) -> SendRequest {
                 continue;
             }
         };
-        let real = match restore_real(&scheduled, ctx.store_host, now) {
+        let hop = timer::next_hop(&scheduled.message.properties, now, ctx.store.delay_levels_ms());
+        let real = match hop {
+            Some(level) => rescheduled(&scheduled, level, ctx.store_host, now),
+            None => restore_real(&scheduled, ctx.store_host, now),
+        };
+        let real = match real {
             Ok(m) => m,
             Err(e) => {
                 warn!(phy_offset = unit.phy_offset, error = %e, "scheduled message not deliverable; skipped");

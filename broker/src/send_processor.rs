@@ -5,8 +5,8 @@
 //! header (V1 | V2) ─▶ broker perm ─▶ topic name ─▶ body / batch rules ─▶ writable? (leader, ready)
 //!   ─▶ topic exists | auto-create from TBW102 (replicated upsert) ─▶ queue id
 //!   ─▶ %RETRY% with reconsumeTimes ≥ max: %DLQ% instead (crate::send_back) ─▶ records encoded
-//!   (born host, store host, store timestamp, CLUSTER; DELAY > 0: SCHEDULE_TOPIC_XXXX, crate::schedule;
-//!   TRAN_MSG: the half queue, crate::transaction)
+//!   (born host, store host, store timestamp, CLUSTER; a timer: TIMER_OUT_MS and a level, crate::timer;
+//!   DELAY > 0: SCHEDULE_TOPIC_XXXX, crate::schedule; TRAN_MSG: the half queue, crate::transaction)
 //!   ─▶ group commit ─▶ SEND_OK after commit + apply
 //! ```
 //!
@@ -50,6 +50,8 @@ use crate::schedule::redirect_delayed;
 use crate::send_back::dead_letter_of_retry_send;
 use crate::send_back::ensure_topic;
 use crate::store::now_ms;
+use crate::timer::has_timer;
+use crate::timer::redirect_timer;
 use crate::topic_config::AutoCreate;
 use crate::topic_config::SendTopic;
 use crate::topic_config::check_send_queue_id;
@@ -107,6 +109,9 @@ fn messages_of(
         m.properties = merge_batch_properties(&m.properties, &header_properties);
         if m.delay_time_level() > 0 {
             return Err(refuse(ResponseCode::MessageIllegal, "TimeDelayLevel is not supported for batching"));
+        }
+        if has_timer(&m.properties) {
+            return Err(refuse(ResponseCode::MessageIllegal, "timer messages are not supported for batching"));
         }
     }
     Ok(entries)
@@ -246,7 +251,8 @@ fn encode(
     let mut out = BytesMut::new();
     let mut slots = Vec::with_capacity(messages.len());
     let born_host = canonical_addr(peer);
-    let delay_levels = ctx.store.delay_levels_ms().len();
+    let levels_ms = ctx.store.delay_levels_ms();
+    let timer_max_delay_ms = ctx.config.timer_max_delay_sec.saturating_mul(1000);
     for mut message in messages {
         message.properties.insert(properties::CLUSTER, ctx.config.broker_cluster_name.as_str());
         if message.topic != target.topic {
@@ -269,7 +275,11 @@ fn encode(
         if target.half {
             redirect_half(&mut record);
         } else {
-            redirect_delayed(&mut record, delay_levels);
+            if !target.dead_letter {
+                redirect_timer(&mut record, store_timestamp, levels_ms, timer_max_delay_ms)
+                    .map_err(|e| refuse(ResponseCode::MessageIllegal, e.to_string()))?;
+            }
+            redirect_delayed(&mut record, levels_ms.len());
         }
         let at = out.len();
         encode_record_into(&record, &mut out).map_err(|e| refuse(ResponseCode::MessageIllegal, e.to_string()))?;

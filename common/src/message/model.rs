@@ -137,6 +137,17 @@ impl Message {
         self.properties.insert(properties::DELAY, level.to_string());
     }
 
+    /// Asks for delivery `delay_ms` after the message is stored: a timer message (RocketMQ 5's
+    /// `TIMER_DELAY_MS`), any delay up to the broker's `timerMaxDelaySec`, not a fixed level.
+    pub fn set_delay_ms(&mut self, delay_ms: u64) {
+        self.properties.insert(properties::TIMER_DELAY_MS, delay_ms.to_string());
+    }
+
+    /// Asks for delivery at `deliver_ms`, ms since the epoch (RocketMQ 5's `TIMER_DELIVER_MS`).
+    pub fn set_deliver_time_ms(&mut self, deliver_ms: i64) {
+        self.properties.insert(properties::TIMER_DELIVER_MS, deliver_ms.to_string());
+    }
+
     /// waitStoreMsgOK: absent is true; otherwise Java `Boolean.parseBoolean` (only "true", any case).
     pub fn wait_store_msg_ok(&self) -> bool {
         self.properties.get(properties::WAIT).is_none_or(|v| v.eq_ignore_ascii_case("true"))

@@ -108,6 +108,15 @@ pub const INNER_MULTI_QUEUE_OFFSET: &str = "INNER_MULTI_QUEUE_OFFSET";
 /// Ordering key of a FIFO message (5.x `PROPERTY_SHARDING_KEY`; not in 4.9.8).
 pub const SHARDING_KEY: &str = "__SHARDINGKEY";
 
+/// Timer message (5.x): deliver this many seconds after it is stored.
+pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
+/// Timer message (5.x): deliver this many milliseconds after it is stored.
+pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
+/// Timer message (5.x): deliver at this time, ms since the epoch.
+pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
+/// The delivery time the broker settled on for a timer message, ms since the epoch.
+pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
+
 /// Keys a user may not set through `putUserProperty` (`MessageConst.STRING_HASH_SET`, 4.9.8).
 pub const RESERVED_KEYS: &[&str] = &[
     TRACE_ON,

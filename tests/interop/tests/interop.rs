@@ -1158,10 +1158,11 @@ async fn t7_message_trace_between_their_client_and_ours() -> Result<()> {
 /// What t8's orderly listener saw of one message: body, queue, when.
 type Arrival = (Vec<u8>, i32, Instant);
 
-/// Their producer's ordered sends (a queue chosen per order id), a batch and a delayed message,
-/// consumed by their orderly push consumer (LOCK_BATCH_MQ, one queue at a time): every order's
-/// steps arrive in the order sent, on the queue they were sent to; the batch arrives whole; the
-/// delayed message not before its level-1 delay (1 s).
+/// Their producer's ordered sends (a queue chosen per order id), a batch, a delayed message and a
+/// timer message, consumed by their orderly push consumer (LOCK_BATCH_MQ, one queue at a time):
+/// every order's steps arrive in the order sent, on the queue they were sent to; the batch arrives
+/// whole; the delayed message not before its level-1 delay (1 s), the timer message not before its
+/// 2 s (`delay_secs`, 5.x's TIMER_DELAY_SEC).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn t8_their_ordered_batch_and_delayed_sends_to_their_orderly_consumer() -> Result<()> {
     use rocketmq_client_rust::ConsumeOrderlyContext;
@@ -1209,6 +1210,14 @@ async fn t8_their_ordered_batch_and_delayed_sends_to_their_orderly_consumer() ->
         .map_err(|e| anyhow!("their delayed send: {e}"))?
         .context("their delayed send: no SendResult")?;
     ensure!(result.send_status == SendStatus::SendOk, "their delayed send: {:?}", result.send_status);
+    // RocketMQ 5's timer message: any delay, here 2 s (TIMER_DELAY_SEC).
+    let timer_sent_at = Instant::now();
+    let result = producer
+        .send_with_timeout(message("timer".to_owned()).delay_secs(2).build_unchecked(), SEND_TIMEOUT_MS)
+        .await
+        .map_err(|e| anyhow!("their timer send: {e}"))?
+        .context("their timer send: no SendResult")?;
+    ensure!(result.send_status == SendStatus::SendOk, "their timer send: {:?}", result.send_status);
 
     let (tx, mut rx) = mpsc::unbounded_channel::<Arrival>();
     let mut consumer = DefaultMQPushConsumer::builder(rt.client.clone())
@@ -1227,7 +1236,7 @@ async fn t8_their_ordered_batch_and_delayed_sends_to_their_orderly_consumer() ->
     consumer.start().await.map_err(|e| anyhow!("their orderly push consumer start: {e}"))?;
 
     let outcome = async {
-        let total = ORDERS * STEPS + BATCH + 1;
+        let total = ORDERS * STEPS + BATCH + 2;
         let deadline = Instant::now() + WAIT;
         let mut next_step = [0usize; ORDERS];
         let mut seen: BTreeSet<Vec<u8>> = BTreeSet::new();
@@ -1261,6 +1270,9 @@ async fn t8_their_ordered_batch_and_delayed_sends_to_their_orderly_consumer() ->
                     waited >= Duration::from_millis(800),
                     "[t8] a level-1 delayed message arrived after {waited:?}"
                 );
+            } else if text == "timer" {
+                let waited = at.duration_since(timer_sent_at);
+                ensure!(waited >= Duration::from_millis(1_800), "[t8] a 2 s timer message arrived after {waited:?}");
             } else {
                 ensure!(text.starts_with("batch-"), "[t8] unexpected body {text:?}");
             }
