@@ -31,8 +31,11 @@ use anyhow::Context;
 use anyhow::Result;
 use anyhow::bail;
 use anyhow::ensure;
+use raftmq_client::LocalTransactionState;
 use raftmq_client::Producer;
 use raftmq_client::PushConsumer;
+use raftmq_client::TransactionListener;
+use raftmq_client::TransactionProducer;
 use raftmq_client::consumer::ConsumeConcurrentlyContext;
 use raftmq_client::consumer::ConsumeConcurrentlyStatus;
 use raftmq_client::consumer::ConsumeFrom;
@@ -448,10 +451,14 @@ async fn t54_timer_messages_hop_through_the_levels_to_their_time() -> Result<()>
     let log = Log::new();
     let reader = recording(consumer(&cluster, "g54", topic), &log).await?;
     let producer = producer(&cluster, "p54").await?;
-    // (body, delay asked for in ms, send start, queue the send went to). 2.5 s takes two 1 s hops;
-    // 6 s one of 5 s and one of 1 s; an absolute time 1.2 s ahead one hop.
+    // (body, delay asked for in ms, send start, queue the send went to). 2.5 s takes two 1 s hops
+    // and a third (it is then late by less than 1 s); 6 s one of 5 s and one of 1 s; an absolute
+    // time 1.2 s ahead two of 1 s; a time already past none. "level-1" takes delay level 1 and
+    // carries a time of its own, far away, that must not steer it.
     let mut sent = Vec::new();
-    for (body, delay_ms) in [("ms-2500", 2_500i64), ("sec-6", 6_000), ("at-1200", 1_200), ("now", 0)] {
+    for (body, delay_ms) in
+        [("ms-2500", 2_500i64), ("sec-6", 6_000), ("at-1200", 1_200), ("past", 0), ("level-1", LEVEL_1_MS)]
+    {
         let mut m = Message::new(topic, body.as_bytes().to_vec()).with_tags("TagT");
         let at = wall_ms();
         match body {
@@ -460,7 +467,11 @@ async fn t54_timer_messages_hop_through_the_levels_to_their_time() -> Result<()>
                 m.properties.insert(properties::TIMER_DELAY_SEC, "6");
             }
             "at-1200" => m.set_deliver_time_ms(at + 1_200),
-            _ => {}
+            "past" => m.set_deliver_time_ms(at - 60_000),
+            _ => {
+                m.set_delay_time_level(1);
+                m.properties.insert(properties::TIMER_OUT_MS, i64::MAX.to_string());
+            }
         }
         let result = producer.send(m).await?;
         sent.push((body.to_owned(), delay_ms, at, result.message_queue.queue_id));
@@ -481,24 +492,27 @@ async fn t54_timer_messages_hop_through_the_levels_to_their_time() -> Result<()>
         );
         ensure!(m.message.delay_time_level() == 0, "{body} still carries DELAY");
         ensure!(m.message.tags() == Some("TagT"), "{body} lost its tag");
-        for key in [properties::TIMER_DELAY_MS, properties::TIMER_DELAY_SEC, properties::TIMER_DELIVER_MS] {
-            ensure!(m.message.property(key).is_none(), "{body} still carries {key}");
-        }
-        if *delay_ms > 0 {
-            let out: i64 = m.message.property(properties::TIMER_OUT_MS).context("TIMER_OUT_MS")?.parse()?;
-            ensure!((out - (sent_at + delay_ms)).abs() < 2_000, "{body}: TIMER_OUT_MS {out}, sent at {sent_at}");
-        } else {
-            ensure!(m.message.property(properties::TIMER_OUT_MS).is_none(), "{body}: a plain send got TIMER_OUT_MS");
+        let out = m.message.property(properties::TIMER_OUT_MS);
+        match body.as_str() {
+            "past" | "level-1" => ensure!(out.is_none(), "{body}: TIMER_OUT_MS {out:?}"),
+            _ => {
+                let out: i64 = out.context("TIMER_OUT_MS")?.parse()?;
+                ensure!((out - (sent_at + delay_ms)).abs() < 2_000, "{body}: TIMER_OUT_MS {out}, sent at {sent_at}");
+            }
         }
         println!("{body}: asked {delay_ms} ms, consumed after {waited} ms");
     }
 
-    // Past timerMaxDelaySec (3 days), and in a batch: refused with Java's code, nothing stored.
+    // Past timerMaxDelaySec (3 days), cancelling, and in a batch: refused with Java's code.
     let mut far = Message::new(topic, b"far".to_vec());
     far.properties.insert(properties::TIMER_DELAY_SEC, "259201");
     let refused = producer.send(far).await.err().context("a timer past timerMaxDelaySec was stored")?;
     ensure!(refused.response_code() == Some(ResponseCode::MessageIllegal), "{refused}");
     ensure!(refused.to_string().contains("max delay 259200000ms"), "{refused}");
+    let mut cancel = Message::new(topic, b"cancel".to_vec());
+    cancel.properties.insert(properties::TIMER_DEL_UNIQKEY, "some-key");
+    let refused = producer.send(cancel).await.err().context("a timer cancellation was stored")?;
+    ensure!(refused.response_code() == Some(ResponseCode::MessageIllegal), "{refused}");
     let mut timed = Message::new(topic, b"batched".to_vec());
     timed.set_delay_ms(2_000);
     let refused = producer
@@ -507,6 +521,40 @@ async fn t54_timer_messages_hop_through_the_levels_to_their_time() -> Result<()>
         .err()
         .context("a batch with a timer message was stored")?;
     ensure!(refused.response_code() == Some(ResponseCode::MessageIllegal), "{refused}");
+
+    // A transactional timer message: checked when its half is sent, timed from its commit.
+    struct Commit;
+    impl TransactionListener for Commit {
+        fn execute_local_transaction(
+            &self,
+            _: &Message,
+            _: &(dyn std::any::Any + Send + Sync),
+        ) -> LocalTransactionState {
+            LocalTransactionState::CommitMessage
+        }
+        fn check_local_transaction(&self, _: &MessageExt) -> LocalTransactionState {
+            LocalTransactionState::CommitMessage
+        }
+    }
+    let tx =
+        TransactionProducer::builder(Producer::builder("p54-tx").namesrv_addr(&cluster.namesrv_addr), Arc::new(Commit))
+            .build()?;
+    tx.start().await?;
+    let mut too_far = Message::new(topic, b"tx-far".to_vec());
+    too_far.properties.insert(properties::TIMER_DELAY_SEC, "259201");
+    let refused =
+        tx.send_message_in_transaction(too_far, &()).await.err().context("a half with a bad timer was stored")?;
+    ensure!(refused.response_code() == Some(ResponseCode::MessageIllegal), "{refused}");
+    let mut m = Message::new(topic, b"tx-1500".to_vec());
+    m.set_delay_ms(1_500);
+    let at = wall_ms();
+    let result = tx.send_message_in_transaction(m, &()).await?;
+    ensure!(result.local_transaction_state == LocalTransactionState::CommitMessage, "{result:?}");
+    log.wait_bodies(&["tx-1500".to_owned()]).await?;
+    let waited = log.by_body()["tx-1500"][0].at_ms - at;
+    ensure!(waited >= 1_500, "the committed timer message was consumed after {waited} ms");
+    println!("tx-1500: asked 1500 ms, consumed after {waited} ms");
+    tx.shutdown().await;
     reader.shutdown().await;
     producer.shutdown().await;
     cluster.crash_all().await

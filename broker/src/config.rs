@@ -49,6 +49,7 @@ use std::time::Duration;
 
 use raftmq_common::limits::BROKER_MAX_MESSAGE_SIZE_MAX_BYTES;
 use raftmq_common::limits::BROKER_PULL_TRANSFER_MAX_BYTES;
+use raftmq_common::limits::DELAY_PROGRESS_BATCH_MAX_COUNT;
 use raftmq_common::protocol::body::properties_text;
 use raftmq_common::protocol::body::topic::perm;
 use raftmq_raft::RaftConfig;
@@ -831,6 +832,9 @@ impl BrokerConfig {
             .collect::<Result<Vec<_>, _>>()?;
         if levels.is_empty() {
             return Err(invalid("messageDelayLevel lists no level"));
+        }
+        if levels.len() > DELAY_PROGRESS_BATCH_MAX_COUNT {
+            return Err(invalid(format!("messageDelayLevel lists more than {DELAY_PROGRESS_BATCH_MAX_COUNT} levels")));
         }
         Ok(levels)
     }

@@ -393,7 +393,8 @@ fn build_request(ctx: &BrokerContext, due: &[CqUnit]) -> SendRequest {
                 continue;
             }
         };
-        let hop = timer::next_hop(&scheduled.message.properties, now, ctx.store.delay_levels_ms());
+        let max_delay_ms = ctx.config.timer_max_delay_sec.saturating_mul(1000);
+        let hop = timer::next_hop(&scheduled.message.properties, now, ctx.store.delay_levels_ms(), max_delay_ms);
         let real = match hop {
             Some(level) => rescheduled(&scheduled, level, ctx.store_host, now),
             None => restore_real(&scheduled, ctx.store_host, now),

@@ -108,6 +108,8 @@ pub fn build_send_back_message(
         message.properties.insert(properties::ORIGIN_MESSAGE_ID, original.offset_msg_id().to_string());
     }
     message.set_wait_store_msg_ok(false);
+    // A retry waits its own level: the time of a timer message it was must not make it hop.
+    message.properties.remove(properties::TIMER_OUT_MS);
     message.set_delay_time_level(match target {
         SendBackTarget::Retry { delay_level } => delay_level,
         SendBackTarget::DeadLetter => 0,

@@ -50,6 +50,7 @@ use crate::schedule::redirect_delayed;
 use crate::send_back::dead_letter_of_retry_send;
 use crate::send_back::ensure_topic;
 use crate::store::now_ms;
+use crate::timer::check_timer;
 use crate::timer::has_timer;
 use crate::timer::redirect_timer;
 use crate::topic_config::AutoCreate;
@@ -273,6 +274,9 @@ fn encode(
             ..MessageExt::default()
         };
         if target.half {
+            // Timed at its commit; a bad timer is refused now, not dropped then.
+            check_timer(&record, store_timestamp, levels_ms, timer_max_delay_ms)
+                .map_err(|e| refuse(ResponseCode::MessageIllegal, e.to_string()))?;
             redirect_half(&mut record);
         } else {
             if !target.dead_letter {

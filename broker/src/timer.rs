@@ -18,13 +18,21 @@
 //!   finer precision);
 //! - every hop is an ordinary delivery of its level, so failover, progress and at-least-once are
 //!   the delay levels' own (a leader that dies mid-hop leaves the copy to be made again);
-//! - hops are few: one per longest level that fits, then at most one per level on the way down
-//!   (a 3-day delay takes 36 of 2 h and about a dozen shorter ones).
+//! - hops are bounded: one per longest level that fits, at most `TIMER_HOPS_MAX_COUNT` of them
+//!   (a longer timer is refused), then at most one per level on the way down. A 3-day delay takes
+//!   36 of 2 h and about a dozen shorter ones; each hop writes the message again (RocketMQ's own
+//!   timer writes a message about twice), which is the price of needing no state of its own;
+//! - `TIMER_OUT_MS` steers hops only as the broker set it: one a message already carries when it
+//!   takes a delay level (sent so by a client, or a consumed timer message sent back for a retry)
+//!   is dropped, and a time further away than `timerMaxDelaySec` is delivered at once.
 //!
-//! A message with a delay level keeps the level; its timer properties go (Java's `HookUtils`).
-//! Transaction halves are left alone; their commit is stored without a delay, as is a message
-//! whose time has already come.
+//! As Java's `HookUtils`: a message with a delay level keeps the level and loses its timer
+//! properties; one that already carries `TIMER_OUT_MS` (consumed from a 5.x broker and sent on) is
+//! no timer; one whose time has come is stored at once; the request properties stay on the
+//! message. A transaction half is checked when it is sent and timed when it is committed
+//! (`crate::transaction`). Cancelling a timer (`TIMER_DEL_UNIQKEY`) is refused.
 
+use raftmq_common::limits::TIMER_HOPS_MAX_COUNT;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::properties;
 use raftmq_common::message::properties::Properties;
@@ -51,6 +59,20 @@ pub enum TimerError {
         /// `timerMaxDelaySec` in milliseconds.
         max_delay_ms: u64,
     },
+    /// The delay would take more hops of the longest delay level than a message may make.
+    #[error(
+        "timer message illegal: a delay of {delay_ms}ms needs more than {TIMER_HOPS_MAX_COUNT} hops of the longest \
+         delay level ({longest_level_ms}ms, messageDelayLevel)"
+    )]
+    TooManyHops {
+        /// The delay asked for.
+        delay_ms: i64,
+        /// The longest level.
+        longest_level_ms: u64,
+    },
+    /// `TIMER_DEL_UNIQKEY`: cancelling a timer message.
+    #[error("timer message illegal: cancelling a timer message (TIMER_DEL_UNIQKEY) is not supported")]
+    Cancel,
 }
 
 /// The properties that ask for a timer, in Java's order of precedence.
@@ -89,52 +111,72 @@ pub fn hop_level(remaining_ms: i64, levels_ms: &[u64]) -> Option<i32> {
     fitting.or_else(|| levels.min_by_key(|(i, delay)| (**delay, *i))).and_then(|(i, _)| i32::try_from(i + 1).ok())
 }
 
-/// On send: a message with a timer property gets `TIMER_OUT_MS` (its delivery time) and, unless
-/// that time has come, the `DELAY` level of its first hop; the caller then redirects it as any
-/// delayed message. Returns whether it set a level.
+/// On send (and at a transaction's commit): a timer message whose time is still to come gets
+/// `TIMER_OUT_MS` (its delivery time) and the `DELAY` level of its first hop; the caller then
+/// redirects it as any delayed message. Returns whether it set a level.
 pub fn redirect_timer(
     msg: &mut MessageExt,
     now_ms: i64,
     levels_ms: &[u64],
     max_delay_ms: u64,
 ) -> Result<bool, TimerError> {
-    if !matches!(TransactionType::of(msg.sys_flag), TransactionType::Not | TransactionType::Commit)
-        || !has_timer(&msg.message.properties)
-    {
+    if !matches!(TransactionType::of(msg.sys_flag), TransactionType::Not | TransactionType::Commit) {
         return Ok(false);
     }
     let has_level = msg.message.delay_time_level() > 0;
     let props = &mut msg.message.properties;
+    if props.get(properties::TIMER_DEL_UNIQKEY).is_some() {
+        return Err(TimerError::Cancel);
+    }
     if has_level {
-        for key in TIMER_REQUEST_PROPERTIES {
+        // Bound for a level queue: no time of its own may steer it there.
+        for key in TIMER_REQUEST_PROPERTIES.iter().chain([&properties::TIMER_OUT_MS]) {
             props.remove(key);
         }
         return Ok(false);
     }
+    if props.get(properties::TIMER_OUT_MS).is_some() || !has_timer(props) {
+        return Ok(false);
+    }
     let Some(deliver_ms) = requested_deliver_ms(props, now_ms)? else { return Ok(false) };
     let remaining = deliver_ms.saturating_sub(now_ms);
+    if remaining <= 0 {
+        return Ok(false);
+    }
     if u64::try_from(remaining).is_ok_and(|r| r > max_delay_ms) {
         return Err(TimerError::TooFar { max_delay_ms });
     }
-    // Only the absolute time travels on: a copy made by a hop must not be delayed anew.
-    for key in TIMER_REQUEST_PROPERTIES {
-        props.remove(key);
+    let longest_level_ms = levels_ms.iter().copied().max().unwrap_or(0).max(1);
+    if u64::try_from(remaining).is_ok_and(|r| r / longest_level_ms > TIMER_HOPS_MAX_COUNT) {
+        return Err(TimerError::TooManyHops { delay_ms: remaining, longest_level_ms });
     }
+    let Some(level) = hop_level(remaining, levels_ms) else { return Ok(false) };
     props.insert(properties::TIMER_OUT_MS, deliver_ms.to_string());
-    match hop_level(remaining, levels_ms) {
-        Some(level) => {
-            msg.message.set_delay_time_level(level);
-            Ok(true)
-        }
-        None => Ok(false),
+    msg.message.set_delay_time_level(level);
+    Ok(true)
+}
+
+/// What [`redirect_timer`] would refuse, for a message it does not change now (a transaction half,
+/// timed at its commit), so the sender hears of a bad timer at once.
+pub fn check_timer(msg: &MessageExt, now_ms: i64, levels_ms: &[u64], max_delay_ms: u64) -> Result<(), TimerError> {
+    let props = &msg.message.properties;
+    if !has_timer(props) && props.get(properties::TIMER_DEL_UNIQKEY).is_none() {
+        return Ok(());
     }
+    let mut probe = MessageExt { message: msg.message.clone(), ..MessageExt::default() };
+    redirect_timer(&mut probe, now_ms, levels_ms, max_delay_ms).map(|_| ())
 }
 
 /// On delivery of a scheduled message: the level of its next hop, or `None` when it goes to its
-/// topic (no timer, an unreadable `TIMER_OUT_MS`, or its time has come).
-pub fn next_hop(props: &Properties, now_ms: i64, levels_ms: &[u64]) -> Option<i32> {
+/// topic (no timer, an unreadable `TIMER_OUT_MS`, its time has come, or it is further away than
+/// `max_delay_ms`, which no time the broker set can be).
+pub fn next_hop(props: &Properties, now_ms: i64, levels_ms: &[u64], max_delay_ms: u64) -> Option<i32> {
     let out_ms = props.get(properties::TIMER_OUT_MS)?.trim().parse::<i64>().ok()?;
-    hop_level(out_ms.saturating_sub(now_ms), levels_ms)
+    let remaining = out_ms.saturating_sub(now_ms);
+    if u64::try_from(remaining).is_ok_and(|r| r > max_delay_ms) {
+        return None;
+    }
+    hop_level(remaining, levels_ms)
 }
 
 #[cfg(test)]
@@ -208,12 +250,13 @@ mod tests {
             assert_eq!(redirect_timer(&mut m, now, &LEVELS, 3 * DAY_MS), Ok(true), "{delay_ms}");
             let due = now + delay_ms as i64;
             assert_eq!(m.message.properties.get(properties::TIMER_OUT_MS), Some(due.to_string().as_str()));
-            assert_eq!(m.message.properties.get(properties::TIMER_DELAY_MS), None);
+            // The request stays on the message, as Java keeps it.
+            assert_eq!(m.message.properties.get(properties::TIMER_DELAY_MS), Some(delay_ms.to_string().as_str()));
             let (mut t, mut level, mut hops) = (now, m.message.delay_time_level(), 1);
             loop {
                 // Each delivery round runs a little after the level's time.
                 t += LEVELS[(level - 1) as usize] as i64 + 7;
-                match next_hop(&m.message.properties, t, &LEVELS) {
+                match next_hop(&m.message.properties, t, &LEVELS, 3 * DAY_MS) {
                     Some(l) => {
                         assert!(t < due, "{delay_ms}: a hop from {t}, after the time {due}");
                         level = l;
@@ -233,25 +276,35 @@ mod tests {
     #[test]
     fn what_is_not_a_timer_hop_is_stored_as_it_is() {
         let now = 10_000;
-        // Due already: stored now, with its time recorded.
+        // Due already: stored now, as a plain message.
         let mut m = msg(&[(properties::TIMER_DELIVER_MS, "10000")]);
         assert_eq!(redirect_timer(&mut m, now, &LEVELS, DAY_MS), Ok(false));
         assert_eq!(m.message.delay_time_level(), 0);
-        assert_eq!(m.message.properties.get(properties::TIMER_OUT_MS), Some("10000"));
+        assert_eq!(m.message.properties.get(properties::TIMER_OUT_MS), None);
         // Less than the shortest level ahead: one hop of it.
         let mut m = msg(&[(properties::TIMER_DELIVER_MS, "10500")]);
         assert_eq!(redirect_timer(&mut m, now, &LEVELS, DAY_MS), Ok(true));
         assert_eq!(m.message.delay_time_level(), 1);
-        // A delay level wins; the timer properties go.
-        let mut m = msg(&[(properties::DELAY, "2"), (properties::TIMER_DELAY_SEC, "60")]);
+        // A delay level wins; the timer properties go, a time of its own too.
+        let mut m =
+            msg(&[(properties::DELAY, "2"), (properties::TIMER_DELAY_SEC, "60"), (properties::TIMER_OUT_MS, "1")]);
         assert_eq!(redirect_timer(&mut m, now, &LEVELS, DAY_MS), Ok(false));
         assert_eq!(m.message.delay_time_level(), 2);
         assert!(!has_timer(&m.message.properties));
-        // A transaction half is left alone.
+        assert_eq!(m.message.properties.get(properties::TIMER_OUT_MS), None);
+        // Already timed (consumed from a 5.x broker and sent on): no timer again, kept as it is.
+        let mut m = msg(&[(properties::TIMER_DELAY_SEC, "60"), (properties::TIMER_OUT_MS, "70000")]);
+        assert_eq!(redirect_timer(&mut m, now, &LEVELS, DAY_MS), Ok(false));
+        assert_eq!(m.message.delay_time_level(), 0);
+        assert_eq!(m.message.properties.get(properties::TIMER_OUT_MS), Some("70000"));
+        // A transaction half is left alone (timed at its commit).
         let mut m = msg(&[(properties::TIMER_DELAY_SEC, "60")]);
         m.sys_flag = TransactionType::Prepared.bits();
         assert_eq!(redirect_timer(&mut m, now, &LEVELS, DAY_MS), Ok(false));
         assert!(has_timer(&m.message.properties));
+        assert_eq!(check_timer(&m, now, &LEVELS, DAY_MS), Ok(()));
+        m.message.properties.insert(properties::TIMER_DELAY_SEC, "86401");
+        assert_eq!(check_timer(&m, now, &LEVELS, DAY_MS), Err(TimerError::TooFar { max_delay_ms: DAY_MS }));
         // No timer at all.
         let mut m = msg(&[]);
         assert_eq!(redirect_timer(&mut m, now, &LEVELS, DAY_MS), Ok(false));
@@ -259,7 +312,7 @@ mod tests {
     }
 
     #[test]
-    fn too_far_or_unreadable_timers_are_refused() {
+    fn too_far_long_unreadable_or_cancelling_timers_are_refused() {
         let mut m = msg(&[(properties::TIMER_DELAY_SEC, "86401")]);
         assert_eq!(redirect_timer(&mut m, 0, &LEVELS, DAY_MS), Err(TimerError::TooFar { max_delay_ms: DAY_MS }));
         let mut m = msg(&[(properties::TIMER_DELAY_MS, "1.5")]);
@@ -267,14 +320,34 @@ mod tests {
         // Exactly the maximum is allowed.
         let mut m = msg(&[(properties::TIMER_DELAY_SEC, "86400")]);
         assert_eq!(redirect_timer(&mut m, 0, &LEVELS, DAY_MS), Ok(true));
+        // One 1 s level: at most TIMER_HOPS_MAX_COUNT seconds (plus one), whatever the maximum.
+        let limit_ms = (TIMER_HOPS_MAX_COUNT + 1) * 1_000 - 1;
+        let mut m = msg(&[(properties::TIMER_DELAY_MS, &limit_ms.to_string())]);
+        assert_eq!(redirect_timer(&mut m, 0, &[1_000], DAY_MS), Ok(true));
+        let mut m = msg(&[(properties::TIMER_DELAY_MS, &(limit_ms + 1).to_string())]);
+        assert_eq!(
+            redirect_timer(&mut m, 0, &[1_000], DAY_MS),
+            Err(TimerError::TooManyHops { delay_ms: (limit_ms + 1) as i64, longest_level_ms: 1_000 })
+        );
+        let mut m = msg(&[(properties::TIMER_DEL_UNIQKEY, "k")]);
+        assert_eq!(redirect_timer(&mut m, 0, &LEVELS, DAY_MS), Err(TimerError::Cancel));
+        assert_eq!(check_timer(&m, 0, &LEVELS, DAY_MS), Err(TimerError::Cancel));
+        // Hostile values neither panic nor pass the maximum.
+        let mut m = msg(&[(properties::TIMER_DELIVER_MS, &i64::MIN.to_string())]);
+        assert_eq!(redirect_timer(&mut m, 0, &LEVELS, DAY_MS), Ok(false));
+        let mut m = msg(&[(properties::TIMER_DELAY_SEC, &i64::MIN.to_string())]);
+        assert_eq!(redirect_timer(&mut m, i64::MAX, &LEVELS, DAY_MS), Ok(false));
     }
 
     #[test]
-    fn a_delivered_copy_without_a_readable_time_goes_to_its_topic() {
+    fn a_delivered_copy_without_a_time_the_broker_could_have_set_goes_to_its_topic() {
         let p = |pairs: &[(&str, &str)]| msg(pairs).message.properties;
-        assert_eq!(next_hop(&p(&[]), 0, &LEVELS), None);
-        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, "x")]), 0, &LEVELS), None);
-        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, "6000")]), 0, &LEVELS), Some(2));
-        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, "6000")]), 6_000, &LEVELS), None);
+        assert_eq!(next_hop(&p(&[]), 0, &LEVELS, DAY_MS), None);
+        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, "x")]), 0, &LEVELS, DAY_MS), None);
+        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, "6000")]), 0, &LEVELS, DAY_MS), Some(2));
+        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, "6000")]), 6_000, &LEVELS, DAY_MS), None);
+        let far = (DAY_MS + 1).to_string();
+        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, &far)]), 0, &LEVELS, DAY_MS), None);
+        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, &i64::MAX.to_string())]), i64::MIN, &LEVELS, DAY_MS), None);
     }
 }

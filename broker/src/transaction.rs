@@ -102,8 +102,10 @@ use crate::query_processor::record_at;
 use crate::queue_offset::has_queue_offset;
 use crate::schedule::RestoreError;
 use crate::schedule::real_queue;
+use crate::schedule::redirect_delayed;
 use crate::send_back::ensure_topic;
 use crate::store::now_ms;
+use crate::timer::redirect_timer;
 use crate::topic_config::one_queue_topic;
 
 /// The group whose consumer offsets hold the check progress (`MixAll.CID_SYS_RMQ_TRANS`).
@@ -844,10 +846,20 @@ async fn write_end(
     let now = now_ms() as i64;
     let mut records = Vec::with_capacity(2);
     if commit {
-        records.push(
-            committed_message(half, ctx.store_host, now)
-                .map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?,
-        );
+        let mut committed = committed_message(half, ctx.store_host, now)
+            .map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
+        // A timer the half asked for starts now (Java times the committed record); it was checked
+        // when the half was sent, so only a config changed since can refuse it: stored at once then.
+        let levels = ctx.store.delay_levels_ms();
+        let max_delay_ms = ctx.config.timer_max_delay_sec.saturating_mul(1000);
+        match redirect_timer(&mut committed, now, levels, max_delay_ms) {
+            Ok(true) => {
+                redirect_delayed(&mut committed, levels.len());
+            }
+            Ok(false) => {}
+            Err(e) => warn!(offset = half.commit_log_offset, error = %e, "committed without its timer"),
+        }
+        records.push(committed);
     }
     records.push(op_message(half.queue_offset, root, ctx.store_host, now));
     let request = encode_request(&records).map_err(|e| refuse(ResponseCode::MessageIllegal, e))?;

@@ -224,6 +224,9 @@ pub const SCHEDULE_DELIVER_BATCH_MAX_COUNT: usize = 256;
 pub const SCHEDULE_DELIVER_POLL_INTERVAL_MS: u64 = 100;
 /// Pause of a level after a failed re-proposal (Java waits DELAY_FOR_A_PERIOD, 10 s).
 pub const SCHEDULE_DELIVER_RETRY_BACKOFF_MS: u64 = 1_000;
+/// Hops of the longest delay level a timer message may make (each writes it again): with the
+/// default levels (2 h) a timer of up to about 5 days, past the default `timerMaxDelaySec` of 3.
+pub const TIMER_HOPS_MAX_COUNT: u64 = 64;
 
 const _: () = assert!(SCHEDULE_DELIVER_BATCH_MAX_COUNT <= BROKER_GROUP_COMMIT_MAX_COUNT);
 

@@ -116,6 +116,8 @@ pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
 pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
 /// The delivery time the broker settled on for a timer message, ms since the epoch.
 pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
+/// Timer message (5.x): cancel the timer message with this unique key (not supported here).
+pub const TIMER_DEL_UNIQKEY: &str = "TIMER_DEL_UNIQKEY";
 
 /// Keys a user may not set through `putUserProperty` (`MessageConst.STRING_HASH_SET`, 4.9.8).
 pub const RESERVED_KEYS: &[&str] = &[
@@ -147,6 +149,12 @@ pub const RESERVED_KEYS: &[&str] = &[
     TTL,
     ARRIVE_TIME,
     PUSH_REPLY_TIME,
+    // 5.x reserves its timer keys too: they are set through their own setters.
+    TIMER_DELAY_SEC,
+    TIMER_DELAY_MS,
+    TIMER_DELIVER_MS,
+    TIMER_OUT_MS,
+    TIMER_DEL_UNIQKEY,
     CLUSTER,
     MSG_TYPE,
     INNER_MULTI_QUEUE_OFFSET,
