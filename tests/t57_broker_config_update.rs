@@ -7,8 +7,8 @@
 //!   at once (the registration period is an hour here); GET_BROKER_CONFIG shows the new value under
 //!   a new version; keys sized at boot and bad values are refused with a remark naming the key,
 //!   changing nothing; updates (`brokerPermission`, `maxMessageSize`) survive a restart, and another
-//!   update undoes them; the NameServer's write-permission switches change the group's route
-//!   without touching the broker.
+//!   update undoes them; a lowered `timerMaxDelaySec` refuses longer timers; the NameServer's
+//!   write-permission switches change the group's route without touching the broker.
 
 mod ports;
 mod t40_cluster;
@@ -126,6 +126,19 @@ async fn t57_a_replica_drained_at_runtime_refuses_writes_and_stays_drained_acros
     let refused = raw.invoke(&addr, big, CALL_TIMEOUT).await?;
     ensure!(refused.response_code() == ResponseCode::MessageIllegal, "maxMessageSize 1024 kept: {refused:?}");
     until("the read-write route", || route_perm(&admin), |p| *p == perm::READ_WRITE).await?;
+
+    // timerMaxDelaySec bounds the timer messages sent after it changed.
+    admin.update_broker_config(&addr, &kv("timerMaxDelaySec", "10")).await?;
+    let timer = |i: usize, secs: u32| {
+        let mut r = send_request(i);
+        r.ext_fields.insert("i".into(), format!("UNIQ_KEY\u{1}T57{i:08}\u{2}TIMER_DELAY_SEC\u{1}{secs}\u{2}").into());
+        r
+    };
+    let refused = raw.invoke(&addr, timer(10, 11), CALL_TIMEOUT).await?;
+    ensure!(refused.response_code() == ResponseCode::MessageIllegal, "{refused:?}");
+    ensure!(refused.remark.as_deref().is_some_and(|r| r.contains("max delay 10000ms")), "{refused:?}");
+    let sent = raw.invoke(&addr, timer(11, 10), CALL_TIMEOUT).await?;
+    ensure!(sent.response_code() == ResponseCode::Success, "{sent:?}");
 
     // The NameServer's own switches: the broker is untouched (it still takes a direct send).
     let namesrv = cluster.namesrv_addr.clone();

@@ -415,6 +415,7 @@ pub const RUNTIME_UPDATABLE_KEYS: &[&str] = &[
     "storeReplyMessageEnable",
     "regionId",
     "traceOn",
+    "timerMaxDelaySec",
 ];
 
 /// Keys whose values a config read-out (GET_BROKER_CONFIG) masks.

@@ -37,6 +37,7 @@ use raftmq_common::limits::DELAY_PROGRESS_BATCH_MAX_COUNT;
 use raftmq_common::limits::SCHEDULE_DELIVER_BATCH_MAX_COUNT;
 use raftmq_common::limits::SCHEDULE_DELIVER_POLL_INTERVAL_MS;
 use raftmq_common::limits::SCHEDULE_DELIVER_RETRY_BACKOFF_MS;
+use raftmq_common::message::Message;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::properties;
 use raftmq_common::message::properties::Properties;
@@ -141,19 +142,7 @@ pub fn restore_real(
     let mut message = scheduled.message.clone();
     message.topic = topic.into();
     message.properties.remove(properties::DELAY);
-    message.set_wait_store_msg_ok(false);
-    Ok(MessageExt {
-        message,
-        queue_id,
-        sys_flag: scheduled.sys_flag,
-        born_timestamp: scheduled.born_timestamp,
-        born_host: scheduled.born_host,
-        store_timestamp,
-        store_host,
-        reconsume_times: scheduled.reconsume_times,
-        prepared_transaction_offset: scheduled.prepared_transaction_offset,
-        ..MessageExt::default()
-    })
+    Ok(copy_of(scheduled, message, queue_id, store_host, store_timestamp))
 }
 
 /// A timer message's next hop ([`crate::timer`]): the scheduled message stored again in `level`'s
@@ -168,10 +157,22 @@ pub fn rescheduled(
     let mut message = scheduled.message.clone();
     message.topic = RMQ_SYS_SCHEDULE_TOPIC.into();
     message.set_delay_time_level(level);
+    Ok(copy_of(scheduled, message, level - 1, store_host, store_timestamp))
+}
+
+/// A new record of `scheduled` (its origin, flags and transaction link kept) holding `message`,
+/// stored now by `store_host`; nobody waits for it to be stored.
+fn copy_of(
+    scheduled: &MessageExt,
+    mut message: Message,
+    queue_id: i32,
+    store_host: std::net::SocketAddr,
+    store_timestamp: i64,
+) -> MessageExt {
     message.set_wait_store_msg_ok(false);
-    Ok(MessageExt {
+    MessageExt {
         message,
-        queue_id: level - 1,
+        queue_id,
         sys_flag: scheduled.sys_flag,
         born_timestamp: scheduled.born_timestamp,
         born_host: scheduled.born_host,
@@ -180,7 +181,7 @@ pub fn rescheduled(
         reconsume_times: scheduled.reconsume_times,
         prepared_transaction_offset: scheduled.prepared_transaction_offset,
         ..MessageExt::default()
-    })
+    }
 }
 
 /// The real topic and queue a redirected message (delayed, or a transaction half) keeps in its
@@ -393,8 +394,7 @@ fn build_request(ctx: &BrokerContext, due: &[CqUnit]) -> SendRequest {
                 continue;
             }
         };
-        let max_delay_ms = ctx.config.timer_max_delay_sec.saturating_mul(1000);
-        let hop = timer::next_hop(&scheduled.message.properties, now, ctx.store.delay_levels_ms(), max_delay_ms);
+        let hop = timer::next_hop(&scheduled.message.properties, now, ctx.store.delay_levels_ms());
         let real = match hop {
             Some(level) => rescheduled(&scheduled, level, ctx.store_host, now),
             None => restore_real(&scheduled, ctx.store_host, now),

@@ -253,7 +253,7 @@ fn encode(
     let mut slots = Vec::with_capacity(messages.len());
     let born_host = canonical_addr(peer);
     let levels_ms = ctx.store.delay_levels_ms();
-    let timer_max_delay_ms = ctx.config.timer_max_delay_sec.saturating_mul(1000);
+    let timer_max_delay_ms = ctx.live.current().timer_max_delay_sec.saturating_mul(1000);
     for mut message in messages {
         message.properties.insert(properties::CLUSTER, ctx.config.broker_cluster_name.as_str());
         if message.topic != target.topic {

@@ -24,7 +24,8 @@
 //!   timer writes a message about twice), which is the price of needing no state of its own;
 //! - `TIMER_OUT_MS` steers hops only as the broker set it: one a message already carries when it
 //!   takes a delay level (sent so by a client, or a consumed timer message sent back for a retry)
-//!   is dropped, and a time further away than `timerMaxDelaySec` is delivered at once.
+//!   is dropped, and a time further away than any `timerMaxDelaySec` allows is delivered at once.
+//!   `timerMaxDelaySec` is updatable at runtime and bounds new timers only.
 //!
 //! As Java's `HookUtils`: a message with a delay level keeps the level and loses its timer
 //! properties; one that already carries `TIMER_OUT_MS` (consumed from a 5.x broker and sent on) is
@@ -38,6 +39,8 @@ use raftmq_common::message::properties;
 use raftmq_common::message::properties::Properties;
 use raftmq_common::message::sys_flag::TransactionType;
 use thiserror::Error;
+
+use crate::config::TIMER_MAX_DELAY_MAX_SECS;
 
 /// Why a timer message is refused (MESSAGE_ILLEGAL).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -169,11 +172,11 @@ pub fn check_timer(msg: &MessageExt, now_ms: i64, levels_ms: &[u64], max_delay_m
 
 /// On delivery of a scheduled message: the level of its next hop, or `None` when it goes to its
 /// topic (no timer, an unreadable `TIMER_OUT_MS`, its time has come, or it is further away than
-/// `max_delay_ms`, which no time the broker set can be).
-pub fn next_hop(props: &Properties, now_ms: i64, levels_ms: &[u64], max_delay_ms: u64) -> Option<i32> {
+/// the largest `timerMaxDelaySec` a broker accepts, which no time the broker set can be).
+pub fn next_hop(props: &Properties, now_ms: i64, levels_ms: &[u64]) -> Option<i32> {
     let out_ms = props.get(properties::TIMER_OUT_MS)?.trim().parse::<i64>().ok()?;
     let remaining = out_ms.saturating_sub(now_ms);
-    if u64::try_from(remaining).is_ok_and(|r| r > max_delay_ms) {
+    if u64::try_from(remaining).is_ok_and(|r| r > TIMER_MAX_DELAY_MAX_SECS * 1000) {
         return None;
     }
     hop_level(remaining, levels_ms)
@@ -256,7 +259,7 @@ mod tests {
             loop {
                 // Each delivery round runs a little after the level's time.
                 t += LEVELS[(level - 1) as usize] as i64 + 7;
-                match next_hop(&m.message.properties, t, &LEVELS, 3 * DAY_MS) {
+                match next_hop(&m.message.properties, t, &LEVELS) {
                     Some(l) => {
                         assert!(t < due, "{delay_ms}: a hop from {t}, after the time {due}");
                         level = l;
@@ -342,12 +345,14 @@ mod tests {
     #[test]
     fn a_delivered_copy_without_a_time_the_broker_could_have_set_goes_to_its_topic() {
         let p = |pairs: &[(&str, &str)]| msg(pairs).message.properties;
-        assert_eq!(next_hop(&p(&[]), 0, &LEVELS, DAY_MS), None);
-        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, "x")]), 0, &LEVELS, DAY_MS), None);
-        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, "6000")]), 0, &LEVELS, DAY_MS), Some(2));
-        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, "6000")]), 6_000, &LEVELS, DAY_MS), None);
-        let far = (DAY_MS + 1).to_string();
-        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, &far)]), 0, &LEVELS, DAY_MS), None);
-        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, &i64::MAX.to_string())]), i64::MIN, &LEVELS, DAY_MS), None);
+        assert_eq!(next_hop(&p(&[]), 0, &LEVELS), None);
+        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, "x")]), 0, &LEVELS), None);
+        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, "6000")]), 0, &LEVELS), Some(2));
+        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, "6000")]), 6_000, &LEVELS), None);
+        let longest = (TIMER_MAX_DELAY_MAX_SECS * 1000).to_string();
+        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, &longest)]), 0, &LEVELS), Some(18));
+        let beyond = (TIMER_MAX_DELAY_MAX_SECS * 1000 + 1).to_string();
+        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, &beyond)]), 0, &LEVELS), None);
+        assert_eq!(next_hop(&p(&[(properties::TIMER_OUT_MS, &i64::MAX.to_string())]), i64::MIN, &LEVELS), None);
     }
 }

@@ -851,7 +851,7 @@ async fn write_end(
         // A timer the half asked for starts now (Java times the committed record); it was checked
         // when the half was sent, so only a config changed since can refuse it: stored at once then.
         let levels = ctx.store.delay_levels_ms();
-        let max_delay_ms = ctx.config.timer_max_delay_sec.saturating_mul(1000);
+        let max_delay_ms = ctx.live.current().timer_max_delay_sec.saturating_mul(1000);
         match redirect_timer(&mut committed, now, levels, max_delay_ms) {
             Ok(true) => {
                 redirect_delayed(&mut committed, levels.len());
