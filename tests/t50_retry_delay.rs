@@ -14,6 +14,8 @@
 //!   through the levels and are consumed no earlier than their time, in their own topic and queue
 //!   with `TIMER_OUT_MS` set; a timer past `timerMaxDelaySec` or in a
 //!   batch is refused MESSAGE_ILLEGAL.
+//! - t55: timer messages between two hops when the leader is killed: the new leader makes the
+//!   remaining hops from the replicated progress, and none is consumed early.
 //! - t52: delayed messages pending while the leader is killed are delivered by the new leader; the
 //!   old leader's replicated progress is where the new one continues (duplicates are allowed, counted).
 
@@ -555,6 +557,48 @@ async fn t54_timer_messages_hop_through_the_levels_to_their_time() -> Result<()>
     ensure!(waited >= 1_500, "the committed timer message was consumed after {waited} ms");
     println!("tx-1500: asked 1500 ms, consumed after {waited} ms");
     tx.shutdown().await;
+    reader.shutdown().await;
+    producer.shutdown().await;
+    cluster.crash_all().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t55_timer_messages_between_hops_survive_a_leader_crash() -> Result<()> {
+    const DELAY_MS: i64 = 6_500;
+    let mut cluster = Cluster::start(3).await?;
+    let topic = "T55TimerFailover";
+    cluster.create_topic(topic, 2).await?;
+    let log = Log::new();
+    let reader = recording(consumer(&cluster, "g55", topic), &log).await?;
+    let producer = producer(&cluster, "p55").await?;
+
+    // 6.5 s: a hop of 5 s (level 2), then of 1 s (level 1) twice.
+    let timed = bodies("timed", 10);
+    let sent_at = wall_ms();
+    for b in &timed {
+        let mut m = Message::new(topic, b.clone().into_bytes());
+        m.set_delay_ms(DELAY_MS as u64);
+        producer.send(m).await?;
+    }
+    // The first hop made and its progress replicated: the copies wait in level 1.
+    wait_level_progress(&cluster, 1, timed.len() as i64).await?;
+    ensure!(log.by_body().is_empty(), "consumed before the first hop ended: {:?}", log.by_body().keys());
+    let old = cluster.wait_leader(WAIT).await?;
+    cluster.kill(old);
+    let new = cluster.wait_leader(WAIT).await?;
+    ensure!(new != old, "the killed replica {old} is still the leader");
+
+    log.wait_bodies(&timed).await?;
+    let got = log.by_body();
+    for b in &timed {
+        let first = &got[b][0];
+        let waited = first.at_ms - sent_at;
+        ensure!(waited >= DELAY_MS, "{b} consumed after {waited} ms, before its {DELAY_MS} ms");
+        ensure!(first.msg.message.topic == topic, "{b} arrived in {}", first.msg.message.topic);
+    }
+    let duplicates: usize = timed.iter().map(|b| got[b].len() - 1).sum();
+    println!("leader {old} killed between hops, {new} took over: {duplicates} duplicates");
+
     reader.shutdown().await;
     producer.shutdown().await;
     cluster.crash_all().await

@@ -11,7 +11,8 @@
 //! ```
 //!
 //! Guarantees, and why:
-//! - never early: a message reaches its topic only once its time has come;
+//! - never early: a message reaches its topic only once its time has come, by the clock of the
+//!   leader that delivers it (replicas' clocks must agree, as a RocketMQ cluster's brokers' do);
 //! - late by less than the shortest level (1 s by default, the precision of RocketMQ's own timer,
 //!   `timerPrecisionMs`) plus a delivery round: only a last hop can pass the time, and only when
 //!   less than the shortest level was left (a shorter first level in `messageDelayLevel` gives a
