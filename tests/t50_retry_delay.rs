@@ -7,7 +7,8 @@
 //!   maxReconsumeTimes = 2 the message lands in `%DLQ%<group>`. A send to `%RETRY%<group>` whose
 //!   reconsume times are exhausted (the SDK's fallback when CONSUMER_SEND_MSG_BACK fails) lands there too.
 //! - t51: a delayed send (levels 1 and 2) is consumed no earlier than its delay, in its own topic and
-//!   queue with DELAY cleared; an ordinary send of the same batch arrives at once.
+//!   queue with DELAY cleared; an ordinary send of the same batch arrives at once; every replica's
+//!   GET_ALL_DELAY_OFFSET and brokerStatus (`scheduleMessageOffset_N`) show the delivered levels.
 //! - t53: twenty delayed messages of 1 MiB coming due together are delivered in bounded entries, and
 //!   the group keeps committing.
 //! - t54: timer messages (5.x: `TIMER_DELAY_MS`, `TIMER_DELAY_SEC`, `TIMER_DELIVER_MS`) hop
@@ -310,6 +311,18 @@ async fn t51_delayed_sends_are_consumed_after_their_delay() -> Result<()> {
         ensure!(
             table.get(&1).is_some_and(|o| *o >= 2) && table.get(&2).is_some_and(|o| *o >= 1),
             "replica {id}: {table:?}"
+        );
+        // brokerStatus (GET_BROKER_RUNTIME_INFO): Java's "delivered,stored" per level, nothing waiting.
+        let info = raftmq_client::Admin::new(&cluster.namesrv_addr)?.broker_runtime_info(&cluster.addr(id)).await?;
+        let level = |n: u32| info.table.get(&format!("scheduleMessageOffset_{n}")).cloned();
+        ensure!(
+            level(1).as_deref() == Some("2,2")
+                && level(2).as_deref() == Some("1,1")
+                && level(3).as_deref() == Some("0,0"),
+            "replica {id}: {:?} {:?} {:?}",
+            level(1),
+            level(2),
+            level(3)
         );
     }
     reader.shutdown().await;
