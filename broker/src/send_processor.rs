@@ -207,7 +207,8 @@ async fn send(
     // Only a half answers with its UNIQ_KEY: ordinary sends copy nothing.
     let half_uniq_key =
         if target.half { messages.first().and_then(Message::uniq_key).map(str::to_owned) } else { None };
-    let (records, slots) = encode(ctx, &h, peer, &target, store_timestamp, messages)?;
+    let timer_max_delay_ms = live.timer_max_delay_sec.saturating_mul(1000);
+    let (records, slots) = encode(ctx, &h, peer, &target, store_timestamp, timer_max_delay_ms, messages)?;
     let stored = ctx.store_records(SendRequest { records, slots }).await.map_err(|e| e.to_response(broker_name))?;
     let first = stored.first().map_or(0, |s| s.queue_offset);
     ctx.metrics.on_send(&h.topic, stored.len(), started.elapsed());
@@ -247,13 +248,13 @@ fn encode(
     peer: SocketAddr,
     target: &Target,
     store_timestamp: i64,
+    timer_max_delay_ms: u64,
     messages: Vec<Message>,
 ) -> Result<(BytesMut, Vec<RecordSlot>), RemotingCommand> {
     let mut out = BytesMut::new();
     let mut slots = Vec::with_capacity(messages.len());
     let born_host = canonical_addr(peer);
     let levels_ms = ctx.store.delay_levels_ms();
-    let timer_max_delay_ms = ctx.live.current().timer_max_delay_sec.saturating_mul(1000);
     for mut message in messages {
         message.properties.insert(properties::CLUSTER, ctx.config.broker_cluster_name.as_str());
         if message.topic != target.topic {

@@ -85,7 +85,13 @@ pub const TIMER_REQUEST_PROPERTIES: [&str; 3] =
 
 /// Whether a message asks for a timer.
 pub fn has_timer(props: &Properties) -> bool {
-    TIMER_REQUEST_PROPERTIES.iter().any(|k| props.get(k).is_some())
+    has_timer_key(props) && TIMER_REQUEST_PROPERTIES.iter().any(|k| props.get(k).is_some())
+}
+
+/// Whether any `TIMER_*` property is present: one pass, so that a message without any (nearly
+/// every send) costs the send path no more than that.
+fn has_timer_key(props: &Properties) -> bool {
+    props.iter().any(|(k, _)| k.starts_with("TIMER_"))
 }
 
 /// The requested delivery time in ms since the epoch: `TIMER_DELAY_SEC`, else `TIMER_DELAY_MS`
@@ -124,7 +130,9 @@ pub fn redirect_timer(
     levels_ms: &[u64],
     max_delay_ms: u64,
 ) -> Result<bool, TimerError> {
-    if !matches!(TransactionType::of(msg.sys_flag), TransactionType::Not | TransactionType::Commit) {
+    if !matches!(TransactionType::of(msg.sys_flag), TransactionType::Not | TransactionType::Commit)
+        || !has_timer_key(&msg.message.properties)
+    {
         return Ok(false);
     }
     let has_level = msg.message.delay_time_level() > 0;
