@@ -2,7 +2,7 @@
 //! 3-replica group (`broker_group`, admin ports chosen by the OS): probes, status, config, topics and groups
 //! (token, bad input, not-leader refusals — each refusal read back to prove nothing changed),
 //! consumer progress, message queries, offset reset and leader transfer, and the metric series a
-//! send and a pull leave behind.
+//! send and a pull leave behind (and a waiting timer message, on every replica).
 //!
 //! The HTTP client is a few lines over `TcpStream` (`Connection: close`), so the tests depend on no
 //! HTTP client crate.
@@ -240,6 +240,17 @@ async fn t60_probes_status_metrics_and_draining() -> Result<()> {
     ] {
         ensure!(m.body.lines().any(|l| l.starts_with(name)), "no {name} in\n{}", m.body);
     }
+    // A 2 h timer message waits in the longest delay level (18); every replica reports it.
+    send(&client, &group.addr(leader), "T60_TIMER", "k\u{2}TIMER_DELAY_SEC\u{1}7200", "later").await?;
+    let waiting = |node: u64| {
+        format!(
+            "raftmq_delay_messages_waiting{{cluster=\"DefaultCluster\",broker_name=\"broker-a\",node_id=\"{node}\",level=\"18\"}} 1"
+        )
+    };
+    let m = get(&la, "/metrics").await?.expect(200)?;
+    ensure!(m.body.lines().any(|l| l == waiting(leader)), "no `{}` in\n{}", waiting(leader), m.body);
+    eventually(&fa, "/metrics", "the follower's delayed-message gauge", |r| r.body.lines().any(|l| l == waiting(f)))
+        .await?;
     let fm = get(&fa, "/metrics").await?.expect(200)?;
     ensure!(fm.body.contains(&format!(
         "raftmq_raft_is_leader{{cluster=\"DefaultCluster\",broker_name=\"broker-a\",node_id=\"{f}\"}} 0"

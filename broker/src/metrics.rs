@@ -4,7 +4,8 @@
 //! send_processor ─on_send─▶ ┐                      ┌─▶ counters + histograms (PrometheusRecorder)
 //! pull_processor ─on_pull─▶ ┴─ BrokerMetrics ──────┤
 //! GET /metrics ─▶ render(ctx) ─ recorder text ─────┴─▶ + scrape-time families read from the replica:
-//!                  Raft status, flusher latency, consumer lag, disk usage, table sizes
+//!                  Raft status, flusher latency, consumer lag, delayed messages waiting, disk usage,
+//!                  table sizes
 //! ```
 //!
 //! One recorder **per broker**, never the process-global one: tests run several brokers in one
@@ -37,6 +38,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use metrics_exporter_prometheus::PrometheusRecorder;
 use raftmq_common::limits::METRICS_CONSUMER_LAG_SERIES_MAX_COUNT;
 use raftmq_common::limits::METRICS_UPKEEP_INTERVAL_MS;
+use raftmq_common::message::validate::RMQ_SYS_SCHEDULE_TOPIC;
 use raftmq_common::protocol::body::consumer_offset::ConsumerOffsetSerializeWrapper;
 use raftmq_raft::FlushLatency;
 use raftmq_raft::NodeStatus;
@@ -76,6 +78,9 @@ pub const FSYNC_TOTAL: &str = "raftmq_fsync_total";
 pub const PAGE_CACHE_DROPPED_BYTES_TOTAL: &str = "raftmq_page_cache_dropped_bytes_total";
 /// Used fraction of the file system holding the store, 0..1 (gauge, at scrape).
 pub const DISK_USED_RATIO: &str = "raftmq_disk_used_ratio";
+/// Delayed messages stored in a delay level's queue and not delivered yet, timer messages between
+/// hops included, by level (gauge, at scrape; levels that never held a message are left out).
+pub const DELAY_MESSAGES_WAITING: &str = "raftmq_delay_messages_waiting";
 
 /// Bucket bounds of [`SEND_LATENCY_SECONDS`].
 const SEND_LATENCY_BUCKETS_SECONDS: &[f64] =
@@ -242,6 +247,8 @@ pub struct Scrape {
     pub disk_used_ratio: Option<f64>,
     /// Consumer lag rows (at most [`METRICS_CONSUMER_LAG_SERIES_MAX_COUNT`]).
     pub lags: Vec<LagRow>,
+    /// (delay level, messages waiting) of every level whose queue ever held a message.
+    pub delay_waiting: Vec<(usize, u64)>,
     /// Topics.
     pub topics: usize,
     /// Subscription groups.
@@ -252,9 +259,11 @@ impl Scrape {
     /// Reads everything a scrape renders (never holds two store locks at once).
     pub fn collect(ctx: &BrokerContext) -> Scrape {
         let node = ctx.replica.node();
-        let (offsets, topics, groups) = {
+        let (offsets, topics, groups, delivered) = {
             let meta = ctx.store.metadata();
-            (meta.offsets.to_wrapper().offset_table, meta.topics.len(), meta.groups.iter().count())
+            let delivered: Vec<i64> =
+                (0..ctx.store.delay_levels_ms().len()).map(|q| meta.delay_offsets.get(q as i32)).collect();
+            (meta.offsets.to_wrapper().offset_table, meta.topics.len(), meta.groups.iter().count(), delivered)
         };
         Scrape {
             status: node.status(),
@@ -263,10 +272,25 @@ impl Scrape {
             page_cache_dropped_bytes: node.store().page_cache_dropped_bytes(),
             disk_used_ratio: disk_used_ratio(ctx.store.store_root()),
             lags: consumer_lags(ctx, &offsets),
+            delay_waiting: delay_waiting(ctx, &delivered),
             topics,
             groups,
         }
     }
+}
+
+/// Per delay level whose queue ever held a message: stored minus delivered (the replicated
+/// progress, so every replica reports what its leader still has to deliver).
+fn delay_waiting(ctx: &BrokerContext, delivered: &[i64]) -> Vec<(usize, u64)> {
+    let queues = ctx.store.consume_queues();
+    delivered
+        .iter()
+        .enumerate()
+        .filter_map(|(queue_id, done)| {
+            let (_, stored) = queues.offsets(RMQ_SYS_SCHEDULE_TOPIC, queue_id as i32);
+            (stored > 0).then(|| (queue_id + 1, stored.saturating_sub(u64::try_from(*done).unwrap_or(0))))
+        })
+        .collect()
 }
 
 fn consumer_lags(ctx: &BrokerContext, offsets: &BTreeMap<String, BTreeMap<i32, i64>>) -> Vec<LagRow> {
@@ -365,6 +389,14 @@ pub fn render_scrape(out: &mut String, global: &[(&'static str, String)], s: &Sc
     sample(out, &format!("{FSYNC_LATENCY_SECONDS}_sum"), &labels_text(global, &[]), s.flush.sum_seconds);
     sample(out, &format!("{FSYNC_LATENCY_SECONDS}_count"), &labels_text(global, &[]), s.flush.count as f64);
 
+    if !s.delay_waiting.is_empty() {
+        header(out, DELAY_MESSAGES_WAITING, "gauge", "Delayed messages not delivered yet, per delay level.");
+        for (level, waiting) in &s.delay_waiting {
+            let level = level.to_string();
+            sample(out, DELAY_MESSAGES_WAITING, &labels_text(global, &[("level", level.as_str())]), *waiting as f64);
+        }
+    }
+
     if !s.lags.is_empty() {
         header(out, CONSUMER_LAG, "gauge", "Messages a consumer group has not consumed yet, per queue.");
         for row in &s.lags {
@@ -431,6 +463,7 @@ mod tests {
             page_cache_dropped_bytes: 4096,
             disk_used_ratio: Some(0.25),
             lags: vec![LagRow { group: "g".into(), topic: "%RETRY%g".into(), queue_id: 1, lag: 5 }],
+            delay_waiting: vec![(2, 3)],
             topics: 4,
             groups: 1,
         };
@@ -447,6 +480,7 @@ mod tests {
             format!("{FSYNC_LATENCY_SECONDS}_bucket{{{g},le=\"+Inf\"}} 3"),
             format!("{FSYNC_LATENCY_SECONDS}_count{{{g}}} 3"),
             format!("{CONSUMER_LAG}{{{g},group=\"g\",topic=\"%RETRY%g\",queue=\"1\"}} 5"),
+            format!("{DELAY_MESSAGES_WAITING}{{{g},level=\"2\"}} 3"),
         ] {
             assert!(out.lines().any(|l| l == line), "missing {line} in\n{out}");
         }
