@@ -30,7 +30,6 @@ use raftmq_common::limits::RETENTION_MANUAL_DELETE_ROUNDS_COUNT;
 use raftmq_common::limits::TOPIC_QUEUE_NUMS_MAX_COUNT;
 use raftmq_common::message::validate::DLQ_GROUP_TOPIC_PREFIX;
 use raftmq_common::message::validate::RETRY_GROUP_TOPIC_PREFIX;
-use raftmq_common::message::validate::RMQ_SYS_SCHEDULE_TOPIC;
 use raftmq_common::message::validate::is_system_topic;
 use raftmq_common::message::validate::validate_consumer_group;
 use raftmq_common::message::validate::validate_group;
@@ -680,13 +679,8 @@ pub fn broker_runtime_info(ctx: &BrokerContext) -> Result<RemotingCommand, Remot
     }
     // Java's ScheduleMessageService keys, one per delay level: "delivered,stored" offsets of its
     // queue, whose difference still waits (timer messages between hops included).
-    let delivered: Vec<i64> = {
-        let meta = ctx.store.metadata();
-        (0..ctx.store.delay_levels_ms().len()).map(|q| meta.delay_offsets.get(q as i32)).collect()
-    };
-    for (queue_id, done) in delivered.into_iter().enumerate() {
-        let (_, stored) = ctx.store.queue_offsets(RMQ_SYS_SCHEDULE_TOPIC, queue_id as i32);
-        put(&format!("scheduleMessageOffset_{}", queue_id + 1), format!("{done},{stored}"));
+    for b in crate::schedule::level_backlogs(&ctx.store) {
+        put(&format!("scheduleMessageOffset_{}", b.level), format!("{},{}", b.delivered, b.stored));
     }
     json(&KvTable { table })
 }

@@ -38,7 +38,6 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use metrics_exporter_prometheus::PrometheusRecorder;
 use raftmq_common::limits::METRICS_CONSUMER_LAG_SERIES_MAX_COUNT;
 use raftmq_common::limits::METRICS_UPKEEP_INTERVAL_MS;
-use raftmq_common::message::validate::RMQ_SYS_SCHEDULE_TOPIC;
 use raftmq_common::protocol::body::consumer_offset::ConsumerOffsetSerializeWrapper;
 use raftmq_raft::FlushLatency;
 use raftmq_raft::NodeStatus;
@@ -46,6 +45,7 @@ use raftmq_raft::Role;
 use tokio_util::sync::CancellationToken;
 
 use crate::processor::BrokerContext;
+use crate::schedule::level_backlogs;
 
 /// Messages stored, by topic (counter).
 pub const MESSAGES_IN_TOTAL: &str = "rocketmq_messages_in_total";
@@ -259,11 +259,9 @@ impl Scrape {
     /// Reads everything a scrape renders (never holds two store locks at once).
     pub fn collect(ctx: &BrokerContext) -> Scrape {
         let node = ctx.replica.node();
-        let (offsets, topics, groups, delivered) = {
+        let (offsets, topics, groups) = {
             let meta = ctx.store.metadata();
-            let delivered: Vec<i64> =
-                (0..ctx.store.delay_levels_ms().len()).map(|q| meta.delay_offsets.get(q as i32)).collect();
-            (meta.offsets.to_wrapper().offset_table, meta.topics.len(), meta.groups.iter().count(), delivered)
+            (meta.offsets.to_wrapper().offset_table, meta.topics.len(), meta.groups.iter().count())
         };
         Scrape {
             status: node.status(),
@@ -272,25 +270,16 @@ impl Scrape {
             page_cache_dropped_bytes: node.store().page_cache_dropped_bytes(),
             disk_used_ratio: disk_used_ratio(ctx.store.store_root()),
             lags: consumer_lags(ctx, &offsets),
-            delay_waiting: delay_waiting(ctx, &delivered),
+            // Levels that never held a message are left out.
+            delay_waiting: level_backlogs(&ctx.store)
+                .into_iter()
+                .filter(|b| b.stored > 0)
+                .map(|b| (b.level, b.waiting()))
+                .collect(),
             topics,
             groups,
         }
     }
-}
-
-/// Per delay level whose queue ever held a message: stored minus delivered (the replicated
-/// progress, so every replica reports what its leader still has to deliver).
-fn delay_waiting(ctx: &BrokerContext, delivered: &[i64]) -> Vec<(usize, u64)> {
-    let queues = ctx.store.consume_queues();
-    delivered
-        .iter()
-        .enumerate()
-        .filter_map(|(queue_id, done)| {
-            let (_, stored) = queues.offsets(RMQ_SYS_SCHEDULE_TOPIC, queue_id as i32);
-            (stored > 0).then(|| (queue_id + 1, stored.saturating_sub(u64::try_from(*done).unwrap_or(0))))
-        })
-        .collect()
 }
 
 fn consumer_lags(ctx: &BrokerContext, offsets: &BTreeMap<String, BTreeMap<i32, i64>>) -> Vec<LagRow> {

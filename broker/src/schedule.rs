@@ -61,6 +61,7 @@ use crate::group_commit::SendRequest;
 use crate::processor::BrokerContext;
 use crate::query_processor::record_at;
 use crate::queue_offset::has_queue_offset;
+use crate::store::MessageStore;
 use crate::store::now_ms;
 use crate::timer;
 
@@ -182,6 +183,42 @@ fn copy_of(
         prepared_transaction_offset: scheduled.prepared_transaction_offset,
         ..MessageExt::default()
     }
+}
+
+/// One delay level's queue: how far its replicated progress has delivered and how far it is
+/// stored; the difference still waits (timer messages between hops included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LevelBacklog {
+    /// The level (1-based; its queue is `level - 1`).
+    pub level: usize,
+    /// Replicated delivery progress (queue offset).
+    pub delivered: i64,
+    /// The queue's max offset.
+    pub stored: u64,
+}
+
+impl LevelBacklog {
+    /// Messages stored and not delivered yet.
+    pub fn waiting(&self) -> u64 {
+        self.stored.saturating_sub(u64::try_from(self.delivered).unwrap_or(0))
+    }
+}
+
+/// Every configured level's backlog, as this replica's applied state has it (brokerStatus and
+/// `/metrics`).
+pub fn level_backlogs(store: &MessageStore) -> Vec<LevelBacklog> {
+    let delivered: Vec<i64> = {
+        let meta = store.metadata();
+        (0..store.delay_levels_ms().len()).map(|q| meta.delay_offsets.get(q as i32)).collect()
+    };
+    delivered
+        .into_iter()
+        .enumerate()
+        .map(|(queue_id, delivered)| {
+            let (_, stored) = store.queue_offsets(RMQ_SYS_SCHEDULE_TOPIC, queue_id as i32);
+            LevelBacklog { level: queue_id + 1, delivered, stored }
+        })
+        .collect()
 }
 
 /// The real topic and queue a redirected message (delayed, or a transaction half) keeps in its
