@@ -12,11 +12,14 @@
 //! - [`run`]: one run end to end and its results folder;
 //! - [`workload`]: producers, consumers and the final drain through the SDK;
 //! - [`transaction`]: transaction producers, their commit/rollback rule, the wait for checks to settle;
+//! - [`delay`]: delay producers (delay levels and timers), each value's delay, the wait for the
+//!   delay levels to drain;
 //! - [`timeline`]: the SVG picture of operations and faults.
 
 pub mod checker;
 pub mod cluster;
 pub mod db;
+pub mod delay;
 pub mod dump;
 pub mod history;
 pub mod nemesis;

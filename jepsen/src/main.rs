@@ -60,6 +60,9 @@ struct Args {
     /// Transaction producers (commit, rollback and check-resolved transactions; 0 = none).
     #[arg(long = "tx-producers", default_value_t = 0)]
     tx_producers: usize,
+    /// Delay producers (delay levels 1 and 2, timers of 1.5 s and 12.3 s; 0 = none).
+    #[arg(long = "delay-producers", default_value_t = 0)]
+    delay_producers: usize,
     /// Consumers in the consumer group.
     #[arg(long, default_value_t = 2)]
     consumers: usize,
@@ -139,6 +142,7 @@ fn main() -> ExitCode {
                 async_producers: args.async_producers,
                 async_window: 4,
                 tx_producers: args.tx_producers,
+                delay_producers: args.delay_producers,
                 consumers: args.consumers,
                 group: "jepsen_consumers".into(),
             },

@@ -6,6 +6,7 @@
 //!   workload ∥ nemesis schedule for --time-limit ─▶ stop workload ─▶ heal everything (rules, SIGCONT, restarts,
 //!   membership back to the replica count) ─▶ `members …` of every group
 //!   quiet ─▶ [tx producers: wait until every leader's transaction checks settled, then stop them]
+//!   ─▶ [delay producers: wait until every leader's delay levels drained]
 //!   ─▶ final drain (every queue from 0) ─▶ SIGTERM all ─▶ dumps of each group's final members ─▶ checkers
 //! <out>/history.jsonl report.json summary.txt timeline.svg schedule.txt dumps.json nodes/<name>/<name>.log
 //! ```
@@ -30,6 +31,7 @@ use crate::checker::check_all;
 use crate::cluster::COMMIT_LOG_SEGMENT_BYTES;
 use crate::cluster::Layout;
 use crate::db::Db;
+use crate::delay;
 use crate::dump::dump_replica;
 use crate::history::NEMESIS_PROCESS;
 use crate::history::Op;
@@ -262,6 +264,16 @@ async fn phases(opts: &RunOptions, db: &mut Db, rec: &Recorder, steps: &[schedul
             wait += Duration::from_millis(nemesis::CLOCK_SKEW_MAX_MS.unsigned_abs());
         }
         transaction::settle(db, rec, Instant::now() + wait).await;
+    }
+    if opts.workload.delay_producers > 0 {
+        // A delay stored under a clock skewed ahead is corrected to at most its level's delay
+        // (`correctDeliverTimestamp`), but a timer's next hop is timed by the clock that stored
+        // it, so `clock` may hold the levels back by its skew.
+        let mut wait = Duration::from_millis(delay::DELAY_SETTLE_TIMEOUT_MS);
+        if opts.nemeses.contains(&NemesisKind::Clock) {
+            wait += Duration::from_millis(nemesis::CLOCK_SKEW_MAX_MS.unsigned_abs());
+        }
+        delay::settle(db, rec, Instant::now() + wait).await;
     }
     tx_done_tx.send_replace(true);
     let joined = tokio::time::timeout(Duration::from_millis(WORKLOAD_STOP_MS), async {

@@ -5,6 +5,7 @@
 //! sync producers  p<i>.<incarnation>: send one unique value, wait, record, repeat   (reorder is checked on these)
 //! async producers a<i>.<incarnation>: keep a window of sends in flight
 //! tx producers    t<i>.<incarnation>: transactional sends, one at a time (crate::transaction; spawned apart)
+//! delay producers d<i>.<incarnation>: delayed and timer sends, one at a time (crate::delay)
 //! consumers       c<i>:       subscribe (rebalance), poll, record reads, commit every second
 //! monitor:                    the broker's stored consumer offset of every queue, every second
 //! final drain:                a fresh consumer assigned every queue, seek 0, read to the max offset
@@ -63,6 +64,8 @@ pub struct WorkloadConfig {
     pub async_window: usize,
     /// Transaction producers (`t<i>`, [`crate::transaction`]); 0 = none.
     pub tx_producers: usize,
+    /// Delay producers (`d<i>`, [`crate::delay`]); 0 = none.
+    pub delay_producers: usize,
     /// Consumers in the group.
     pub consumers: usize,
     /// The consumer group.
@@ -125,7 +128,8 @@ fn producer(namesrv: &str, instance: &str) -> Result<Producer, ClientError> {
         .build()
 }
 
-fn record_send(
+/// Records the completion of a plain send; false when its outcome is unknown (the process retires).
+pub(crate) fn record_send(
     rec: &Recorder,
     process: &str,
     value: &str,
@@ -322,6 +326,7 @@ pub fn spawn(
     for i in 0..cfg.async_producers {
         set.spawn(async_producer(i, cfg.async_window, namesrv.clone(), cfg.topic.clone(), rec.clone(), stop.clone()));
     }
+    crate::delay::spawn_into(&mut set, &namesrv, cfg, rec, stop);
     for i in 0..cfg.consumers {
         set.spawn(consumer(i, namesrv.clone(), cfg.clone(), db.layout.clone(), rec.clone(), stop.clone()));
     }

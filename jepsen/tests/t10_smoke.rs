@@ -83,6 +83,7 @@ fn options(name: &str, nemesis: &str, seed: u64, out: &Path, bin: &Path) -> RunO
             async_producers: 1,
             async_window: 4,
             tx_producers: 0,
+            delay_producers: 0,
             consumers: 2,
             group: "jepsen_consumers".into(),
         },
@@ -113,18 +114,25 @@ fn smoke_schedules_pass_and_the_self_test_finds_loss() {
         }
     }
     // Transactions ride the kill schedule: leaders die with halves unknown, and the new leader's
-    // checks must commit and roll them back as the producers answer.
-    for (name, nemesis, tx_producers) in [
-        ("partition", "partition", 0),
-        ("kill", "kill", 2),
-        ("pause", "pause", 0),
-        ("lose-unfsynced", "lose-unfsynced,kill", 0),
+    // checks must commit and roll them back as the producers answer. Delayed and timer messages
+    // ride lose-unfsynced: leaders die with messages waiting in the levels and between hops.
+    for (name, nemesis, tx_producers, delay_producers) in [
+        ("partition", "partition", 0, 0),
+        ("kill", "kill", 2, 0),
+        ("pause", "pause", 0, 0),
+        ("lose-unfsynced", "lose-unfsynced,kill", 0, 1),
     ] {
         let mut opts = options(name, nemesis, seed, &out, &bin);
         opts.workload.tx_producers = tx_producers;
+        opts.workload.delay_producers = delay_producers;
         let outcome = run_blocking(&opts)
             .unwrap_or_else(|e| panic!("{name} (seed {seed}): run failed: {e}; see {}", out.join(name).display()));
         assert!(outcome.report.valid, "{name} (seed {seed}):\n{}", outcome.report.summary());
+        if delay_producers > 0 {
+            // Valid alone could mean no delayed value was ever acknowledged.
+            let acked = outcome.report.result("lost").map_or(0, |r| r.get("delay_acked"));
+            assert!(acked > 0, "{name} (seed {seed}): no delayed send was acknowledged:\n{}", outcome.report.summary());
+        }
     }
     if let Err(e) = broker_accepts(&bin, true) {
         remove_default_folder(&out);

@@ -8,6 +8,9 @@
 //!   committed transaction is delivered at least once, as in RocketMQ, counted as
 //!   `store_duplicates_tx`. The broker commits each chain of a half and its check copies once while
 //!   it remembers the chain ended, so a count above zero is worth a look, though not an error.
+//!   Likewise a delay producer's value: delivery out of a delay level is at least once (a leader
+//!   that dies between storing a due message and committing its level's progress leaves it to the
+//!   next leader), counted as `store_duplicates_delay`.
 //! - Delivery duplicates: one value returned by consumer reads more than once. Each repeat is allowed
 //!   when it went to another process (failover), when the same process had a rebalance (`assign`), a
 //!   `reset`, or a failed/unknown read in between, or when the value is a store duplicate.
@@ -19,6 +22,7 @@ use std::collections::HashMap;
 use super::CheckResult;
 use super::Sends;
 use super::oks;
+use crate::delay::DelayIntent;
 use crate::history::Op;
 use crate::history::OpF;
 use crate::history::OpType;
@@ -37,10 +41,12 @@ pub fn check(ops: &[Op]) -> CheckResult {
     }
     let store_dups: Vec<(&str, &BTreeSet<(&str, i64)>)> =
         places.iter().filter(|(_, p)| p.len() > 1).map(|(v, p)| (*v, p)).collect();
-    let (mut store_disallowed, mut store_tx) = (0, 0);
+    let (mut store_disallowed, mut store_tx, mut store_delay) = (0, 0, 0);
     for (v, p) in &store_dups {
         if TxIntent::of_value(v).is_some() {
             store_tx += 1;
+        } else if DelayIntent::of_value(v).is_some() {
+            store_delay += 1;
         } else if !sends.unknown.contains_key(v) {
             store_disallowed += 1;
             r.sample(format!("{v:?} stored {} times ({p:?}) although its send had a definite outcome", p.len()));
@@ -80,6 +86,7 @@ pub fn check(ops: &[Op]) -> CheckResult {
     r.count("store_duplicates", store_dups.len());
     r.count("store_duplicates_disallowed", store_disallowed);
     r.count("store_duplicates_tx", store_tx);
+    r.count("store_duplicates_delay", store_delay);
     r.count("redeliveries", redelivered);
     r.count("redeliveries_disallowed", redelivery_disallowed);
     r.valid = store_disallowed == 0 && redelivery_disallowed == 0;
@@ -158,6 +165,13 @@ mod tests {
             (
                 "a committed transaction stored twice is allowed (at least once)",
                 [tx_committed("t0.0", "t0.0-2", "a:0"), drain("a:0", &[(0, "t0.0-2"), (1, "t0.0-2")])].concat(),
+                true,
+                1,
+                0,
+            ),
+            (
+                "a delayed value delivered twice out of its level is allowed (at least once)",
+                [tx_committed("d0.0", "d0.0-3", "a:0"), drain("a:0", &[(0, "d0.0-3"), (1, "d0.0-3")])].concat(),
                 true,
                 1,
                 0,

@@ -5,7 +5,9 @@
 //! Also reported, never an error: `recovered`, sends that ended `info` yet were found (they landed);
 //! for transaction producers, `tx_committed` (their `ok` sends: committed transactions, counted in
 //! `acked` and lost like any other) and `tx_committed_by_check` (those of them the broker's check
-//! committed, [`crate::transaction::TxIntent::via_check`], found in the final read).
+//! committed, [`crate::transaction::TxIntent::via_check`], found in the final read); for delay
+//! producers, `delay_acked` (their `ok` sends, delivered out of their delay level before the final
+//! read or lost).
 //! Invalid without any successful final read, or when a queue's final read did not succeed: the
 //! property cannot be decided then.
 
@@ -15,6 +17,7 @@ use std::collections::HashSet;
 use super::CheckResult;
 use super::Sends;
 use super::oks;
+use crate::delay::DelayIntent;
 use crate::history::Op;
 use crate::history::OpF;
 use crate::history::OpType;
@@ -46,6 +49,7 @@ pub fn check(ops: &[Op]) -> CheckResult {
     let tx_committed: Vec<(&str, TxIntent)> =
         sends.acked.keys().filter_map(|v| TxIntent::of_value(v).map(|i| (*v, i))).collect();
     r.count("tx_committed", tx_committed.len());
+    r.count("delay_acked", sends.acked.keys().filter(|v| DelayIntent::of_value(v).is_some()).count());
     r.count("tx_committed_by_check", tx_committed.iter().filter(|(v, i)| i.via_check() && seen.contains(v)).count());
     if finals.is_empty() {
         r.fail("no successful final read: loss cannot be decided");

@@ -10,6 +10,7 @@
 //! - [`offsets`]: offset gaps and one offset holding two values.
 //! - [`consumer_offset`]: consumer offsets moving backwards without a reset.
 //! - [`divergence`]: replicas (each group's final members) whose committed logs differ.
+//! - [`early`]: delayed values read before their time.
 //!
 //! Invariant: a checker is valid only when it had the input to decide (e.g. `lost` with no final read
 //! is invalid): a harness that cannot fail proves nothing.
@@ -17,6 +18,7 @@
 pub mod consumer_offset;
 pub mod divergence;
 pub mod duplicated;
+pub mod early;
 pub mod lost;
 pub mod offsets;
 pub mod reorder;
@@ -126,6 +128,7 @@ pub fn check_all(ops: &[Op], dumps: &[ReplicaDump]) -> Report {
         reorder::check(ops),
         offsets::check(ops),
         consumer_offset::check(ops),
+        early::check(ops),
         divergence::check_members(dumps, &crate::history::final_members(ops)),
     ])
 }
