@@ -25,6 +25,14 @@ pub const RAFT_SNAPSHOT_MAX_BYTES: u64 = 1 << 30;
 /// retry starts from the first chunk). Each chunk is sent within openraft's snapshot timeout.
 pub const RAFT_SNAPSHOT_CHUNK_IDLE_MAX_MS: u64 = 60_000;
 
+/// Replicas an empty-store replica remembers from Introduce RPCs before it has decided (each names
+/// its id and Raft address; a group is a handful of replicas, so more is a misbehaving peer).
+pub const RAFT_INTRODUCED_PEERS_MAX_COUNT: usize = 16;
+/// Longest Raft address an Introduce RPC may name (`host:port`).
+pub const RAFT_ADDR_MAX_BYTES: usize = 1_024;
+/// How often a leader (or candidate) introduces itself to one empty-store replica that refused it.
+pub const RAFT_INTRODUCE_INTERVAL_MIN_MS: u64 = 1_000;
+
 /// Largest header inside a frame: the 3-byte header-length field caps it at 2^24 - 1.
 pub const HEADER_SIZE_MAX_BYTES: usize = (1 << 24) - 1;
 

@@ -319,6 +319,7 @@ impl RaftNode {
         let openraft_cfg = Arc::new(openraft_cfg);
         let network = NetworkFactory::new(
             id,
+            cfg.members.get(&id).map(|n| n.raft_addr.clone()),
             Arc::clone(&transport),
             cfg.raft.stream_window(),
             Arc::clone(&guard),
@@ -380,7 +381,8 @@ impl RaftNode {
 /// open the guard once the log holds the group's committed entries.
 struct Probe {
     id: NodeId,
-    /// Raft addresses to ask: the configured members, then every member an answer names.
+    /// Raft addresses to ask: the configured members, then every member an answer names or that
+    /// introduced itself.
     known: BTreeMap<NodeId, String>,
     members: BTreeMap<NodeId, Node>,
     interval: Duration,
@@ -401,6 +403,11 @@ impl Probe {
         let configured: BTreeSet<NodeId> = self.members.keys().copied().collect();
         let mut decided = false;
         loop {
+            // Replicas that introduced themselves (their RPCs were refused): a leader among them
+            // may be the only current member we can find, when the configured peers all left.
+            for (peer, addr) in self.guard.take_introduced() {
+                self.known.insert(peer, addr);
+            }
             let answers = self.ask(&*transport, &body).await;
             if !decided {
                 let decision = decide(self.id, &answers, &configured);

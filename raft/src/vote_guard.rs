@@ -38,8 +38,11 @@
 //! leader that feeds it holds a term ≥ floor, so it was elected with everything committed before.
 //! Only fsynced entries count towards catching up, and a `vote-guard` file in the store directory
 //! keeps a replica guarded across restarts until it has caught up. A replica must start with
-//! `raftPeers` naming at least one current member (it learns the rest from the answers), and more
-//! than itself: alone it would initialise a group of its own. The leader, asked by a probe, lets
+//! `raftPeers` naming more than itself (alone it would initialise a group of its own). It learns
+//! the current members from the answers; when none of its configured peers is a member any more
+//! (the group replaced them while this replica was down), the first leader or candidate it refuses
+//! introduces itself (the Introduce RPC: its id and Raft address, sent by a replica that sees a
+//! refusal carrying [`GUARDED_REFUSAL_MARKER`]), and the probes ask it too. The leader, asked by a probe, lets
 //! that follower's log go back once (`allow_next_revert`), instead of asserting it never does.
 //! The decisions are pure ([`decide`], [`VoteGuard`]'s methods); the probing loop is in `node`.
 
@@ -48,10 +51,15 @@ use std::sync::Mutex;
 use std::sync::PoisonError;
 use std::time::Duration;
 
+use raftmq_common::limits::{RAFT_ADDR_MAX_BYTES, RAFT_INTRODUCED_PEERS_MAX_COUNT};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::type_config::{LogId, NodeId};
+
+/// Every refusal of a guarded replica says this: a replica whose RPC is refused so introduces
+/// itself (the Introduce RPC), since the refusing replica may not know where it is.
+pub const GUARDED_REFUSAL_MARKER: &str = "empty store";
 
 /// What a peer says about itself when asked (the Probe RPC).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,6 +138,8 @@ pub struct VoteGuard {
     state: Mutex<State>,
     /// Leaders that answered a probe as leader, having let our log go back once.
     reverts_allowed_by: Mutex<BTreeSet<NodeId>>,
+    /// Replicas that introduced themselves (id → Raft address), not yet handed to the probes.
+    introduced: Mutex<BTreeMap<NodeId, String>>,
 }
 
 impl VoteGuard {
@@ -145,7 +155,13 @@ impl VoteGuard {
     }
 
     fn new(id: NodeId, quiet: Duration, state: State) -> Self {
-        Self { id, quiet, state: Mutex::new(state), reverts_allowed_by: Mutex::new(BTreeSet::new()) }
+        Self {
+            id,
+            quiet,
+            state: Mutex::new(state),
+            reverts_allowed_by: Mutex::new(BTreeSet::new()),
+            introduced: Mutex::new(BTreeMap::new()),
+        }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -174,6 +190,30 @@ impl VoteGuard {
                 *st = State::CatchingUp { target, floor, since: now };
             }
         }
+    }
+
+    /// Replica `from` says it is at `raft_addr` (the Introduce RPC): the probes ask it from the next
+    /// round. Ignored once the guard is open (nothing is asked any more), from ourselves, and past
+    /// [`RAFT_INTRODUCED_PEERS_MAX_COUNT`] waiting or with an address over
+    /// [`RAFT_ADDR_MAX_BYTES`]. Returns whether it was taken.
+    pub fn introduce(&self, from: NodeId, raft_addr: &str) -> bool {
+        if from == self.id || raft_addr.is_empty() || raft_addr.len() > RAFT_ADDR_MAX_BYTES {
+            return false;
+        }
+        if matches!(*self.state(), State::Open { .. }) {
+            return false;
+        }
+        let mut introduced = self.introduced.lock().unwrap_or_else(PoisonError::into_inner);
+        if introduced.len() >= RAFT_INTRODUCED_PEERS_MAX_COUNT && !introduced.contains_key(&from) {
+            return false;
+        }
+        introduced.insert(from, raft_addr.to_owned());
+        true
+    }
+
+    /// The replicas introduced since the last call (the probing task asks them from now on).
+    pub fn take_introduced(&self) -> BTreeMap<NodeId, String> {
+        std::mem::take(&mut *self.introduced.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// A probe found `leader` leading: it lets our log go back once, so its entries may come.
@@ -447,6 +487,28 @@ mod tests {
         assert_eq!(g.may_campaign(5), Ok(()));
         assert_eq!(g.accepts_leader(4, 2), Ok(()));
         assert!(g.permits(4, None, None, None, later).is_err(), "the floor stays");
+    }
+
+    #[test]
+    fn introductions_are_kept_for_the_probes_while_guarded_and_bounded() {
+        let g = VoteGuard::probing(1, QUIET);
+        let refusal = g.accepts_leader(3, 7).expect_err("probing refuses every leader");
+        assert!(refusal.contains(GUARDED_REFUSAL_MARKER), "{refusal}");
+        assert!(g.introduce(7, "10.0.0.7:20911"));
+        assert!(g.introduce(7, "10.0.0.7:20912"), "a newer address for the same replica");
+        assert!(!g.introduce(1, "10.0.0.1:20911"), "not ourselves");
+        assert!(!g.introduce(8, ""), "no address");
+        assert!(!g.introduce(8, &"x".repeat(RAFT_ADDR_MAX_BYTES + 1)), "an address past the limit");
+        assert_eq!(g.take_introduced(), BTreeMap::from([(7, "10.0.0.7:20912".to_owned())]));
+        assert!(g.take_introduced().is_empty(), "handed over once");
+        for id in 0..RAFT_INTRODUCED_PEERS_MAX_COUNT as u64 {
+            assert!(g.introduce(100 + id, "10.0.0.9:1"));
+        }
+        assert!(!g.introduce(99, "10.0.0.9:1"), "past the bound");
+        assert!(g.introduce(100, "10.0.0.9:2"), "one already waiting may still update");
+        let open = VoteGuard::open(1);
+        assert!(!open.introduce(7, "10.0.0.7:20911"), "an open guard asks nobody");
+        assert!(open.take_introduced().is_empty());
     }
 
     #[test]

@@ -512,3 +512,47 @@ async fn t19_a_wiped_first_voter_never_elects_itself_from_a_partial_log() -> any
     assert_ne!(still, first);
     c.stop_all().await
 }
+
+/// A replica's disk is replaced after the group replaced both other members it was configured
+/// with: none of its `raftPeers` is a member any more, and they are gone. The leader it refuses
+/// (empty store, still asking its peers) introduces itself; the replica probes it, learns the
+/// current members from its answer, catches up and votes again. Before introductions it asked its
+/// departed peers for ever and the leader could never replicate to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t20_a_wiped_replica_whose_configured_peers_all_left_learns_the_members_from_the_leader() -> anyhow::Result<()>
+{
+    let mut c = Cluster::tcp_with(3, 5).await?;
+    c.start_all().await?;
+    let (leader, _) = c.wait_leader(&[1, 2, 3], 1, WAIT).await?;
+    let kept = [1, 2, 3].into_iter().find(|id| *id != leader).expect("a follower");
+    let departed: Vec<u64> = [1, 2, 3].into_iter().filter(|id| *id != kept).collect();
+    c.write(leader, 50).await?;
+    for id in [4, 5] {
+        c.start(id).await?;
+        c.node(leader)?.add_learner(id, c.members[&id].clone()).await?;
+    }
+    let caught_up = c.write(leader, 10).await?;
+    c.wait_applied(caught_up, WAIT).await?;
+    c.node(leader)?.change_membership(std::collections::BTreeSet::from([kept, 4, 5])).await?;
+    let (new_leader, _) = c.wait_leader(&[kept, 4, 5], 1, WAIT).await?;
+    for id in &departed {
+        c.stop(*id).await?;
+    }
+    let members = c.node(new_leader)?.members();
+    assert!(departed.iter().all(|id| !members.contains_key(id)), "the premise: {departed:?} left ({members:?})");
+
+    c.stop(kept).await?;
+    wipe(&c, kept)?;
+    let last = c.write(new_leader, 100).await?;
+    // Restarted with its old configuration: its peers are the departed replicas only.
+    c.start(kept).await?;
+    assert!(c.node(kept)?.vote_guard().is_some(), "an empty store starts guarded");
+    c.wait_applied(last, WAIT).await?;
+    assert_logs_agree(&c, last).await?;
+    let node = c.node(kept)?;
+    until("the wiped replica votes again", WAIT, || node.vote_guard().is_none()).await?;
+    let more = c.write(new_leader, 10).await?;
+    c.wait_applied(more, WAIT).await?;
+    assert_logs_agree(&c, more).await?;
+    c.stop_all().await
+}

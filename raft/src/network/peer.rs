@@ -6,9 +6,14 @@
 //!
 //! A node never gets a client to itself (openraft asserts on it); the factory refuses by
 //! returning a client whose every call is `Unreachable`.
+//!
+//! A refusal from a replica whose store is empty and still guarded
+//! ([`GUARDED_REFUSAL_MARKER`]) makes the client introduce this node to it (Introduce: id and
+//! Raft address), at most once per [`RAFT_INTRODUCE_INTERVAL_MIN_MS`] per peer: that replica may
+//! know none of the current members, and learns them by probing us.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -22,19 +27,22 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use openraft::{OptionalSend, RaftNetworkV2};
+use tokio::time::Instant;
 
-use raftmq_common::limits::RAFT_SNAPSHOT_MAX_BYTES;
+use raftmq_common::limits::{RAFT_INTRODUCE_INTERVAL_MIN_MS, RAFT_SNAPSHOT_MAX_BYTES};
 
 use super::pipeline::{self, StreamItem, StreamWindow};
 use super::wire::{self, RaftReply, RaftRequest};
 use super::{Transport, TransportError};
 use crate::state_machine::Snapshot;
 use crate::type_config::{Node, NodeId, TypeConfig, Vote};
-use crate::vote_guard::VoteGuard;
+use crate::vote_guard::{GUARDED_REFUSAL_MARKER, VoteGuard};
 
 /// openraft's network factory over a [`Transport`].
 pub struct NetworkFactory<T> {
     id: NodeId,
+    /// This node's Raft address, as it introduces itself (none: it never does).
+    raft_addr: Option<String>,
     transport: Arc<T>,
     window: StreamWindow,
     guard: Arc<VoteGuard>,
@@ -44,15 +52,17 @@ pub struct NetworkFactory<T> {
 impl<T: Transport> NetworkFactory<T> {
     /// A factory for node `id`; replication streams keep at most `window` in flight when the
     /// transport pipelines. While `guard` is not open, this node asks nobody for a vote. A
-    /// snapshot larger than `snapshot_chunk_bytes` is sent in chunks of that size.
+    /// snapshot larger than `snapshot_chunk_bytes` is sent in chunks of that size. `raft_addr` is
+    /// where this node listens, named when it introduces itself to a guarded replica.
     pub fn new(
         id: NodeId,
+        raft_addr: Option<String>,
         transport: Arc<T>,
         window: StreamWindow,
         guard: Arc<VoteGuard>,
         snapshot_chunk_bytes: usize,
     ) -> Self {
-        Self { id, transport, window, guard, snapshot_chunk_bytes: snapshot_chunk_bytes.max(1) }
+        Self { id, raft_addr, transport, window, guard, snapshot_chunk_bytes: snapshot_chunk_bytes.max(1) }
     }
 }
 
@@ -71,6 +81,8 @@ impl<T: Transport> RaftNetworkFactory<TypeConfig> for NetworkFactory<T> {
             window: self.window,
             guard: Arc::clone(&self.guard),
             snapshot_chunk_bytes: self.snapshot_chunk_bytes,
+            raft_addr: self.raft_addr.clone(),
+            introduced_at: Mutex::new(None),
         }
     }
 }
@@ -85,6 +97,10 @@ pub struct PeerClient<T> {
     guard: Arc<VoteGuard>,
     /// A larger snapshot goes in chunks of this size (never 0).
     snapshot_chunk_bytes: usize,
+    /// This node's Raft address, for introductions.
+    raft_addr: Option<String>,
+    /// When this node last introduced itself to the peer.
+    introduced_at: Mutex<Option<Instant>>,
 }
 
 /// Why a call produced no usable reply.
@@ -116,9 +132,38 @@ impl<T: Transport> PeerClient<T> {
             .await
             .map_err(CallError::Transport)?;
         match wire::decode::<RaftReply>(&reply) {
-            Ok(RaftReply::Refused(why)) => Err(CallError::Refused(why)),
+            Ok(RaftReply::Refused(why)) => {
+                if why.contains(GUARDED_REFUSAL_MARKER) {
+                    self.introduce(timeout).await;
+                }
+                Err(CallError::Refused(why))
+            }
             Ok(r) => Ok(r),
             Err(e) => Err(CallError::Garbage(e.to_string())),
+        }
+    }
+
+    /// Tells the peer, an empty-store replica that refused us, where this node is, unless that
+    /// was done less than [`RAFT_INTRODUCE_INTERVAL_MIN_MS`] ago. Best effort: the peer refuses
+    /// again and we come back.
+    async fn introduce(&self, timeout: Duration) {
+        let Some(raft_addr) = &self.raft_addr else { return };
+        {
+            let mut at = self.introduced_at.lock().unwrap_or_else(PoisonError::into_inner);
+            let now = Instant::now();
+            if at.is_some_and(|t| now < t + Duration::from_millis(RAFT_INTRODUCE_INTERVAL_MIN_MS)) {
+                return;
+            }
+            *at = Some(now);
+        }
+        let req = RaftRequest::Introduce { from: self.id, raft_addr: raft_addr.clone() };
+        let Ok(body) = wire::encode(&req) else { return };
+        let reply = self.transport.call(self.id, self.target, &self.addr, req.kind(), body, timeout).await;
+        match reply.map(|b| wire::decode::<RaftReply>(&b)) {
+            Ok(Ok(RaftReply::Introduced { taken })) => {
+                tracing::debug!(id = self.id, target = self.target, taken, "introduced to an empty-store replica");
+            }
+            other => tracing::debug!(id = self.id, target = self.target, ?other, "introduction not answered"),
         }
     }
 

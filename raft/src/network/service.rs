@@ -9,7 +9,8 @@
 //! neither votes nor accepts a leader's entries, and it never campaigns (see `node`).
 //!
 //! A replica that started from an empty store passes votes, pre-votes and leadership transfers
-//! through its [`VoteGuard`] first, and answers other replicas' Probe from its metrics.
+//! through its [`VoteGuard`] first, and answers other replicas' Probe from its metrics; an
+//! Introduce (a replica it refused says where it is) goes to its guard, for its probes to ask.
 //!
 //! A snapshot is checked before openraft sees it ([`check_snapshot`]): openraft asserts on a
 //! snapshot that contradicts its vote or committed log, and a snapshot our state machine cannot
@@ -151,6 +152,13 @@ impl RaftService {
                     nodes: membership.nodes().map(|(id, n)| (*id, n.raft_addr.clone())).collect(),
                     reverts_allowed,
                 })
+            }
+            RaftRequest::Introduce { from, raft_addr } => {
+                let taken = self.inner.guard.introduce(from, &raft_addr);
+                if taken {
+                    tracing::info!(id = self.inner.id, from, %raft_addr, "a replica introduced itself; asking it too");
+                }
+                RaftReply::Introduced { taken }
             }
             RaftRequest::InstallSnapshot { vote, meta, data } => {
                 self.inner.guard.accepts_leader(vote.leader_id.term, vote.leader_id.voted_for)?;

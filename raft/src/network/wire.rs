@@ -71,6 +71,16 @@ pub enum RaftRequest {
         /// The bytes.
         data: Vec<u8>,
     },
+    /// "I am `from`, at `raft_addr`": sent to a replica that refused us because its store is empty
+    /// and it is still asking its peers ([`crate::vote_guard::GUARDED_REFUSAL_MARKER`]); its
+    /// configured peers may all have left the group, and then it learns the members from us.
+    /// Travels as a vote RPC. Last in the enum: the variants before it keep their wire numbers.
+    Introduce {
+        /// The sender.
+        from: NodeId,
+        /// The sender's Raft address.
+        raft_addr: String,
+    },
 }
 
 impl RaftRequest {
@@ -98,7 +108,7 @@ impl RaftRequest {
     pub fn kind(&self) -> RpcKind {
         match self {
             Self::AppendEntries(_) | Self::StreamAppend { .. } => RpcKind::AppendEntries,
-            Self::Vote(_) | Self::PreVote(_) | Self::Probe { .. } => RpcKind::Vote,
+            Self::Vote(_) | Self::PreVote(_) | Self::Probe { .. } | Self::Introduce { .. } => RpcKind::Vote,
             Self::InstallSnapshot { .. } | Self::InstallSnapshotChunk { .. } => RpcKind::InstallSnapshot,
             Self::TransferLeader(_) => RpcKind::TransferLeader,
         }
@@ -127,6 +137,12 @@ pub enum RaftReply {
     SnapshotChunk {
         /// Bytes of the snapshot received so far.
         received: u64,
+    },
+    /// Reply to Introduce: whether the receiver will ask the sender (false once it no longer
+    /// asks anyone, or when it holds too many introductions already).
+    Introduced {
+        /// The introduction was taken.
+        taken: bool,
     },
 }
 

@@ -202,8 +202,13 @@ impl Cluster {
     /// Start (or restart) replica `id` from its directory. A restarted replica gets a fresh
     /// handler: its state is rebuilt by re-applying the log.
     pub async fn start(&mut self, id: NodeId) -> anyhow::Result<()> {
-        let members: BTreeMap<NodeId, Node> =
-            self.members.iter().filter(|(id, _)| self.initial.contains(id)).map(|(k, v)| (*k, v.clone())).collect();
+        // The initial members, and the replica itself as a broker's `raftPeers` always names it.
+        let members: BTreeMap<NodeId, Node> = self
+            .members
+            .iter()
+            .filter(|(m, _)| self.initial.contains(m) || **m == id)
+            .map(|(k, v)| (*k, v.clone()))
+            .collect();
         let cfg_raft = self.cfg.clone();
         let cuts = self.cuts.clone();
         let checkpoints = self.checkpoints;
