@@ -24,22 +24,17 @@
 
 use std::time::Duration;
 
-use raftmq_client::ClientError;
-use raftmq_client::Producer;
 use raftmq_common::message::Message;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::db::Db;
-use crate::history::NEMESIS_PROCESS;
-use crate::history::Op;
-use crate::history::OpF;
-use crate::history::OpType;
 use crate::history::Recorder;
-use crate::workload::SEND_TIMEOUT_MS;
+use crate::workload::SequentialStyle;
 use crate::workload::WorkloadConfig;
-use crate::workload::record_send;
+use crate::workload::sequential_producer;
+use crate::workload::settle_twice;
 
 /// The delay producers' group.
 pub const DELAY_PRODUCER_GROUP: &str = "jepsen_delay_producers";
@@ -110,46 +105,14 @@ impl DelayIntent {
     }
 }
 
-fn producer(namesrv: &str, instance: &str) -> Result<Producer, ClientError> {
-    Producer::builder(DELAY_PRODUCER_GROUP)
-        .namesrv_addr(namesrv)
-        .instance_name(instance)
-        .send_timeout(Duration::from_millis(SEND_TIMEOUT_MS))
-        // One attempt per op, as the plain producers: a retry could store a value twice.
-        .retry_times_when_send_failed(0)
-        .retry_times_when_send_async_failed(0)
-        .build()
-}
-
-async fn delay_producer(i: usize, namesrv: String, topic: String, rec: Recorder, stop: watch::Receiver<bool>) {
-    let Ok(p) = producer(&namesrv, &format!("d{i}")) else { return };
-    if p.start().await.is_err() {
-        return;
-    }
-    let (mut incarnation, mut counter) = (0u32, 0u64);
-    while !*stop.borrow() {
-        let process = format!("d{i}.{incarnation}");
-        let value = format!("{process}-{counter}");
-        counter += 1;
-        let Some(intent) = DelayIntent::of_value(&value) else { break };
-        rec.record(Op::new(OpType::Invoke, OpF::Send, &process).value(&value));
-        let result = p.send(intent.message(&topic, &value)).await;
-        let settled = match &result {
-            Ok(r) => {
-                // The result's offset is the level queue's, not the real queue's: recorded without one.
-                let q = format!("{}:{}", r.message_queue.broker_name, r.message_queue.queue_id);
-                rec.record(Op::new(OpType::Ok, OpF::Send, &process).value(&value).queue(q));
-                true
-            }
-            Err(_) => record_send(&rec, &process, &value, &result),
-        };
-        if !settled {
-            incarnation += 1;
-            counter = 0;
-        }
-    }
-    p.shutdown().await;
-}
+/// The delay producers: one value at a time, recorded without an offset.
+const DELAYED: SequentialStyle = SequentialStyle {
+    prefix: "d",
+    group: DELAY_PRODUCER_GROUP,
+    message: |topic, value| DelayIntent::of_value(value).map(|intent| intent.message(topic, value)),
+    // The result's offset is the level queue's, not the real queue's.
+    with_offset: false,
+};
 
 /// Starts `cfg.delay_producers` delay producers in `set`; they send until `stop`.
 pub fn spawn_into(
@@ -160,7 +123,7 @@ pub fn spawn_into(
     stop: &watch::Receiver<bool>,
 ) {
     for i in 0..cfg.delay_producers {
-        set.spawn(delay_producer(i, namesrv.to_owned(), cfg.topic.clone(), rec.clone(), stop.clone()));
+        set.spawn(sequential_producer(i, DELAYED, namesrv.to_owned(), cfg.topic.clone(), rec.clone(), stop.clone()));
     }
 }
 
@@ -212,38 +175,9 @@ async fn drained_now(db: &Db) -> Result<(), String> {
 /// until `deadline`. Records a `delay levels drain` op: `ok` when drained, `info` with what was
 /// still waiting otherwise (`lost` then reports any acknowledged value that never arrived).
 pub async fn settle(db: &Db, rec: &Recorder, deadline: Instant) -> bool {
-    rec.record(Op::new(OpType::Invoke, OpF::Nemesis, NEMESIS_PROCESS).value(SETTLE_LABEL));
-    let started = Instant::now();
-    let mut first_drained: Option<Instant> = None;
-    let mut last_error = String::from("never looked");
-    loop {
-        // Polling is the only way to see replicated delay progress from outside the broker.
-        match drained_now(db).await {
-            Ok(()) => match first_drained {
-                Some(at) if at.elapsed() >= Duration::from_millis(DELAY_SETTLE_CONFIRM_MS) => {
-                    tracing::info!(took = ?started.elapsed(), "delay levels drained");
-                    rec.record(Op::new(OpType::Ok, OpF::Nemesis, NEMESIS_PROCESS).value(SETTLE_LABEL));
-                    return true;
-                }
-                Some(_) => {}
-                None => first_drained = Some(Instant::now()),
-            },
-            Err(e) => {
-                first_drained = None;
-                last_error = e;
-            }
-        }
-        if Instant::now() >= deadline {
-            tracing::warn!(error = %last_error, "delay levels did not drain before the deadline");
-            rec.record(
-                Op::new(OpType::Info, OpF::Nemesis, NEMESIS_PROCESS)
-                    .value(SETTLE_LABEL)
-                    .error(format!("not drained after {:?}: {last_error}", started.elapsed())),
-            );
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(DELAY_SETTLE_POLL_MS)).await;
-    }
+    let confirm = Duration::from_millis(DELAY_SETTLE_CONFIRM_MS);
+    let poll = Duration::from_millis(DELAY_SETTLE_POLL_MS);
+    settle_twice(rec, SETTLE_LABEL, confirm, poll, deadline, || drained_now(db)).await
 }
 
 #[cfg(test)]

@@ -50,7 +50,6 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::db::Db;
-use crate::history::NEMESIS_PROCESS;
 use crate::history::Op;
 use crate::history::OpF;
 use crate::history::OpType;
@@ -58,6 +57,7 @@ use crate::history::Recorder;
 use crate::workload::SEND_TIMEOUT_MS;
 use crate::workload::WorkloadConfig;
 use crate::workload::send_definitely_failed;
+use crate::workload::settle_twice;
 
 /// The transaction producers' group.
 pub const TX_PRODUCER_GROUP: &str = "jepsen_tx_producers";
@@ -299,38 +299,9 @@ async fn settled_now(db: &Db) -> Result<(), String> {
 /// `deadline`. Records a `transaction checks settle` op: `ok` when settled, `info` with what was
 /// still behind otherwise (the checkers then report any committed value that never appeared).
 pub async fn settle(db: &Db, rec: &Recorder, deadline: Instant) -> bool {
-    rec.record(Op::new(OpType::Invoke, OpF::Nemesis, NEMESIS_PROCESS).value(SETTLE_LABEL));
-    let started = Instant::now();
-    let mut first_settled: Option<Instant> = None;
-    let mut last_error = String::from("never looked");
-    loop {
-        // Polling is the only way to see replicated check progress from outside the broker.
-        match settled_now(db).await {
-            Ok(()) => match first_settled {
-                Some(at) if at.elapsed() >= Duration::from_millis(TRANSACTION_CHECK_INTERVAL_MS) => {
-                    tracing::info!(took = ?started.elapsed(), "transaction checks settled");
-                    rec.record(Op::new(OpType::Ok, OpF::Nemesis, NEMESIS_PROCESS).value(SETTLE_LABEL));
-                    return true;
-                }
-                Some(_) => {}
-                None => first_settled = Some(Instant::now()),
-            },
-            Err(e) => {
-                first_settled = None;
-                last_error = e;
-            }
-        }
-        if Instant::now() >= deadline {
-            tracing::warn!(error = %last_error, "transaction checks did not settle before the deadline");
-            rec.record(
-                Op::new(OpType::Info, OpF::Nemesis, NEMESIS_PROCESS)
-                    .value(SETTLE_LABEL)
-                    .error(format!("not settled after {:?}: {last_error}", started.elapsed())),
-            );
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(TX_SETTLE_POLL_MS)).await;
-    }
+    let confirm = Duration::from_millis(TRANSACTION_CHECK_INTERVAL_MS);
+    let poll = Duration::from_millis(TX_SETTLE_POLL_MS);
+    settle_twice(rec, SETTLE_LABEL, confirm, poll, deadline, || settled_now(db)).await
 }
 
 #[cfg(test)]

@@ -36,6 +36,7 @@ use tokio::time::Instant;
 
 use crate::cluster::Layout;
 use crate::db::Db;
+use crate::history::NEMESIS_PROCESS;
 use crate::history::Op;
 use crate::history::OpF;
 use crate::history::OpType;
@@ -117,8 +118,12 @@ pub async fn setup_topic(db: &Db, cfg: &WorkloadConfig, deadline: Instant) -> Re
     }
 }
 
-fn producer(namesrv: &str, instance: &str) -> Result<Producer, ClientError> {
-    Producer::builder("jepsen_producers")
+/// The producers' group of the plain producers (`p<i>`, `a<i>`).
+pub const PRODUCER_GROUP: &str = "jepsen_producers";
+
+/// A producer of `group` with one attempt per send.
+pub(crate) fn producer(group: &str, namesrv: &str, instance: &str) -> Result<Producer, ClientError> {
+    Producer::builder(group)
         .namesrv_addr(namesrv)
         .instance_name(instance)
         .send_timeout(Duration::from_millis(SEND_TIMEOUT_MS))
@@ -128,17 +133,21 @@ fn producer(namesrv: &str, instance: &str) -> Result<Producer, ClientError> {
         .build()
 }
 
-/// Records the completion of a plain send; false when its outcome is unknown (the process retires).
+/// Records the completion of a send; false when its outcome is unknown (the process retires).
+/// `with_offset`: an `ok` names the result's queue offset (false when that offset is not the
+/// real queue's, as for a delayed message).
 pub(crate) fn record_send(
     rec: &Recorder,
     process: &str,
     value: &str,
     result: &Result<raftmq_client::SendResult, ClientError>,
+    with_offset: bool,
 ) -> bool {
     match result {
         Ok(r) => {
             let q = format!("{}:{}", r.message_queue.broker_name, r.message_queue.queue_id);
-            rec.record(Op::new(OpType::Ok, OpF::Send, process).value(value).queue(q).offset(r.queue_offset));
+            let op = Op::new(OpType::Ok, OpF::Send, process).value(value).queue(q);
+            rec.record(if with_offset { op.offset(r.queue_offset) } else { op });
             true
         }
         Err(e) if send_definitely_failed(e) => {
@@ -152,19 +161,50 @@ pub(crate) fn record_send(
     }
 }
 
-async fn sync_producer(i: usize, namesrv: String, topic: String, rec: Recorder, stop: watch::Receiver<bool>) {
-    let Ok(p) = producer(&namesrv, &format!("p{i}")) else { return };
+/// How a sequential producer sends its values: one at a time, each waited for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SequentialStyle {
+    /// The process name's prefix (`p` for `p<i>.<incarnation>`).
+    pub prefix: &'static str,
+    /// The producers' group.
+    pub group: &'static str,
+    /// The message of a value on a topic; `None` stops the producer.
+    pub message: fn(&str, &str) -> Option<Message>,
+    /// Whether an `ok` records the result's queue offset ([`record_send`]).
+    pub with_offset: bool,
+}
+
+/// The plain sequential producers (`p<i>`): reorder is checked on their sends.
+const PLAIN: SequentialStyle = SequentialStyle {
+    prefix: "p",
+    group: PRODUCER_GROUP,
+    message: |topic, value| Some(Message::new(topic.to_owned(), value.to_owned())),
+    with_offset: true,
+};
+
+/// Sends values `<prefix><i>.<incarnation>-<counter>` one at a time until `stop`; after an unknown
+/// outcome the next incarnation starts at counter 0.
+pub(crate) async fn sequential_producer(
+    i: usize,
+    style: SequentialStyle,
+    namesrv: String,
+    topic: String,
+    rec: Recorder,
+    stop: watch::Receiver<bool>,
+) {
+    let Ok(p) = producer(style.group, &namesrv, &format!("{}{i}", style.prefix)) else { return };
     if p.start().await.is_err() {
         return;
     }
     let (mut incarnation, mut counter) = (0u32, 0u64);
     while !*stop.borrow() {
-        let process = format!("p{i}.{incarnation}");
+        let process = format!("{}{i}.{incarnation}", style.prefix);
         let value = format!("{process}-{counter}");
         counter += 1;
+        let Some(message) = (style.message)(&topic, &value) else { break };
         rec.record(Op::new(OpType::Invoke, OpF::Send, &process).value(&value));
-        let result = p.send(Message::new(topic.clone(), value.clone())).await;
-        if !record_send(&rec, &process, &value, &result) {
+        let result = p.send(message).await;
+        if !record_send(&rec, &process, &value, &result, style.with_offset) {
             incarnation += 1;
             counter = 0;
         }
@@ -180,7 +220,7 @@ async fn async_producer(
     rec: Recorder,
     stop: watch::Receiver<bool>,
 ) {
-    let Ok(p) = producer(&namesrv, &format!("a{i}")) else { return };
+    let Ok(p) = producer(PRODUCER_GROUP, &namesrv, &format!("a{i}")) else { return };
     if p.start().await.is_err() {
         return;
     }
@@ -197,7 +237,7 @@ async fn async_producer(
         }
         let Some(done) = inflight.join_next().await else { break };
         let Ok((process, value, result)) = done else { continue };
-        if !record_send(&rec, &process, &value, &result) && process == format!("a{i}.{incarnation}") {
+        if !record_send(&rec, &process, &value, &result, true) && process == format!("a{i}.{incarnation}") {
             incarnation += 1;
             counter = 0;
         }
@@ -321,7 +361,7 @@ pub fn spawn(
     let namesrv = db.layout.namesrv_addr();
     let mut set = JoinSet::new();
     for i in 0..cfg.sync_producers {
-        set.spawn(sync_producer(i, namesrv.clone(), cfg.topic.clone(), rec.clone(), stop.clone()));
+        set.spawn(sequential_producer(i, PLAIN, namesrv.clone(), cfg.topic.clone(), rec.clone(), stop.clone()));
     }
     for i in 0..cfg.async_producers {
         set.spawn(async_producer(i, cfg.async_window, namesrv.clone(), cfg.topic.clone(), rec.clone(), stop.clone()));
@@ -333,6 +373,55 @@ pub fn spawn(
     let admin = raftmq_client::Admin::new(&namesrv).map_err(|e| e.to_string())?;
     set.spawn(monitor(admin, db.layout.groups(), cfg.clone(), rec.clone(), stop.clone()));
     Ok(set)
+}
+
+/// Waits until `check` holds twice, at least `confirm` apart (what was stored or applied between
+/// two looks shows in the second), polling every `poll`, or until `deadline`. Records a `nemesis`
+/// op `label`: `ok` when settled, `info` with the last reason otherwise (the checkers then judge).
+pub(crate) async fn settle_twice<F, Fut>(
+    rec: &Recorder,
+    label: &str,
+    confirm: Duration,
+    poll: Duration,
+    deadline: Instant,
+    mut check: F,
+) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    rec.record(Op::new(OpType::Invoke, OpF::Nemesis, NEMESIS_PROCESS).value(label));
+    let started = Instant::now();
+    let mut first_settled: Option<Instant> = None;
+    let mut last_error = String::from("never looked");
+    loop {
+        // Polling is the only way to see replicated progress from outside the broker.
+        match check().await {
+            Ok(()) => match first_settled {
+                Some(at) if at.elapsed() >= confirm => {
+                    tracing::info!(took = ?started.elapsed(), label, "settled");
+                    rec.record(Op::new(OpType::Ok, OpF::Nemesis, NEMESIS_PROCESS).value(label));
+                    return true;
+                }
+                Some(_) => {}
+                None => first_settled = Some(Instant::now()),
+            },
+            Err(e) => {
+                first_settled = None;
+                last_error = e;
+            }
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(error = %last_error, label, "not settled before the deadline");
+            rec.record(
+                Op::new(OpType::Info, OpF::Nemesis, NEMESIS_PROCESS)
+                    .value(label)
+                    .error(format!("not settled after {:?}: {last_error}", started.elapsed())),
+            );
+            return false;
+        }
+        tokio::time::sleep(poll).await;
+    }
 }
 
 /// Reads every queue of the topic from offset 0 up to its max offset (or until `deadline`) and
