@@ -363,6 +363,10 @@ async fn t17_a_wiped_replica_never_elects_a_leader_missing_committed_entries() -
     // Make 1 the replica to wipe and 2 the leader, so the wiped one is the group's first member.
     let (mut leader, _) = c.wait_leader(&ids, 1, WAIT).await?;
     if leader != 2 {
+        // The target must hold the leader's log first (as in t14): a follower that has not got the
+        // leader's first entry yet loses the transfer's election, and the old leader wins again.
+        let caught_up = c.write(leader, 1).await?;
+        c.wait_applied(caught_up, WAIT).await?;
         c.node(leader)?.transfer_leader(2).await?;
         leader = c.wait_leader(&[2], 1, WAIT).await?.0;
     }
