@@ -193,6 +193,16 @@ async fn run_inside(opts: &RunOptions, ns: NetNs) -> Result<RunOutcome, RunError
     Ok(RunOutcome { report, out })
 }
 
+/// When a final wait of at most `timeout_ms` gives up: later by the largest skew when the `clock`
+/// nemesis ran, since what a skewed clock stored may wait until real time catches up.
+fn settle_deadline(opts: &RunOptions, timeout_ms: u64) -> Instant {
+    let mut wait = Duration::from_millis(timeout_ms);
+    if opts.nemeses.contains(&NemesisKind::Clock) {
+        wait += Duration::from_millis(nemesis::CLOCK_SKEW_MAX_MS.unsigned_abs());
+    }
+    Instant::now() + wait
+}
+
 async fn phases(opts: &RunOptions, db: &mut Db, rec: &Recorder, steps: &[schedule::Step]) -> Result<(), String> {
     db.start_all(Duration::from_millis(CLUSTER_READY_TIMEOUT_MS)).await.map_err(|e| e.to_string())?;
     let ready = Instant::now() + Duration::from_millis(CLUSTER_READY_TIMEOUT_MS);
@@ -259,21 +269,13 @@ async fn phases(opts: &RunOptions, db: &mut Db, rec: &Recorder, steps: &[schedul
         // Unknown halves resolve only through checks; a timeout is recorded and the checkers judge.
         // A check copy stored under a clock skewed ahead looks young until real time catches up, and
         // the round stops at the first young half, so `clock` may hold the checks back by its skew.
-        let mut wait = Duration::from_millis(transaction::TX_SETTLE_TIMEOUT_MS);
-        if opts.nemeses.contains(&NemesisKind::Clock) {
-            wait += Duration::from_millis(nemesis::CLOCK_SKEW_MAX_MS.unsigned_abs());
-        }
-        transaction::settle(db, rec, Instant::now() + wait).await;
+        transaction::settle(db, rec, settle_deadline(opts, transaction::TX_SETTLE_TIMEOUT_MS)).await;
     }
     if opts.workload.delay_producers > 0 {
         // A delay stored under a clock skewed ahead is corrected to at most its level's delay
         // (`correctDeliverTimestamp`), but a timer's next hop is timed by the clock that stored
         // it, so `clock` may hold the levels back by its skew.
-        let mut wait = Duration::from_millis(delay::DELAY_SETTLE_TIMEOUT_MS);
-        if opts.nemeses.contains(&NemesisKind::Clock) {
-            wait += Duration::from_millis(nemesis::CLOCK_SKEW_MAX_MS.unsigned_abs());
-        }
-        delay::settle(db, rec, Instant::now() + wait).await;
+        delay::settle(db, rec, settle_deadline(opts, delay::DELAY_SETTLE_TIMEOUT_MS)).await;
     }
     tx_done_tx.send_replace(true);
     let joined = tokio::time::timeout(Duration::from_millis(WORKLOAD_STOP_MS), async {

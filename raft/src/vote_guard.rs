@@ -57,8 +57,9 @@ use tokio::time::Instant;
 
 use crate::type_config::{LogId, NodeId};
 
-/// Every refusal of a guarded replica says this: a replica whose RPC is refused so introduces
-/// itself (the Introduce RPC), since the refusing replica may not know where it is.
+/// Every refusal of a guarded replica says this (the refusals below are built with it): a replica
+/// whose RPC is refused so introduces itself (the Introduce RPC), since the refusing replica may
+/// not know where it is.
 pub const GUARDED_REFUSAL_MARKER: &str = "empty store";
 
 /// What a peer says about itself when asked (the Probe RPC).
@@ -256,7 +257,7 @@ impl VoteGuard {
                     self.after_floor_and_quiet(term, floor, Some((since, now)))
                 } else {
                     Err(format!(
-                        "node {}: empty store catching up to {target}: a vote only for a candidate holding it",
+                        "node {}: {GUARDED_REFUSAL_MARKER} catching up to {target}: a vote only for a candidate holding it",
                         self.id
                     ))
                 }
@@ -271,7 +272,7 @@ impl VoteGuard {
     pub fn accepts_leader(&self, term: u64, leader: NodeId) -> Result<(), String> {
         match *self.state() {
             State::Probing => {
-                Err(format!("node {}: empty store, asking its peers before it follows a leader", self.id))
+                Err(format!("node {}: {GUARDED_REFUSAL_MARKER}, asking its peers before it follows a leader", self.id))
             }
             State::CatchingUp { floor, .. } | State::Open { floor, .. } if term < floor => {
                 Err(format!("node {}: a leader of term {term}, older than term {floor} the group has reached", self.id))
@@ -281,7 +282,10 @@ impl VoteGuard {
                 if allowed.contains(&leader) {
                     Ok(())
                 } else {
-                    Err(format!("node {}: empty store, waiting for leader {leader} to answer a probe", self.id))
+                    Err(format!(
+                        "node {}: {GUARDED_REFUSAL_MARKER}, waiting for leader {leader} to answer a probe",
+                        self.id
+                    ))
                 }
             }
             State::Open { .. } => Ok(()),
@@ -300,16 +304,18 @@ impl VoteGuard {
         self.catch_up(local_last);
         match *self.state() {
             State::Open { .. } => Ok(()),
-            _ => Err(format!("node {}: empty store, not caught up: no leadership transfer", self.id)),
+            _ => Err(format!("node {}: {GUARDED_REFUSAL_MARKER}, not caught up: no leadership transfer", self.id)),
         }
     }
 
     fn check(&self, st: State, term: u64, now: Option<Instant>) -> Result<(), String> {
         match st {
             State::Open { floor, since } => self.after_floor_and_quiet(term, floor, since.zip(now)),
-            State::Probing => Err(format!("node {}: empty store, asking its peers before it votes", self.id)),
+            State::Probing => {
+                Err(format!("node {}: {GUARDED_REFUSAL_MARKER}, asking its peers before it votes", self.id))
+            }
             State::CatchingUp { target, .. } => {
-                Err(format!("node {}: empty store catching up to {target}: no campaign", self.id))
+                Err(format!("node {}: {GUARDED_REFUSAL_MARKER} catching up to {target}: no campaign", self.id))
             }
         }
     }
@@ -323,14 +329,14 @@ impl VoteGuard {
     ) -> Result<(), String> {
         if term <= floor {
             return Err(format!(
-                "node {}: empty store: no election in term {term}, at or below term {floor} it may have voted in \
-                 before",
+                "node {}: {GUARDED_REFUSAL_MARKER}: no election in term {term}, at or below term {floor} it may have voted \
+                 in before",
                 self.id
             ));
         }
         match since_now {
             Some((since, now)) if now < since + self.quiet => Err(format!(
-                "node {}: empty store: no vote within {:?} of learning the group's state (an election then under \
+                "node {}: {GUARDED_REFUSAL_MARKER}: no vote within {:?} of learning the group's state (an election then under \
                  way may hold its forgotten vote)",
                 self.id, self.quiet
             )),
