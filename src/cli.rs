@@ -18,9 +18,15 @@ use raftmq_namesrv::NamesrvConfig;
 #[derive(Debug, Parser)]
 #[command(name = "raftmq", version, about, propagate_version = true)]
 pub struct Cli {
-    /// Log as JSON lines (for containers); the level comes from RUST_LOG (default `info`).
+    /// Log as JSON lines (for containers); the level comes from RUST_LOG or `--verbose`.
     #[arg(long, global = true, env = "RAFTMQ_LOG_JSON")]
     pub log_json: bool,
+
+    /// Log more: once for info, twice for debug. By default servers log at info (openraft at warn),
+    /// `dev` only warnings and the other commands only errors; RUST_LOG overrides both. (`-v` is
+    /// taken by mqadmin's `-v/--value`.)
+    #[arg(long = "verbose", global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
 
     #[command(subcommand)]
     pub command: Command,
@@ -46,6 +52,16 @@ pub enum Command {
 }
 
 impl Command {
+    /// How much this command logs by default (`crate::logging`).
+    pub fn quietness(&self) -> crate::logging::Quietness {
+        use crate::logging::Quietness;
+        match self {
+            Command::Namesrv(_) | Command::Broker(_) => Quietness::Server,
+            Command::Dev(_) => Quietness::Dev,
+            Command::Admin(_) | Command::Send(_) | Command::Consume(_) | Command::Bench(_) => Quietness::Command,
+        }
+    }
+
     /// Worker threads of the process's tokio runtime: one for the client commands, as Java's
     /// `NettyRemotingClient` serves all its connections from one event-loop thread. Their blocking
     /// work (listeners) runs on threads of its own; a second worker mostly added wake-ups between

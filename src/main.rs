@@ -26,7 +26,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> Result<()> {
     let cli = cli::Cli::parse();
-    logging::init(cli.log_json);
+    logging::init(cli.log_json, cli.command.quietness(), cli.verbose);
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = cli.command.runtime_worker_threads()
         && std::env::var_os("TOKIO_WORKER_THREADS").is_none()

@@ -30,9 +30,9 @@
 
 #![recursion_limit = "512"]
 
-#[path = "../../broker_group/mod.rs"]
+#[path = "../../harness/group.rs"]
 mod broker_group;
-#[path = "../../ports/mod.rs"]
+#[path = "../../harness/ports.rs"]
 mod ports;
 
 use std::collections::BTreeMap;

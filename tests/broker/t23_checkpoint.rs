@@ -1,0 +1,161 @@
+//! A restarted broker re-applies only the log after its checkpoint (RocketMQ's `StoreCheckpoint`:
+//! a restart dispatches again only what the last flush of its ConsumeQueues had not covered). A
+//! NameServer and a one-node group in process (harness `t40_cluster`), the SDK's producer and admin.
+//!
+//! - t22: messages, a consumer group and committed offsets before a checkpoint, more of each after
+//!   it; the replica crashes (its runtime dropped, no graceful stop) and starts from the
+//!   checkpoint, not from the beginning; every message is still readable at its offset and found
+//!   by its key, the queues end where they did, the group and the latest offsets are there, and
+//!   sends continue at the next queue offsets. A graceful stop writes a checkpoint at the applied
+//!   log id, so the next start re-applies nothing.
+
+#[path = "../harness/mod.rs"]
+mod harness;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::Context;
+use anyhow::Result;
+use anyhow::ensure;
+use harness::cluster::Cluster;
+use harness::cluster::WAIT;
+use harness::cluster::until;
+use raftmq_client::Admin;
+use raftmq_client::Producer;
+use raftmq_common::message::Message;
+use raftmq_common::message::msg_id::OffsetMsgId;
+use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
+use raftmq_common::protocol::header::query::QueryMessageRequestHeader;
+use raftmq_raft::NodeStatus;
+
+const TOPIC: &str = "T22Checkpoint";
+const GROUP: &str = "t22-consumers";
+const QUEUES: i32 = 2;
+
+fn status(cluster: &Cluster, id: u64) -> Result<NodeStatus> {
+    Ok(cluster.broker(id).context("replica not running")?.raft().status())
+}
+
+/// Sends `n` messages numbered from `from`, keyed `key-<i>`; (queue id, queue offset, offsetMsgId) of each.
+async fn send(producer: &Producer, from: usize, n: usize) -> Result<BTreeMap<usize, (i32, i64, String)>> {
+    let mut sent = BTreeMap::new();
+    for i in from..from + n {
+        let mut msg = Message::new(TOPIC, format!("body-{i}").into_bytes());
+        msg.set_keys(format!("key-{i}"));
+        let r = producer.send(msg).await?;
+        sent.insert(i, (r.message_queue.queue_id, r.queue_offset, r.offset_msg_id));
+    }
+    Ok(sent)
+}
+
+async fn by_key(admin: &Admin, addr: &str, i: usize) -> Result<Vec<String>> {
+    let query = QueryMessageRequestHeader {
+        topic: TOPIC.into(),
+        key: format!("key-{i}"),
+        max_num: 32,
+        begin_timestamp: 0,
+        end_timestamp: i64::MAX,
+        unique_key_query: None,
+    };
+    let found = admin.query_message(addr, &query).await?;
+    Ok(found.iter().map(|m| String::from_utf8_lossy(&m.message.body).into_owned()).collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_broker_restarts_from_its_checkpoint_and_loses_nothing() -> Result<()> {
+    let mut cluster = Cluster::start_with(1, |c| c.raft_checkpoint_interval_ms = 100).await?;
+    cluster.create_topic(TOPIC, QUEUES).await?;
+    let id = cluster.wait_leader(WAIT).await?;
+    let addr = cluster.addr(id);
+    let admin = Admin::new(&cluster.namesrv_addr)?;
+    admin.create_subscription_group(&addr, &SubscriptionGroupConfig::new(GROUP)).await?;
+    let producer = Producer::builder("t22-producers").namesrv_addr(&cluster.namesrv_addr).build()?;
+    producer.start().await?;
+
+    let mut sent = send(&producer, 0, 200).await?;
+    for q in 0..QUEUES {
+        admin.update_consumer_offset(&addr, GROUP, TOPIC, q, 10 + i64::from(q)).await?;
+    }
+    // A checkpoint is taken after an apply once the interval has passed: send until one covers
+    // everything so far.
+    let covered = status(&cluster, id)?.applied.context("applied")?.index;
+    let mut next = sent.len();
+    until(
+        "a checkpoint covering the first sends",
+        || {
+            let (producer, cluster) = (&producer, &cluster);
+            let at = next;
+            next += 1;
+            async move {
+                let more = send(producer, at, 1).await?;
+                Ok((more, status(cluster, id)?.checkpoint))
+            }
+        },
+        |(_, checkpoint)| checkpoint.is_some_and(|c| c.index >= covered),
+    )
+    .await?;
+    let written = status(&cluster, id)?.checkpoint.context("checkpoint")?;
+
+    // After the checkpoint: more messages, a changed offset, a new group.
+    let after = send(&producer, 10_000, 60).await?;
+    admin.update_consumer_offset(&addr, GROUP, TOPIC, 0, 42).await?;
+    admin.create_subscription_group(&addr, &SubscriptionGroupConfig::new("t22-late")).await?;
+    producer.shutdown().await;
+    let max_before: Vec<i64> = {
+        let mut v = Vec::new();
+        for q in 0..QUEUES {
+            v.push(admin.max_offset(&addr, TOPIC, q).await?);
+        }
+        v
+    };
+
+    cluster.kill(id);
+    cluster.start_replica(id).await?;
+    cluster.wait_leader(WAIT).await?;
+    let st = status(&cluster, id)?;
+    let from = st.applied_at_start.context("the restarted replica did not start from its checkpoint")?;
+    ensure!(from.index >= written.index, "started at {from}, before the checkpoint {written} it had written");
+
+    for (q, max) in max_before.iter().enumerate() {
+        let q = i32::try_from(q)?;
+        ensure!(admin.max_offset(&addr, TOPIC, q).await? == *max, "queue {q} no longer ends at {max}");
+    }
+    sent.extend(after);
+    for (i, (queue_id, queue_offset, offset_msg_id)) in &sent {
+        let m = admin.view_message_by_id(&offset_msg_id.parse::<OffsetMsgId>()?).await?;
+        ensure!(m.message.body == format!("body-{i}").into_bytes(), "message {i} read back wrong");
+        ensure!((m.queue_id, m.queue_offset) == (*queue_id, *queue_offset), "message {i} moved");
+    }
+    for i in [0, 199, 10_000, 10_059] {
+        ensure!(by_key(&admin, &addr, i).await? == vec![format!("body-{i}")], "key-{i} not found once");
+    }
+    ensure!(admin.query_consumer_offset(&addr, GROUP, TOPIC, 0).await? == Some(42));
+    ensure!(admin.query_consumer_offset(&addr, GROUP, TOPIC, 1).await? == Some(11));
+    {
+        let store = cluster.broker(id).context("replica not running")?.store();
+        let meta = store.metadata();
+        ensure!(meta.groups.get(GROUP).is_some() && meta.groups.get("t22-late").is_some(), "a group is missing");
+    }
+
+    // Sends continue at the queues' next offsets.
+    let producer = Producer::builder("t22-producers").namesrv_addr(&cluster.namesrv_addr).build()?;
+    producer.start().await?;
+    let resumed = send(&producer, 20_000, 4).await?;
+    for (queue_id, queue_offset, _) in resumed.values() {
+        let max = max_before[usize::try_from(*queue_id)?];
+        ensure!(*queue_offset >= max, "a send after the restart took offset {queue_offset} of queue {queue_id}");
+    }
+    producer.shutdown().await;
+
+    // A graceful stop checkpoints everything applied: the next start re-applies nothing.
+    let applied = status(&cluster, id)?.applied.context("applied")?;
+    cluster.stop(id).await?;
+    cluster.start_replica(id).await?;
+    cluster.wait_leader(WAIT).await?;
+    let st = status(&cluster, id)?;
+    ensure!(st.applied_at_start.is_some_and(|l| l.index >= applied.index), "{st:?} after a graceful stop at {applied}");
+    ensure!(by_key(&admin, &addr, 20_003).await? == vec!["body-20003".to_owned()]);
+    admin.shutdown().await;
+    tokio::time::timeout(Duration::from_secs(30), cluster.crash_all()).await?
+}

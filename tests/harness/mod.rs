@@ -1,0 +1,16 @@
+//! The one harness of the end-to-end tests, included by every test binary as
+//! `#[path = "../harness/mod.rs"] mod harness;`.
+//!
+//! - [`ports`]: loopback ports chosen free at runtime, outside the ephemeral range;
+//! - [`group`]: a NameServer and an in-process Raft broker group, spoken to on the wire;
+//! - [`cluster`]: the same driven through the SDK, with replicas that can be killed;
+//! - [`cli`]: fake broker nodes and a runner for the real `raftmq` binary.
+//!
+//! Each binary uses only part of it.
+
+#![allow(dead_code)]
+
+pub mod cli;
+pub mod cluster;
+pub mod group;
+pub mod ports;
