@@ -21,7 +21,6 @@ use serde_json::json;
 
 use super::explain::explain;
 use super::out::Out;
-use super::target::read_targets;
 use crate::table::Table;
 
 #[derive(Debug, Args)]
@@ -88,10 +87,9 @@ fn connection_table(connections: &[ConnectionBody]) -> Table {
 /// `examineConsumerConnectionInfo`: every broker group's leader is asked (a group's clients
 /// heartbeat each broker they read from), and the answers are merged.
 pub(super) async fn consumer_connection(admin: &Admin, out: Out, a: ConsumerConnectionArgs) -> Result<()> {
-    let info = admin.cluster_info().await.context("consumerConnection")?;
+    let groups = admin.read_addrs_of_all_groups().await.context("consumerConnection")?;
     let mut merged: Option<ConsumerConnection> = None;
-    for bd in info.broker_addr_table.values() {
-        let Some(addr) = bd.select_broker_addr() else { continue };
+    for (_, addr) in &groups {
         match admin.consumer_connection(addr, &a.group).await {
             Ok(c) => {
                 let m = merged.get_or_insert_with(|| ConsumerConnection { connection_set: Vec::new(), ..c.clone() });
@@ -146,9 +144,8 @@ pub(super) async fn consumer_connection(admin: &Admin, out: Out, a: ConsumerConn
 /// and the queues held add up to the group's queues with none held twice.
 pub(super) async fn consumer_status(admin: &Admin, out: Out, a: ConsumerStatusArgs) -> Result<()> {
     let cmd = "consumerStatus";
-    let info = admin.cluster_info().await.context(cmd)?;
     let leaders: Vec<String> =
-        info.broker_addr_table.values().filter_map(|bd| bd.select_broker_addr().map(str::to_owned)).collect();
+        admin.read_addrs_of_all_groups().await.context(cmd)?.into_iter().map(|(_, addr)| addr).collect();
     let mut clients: Vec<String> = Vec::new();
     for addr in &leaders {
         match admin.consumer_connection(addr, &a.group).await {
@@ -332,7 +329,7 @@ pub(super) async fn get_consumer_status(admin: &Admin, out: Out, a: GetConsumerS
     let route = admin.topic_route(&a.topic).await.context(cmd)?;
     let mut last_err = None;
     let mut found = None;
-    for (_, addr) in read_targets(&route) {
+    for (_, addr) in Admin::read_addrs_of_route(&route) {
         match admin.consumer_status(&addr, &a.topic, &a.group, a.client_id.as_deref()).await {
             Ok(table) => {
                 found = Some(table);
@@ -381,7 +378,7 @@ pub(super) async fn producer_connection(admin: &Admin, out: Out, a: ProducerConn
     let route = admin.topic_route(&a.topic).await.context("producerConnection")?;
     let mut connections: Vec<ConnectionBody> = Vec::new();
     let mut found = false;
-    for (_, addr) in read_targets(&route) {
+    for (_, addr) in Admin::read_addrs_of_route(&route) {
         match admin.producer_connection(&addr, &a.group).await {
             Ok(p) => {
                 found = true;

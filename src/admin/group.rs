@@ -16,7 +16,6 @@ use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::consume_stats::ConsumeStats;
 use raftmq_common::protocol::body::consume_stats::OffsetWrapper;
 use raftmq_common::protocol::body::consumer_offset::ConsumerOffsetSerializeWrapper;
-use raftmq_common::protocol::body::route::MASTER_ID;
 use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use serde_json::json;
 
@@ -193,19 +192,19 @@ pub(super) async fn delete_sub_group(admin: &Admin, out: Out, a: DeleteSubGroupA
 pub(super) async fn clone_group_offset(admin: &Admin, out: Out, a: CloneGroupOffsetArgs) -> Result<()> {
     let route = admin.topic_route(&a.topic).await.context("cloneGroupOffset")?;
     let mut leaders = Vec::with_capacity(route.broker_datas.len());
-    for bd in &route.broker_datas {
-        let Some(addr) = bd.broker_addrs.get(&MASTER_ID) else {
-            bail!("cloneGroupOffset: broker group {} has no leader now; nothing changed, try again", bd.broker_name);
+    for (name, leader) in Admin::leaders_of_route(&route) {
+        let Some(addr) = leader else {
+            bail!("cloneGroupOffset: broker group {name} has no leader now; nothing changed, try again");
         };
-        leaders.push((bd, addr));
+        leaders.push((name, addr));
     }
     let mut cloned = Vec::new();
-    for (bd, addr) in leaders {
+    for (name, addr) in leaders {
         admin
-            .clone_group_offset(addr, &a.src, &a.dest, Some(&a.topic), a.offline)
+            .clone_group_offset(&addr, &a.src, &a.dest, Some(&a.topic), a.offline)
             .await
             .map_err(|e| explain("cloneGroupOffset", RequestCode::CloneGroupOffset, e))?;
-        cloned.push(json!({"brokerName": bd.broker_name, "addr": addr}));
+        cloned.push(json!({"brokerName": name, "addr": addr}));
     }
     done(
         out,
@@ -250,10 +249,9 @@ async fn consume_stats_of(
 pub(super) async fn consumer_progress(admin: &Admin, out: Out, a: ConsumerProgressArgs) -> Result<()> {
     // Every group may hold offsets of the consumer group; Java asks the groups of %RETRY%<group>,
     // which a group that never failed a message does not have yet.
-    let info = admin.cluster_info().await.context("consumerProgress")?;
+    let groups = admin.read_addrs_of_all_groups().await.context("consumerProgress")?;
     let mut total = ConsumeStats::default();
-    for (name, bd) in &info.broker_addr_table {
-        let Some(addr) = bd.select_broker_addr() else { continue };
+    for (name, addr) in &groups {
         let stats = consume_stats_of(admin, name, addr, &a.group, a.topic.as_deref()).await?;
         total.consume_tps += stats.consume_tps;
         total.offset_table.extend(stats.offset_table);
@@ -299,11 +297,11 @@ pub(super) async fn reset_offset_by_time(admin: &Admin, out: Out, a: ResetOffset
     let timestamp_ms = parse_reset_timestamp(&a.timestamp)?;
     let route = admin.topic_route(&a.topic).await.context("resetOffsetByTime")?;
     let mut rows = Vec::new();
-    for bd in &route.broker_datas {
-        let Some(addr) = bd.broker_addrs.get(&MASTER_ID) else {
-            bail!("resetOffsetByTime: group {} has no leader; try again after its election", bd.broker_name);
+    for (name, leader) in Admin::leaders_of_route(&route) {
+        let Some(addr) = leader else {
+            bail!("resetOffsetByTime: group {name} has no leader; try again after its election");
         };
-        match admin.reset_offset_by_time(addr, &a.topic, &a.group, timestamp_ms, a.force).await {
+        match admin.reset_offset_by_time(&addr, &a.topic, &a.group, timestamp_ms, a.force).await {
             Ok(table) => {
                 for (mq, offset) in table {
                     rows.push(ResetRow {
@@ -316,11 +314,10 @@ pub(super) async fn reset_offset_by_time(admin: &Admin, out: Out, a: ResetOffset
                 }
             }
             Err(e) if not_supported(&e) || e.response_code() == Some(ResponseCode::ConsumerNotOnline) => {
-                let queues =
-                    route.queue_datas.iter().find(|q| q.broker_name == bd.broker_name).map_or(0, |q| q.read_queue_nums);
+                let queues = route.queue_datas.iter().find(|q| q.broker_name == name).map_or(0, |q| q.read_queue_nums);
                 for queue_id in 0..queues {
-                    let mq = MessageQueue::new(&a.topic, &bd.broker_name, queue_id);
-                    rows.push(reset_queue_old(admin, addr, &a, mq, timestamp_ms).await?);
+                    let mq = MessageQueue::new(&a.topic, &name, queue_id);
+                    rows.push(reset_queue_old(admin, &addr, &a, mq, timestamp_ms).await?);
                 }
             }
             Err(e) => return Err(explain("resetOffsetByTime", RequestCode::InvokeBrokerToResetOffset, e)),

@@ -23,7 +23,6 @@ use super::explain::explain;
 use super::out::Out;
 use super::render::message_json;
 use super::target::group_read_addr;
-use super::target::read_targets;
 use crate::namesrv_addr::human_time_ms;
 use crate::table::Table;
 
@@ -226,7 +225,7 @@ async fn by_unique_key(admin: &Admin, topic: &str, id: &str) -> Result<MessageEx
         unique_key_query: Some(true),
     };
     let mut best: Option<MessageExt> = None;
-    for (_, addr) in read_targets(&route) {
+    for (_, addr) in Admin::read_addrs_of_route(&route) {
         let msgs = admin
             .query_message(&addr, &query)
             .await
@@ -283,7 +282,7 @@ pub(super) async fn query_msg_by_key(admin: &Admin, out: Out, a: QueryMsgByKeyAr
         unique_key_query: None,
     };
     let mut found = Vec::new();
-    for (_, addr) in read_targets(&route) {
+    for (_, addr) in Admin::read_addrs_of_route(&route) {
         let msgs = admin
             .query_message(&addr, &query)
             .await

@@ -4,10 +4,11 @@
 //!
 //! This file holds the command enum and its dispatch only; each command family lives in its own
 //! file (topic, group, connection, message, pull, send, broker, store, namesrv, acl, cluster,
-//! membership, stats), over shared pieces: [`out`] (tables or JSON), [`explain`] (error wording),
-//! [`target`] (`-c`/`-b`), [`render`], [`timestamp`], [`config_update`].
+//! membership, stats), over shared pieces: `out` (tables or JSON), `explain` (error wording),
+//! `target` (`-c`/`-b`), `render`, `timestamp`, `config_update`.
 //!
-//! Which broker answers:
+//! Which broker answers (chosen by the SDK's [`Admin`], from the NameServer's routes and cluster
+//! info; the commands only parse flags, call it and render):
 //! - writes (`updateTopic`, `updateTopicPerm`, `updateSubGroup`, `deleteSubGroup`,
 //!   `resetOffsetByTime`) go to each group's brokerId 0, the Raft leader; `-b` takes a group name
 //!   (`broker-a`) or one address (`ip:port`), `-c` a cluster; `cloneGroupOffset` goes to the leader

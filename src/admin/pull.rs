@@ -20,7 +20,6 @@ use super::explain::explain;
 use super::out::Out;
 use super::render::message_json;
 use super::target::group_read_addr;
-use super::target::read_targets;
 use super::timestamp::parse_reset_timestamp;
 
 #[derive(Debug, Args)]
@@ -201,7 +200,7 @@ pub(super) async fn print_msg(admin: &Admin, out: Out, a: PrintMsgArgs) -> Resul
     let cmd = "printMsg";
     let (begin, end) = a.filter.times()?;
     let route = admin.topic_route(&a.topic).await.context(cmd)?;
-    let targets: BTreeMap<String, String> = read_targets(&route).into_iter().collect();
+    let targets: BTreeMap<String, String> = Admin::read_addrs_of_route(&route).into_iter().collect();
     let mut mqs: Vec<MessageQueue> = raftmq_client::route::subscribe_queues(&a.topic, &route).into_iter().collect();
     mqs.sort_by(raftmq_client::consumer::rebalance::java_mq_cmp);
     let mut json_rows = Vec::new();

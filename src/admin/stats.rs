@@ -16,7 +16,6 @@ use serde_json::json;
 
 use super::explain::explain;
 use super::out::Out;
-use super::target::read_targets;
 use crate::namesrv_addr::human_time_ms;
 use crate::table::Table;
 
@@ -87,7 +86,7 @@ pub(super) async fn stats_all(admin: &Admin, out: Out, a: StatsAllArgs) -> Resul
                 continue;
             }
         };
-        let targets = read_targets(&route);
+        let targets = Admin::read_addrs_of_route(&route);
         let (mut in_tps, mut in_24h) = (0.0, 0);
         let mut groups = BTreeSet::new();
         for (_, addr) in &targets {

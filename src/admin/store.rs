@@ -11,7 +11,6 @@ use raftmq_client::ClientError;
 use raftmq_common::limits::QUERY_CONSUME_QUEUE_DEFAULT_COUNT;
 use raftmq_common::limits::QUERY_CONSUME_QUEUE_MAX_COUNT;
 use raftmq_common::protocol::RequestCode;
-use raftmq_common::protocol::body::route::MASTER_ID;
 use serde_json::json;
 
 use super::explain::explain;
@@ -89,10 +88,9 @@ pub(super) async fn query_cq(admin: &Admin, out: Out, a: QueryCqArgs) -> Result<
         Some(addr) => addr,
         None => {
             let route = admin.topic_route(&a.topic).await?;
-            route
-                .broker_datas
-                .iter()
-                .find_map(|b| b.broker_addrs.get(&MASTER_ID).cloned())
+            Admin::leaders_of_route(&route)
+                .into_iter()
+                .find_map(|(_, leader)| leader)
                 .with_context(|| format!("topic {} has no broker group with a leader", a.topic))?
         }
     };

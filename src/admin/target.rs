@@ -1,8 +1,6 @@
-//! Where a command goes: the `-c CLUSTER` / `-b BROKER` flags of writes, and which replica of each
-//! group a command asks (leader for writes; leader, else lowest id, for reads; every replica for
-//! per-replica state).
-
-use std::collections::BTreeSet;
+//! Where a command goes: the `-c CLUSTER` / `-b BROKER` flags turned into the SDK's choice of
+//! replicas ([`Admin`]'s `replica` calls: leaders for writes, every replica for per-replica state),
+//! and the CLI's wording when there is none.
 
 use anyhow::Context;
 use anyhow::Result;
@@ -35,14 +33,7 @@ pub(super) async fn replica_addrs(
     match (broker, cluster) {
         (Some(b), _) => Ok(vec![b.to_owned()]),
         (None, Some(c)) => {
-            let info = admin.cluster_info().await.context(op)?;
-            let names = info.cluster_addr_table.get(c).ok_or_else(|| anyhow!("cluster {c} is unknown"))?;
-            let addrs: BTreeSet<String> = names
-                .iter()
-                .filter_map(|name| info.broker_addr_table.get(name))
-                .flat_map(|group| group.broker_addrs.values().cloned())
-                .collect();
-            Ok(addrs.into_iter().collect())
+            admin.replica_addrs_of_cluster(c).await.context(op)?.ok_or_else(|| anyhow!("cluster {c} is unknown"))
         }
         (None, None) => bail!("give -b BROKER_ADDR or -c CLUSTER"),
     }
@@ -58,26 +49,13 @@ pub(super) async fn write_targets(admin: &Admin, target: &Target) -> Result<Vec<
             }
             Ok(masters)
         }
-        (None, Some(broker)) if broker.contains(':') => Ok(vec![(broker.clone(), broker.clone())]),
-        (None, Some(name)) => Ok(vec![(name.clone(), admin.master_addr_of_group(name).await?)]),
+        (None, Some(broker)) => Ok(vec![(broker.clone(), admin.write_addr_of(broker).await?)]),
         (None, None) => bail!("give -c CLUSTER or -b BROKER"),
     }
 }
 
-/// `(group name, address to read from)` of each group serving `route`: the leader, else the lowest id.
-pub(super) fn read_targets(route: &TopicRouteData) -> Vec<(String, String)> {
-    route
-        .broker_datas
-        .iter()
-        .filter_map(|bd| bd.select_broker_addr().map(|addr| (bd.broker_name.clone(), addr.to_owned())))
-        .collect()
-}
-
-/// The address to read group `broker_name`'s queues of `topic` from (see [`read_targets`]).
+/// The address to read group `broker_name`'s queues of `topic` from ([`Admin::read_addr_of_group`]).
 pub(super) fn group_read_addr(route: &TopicRouteData, cmd: &str, broker_name: &str, topic: &str) -> Result<String> {
-    read_targets(route)
-        .into_iter()
-        .find(|(name, _)| name == broker_name)
-        .map(|(_, addr)| addr)
+    Admin::read_addr_of_group(route, broker_name)
         .ok_or_else(|| anyhow!("{cmd}: broker group {broker_name} does not serve topic {topic}"))
 }

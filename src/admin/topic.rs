@@ -22,7 +22,6 @@ use super::explain::not_supported;
 use super::out::Out;
 use super::out::done;
 use super::target::Target;
-use super::target::read_targets;
 use super::target::write_targets;
 use crate::namesrv_addr::human_time_ms;
 use crate::table::Table;
@@ -253,7 +252,7 @@ pub(super) async fn topic_status(admin: &Admin, out: Out, a: TopicArgs) -> Resul
     let topic = a.topic.as_str();
     let route = admin.topic_route(topic).await.context("topicStatus")?;
     let mut offsets: BTreeMap<MessageQueue, TopicOffset> = BTreeMap::new();
-    for (name, addr) in read_targets(&route) {
+    for (name, addr) in Admin::read_addrs_of_route(&route) {
         match admin.topic_stats(&addr, topic).await {
             Ok(stats) => offsets.extend(stats.offset_table),
             Err(e) if not_supported(&e) => {

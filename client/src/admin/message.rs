@@ -139,13 +139,12 @@ impl Admin {
         };
         let mut views = Vec::new();
         let (mut answered, mut last_error) = (false, None);
-        for bd in &route.broker_datas {
-            let Some(addr) = bd.select_broker_addr() else { continue };
+        for (_, addr) in Self::read_addrs_of_route(&route) {
             // As Java's `queryMessage`: a group that cannot answer is skipped, the others still count.
-            let msgs = match self.query_message(addr, &query).await {
+            let msgs = match self.query_message(&addr, &query).await {
                 Ok(msgs) => msgs,
                 Err(e) => {
-                    tracing::warn!(addr, trace_topic = topic, error = %e, "queryMsgTraceById: a group did not answer");
+                    tracing::warn!(addr = addr.as_str(), trace_topic = topic, error = %e, "queryMsgTraceById: a group did not answer");
                     last_error = Some(e);
                     continue;
                 }
