@@ -61,6 +61,8 @@ use clap::Args;
 use clap::Subcommand;
 use raftmq_client::Admin;
 
+use out::Out;
+
 use crate::namesrv_addr::NamesrvAddrArgs;
 
 /// `raftmq admin` flags.
@@ -268,13 +270,14 @@ enum AdminCommand {
 /// Runs one admin command to completion.
 pub async fn run(args: AdminArgs) -> Result<()> {
     let admin = args.namesrv.admin()?;
-    let out = out::Out { json: args.json };
+    let out = Out { json: args.json };
     let result = dispatch(&admin, &args.namesrv, out, args.command).await;
     admin.shutdown().await;
     result
 }
 
-async fn dispatch(admin: &Admin, namesrv: &NamesrvAddrArgs, out: out::Out, command: AdminCommand) -> Result<()> {
+/// Hands the command to its family's file; the send commands build their own producer.
+async fn dispatch(admin: &Admin, namesrv: &NamesrvAddrArgs, out: Out, command: AdminCommand) -> Result<()> {
     match command {
         AdminCommand::PrintMsg(a) => pull::print_msg(admin, out, a).await,
         AdminCommand::PrintMsgByQueue(a) => pull::print_msg_by_queue(admin, out, a).await,
