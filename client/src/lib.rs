@@ -29,6 +29,7 @@
 //! ```
 
 pub mod admin;
+mod clock;
 pub mod consumer;
 pub mod error;
 pub mod fault_strategy;

@@ -41,8 +41,6 @@ use std::sync::MutexGuard;
 use std::sync::atomic::AtomicU8;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-use std::time::SystemTime;
-use std::time::UNIX_EPOCH;
 
 use bytes::Bytes;
 use raftmq_common::limits::CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS;
@@ -51,6 +49,7 @@ use raftmq_common::limits::MESSAGE_BODY_SIZE_MAX_BYTES;
 use raftmq_common::limits::PRODUCER_HEARTBEAT_ROUTE_CHECK_MS;
 use raftmq_common::limits::PRODUCER_SEND_ATTEMPTS_MAX_COUNT;
 use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
+use raftmq_common::limits::TRACE_SEND_TIMEOUT_MS;
 use raftmq_common::message::Message;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
@@ -86,6 +85,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::clock::now_ms;
 use crate::error::ClientError;
 use crate::error::ErrorKind;
 use crate::error::Result;
@@ -101,8 +101,10 @@ use crate::send_result::SendResult;
 use crate::send_result::SendStatus;
 use crate::send_result::process_send_response;
 use crate::trace;
+use crate::trace::BoxFuture;
 use crate::trace::TraceDispatcher;
 use crate::trace::TraceRole;
+use crate::trace::TraceSender;
 use crate::trace::TraceSettings;
 
 /// `DefaultMQProducer.retryTimesWhenSendFailed` (and `…AsyncFailed`): 2 retries, 3 attempts.
@@ -334,7 +336,7 @@ impl ProducerBuilder {
         );
         // One probe of the outward address (a UDP socket) serves the dispatcher and the client id.
         let ip = self.client_ip.unwrap_or_else(local_ip);
-        let trace = trace::dispatcher(
+        let trace = trace_dispatcher(
             &self.trace,
             "buildProducer",
             &self.producer_group,
@@ -361,6 +363,45 @@ impl ProducerBuilder {
             config: self,
         };
         Ok(Producer { inner: Arc::new(inner) })
+    }
+}
+
+/// The trace dispatcher of a client built with `settings` (`None` when it does not trace),
+/// sending through a producer of its own to the same NameServers with the same credentials.
+pub(crate) fn trace_dispatcher(
+    settings: &TraceSettings,
+    op: &'static str,
+    group: &str,
+    role: TraceRole,
+    namesrv_addrs: Vec<String>,
+    credentials: Option<SessionCredentials>,
+    client_ip: IpAddr,
+) -> Result<Option<Arc<TraceDispatcher>>> {
+    let Some(topic) = trace::trace_topic(settings.enabled, settings.topic.as_deref(), op)? else { return Ok(None) };
+    let producer = Producer::builder(trace::trace_producer_group(group, role))
+        .namesrv_addrs(namesrv_addrs)
+        .credentials(credentials)
+        .send_timeout(Duration::from_millis(TRACE_SEND_TIMEOUT_MS))
+        .build()?;
+    Ok(Some(Arc::new(TraceDispatcher::new(topic, Arc::new(producer), client_ip))))
+}
+
+/// A trace dispatcher sends through a producer with tracing off.
+impl TraceSender for Producer {
+    fn start(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(Producer::start(self))
+    }
+
+    fn send(&self, msg: Message) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move { Producer::send(self, msg).await.map(|_| ()) })
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(Producer::shutdown(self))
+    }
+
+    fn close_now(&self) {
+        Producer::close_now(self);
     }
 }
 
@@ -1216,11 +1257,6 @@ fn mq_label(mq: &MessageQueue) -> String {
 
 fn remaining(deadline: Instant) -> Duration {
     deadline.saturating_duration_since(Instant::now())
-}
-
-fn now_ms() -> i64 {
-    let ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
-    i64::try_from(ms).unwrap_or(i64::MAX)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

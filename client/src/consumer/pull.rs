@@ -57,6 +57,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::clock::now_ms;
 use crate::consumer::client_instance;
 use crate::consumer::client_instance::ClientInstance;
 use crate::consumer::offset_store::ConsumeFrom;
@@ -68,7 +69,6 @@ use crate::consumer::offset_store::compute_pull_from_where;
 use crate::consumer::pull_api::PullStatus;
 use crate::consumer::pull_api::process_pull_response;
 use crate::consumer::push::default_instance_name;
-use crate::consumer::push::now_ms;
 use crate::consumer::rebalance::AllocateStrategy;
 use crate::consumer::rebalance::allocate;
 use crate::consumer::subscription::MessageSelector;
@@ -77,8 +77,8 @@ use crate::consumer::topic_rates::TopicRates;
 use crate::error::ClientError;
 use crate::error::ErrorKind;
 use crate::error::Result;
+use crate::producer::trace_dispatcher;
 use crate::route::RouteConfig;
-use crate::trace;
 use crate::trace::TraceDispatcher;
 use crate::trace::TraceRole;
 use crate::trace::TraceSettings;
@@ -328,7 +328,7 @@ impl PullConsumerBuilder {
                 OffsetStore::Local(LocalFileOffsetStore::new(&self.offset_store_dir, &client_id, &self.consumer_group))
             }
         };
-        let trace = trace::dispatcher(
+        let trace = trace_dispatcher(
             &self.trace,
             "buildPullConsumer",
             &self.consumer_group,

@@ -73,6 +73,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::clock::now_ms;
 use crate::consumer::client_instance;
 use crate::consumer::client_instance::ClientInstance;
 use crate::consumer::client_instance::json_text;
@@ -103,8 +104,8 @@ use crate::error::ClientError;
 use crate::error::ErrorKind;
 use crate::error::Result;
 use crate::producer::Producer;
+use crate::producer::trace_dispatcher;
 use crate::route::RouteConfig;
-use crate::trace;
 use crate::trace::TraceDispatcher;
 use crate::trace::TraceRole;
 use crate::trace::TraceSettings;
@@ -470,7 +471,7 @@ impl PushConsumerBuilder {
             .route_poll_interval(self.route_config.poll_interval)
             .credentials(self.credentials.as_deref().cloned())
             .build()?;
-        let trace = trace::dispatcher(
+        let trace = trace_dispatcher(
             &self.trace,
             "buildPushConsumer",
             &self.consumer_group,
@@ -536,11 +537,6 @@ impl PushConsumerBuilder {
 pub(crate) fn default_instance_name() -> String {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     format!("{}#{nanos}", std::process::id())
-}
-
-pub(crate) fn now_ms() -> i64 {
-    let ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
-    i64::try_from(ms).unwrap_or(i64::MAX)
 }
 
 /// Counters a [`PushConsumer`] keeps, for monitoring and tests.
