@@ -68,7 +68,7 @@ use crate::consumer::offset_store::RemoteBrokerOffsetStore;
 use crate::consumer::offset_store::compute_pull_from_where;
 use crate::consumer::pull_api::PullStatus;
 use crate::consumer::pull_api::process_pull_response;
-use crate::consumer::push::default_instance_name;
+use crate::consumer::push::builder::default_instance_name;
 use crate::consumer::rebalance::AllocateStrategy;
 use crate::consumer::rebalance::allocate;
 use crate::consumer::subscription::MessageSelector;
