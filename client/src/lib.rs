@@ -29,6 +29,7 @@
 //! ```
 
 pub mod admin;
+mod client_config;
 mod clock;
 pub mod consumer;
 pub mod error;

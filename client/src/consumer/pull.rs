@@ -21,12 +21,10 @@
 //!   when a batch is fetched, so it also traces batches a `seek` or a rebalance then discards; here
 //!   only what the application received is traced.
 
-use raftmq_common::protocol::acl::SessionCredentials;
 use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
 use raftmq_common::protocol::body::consumer_running_info::ProcessQueueInfo;
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -57,6 +55,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::client_config::ClientConfig;
+use crate::client_config::client_config_setters;
+use crate::client_config::consumer_instance_name;
 use crate::clock::now_ms;
 use crate::consumer::client_instance;
 use crate::consumer::client_instance::ClientInstance;
@@ -68,7 +69,6 @@ use crate::consumer::offset_store::RemoteBrokerOffsetStore;
 use crate::consumer::offset_store::compute_pull_from_where;
 use crate::consumer::pull_api::PullStatus;
 use crate::consumer::pull_api::process_pull_response;
-use crate::consumer::push::builder::default_instance_name;
 use crate::consumer::rebalance::AllocateStrategy;
 use crate::consumer::rebalance::allocate;
 use crate::consumer::subscription::MessageSelector;
@@ -78,10 +78,8 @@ use crate::error::ClientError;
 use crate::error::ErrorKind;
 use crate::error::Result;
 use crate::producer::trace_dispatcher;
-use crate::route::RouteConfig;
 use crate::trace::TraceDispatcher;
 use crate::trace::TraceRole;
-use crate::trace::TraceSettings;
 
 const STATE_CREATED: u8 = 0;
 const STATE_RUNNING: u8 = 1;
@@ -96,7 +94,7 @@ pub const LITE_PULL_BROKER_SUSPEND_MAX_MS: u64 = 20_000;
 #[derive(Debug, Clone)]
 pub struct PullConsumerBuilder {
     consumer_group: String,
-    namesrv_addrs: Vec<String>,
+    client: ClientConfig,
     subscriptions: Vec<(String, MessageSelector)>,
     assigned: Vec<MessageQueue>,
     message_model: MessageModel,
@@ -106,9 +104,6 @@ pub struct PullConsumerBuilder {
     pull_threshold_for_queue: u64,
     auto_commit: bool,
     auto_commit_interval: Duration,
-    instance_name: Option<String>,
-    client_ip: Option<IpAddr>,
-    route_config: RouteConfig,
     rpc_timeout: Duration,
     heartbeat_interval: Duration,
     rebalance_interval: Duration,
@@ -116,8 +111,6 @@ pub struct PullConsumerBuilder {
     pull_timeout_when_suspend: Duration,
     pull_delay_when_exception: Duration,
     offset_store_dir: PathBuf,
-    credentials: Option<Arc<SessionCredentials>>,
-    trace: TraceSettings,
 }
 
 impl PullConsumerBuilder {
@@ -127,7 +120,7 @@ impl PullConsumerBuilder {
         let ms = Duration::from_millis;
         PullConsumerBuilder {
             consumer_group: consumer_group.into(),
-            namesrv_addrs: Vec::new(),
+            client: ClientConfig::default(),
             subscriptions: Vec::new(),
             assigned: Vec::new(),
             message_model: MessageModel::Clustering,
@@ -137,10 +130,6 @@ impl PullConsumerBuilder {
             pull_threshold_for_queue: L::CONSUMER_PULL_THRESHOLD_FOR_QUEUE_DEFAULT_COUNT,
             auto_commit: true,
             auto_commit_interval: ms(L::CONSUMER_OFFSET_PERSIST_INTERVAL_DEFAULT_MS),
-            instance_name: None,
-            client_ip: None,
-            route_config: RouteConfig::default(),
-            credentials: None,
             rpc_timeout: ms(L::RPC_TIMEOUT_DEFAULT_MS),
             heartbeat_interval: ms(L::CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS),
             rebalance_interval: ms(L::CONSUMER_REBALANCE_INTERVAL_DEFAULT_MS),
@@ -148,36 +137,12 @@ impl PullConsumerBuilder {
             pull_timeout_when_suspend: ms(L::CONSUMER_PULL_TIMEOUT_WHEN_SUSPEND_MS),
             pull_delay_when_exception: ms(L::CONSUMER_PULL_DELAY_WHEN_EXCEPTION_MS),
             offset_store_dir: home.join(".rocketmq_offsets"),
-            trace: TraceSettings::default(),
         }
     }
 
-    /// Traces every batch `poll` returns to the trace topic (`enableMsgTrace`, off by default):
-    /// SubBefore and SubAfter records per message, found later by `queryMsgTraceById`.
-    pub fn enable_msg_trace(mut self, enable: bool) -> Self {
-        self.trace.enabled = enable;
-        self
-    }
-
-    /// The topic trace records go to (`customizedTraceTopic`; default `RMQ_SYS_TRACE_TOPIC`).
-    pub fn customized_trace_topic(mut self, topic: impl Into<String>) -> Self {
-        self.trace.topic = Some(topic.into());
-        self
-    }
-
-    /// NameServers: `"ip:port;ip:port"`.
-    pub fn namesrv_addr(mut self, addrs: &str) -> Self {
-        self.namesrv_addrs = crate::namesrv::parse_namesrv_addrs(addrs);
-        self
-    }
-
-    /// Signs every request with these credentials (RocketMQ's plain ACL, `AclClientRPCHook`): a
-    /// broker with `aclEnable` checks them; NameServers ignore them.
-    /// `None` signs nothing (the default).
-    pub fn credentials(mut self, credentials: impl Into<Option<SessionCredentials>>) -> Self {
-        self.credentials = credentials.into().map(Arc::new);
-        self
-    }
+    // namesrv_addr(s), credentials, instance_name, client_ip, route_poll_interval, enable_msg_trace,
+    // customized_trace_topic: the options every client shares.
+    client_config_setters!(client);
 
     /// Subscribes `topic` (`"TagA || TagB"` or `"*"`); the group rebalances its queues.
     pub fn subscribe(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
@@ -240,22 +205,10 @@ impl PullConsumerBuilder {
         self
     }
 
-    /// Instance name in the client id (default `pid#nanos`).
-    pub fn instance_name(mut self, name: impl Into<String>) -> Self {
-        self.instance_name = Some(name.into());
-        self
-    }
-
-    /// Client IP in the client id.
-    pub fn client_ip(mut self, ip: IpAddr) -> Self {
-        self.client_ip = Some(ip);
-        self
-    }
-
     /// Deadline of non-pull calls (3 s).
     pub fn rpc_timeout(mut self, d: Duration) -> Self {
         self.rpc_timeout = d;
-        self.route_config.rpc_timeout = d;
+        self.client.route_config.rpc_timeout = d;
         self
     }
 
@@ -303,16 +256,16 @@ impl PullConsumerBuilder {
         if !(1..=L::CONSUMER_PULL_BATCH_SIZE_MAX_COUNT).contains(&self.pull_batch_size) {
             return Err(invalid("pullBatchSize out of range [1, 1024]"));
         }
-        let ip = self.client_ip.unwrap_or_else(crate::producer::local_ip);
-        let instance = self.instance_name.clone().unwrap_or_else(default_instance_name);
+        let ip = self.client.ip();
+        let instance = self.client.instance_name_or(consumer_instance_name);
         let client_id = format!("{ip}@{instance}");
         let client = Arc::new(ClientInstance::new(
             &self.consumer_group,
             client_id.clone(),
-            self.namesrv_addrs.clone(),
-            self.route_config.clone(),
+            self.client.namesrv_addrs.clone(),
+            self.client.route_config.clone(),
             self.rpc_timeout,
-            self.credentials.clone(),
+            self.client.credentials.clone(),
         )?);
         let version = now_ms();
         let mut subscriptions = BTreeMap::new();
@@ -328,15 +281,7 @@ impl PullConsumerBuilder {
                 OffsetStore::Local(LocalFileOffsetStore::new(&self.offset_store_dir, &client_id, &self.consumer_group))
             }
         };
-        let trace = trace_dispatcher(
-            &self.trace,
-            "buildPullConsumer",
-            &self.consumer_group,
-            TraceRole::Consume,
-            self.namesrv_addrs.clone(),
-            self.credentials.as_deref().cloned(),
-            ip,
-        )?;
+        let trace = trace_dispatcher(&self.client, "buildPullConsumer", &self.consumer_group, TraceRole::Consume, ip)?;
         let capacity = (L::LITE_PULL_THRESHOLD_FOR_ALL_DEFAULT_COUNT / self.pull_batch_size as usize).max(1);
         let (tx, rx) = mpsc::channel(capacity);
         let inner = LiteInner {
@@ -670,7 +615,7 @@ impl LiteInner {
     fn running_info(&self) -> ConsumerRunningInfo {
         let c = &self.config;
         let mut properties =
-            self.client.running_properties(c.message_model, &c.namesrv_addrs, ConsumeType::ConsumeActively);
+            self.client.running_properties(c.message_model, &c.client.namesrv_addrs, ConsumeType::ConsumeActively);
         let mut put = |k: &str, v: String| {
             properties.insert(k.to_owned(), v);
         };

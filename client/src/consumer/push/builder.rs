@@ -1,24 +1,20 @@
 //! [`PushConsumerBuilder`]: the push consumer's options and their defaults, which mirror
 //! `DefaultMQPushConsumer`; `build` (in `consumer.rs`) checks them and wires the consumer.
 
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use std::time::SystemTime;
-use std::time::UNIX_EPOCH;
 
 use raftmq_common::limits as L;
-use raftmq_common::protocol::acl::SessionCredentials;
 use raftmq_common::protocol::body::heartbeat::MessageModel;
 
+use crate::client_config::ClientConfig;
+use crate::client_config::client_config_setters;
 use crate::consumer::listener::MessageListenerConcurrently;
 use crate::consumer::listener::MessageListenerOrderly;
 use crate::consumer::offset_store::ConsumeFrom;
 use crate::consumer::rebalance::AllocateStrategy;
 use crate::consumer::subscription::MessageSelector;
-use crate::route::RouteConfig;
-use crate::trace::TraceSettings;
 
 #[derive(Clone)]
 pub(super) enum Listener {
@@ -30,7 +26,7 @@ pub(super) enum Listener {
 #[derive(Clone)]
 pub struct PushConsumerBuilder {
     pub(super) consumer_group: String,
-    pub(super) namesrv_addrs: Vec<String>,
+    pub(super) client: ClientConfig,
     pub(super) subscriptions: Vec<(String, MessageSelector)>,
     pub(super) message_model: MessageModel,
     pub(super) consume_from: ConsumeFrom,
@@ -43,9 +39,6 @@ pub struct PushConsumerBuilder {
     pub(super) consume_message_batch_max_size: usize,
     pub(super) max_reconsume_times: i32,
     pub(super) suspend_current_queue_time: Duration,
-    pub(super) instance_name: Option<String>,
-    pub(super) client_ip: Option<IpAddr>,
-    pub(super) route_config: RouteConfig,
     pub(super) rpc_timeout: Duration,
     pub(super) heartbeat_interval: Duration,
     pub(super) rebalance_interval: Duration,
@@ -57,9 +50,7 @@ pub struct PushConsumerBuilder {
     pub(super) reconsume_local_delay: Duration,
     pub(super) await_termination_when_shutdown: Duration,
     pub(super) offset_store_dir: PathBuf,
-    pub(super) credentials: Option<Arc<SessionCredentials>>,
     pub(super) listener: Option<Listener>,
-    pub(super) trace: TraceSettings,
 }
 
 impl std::fmt::Debug for PushConsumerBuilder {
@@ -82,7 +73,7 @@ impl PushConsumerBuilder {
         let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
         PushConsumerBuilder {
             consumer_group: consumer_group.into(),
-            namesrv_addrs: Vec::new(),
+            client: ClientConfig::default(),
             subscriptions: Vec::new(),
             message_model: MessageModel::Clustering,
             consume_from: ConsumeFrom::LastOffset,
@@ -95,10 +86,6 @@ impl PushConsumerBuilder {
             consume_message_batch_max_size: 1,
             max_reconsume_times: -1,
             suspend_current_queue_time: Duration::from_secs(1),
-            instance_name: None,
-            client_ip: None,
-            route_config: RouteConfig::default(),
-            credentials: None,
             rpc_timeout: ms(L::RPC_TIMEOUT_DEFAULT_MS),
             heartbeat_interval: ms(L::CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS),
             rebalance_interval: ms(L::CONSUMER_REBALANCE_INTERVAL_DEFAULT_MS),
@@ -111,37 +98,12 @@ impl PushConsumerBuilder {
             await_termination_when_shutdown: ms(L::SHUTDOWN_DRAIN_MAX_MS),
             offset_store_dir: home.join(".rocketmq_offsets"),
             listener: None,
-            trace: TraceSettings::default(),
         }
     }
 
-    /// Traces every listener call to the trace topic (`enableMsgTrace`, off by default): a
-    /// SubBefore record per message as it is handed over and a SubAfter with the outcome and the
-    /// time per message, found later by `queryMsgTraceById`.
-    pub fn enable_msg_trace(mut self, enable: bool) -> Self {
-        self.trace.enabled = enable;
-        self
-    }
-
-    /// The topic trace records go to (`customizedTraceTopic`; default `RMQ_SYS_TRACE_TOPIC`).
-    pub fn customized_trace_topic(mut self, topic: impl Into<String>) -> Self {
-        self.trace.topic = Some(topic.into());
-        self
-    }
-
-    /// NameServers as RocketMQ writes them: `"ip:port;ip:port"`.
-    pub fn namesrv_addr(mut self, addrs: &str) -> Self {
-        self.namesrv_addrs = crate::namesrv::parse_namesrv_addrs(addrs);
-        self
-    }
-
-    /// Signs every request with these credentials (RocketMQ's plain ACL, `AclClientRPCHook`): a
-    /// broker with `aclEnable` checks them; NameServers ignore them.
-    /// `None` signs nothing (the default).
-    pub fn credentials(mut self, credentials: impl Into<Option<SessionCredentials>>) -> Self {
-        self.credentials = credentials.into().map(Arc::new);
-        self
-    }
+    // namesrv_addr(s), credentials, instance_name, client_ip, route_poll_interval, enable_msg_trace,
+    // customized_trace_topic: the options every client shares.
+    client_config_setters!(client);
 
     /// Subscribes `topic` with a tag expression: `"TagA || TagB"` or `"*"`.
     pub fn subscribe(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
@@ -222,28 +184,10 @@ impl PushConsumerBuilder {
         self
     }
 
-    /// The instance name in the client id `ip@instanceName` (default `pid#nanos`, unique per consumer).
-    pub fn instance_name(mut self, name: impl Into<String>) -> Self {
-        self.instance_name = Some(name.into());
-        self
-    }
-
-    /// The client IP in the client id (default: the address of the default route).
-    pub fn client_ip(mut self, ip: IpAddr) -> Self {
-        self.client_ip = Some(ip);
-        self
-    }
-
     /// Deadline of non-pull broker calls and NameServer calls (3 s).
     pub fn rpc_timeout(mut self, d: Duration) -> Self {
         self.rpc_timeout = d;
-        self.route_config.rpc_timeout = d;
-        self
-    }
-
-    /// Route refresh period (`pollNameServerInterval`, 30 s).
-    pub fn route_poll_interval(mut self, d: Duration) -> Self {
-        self.route_config.poll_interval = d;
+        self.client.route_config.rpc_timeout = d;
         self
     }
 
@@ -318,10 +262,4 @@ impl PushConsumerBuilder {
         self.listener = Some(Listener::Orderly(Arc::new(listener)));
         self
     }
-}
-
-/// `pid#nanos`: distinct for every consumer of a process, as 4.9.x's `changeInstanceNameToPID`.
-pub(crate) fn default_instance_name() -> String {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    format!("{}#{nanos}", std::process::id())
 }

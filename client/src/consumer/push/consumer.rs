@@ -22,6 +22,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::client_config::consumer_instance_name;
 use crate::clock::now_ms;
 use crate::consumer::client_instance::ClientInstance;
 use crate::consumer::consume_pool::ConsumePool;
@@ -29,7 +30,6 @@ use crate::consumer::offset_store::LocalFileOffsetStore;
 use crate::consumer::offset_store::OffsetStore;
 use crate::consumer::offset_store::RemoteBrokerOffsetStore;
 use crate::consumer::push::builder::PushConsumerBuilder;
-use crate::consumer::push::builder::default_instance_name;
 use crate::consumer::push::inner::PushInner;
 use crate::consumer::push::stats::ConsumerStats;
 use crate::consumer::push::stats::Stats;
@@ -87,16 +87,16 @@ impl PushConsumerBuilder {
         if self.pull_threshold_for_queue == 0 || self.pull_threshold_for_queue_bytes == 0 {
             return Err(invalid("pull thresholds must be positive"));
         }
-        let ip = self.client_ip.unwrap_or_else(crate::producer::local_ip);
-        let instance = self.instance_name.clone().unwrap_or_else(default_instance_name);
+        let ip = self.client.ip();
+        let instance = self.client.instance_name_or(consumer_instance_name);
         let client_id = format!("{ip}@{instance}");
         let client = Arc::new(ClientInstance::new(
             &self.consumer_group,
             client_id.clone(),
-            self.namesrv_addrs.clone(),
-            self.route_config.clone(),
+            self.client.namesrv_addrs.clone(),
+            self.client.route_config.clone(),
             self.rpc_timeout,
-            self.credentials.clone(),
+            self.client.credentials.clone(),
         )?);
         let mut subscriptions = BTreeMap::new();
         let version = now_ms();
@@ -111,21 +111,13 @@ impl PushConsumerBuilder {
         // Java shares one client instance between the consumer and its inner producer; ours is a
         // producer of its own, started with the consumer and used only when a send-back fails.
         let retry_producer = Producer::builder(CLIENT_INNER_PRODUCER_GROUP)
-            .namesrv_addrs(self.namesrv_addrs.clone())
+            .namesrv_addrs(self.client.namesrv_addrs.clone())
             .instance_name(instance.clone())
             .client_ip(ip)
-            .route_poll_interval(self.route_config.poll_interval)
-            .credentials(self.credentials.as_deref().cloned())
+            .route_poll_interval(self.client.route_config.poll_interval)
+            .credentials(self.client.owned_credentials())
             .build()?;
-        let trace = trace_dispatcher(
-            &self.trace,
-            "buildPushConsumer",
-            &self.consumer_group,
-            TraceRole::Consume,
-            self.namesrv_addrs.clone(),
-            self.credentials.as_deref().cloned(),
-            ip,
-        )?;
+        let trace = trace_dispatcher(&self.client, "buildPushConsumer", &self.consumer_group, TraceRole::Consume, ip)?;
         let offset_store = match self.message_model {
             MessageModel::Clustering => OffsetStore::Remote(RemoteBrokerOffsetStore::new(client.clone())),
             MessageModel::Broadcasting => {

@@ -150,7 +150,7 @@ impl PushInner {
     pub(super) fn running_info(&self) -> ConsumerRunningInfo {
         let c = &self.config;
         let mut properties =
-            self.client.running_properties(c.message_model, &c.namesrv_addrs, ConsumeType::ConsumePassively);
+            self.client.running_properties(c.message_model, &c.client.namesrv_addrs, ConsumeType::ConsumePassively);
         let mut put = |k: &str, v: String| {
             properties.insert(k.to_owned(), v);
         };
