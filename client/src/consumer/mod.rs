@@ -14,6 +14,7 @@
 
 pub(crate) mod client_instance;
 pub(crate) mod consume_pool;
+pub(crate) mod consumer_config;
 pub mod listener;
 pub mod offset_store;
 pub(crate) mod process_queue;

@@ -25,7 +25,6 @@ use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
 use raftmq_common::protocol::body::consumer_running_info::ProcessQueueInfo;
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::MutexGuard;
@@ -39,7 +38,6 @@ use raftmq_common::limits as L;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
 use raftmq_common::message::trace::ConsumeReturnType;
-use raftmq_common::message::validate::validate_consumer_group;
 use raftmq_common::protocol::body::heartbeat::ConsumeType;
 use raftmq_common::protocol::body::heartbeat::ConsumerData;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
@@ -61,17 +59,14 @@ use crate::client_config::consumer_instance_name;
 use crate::clock::now_ms;
 use crate::consumer::client_instance;
 use crate::consumer::client_instance::ClientInstance;
-use crate::consumer::offset_store::ConsumeFrom;
-use crate::consumer::offset_store::LocalFileOffsetStore;
+use crate::consumer::consumer_config::ConsumerConfig;
+use crate::consumer::consumer_config::consumer_config_setters;
 use crate::consumer::offset_store::OffsetStore;
 use crate::consumer::offset_store::ReadOffsetType;
-use crate::consumer::offset_store::RemoteBrokerOffsetStore;
 use crate::consumer::offset_store::compute_pull_from_where;
 use crate::consumer::pull_api::PullStatus;
 use crate::consumer::pull_api::process_pull_response;
-use crate::consumer::rebalance::AllocateStrategy;
 use crate::consumer::rebalance::allocate;
-use crate::consumer::subscription::MessageSelector;
 use crate::consumer::subscription::build_subscription_data;
 use crate::consumer::topic_rates::TopicRates;
 use crate::error::ClientError;
@@ -93,50 +88,27 @@ pub const LITE_PULL_BROKER_SUSPEND_MAX_MS: u64 = 20_000;
 /// Builds a [`PullConsumer`]; options mirror `DefaultLitePullConsumer`.
 #[derive(Debug, Clone)]
 pub struct PullConsumerBuilder {
-    consumer_group: String,
+    consumer: ConsumerConfig,
     client: ClientConfig,
-    subscriptions: Vec<(String, MessageSelector)>,
     assigned: Vec<MessageQueue>,
-    message_model: MessageModel,
-    consume_from: ConsumeFrom,
-    allocate_strategy: AllocateStrategy,
-    pull_batch_size: u32,
-    pull_threshold_for_queue: u64,
     auto_commit: bool,
     auto_commit_interval: Duration,
-    rpc_timeout: Duration,
-    heartbeat_interval: Duration,
-    rebalance_interval: Duration,
-    broker_suspend_max: Duration,
-    pull_timeout_when_suspend: Duration,
-    pull_delay_when_exception: Duration,
-    offset_store_dir: PathBuf,
 }
 
 impl PullConsumerBuilder {
     /// A builder for `consumer_group` with RocketMQ's defaults (auto-commit every 5 s).
     pub fn new(consumer_group: impl Into<String>) -> Self {
-        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
         let ms = Duration::from_millis;
         PullConsumerBuilder {
-            consumer_group: consumer_group.into(),
+            consumer: ConsumerConfig::new(
+                consumer_group.into(),
+                LITE_PULL_BATCH_SIZE_DEFAULT_COUNT,
+                ms(LITE_PULL_BROKER_SUSPEND_MAX_MS),
+            ),
             client: ClientConfig::default(),
-            subscriptions: Vec::new(),
             assigned: Vec::new(),
-            message_model: MessageModel::Clustering,
-            consume_from: ConsumeFrom::LastOffset,
-            allocate_strategy: AllocateStrategy::Averagely,
-            pull_batch_size: LITE_PULL_BATCH_SIZE_DEFAULT_COUNT,
-            pull_threshold_for_queue: L::CONSUMER_PULL_THRESHOLD_FOR_QUEUE_DEFAULT_COUNT,
             auto_commit: true,
             auto_commit_interval: ms(L::CONSUMER_OFFSET_PERSIST_INTERVAL_DEFAULT_MS),
-            rpc_timeout: ms(L::RPC_TIMEOUT_DEFAULT_MS),
-            heartbeat_interval: ms(L::CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS),
-            rebalance_interval: ms(L::CONSUMER_REBALANCE_INTERVAL_DEFAULT_MS),
-            broker_suspend_max: ms(LITE_PULL_BROKER_SUSPEND_MAX_MS),
-            pull_timeout_when_suspend: ms(L::CONSUMER_PULL_TIMEOUT_WHEN_SUSPEND_MS),
-            pull_delay_when_exception: ms(L::CONSUMER_PULL_DELAY_WHEN_EXCEPTION_MS),
-            offset_store_dir: home.join(".rocketmq_offsets"),
         }
     }
 
@@ -144,52 +116,14 @@ impl PullConsumerBuilder {
     // customized_trace_topic: the options every client shares.
     client_config_setters!(client);
 
-    /// Subscribes `topic` (`"TagA || TagB"` or `"*"`); the group rebalances its queues.
-    pub fn subscribe(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
-        self.subscriptions.push((topic.into(), MessageSelector::Tag(expression.into())));
-        self
-    }
-
-    /// Subscribes `topic` with a selector: a tag expression or SQL92 over message properties; the
-    /// broker must have `enablePropertyFilter = true`.
-    pub fn subscribe_selector(mut self, topic: impl Into<String>, selector: MessageSelector) -> Self {
-        self.subscriptions.push((topic.into(), selector));
-        self
-    }
+    // subscribe, subscribe_selector, message_model, consume_from, allocate_strategy, pull_batch_size,
+    // pull_threshold_for_queue, rpc_timeout, heartbeat_interval, rebalance_interval, broker_suspend_max,
+    // pull_timeout_when_suspend, pull_delay_when_exception, offset_store_dir: shared with the other consumer.
+    consumer_config_setters!(consumer, client);
 
     /// Reads exactly `queues`, no rebalance (`assign`); exclusive with `subscribe`.
     pub fn assign(mut self, queues: impl IntoIterator<Item = MessageQueue>) -> Self {
         self.assigned.extend(queues);
-        self
-    }
-
-    /// CLUSTERING (default) or BROADCASTING.
-    pub fn message_model(mut self, model: MessageModel) -> Self {
-        self.message_model = model;
-        self
-    }
-
-    /// Where queues without a stored offset start (default LAST).
-    pub fn consume_from(mut self, from: ConsumeFrom) -> Self {
-        self.consume_from = from;
-        self
-    }
-
-    /// Queue allocation in subscribe mode (default averagely).
-    pub fn allocate_strategy(mut self, strategy: AllocateStrategy) -> Self {
-        self.allocate_strategy = strategy;
-        self
-    }
-
-    /// Messages per fetch (10; 1..=1024).
-    pub fn pull_batch_size(mut self, n: u32) -> Self {
-        self.pull_batch_size = n;
-        self
-    }
-
-    /// Fetched-but-unpolled messages per queue before fetching pauses (1000).
-    pub fn pull_threshold_for_queue(mut self, n: u64) -> Self {
-        self.pull_threshold_for_queue = n;
         self
     }
 
@@ -205,84 +139,27 @@ impl PullConsumerBuilder {
         self
     }
 
-    /// Deadline of non-pull calls (3 s).
-    pub fn rpc_timeout(mut self, d: Duration) -> Self {
-        self.rpc_timeout = d;
-        self.client.route_config.rpc_timeout = d;
-        self
-    }
-
-    /// Rebalance period in subscribe mode (20 s).
-    pub fn rebalance_interval(mut self, d: Duration) -> Self {
-        self.rebalance_interval = d;
-        self
-    }
-
-    /// Heartbeat period (30 s).
-    pub fn heartbeat_interval(mut self, d: Duration) -> Self {
-        self.heartbeat_interval = d;
-        self
-    }
-
-    /// Long-poll time asked of the broker (20 s).
-    pub fn broker_suspend_max(mut self, d: Duration) -> Self {
-        self.broker_suspend_max = d;
-        self
-    }
-
-    /// Pause after a failed fetch (3 s).
-    pub fn pull_delay_when_exception(mut self, d: Duration) -> Self {
-        self.pull_delay_when_exception = d;
-        self
-    }
-
-    /// Directory of broadcasting offset files.
-    pub fn offset_store_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.offset_store_dir = dir.into();
-        self
-    }
-
     /// Checks the options and builds the consumer (not started).
     pub fn build(self) -> Result<PullConsumer> {
-        let invalid = |m: &str| ClientError::invalid_argument("buildPullConsumer", m.to_owned());
-        // A group its broker could not keep a %RETRY% topic for fails here, not at every pull.
-        validate_consumer_group(&self.consumer_group).map_err(|e| invalid(&e.to_string()))?;
-        if self.subscriptions.is_empty() == self.assigned.is_empty() {
+        const OP: &str = "buildPullConsumer";
+        let invalid = |m: &str| ClientError::invalid_argument(OP, m.to_owned());
+        self.consumer.check_group(OP)?;
+        if self.consumer.subscriptions.is_empty() == self.assigned.is_empty() {
             return Err(invalid("either subscribe topics or assign queues, not both or neither"));
         }
-        for (topic, selector) in &self.subscriptions {
-            selector.validate().map_err(|e| invalid(&format!("the SQL92 subscription of {topic} is invalid: {e}")))?;
-        }
-        if !(1..=L::CONSUMER_PULL_BATCH_SIZE_MAX_COUNT).contains(&self.pull_batch_size) {
-            return Err(invalid("pullBatchSize out of range [1, 1024]"));
-        }
+        self.consumer.check_selectors_and_batch(OP)?;
         let ip = self.client.ip();
         let instance = self.client.instance_name_or(consumer_instance_name);
-        let client_id = format!("{ip}@{instance}");
-        let client = Arc::new(ClientInstance::new(
-            &self.consumer_group,
-            client_id.clone(),
-            self.client.namesrv_addrs.clone(),
-            self.client.route_config.clone(),
-            self.rpc_timeout,
-            self.client.credentials.clone(),
-        )?);
+        let client = self.consumer.client_instance(&self.client, ip, &instance)?;
         let version = now_ms();
-        let mut subscriptions = BTreeMap::new();
-        for (topic, selector) in &self.subscriptions {
-            subscriptions.insert(topic.clone(), selector.subscription_data(topic, version));
-        }
+        let mut subscriptions = self.consumer.subscription_table(version);
         for mq in &self.assigned {
             subscriptions.entry(mq.topic.clone()).or_insert_with(|| build_subscription_data(&mq.topic, "*", version));
         }
-        let offset_store = match self.message_model {
-            MessageModel::Clustering => OffsetStore::Remote(RemoteBrokerOffsetStore::new(client.clone())),
-            MessageModel::Broadcasting => {
-                OffsetStore::Local(LocalFileOffsetStore::new(&self.offset_store_dir, &client_id, &self.consumer_group))
-            }
-        };
-        let trace = trace_dispatcher(&self.client, "buildPullConsumer", &self.consumer_group, TraceRole::Consume, ip)?;
-        let capacity = (L::LITE_PULL_THRESHOLD_FOR_ALL_DEFAULT_COUNT / self.pull_batch_size as usize).max(1);
+        let offset_store = self.consumer.offset_store(&client);
+        let trace =
+            trace_dispatcher(&self.client, "buildPullConsumer", &self.consumer.consumer_group, TraceRole::Consume, ip)?;
+        let capacity = (L::LITE_PULL_THRESHOLD_FOR_ALL_DEFAULT_COUNT / self.consumer.pull_batch_size as usize).max(1);
         let (tx, rx) = mpsc::channel(capacity);
         let inner = LiteInner {
             client,
@@ -373,7 +250,7 @@ pub struct PullConsumer {
 impl std::fmt::Debug for PullConsumer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PullConsumer")
-            .field("consumer_group", &self.inner.config.consumer_group)
+            .field("consumer_group", &self.inner.config.consumer.consumer_group)
             .field("client_id", &self.inner.client.client_id)
             .finish()
     }
@@ -451,7 +328,7 @@ impl PullConsumer {
                         biased;
                         _ = me.shutdown.cancelled() => return,
                         _ = me.client.rebalance_signal.notified() => {}
-                        _ = tokio::time::sleep(me.config.rebalance_interval) => {}
+                        _ = tokio::time::sleep(me.config.consumer.rebalance_interval) => {}
                     }
                 }
             });
@@ -466,7 +343,7 @@ impl PullConsumer {
                 tokio::select! {
                     biased;
                     _ = me.shutdown.cancelled() => return,
-                    _ = tokio::time::sleep(me.config.heartbeat_interval) => me.send_heartbeat().await,
+                    _ = tokio::time::sleep(me.config.consumer.heartbeat_interval) => me.send_heartbeat().await,
                 }
             }
         });
@@ -522,7 +399,7 @@ impl PullConsumer {
             }
             if let Some(trace) = &inner.trace {
                 let handed = std::time::Instant::now();
-                if let Some(before) = trace.sub_before(&inner.config.consumer_group, &request.msgs) {
+                if let Some(before) = trace.sub_before(&inner.config.consumer.consumer_group, &request.msgs) {
                     trace.sub_after(before, ConsumeReturnType::Success, handed, request.msgs.len());
                 }
             }
@@ -614,14 +491,17 @@ impl LiteInner {
     /// settings and subscriptions alone; the queues and the pull rates are ours.
     fn running_info(&self) -> ConsumerRunningInfo {
         let c = &self.config;
-        let mut properties =
-            self.client.running_properties(c.message_model, &c.client.namesrv_addrs, ConsumeType::ConsumeActively);
+        let mut properties = self.client.running_properties(
+            c.consumer.message_model,
+            &c.client.namesrv_addrs,
+            ConsumeType::ConsumeActively,
+        );
         let mut put = |k: &str, v: String| {
             properties.insert(k.to_owned(), v);
         };
         put("autoCommit", c.auto_commit.to_string());
-        put("pullBatchSize", c.pull_batch_size.to_string());
-        put("pullThresholdForQueue", c.pull_threshold_for_queue.to_string());
+        put("pullBatchSize", c.consumer.pull_batch_size.to_string());
+        put("pullThresholdForQueue", c.consumer.pull_threshold_for_queue.to_string());
         let offsets = self.offset_store.offsets();
         let mq_table = lock(&self.queues)
             .iter()
@@ -653,10 +533,10 @@ impl LiteInner {
         let data = HeartbeatData {
             client_id: self.client.client_id.clone(),
             consumer_data_set: vec![ConsumerData {
-                consume_from_where: self.config.consume_from.as_consume_from_where(),
+                consume_from_where: self.config.consumer.consume_from.as_consume_from_where(),
                 consume_type: ConsumeType::ConsumeActively,
-                group_name: self.config.consumer_group.clone(),
-                message_model: self.config.message_model,
+                group_name: self.config.consumer.consumer_group.clone(),
+                message_model: self.config.consumer.message_model,
                 subscription_data_set: self.subscriptions.values().cloned().collect(),
                 unit_mode: false,
             }],
@@ -669,13 +549,15 @@ impl LiteInner {
     async fn rebalance(self: &Arc<Self>) {
         for topic in self.subscriptions.keys() {
             let Ok(mqs) = self.client.subscribe_queues(topic).await else { continue };
-            let allocated: BTreeSet<MessageQueue> = if self.config.message_model == MessageModel::Clustering {
+            let allocated: BTreeSet<MessageQueue> = if self.config.consumer.message_model == MessageModel::Clustering {
                 let cids = match self.client.find_consumer_ids(topic).await {
                     Ok(cids) if !cids.is_empty() => cids,
                     _ => continue,
                 };
                 let all: Vec<MessageQueue> = mqs.into_iter().collect();
-                allocate(self.config.allocate_strategy, &self.client.client_id, &all, &cids).into_iter().collect()
+                allocate(self.config.consumer.allocate_strategy, &self.client.client_id, &all, &cids)
+                    .into_iter()
+                    .collect()
             } else {
                 mqs
             };
@@ -720,7 +602,13 @@ impl LiteInner {
     /// leaves the queue to its next round.
     async fn add_queue(self: &Arc<Self>, mq: &MessageQueue, lazy: bool) -> Result<()> {
         self.offset_store.remove_offset(mq);
-        let offset = match compute_pull_from_where(&self.offset_store, &self.client, mq, self.config.consume_from).await
+        let offset = match compute_pull_from_where(
+            &self.offset_store,
+            &self.client,
+            mq,
+            self.config.consumer.consume_from,
+        )
+        .await
         {
             Ok(offset) => offset,
             Err(e) if lazy && !matches!(e.kind, ErrorKind::Shutdown) => {
@@ -758,7 +646,7 @@ impl LiteInner {
             tokio::pin!(reset);
             wake.as_mut().enable();
             reset.as_mut().enable();
-            if queue.cached.load(Ordering::Acquire) >= self.config.pull_threshold_for_queue {
+            if queue.cached.load(Ordering::Acquire) >= self.config.consumer.pull_threshold_for_queue {
                 tokio::select! {
                     biased;
                     _ = self.shutdown.cancelled() => return,
@@ -772,7 +660,7 @@ impl LiteInner {
                     biased;
                     _ = self.shutdown.cancelled() => return,
                     _ = &mut reset => continue,
-                    r = compute_pull_from_where(&self.offset_store, &self.client, &mq, self.config.consume_from) => r,
+                    r = compute_pull_from_where(&self.offset_store, &self.client, &mq, self.config.consumer.consume_from) => r,
                 };
                 match read {
                     Ok(start) => {
@@ -787,7 +675,7 @@ impl LiteInner {
                             biased;
                             _ = self.shutdown.cancelled() => return,
                             _ = &mut reset => {}
-                            _ = tokio::time::sleep(self.config.pull_delay_when_exception) => {}
+                            _ = tokio::time::sleep(self.config.consumer.pull_delay_when_exception) => {}
                         }
                     }
                 }
@@ -832,7 +720,7 @@ impl LiteInner {
                         biased;
                         _ = self.shutdown.cancelled() => return,
                         _ = &mut reset => {}
-                        _ = tokio::time::sleep(self.config.pull_delay_when_exception) => {}
+                        _ = tokio::time::sleep(self.config.consumer.pull_delay_when_exception) => {}
                     }
                 }
             }
@@ -848,22 +736,23 @@ impl LiteInner {
     ) -> Result<crate::consumer::pull_api::PullResult> {
         let found = self.client.broker_addr("pullMessage", mq, broker_id, false).await?;
         let header = PullMessageRequestHeader {
-            consumer_group: self.config.consumer_group.clone(),
+            consumer_group: self.config.consumer.consumer_group.clone(),
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,
             queue_offset: offset,
-            max_msg_nums: i32::try_from(self.config.pull_batch_size).unwrap_or(i32::MAX),
+            max_msg_nums: i32::try_from(self.config.consumer.pull_batch_size).unwrap_or(i32::MAX),
             // `pullSyncImpl(block=true)`: suspend, subscription in the header, lite-pull bit; no commit.
             sys_flag: pull_sys_flag::build(false, true, true, false, true),
             commit_offset: 0,
-            suspend_timeout_millis: i64::try_from(self.config.broker_suspend_max.as_millis()).unwrap_or(i64::MAX),
+            suspend_timeout_millis: i64::try_from(self.config.consumer.broker_suspend_max.as_millis())
+                .unwrap_or(i64::MAX),
             subscription: Some(sub.sub_string.clone()),
             sub_version: sub.sub_version,
             expression_type: Some(sub.expression_type.clone()),
             bname: None,
         };
         let started = Instant::now();
-        let response = self.client.pull(&found.addr, &header, self.config.pull_timeout_when_suspend).await?;
+        let response = self.client.pull(&found.addr, &header, self.config.consumer.pull_timeout_when_suspend).await?;
         let result = process_pull_response(&response, sub)?;
         let answered = Instant::now();
         let rt_ms = u64::try_from((answered - started).as_millis()).unwrap_or(u64::MAX);

@@ -2,7 +2,6 @@
 //! started (routes, heartbeat, first rebalance, timers) and shut down in the order the module
 //! header of `push` gives; clones share one [`PushInner`].
 
-use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -13,7 +12,6 @@ use std::time::Duration;
 use raftmq_common::limits as L;
 use raftmq_common::message::MessageQueue;
 use raftmq_common::message::validate::retry_topic;
-use raftmq_common::message::validate::validate_consumer_group;
 use raftmq_common::protocol::body::consume_directly::CmResult;
 use raftmq_common::protocol::body::consume_directly::ConsumeMessageDirectlyResult;
 use raftmq_common::protocol::body::heartbeat::MessageModel;
@@ -24,11 +22,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::client_config::consumer_instance_name;
 use crate::clock::now_ms;
-use crate::consumer::client_instance::ClientInstance;
 use crate::consumer::consume_pool::ConsumePool;
-use crate::consumer::offset_store::LocalFileOffsetStore;
 use crate::consumer::offset_store::OffsetStore;
-use crate::consumer::offset_store::RemoteBrokerOffsetStore;
 use crate::consumer::push::builder::PushConsumerBuilder;
 use crate::consumer::push::inner::PushInner;
 use crate::consumer::push::stats::ConsumerStats;
@@ -56,7 +51,7 @@ pub struct PushConsumer {
 impl std::fmt::Debug for PushConsumer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PushConsumer")
-            .field("consumer_group", &self.inner.config.consumer_group)
+            .field("consumer_group", &self.inner.config.consumer.consumer_group)
             .field("client_id", &self.inner.client.client_id)
             .finish()
     }
@@ -65,46 +60,30 @@ impl std::fmt::Debug for PushConsumer {
 impl PushConsumerBuilder {
     /// Checks the options and builds the consumer (not started).
     pub fn build(self) -> Result<PushConsumer> {
-        let invalid = |m: &str| ClientError::invalid_argument("buildPushConsumer", m.to_owned());
-        // A group its broker could not keep a %RETRY% topic for fails here, not at every pull.
-        validate_consumer_group(&self.consumer_group).map_err(|e| invalid(&e.to_string()))?;
+        const OP: &str = "buildPushConsumer";
+        let invalid = |m: &str| ClientError::invalid_argument(OP, m.to_owned());
+        self.consumer.check_group(OP)?;
         let listener = self.listener.clone().ok_or_else(|| invalid("messageListener is null"))?;
-        if self.subscriptions.is_empty() {
+        if self.consumer.subscriptions.is_empty() {
             return Err(invalid("subscription is empty"));
         }
-        for (topic, selector) in &self.subscriptions {
-            selector.validate().map_err(|e| invalid(&format!("the SQL92 subscription of {topic} is invalid: {e}")))?;
-        }
-        if !(1..=L::CONSUMER_PULL_BATCH_SIZE_MAX_COUNT).contains(&self.pull_batch_size) {
-            return Err(invalid("pullBatchSize out of range [1, 1024]"));
-        }
+        self.consumer.check_selectors_and_batch(OP)?;
         if !(1..=L::CONSUMER_CONSUME_THREADS_MAX_COUNT).contains(&self.consume_threads) {
             return Err(invalid("consumeThreadMax out of range [1, 1000]"));
         }
         if !(1..=1024).contains(&self.consume_message_batch_max_size) {
             return Err(invalid("consumeMessageBatchMaxSize out of range [1, 1024]"));
         }
-        if self.pull_threshold_for_queue == 0 || self.pull_threshold_for_queue_bytes == 0 {
+        if self.consumer.pull_threshold_for_queue == 0 || self.pull_threshold_for_queue_bytes == 0 {
             return Err(invalid("pull thresholds must be positive"));
         }
         let ip = self.client.ip();
         let instance = self.client.instance_name_or(consumer_instance_name);
-        let client_id = format!("{ip}@{instance}");
-        let client = Arc::new(ClientInstance::new(
-            &self.consumer_group,
-            client_id.clone(),
-            self.client.namesrv_addrs.clone(),
-            self.client.route_config.clone(),
-            self.rpc_timeout,
-            self.client.credentials.clone(),
-        )?);
-        let mut subscriptions = BTreeMap::new();
+        let client = self.consumer.client_instance(&self.client, ip, &instance)?;
         let version = now_ms();
-        for (topic, selector) in &self.subscriptions {
-            subscriptions.insert(topic.clone(), selector.subscription_data(topic, version));
-        }
-        let group_retry_topic = retry_topic(&self.consumer_group);
-        if self.message_model == MessageModel::Clustering {
+        let mut subscriptions = self.consumer.subscription_table(version);
+        let group_retry_topic = retry_topic(&self.consumer.consumer_group);
+        if self.consumer.message_model == MessageModel::Clustering {
             // Redelivered messages of the group come back on its retry topic (`copySubscription`).
             subscriptions.insert(group_retry_topic.clone(), build_subscription_data(&group_retry_topic, "*", version));
         }
@@ -117,16 +96,12 @@ impl PushConsumerBuilder {
             .route_poll_interval(self.client.route_config.poll_interval)
             .credentials(self.client.owned_credentials())
             .build()?;
-        let trace = trace_dispatcher(&self.client, "buildPushConsumer", &self.consumer_group, TraceRole::Consume, ip)?;
-        let offset_store = match self.message_model {
-            MessageModel::Clustering => OffsetStore::Remote(RemoteBrokerOffsetStore::new(client.clone())),
-            MessageModel::Broadcasting => {
-                OffsetStore::Local(LocalFileOffsetStore::new(&self.offset_store_dir, &client_id, &self.consumer_group))
-            }
-        };
+        let trace =
+            trace_dispatcher(&self.client, "buildPushConsumer", &self.consumer.consumer_group, TraceRole::Consume, ip)?;
+        let offset_store = self.consumer.offset_store(&client);
         let inner = PushInner {
             consume_pool: ConsumePool::new(
-                &format!("ConsumeMessageThread_{}", self.consumer_group),
+                &format!("ConsumeMessageThread_{}", self.consumer.consumer_group),
                 self.consume_threads,
             ),
             retry_topic: group_retry_topic,
@@ -184,7 +159,7 @@ impl PushConsumer {
 
     /// The consumer group.
     pub fn consumer_group(&self) -> &str {
-        &self.inner.config.consumer_group
+        &self.inner.config.consumer.consumer_group
     }
 
     /// The queues this consumer reads now.
@@ -273,12 +248,12 @@ impl PushConsumer {
                     biased;
                     _ = me.shutdown.cancelled() => return,
                     _ = me.client.rebalance_signal.notified() => {}
-                    _ = tokio::time::sleep(me.config.rebalance_interval) => {}
+                    _ = tokio::time::sleep(me.config.consumer.rebalance_interval) => {}
                 }
             }
         });
         let me = inner.clone();
-        every(inner, inner.config.heartbeat_interval, move || {
+        every(inner, inner.config.consumer.heartbeat_interval, move || {
             let me = me.clone();
             async move { me.send_heartbeat().await }
         });
@@ -287,7 +262,7 @@ impl PushConsumer {
             let me = me.clone();
             async move { me.persist_all().await }
         });
-        if inner.is_orderly() && inner.config.message_model == MessageModel::Clustering {
+        if inner.is_orderly() && inner.config.consumer.message_model == MessageModel::Clustering {
             let me = inner.clone();
             every(inner, inner.config.lock_renew_interval, move || {
                 let me = me.clone();
@@ -320,7 +295,7 @@ impl PushConsumer {
         if let Err(e) = inner.offset_store.persist_all_confirmed(&mqs).await {
             tracing::warn!(error = %e, "offsets not all stored at shutdown; their messages will be redelivered");
         }
-        if inner.is_orderly() && inner.config.message_model == MessageModel::Clustering {
+        if inner.is_orderly() && inner.config.consumer.message_model == MessageModel::Clustering {
             inner.unlock_all().await;
         }
         let addrs = inner.heartbeat_addrs();

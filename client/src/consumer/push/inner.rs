@@ -97,7 +97,7 @@ impl PushInner {
     }
 
     pub(super) fn clustering(&self) -> bool {
-        self.config.message_model == MessageModel::Clustering
+        self.config.consumer.message_model == MessageModel::Clustering
     }
 
     pub(super) fn topics(&self) -> Vec<String> {
@@ -112,10 +112,10 @@ impl PushInner {
         HeartbeatData {
             client_id: self.client.client_id.clone(),
             consumer_data_set: vec![ConsumerData {
-                consume_from_where: self.config.consume_from.as_consume_from_where(),
+                consume_from_where: self.config.consumer.consume_from.as_consume_from_where(),
                 consume_type: ConsumeType::ConsumePassively,
-                group_name: self.config.consumer_group.clone(),
-                message_model: self.config.message_model,
+                group_name: self.config.consumer.consumer_group.clone(),
+                message_model: self.config.consumer.message_model,
                 subscription_data_set: self.subscriptions.values().cloned().collect(),
                 unit_mode: false,
             }],
@@ -149,15 +149,18 @@ impl PushInner {
     /// settings, subscriptions, each held queue and each topic's rates (`statusTable`).
     pub(super) fn running_info(&self) -> ConsumerRunningInfo {
         let c = &self.config;
-        let mut properties =
-            self.client.running_properties(c.message_model, &c.client.namesrv_addrs, ConsumeType::ConsumePassively);
+        let mut properties = self.client.running_properties(
+            c.consumer.message_model,
+            &c.client.namesrv_addrs,
+            ConsumeType::ConsumePassively,
+        );
         let mut put = |k: &str, v: String| {
             properties.insert(k.to_owned(), v);
         };
-        put("consumeFromWhere", json_text(&c.consume_from.as_consume_from_where()));
-        put("allocateMessageQueueStrategy", format!("{:?}", c.allocate_strategy));
-        put("pullBatchSize", c.pull_batch_size.to_string());
-        put("pullThresholdForQueue", c.pull_threshold_for_queue.to_string());
+        put("consumeFromWhere", json_text(&c.consumer.consume_from.as_consume_from_where()));
+        put("allocateMessageQueueStrategy", format!("{:?}", c.consumer.allocate_strategy));
+        put("pullBatchSize", c.consumer.pull_batch_size.to_string());
+        put("pullThresholdForQueue", c.consumer.pull_threshold_for_queue.to_string());
         put("pullThresholdSizeForQueue", (c.pull_threshold_for_queue_bytes / (1024 * 1024)).to_string());
         put("consumeConcurrentlyMaxSpan", c.consume_concurrently_max_span.to_string());
         put("consumeMessageBatchMaxSize", c.consume_message_batch_max_size.to_string());
@@ -247,7 +250,7 @@ impl PushInner {
 
     /// The SubBefore of a batch handed to the listener ([`TraceDispatcher::sub_before`]).
     pub(super) fn trace_before(&self, msgs: &[MessageExt]) -> Option<TraceContext> {
-        self.trace.as_ref()?.sub_before(&self.config.consumer_group, msgs)
+        self.trace.as_ref()?.sub_before(&self.config.consumer.consumer_group, msgs)
     }
 
     /// The SubAfter of the listener's outcome ([`TraceDispatcher::sub_after`]).

@@ -29,7 +29,7 @@ use crate::error::Result;
 impl PushInner {
     /// Why the queue must not be pulled now, if it must not.
     pub(super) fn flow_control(&self, pq: &ProcessQueue) -> Option<&'static str> {
-        if pq.msg_count() > self.config.pull_threshold_for_queue {
+        if pq.msg_count() > self.config.consumer.pull_threshold_for_queue {
             return Some("cached message count");
         }
         if pq.msg_size_bytes() > self.config.pull_threshold_for_queue_bytes {
@@ -110,7 +110,7 @@ impl PushInner {
                     }
                     tracing::warn!(mq = ?mq, offset, error = %e, "pull failed");
                     broker_id = MASTER_ID;
-                    if !self.pause(self.config.pull_delay_when_exception).await {
+                    if !self.pause(self.config.consumer.pull_delay_when_exception).await {
                         return;
                     }
                 }
@@ -133,14 +133,15 @@ impl PushInner {
         let found = self.client.broker_addr("pullMessage", mq, broker_id, false).await?;
         let sys_flag = pull_sys_flag::build(commit_offset.is_some() && !found.slave, true, false, false, false);
         let header = PullMessageRequestHeader {
-            consumer_group: self.config.consumer_group.clone(),
+            consumer_group: self.config.consumer.consumer_group.clone(),
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,
             queue_offset: offset,
-            max_msg_nums: i32::try_from(self.config.pull_batch_size).unwrap_or(i32::MAX),
+            max_msg_nums: i32::try_from(self.config.consumer.pull_batch_size).unwrap_or(i32::MAX),
             sys_flag,
             commit_offset: commit_offset.unwrap_or(0),
-            suspend_timeout_millis: i64::try_from(self.config.broker_suspend_max.as_millis()).unwrap_or(i64::MAX),
+            suspend_timeout_millis: i64::try_from(self.config.consumer.broker_suspend_max.as_millis())
+                .unwrap_or(i64::MAX),
             subscription: None,
             sub_version: sub.sub_version,
             expression_type: Some(sub.expression_type.clone()),
@@ -151,7 +152,7 @@ impl PushInner {
             _ = self.shutdown.cancelled() => {
                 return Err(ClientError::new(ErrorKind::Shutdown, "pullMessage", "consumer shutting down"));
             }
-            r = self.client.pull(&found.addr, &header, self.config.pull_timeout_when_suspend) => r?,
+            r = self.client.pull(&found.addr, &header, self.config.consumer.pull_timeout_when_suspend) => r?,
         };
         process_pull_response(&response, sub).map_err(|e| e.with_context("addr", &found.addr))
     }

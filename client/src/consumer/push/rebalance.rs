@@ -49,7 +49,9 @@ impl PushInner {
                     }
                 };
                 let all: Vec<MessageQueue> = mqs.into_iter().collect();
-                allocate(self.config.allocate_strategy, &self.client.client_id, &all, &cids).into_iter().collect()
+                allocate(self.config.consumer.allocate_strategy, &self.client.client_id, &all, &cids)
+                    .into_iter()
+                    .collect()
             } else {
                 mqs
             };
@@ -144,7 +146,8 @@ impl PushInner {
         }
         // A value left in memory from an earlier assignment may be stale (`removeDirtyOffset`).
         self.offset_store.remove_offset(mq);
-        let offset = compute_pull_from_where(&self.offset_store, &self.client, mq, self.config.consume_from).await?;
+        let offset =
+            compute_pull_from_where(&self.offset_store, &self.client, mq, self.config.consumer.consume_from).await?;
         if offset < 0 {
             return Err(ClientError::new(ErrorKind::Protocol, "rebalance", format!("bad start offset {offset}")));
         }

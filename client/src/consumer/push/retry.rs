@@ -27,7 +27,7 @@ impl PushInner {
         let max = self.max_reconsume_times();
         let Err(e) = self.client.send_message_back(msg, mq, delay_level, max).await else { return Ok(()) };
         tracing::debug!(mq = ?mq, offset = msg.queue_offset, error = %e, "send-back failed; sending to the retry topic");
-        let retry = retry_message(msg, &self.config.consumer_group, max);
+        let retry = retry_message(msg, &self.config.consumer.consumer_group, max);
         self.retry_producer.send(retry).await.map(|_| ())
     }
 
