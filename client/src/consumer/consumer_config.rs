@@ -1,6 +1,7 @@
 //! [`ConsumerConfig`]: the options the push and the lite pull consumer share (group, subscriptions,
 //! message model, where to start, allocation, pull sizes and timings, offset directory), the checks
-//! and wiring both builders do with them, and [`consumer_config_setters`], their builder setters.
+//! and wiring both builders do with them, the HEART_BEAT and PULL_MESSAGE fields they fill from
+//! them, and [`consumer_config_setters`], their builder setters.
 //!
 //! Invariant: plain data, read when a consumer is built; the two consumers differ only in their
 //! defaults (`pullBatchSize` 32 / 10, `brokerSuspendMaxTimeMillis` 15 s / 20 s), given to [`ConsumerConfig::new`].
@@ -12,9 +13,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use raftmq_common::limits as L;
+use raftmq_common::message::MessageQueue;
 use raftmq_common::message::validate::validate_consumer_group;
+use raftmq_common::protocol::body::heartbeat::ConsumeType;
+use raftmq_common::protocol::body::heartbeat::ConsumerData;
+use raftmq_common::protocol::body::heartbeat::HeartbeatData;
 use raftmq_common::protocol::body::heartbeat::MessageModel;
 use raftmq_common::protocol::body::heartbeat::SubscriptionData;
+use raftmq_common::protocol::header::pull::PullMessageRequestHeader;
 
 use crate::client_config::ClientConfig;
 use crate::consumer::client_instance::ClientInstance;
@@ -112,6 +118,55 @@ impl ConsumerConfig {
             table.insert(topic.clone(), selector.subscription_data(topic, version));
         }
         table
+    }
+
+    /// The HEART_BEAT body of a consumer with id `client_id` consuming `consume_type` with
+    /// `subscriptions`.
+    pub(crate) fn heartbeat_data<'a>(
+        &self,
+        client_id: &str,
+        consume_type: ConsumeType,
+        subscriptions: impl Iterator<Item = &'a SubscriptionData>,
+    ) -> HeartbeatData {
+        HeartbeatData {
+            client_id: client_id.to_owned(),
+            consumer_data_set: vec![ConsumerData {
+                consume_from_where: self.consume_from.as_consume_from_where(),
+                consume_type,
+                group_name: self.consumer_group.clone(),
+                message_model: self.message_model,
+                subscription_data_set: subscriptions.cloned().collect(),
+                unit_mode: false,
+            }],
+            producer_data_set: Vec::new(),
+        }
+    }
+
+    /// A PULL_MESSAGE header for `mq` from `offset` under `sub`, with this consumer's group, batch
+    /// size and long-poll time; the flags, commit offset and subscription text are the caller's.
+    pub(crate) fn pull_header(
+        &self,
+        mq: &MessageQueue,
+        offset: i64,
+        sub: &SubscriptionData,
+        sys_flag: i32,
+        commit_offset: i64,
+        subscription: Option<String>,
+    ) -> PullMessageRequestHeader {
+        PullMessageRequestHeader {
+            consumer_group: self.consumer_group.clone(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            queue_offset: offset,
+            max_msg_nums: i32::try_from(self.pull_batch_size).unwrap_or(i32::MAX),
+            sys_flag,
+            commit_offset,
+            suspend_timeout_millis: i64::try_from(self.broker_suspend_max.as_millis()).unwrap_or(i64::MAX),
+            subscription,
+            sub_version: sub.sub_version,
+            expression_type: Some(sub.expression_type.clone()),
+            bname: None,
+        }
     }
 
     /// Where offsets are kept: the brokers in clustering, a local file in broadcasting.

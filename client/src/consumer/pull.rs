@@ -39,12 +39,9 @@ use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
 use raftmq_common::message::trace::ConsumeReturnType;
 use raftmq_common::protocol::body::heartbeat::ConsumeType;
-use raftmq_common::protocol::body::heartbeat::ConsumerData;
-use raftmq_common::protocol::body::heartbeat::HeartbeatData;
 use raftmq_common::protocol::body::heartbeat::MessageModel;
 use raftmq_common::protocol::body::heartbeat::SubscriptionData;
 use raftmq_common::protocol::body::route::MASTER_ID;
-use raftmq_common::protocol::header::pull::PullMessageRequestHeader;
 use raftmq_common::protocol::header::pull::pull_sys_flag;
 use tokio::sync::Notify;
 use tokio::sync::mpsc;
@@ -530,18 +527,11 @@ impl LiteInner {
     }
 
     async fn send_heartbeat(&self) {
-        let data = HeartbeatData {
-            client_id: self.client.client_id.clone(),
-            consumer_data_set: vec![ConsumerData {
-                consume_from_where: self.config.consumer.consume_from.as_consume_from_where(),
-                consume_type: ConsumeType::ConsumeActively,
-                group_name: self.config.consumer.consumer_group.clone(),
-                message_model: self.config.consumer.message_model,
-                subscription_data_set: self.subscriptions.values().cloned().collect(),
-                unit_mode: false,
-            }],
-            producer_data_set: Vec::new(),
-        };
+        let data = self.config.consumer.heartbeat_data(
+            &self.client.client_id,
+            ConsumeType::ConsumeActively,
+            self.subscriptions.values(),
+        );
         let addrs = self.client.broker_addrs_of(&self.subscriptions.keys().cloned().collect::<Vec<_>>());
         self.client.send_heartbeat(&addrs, &data).await;
     }
@@ -735,22 +725,9 @@ impl LiteInner {
         broker_id: i64,
     ) -> Result<crate::consumer::pull_api::PullResult> {
         let found = self.client.broker_addr("pullMessage", mq, broker_id, false).await?;
-        let header = PullMessageRequestHeader {
-            consumer_group: self.config.consumer.consumer_group.clone(),
-            topic: mq.topic.clone(),
-            queue_id: mq.queue_id,
-            queue_offset: offset,
-            max_msg_nums: i32::try_from(self.config.consumer.pull_batch_size).unwrap_or(i32::MAX),
-            // `pullSyncImpl(block=true)`: suspend, subscription in the header, lite-pull bit; no commit.
-            sys_flag: pull_sys_flag::build(false, true, true, false, true),
-            commit_offset: 0,
-            suspend_timeout_millis: i64::try_from(self.config.consumer.broker_suspend_max.as_millis())
-                .unwrap_or(i64::MAX),
-            subscription: Some(sub.sub_string.clone()),
-            sub_version: sub.sub_version,
-            expression_type: Some(sub.expression_type.clone()),
-            bname: None,
-        };
+        // `pullSyncImpl(block=true)`: suspend, subscription in the header, lite-pull bit; no commit.
+        let sys_flag = pull_sys_flag::build(false, true, true, false, true);
+        let header = self.config.consumer.pull_header(mq, offset, sub, sys_flag, 0, Some(sub.sub_string.clone()));
         let started = Instant::now();
         let response = self.client.pull(&found.addr, &header, self.config.consumer.pull_timeout_when_suspend).await?;
         let result = process_pull_response(&response, sub)?;

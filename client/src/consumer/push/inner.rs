@@ -25,7 +25,6 @@ use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUME_ORDERLY;
 use raftmq_common::protocol::body::consumer_running_info::PROP_CONSUMER_START_TIMESTAMP;
 use raftmq_common::protocol::body::consumer_running_info::PROP_THREADPOOL_CORE_SIZE;
 use raftmq_common::protocol::body::heartbeat::ConsumeType;
-use raftmq_common::protocol::body::heartbeat::ConsumerData;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
 use raftmq_common::protocol::body::heartbeat::MessageModel;
 use raftmq_common::protocol::body::heartbeat::SubscriptionData;
@@ -109,18 +108,11 @@ impl PushInner {
     }
 
     pub(super) fn heartbeat_data(&self) -> HeartbeatData {
-        HeartbeatData {
-            client_id: self.client.client_id.clone(),
-            consumer_data_set: vec![ConsumerData {
-                consume_from_where: self.config.consumer.consume_from.as_consume_from_where(),
-                consume_type: ConsumeType::ConsumePassively,
-                group_name: self.config.consumer.consumer_group.clone(),
-                message_model: self.config.consumer.message_model,
-                subscription_data_set: self.subscriptions.values().cloned().collect(),
-                unit_mode: false,
-            }],
-            producer_data_set: Vec::new(),
-        }
+        self.config.consumer.heartbeat_data(
+            &self.client.client_id,
+            ConsumeType::ConsumePassively,
+            self.subscriptions.values(),
+        )
     }
 
     pub(super) async fn send_heartbeat(&self) {

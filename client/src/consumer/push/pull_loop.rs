@@ -12,7 +12,6 @@ use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
 use raftmq_common::protocol::body::heartbeat::SubscriptionData;
 use raftmq_common::protocol::body::route::MASTER_ID;
-use raftmq_common::protocol::header::pull::PullMessageRequestHeader;
 use raftmq_common::protocol::header::pull::pull_sys_flag;
 use tokio::time::Instant;
 
@@ -132,21 +131,8 @@ impl PushInner {
         };
         let found = self.client.broker_addr("pullMessage", mq, broker_id, false).await?;
         let sys_flag = pull_sys_flag::build(commit_offset.is_some() && !found.slave, true, false, false, false);
-        let header = PullMessageRequestHeader {
-            consumer_group: self.config.consumer.consumer_group.clone(),
-            topic: mq.topic.clone(),
-            queue_id: mq.queue_id,
-            queue_offset: offset,
-            max_msg_nums: i32::try_from(self.config.consumer.pull_batch_size).unwrap_or(i32::MAX),
-            sys_flag,
-            commit_offset: commit_offset.unwrap_or(0),
-            suspend_timeout_millis: i64::try_from(self.config.consumer.broker_suspend_max.as_millis())
-                .unwrap_or(i64::MAX),
-            subscription: None,
-            sub_version: sub.sub_version,
-            expression_type: Some(sub.expression_type.clone()),
-            bname: None,
-        };
+        let commit = commit_offset.unwrap_or(0);
+        let header = self.config.consumer.pull_header(mq, offset, sub, sys_flag, commit, None);
         let response = tokio::select! {
             biased;
             _ = self.shutdown.cancelled() => {
