@@ -13,6 +13,7 @@ use crate::consumer::send_back::retry_message;
 use crate::error::Result;
 
 impl PushInner {
+    /// `maxReconsumeTimes` in effect: -1 means 16 for concurrent listeners, unbounded for orderly ones.
     pub(super) fn max_reconsume_times(&self) -> i32 {
         match self.config.max_reconsume_times {
             -1 if self.is_orderly() => i32::MAX,
