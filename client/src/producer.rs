@@ -712,7 +712,7 @@ impl Producer {
             .collect()
     }
 
-    /// HEART_BEAT {clientID, producerDataSet: [group]} to `addrs`. Returns how many answered
+    /// HEART_BEAT {clientID, producerDataSet: \[group\]} to `addrs`. Returns how many answered
     /// SUCCESS; failures are logged.
     async fn send_heartbeat(&self, addrs: &BTreeSet<String>) -> usize {
         if addrs.is_empty() {

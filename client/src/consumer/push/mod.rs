@@ -38,7 +38,7 @@
 //! - `retry`: send-back, the retry topic, `maxReconsumeTimes`.
 //! - `stats`: [`ConsumerStats`].
 
-pub(crate) mod builder;
+mod builder;
 mod consume_concurrently;
 mod consume_orderly;
 mod consumer;
