@@ -11,7 +11,7 @@
 //! - `process_queue`: per-queue cache; committed offset = smallest in flight.
 //! - [`listener`]: listener traits and statuses.
 //! - [`send_back`]: the retry message sent when CONSUMER_SEND_MSG_BACK fails.
-//! - [`push`]: [`PushConsumer`] (a folder, one file per concept); [`pull`]: [`PullConsumer`].
+//! - [`push`]: [`PushConsumer`]; [`pull`]: [`PullConsumer`] (folders, one file per concept).
 
 pub(crate) mod client_instance;
 pub(crate) mod consume_pool;
