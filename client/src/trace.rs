@@ -1,7 +1,8 @@
 //! Message trace (RocketMQ's `enableMsgTrace`): [`TraceDispatcher`] sends the trace records a
 //! producer, push consumer or lite pull consumer makes to the trace topic, where `raftmq admin
 //! queryMsgTraceById`, the broker's `/api/v1/messages/{msgId}/trace` (or Java's tools and
-//! dashboard) find them by message id.
+//! dashboard) find them by message id. The inner producer is reached through [`TraceSender`] and
+//! built by `producer::trace_dispatcher`, so this file never names the producer that owns it.
 //!
 //! ```text
 //! send / listener ──append(TraceContext)──▶ bounded queue ──▶ dispatcher task ──pack──▶ trace messages
