@@ -1,6 +1,8 @@
 //! raftmq-client: the RocketMQ 4.x client SDK: producer, admin, push and lite pull consumers.
 //!
 //! Modules in data-flow order:
+//! - `client_config`: the options every client builder shares (Java's `ClientConfig`); `clock`:
+//!   wall-clock milliseconds.
 //! - [`error`]: [`ClientError`] with `is_retryable()` / `is_outcome_unknown()`.
 //! - [`namesrv`]: which NameServer to ask (failover, last good first).
 //! - [`route`]: topic routes, publish/subscribe queues, the leader-hint convention.
@@ -29,6 +31,8 @@
 //! ```
 
 pub mod admin;
+mod client_config;
+mod clock;
 pub mod consumer;
 pub mod error;
 pub mod fault_strategy;

@@ -34,15 +34,12 @@ use std::collections::BTreeSet;
 use std::collections::HashSet;
 use std::future::Future;
 use std::net::IpAddr;
-use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::MutexGuard;
 use std::sync::atomic::AtomicU8;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-use std::time::SystemTime;
-use std::time::UNIX_EPOCH;
 
 use bytes::Bytes;
 use raftmq_common::limits::CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS;
@@ -51,6 +48,7 @@ use raftmq_common::limits::MESSAGE_BODY_SIZE_MAX_BYTES;
 use raftmq_common::limits::PRODUCER_HEARTBEAT_ROUTE_CHECK_MS;
 use raftmq_common::limits::PRODUCER_SEND_ATTEMPTS_MAX_COUNT;
 use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
+use raftmq_common::limits::TRACE_SEND_TIMEOUT_MS;
 use raftmq_common::message::Message;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
@@ -74,7 +72,6 @@ use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::SerializeType;
-use raftmq_common::protocol::acl::SessionCredentials;
 use raftmq_common::protocol::body::JsonBody;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
 use raftmq_common::protocol::body::heartbeat::ProducerData;
@@ -86,12 +83,14 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::client_config::ClientConfig;
+use crate::client_config::client_config_setters;
+use crate::clock::now_ms;
 use crate::error::ClientError;
 use crate::error::ErrorKind;
 use crate::error::Result;
 use crate::fault_strategy::MqFaultStrategy;
 use crate::namesrv::NamesrvClient;
-use crate::route::RouteConfig;
 use crate::route::TopicPublishInfo;
 use crate::route::TopicRouteManager;
 use crate::route::parse_leader_hint;
@@ -101,9 +100,10 @@ use crate::send_result::SendResult;
 use crate::send_result::SendStatus;
 use crate::send_result::process_send_response;
 use crate::trace;
+use crate::trace::BoxFuture;
 use crate::trace::TraceDispatcher;
 use crate::trace::TraceRole;
-use crate::trace::TraceSettings;
+use crate::trace::TraceSender;
 
 /// `DefaultMQProducer.retryTimesWhenSendFailed` (and `…AsyncFailed`): 2 retries, 3 attempts.
 pub const RETRY_TIMES_WHEN_SEND_FAILED_DEFAULT: u32 = 2;
@@ -118,24 +118,19 @@ const STATE_SHUTDOWN: u8 = 2;
 #[derive(Debug, Clone)]
 pub struct ProducerBuilder {
     producer_group: String,
-    namesrv_addrs: Vec<String>,
+    client: ClientConfig,
     send_timeout: Duration,
     retry_times_when_send_failed: u32,
     retry_times_when_send_async_failed: u32,
     compress_over_bytes: usize,
     max_message_size_bytes: usize,
-    instance_name: Option<String>,
-    client_ip: Option<IpAddr>,
     create_topic_key: String,
     default_topic_queue_nums: i32,
-    route_config: RouteConfig,
     send_latency_fault_enable: bool,
     retry_another_broker_when_not_store_ok: bool,
     serialize_type: SerializeType,
     /// Send HEART_BEAT to the groups' brokerId 0 (only the transaction producer turns it on).
     heartbeat: bool,
-    credentials: Option<Arc<SessionCredentials>>,
-    trace: TraceSettings,
 }
 
 impl ProducerBuilder {
@@ -144,58 +139,24 @@ impl ProducerBuilder {
     pub fn new(producer_group: impl Into<String>) -> Self {
         ProducerBuilder {
             producer_group: producer_group.into(),
-            namesrv_addrs: Vec::new(),
+            client: ClientConfig::default(),
             send_timeout: Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS),
             retry_times_when_send_failed: RETRY_TIMES_WHEN_SEND_FAILED_DEFAULT,
             retry_times_when_send_async_failed: RETRY_TIMES_WHEN_SEND_FAILED_DEFAULT,
             compress_over_bytes: COMPRESS_BODY_OVER_BYTES,
             max_message_size_bytes: MESSAGE_BODY_SIZE_MAX_BYTES,
-            instance_name: None,
-            client_ip: None,
             create_topic_key: AUTO_CREATE_TOPIC_KEY_TOPIC.to_owned(),
             default_topic_queue_nums: DEFAULT_TOPIC_QUEUE_NUMS_DEFAULT,
-            route_config: RouteConfig::default(),
             send_latency_fault_enable: true,
             retry_another_broker_when_not_store_ok: false,
             serialize_type: SerializeType::RocketMq,
             heartbeat: true,
-            credentials: None,
-            trace: TraceSettings::default(),
         }
     }
 
-    /// Traces every send to the trace topic (`enableMsgTrace`, off by default): a Pub record per
-    /// message with its id, keys, broker, cost and status, found later by `queryMsgTraceById`.
-    pub fn enable_msg_trace(mut self, enable: bool) -> Self {
-        self.trace.enabled = enable;
-        self
-    }
-
-    /// The topic trace records go to (`customizedTraceTopic`; default `RMQ_SYS_TRACE_TOPIC`).
-    pub fn customized_trace_topic(mut self, topic: impl Into<String>) -> Self {
-        self.trace.topic = Some(topic.into());
-        self
-    }
-
-    /// Signs every request with these credentials (RocketMQ's plain ACL, `AclClientRPCHook`): a
-    /// broker with `aclEnable` checks them; NameServers ignore them.
-    /// `None` signs nothing (the default).
-    pub fn credentials(mut self, credentials: impl Into<Option<SessionCredentials>>) -> Self {
-        self.credentials = credentials.into().map(Arc::new);
-        self
-    }
-
-    /// NameServers as RocketMQ writes them: `"ip:port;ip:port"`.
-    pub fn namesrv_addr(mut self, addrs: &str) -> Self {
-        self.namesrv_addrs = crate::namesrv::parse_namesrv_addrs(addrs);
-        self
-    }
-
-    /// NameServers as a list.
-    pub fn namesrv_addrs<I: IntoIterator<Item = S>, S: Into<String>>(mut self, addrs: I) -> Self {
-        self.namesrv_addrs = addrs.into_iter().map(Into::into).collect();
-        self
-    }
+    // namesrv_addr(s), credentials, instance_name, client_ip, route_poll_interval, enable_msg_trace,
+    // customized_trace_topic: the options every client shares.
+    client_config_setters!(client);
 
     /// Deadline of one send, retries included (`sendMsgTimeout`, 3 s).
     pub fn send_timeout(mut self, timeout: Duration) -> Self {
@@ -227,18 +188,6 @@ impl ProducerBuilder {
         self
     }
 
-    /// The instance name in the client id `ip@instanceName` (default: the process id).
-    pub fn instance_name(mut self, name: impl Into<String>) -> Self {
-        self.instance_name = Some(name.into());
-        self
-    }
-
-    /// The client IP in the client id and message ids (default: the address of the default route).
-    pub fn client_ip(mut self, ip: IpAddr) -> Self {
-        self.client_ip = Some(ip);
-        self
-    }
-
     /// The template topic for auto-creation (`createTopicKey`, `TBW102`).
     pub fn create_topic_key(mut self, topic: impl Into<String>) -> Self {
         self.create_topic_key = topic.into();
@@ -251,15 +200,9 @@ impl ProducerBuilder {
         self
     }
 
-    /// How often cached routes are refreshed (`pollNameServerInterval`, 30 s).
-    pub fn route_poll_interval(mut self, interval: Duration) -> Self {
-        self.route_config.poll_interval = interval;
-        self
-    }
-
     /// Deadline of a NameServer call (`mqClientApiTimeout`, 3 s).
     pub fn namesrv_timeout(mut self, timeout: Duration) -> Self {
-        self.route_config.rpc_timeout = timeout;
+        self.client.route_config.rpc_timeout = timeout;
         self
     }
 
@@ -333,21 +276,13 @@ impl ProducerBuilder {
             })),
         );
         // One probe of the outward address (a UDP socket) serves the dispatcher and the client id.
-        let ip = self.client_ip.unwrap_or_else(local_ip);
-        let trace = trace::dispatcher(
-            &self.trace,
-            "buildProducer",
-            &self.producer_group,
-            TraceRole::Produce,
-            self.namesrv_addrs.clone(),
-            self.credentials.as_deref().cloned(),
-            ip,
-        )?;
+        let ip = self.client.ip();
+        let trace = trace_dispatcher(&self.client, "buildProducer", &self.producer_group, TraceRole::Produce, ip)?;
         // Many senders share one connection per broker: requests made together leave in one write.
-        let remoting = RemotingClient::with_credentials(processors, true, self.credentials.clone());
-        let namesrv = NamesrvClient::new(remoting.clone(), self.namesrv_addrs.clone())?;
-        let routes = TopicRouteManager::new(namesrv, self.route_config.clone());
-        let instance = self.instance_name.clone().unwrap_or_else(|| std::process::id().to_string());
+        let remoting = RemotingClient::with_credentials(processors, true, self.client.credentials.clone());
+        let namesrv = NamesrvClient::new(remoting.clone(), self.client.namesrv_addrs.clone())?;
+        let routes = TopicRouteManager::new(namesrv, self.client.route_config.clone());
+        let instance = self.client.instance_name_or(|| std::process::id().to_string());
         let inner = ProducerInner {
             client_id: format!("{ip}@{instance}"),
             uniq: Mutex::new(UniqIdGenerator::new(UniqIdSeed::for_this_process(ip))),
@@ -364,20 +299,47 @@ impl ProducerBuilder {
     }
 }
 
+/// The trace dispatcher of a client built with `config` (`None` when it does not trace), sending
+/// through a producer of its own to the same NameServers with the same credentials.
+pub(crate) fn trace_dispatcher(
+    config: &ClientConfig,
+    op: &'static str,
+    group: &str,
+    role: TraceRole,
+    client_ip: IpAddr,
+) -> Result<Option<Arc<TraceDispatcher>>> {
+    let settings = &config.trace;
+    let Some(topic) = trace::trace_topic(settings.enabled, settings.topic.as_deref(), op)? else { return Ok(None) };
+    let producer = Producer::builder(trace::trace_producer_group(group, role))
+        .namesrv_addrs(config.namesrv_addrs.clone())
+        .credentials(config.owned_credentials())
+        .send_timeout(Duration::from_millis(TRACE_SEND_TIMEOUT_MS))
+        .build()?;
+    Ok(Some(Arc::new(TraceDispatcher::new(topic, Arc::new(producer), client_ip))))
+}
+
+/// A trace dispatcher sends through a producer with tracing off.
+impl TraceSender for Producer {
+    fn start(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(Producer::start(self))
+    }
+
+    fn send(&self, msg: Message) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move { Producer::send(self, msg).await.map(|_| ()) })
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(Producer::shutdown(self))
+    }
+
+    fn close_now(&self) {
+        Producer::close_now(self);
+    }
+}
+
 fn request_timeout(timeout: Duration, correlation_id: &str, what: &str) -> ClientError {
     ClientError::new(ErrorKind::Timeout, "request", format!("{what} (timeout {timeout:?})"))
         .with_context("correlationId", correlation_id)
-}
-
-/// The client's outward IP, found without sending anything: the source address the kernel picks
-/// for a UDP "connection" (Java's `RemotingUtil.getLocalAddress` also prefers a non-loopback one).
-pub(crate) fn local_ip() -> IpAddr {
-    let probe = || -> std::io::Result<IpAddr> {
-        let socket = std::net::UdpSocket::bind("0.0.0.0:0")?;
-        socket.connect("192.0.2.1:9")?;
-        Ok(socket.local_addr()?.ip())
-    };
-    probe().ok().filter(|ip| !ip.is_unspecified()).unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
 }
 
 struct ProducerInner {
@@ -750,7 +712,7 @@ impl Producer {
             .collect()
     }
 
-    /// HEART_BEAT {clientID, producerDataSet: [group]} to `addrs`. Returns how many answered
+    /// HEART_BEAT {clientID, producerDataSet: \[group\]} to `addrs`. Returns how many answered
     /// SUCCESS; failures are logged.
     async fn send_heartbeat(&self, addrs: &BTreeSet<String>) -> usize {
         if addrs.is_empty() {
@@ -772,7 +734,7 @@ impl Producer {
         for addr in addrs {
             let mut request = RemotingCommand::request(RequestCode::HeartBeat).with_body(body.clone());
             request.serialize_type = self.inner.config.serialize_type;
-            match self.inner.remoting.invoke(addr, request, self.inner.config.route_config.rpc_timeout).await {
+            match self.inner.remoting.invoke(addr, request, self.inner.config.client.route_config.rpc_timeout).await {
                 Ok(r) if r.response_code() == ResponseCode::Success => ok += 1,
                 Ok(r) => {
                     tracing::warn!(addr = %addr, code = %r.response_code(), remark = ?r.remark, "heartbeat refused")
@@ -1218,11 +1180,6 @@ fn remaining(deadline: Instant) -> Duration {
     deadline.saturating_duration_since(Instant::now())
 }
 
-fn now_ms() -> i64 {
-    let ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
-    i64::try_from(ms).unwrap_or(i64::MAX)
-}
-
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Each critical section is one call on a self-contained value; a poisoned one is still usable.
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -1230,6 +1187,8 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
+    use std::net::Ipv4Addr;
+
     use super::*;
 
     fn producer() -> Producer {

@@ -2,7 +2,7 @@
 //! sends a message carrying CORRELATION_ID, REPLY_TO_CLIENT (its clientId) and TTL and waits; the
 //! consumer that receives it answers with [`create_reply_message`] sent by any producer (as
 //! SEND_REPLY_MESSAGE_V2, because of its `MSG_TYPE=reply`); the broker pushes the reply to the
-//! requester's connection as PUSH_REPLY_MESSAGE_TO_CLIENT, which [`accept_push`] hands to the waiting
+//! requester's connection as PUSH_REPLY_MESSAGE_TO_CLIENT, which `accept_push` hands to the waiting
 //! request by its correlation id.
 //!
 //! The waiting requests are one table per process, as Java's `RequestFutureHolder` is: producers

@@ -1,7 +1,8 @@
 //! Message trace (RocketMQ's `enableMsgTrace`): [`TraceDispatcher`] sends the trace records a
 //! producer, push consumer or lite pull consumer makes to the trace topic, where `raftmq admin
 //! queryMsgTraceById`, the broker's `/api/v1/messages/{msgId}/trace` (or Java's tools and
-//! dashboard) find them by message id.
+//! dashboard) find them by message id. The inner producer is reached through [`TraceSender`] and
+//! built by `producer::trace_dispatcher`, so this file never names the producer that owns it.
 //!
 //! ```text
 //! send / listener ──append(TraceContext)──▶ bounded queue ──▶ dispatcher task ──pack──▶ trace messages
@@ -20,7 +21,9 @@
 //! - Shutdown sends what was queued before it, bounded by [`TRACE_FLUSH_MAX_MS`].
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::net::IpAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
@@ -34,7 +37,6 @@ use raftmq_common::limits::TRACE_FLUSH_MAX_MS;
 use raftmq_common::limits::TRACE_MESSAGE_BODY_MAX_BYTES;
 use raftmq_common::limits::TRACE_MESSAGE_KEYS_MAX_BYTES;
 use raftmq_common::limits::TRACE_QUEUE_MAX_COUNT;
-use raftmq_common::limits::TRACE_SEND_TIMEOUT_MS;
 use raftmq_common::message::Message;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::msg_id::UniqIdGenerator;
@@ -48,15 +50,13 @@ use raftmq_common::message::trace::TraceContext;
 use raftmq_common::message::trace::TraceType;
 use raftmq_common::message::trace::encode_into;
 use raftmq_common::message::validate::validate_topic;
-use raftmq_common::protocol::acl::SessionCredentials;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::consumer::push::now_ms;
+use crate::clock::now_ms;
 use crate::error::ClientError;
 use crate::error::Result;
-use crate::producer::Producer;
 
 /// Who traces: the role written into the dispatcher's producer group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,19 +76,32 @@ pub(crate) struct TraceSettings {
     pub(crate) topic: Option<String>,
 }
 
-/// The dispatcher of a client built with `settings` (`None` when it does not trace), sending
-/// through its own producer to the same NameServers with the same credentials.
-pub(crate) fn dispatcher(
-    settings: &TraceSettings,
-    op: &'static str,
-    group: &str,
-    role: TraceRole,
-    namesrv_addrs: Vec<String>,
-    credentials: Option<SessionCredentials>,
-    client_ip: IpAddr,
-) -> Result<Option<Arc<TraceDispatcher>>> {
-    let Some(topic) = trace_topic(settings.enabled, settings.topic.as_deref(), op)? else { return Ok(None) };
-    Ok(Some(Arc::new(TraceDispatcher::new(topic, group, role, namesrv_addrs, credentials, client_ip)?)))
+/// What a dispatcher sends its trace messages through: the client's own trace producer. A trait,
+/// because a [`crate::producer::Producer`] itself owns a dispatcher; the producer implements it.
+pub(crate) trait TraceSender: Send + Sync + 'static {
+    /// Starts the sender (routes, connections).
+    fn start(&self) -> BoxFuture<'_, Result<()>>;
+    /// Sends one trace message and waits for the broker.
+    fn send(&self, msg: Message) -> BoxFuture<'_, Result<()>>;
+    /// Stops the sender and closes its connections.
+    fn shutdown(&self) -> BoxFuture<'_, ()>;
+    /// Stops the sender's background work at once, leaving connections to close when dropped.
+    fn close_now(&self);
+}
+
+/// A boxed future borrowing its sender.
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The producer group of the trace producer of `group` in `role`: Java's
+/// `_INNER_TRACE_PRODUCER-<group>-<type>`, the group cut so it stays a valid name.
+pub(crate) fn trace_producer_group(group: &str, role: TraceRole) -> String {
+    let role = match role {
+        TraceRole::Produce => "PRODUCE",
+        TraceRole::Consume => "CONSUME",
+    };
+    let room = GROUP_NAME_LENGTH_MAX_CHARS - TRACE_PRODUCER_GROUP_PREFIX.len() - "--PRODUCE".len();
+    let owner: String = group.chars().take(room).collect();
+    format!("{TRACE_PRODUCER_GROUP_PREFIX}-{owner}-{role}")
 }
 
 /// Where a client's trace records go: `Some(topic)` when tracing is on.
@@ -106,7 +119,7 @@ pub(crate) struct TraceDispatcher {
     topic: String,
     tx: mpsc::Sender<TraceContext>,
     rx: Mutex<Option<mpsc::Receiver<TraceContext>>>,
-    producer: Producer,
+    producer: Arc<dyn TraceSender>,
     stop: CancellationToken,
     task: Mutex<Option<JoinHandle<()>>>,
     dropped: Arc<AtomicU64>,
@@ -125,30 +138,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl TraceDispatcher {
-    /// A dispatcher to `topic` for the client of `group`, sending through its own producer to the
-    /// same NameServers with the same credentials (an ACL must let it PUB the trace topic).
-    pub(crate) fn new(
-        topic: String,
-        group: &str,
-        role: TraceRole,
-        namesrv_addrs: Vec<String>,
-        credentials: Option<SessionCredentials>,
-        client_ip: IpAddr,
-    ) -> Result<Self> {
-        let role = match role {
-            TraceRole::Produce => "PRODUCE",
-            TraceRole::Consume => "CONSUME",
-        };
-        // Java's `_INNER_TRACE_PRODUCER-<group>-<type>`, the group cut so it stays a valid name.
-        let room = GROUP_NAME_LENGTH_MAX_CHARS - TRACE_PRODUCER_GROUP_PREFIX.len() - "--PRODUCE".len();
-        let owner: String = group.chars().take(room).collect();
-        let producer = Producer::builder(format!("{TRACE_PRODUCER_GROUP_PREFIX}-{owner}-{role}"))
-            .namesrv_addrs(namesrv_addrs)
-            .credentials(credentials)
-            .send_timeout(Duration::from_millis(TRACE_SEND_TIMEOUT_MS))
-            .build()?;
+    /// A dispatcher to `topic` sending through `producer` (an ACL must let it PUB the trace topic).
+    pub(crate) fn new(topic: String, producer: Arc<dyn TraceSender>, client_ip: IpAddr) -> Self {
         let (tx, rx) = mpsc::channel(TRACE_QUEUE_MAX_COUNT);
-        Ok(TraceDispatcher {
+        TraceDispatcher {
             topic,
             tx,
             rx: Mutex::new(Some(rx)),
@@ -157,7 +150,7 @@ impl TraceDispatcher {
             task: Mutex::new(None),
             dropped: Arc::new(AtomicU64::new(0)),
             request_ids: Mutex::new(UniqIdGenerator::new(UniqIdSeed::for_this_process(client_ip))),
-        })
+        }
     }
 
     /// The trace topic.
@@ -246,7 +239,7 @@ impl TraceDispatcher {
 
 async fn run(
     mut rx: mpsc::Receiver<TraceContext>,
-    producer: Producer,
+    producer: Arc<dyn TraceSender>,
     topic: String,
     stop: CancellationToken,
     dropped: Arc<AtomicU64>,

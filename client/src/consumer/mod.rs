@@ -2,6 +2,7 @@
 //! (`DefaultLitePullConsumer`), RocketMQ 4.x semantics over the remoting protocol.
 //!
 //! Modules in data-flow order:
+//! - `consumer_config`: the options both consumers share, their checks and setters.
 //! - [`subscription`]: tag expressions → `SubscriptionData`, the client-side tag re-check.
 //! - [`rebalance`]: queue allocation strategies (pure, Java-exact).
 //! - `client_instance`: client id, NOTIFY_CONSUMER_IDS_CHANGED, every consumer-side broker call.
@@ -10,10 +11,11 @@
 //! - `process_queue`: per-queue cache; committed offset = smallest in flight.
 //! - [`listener`]: listener traits and statuses.
 //! - [`send_back`]: the retry message sent when CONSUMER_SEND_MSG_BACK fails.
-//! - [`push`]: [`PushConsumer`]; [`pull`]: [`PullConsumer`].
+//! - [`push`]: [`PushConsumer`]; [`pull`]: [`PullConsumer`] (folders, one file per concept).
 
 pub(crate) mod client_instance;
 pub(crate) mod consume_pool;
+pub(crate) mod consumer_config;
 pub mod listener;
 pub mod offset_store;
 pub(crate) mod process_queue;
