@@ -24,6 +24,6 @@ pub use code::RequestCode;
 pub use code::ResponseCode;
 pub use command::DecodeError;
 pub use command::EncodeError;
-pub use command::ExtFields;
 pub use command::RemotingCommand;
 pub use command::SerializeType;
+pub use ext_fields::ExtFields;
