@@ -16,6 +16,7 @@
 //! `message` → a response command goes back the same way.
 
 pub mod config_duration;
+pub mod config_file;
 pub mod filter;
 pub mod java;
 pub mod limits;
