@@ -23,8 +23,10 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 use std::path::PathBuf;
 
-use crate::transaction::TRANSACTION_CHECK_INTERVAL_MS;
-use crate::transaction::TRANSACTION_TIME_OUT_MS;
+/// `transactionTimeOut` written into every broker.toml: a half is checked once this old.
+pub const TRANSACTION_TIME_OUT_MS: u64 = 2_000;
+/// `transactionCheckInterval` written into every broker.toml.
+pub const TRANSACTION_CHECK_INTERVAL_MS: u64 = 1_000;
 
 /// The NameServer's port (RocketMQ's 9876).
 pub const NAMESRV_PORT: u16 = 9876;

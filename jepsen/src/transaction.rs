@@ -49,6 +49,8 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+pub use crate::cluster::TRANSACTION_CHECK_INTERVAL_MS;
+pub use crate::cluster::TRANSACTION_TIME_OUT_MS;
 use crate::db::Db;
 use crate::history::Op;
 use crate::history::OpF;
@@ -61,10 +63,6 @@ use crate::workload::settle_twice;
 
 /// The transaction producers' group.
 pub const TX_PRODUCER_GROUP: &str = "jepsen_tx_producers";
-/// `transactionTimeOut` written into every broker.toml: a half is checked once this old.
-pub const TRANSACTION_TIME_OUT_MS: u64 = 2_000;
-/// `transactionCheckInterval` written into every broker.toml.
-pub const TRANSACTION_CHECK_INTERVAL_MS: u64 = 1_000;
 /// How long the final wait for the check-back service may take.
 pub const TX_SETTLE_TIMEOUT_MS: u64 = 60_000;
 /// Period of the final wait's look at each leader's check progress.

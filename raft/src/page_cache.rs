@@ -29,8 +29,7 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
 use crate::config::PAGE_CACHE_DROP_STEP_BYTES;
-use crate::flusher::lock;
-use crate::store_state::State;
+use crate::store_state::{State, lock};
 use crate::zero_ahead::{untouchable, zero_ahead};
 
 /// The windows a store keeps cached behind its durable end (0 = never drop: the kernel decides),

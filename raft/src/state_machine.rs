@@ -158,6 +158,9 @@ impl Inner {
     }
 }
 
+/// The openraft node type of a broker group: openraft over this state machine.
+pub type Raft = openraft::Raft<TypeConfig, StateMachine>;
+
 /// openraft's state machine over an [`ApplyHandler`]. Cheap to clone.
 #[derive(Clone)]
 pub struct StateMachine {

@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::collections::HashMap;
 
-use super::CheckResult;
 use super::Sends;
+use super::check_result::CheckResult;
 use super::oks;
 use crate::delay::DelayIntent;
 use crate::history::Op;

@@ -19,8 +19,8 @@ pub mod transaction;
 
 use thiserror::Error;
 
-use super::command::ExtFields;
-use super::command::FieldStr;
+use super::ext_fields::ExtFields;
+use super::ext_fields::FieldStr;
 
 /// A header that travels as `extFields`.
 pub trait CommandHeader: Sized {

@@ -27,7 +27,7 @@ use super::optional;
 use super::put;
 use super::put_opt;
 use super::required;
-use crate::protocol::command::ExtFields;
+use crate::protocol::ext_fields::ExtFields;
 
 /// `extFields` key of the Raft term (raftmq extension).
 pub const RAFT_TERM_KEY: &str = "raftTerm";
@@ -77,8 +77,8 @@ impl FieldValue for RaftRole {
         }
     }
 
-    fn format_field(&self) -> crate::protocol::command::FieldStr {
-        crate::protocol::command::FieldStr::const_new(self.as_str())
+    fn format_field(&self) -> crate::protocol::ext_fields::FieldStr {
+        crate::protocol::ext_fields::FieldStr::const_new(self.as_str())
     }
 }
 
