@@ -48,28 +48,28 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 use tracing::warn;
 
-use crate::client_manage_processor::notify_consumer_ids_changed;
-use crate::client_manager::ClientManager;
-use crate::config::BrokerConfig;
-use crate::group_commit::GroupCommit;
+use crate::config::broker_config::BrokerConfig;
+use crate::config::live_config::LiveConfig;
 use crate::http::AdminServer;
-use crate::live_config::LiveConfig;
-use crate::metrics::BrokerMetrics;
-use crate::namesrv_registration;
-use crate::offset_commit::OffsetCommitter;
-use crate::processor::BrokerContext;
-use crate::processor::BrokerProcessor;
-use crate::processor::SERVED_CODES;
-use crate::pull::PullLimits;
-use crate::replica::Replica;
-use crate::retention;
-use crate::retention::RetentionSettings;
-use crate::schedule;
-use crate::store::BrokerPatcher;
-use crate::store::MessageStore;
-use crate::store::StoreSettings;
-use crate::store::now_ms;
-use crate::topic_config::SystemTopicOptions;
+use crate::observability::metrics::BrokerMetrics;
+use crate::processors::client_manage::notify_consumer_ids_changed;
+use crate::processors::router::BrokerContext;
+use crate::processors::router::BrokerProcessor;
+use crate::processors::router::SERVED_CODES;
+use crate::services::client_manager::ClientManager;
+use crate::services::group_commit::GroupCommit;
+use crate::services::namesrv_registration;
+use crate::services::offset_commit::OffsetCommitter;
+use crate::services::replica::Replica;
+use crate::services::retention;
+use crate::services::retention::RetentionSettings;
+use crate::services::schedule;
+use crate::state::pull::PullLimits;
+use crate::state::store::BrokerPatcher;
+use crate::state::store::MessageStore;
+use crate::state::store::StoreSettings;
+use crate::state::store::now_ms;
+use crate::state::topic_config::SystemTopicOptions;
 
 /// How often silent client channels are looked for (`ClientHousekeepingService`: 10 s).
 const CLIENT_HOUSEKEEPING_INTERVAL_MS: u64 = 10_000;
@@ -96,7 +96,7 @@ pub enum BrokerError {
     CommitLog(#[from] raftmq_raft::StoreError),
     /// The ConsumeQueues could not be recovered.
     #[error(transparent)]
-    Store(#[from] crate::store::StoreOpenError),
+    Store(#[from] crate::state::store::StoreOpenError),
     /// Raft did not start.
     #[error("raft: {0}")]
     Raft(#[from] raftmq_raft::NodeError),
@@ -136,7 +136,8 @@ impl Broker {
     pub async fn start(config: BrokerConfig) -> Result<Broker, BrokerError> {
         config.validate().map_err(|e| BrokerError::Config(e.to_string()))?;
         // Keys changed at runtime before a restart apply over the config file from the start.
-        let live = LiveConfig::open(config, crate::store::now_ms()).map_err(|e| BrokerError::Config(e.to_string()))?;
+        let live =
+            LiveConfig::open(config, crate::state::store::now_ms()).map_err(|e| BrokerError::Config(e.to_string()))?;
         let config = BrokerConfig::clone(&live.current());
         let store_host = config
             .store_host()
@@ -213,7 +214,7 @@ impl Broker {
         }
         let peer_client = RemotingClient::with_credentials(ProcessorTable::new(), false, inner);
         let metrics = BrokerMetrics::new(&config.broker_cluster_name, &config.broker_name, me.id);
-        let stats = crate::stats::StatsTable::new(config.broker_cluster_name.clone());
+        let stats = crate::observability::stats::StatsTable::new(config.broker_cluster_name.clone());
         let ctx = Arc::new(BrokerContext {
             pull_limits: PullLimits {
                 max_transfer_bytes_in_memory: u64::from(config.max_transfer_bytes_on_message_in_memory),
@@ -236,12 +237,12 @@ impl Broker {
             register_now: Notify::new(),
             metrics,
             draining: AtomicBool::new(false),
-            transactions: crate::transaction::TransactionState::new(),
+            transactions: crate::services::transaction::TransactionState::new(),
             manual_purge_rounds: std::sync::atomic::AtomicU32::new(0),
-            sql_filters: crate::pull::SqlFilterCache::default(),
-            group_get_stats: crate::stats::GroupGetStats::default(),
+            sql_filters: crate::state::pull::SqlFilterCache::default(),
+            group_get_stats: crate::observability::stats::GroupGetStats::default(),
             stats,
-            broker_totals: crate::stats::BrokerTotals::new(crate::store::now_ms()),
+            broker_totals: crate::observability::stats::BrokerTotals::new(crate::state::store::now_ms()),
         });
 
         let mut table = ProcessorTable::new();
@@ -275,16 +276,16 @@ impl Broker {
             group_commit_task,
             offsets_task,
             tokio::spawn(housekeeping(Arc::clone(&ctx), cancel.child_token())),
-            tokio::spawn(crate::metrics::upkeep(Arc::clone(&ctx), cancel.child_token())),
+            tokio::spawn(crate::observability::metrics::upkeep(Arc::clone(&ctx), cancel.child_token())),
             schedule::spawn(Arc::clone(&ctx), cancel.child_token()),
-            crate::transaction::spawn(Arc::clone(&ctx), cancel.child_token()),
+            crate::services::transaction::spawn(Arc::clone(&ctx), cancel.child_token()),
             retention::spawn(Arc::clone(&ctx), RetentionSettings::from_config(&ctx.config), cancel.child_token()),
             namesrv_registration::spawn(Arc::clone(&ctx), namesrv_client.clone(), cancel.child_token()),
         ];
         if let Some(acl) = &ctx.acl {
             tasks.push(tokio::spawn(Arc::clone(acl).watch(cancel.child_token())));
             let boot_log_end = ctx.replica.node().log_end().unwrap_or(0);
-            tasks.push(tokio::spawn(crate::acl_processor::follow_replicated_edits(
+            tasks.push(tokio::spawn(crate::processors::acl::follow_replicated_edits(
                 Arc::clone(acl),
                 ctx.store.acl_documents(),
                 ctx.store.applied(),
@@ -295,7 +296,7 @@ impl Broker {
         }
         if let Some(file) = &ctx.config.test_clock_skew_file {
             warn!(file = %file.display(), "TEST ONLY: the wall clock follows testClockSkewFile");
-            tasks.push(crate::clock::spawn_skew_watcher(file.clone(), cancel.child_token()));
+            tasks.push(crate::state::clock::spawn_skew_watcher(file.clone(), cancel.child_token()));
         }
         let line = format!(
             "The broker[{}, {}] boot success. serializeType=JSON and name server is {}",
@@ -372,7 +373,7 @@ impl Broker {
         // In-flight sends are answered: a leader now hands over, so the group waits out no lease and
         // no election timeout, and producers see one quick leader change.
         if ctx.replica.leadership().role == raftmq_raft::Role::Leader {
-            match crate::membership::transfer_leader(&ctx, None).await {
+            match crate::services::membership::transfer_leader(&ctx, None).await {
                 Ok(r) => info!(to = ?r.leader, "leadership handed over before shutdown"),
                 Err(e) => warn!(error = %e, "no leadership handover before shutdown; the group will elect"),
             }

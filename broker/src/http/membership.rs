@@ -1,4 +1,4 @@
-//! Group membership over HTTP (leader only), on [`crate::membership`]:
+//! Group membership over HTTP (leader only), on [`crate::services::membership`]:
 //!
 //! - `POST /api/v1/ops/nodes {"id", "remoting_addr", "raft_addr"}`: add a node (a learner until it
 //!   has caught up, then a voter); 200 with the group afterwards.
@@ -24,10 +24,10 @@ use crate::http::error::ApiJson;
 use crate::http::error::ApiPath;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
-use crate::membership;
-use crate::membership::MembershipError;
-use crate::membership::MembershipReport;
-use crate::processor::BrokerContext;
+use crate::processors::router::BrokerContext;
+use crate::services::membership;
+use crate::services::membership::MembershipError;
+use crate::services::membership::MembershipReport;
 
 /// Routes of this module.
 pub fn routes() -> Routes {

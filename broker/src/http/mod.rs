@@ -62,11 +62,11 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 use tracing::warn;
 
-use crate::entry::BrokerCommand;
 use crate::http::error::ApiError;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
-use crate::processor::BrokerContext;
+use crate::processors::router::BrokerContext;
+use crate::state::entry::BrokerCommand;
 
 /// The state every handler gets.
 pub type Shared = Arc<BrokerContext>;

@@ -1,14 +1,14 @@
 //! Operations over HTTP (leader only):
 //!
 //! - `POST /api/v1/ops/transfer-leader {"to": id}`: this leader hands leadership to voter `to`
-//!   ([`crate::membership::transfer_leader`]: `to` must have caught up, no membership change may be
+//!   ([`crate::services::membership::transfer_leader`]: `to` must have caught up, no membership change may be
 //!   running) and answers 200 once `to` is a ready leader (504 if it is not in time).
 //! - `POST /api/v1/ops/reset-offset {"group", "topic", "timestamp_ms"}`: sets the group's committed
 //!   offset of every read queue of `topic` to the first offset stored at or after the time
 //!   (`mqadmin resetOffsetByTime --force`, SEARCH_OFFSET_BY_TIMESTAMP's lower bound), as one
 //!   replicated CONSUMER_OFFSETS entry, then pushes RESET_CONSUMER_CLIENT_OFFSET to the group's
 //!   running consumers so they drop what they cached and continue from there
-//!   ([`crate::offset_reset`]). Works for a stopped group too.
+//!   ([`crate::processors::offset_reset`]). Works for a stopped group too.
 
 use axum::Json;
 use axum::extract::State;
@@ -30,8 +30,8 @@ use crate::http::groups::group_known;
 use crate::http::membership::api_error;
 use crate::http::topics::check_topic_name;
 use crate::http::topics::topic_config;
-use crate::membership;
-use crate::offset_reset;
+use crate::processors::offset_reset;
+use crate::services::membership;
 
 /// Routes of this module.
 pub fn routes() -> Routes {

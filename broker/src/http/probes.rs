@@ -23,8 +23,8 @@ use serde::Serialize;
 
 use crate::http::Routes;
 use crate::http::Shared;
-use crate::processor::BrokerContext;
-use crate::replica::Membership;
+use crate::processors::router::BrokerContext;
+use crate::services::replica::Membership;
 
 /// The OpenAPI 3 document of the admin API.
 pub const OPENAPI_JSON: &str = include_str!("openapi.json");

@@ -20,7 +20,6 @@ use raftmq_common::protocol::body::topic::perm;
 use serde::Deserialize;
 use serde::Serialize;
 
-use crate::entry::BrokerCommand;
 use crate::http::Routes;
 use crate::http::Shared;
 use crate::http::ensure_writable;
@@ -30,8 +29,9 @@ use crate::http::error::ApiPath;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
 use crate::http::replicate;
-use crate::processor::BrokerContext;
-use crate::store::now_ms;
+use crate::processors::router::BrokerContext;
+use crate::state::entry::BrokerCommand;
+use crate::state::store::now_ms;
 
 /// Routes of this module.
 pub fn routes() -> Routes {
