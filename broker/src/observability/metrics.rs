@@ -45,7 +45,6 @@ use raftmq_raft::Role;
 use tokio_util::sync::CancellationToken;
 
 use crate::processors::router::BrokerContext;
-use crate::services::schedule::level_backlogs;
 
 /// Messages stored, by topic (counter).
 pub const MESSAGES_IN_TOTAL: &str = "rocketmq_messages_in_total";
@@ -271,7 +270,9 @@ impl Scrape {
             disk_used_ratio: disk_used_ratio(ctx.store.store_root()),
             lags: consumer_lags(ctx, &offsets),
             // Levels that never held a message are left out.
-            delay_waiting: level_backlogs(&ctx.store)
+            delay_waiting: ctx
+                .store
+                .level_backlogs()
                 .into_iter()
                 .filter(|b| b.stored > 0)
                 .map(|b| (b.level, b.waiting()))

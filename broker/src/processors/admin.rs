@@ -679,7 +679,7 @@ pub fn broker_runtime_info(ctx: &BrokerContext) -> Result<RemotingCommand, Remot
     }
     // Java's ScheduleMessageService keys, one per delay level: "delivered,stored" offsets of its
     // queue, whose difference still waits (timer messages between hops included).
-    for b in crate::services::schedule::level_backlogs(&ctx.store) {
+    for b in ctx.store.level_backlogs() {
         put(&format!("scheduleMessageOffset_{}", b.level), format!("{},{}", b.delivered, b.stored));
     }
     json(&KvTable { table })

@@ -28,7 +28,6 @@
 //! - A unit whose record cannot be read or names no real topic is skipped with a warning (RocketMQ
 //!   drops it the same way) so one bad record cannot stall its level forever.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -62,40 +61,7 @@ use crate::state::consume_queue::CqUnit;
 use crate::state::entry::BrokerCommand;
 use crate::state::entry::DelayProgress;
 use crate::state::queue_offset::has_queue_offset;
-use crate::state::store::MessageStore;
 use crate::state::store::now_ms;
-
-/// Replicated delivery progress per `SCHEDULE_TOPIC_XXXX` queue (RocketMQ's `delayOffset.json`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DelayOffsetTable {
-    offsets: BTreeMap<i32, i64>,
-}
-
-impl DelayOffsetTable {
-    /// An empty table: every level starts at offset 0.
-    pub fn new() -> Self {
-        DelayOffsetTable::default()
-    }
-
-    /// Applies a replicated progress entry. A level only moves forward: a late entry of an older
-    /// leader must not send a level back (that would only cause duplicates, but needlessly).
-    pub fn apply(&mut self, levels: &[DelayProgress]) {
-        for p in levels {
-            let offset = self.offsets.entry(p.queue_id).or_insert(0);
-            *offset = (*offset).max(p.offset);
-        }
-    }
-
-    /// Next offset to deliver of `SCHEDULE_TOPIC_XXXX` queue `queue_id` (0 when never delivered).
-    pub fn get(&self, queue_id: i32) -> i64 {
-        self.offsets.get(&queue_id).copied().unwrap_or(0)
-    }
-
-    /// (queue id, next offset) pairs in queue order (GET_ALL_DELAY_OFFSET, tests).
-    pub fn iter(&self) -> impl Iterator<Item = (i32, i64)> + '_ {
-        self.offsets.iter().map(|(q, o)| (*q, *o))
-    }
-}
 
 /// `CommitLog.putMessage`'s delay branch: a message with `DELAY` > 0 (and not a transaction
 /// PREPARED/ROLLBACK record) goes to `SCHEDULE_TOPIC_XXXX` queue `level − 1`, its real topic and queue
@@ -183,42 +149,6 @@ fn copy_of(
         prepared_transaction_offset: scheduled.prepared_transaction_offset,
         ..MessageExt::default()
     }
-}
-
-/// One delay level's queue: how far its replicated progress has delivered and how far it is
-/// stored; the difference still waits (timer messages between hops included).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LevelBacklog {
-    /// The level (1-based; its queue is `level - 1`).
-    pub level: usize,
-    /// Replicated delivery progress (queue offset).
-    pub delivered: i64,
-    /// The queue's max offset.
-    pub stored: u64,
-}
-
-impl LevelBacklog {
-    /// Messages stored and not delivered yet.
-    pub fn waiting(&self) -> u64 {
-        self.stored.saturating_sub(u64::try_from(self.delivered).unwrap_or(0))
-    }
-}
-
-/// Every configured level's backlog, as this replica's applied state has it (brokerStatus and
-/// `/metrics`).
-pub fn level_backlogs(store: &MessageStore) -> Vec<LevelBacklog> {
-    let delivered: Vec<i64> = {
-        let meta = store.metadata();
-        (0..store.delay_levels_ms().len()).map(|q| meta.delay_offsets.get(q as i32)).collect()
-    };
-    delivered
-        .into_iter()
-        .enumerate()
-        .map(|(queue_id, delivered)| {
-            let (_, stored) = store.queue_offsets(RMQ_SYS_SCHEDULE_TOPIC, queue_id as i32);
-            LevelBacklog { level: queue_id + 1, delivered, stored }
-        })
-        .collect()
 }
 
 /// The real topic and queue a redirected message (delayed, or a transaction half) keeps in its
@@ -597,14 +527,5 @@ mod tests {
         let mut bad_qid = m.clone();
         bad_qid.message.properties.insert(properties::REAL_QID, "q");
         assert_eq!(restore_real(&bad_qid, host, 0), Err(RestoreError::BadRealQueueId(Some("q".into()))));
-    }
-
-    #[test]
-    fn progress_only_moves_forward() {
-        let mut t = DelayOffsetTable::new();
-        assert_eq!(t.get(0), 0);
-        t.apply(&[DelayProgress { queue_id: 0, offset: 5 }, DelayProgress { queue_id: 2, offset: 1 }]);
-        t.apply(&[DelayProgress { queue_id: 0, offset: 3 }]);
-        assert_eq!(t.iter().collect::<Vec<_>>(), vec![(0, 5), (2, 1)]);
     }
 }

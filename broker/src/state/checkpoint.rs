@@ -19,9 +19,9 @@ use bytes::Bytes;
 use bytes::BytesMut;
 use thiserror::Error;
 
-use crate::services::retention::Manifest;
-use crate::services::retention::ManifestError;
-use crate::services::retention::RetentionBoundary;
+use crate::state::manifest::Manifest;
+use crate::state::manifest::ManifestError;
+use crate::state::manifest::RetentionBoundary;
 
 const VERSION: u8 = 1;
 const FLAG_BOUNDARY: u8 = 1;
@@ -91,7 +91,7 @@ impl StoreCheckpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::services::retention::QueueStart;
+    use crate::state::manifest::QueueStart;
 
     fn tables() -> Manifest {
         let empty = Manifest::decode(&sample_manifest_bytes()).expect("a manifest");

@@ -70,15 +70,13 @@ use tracing::warn;
 
 use crate::acl::AclDocument;
 use crate::acl::AclVersion;
-use crate::services::retention::Manifest;
-use crate::services::retention::QueueStart;
-use crate::services::retention::RetentionBoundary;
-use crate::services::schedule::DelayOffsetTable;
 use crate::state::checkpoint::StoreCheckpoint;
 use crate::state::commit_log::CommitLogFiles;
 use crate::state::consume_queue::ConsumeQueue;
 use crate::state::consume_queue::ConsumeQueueStore;
 use crate::state::consume_queue::CqError;
+use crate::state::delay_offsets::DelayOffsetTable;
+use crate::state::delay_offsets::LevelBacklog;
 use crate::state::dispatch::CqAction;
 use crate::state::dispatch::DispatchRequest;
 use crate::state::dispatch::plan;
@@ -95,11 +93,15 @@ use crate::state::long_poll::Arrival;
 use crate::state::long_poll::Full;
 use crate::state::long_poll::LongPollRegistry;
 use crate::state::long_poll::WaiterId;
+use crate::state::manifest::Manifest;
+use crate::state::manifest::QueueStart;
+use crate::state::manifest::RetentionBoundary;
 use crate::state::offsets::ConsumerOffsetTable;
 use crate::state::pull::MessageFilter;
 use crate::state::subscription_group::SubscriptionGroupTable;
 use crate::state::topic_config::SystemTopicOptions;
 use crate::state::topic_config::TopicConfigTable;
+use raftmq_common::message::validate::RMQ_SYS_SCHEDULE_TOPIC;
 
 /// What the store needs from the broker config.
 #[derive(Debug, Clone)]
@@ -322,6 +324,23 @@ impl MessageStore {
     /// Delay levels (ms) of `messageDelayLevel`; level n is index n − 1.
     pub fn delay_levels_ms(&self) -> &[u64] {
         &self.settings.delay_levels_ms
+    }
+
+    /// Every configured delay level's backlog, as this replica's applied state has it (brokerStatus
+    /// and `/metrics`).
+    pub fn level_backlogs(&self) -> Vec<LevelBacklog> {
+        let delivered: Vec<i64> = {
+            let meta = self.metadata();
+            (0..self.delay_levels_ms().len()).map(|q| meta.delay_offsets.get(q as i32)).collect()
+        };
+        delivered
+            .into_iter()
+            .enumerate()
+            .map(|(queue_id, delivered)| {
+                let (_, stored) = self.queue_offsets(RMQ_SYS_SCHEDULE_TOPIC, queue_id as i32);
+                LevelBacklog { level: queue_id + 1, delivered, stored }
+            })
+            .collect()
     }
 
     /// The committed CommitLog.
