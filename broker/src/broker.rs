@@ -50,10 +50,10 @@ use tracing::warn;
 
 use crate::config::broker_config::BrokerConfig;
 use crate::config::live_config::LiveConfig;
+use crate::context::BrokerContext;
 use crate::http::AdminServer;
 use crate::observability::metrics::BrokerMetrics;
 use crate::processors::client_manage::notify_consumer_ids_changed;
-use crate::processors::router::BrokerContext;
 use crate::processors::router::BrokerProcessor;
 use crate::processors::router::SERVED_CODES;
 use crate::services::client_manager::ClientManager;
@@ -276,7 +276,11 @@ impl Broker {
             group_commit_task,
             offsets_task,
             tokio::spawn(housekeeping(Arc::clone(&ctx), cancel.child_token())),
-            tokio::spawn(crate::observability::metrics::upkeep(Arc::clone(&ctx), cancel.child_token())),
+            tokio::spawn({
+                let ctx = Arc::clone(&ctx);
+                let cancel = cancel.child_token();
+                async move { crate::observability::metrics::upkeep(&ctx.metrics, cancel).await }
+            }),
             schedule::spawn(Arc::clone(&ctx), cancel.child_token()),
             crate::services::transaction::spawn(Arc::clone(&ctx), cancel.child_token()),
             retention::spawn(Arc::clone(&ctx), RetentionSettings::from_config(&ctx.config), cancel.child_token()),

@@ -15,6 +15,7 @@
 
 pub mod acl;
 pub mod config;
+pub mod context;
 pub mod observability;
 pub mod processors;
 pub mod services;

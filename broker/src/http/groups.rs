@@ -20,6 +20,7 @@ use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use serde::Deserialize;
 use serde::Serialize;
 
+use crate::context::BrokerContext;
 use crate::http::Routes;
 use crate::http::Shared;
 use crate::http::ensure_writable;
@@ -30,7 +31,6 @@ use crate::http::error::ApiQuery;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
 use crate::http::replicate;
-use crate::processors::router::BrokerContext;
 use crate::state::entry::BrokerCommand;
 use crate::state::store::now_ms;
 

@@ -17,6 +17,7 @@ use axum::routing::delete;
 use axum::routing::post;
 use serde::Deserialize;
 
+use crate::context::BrokerContext;
 use crate::http::Routes;
 use crate::http::Shared;
 use crate::http::error::ApiError;
@@ -24,7 +25,6 @@ use crate::http::error::ApiJson;
 use crate::http::error::ApiPath;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
-use crate::processors::router::BrokerContext;
 use crate::services::membership;
 use crate::services::membership::MembershipError;
 use crate::services::membership::MembershipReport;

@@ -45,7 +45,7 @@ use crate::http::topics::check_topic_name;
 use crate::http::topics::topic_config;
 use crate::processors::query::offset_by_time;
 use crate::processors::query::query_by_key;
-use crate::processors::query::record_at;
+use crate::state::commit_log::record_at;
 
 /// Routes of this module.
 pub fn routes() -> Routes {

@@ -62,10 +62,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 use tracing::warn;
 
+use crate::context::BrokerContext;
 use crate::http::error::ApiError;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
-use crate::processors::router::BrokerContext;
 use crate::state::entry::BrokerCommand;
 
 /// The state every handler gets.

@@ -21,9 +21,9 @@ use raftmq_common::limits::ADMIN_READY_APPLY_LAG_MAX_COUNT;
 use raftmq_raft::Role;
 use serde::Serialize;
 
+use crate::context::BrokerContext;
 use crate::http::Routes;
 use crate::http::Shared;
-use crate::processors::router::BrokerContext;
 use crate::services::replica::Membership;
 
 /// The OpenAPI 3 document of the admin API.
@@ -90,7 +90,7 @@ async fn readyz(State(ctx): State<Shared>) -> Response {
 }
 
 async fn metrics(State(ctx): State<Shared>) -> Response {
-    let text = ctx.metrics.render(&ctx);
+    let text = ctx.metrics.render(&ctx.store, &ctx.replica);
     ([(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response()
 }
 

@@ -20,6 +20,7 @@ use raftmq_common::protocol::body::topic::perm;
 use serde::Deserialize;
 use serde::Serialize;
 
+use crate::context::BrokerContext;
 use crate::http::Routes;
 use crate::http::Shared;
 use crate::http::ensure_writable;
@@ -29,7 +30,6 @@ use crate::http::error::ApiPath;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
 use crate::http::replicate;
-use crate::processors::router::BrokerContext;
 use crate::state::entry::BrokerCommand;
 use crate::state::store::now_ms;
 

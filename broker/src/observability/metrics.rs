@@ -3,7 +3,7 @@
 //! ```text
 //! send_processor ─on_send─▶ ┐                      ┌─▶ counters + histograms (PrometheusRecorder)
 //! pull_processor ─on_pull─▶ ┴─ BrokerMetrics ──────┤
-//! GET /metrics ─▶ render(ctx) ─ recorder text ─────┴─▶ + scrape-time families read from the replica:
+//! GET /metrics ─▶ render(store, replica) ─ recorder text ─────┴─▶ + scrape-time families read from the replica:
 //!                  Raft status, flusher latency, consumer lag, delayed messages waiting, disk usage,
 //!                  table sizes
 //! ```
@@ -29,7 +29,6 @@ use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::RwLock;
 use std::time::Duration;
 
@@ -44,7 +43,8 @@ use raftmq_raft::NodeStatus;
 use raftmq_raft::Role;
 use tokio_util::sync::CancellationToken;
 
-use crate::processors::router::BrokerContext;
+use crate::services::replica::Replica;
+use crate::state::store::MessageStore;
 
 /// Messages stored, by topic (counter).
 pub const MESSAGES_IN_TOTAL: &str = "rocketmq_messages_in_total";
@@ -199,21 +199,21 @@ impl BrokerMetrics {
     }
 
     /// The Prometheus text of this broker: recorded series, then the scrape-time families.
-    pub fn render(&self, ctx: &BrokerContext) -> String {
+    pub fn render(&self, store: &MessageStore, replica: &Replica) -> String {
         let mut out = self.handle.render();
-        render_scrape(&mut out, &self.labels, &Scrape::collect(ctx));
+        render_scrape(&mut out, &self.labels, &Scrape::collect(store, replica));
         out
     }
 }
 
 /// Runs [`BrokerMetrics::run_upkeep`] every [`METRICS_UPKEEP_INTERVAL_MS`] until `cancel` fires.
-pub async fn upkeep(ctx: Arc<BrokerContext>, cancel: CancellationToken) {
+pub async fn upkeep(metrics: &BrokerMetrics, cancel: CancellationToken) {
     let mut interval = tokio::time::interval(Duration::from_millis(METRICS_UPKEEP_INTERVAL_MS));
     loop {
         tokio::select! {
             biased;
             _ = cancel.cancelled() => break,
-            _ = interval.tick() => ctx.metrics.run_upkeep(),
+            _ = interval.tick() => metrics.run_upkeep(),
         }
     }
 }
@@ -256,10 +256,10 @@ pub struct Scrape {
 
 impl Scrape {
     /// Reads everything a scrape renders (never holds two store locks at once).
-    pub fn collect(ctx: &BrokerContext) -> Scrape {
-        let node = ctx.replica.node();
+    pub fn collect(store: &MessageStore, replica: &Replica) -> Scrape {
+        let node = replica.node();
         let (offsets, topics, groups) = {
-            let meta = ctx.store.metadata();
+            let meta = store.metadata();
             (meta.offsets.to_wrapper().offset_table, meta.topics.len(), meta.groups.iter().count())
         };
         Scrape {
@@ -267,11 +267,10 @@ impl Scrape {
             flush: node.store().flush_latency(),
             fsyncs: node.store().fsync_count(),
             page_cache_dropped_bytes: node.store().page_cache_dropped_bytes(),
-            disk_used_ratio: disk_used_ratio(ctx.store.store_root()),
-            lags: consumer_lags(ctx, &offsets),
+            disk_used_ratio: disk_used_ratio(store.store_root()),
+            lags: consumer_lags(store, &offsets),
             // Levels that never held a message are left out.
-            delay_waiting: ctx
-                .store
+            delay_waiting: store
                 .level_backlogs()
                 .into_iter()
                 .filter(|b| b.stored > 0)
@@ -283,8 +282,8 @@ impl Scrape {
     }
 }
 
-fn consumer_lags(ctx: &BrokerContext, offsets: &BTreeMap<String, BTreeMap<i32, i64>>) -> Vec<LagRow> {
-    let queues = ctx.store.consume_queues();
+fn consumer_lags(store: &MessageStore, offsets: &BTreeMap<String, BTreeMap<i32, i64>>) -> Vec<LagRow> {
+    let queues = store.consume_queues();
     let mut rows = Vec::new();
     for (key, per_queue) in offsets {
         let Some((topic, group)) = ConsumerOffsetSerializeWrapper::split_key(key) else { continue };

@@ -46,7 +46,7 @@ use crate::acl::AclConfig;
 use crate::acl::AclDocument;
 use crate::acl::AclSource;
 use crate::acl::AclVersion;
-use crate::processors::router::BrokerContext;
+use crate::context::BrokerContext;
 use crate::services::replica::WriteError;
 use crate::state::entry::BrokerCommand;
 use crate::state::store::now_ms;

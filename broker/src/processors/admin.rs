@@ -81,10 +81,10 @@ use raftmq_raft::Role;
 
 use crate::config::broker_config::ConfigError;
 use crate::config::live_config::UpdateError;
+use crate::context::BrokerContext;
 use crate::observability::stats::runtime_string;
 use crate::processors::query::earliest_store_time;
 use crate::processors::query::unit_store_time;
-use crate::processors::router::BrokerContext;
 use crate::services::client_manager::SubscriptionMissing;
 use crate::services::membership;
 use crate::services::offset_commit::offset_batches;

@@ -53,13 +53,13 @@ use raftmq_common::remoting::ConnectionContext;
 use raftmq_common::remoting::RemotingError;
 use tracing::debug;
 
+use crate::context::BrokerContext;
 use crate::processors::pull::is_sql92;
 use crate::processors::pull::sql_filter;
-use crate::processors::query::record_at;
-use crate::processors::router::BrokerContext;
 use crate::processors::send_back::retry_topic_config;
 use crate::services::client_manager::ClientChannel;
 use crate::services::replica::WriteError;
+use crate::state::commit_log::record_at;
 use crate::state::entry::BrokerCommand;
 use crate::state::entry::OffsetCommit;
 use crate::state::offsets::query_offset_answer;

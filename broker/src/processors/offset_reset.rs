@@ -33,9 +33,9 @@ use raftmq_common::remoting::Connection;
 use tracing::debug;
 use tracing::info;
 
+use crate::context::BrokerContext;
 use crate::processors::client_manage::send_oneway_to_all;
 use crate::processors::query::offset_by_time;
-use crate::processors::router::BrokerContext;
 use crate::services::replica::WriteError;
 use crate::state::entry::BrokerCommand;
 use crate::state::entry::OffsetCommit;

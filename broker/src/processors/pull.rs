@@ -26,7 +26,7 @@ use raftmq_common::protocol::header::pull::PullMessageResponseHeader;
 use raftmq_common::protocol::header::pull::pull_sys_flag;
 use tracing::debug;
 
-use crate::processors::router::BrokerContext;
+use crate::context::BrokerContext;
 use crate::services::client_manager::SubscriptionMissing;
 use crate::state::entry::BrokerCommand;
 use crate::state::entry::OffsetCommit;

@@ -26,7 +26,6 @@
 
 use bytes::Bytes;
 use bytes::BytesMut;
-use raftmq_common::limits::FRAME_SIZE_MAX_BYTES;
 use raftmq_common::limits::QUERY_MESSAGE_BODY_MAX_BYTES;
 use raftmq_common::limits::QUERY_MESSAGE_MAX_COUNT;
 use raftmq_common::message::properties;
@@ -43,9 +42,9 @@ use raftmq_common::protocol::header::offset::SearchOffsetResponseHeader;
 use raftmq_common::protocol::header::query::QueryMessageRequestHeader;
 use raftmq_common::protocol::header::query::QueryMessageResponseHeader;
 use raftmq_common::protocol::header::query::ViewMessageRequestHeader;
-use thiserror::Error;
 
-use crate::processors::router::BrokerContext;
+use crate::context::BrokerContext;
+use crate::state::commit_log::record_at;
 use crate::state::pull::CommitLogReader;
 use crate::state::store::MessageStore;
 
@@ -55,40 +54,6 @@ pub const UNIQUE_KEY_QUERY_CANDIDATES_MAX_COUNT: usize = 32;
 
 /// QUERY_NOT_FOUND's remark, as RocketMQ words it.
 const NOT_FOUND_REMARK: &str = "can not find message, maybe time range not correct";
-
-/// Why no record could be read at a physical offset.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum RecordAtError {
-    /// Negative, beyond the committed end, or in a segment that no longer exists.
-    #[error("no committed data at offset {0}")]
-    NoData(i64),
-    /// Bytes are there but they are not a whole message record starting at this offset.
-    #[error("offset {offset} is not the start of a message: {reason}")]
-    NotARecord {
-        /// The offset asked for.
-        offset: i64,
-        /// What did not check out.
-        reason: String,
-    },
-}
-
-/// The record starting at `offset` in the committed CommitLog, checked: TOTALSIZE within the frame
-/// limit, magic code, body CRC, and PHYSICALOFFSET equal to `offset`.
-pub fn record_at(log: &impl CommitLogReader, offset: i64) -> Result<Bytes, RecordAtError> {
-    let head = log.read(offset, 4).ok_or(RecordAtError::NoData(offset))?;
-    let not_a_record = |reason: String| RecordAtError::NotARecord { offset, reason };
-    let size_word: [u8; 4] = head.as_ref().try_into().map_err(|_| not_a_record("short read".into()))?;
-    let size = i32::from_be_bytes(size_word);
-    if size <= 4 || size as usize > FRAME_SIZE_MAX_BYTES {
-        return Err(not_a_record(format!("TOTALSIZE {size}")));
-    }
-    let bytes = log.read(offset, size).ok_or_else(|| not_a_record(format!("TOTALSIZE {size} runs past the data")))?;
-    let record = parse_record(&bytes, DecodeOptions::verify_crc()).map_err(|e| not_a_record(e.to_string()))?;
-    if record.commit_log_offset != offset || record.total_size != bytes.len() {
-        return Err(not_a_record(format!("the record there says PHYSICALOFFSET {}", record.commit_log_offset)));
-    }
-    Ok(bytes)
-}
 
 /// Whether `record` is one of `topic`'s and carries `key` (a `KEYS` entry, or its `UNIQ_KEY`).
 pub fn record_matches(record: &RecordView<'_>, topic: &str, key: &str, unique_key: bool) -> bool {
@@ -279,6 +244,7 @@ mod tests {
 
     use super::*;
     use crate::config::broker_config::BrokerConfig;
+    use crate::state::commit_log::RecordAtError;
     use crate::state::entry::encode_messages;
     use crate::state::entry::tag;
     use crate::state::index_file::IndexFileSizes;

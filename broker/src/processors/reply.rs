@@ -38,7 +38,7 @@ use raftmq_common::protocol::header::reply::ReplyMessageRequestHeader;
 use raftmq_common::protocol::header::send::SendMessageRequestHeader;
 use raftmq_common::protocol::header::send::SendMessageResponseHeader;
 
-use crate::processors::router::BrokerContext;
+use crate::context::BrokerContext;
 use crate::processors::send;
 use crate::processors::send::canonical_addr;
 use crate::state::store::now_ms;

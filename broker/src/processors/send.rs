@@ -41,7 +41,7 @@ use raftmq_common::protocol::header::send::SendMessageResponseHeader;
 use raftmq_common::protocol::header::send::TRACE_ON_KEY;
 
 use crate::config::broker_config::BrokerConfig;
-use crate::processors::router::BrokerContext;
+use crate::context::BrokerContext;
 use crate::processors::send_back::dead_letter_of_retry_send;
 use crate::processors::send_back::ensure_topic;
 use crate::services::group_commit::RecordSlot;

@@ -42,11 +42,11 @@ use raftmq_common::protocol::body::topic::perm;
 use raftmq_common::protocol::header::client::ConsumerSendMsgBackRequestHeader;
 use raftmq_common::protocol::header::send::SendMessageRequestHeader;
 
-use crate::processors::query::record_at;
-use crate::processors::router::BrokerContext;
+use crate::context::BrokerContext;
 use crate::services::group_commit::RecordSlot;
 use crate::services::group_commit::SendRequest;
 use crate::services::schedule::redirect_delayed;
+use crate::state::commit_log::record_at;
 use crate::state::entry::BrokerCommand;
 use crate::state::queue_offset::has_queue_offset;
 use crate::state::store::now_ms;

@@ -54,7 +54,7 @@ use thiserror::Error;
 use tracing::info;
 use tracing::warn;
 
-use crate::processors::router::BrokerContext;
+use crate::context::BrokerContext;
 use crate::services::namesrv_registration;
 use crate::services::replica::Membership;
 use crate::services::replica::WriteError;

@@ -38,7 +38,7 @@ use tracing::debug;
 use tracing::info;
 use tracing::warn;
 
-use crate::processors::router::BrokerContext;
+use crate::context::BrokerContext;
 use crate::services::replica::Membership;
 
 /// The brokerId a replica that is not the ready leader registers as: its Raft node id + 1.

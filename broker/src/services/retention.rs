@@ -47,7 +47,7 @@ use tracing::info;
 use tracing::warn;
 
 use crate::config::broker_config::BrokerConfig;
-use crate::processors::router::BrokerContext;
+use crate::context::BrokerContext;
 use crate::state::entry::BrokerCommand;
 
 /// Disk usage thresholds, in percent of the file system holding the store.

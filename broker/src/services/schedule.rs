@@ -39,28 +39,28 @@ use raftmq_common::limits::SCHEDULE_DELIVER_RETRY_BACKOFF_MS;
 use raftmq_common::message::Message;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::properties;
-use raftmq_common::message::properties::Properties;
 use raftmq_common::message::record::DecodeOptions;
 use raftmq_common::message::record::decode_record_bytes;
 use raftmq_common::message::record::encode_record_into;
 use raftmq_common::message::sys_flag::TransactionType;
 use raftmq_common::message::validate::RMQ_SYS_SCHEDULE_TOPIC;
-use thiserror::Error;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 use tracing::info;
 use tracing::warn;
 
-use crate::processors::query::record_at;
-use crate::processors::router::BrokerContext;
+use crate::context::BrokerContext;
 use crate::services::group_commit::RecordSlot;
 use crate::services::group_commit::SendRequest;
 use crate::services::timer;
+use crate::state::commit_log::record_at;
 use crate::state::consume_queue::CqUnit;
 use crate::state::entry::BrokerCommand;
 use crate::state::entry::DelayProgress;
 use crate::state::queue_offset::has_queue_offset;
+use crate::state::real_queue::RestoreError;
+use crate::state::real_queue::real_queue;
 use crate::state::store::now_ms;
 
 /// `CommitLog.putMessage`'s delay branch: a message with `DELAY` > 0 (and not a transaction
@@ -85,17 +85,6 @@ pub fn redirect_delayed(msg: &mut MessageExt, level_count: usize) -> bool {
     msg.message.properties.insert(properties::REAL_QID, msg.queue_id.to_string());
     msg.queue_id = level - 1;
     true
-}
-
-/// Why a scheduled message cannot be delivered.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum RestoreError {
-    /// The record has no `REAL_TOPIC` property.
-    #[error("the scheduled message has no REAL_TOPIC")]
-    NoRealTopic,
-    /// `REAL_QID` is absent or not an integer.
-    #[error("the scheduled message has REAL_QID {0:?}")]
-    BadRealQueueId(Option<String>),
 }
 
 /// `ScheduleMessageService.messageTimeup`: the message to store in its real topic and queue, `DELAY`
@@ -149,18 +138,6 @@ fn copy_of(
         prepared_transaction_offset: scheduled.prepared_transaction_offset,
         ..MessageExt::default()
     }
-}
-
-/// The real topic and queue a redirected message (delayed, or a transaction half) keeps in its
-/// `REAL_TOPIC` / `REAL_QID` properties.
-pub fn real_queue(props: &Properties) -> Result<(&str, i32), RestoreError> {
-    let topic = props.get(properties::REAL_TOPIC).filter(|t| !t.is_empty()).ok_or(RestoreError::NoRealTopic)?;
-    let qid = props.get(properties::REAL_QID);
-    let queue_id = qid
-        .and_then(|q| q.parse::<i32>().ok())
-        .filter(|q| *q >= 0)
-        .ok_or_else(|| RestoreError::BadRealQueueId(qid.map(str::to_owned)))?;
-    Ok((topic, queue_id))
 }
 
 /// `correctDeliverTimestamp`: a delivery time further away than the level's delay (the storing

@@ -91,20 +91,20 @@ use tracing::debug;
 use tracing::info;
 use tracing::warn;
 
-use crate::processors::query::record_at;
-use crate::processors::router::BrokerContext;
+use crate::context::BrokerContext;
 use crate::processors::send_back::ensure_topic;
 use crate::services::group_commit::RecordSlot;
 use crate::services::group_commit::SendRequest;
 use crate::services::group_commit::StoredRecord;
-use crate::services::schedule::RestoreError;
-use crate::services::schedule::real_queue;
 use crate::services::schedule::redirect_delayed;
 use crate::services::timer::redirect_timer;
+use crate::state::commit_log::record_at;
 use crate::state::consume_queue::CqUnit;
 use crate::state::entry::BrokerCommand;
 use crate::state::entry::OffsetCommit;
 use crate::state::queue_offset::has_queue_offset;
+use crate::state::real_queue::RestoreError;
+use crate::state::real_queue::real_queue;
 use crate::state::store::now_ms;
 use crate::state::topic_config::one_queue_topic;
 

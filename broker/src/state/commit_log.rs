@@ -24,6 +24,10 @@ use raftmq_raft::log_store::COMMITLOG_DIR;
 use tracing::warn;
 
 use crate::state::pull::CommitLogReader;
+use raftmq_common::limits::FRAME_SIZE_MAX_BYTES;
+use raftmq_common::message::record::DecodeOptions;
+use raftmq_common::message::record::parse_record;
+use thiserror::Error;
 
 /// Segment files opened at once; older handles are dropped when the cache is full.
 const OPEN_SEGMENTS_MAX_COUNT: usize = 64;
@@ -115,6 +119,40 @@ impl CommitLogReader for CommitLogFiles {
         let seg = i64::try_from(self.segment_size).unwrap_or(i64::MAX);
         phy_offset.saturating_add(seg - phy_offset.rem_euclid(seg))
     }
+}
+
+/// Why no record could be read at a physical offset.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum RecordAtError {
+    /// Negative, beyond the committed end, or in a segment that no longer exists.
+    #[error("no committed data at offset {0}")]
+    NoData(i64),
+    /// Bytes are there but they are not a whole message record starting at this offset.
+    #[error("offset {offset} is not the start of a message: {reason}")]
+    NotARecord {
+        /// The offset asked for.
+        offset: i64,
+        /// What did not check out.
+        reason: String,
+    },
+}
+
+/// The record starting at `offset` in the committed CommitLog, checked: TOTALSIZE within the frame
+/// limit, magic code, body CRC, and PHYSICALOFFSET equal to `offset`.
+pub fn record_at(log: &impl CommitLogReader, offset: i64) -> Result<Bytes, RecordAtError> {
+    let head = log.read(offset, 4).ok_or(RecordAtError::NoData(offset))?;
+    let not_a_record = |reason: String| RecordAtError::NotARecord { offset, reason };
+    let size_word: [u8; 4] = head.as_ref().try_into().map_err(|_| not_a_record("short read".into()))?;
+    let size = i32::from_be_bytes(size_word);
+    if size <= 4 || size as usize > FRAME_SIZE_MAX_BYTES {
+        return Err(not_a_record(format!("TOTALSIZE {size}")));
+    }
+    let bytes = log.read(offset, size).ok_or_else(|| not_a_record(format!("TOTALSIZE {size} runs past the data")))?;
+    let record = parse_record(&bytes, DecodeOptions::verify_crc()).map_err(|e| not_a_record(e.to_string()))?;
+    if record.commit_log_offset != offset || record.total_size != bytes.len() {
+        return Err(not_a_record(format!("the record there says PHYSICALOFFSET {}", record.commit_log_offset)));
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub mod manifest;
 pub mod offsets;
 pub mod pull;
 pub mod queue_offset;
+pub mod real_queue;
 pub mod store;
 pub mod subscription_group;
 pub mod topic_config;
