@@ -237,7 +237,7 @@ impl Broker {
             register_now: Notify::new(),
             metrics,
             draining: AtomicBool::new(false),
-            transactions: crate::services::transaction::TransactionState::new(),
+            transactions: crate::state::transaction::TransactionState::new(),
             manual_purge_rounds: std::sync::atomic::AtomicU32::new(0),
             sql_filters: crate::state::pull::SqlFilterCache::default(),
             group_get_stats: crate::observability::stats::GroupGetStats::default(),
@@ -282,7 +282,7 @@ impl Broker {
                 async move { crate::observability::metrics::upkeep(&ctx.metrics, cancel).await }
             }),
             schedule::spawn(Arc::clone(&ctx), cancel.child_token()),
-            crate::services::transaction::spawn(Arc::clone(&ctx), cancel.child_token()),
+            crate::services::transaction_check::spawn(Arc::clone(&ctx), cancel.child_token()),
             retention::spawn(Arc::clone(&ctx), RetentionSettings::from_config(&ctx.config), cancel.child_token()),
             namesrv_registration::spawn(Arc::clone(&ctx), namesrv_client.clone(), cancel.child_token()),
         ];

@@ -61,7 +61,7 @@ pub struct BrokerContext {
     /// This replica's Prometheus metrics.
     pub metrics: crate::observability::metrics::BrokerMetrics,
     /// The leader's transaction bookkeeping (ended halves, check progress).
-    pub transactions: crate::services::transaction::TransactionState,
+    pub transactions: crate::state::transaction::TransactionState,
     /// Set first by `Broker::shutdown`: `/readyz` answers 503 and admin changes are refused.
     /// Retention rounds left that delete expired CommitLog segments whatever the hour
     /// (DELETE_EXPIRED_COMMITLOG; `crate::services::retention`).

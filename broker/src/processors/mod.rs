@@ -10,6 +10,8 @@ pub mod acl;
 pub mod admin;
 #[allow(clippy::result_large_err)]
 pub mod client_manage;
+#[allow(clippy::result_large_err)]
+pub mod end_transaction;
 pub mod offset_reset;
 #[allow(clippy::result_large_err)]
 pub mod pull;

@@ -128,9 +128,9 @@ impl RequestProcessor for BrokerProcessor {
                 Ok(crate::processors::reply::process_reply(ctx, conn.peer_addr(), &request).await)
             }
             RequestCode::CheckClientConfig => client_manage::check_client_config(ctx, &request),
-            RequestCode::EndTransaction => Ok(crate::services::transaction::end_transaction(ctx, &request).await),
+            RequestCode::EndTransaction => Ok(crate::processors::end_transaction::end_transaction(ctx, &request).await),
             RequestCode::ResumeCheckHalfMessage => {
-                Ok(crate::services::transaction::resume_check_half_message(ctx, &request).await)
+                Ok(crate::processors::end_transaction::resume_check_half_message(ctx, &request).await)
             }
             RequestCode::ConsumerSendMsgBack => Ok(send_back::consumer_send_back(ctx, &request).await),
             RequestCode::PullMessage => Ok(pull::process_pull(Arc::clone(ctx), &request).await),

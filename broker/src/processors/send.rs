@@ -50,7 +50,6 @@ use crate::services::schedule::redirect_delayed;
 use crate::services::timer::check_timer;
 use crate::services::timer::has_timer;
 use crate::services::timer::redirect_timer;
-use crate::services::transaction::redirect_half;
 use crate::state::entry::BrokerCommand;
 use crate::state::queue_offset::has_queue_offset;
 use crate::state::store::now_ms;
@@ -59,6 +58,7 @@ use crate::state::topic_config::SendTopic;
 use crate::state::topic_config::check_send_queue_id;
 use crate::state::topic_config::decide_send_topic;
 use crate::state::topic_config::one_queue_topic;
+use crate::state::transaction::redirect_half;
 
 fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
     RemotingCommand::response(code, Some(remark.into()))

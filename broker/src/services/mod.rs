@@ -12,6 +12,5 @@ pub mod replica;
 pub mod retention;
 pub mod schedule;
 pub mod timer;
-// END_TRANSACTION's handlers return `Result<response, refusal>`, as the processors do.
 #[allow(clippy::result_large_err)]
-pub mod transaction;
+pub mod transaction_check;

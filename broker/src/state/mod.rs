@@ -21,3 +21,4 @@ pub mod real_queue;
 pub mod store;
 pub mod subscription_group;
 pub mod topic_config;
+pub mod transaction;

@@ -1,5 +1,9 @@
-//! Transactional messages (RocketMQ's `TransactionalMessageService`, `EndTransactionProcessor` and
-//! `TransactionalMessageCheckService`) on a Raft group.
+//! Transactional messages, the stored side (RocketMQ's `TransactionalMessageService` and its
+//! bridge): the half and op records and the pure decisions over them, and the leader's
+//! bookkeeping of which transactions are ended and where the check stands, read back from the
+//! half and op queues. END_TRANSACTION is [`crate::processors::end_transaction`]; the check-back
+//! service is [`crate::services::transaction_check`].
+//!
 //!
 //! ```text
 //! producer SEND (TRAN_MSG=true) ─▶ redirect_half: RMQ_SYS_TRANS_HALF_TOPIC queue 0, sysFlag NOT_TYPE,
@@ -51,73 +55,41 @@ use std::collections::BTreeSet;
 use std::collections::HashSet;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::MutexGuard;
-use std::time::Duration;
 
 use bytes::Bytes;
-use bytes::BytesMut;
-use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
-use raftmq_common::limits::TRANSACTION_CHECK_BATCH_MAX_COUNT;
-use raftmq_common::limits::TRANSACTION_CHECK_RETRY_BACKOFF_MS;
 use raftmq_common::limits::TRANSACTION_ENDED_MEMORY_MAX_COUNT;
-use raftmq_common::limits::TRANSACTION_NO_PRODUCER_GRACE_MS;
 use raftmq_common::limits::TRANSACTION_OP_PENDING_MAX_COUNT;
 use raftmq_common::limits::TRANSACTION_OP_READ_BATCH_MAX_COUNT;
 use raftmq_common::message::Message;
 use raftmq_common::message::MessageExt;
-use raftmq_common::message::msg_id::OffsetMsgId;
 use raftmq_common::message::properties;
 use raftmq_common::message::record::DecodeOptions;
 use raftmq_common::message::record::decode_record_bytes;
-use raftmq_common::message::record::encode_record_into;
 use raftmq_common::message::sys_flag::TransactionType;
 use raftmq_common::message::sys_flag::with_transaction_type;
 use raftmq_common::message::validate::RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC;
 use raftmq_common::message::validate::RMQ_SYS_TRANS_HALF_TOPIC;
 use raftmq_common::message::validate::RMQ_SYS_TRANS_OP_HALF_TOPIC;
-use raftmq_common::protocol::RemotingCommand;
-use raftmq_common::protocol::RequestCode;
-use raftmq_common::protocol::ResponseCode;
-use raftmq_common::protocol::header::transaction::CheckTransactionStateRequestHeader;
-use raftmq_common::protocol::header::transaction::EndTransactionRequestHeader;
-use raftmq_common::protocol::header::transaction::ResumeCheckHalfMessageRequestHeader;
-use raftmq_common::protocol::header::transaction::commit_or_rollback;
 use thiserror::Error;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 use tracing::debug;
 use tracing::info;
 use tracing::warn;
 
-use crate::context::BrokerContext;
-use crate::processors::send_back::ensure_topic;
-use crate::services::group_commit::RecordSlot;
-use crate::services::group_commit::SendRequest;
-use crate::services::group_commit::StoredRecord;
-use crate::services::schedule::redirect_delayed;
-use crate::services::timer::redirect_timer;
 use crate::state::commit_log::record_at;
 use crate::state::consume_queue::CqUnit;
-use crate::state::entry::BrokerCommand;
-use crate::state::entry::OffsetCommit;
-use crate::state::queue_offset::has_queue_offset;
 use crate::state::real_queue::RestoreError;
 use crate::state::real_queue::real_queue;
-use crate::state::store::now_ms;
-use crate::state::topic_config::one_queue_topic;
+
+use crate::state::store::MessageStore;
 
 /// The group whose consumer offsets hold the check progress (`MixAll.CID_SYS_RMQ_TRANS`).
 pub const CID_RMQ_SYS_TRANS: &str = "CID_RMQ_SYS_TRANS";
 /// Tag of an op record (`TransactionalMessageUtil.REMOVETAG`).
 pub const REMOVE_TAG: &str = "d";
 /// The half and op topics have one queue.
-const HALF_QUEUE_ID: i32 = 0;
-
-fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
-    RemotingCommand::response(code, Some(remark.into()))
-}
+pub(crate) const HALF_QUEUE_ID: i32 = 0;
 
 // ---------------------------------------------------------------------------------------------
 // Pure decisions and record shapes.
@@ -154,7 +126,7 @@ pub enum HalfError {
     BadRealQueueId(Option<String>),
 }
 
-fn real_target(half: &MessageExt) -> Result<(String, i32), HalfError> {
+pub(crate) fn real_target(half: &MessageExt) -> Result<(String, i32), HalfError> {
     if half.message.topic != RMQ_SYS_TRANS_HALF_TOPIC {
         return Err(HalfError::NotAHalf(half.message.topic.to_string()));
     }
@@ -336,25 +308,25 @@ pub fn decide_half(half: &MessageExt, now_ms: i64, timeout_ms: u64, check_max: u
 /// forgotten earliest named first, not lowest first: a long-lived chain's root is low. Past either
 /// capacity a repeat may commit again (at least once, as in RocketMQ).
 #[derive(Debug)]
-struct EndedMemory {
-    ahead: BTreeSet<i64>,
-    behind: HashSet<i64>,
+pub(crate) struct EndedMemory {
+    pub(crate) ahead: BTreeSet<i64>,
+    pub(crate) behind: HashSet<i64>,
     /// `behind`, earliest named first.
-    behind_order: VecDeque<i64>,
-    capacity: usize,
+    pub(crate) behind_order: VecDeque<i64>,
+    pub(crate) capacity: usize,
 }
 
 impl EndedMemory {
-    fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         EndedMemory { ahead: BTreeSet::new(), behind: HashSet::new(), behind_order: VecDeque::new(), capacity }
     }
 
-    fn contains(&self, offset: i64) -> bool {
+    pub(crate) fn contains(&self, offset: i64) -> bool {
         self.ahead.contains(&offset) || self.behind.contains(&offset)
     }
 
     /// Remembers `offset`, given the check progress; one already known keeps its place.
-    fn insert(&mut self, offset: i64, progress: i64) {
+    pub(crate) fn insert(&mut self, offset: i64, progress: i64) {
         if self.contains(offset) {
             return;
         }
@@ -370,14 +342,14 @@ impl EndedMemory {
     }
 
     /// The check progress moved to `progress`: what it passed moves behind.
-    fn advance(&mut self, progress: i64) {
+    pub(crate) fn advance(&mut self, progress: i64) {
         while let Some(offset) = self.ahead.first().copied().filter(|o| *o < progress) {
             self.ahead.pop_first();
             self.remember_behind(offset);
         }
     }
 
-    fn remember_behind(&mut self, offset: i64) {
+    pub(crate) fn remember_behind(&mut self, offset: i64) {
         if self.behind.insert(offset) {
             self.behind_order.push_back(offset);
         }
@@ -391,38 +363,38 @@ impl EndedMemory {
 
 /// What a ready leader knows of its half and op queues, rebuilt from replicated state each term.
 #[derive(Debug)]
-struct LeaderView {
-    term: u64,
+pub(crate) struct LeaderView {
+    pub(crate) term: u64,
     /// Next half queue offset the check round looks at (replicated as `replicated.0` once proposed).
-    half_next: i64,
+    pub(crate) half_next: i64,
     /// Next op queue offset to read.
-    op_read_next: i64,
+    pub(crate) op_read_next: i64,
     /// Ops read whose halves are not all behind `half_next`: op offset → largest half offset named.
-    pending_ops: BTreeMap<i64, i64>,
+    pub(crate) pending_ops: BTreeMap<i64, i64>,
     /// Half offsets an op names: the chain roots of ended transactions, and the copies their ENDs
     /// named (read back, or written by this leader), behind the progress too, so a repeated
     /// END_TRANSACTION, or one for another record of the same chain, is recognised; the earliest
     /// named are forgotten past [`TRANSACTION_ENDED_MEMORY_MAX_COUNT`] (then a repeat may commit
     /// again: at least once).
-    ended: EndedMemory,
+    pub(crate) ended: EndedMemory,
     /// Chain roots an END_TRANSACTION is ending right now.
-    ending: HashSet<i64>,
+    pub(crate) ending: HashSet<i64>,
     /// The op progress as loaded. The ops before it name only halves behind the check progress,
     /// but their chains may have copies ahead of it: they are read back as well (as many ops as the
     /// memory's behind part holds) to fill `ended`, and never hold or move the op progress.
-    op_floor: i64,
+    pub(crate) op_floor: i64,
     /// (half, op) progress as last replicated.
-    replicated: (i64, i64),
+    pub(crate) replicated: (i64, i64),
     /// When this leader loaded the view (the no-producer grace runs from here).
-    loaded_at: std::time::Instant,
+    pub(crate) loaded_at: std::time::Instant,
 }
 
 impl LeaderView {
-    fn load(ctx: &BrokerContext, term: u64) -> LeaderView {
-        let (half_min, _) = ctx.store.queue_offsets(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID);
-        let (op_min, _) = ctx.store.queue_offsets(RMQ_SYS_TRANS_OP_HALF_TOPIC, HALF_QUEUE_ID);
+    pub(crate) fn load(store: &MessageStore, term: u64) -> LeaderView {
+        let (half_min, _) = store.queue_offsets(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID);
+        let (op_min, _) = store.queue_offsets(RMQ_SYS_TRANS_OP_HALF_TOPIC, HALF_QUEUE_ID);
         let (half, op) = {
-            let meta = ctx.store.metadata();
+            let meta = store.metadata();
             let q = |topic: &str| meta.offsets.query(topic, CID_RMQ_SYS_TRANS, HALF_QUEUE_ID);
             (q(RMQ_SYS_TRANS_HALF_TOPIC), q(RMQ_SYS_TRANS_OP_HALF_TOPIC))
         };
@@ -448,24 +420,24 @@ impl LeaderView {
 
     /// Reads at most one batch of the op records appended since the last look (the caller holds
     /// the view's lock: the work per call is bounded). Returns whether every op is read.
-    fn read_ops(&mut self, ctx: &BrokerContext) -> bool {
+    pub(crate) fn read_ops(&mut self, store: &MessageStore) -> bool {
         if self.pending_ops.len() >= TRANSACTION_OP_PENDING_MAX_COUNT {
             // Nothing more can be read until the progress catches up; a half whose op is unread may
             // be checked once more (a duplicate check, never a loss).
             warn!(pending = self.pending_ops.len(), "transaction ops far ahead of the check progress; reading paused");
             return true;
         }
-        let (min, max) = ctx.store.queue_offsets(RMQ_SYS_TRANS_OP_HALF_TOPIC, HALF_QUEUE_ID);
+        let (min, max) = store.queue_offsets(RMQ_SYS_TRANS_OP_HALF_TOPIC, HALF_QUEUE_ID);
         let from = self.op_read_next.max(i64::try_from(min).unwrap_or(i64::MAX));
         let Ok(from_u) = u64::try_from(from) else { return true };
         if from_u >= max {
             self.op_read_next = from;
             return true;
         }
-        let units = read_units(ctx, RMQ_SYS_TRANS_OP_HALF_TOPIC, from_u, TRANSACTION_OP_READ_BATCH_MAX_COUNT);
+        let units = read_units(store, RMQ_SYS_TRANS_OP_HALF_TOPIC, from_u, TRANSACTION_OP_READ_BATCH_MAX_COUNT);
         for (i, unit) in units.iter().enumerate() {
             let op_offset = from + i as i64;
-            let halves = match read_message(ctx, unit) {
+            let halves = match read_message(store, unit) {
                 Ok(op) if op.message.tags() == Some(REMOVE_TAG) => parse_op_body(&op.message.body),
                 Ok(_) => Vec::new(),
                 Err(e) => {
@@ -479,7 +451,7 @@ impl LeaderView {
         u64::try_from(self.op_read_next).is_ok_and(|n| n >= max)
     }
 
-    fn note_ended(&mut self, op_offset: i64, halves: &[i64]) {
+    pub(crate) fn note_ended(&mut self, op_offset: i64, halves: &[i64]) {
         for h in halves {
             self.ended.insert(*h, self.half_next);
         }
@@ -493,7 +465,7 @@ impl LeaderView {
     }
 
     /// Moves the check progress to `half_next` (never back).
-    fn advance(&mut self, half_next: i64) {
+    pub(crate) fn advance(&mut self, half_next: i64) {
         self.half_next = self.half_next.max(half_next);
         let progress = self.half_next;
         self.ended.advance(progress);
@@ -501,12 +473,12 @@ impl LeaderView {
     }
 
     /// The op progress: every op before it names only halves behind the check progress.
-    fn op_next(&self) -> i64 {
+    pub(crate) fn op_next(&self) -> i64 {
         self.pending_ops.keys().next().copied().unwrap_or(self.op_read_next).max(self.op_floor)
     }
 
     /// Whether the chain of the half at `offset` (whose root is `root`) is ended.
-    fn is_ended(&self, offset: i64, root: i64) -> bool {
+    pub(crate) fn is_ended(&self, offset: i64, root: i64) -> bool {
         self.ended.contains(root) || self.ended.contains(offset)
     }
 }
@@ -519,7 +491,7 @@ pub struct TransactionState {
 
 /// Why the view of a term cannot be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ViewError {
+pub(crate) enum ViewError {
     /// A later term's view replaced it: the caller lost leadership in between.
     Superseded,
 }
@@ -530,15 +502,15 @@ impl TransactionState {
         TransactionState::default()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<LeaderView>> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Option<LeaderView>> {
         self.view.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// `f` on the view of `term` (loaded if the view is an older term's; refused if a newer one's),
     /// after reading at most one batch of new ops; `f` learns whether every op is read.
-    fn with_view<R>(
+    pub(crate) fn with_view<R>(
         &self,
-        ctx: &BrokerContext,
+        store: &MessageStore,
         term: u64,
         f: impl FnOnce(&mut LeaderView, bool) -> R,
     ) -> Result<R, ViewError> {
@@ -546,17 +518,23 @@ impl TransactionState {
         match guard.as_ref().map(|v| v.term) {
             Some(t) if t > term => return Err(ViewError::Superseded),
             Some(t) if t == term => {}
-            _ => *guard = Some(LeaderView::load(ctx, term)),
+            _ => *guard = Some(LeaderView::load(store, term)),
         }
         let Some(view) = guard.as_mut() else { return Err(ViewError::Superseded) };
-        let caught_up = view.read_ops(ctx);
+        let caught_up = view.read_ops(store);
         Ok(f(view, caught_up))
     }
 
     /// Claims the chain of `half` (rooted at `root`) for one END_TRANSACTION of `term`; released by
     /// dropping the claim.
-    fn claim<'a>(&'a self, ctx: &BrokerContext, term: u64, half: i64, root: i64) -> Result<Claim<'a>, ClaimRefused> {
-        self.with_view(ctx, term, |v, caught_up| {
+    pub(crate) fn claim<'a>(
+        &'a self,
+        store: &MessageStore,
+        term: u64,
+        half: i64,
+        root: i64,
+    ) -> Result<Claim<'a>, ClaimRefused> {
+        self.with_view(store, term, |v, caught_up| {
             if v.is_ended(half, root) || v.ending.contains(&root) {
                 Err(ClaimRefused::AlreadyEnded)
             } else if !caught_up {
@@ -572,7 +550,7 @@ impl TransactionState {
     }
 
     /// Whether the chain of the half at `offset` is ended, or being ended, in `term`'s view.
-    fn chain_state(&self, term: u64, offset: i64, root: i64) -> Result<ChainState, ViewError> {
+    pub(crate) fn chain_state(&self, term: u64, offset: i64, root: i64) -> Result<ChainState, ViewError> {
         let guard = self.lock();
         let v = guard.as_ref().filter(|v| v.term == term).ok_or(ViewError::Superseded)?;
         Ok(if v.is_ended(offset, root) {
@@ -587,7 +565,7 @@ impl TransactionState {
 
 /// Where a half's transaction stands, as far as this leader knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ChainState {
+pub(crate) enum ChainState {
     /// An op names its chain: the round passes it.
     Ended,
     /// An END_TRANSACTION of its chain is being written: the round stops at it.
@@ -598,7 +576,7 @@ enum ChainState {
 
 /// Why an END_TRANSACTION does not write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ClaimRefused {
+pub(crate) enum ClaimRefused {
     /// An op names the half already, or another request is ending it.
     AlreadyEnded,
     /// The new leader is still reading its op queue back.
@@ -610,7 +588,7 @@ enum ClaimRefused {
 /// One END_TRANSACTION's hold on a chain; the drop releases it (also when the request fails or
 /// its task is cancelled), recording the chain (and the half ended) when [`Claim::ended`] was
 /// called.
-struct Claim<'a> {
+pub(crate) struct Claim<'a> {
     state: &'a TransactionState,
     term: u64,
     half: i64,
@@ -619,7 +597,7 @@ struct Claim<'a> {
 }
 
 impl Claim<'_> {
-    fn ended(mut self) {
+    pub(crate) fn ended(mut self) {
         self.ended = true;
     }
 }
@@ -637,36 +615,36 @@ impl Drop for Claim<'_> {
     }
 }
 
-fn read_units(ctx: &BrokerContext, topic: &str, from: u64, max: usize) -> Vec<CqUnit> {
-    let cq = ctx.store.consume_queues();
+pub(crate) fn read_units(store: &MessageStore, topic: &str, from: u64, max: usize) -> Vec<CqUnit> {
+    let cq = store.consume_queues();
     match cq.get(topic, HALF_QUEUE_ID).and_then(|q| q.read(from, max)) {
         Some(units) => units.iter().map(|(_, u)| u).collect(),
         None => Vec::new(),
     }
 }
 
-fn read_message(ctx: &BrokerContext, unit: &CqUnit) -> Result<MessageExt, String> {
+pub(crate) fn read_message(store: &MessageStore, unit: &CqUnit) -> Result<MessageExt, String> {
     if !unit.is_message() {
         return Err("not a message unit".into());
     }
-    read_at(ctx, unit.phy_offset)
+    read_at(store, unit.phy_offset)
 }
 
-fn read_at(ctx: &BrokerContext, phy_offset: i64) -> Result<MessageExt, String> {
-    let bytes = record_at(ctx.store.commit_log(), phy_offset).map_err(|e| e.to_string())?;
+pub(crate) fn read_at(store: &MessageStore, phy_offset: i64) -> Result<MessageExt, String> {
+    let bytes = record_at(store.commit_log(), phy_offset).map_err(|e| e.to_string())?;
     decode_record_bytes(&bytes, DecodeOptions::default()).map(|(m, _)| m).map_err(|e| e.to_string())
 }
 
 /// The root of `half`'s chain, trusted only when the record at the claimed root is the same
 /// transaction ([`is_same_transaction`]); otherwise (purged, unreadable, or another transaction)
 /// the half is its own root, which can cost a duplicate commit but never ends another transaction.
-fn verified_root(ctx: &BrokerContext, half: &MessageExt) -> i64 {
+pub(crate) fn verified_root(store: &MessageStore, half: &MessageExt) -> i64 {
     let claimed = chain_root(half);
     if claimed == half.queue_offset {
         return claimed;
     }
     let Ok(at) = u64::try_from(claimed) else { return half.queue_offset };
-    match read_units(ctx, RMQ_SYS_TRANS_HALF_TOPIC, at, 1).first().map(|unit| read_message(ctx, unit)) {
+    match read_units(store, RMQ_SYS_TRANS_HALF_TOPIC, at, 1).first().map(|unit| read_message(store, unit)) {
         Some(Ok(root)) if root.queue_offset == claimed && is_same_transaction(&root, half) => claimed,
         _ => {
             debug!(half = half.queue_offset, claimed, "the claimed chain root is not this transaction's; ignored");
@@ -675,469 +653,10 @@ fn verified_root(ctx: &BrokerContext, half: &MessageExt) -> i64 {
     }
 }
 
-fn encode_request(records: &[MessageExt]) -> Result<SendRequest, String> {
-    let mut out = BytesMut::new();
-    let mut slots = Vec::with_capacity(records.len());
-    for r in records {
-        let at = out.len();
-        encode_record_into(r, &mut out).map_err(|e| e.to_string())?;
-        slots.push(RecordSlot {
-            topic: r.message.topic.clone(),
-            queue_id: r.queue_id,
-            has_queue_offset: has_queue_offset(r.sys_flag),
-            at,
-        });
-    }
-    Ok(SendRequest { records: out, slots })
-}
-
-// ---------------------------------------------------------------------------------------------
-// RESUME_CHECK_HALF_MESSAGE.
-// ---------------------------------------------------------------------------------------------
-
-/// RESUME_CHECK_HALF_MESSAGE (323, `mqadmin resumeCheckHalfMessage`): the half at an offsetMsgId,
-/// typically one given up to TRANS_CHECK_MAX_TIME_TOPIC after `transactionCheckMax` checks, is put
-/// back at the half queue's end with its check count at 0, so the next check round asks its
-/// producer again. Stricter than Java, which re-puts whatever message the id names: only a half (in
-/// the half queue, or given up) is taken; anything else is SYSTEM_ERROR saying why.
-pub async fn resume_check_half_message(ctx: &BrokerContext, request: &RemotingCommand) -> RemotingCommand {
-    match resume_check(ctx, request).await {
-        Ok(response) | Err(response) => response,
-    }
-}
-
-async fn resume_check(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
-    let fail = |remark: String| RemotingCommand::response(ResponseCode::SystemError, Some(remark));
-    let h: ResumeCheckHalfMessageRequestHeader =
-        request.decode_header().map_err(|e| fail(format!("the request header is invalid: {e}")))?;
-    let id = h.msg_id.as_deref().filter(|s| !s.is_empty()).ok_or_else(|| fail("msgId is missing".to_owned()))?;
-    let at: OffsetMsgId = id.parse().map_err(|e| fail(format!("{id} is not an offsetMsgId: {e}")))?;
-    ctx.replica.check_writable().map_err(|e| e.to_response(&ctx.config.broker_name))?;
-    let half = read_at(ctx, at.commit_log_offset).map_err(|e| fail(format!("no message at {id}: {e}")))?;
-    let root = match half.message.topic.as_str() {
-        RMQ_SYS_TRANS_HALF_TOPIC => chain_root(&half),
-        // A given-up copy names its chain's root; without one the resumed copy is its own root
-        // (a negative claim counts as absent, see `chain_root`).
-        RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC => half
-            .message
-            .property(properties::TRAN_PREPARED_QUEUE_OFFSET)
-            .and_then(|r| r.parse::<i64>().ok())
-            .filter(|r| *r >= 0)
-            .unwrap_or(-1),
-        other => return Err(fail(format!("the message {id} is in {other}, not a half message"))),
-    };
-    ensure_topic(ctx, one_queue_topic(RMQ_SYS_TRANS_HALF_TOPIC)).await?;
-    let mut copy = check_copy(&half, 0, root, ctx.store_host, now_ms() as i64);
-    copy.message.topic = RMQ_SYS_TRANS_HALF_TOPIC.into();
-    let records = encode_request(&[copy]).map_err(|e| fail(format!("the half cannot be encoded: {e}")))?;
-    ctx.store_records(records)
-        .await
-        .map_err(|e| fail(format!("Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed: {e}")))?;
-    tracing::info!(msg_id = id, "half message put back for checking");
-    Ok(RemotingCommand::success())
-}
-
-// ---------------------------------------------------------------------------------------------
-// END_TRANSACTION.
-// ---------------------------------------------------------------------------------------------
-
-/// END_TRANSACTION (37). Usually oneway: the answer only matters to callers that wait for one.
-pub async fn end_transaction(ctx: &BrokerContext, request: &RemotingCommand) -> RemotingCommand {
-    match end(ctx, request).await {
-        Ok(response) | Err(response) => response,
-    }
-}
-
-async fn end(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
-    let h: EndTransactionRequestHeader = request
-        .decode_header()
-        .map_err(|e| refuse(ResponseCode::SystemError, format!("the END_TRANSACTION header is invalid: {e}")))?;
-    let from_check = h.from_transaction_check.unwrap_or(false);
-    let commit = match h.commit_or_rollback {
-        commit_or_rollback::COMMIT_TYPE => true,
-        commit_or_rollback::ROLLBACK_TYPE => false,
-        commit_or_rollback::NOT_TYPE => {
-            debug!(msg_id = %h.msg_id, from_check, "transaction state unknown; the broker will check back");
-            return Ok(RemotingCommand::success());
-        }
-        other => {
-            return Err(refuse(ResponseCode::SystemError, format!("commitOrRollback {other} is not 0, 8 or 12")));
-        }
-    };
-    let Some(term) = ctx.replica.ready_term() else {
-        debug!(msg_id = %h.msg_id, "END_TRANSACTION on a replica that is not the ready leader; the leader's check resolves it");
-        return Err(refuse(ResponseCode::SlaveNotAvailable, "Store is not in master status"));
-    };
-    let half = read_at(ctx, h.commit_log_offset)
-        .map_err(|e| refuse(ResponseCode::SystemError, format!("Find prepared transaction message failed: {e}")))?;
-    check_prepare_message(&half, &h)?;
-    if commit {
-        check_real_queue(ctx, &half)?;
-    }
-    let root = verified_root(ctx, &half);
-    let claim = match ctx.transactions.claim(ctx, term, half.queue_offset, root) {
-        Ok(claim) => claim,
-        Err(ClaimRefused::AlreadyEnded) => {
-            debug!(msg_id = %h.msg_id, half = half.queue_offset, root, "transaction already ended; nothing written");
-            return Ok(RemotingCommand::success());
-        }
-        Err(ClaimRefused::Loading) => {
-            return Err(refuse(
-                ResponseCode::SystemBusy,
-                "the new leader is still loading transaction state; it will check back",
-            ));
-        }
-        Err(ClaimRefused::Superseded) => {
-            return Err(refuse(ResponseCode::SlaveNotAvailable, "Store is not in master status"));
-        }
-    };
-    write_end(ctx, term, &half, root, commit).await?;
-    claim.ended();
-    debug!(msg_id = %h.msg_id, commit, from_check, "transaction ended");
-    Ok(RemotingCommand::success())
-}
-
-/// A commit needs its real topic and queue to exist still (an operator may have deleted the topic
-/// since the half was stored); otherwise the half stays to be checked, and in the end given up.
-fn check_real_queue(ctx: &BrokerContext, half: &MessageExt) -> Result<(), RemotingCommand> {
-    let (topic, queue_id) = real_target(half).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
-    let meta = ctx.store.metadata();
-    match meta.topics.get(&topic) {
-        Some(config) if queue_id < config.write_queue_nums => Ok(()),
-        Some(config) => Err(refuse(
-            ResponseCode::SystemError,
-            format!(
-                "queue {queue_id} of topic {topic} does not exist any more ({} write queues)",
-                config.write_queue_nums
-            ),
-        )),
-        None => Err(refuse(ResponseCode::TopicNotExist, format!("the topic {topic} does not exist any more"))),
-    }
-}
-
-/// `checkPrepareMessage`, plus: the record must be a half message with a real topic.
-fn check_prepare_message(half: &MessageExt, h: &EndTransactionRequestHeader) -> Result<(), RemotingCommand> {
-    real_target(half).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
-    if half.message.property(properties::PGROUP) != Some(h.producer_group.as_str()) {
-        return Err(refuse(ResponseCode::SystemError, "The producer group wrong"));
-    }
-    if half.queue_offset != h.tran_state_table_offset {
-        return Err(refuse(ResponseCode::SystemError, "The transaction state table offset wrong"));
-    }
-    if half.commit_log_offset != h.commit_log_offset {
-        return Err(refuse(ResponseCode::SystemError, "The commit log offset wrong"));
-    }
-    Ok(())
-}
-
-async fn write_end(
-    ctx: &BrokerContext,
-    term: u64,
-    half: &MessageExt,
-    root: i64,
-    commit: bool,
-) -> Result<(), RemotingCommand> {
-    let broker_name = &ctx.config.broker_name;
-    ensure_topic(ctx, one_queue_topic(RMQ_SYS_TRANS_OP_HALF_TOPIC)).await?;
-    // The claim is this term's: a leader of a later term keeps its own, and must not be raced.
-    if ctx.replica.ready_term() != Some(term) {
-        return Err(refuse(ResponseCode::SlaveNotAvailable, "Store is not in master status"));
-    }
-    let now = now_ms() as i64;
-    let mut records = Vec::with_capacity(2);
-    if commit {
-        let mut committed = committed_message(half, ctx.store_host, now)
-            .map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
-        // A timer the half asked for starts now (Java times the committed record); it was checked
-        // when the half was sent, so only a config changed since can refuse it: stored at once then.
-        let levels = ctx.store.delay_levels_ms();
-        let max_delay_ms = ctx.live.current().timer_max_delay_sec.saturating_mul(1000);
-        match redirect_timer(&mut committed, now, levels, max_delay_ms) {
-            Ok(true) => {
-                redirect_delayed(&mut committed, levels.len());
-            }
-            Ok(false) => {}
-            Err(e) => warn!(offset = half.commit_log_offset, error = %e, "committed without its timer"),
-        }
-        records.push(committed);
-    }
-    records.push(op_message(half.queue_offset, root, ctx.store_host, now));
-    let request = encode_request(&records).map_err(|e| refuse(ResponseCode::MessageIllegal, e))?;
-    ctx.store_records(request).await.map_err(|e| e.to_response(broker_name))?;
-    Ok(())
-}
-
-// ---------------------------------------------------------------------------------------------
-// The check service.
-// ---------------------------------------------------------------------------------------------
-
-/// Starts the check service; it checks only while this replica is a ready leader, the first round
-/// one `transactionCheckInterval` after it became one (producers need that long to heartbeat a new
-/// leader, and a check with no producer to ask would spend one of the half's checks for nothing).
-pub fn spawn(ctx: Arc<BrokerContext>, cancel: CancellationToken) -> JoinHandle<()> {
-    tokio::spawn(run(ctx, cancel))
-}
-
-async fn run(ctx: Arc<BrokerContext>, cancel: CancellationToken) {
-    let interval = ctx.config.transaction_check_interval;
-    let mut leadership = ctx.replica.leadership_watch();
-    let mut watching = true;
-    // (term, when its first round is due)
-    let mut leading: Option<(u64, tokio::time::Instant)> = None;
-    loop {
-        let now = tokio::time::Instant::now();
-        let wait = match ctx.replica.ready_term() {
-            None => {
-                leading = None;
-                interval.min(Duration::from_millis(500))
-            }
-            Some(term) => match leading {
-                Some((t, due)) if t == term && due <= now => match round(&ctx, term).await {
-                    Ok(()) => interval,
-                    Err(()) => Duration::from_millis(TRANSACTION_CHECK_RETRY_BACKOFF_MS),
-                },
-                Some((t, due)) if t == term => due - now,
-                _ => {
-                    leading = Some((term, now + interval));
-                    // END_TRANSACTION is refused until the ops are read back: read them now.
-                    if catch_up_ops(&ctx, term).await.is_err() {
-                        leading = None;
-                    }
-                    interval
-                }
-            },
-        };
-        tokio::select! {
-            biased;
-            _ = cancel.cancelled() => break,
-            changed = leadership.changed(), if watching => watching = changed.is_ok(),
-            _ = tokio::time::sleep(wait) => {}
-        }
-    }
-}
-
-/// Reads the op queue up to its end, one batch per lock hold (END_TRANSACTION waits for this on a
-/// new leader).
-async fn catch_up_ops(ctx: &BrokerContext, term: u64) -> Result<(), ()> {
-    while !ctx.transactions.with_view(ctx, term, |_, caught_up| caught_up).map_err(|_| ())? {
-        tokio::task::yield_now().await;
-    }
-    Ok(())
-}
-
-/// One pass over the half queue, from the check progress to where the queue ended when the pass
-/// began: the copies it re-puts are the next pass's business (Java stops at halves stored after the
-/// round started).
-async fn round(ctx: &BrokerContext, term: u64) -> Result<(), ()> {
-    // Every op must be known before a half is judged unanswered.
-    catch_up_ops(ctx, term).await?;
-    let (_, round_end) = ctx.store.queue_offsets(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID);
-    loop {
-        let (passed, more) = round_batch(ctx, term, round_end).await?;
-        propose_progress(ctx, term).await;
-        if !more || passed == 0 {
-            return Ok(());
-        }
-    }
-}
-
-/// A record the round stores: a check copy (and whether its producer is asked now) or a discard.
-struct Put {
-    record: MessageExt,
-    check: bool,
-}
-
-/// Looks at one batch of halves below `round_end`; returns how many it passed and whether there
-/// are more to look at in this round.
-async fn round_batch(ctx: &BrokerContext, term: u64, round_end: u64) -> Result<(usize, bool), ()> {
-    let (timeout, check_max) = ctx.live.read(|c| (c.transaction_time_out, c.transaction_check_max));
-    let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-    let (min, max) = ctx.store.queue_offsets(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID);
-    let end = max.min(round_end);
-    let batch_end = |from: i64| from.saturating_add(TRANSACTION_CHECK_BATCH_MAX_COUNT as i64);
-    let (from, ended, ending, in_grace) = ctx
-        .transactions
-        .with_view(ctx, term, |v, _| {
-            // Retention may have purged halves the progress had not reached (Java: OFFSET_ILLEGAL, jump).
-            let from = v.half_next.max(i64::try_from(min).unwrap_or(i64::MAX));
-            let ended: HashSet<i64> = (from..batch_end(from)).filter(|o| v.ended.contains(*o)).collect();
-            let in_grace = v.loaded_at.elapsed() < Duration::from_millis(TRANSACTION_NO_PRODUCER_GRACE_MS);
-            (from, ended, v.ending.clone(), in_grace)
-        })
-        .map_err(|_| ())?;
-    let Ok(from_u) = u64::try_from(from) else { return Ok((0, false)) };
-    if from_u >= end {
-        return Ok((0, false));
-    }
-    let count = usize::try_from(end - from_u).unwrap_or(usize::MAX).min(TRANSACTION_CHECK_BATCH_MAX_COUNT);
-    let units = read_units(ctx, RMQ_SYS_TRANS_HALF_TOPIC, from_u, count);
-    let now = now_ms() as i64;
-    let mut passed = 0usize;
-    let mut puts: Vec<Put> = Vec::new();
-    let mut put_bytes = 0usize;
-    let mut stopped = false;
-    let max_bytes = ctx.group_commit.entry_max_bytes();
-    for (i, unit) in units.iter().enumerate() {
-        // The copies go as one request: within one group-commit entry (a copy is about its half's
-        // size), so it never nears what one Raft entry holds.
-        if !puts.is_empty() && put_bytes.saturating_add(usize::try_from(unit.size).unwrap_or(usize::MAX)) > max_bytes {
-            break;
-        }
-        let offset = from + i as i64;
-        if ended.contains(&offset) {
-            passed = i + 1;
-            continue;
-        }
-        if ending.contains(&offset) {
-            // Its END_TRANSACTION is being written: look again next round rather than check it.
-            stopped = true;
-            break;
-        }
-        let half = match read_message(ctx, unit) {
-            Ok(h) => h,
-            Err(e) => {
-                warn!(half = offset, error = %e, "half message unreadable; skipped");
-                passed = i + 1;
-                continue;
-            }
-        };
-        let root = verified_root(ctx, &half);
-        if root != offset {
-            // A check copy: its chain may have ended through another of its records.
-            match ctx.transactions.chain_state(term, offset, root).map_err(|_| ())? {
-                ChainState::Ended => {
-                    passed = i + 1;
-                    continue;
-                }
-                ChainState::Ending => {
-                    stopped = true;
-                    break;
-                }
-                ChainState::Open => {}
-            }
-        }
-        let put = match decide_half(&half, now, timeout_ms, check_max) {
-            HalfDecision::Wait(_) => {
-                stopped = true;
-                break;
-            }
-            HalfDecision::Discard => {
-                warn!(half = offset, msg_id = ?half.message.uniq_key(), "half message checked too often; moved to TRANS_CHECK_MAX_TIME_TOPIC");
-                Put { record: discard_copy(&half, root, ctx.store_host, now), check: false }
-            }
-            HalfDecision::Immune => Put { record: check_copy(&half, 0, root, ctx.store_host, now), check: false },
-            HalfDecision::Check
-                if in_grace && !ctx.clients.has_producer(half.message.property(properties::PGROUP).unwrap_or("")) =>
-            {
-                // A new leader: its producers may not have heartbeaten it yet. Java would spend a
-                // check on nobody (and after transactionCheckMax give the half up); wait instead.
-                stopped = true;
-                break;
-            }
-            HalfDecision::Check => Put {
-                record: check_copy(&half, check_times(&half).saturating_add(1), root, ctx.store_host, now),
-                check: true,
-            },
-        };
-        put_bytes = put_bytes.saturating_add(usize::try_from(unit.size).unwrap_or(0));
-        puts.push(put);
-        passed = i + 1;
-    }
-    if !puts.is_empty() {
-        if puts.iter().any(|p| p.record.message.topic == RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC) {
-            ensure_topic(ctx, one_queue_topic(RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC)).await.map_err(|_| ())?;
-        }
-        let records: Vec<MessageExt> = puts.iter().map(|p| p.record.clone()).collect();
-        let request = encode_request(&records).map_err(|e| warn!(error = %e, "check copies cannot be encoded"))?;
-        let stored = ctx.store_records(request).await.map_err(|e| {
-            debug!(error = %e, "check copies not stored; the round retries");
-        })?;
-        for (put, at) in puts.into_iter().zip(stored) {
-            if put.check {
-                send_check(ctx, put.record, at);
-            }
-        }
-    }
-    let next = from + passed as i64;
-    ctx.transactions.with_view(ctx, term, |v, _| v.advance(next)).map_err(|_| ())?;
-    let more = !stopped && u64::try_from(next).is_ok_and(|n| n < end);
-    Ok((passed, more))
-}
-
-/// Replicates the check progress when it moved.
-async fn propose_progress(ctx: &BrokerContext, term: u64) {
-    let Ok((half, op, replicated)) =
-        ctx.transactions.with_view(ctx, term, |v, _| (v.half_next, v.op_next(), v.replicated))
-    else {
-        return;
-    };
-    if (half, op) == replicated {
-        return;
-    }
-    let commit = |topic: &str, offset: i64| OffsetCommit {
-        topic: topic.to_owned(),
-        group: CID_RMQ_SYS_TRANS.to_owned(),
-        queue_id: HALF_QUEUE_ID,
-        offset,
-    };
-    let command = BrokerCommand::ConsumerOffsets(vec![
-        commit(RMQ_SYS_TRANS_HALF_TOPIC, half),
-        commit(RMQ_SYS_TRANS_OP_HALF_TOPIC, op),
-    ]);
-    match ctx.replica.propose(&command).await {
-        Ok(()) => {
-            let mut guard = ctx.transactions.lock();
-            if let Some(v) = guard.as_mut().filter(|v| v.term == term) {
-                v.replicated = (half, op);
-            }
-        }
-        // Proposed again after the next round; a new leader re-checks from the replicated progress.
-        Err(e) => debug!(error = %e, "transaction check progress not replicated yet"),
-    }
-}
-
-/// `sendCheckMessage`: asks one producer of the half's group about the copy just stored, oneway.
-fn send_check(ctx: &BrokerContext, mut copy: MessageExt, at: StoredRecord) {
-    let group = copy.message.property(properties::PGROUP).unwrap_or_default().to_owned();
-    let Some(connection) = ctx.clients.producer_connection(&group) else {
-        debug!(group, half = at.queue_offset, "no producer of the group connected; the half is checked again later");
-        return;
-    };
-    let offset_msg_id = OffsetMsgId::new(ctx.store_host, at.phy_offset).to_string();
-    let uniq = copy.message.uniq_key().map(str::to_owned);
-    let header = CheckTransactionStateRequestHeader {
-        tran_state_table_offset: at.queue_offset,
-        commit_log_offset: at.phy_offset,
-        msg_id: uniq.clone(),
-        transaction_id: uniq,
-        offset_msg_id: Some(offset_msg_id),
-        bname: Some(ctx.config.broker_name.clone()),
-    };
-    // The producer sees the message as it was sent: real topic and queue (Java restores them).
-    if let Ok((topic, queue_id)) = real_target(&copy) {
-        copy.message.topic = topic.into();
-        copy.queue_id = queue_id;
-    }
-    copy.queue_offset = at.queue_offset;
-    copy.commit_log_offset = at.phy_offset;
-    let mut body = BytesMut::new();
-    if let Err(e) = encode_record_into(&copy, &mut body) {
-        warn!(error = %e, "check message cannot be encoded");
-        return;
-    }
-    let request = RemotingCommand::request_with_header(RequestCode::CheckTransactionState, &header)
-        .with_body(body.freeze())
-        .into_oneway();
-    tokio::spawn(async move {
-        if let Err(e) = connection.invoke_oneway(request, Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS)).await {
-            debug!(peer = %connection.peer_addr(), error = %e, "CHECK_TRANSACTION_STATE not delivered");
-        }
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::queue_offset::has_queue_offset;
 
     fn host() -> SocketAddr {
         "10.0.0.1:10911".parse().unwrap()
