@@ -62,6 +62,7 @@ use crate::services::namesrv_registration;
 use crate::services::offset_commit::OffsetCommitter;
 use crate::services::replica::Replica;
 use crate::services::retention;
+use crate::services::retention::RetentionHandles;
 use crate::services::retention::RetentionSettings;
 use crate::services::schedule;
 use crate::state::pull::PullLimits;
@@ -238,7 +239,7 @@ impl Broker {
             metrics,
             draining: AtomicBool::new(false),
             transactions: crate::state::transaction::TransactionState::new(),
-            manual_purge_rounds: std::sync::atomic::AtomicU32::new(0),
+            manual_purge_rounds: Arc::new(std::sync::atomic::AtomicU32::new(0)),
             sql_filters: crate::state::pull::SqlFilterCache::default(),
             group_get_stats: crate::observability::stats::GroupGetStats::default(),
             stats,
@@ -283,7 +284,16 @@ impl Broker {
             }),
             schedule::spawn(Arc::clone(&ctx), cancel.child_token()),
             crate::services::transaction_check::spawn(Arc::clone(&ctx), cancel.child_token()),
-            retention::spawn(Arc::clone(&ctx), RetentionSettings::from_config(&ctx.config), cancel.child_token()),
+            retention::spawn(
+                RetentionHandles {
+                    store: Arc::clone(&ctx.store),
+                    replica: Arc::clone(&ctx.replica),
+                    config: ctx.live.subscribe(),
+                    manual_purge_rounds: Arc::clone(&ctx.manual_purge_rounds),
+                },
+                RetentionSettings::from_config(&ctx.config),
+                cancel.child_token(),
+            ),
             namesrv_registration::spawn(Arc::clone(&ctx), namesrv_client.clone(), cancel.child_token()),
         ];
         if let Some(acl) = &ctx.acl {

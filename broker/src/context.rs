@@ -65,7 +65,7 @@ pub struct BrokerContext {
     /// Set first by `Broker::shutdown`: `/readyz` answers 503 and admin changes are refused.
     /// Retention rounds left that delete expired CommitLog segments whatever the hour
     /// (DELETE_EXPIRED_COMMITLOG; `crate::services::retention`).
-    pub manual_purge_rounds: std::sync::atomic::AtomicU32,
+    pub manual_purge_rounds: Arc<std::sync::atomic::AtomicU32>,
     pub draining: std::sync::atomic::AtomicBool,
 }
 

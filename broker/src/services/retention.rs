@@ -30,6 +30,7 @@
 use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU32;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use std::time::UNIX_EPOCH;
@@ -40,6 +41,7 @@ use raftmq_common::limits::RETENTION_SEGMENTS_PER_ROUND_MAX_COUNT;
 use raftmq_common::limits::RETENTION_SNAPSHOT_POLL_MS;
 use raftmq_common::limits::RETENTION_SNAPSHOT_RETRIGGER_MS;
 use raftmq_raft::log_store::COMMITLOG_DIR;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -47,8 +49,10 @@ use tracing::info;
 use tracing::warn;
 
 use crate::config::broker_config::BrokerConfig;
-use crate::context::BrokerContext;
+use crate::config::live_config::Snapshot;
+use crate::services::replica::Replica;
 use crate::state::entry::BrokerCommand;
+use crate::state::store::MessageStore;
 
 /// Disk usage thresholds, in percent of the file system holding the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,9 +265,23 @@ pub fn sealed_segments(store_root: &Path, segment_size: u64, log_end: u64) -> st
     Ok(out)
 }
 
+/// What the retention task uses: the store it measures and cleans, the replica that proposes the
+/// boundary and triggers snapshots, config changes, and the manual purge rounds an operator asked for.
+#[derive(Debug)]
+pub struct RetentionHandles {
+    /// The applied state.
+    pub store: Arc<MessageStore>,
+    /// The Raft group.
+    pub replica: Arc<Replica>,
+    /// UPDATE_BROKER_CONFIG's changes.
+    pub config: watch::Receiver<Snapshot>,
+    /// Rounds left that delete expired segments whatever the hour (DELETE_EXPIRED_COMMITLOG).
+    pub manual_purge_rounds: Arc<AtomicU32>,
+}
+
 /// Starts the retention task of one replica.
-pub fn spawn(ctx: Arc<BrokerContext>, settings: RetentionSettings, cancel: CancellationToken) -> JoinHandle<()> {
-    tokio::spawn(run(ctx, settings, cancel))
+pub fn spawn(h: RetentionHandles, settings: RetentionSettings, cancel: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(run(h, settings, cancel))
 }
 
 /// Progress of the current boundary on this replica.
@@ -275,9 +293,9 @@ struct Follow {
     cleaned_below: u64,
 }
 
-async fn run(ctx: Arc<BrokerContext>, mut settings: RetentionSettings, cancel: CancellationToken) {
-    let mut boundary_rx = ctx.store.retention_boundary_watch();
-    let mut config_rx = ctx.live.subscribe();
+async fn run(h: RetentionHandles, mut settings: RetentionSettings, cancel: CancellationToken) {
+    let mut boundary_rx = h.store.retention_boundary_watch();
+    let mut config_rx = h.config.clone();
     let mut next_check = Instant::now();
     let mut follow = Follow::default();
     let mut pending = false;
@@ -305,22 +323,22 @@ async fn run(ctx: Arc<BrokerContext>, mut settings: RetentionSettings, cancel: C
         }
         if Instant::now() >= next_check {
             next_check = Instant::now() + settings.interval;
-            check_disk(&ctx, &settings);
+            check_disk(&h, &settings);
             // Each round uses up one of the rounds an operator asked for, as Java counts them.
             let manual =
-                ctx.manual_purge_rounds.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_ok();
-            propose_purge(&ctx, &settings, manual).await;
+                h.manual_purge_rounds.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_ok();
+            propose_purge(&h, &settings, manual).await;
         }
-        pending = follow_boundary(&ctx, &mut follow).await;
+        pending = follow_boundary(&h, &mut follow).await;
     }
 }
 
 /// Measures the disk and refuses or resumes sends.
-fn check_disk(ctx: &BrokerContext, settings: &RetentionSettings) {
+fn check_disk(h: &RetentionHandles, settings: &RetentionSettings) {
     let ratio = disk_used_ratio(settings);
     let refuse = writes_refused(&settings.policy.watermarks, ratio);
     let full = ratio.filter(|_| refuse);
-    let before = ctx.store.set_disk_full(full);
+    let before = h.store.set_disk_full(full);
     match (before, full) {
         (None, Some(r)) => warn!(
             ratio = r,
@@ -333,13 +351,13 @@ fn check_disk(ctx: &BrokerContext, settings: &RetentionSettings) {
 }
 
 /// On a ready leader: decide a purge and propose its boundary.
-async fn propose_purge(ctx: &BrokerContext, settings: &RetentionSettings, manual: bool) {
-    if ctx.replica.ready_term().is_none() {
+async fn propose_purge(h: &RetentionHandles, settings: &RetentionSettings, manual: bool) {
+    if h.replica.ready_term().is_none() {
         return;
     }
-    let node = ctx.replica.node();
+    let node = h.replica.node();
     let status = node.status();
-    let current = ctx.store.retention_boundary();
+    let current = h.store.retention_boundary();
     if current.is_some_and(|b| status.purged.is_none_or(|p| p.index < b.index)) {
         // One boundary at a time: the previous one has not been purged yet.
         return;
@@ -375,16 +393,16 @@ async fn propose_purge(ctx: &BrokerContext, settings: &RetentionSettings, manual
         ?ratio,
         "retention: purging the CommitLog up to the boundary"
     );
-    if let Err(e) = ctx.replica.propose(&command).await {
+    if let Err(e) = h.replica.propose(&command).await {
         warn!(error = ?e, index = p, "retention boundary not proposed; retried next round");
     }
 }
 
 /// On every replica: snapshot at the applied boundary (openraft then purges the log to it), then
 /// delete ConsumeQueue and index files below it. Returns whether the boundary is still in progress.
-async fn follow_boundary(ctx: &BrokerContext, follow: &mut Follow) -> bool {
-    let Some(b) = ctx.store.retention_boundary() else { return false };
-    let node = ctx.replica.node();
+async fn follow_boundary(h: &RetentionHandles, follow: &mut Follow) -> bool {
+    let Some(b) = h.store.retention_boundary() else { return false };
+    let node = h.replica.node();
     if node.status().purged.is_none_or(|p| p.index < b.index) {
         let due = follow.requested.is_none_or(|(index, at)| {
             index != b.index || at.elapsed() >= Duration::from_millis(RETENTION_SNAPSHOT_RETRIGGER_MS)
@@ -398,7 +416,7 @@ async fn follow_boundary(ctx: &BrokerContext, follow: &mut Follow) -> bool {
         return true;
     }
     if follow.cleaned_below < b.next_pos {
-        let store = Arc::clone(&ctx.store);
+        let store = Arc::clone(&h.store);
         let min_pos = b.next_pos;
         match tokio::task::spawn_blocking(move || store.delete_files_below(min_pos)).await {
             Ok((cq_files, index_files)) => {

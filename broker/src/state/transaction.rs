@@ -4,7 +4,6 @@
 //! half and op queues. END_TRANSACTION is [`crate::processors::end_transaction`]; the check-back
 //! service is [`crate::services::transaction_check`].
 //!
-//!
 //! ```text
 //! producer SEND (TRAN_MSG=true) ─▶ redirect_half: RMQ_SYS_TRANS_HALF_TOPIC queue 0, sysFlag NOT_TYPE,
 //!                                  REAL_TOPIC / REAL_QID kept ─▶ group commit ─▶ SEND_OK (half offsets)
