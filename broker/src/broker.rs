@@ -59,6 +59,7 @@ use crate::processors::router::SERVED_CODES;
 use crate::services::client_manager::ClientManager;
 use crate::services::group_commit::GroupCommit;
 use crate::services::namesrv_registration;
+use crate::services::namesrv_registration::RegistrationHandles;
 use crate::services::offset_commit::OffsetCommitter;
 use crate::services::replica::Replica;
 use crate::services::retention;
@@ -225,7 +226,7 @@ impl Broker {
                 ..PullLimits::default()
             },
             config,
-            live,
+            live: Arc::new(live),
             replica,
             store,
             group_commit,
@@ -235,7 +236,7 @@ impl Broker {
             forwarder: RemotingClient::new(),
             peer_client,
             acl,
-            register_now: Notify::new(),
+            register_now: Arc::new(Notify::new()),
             metrics,
             draining: AtomicBool::new(false),
             transactions: crate::state::transaction::TransactionState::new(),
@@ -294,7 +295,17 @@ impl Broker {
                 RetentionSettings::from_config(&ctx.config),
                 cancel.child_token(),
             ),
-            namesrv_registration::spawn(Arc::clone(&ctx), namesrv_client.clone(), cancel.child_token()),
+            namesrv_registration::spawn(
+                Arc::new(RegistrationHandles {
+                    config: ctx.config.clone(),
+                    replica: Arc::clone(&ctx.replica),
+                    store: Arc::clone(&ctx.store),
+                    live: Arc::clone(&ctx.live),
+                    register_now: Arc::clone(&ctx.register_now),
+                }),
+                namesrv_client.clone(),
+                cancel.child_token(),
+            ),
         ];
         if let Some(acl) = &ctx.acl {
             tasks.push(tokio::spawn(Arc::clone(acl).watch(cancel.child_token())));
@@ -392,7 +403,7 @@ impl Broker {
                 Err(e) => warn!(error = %e, "no leadership handover before shutdown; the group will elect"),
             }
         }
-        namesrv_registration::unregister_all(&ctx, &namesrv_client).await;
+        namesrv_registration::unregister_all(&ctx.replica, &ctx.config, &namesrv_client).await;
         cancel.cancel();
         for task in tasks {
             if tokio::time::timeout(Duration::from_millis(TASK_STOP_MAX_MS), task).await.is_err() {

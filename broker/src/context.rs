@@ -25,7 +25,7 @@ pub struct BrokerContext {
     /// ([`crate::config::broker_config::RUNTIME_UPDATABLE_KEYS`]) are read from `live` instead.
     pub config: BrokerConfig,
     /// The config now, as UPDATE_BROKER_CONFIG changed it.
-    pub live: crate::config::live_config::LiveConfig,
+    pub live: Arc<crate::config::live_config::LiveConfig>,
     /// The Raft group.
     pub replica: Arc<Replica>,
     /// The applied state.
@@ -47,7 +47,7 @@ pub struct BrokerContext {
     /// The plain ACL every request is checked against (`aclEnable`).
     pub acl: Option<Arc<crate::acl::Acl>>,
     /// Wakes the NameServer registration task (topics changed).
-    pub register_now: Notify,
+    pub register_now: Arc<Notify>,
     /// Transfer limits of one pull.
     pub pull_limits: PullLimits,
     /// Messages sent and pulled since boot (GET_BROKER_RUNTIME_INFO).

@@ -696,7 +696,7 @@ pub fn broker_config(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCom
         .to_properties()
         .map_err(|e| refuse(ResponseCode::SystemError, format!("the config cannot be written out: {e}")))?;
     let follower_id = crate::services::namesrv_registration::follower_broker_id(ctx.replica.node_id());
-    let broker_id = crate::services::namesrv_registration::registration(ctx).map_or(follower_id, |(id, _)| id);
+    let broker_id = crate::services::namesrv_registration::registration(&ctx.replica).map_or(follower_id, |(id, _)| id);
     for (key, value) in java_role_keys(broker_id) {
         entries.entry(key.to_owned()).or_insert(value);
     }

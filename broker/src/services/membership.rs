@@ -339,7 +339,7 @@ pub async fn remove_node(ctx: &BrokerContext, id: u64) -> Result<MembershipRepor
     }
     if let Some(addr) = &removed_addr {
         let broker_id = i64::try_from(id).unwrap_or(i64::MAX - 1).saturating_add(1);
-        namesrv_registration::unregister_member(ctx, &ctx.forwarder, addr, broker_id).await;
+        namesrv_registration::unregister_member(&ctx.config, &ctx.forwarder, addr, broker_id).await;
     }
     Ok(report)
 }

@@ -32,14 +32,18 @@ use raftmq_common::protocol::header::namesrv::RegisterBrokerRequestHeader;
 use raftmq_common::protocol::header::namesrv::UnregisterBrokerRequestHeader;
 use raftmq_common::remoting::RemotingClient;
 use raftmq_raft::Role;
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 use tracing::info;
 use tracing::warn;
 
-use crate::context::BrokerContext;
+use crate::config::broker_config::BrokerConfig;
+use crate::config::live_config::LiveConfig;
 use crate::services::replica::Membership;
+use crate::services::replica::Replica;
+use crate::state::store::MessageStore;
 
 /// The brokerId a replica that is not the ready leader registers as: its Raft node id + 1.
 pub fn follower_broker_id(node_id: u64) -> i64 {
@@ -48,15 +52,15 @@ pub fn follower_broker_id(node_id: u64) -> i64 {
 
 /// What this node registers as now; `None` while it should not register (stopped, or a leader
 /// that is not ready yet).
-pub fn registration(ctx: &BrokerContext) -> Option<(i64, RaftRegistration)> {
-    if ctx.replica.membership() != Membership::Member {
+pub fn registration(replica: &Replica) -> Option<(i64, RaftRegistration)> {
+    if replica.membership() != Membership::Member {
         return None;
     }
-    let l = ctx.replica.leadership();
-    let node_id = ctx.replica.node_id();
+    let l = replica.leadership();
+    let node_id = replica.node_id();
     let follower_id = follower_broker_id(node_id);
     let (broker_id, role) = match l.role {
-        Role::Leader if ctx.replica.ready_term() == Some(l.term) => (0, RaftRole::Leader),
+        Role::Leader if replica.ready_term() == Some(l.term) => (0, RaftRole::Leader),
         Role::Leader | Role::Stopped => return None,
         Role::Follower => (follower_id, RaftRole::Follower),
         Role::Candidate => (follower_id, RaftRole::Candidate),
@@ -65,12 +69,28 @@ pub fn registration(ctx: &BrokerContext) -> Option<(i64, RaftRegistration)> {
     Some((broker_id, RaftRegistration { term: l.term, role, node_id }))
 }
 
+/// What NameServer registration uses: the broker's identity and NameServer addresses, the Raft
+/// role it registers, the topics it advertises, the live permission, and the wake-up for changes.
+#[derive(Debug)]
+pub struct RegistrationHandles {
+    /// The config the broker booted with.
+    pub config: BrokerConfig,
+    /// The Raft group.
+    pub replica: Arc<Replica>,
+    /// The applied state (topics).
+    pub store: Arc<MessageStore>,
+    /// The config now (`brokerPermission`).
+    pub live: Arc<LiveConfig>,
+    /// Wakes the task (topics or permission changed).
+    pub register_now: Arc<Notify>,
+}
+
 /// Starts the registration task.
-pub fn spawn(ctx: Arc<BrokerContext>, client: RemotingClient, cancel: CancellationToken) -> JoinHandle<()> {
+pub fn spawn(ctx: Arc<RegistrationHandles>, client: RemotingClient, cancel: CancellationToken) -> JoinHandle<()> {
     tokio::spawn(run(ctx, client, cancel))
 }
 
-async fn run(ctx: Arc<BrokerContext>, client: RemotingClient, cancel: CancellationToken) {
+async fn run(ctx: Arc<RegistrationHandles>, client: RemotingClient, cancel: CancellationToken) {
     let mut leadership = ctx.replica.leadership_watch();
     let mut applied = ctx.store.applied();
     let mut interval = tokio::time::interval(ctx.config.register_name_server_period);
@@ -95,13 +115,13 @@ async fn run(ctx: Arc<BrokerContext>, client: RemotingClient, cancel: Cancellati
                 false
             }
         };
-        let now = registration(&ctx);
+        let now = registration(&ctx.replica);
         if now.is_none()
             && let Some((broker_id, _)) = last
             && ctx.replica.membership() == Membership::Removed
         {
             info!(broker_id, "removed from the raft group; unregistering from the NameServers");
-            unregister_member(&ctx, &client, &ctx.config.broker_addr(), broker_id).await;
+            unregister_member(&ctx.config, &client, &ctx.config.broker_addr(), broker_id).await;
             last = None;
             continue;
         }
@@ -126,7 +146,7 @@ fn encode_register_body(
 }
 
 /// REGISTER_BROKER to every NameServer, concurrently.
-pub async fn register_all(ctx: &BrokerContext, client: &RemotingClient, broker_id: i64, raft: &RaftRegistration) {
+pub async fn register_all(ctx: &RegistrationHandles, client: &RemotingClient, broker_id: i64, raft: &RaftRegistration) {
     let topics = ctx.store.metadata().topics.to_wrapper();
     let live = ctx.live.snapshot();
     let body = RegisterBrokerBody {
@@ -194,24 +214,24 @@ pub fn advertised_topics(
 }
 
 /// UNREGISTER_BROKER from every NameServer (shutdown); bounded by the registration timeout.
-pub async fn unregister_all(ctx: &BrokerContext, client: &RemotingClient) {
-    let broker_id = registration(ctx)
-        .map_or_else(|| i64::try_from(ctx.replica.node_id()).unwrap_or(i64::MAX - 1).saturating_add(1), |(id, _)| id);
-    unregister_member(ctx, client, &ctx.config.broker_addr(), broker_id).await;
+pub async fn unregister_all(replica: &Replica, config: &BrokerConfig, client: &RemotingClient) {
+    let broker_id = registration(replica)
+        .map_or_else(|| i64::try_from(replica.node_id()).unwrap_or(i64::MAX - 1).saturating_add(1), |(id, _)| id);
+    unregister_member(config, client, &config.broker_addr(), broker_id).await;
 }
 
 /// UNREGISTER_BROKER of one member of this group (`broker_addr`, this node or one the leader
 /// removed) from every NameServer; bounded by the registration timeout.
-pub async fn unregister_member(ctx: &BrokerContext, client: &RemotingClient, broker_addr: &str, broker_id: i64) {
+pub async fn unregister_member(config: &BrokerConfig, client: &RemotingClient, broker_addr: &str, broker_id: i64) {
     let header = UnregisterBrokerRequestHeader {
-        broker_name: ctx.config.broker_name.clone(),
+        broker_name: config.broker_name.clone(),
         broker_addr: broker_addr.to_owned(),
-        cluster_name: ctx.config.broker_cluster_name.clone(),
+        cluster_name: config.broker_cluster_name.clone(),
         broker_id,
     };
     let request = RemotingCommand::request_with_header(RequestCode::UnregisterBroker, &header);
-    let timeout: Duration = ctx.config.register_broker_timeout_mills;
-    let calls = ctx.config.namesrv_addrs().map(|addr| {
+    let timeout: Duration = config.register_broker_timeout_mills;
+    let calls = config.namesrv_addrs().map(|addr| {
         let request = request.clone();
         async move { (addr, client.invoke(addr, request, timeout).await) }
     });
