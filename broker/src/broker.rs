@@ -61,6 +61,7 @@ use crate::services::group_commit::GroupCommit;
 use crate::services::namesrv_registration;
 use crate::services::namesrv_registration::RegistrationHandles;
 use crate::services::offset_commit::OffsetCommitter;
+use crate::services::record_writer::RecordWriter;
 use crate::services::replica::Replica;
 use crate::services::retention;
 use crate::services::retention::RetentionHandles;
@@ -216,7 +217,9 @@ impl Broker {
         }
         let peer_client = RemotingClient::with_credentials(ProcessorTable::new(), false, inner);
         let metrics = BrokerMetrics::new(&config.broker_cluster_name, &config.broker_name, me.id);
-        let stats = crate::observability::stats::StatsTable::new(config.broker_cluster_name.clone());
+        let stats = Arc::new(crate::observability::stats::StatsTable::new(config.broker_cluster_name.clone()));
+        let broker_totals = Arc::new(crate::observability::stats::BrokerTotals::new(crate::state::store::now_ms()));
+        let writer = RecordWriter::new(group_commit.clone(), Arc::clone(&broker_totals), Arc::clone(&stats));
         let ctx = Arc::new(BrokerContext {
             pull_limits: PullLimits {
                 max_transfer_bytes_in_memory: u64::from(config.max_transfer_bytes_on_message_in_memory),
@@ -230,6 +233,7 @@ impl Broker {
             replica,
             store,
             group_commit,
+            writer,
             offsets,
             clients: ClientManager::new(),
             store_host,
@@ -244,7 +248,7 @@ impl Broker {
             sql_filters: crate::state::pull::SqlFilterCache::default(),
             group_get_stats: crate::observability::stats::GroupGetStats::default(),
             stats,
-            broker_totals: crate::observability::stats::BrokerTotals::new(crate::state::store::now_ms()),
+            broker_totals,
         });
 
         let mut table = ProcessorTable::new();

@@ -6,7 +6,6 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use raftmq_common::message::CompactString;
 use raftmq_common::remoting::RemotingClient;
 use tokio::sync::Notify;
 
@@ -14,6 +13,7 @@ use crate::config::broker_config::BrokerConfig;
 use crate::services::client_manager::ClientManager;
 use crate::services::group_commit::GroupCommit;
 use crate::services::offset_commit::OffsetCommitter;
+use crate::services::record_writer::RecordWriter;
 use crate::services::replica::Replica;
 use crate::state::pull::PullLimits;
 use crate::state::store::MessageStore;
@@ -32,6 +32,8 @@ pub struct BrokerContext {
     pub store: Arc<MessageStore>,
     /// Group commit of sends.
     pub group_commit: GroupCommit,
+    /// Group commit with the put statistics: what every path that stores records uses.
+    pub writer: RecordWriter,
     /// Replication of consumer offsets.
     pub offsets: OffsetCommitter,
     /// Connected clients and queue locks.
@@ -51,11 +53,11 @@ pub struct BrokerContext {
     /// Transfer limits of one pull.
     pub pull_limits: PullLimits,
     /// Messages sent and pulled since boot (GET_BROKER_RUNTIME_INFO).
-    pub broker_totals: crate::observability::stats::BrokerTotals,
+    pub broker_totals: Arc<crate::observability::stats::BrokerTotals>,
     /// Messages pulled per topic and group by the minute (GET_CONSUME_STATS `consumeTps`).
     pub group_get_stats: crate::observability::stats::GroupGetStats,
     /// Java's `StatsItem`s by statistic and key (VIEW_BROKER_STATS_DATA).
-    pub stats: crate::observability::stats::StatsTable,
+    pub stats: Arc<crate::observability::stats::StatsTable>,
     /// SQL92 subscriptions compiled once for all pulls.
     pub sql_filters: crate::state::pull::SqlFilterCache,
     /// This replica's Prometheus metrics.
@@ -87,40 +89,11 @@ impl BrokerContext {
         Ok(after)
     }
 
-    /// Stores message records through group commit and counts them for GET_BROKER_RUNTIME_INFO
-    /// (every stored record counts, as Java's `putMessage` statistics do: sends, send-backs, delayed
-    /// deliveries, transaction halves, commits and op records) and VIEW_BROKER_STATS_DATA (per
-    /// topic, one addition per run of records of one topic, as Java adds once per put).
+    /// Stores message records through group commit and counts them ([`RecordWriter::store_records`]).
     pub async fn store_records(
         &self,
         request: crate::services::group_commit::SendRequest,
     ) -> Result<Vec<crate::services::group_commit::StoredRecord>, crate::services::replica::WriteError> {
-        let runs = topic_runs(&request);
-        let stored = self.group_commit.submit(request).await?;
-        self.broker_totals.on_put(stored.len() as u64, crate::state::store::now_ms());
-        let now = self.stats.now_ms();
-        for (topic, records, bytes) in runs {
-            self.stats.on_put(&topic, records, bytes, now);
-        }
-        Ok(stored)
+        self.writer.store_records(request).await
     }
-}
-
-/// `(topic, records, bytes)` of each run of records of one topic in `request` (one for a send or a
-/// batch), taken before the request moves into the batcher.
-fn topic_runs(request: &crate::services::group_commit::SendRequest) -> Vec<(CompactString, u64, u64)> {
-    let mut runs: Vec<(CompactString, u64, u64)> = Vec::with_capacity(1);
-    let total = request.records.len();
-    for (i, slot) in request.slots.iter().enumerate() {
-        let end = request.slots.get(i + 1).map_or(total, |next| next.at);
-        let bytes = end.saturating_sub(slot.at) as u64;
-        match runs.last_mut() {
-            Some((topic, n, size)) if *topic == slot.topic => {
-                *n += 1;
-                *size += bytes;
-            }
-            _ => runs.push((slot.topic.clone(), 1, bytes)),
-        }
-    }
-    runs
 }

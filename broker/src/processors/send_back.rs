@@ -46,6 +46,7 @@ use crate::context::BrokerContext;
 use crate::services::group_commit::RecordSlot;
 use crate::services::group_commit::SendRequest;
 use crate::services::schedule::redirect_delayed;
+use crate::services::topic_create;
 use crate::state::commit_log::record_at;
 use crate::state::entry::BrokerCommand;
 use crate::state::queue_offset::has_queue_offset;
@@ -151,17 +152,9 @@ pub fn dlq_topic_config(group: &str) -> TopicConfig {
     }
 }
 
-/// `createTopicInSendMessageBackMethod`: the topic's config, proposing `config` first when the
-/// topic does not exist yet.
+/// `createTopicInSendMessageBackMethod` ([`topic_create::ensure_topic`]) with this broker's handles.
 pub(crate) async fn ensure_topic(ctx: &BrokerContext, config: TopicConfig) -> Result<TopicConfig, RemotingCommand> {
-    if let Some(existing) = ctx.store.metadata().topics.get(&config.topic_name) {
-        return Ok(existing.clone());
-    }
-    tracing::info!(topic = %config.topic_name, queues = config.write_queue_nums, "creating a send-back topic");
-    let command = BrokerCommand::TopicUpsert { proposed_at_ms: now_ms() as i64, config: config.clone() };
-    ctx.replica.propose(&command).await.map_err(|e| e.to_response(&ctx.config.broker_name))?;
-    ctx.register_now.notify_one();
-    Ok(config)
+    topic_create::ensure_topic(&ctx.store, &ctx.replica, &ctx.config.broker_name, &ctx.register_now, config).await
 }
 
 /// `findSubscriptionGroupConfig`: the group, created (replicated) when auto-creation allows it.

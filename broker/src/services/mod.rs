@@ -8,9 +8,11 @@ pub mod group_commit;
 pub mod membership;
 pub mod namesrv_registration;
 pub mod offset_commit;
+pub mod record_writer;
 pub mod replica;
 pub mod retention;
 pub mod schedule;
 pub mod timer;
+pub mod topic_create;
 #[allow(clippy::result_large_err)]
 pub mod transaction_check;
