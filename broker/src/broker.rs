@@ -67,6 +67,7 @@ use crate::services::retention;
 use crate::services::retention::RetentionHandles;
 use crate::services::retention::RetentionSettings;
 use crate::services::schedule;
+use crate::services::schedule::ScheduleHandles;
 use crate::state::pull::PullLimits;
 use crate::state::store::BrokerPatcher;
 use crate::state::store::MessageStore;
@@ -287,7 +288,15 @@ impl Broker {
                 let cancel = cancel.child_token();
                 async move { crate::observability::metrics::upkeep(&ctx.metrics, cancel).await }
             }),
-            schedule::spawn(Arc::clone(&ctx), cancel.child_token()),
+            schedule::spawn(
+                Arc::new(ScheduleHandles {
+                    store: Arc::clone(&ctx.store),
+                    replica: Arc::clone(&ctx.replica),
+                    writer: ctx.writer.clone(),
+                    store_host: ctx.store_host,
+                }),
+                cancel.child_token(),
+            ),
             crate::services::transaction_check::spawn(Arc::clone(&ctx), cancel.child_token()),
             retention::spawn(
                 RetentionHandles {

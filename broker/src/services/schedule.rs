@@ -28,6 +28,7 @@
 //! - A unit whose record cannot be read or names no real topic is skipped with a warning (RocketMQ
 //!   drops it the same way) so one bad record cannot stall its level forever.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,9 +51,10 @@ use tracing::debug;
 use tracing::info;
 use tracing::warn;
 
-use crate::context::BrokerContext;
 use crate::services::group_commit::RecordSlot;
 use crate::services::group_commit::SendRequest;
+use crate::services::record_writer::RecordWriter;
+use crate::services::replica::Replica;
 use crate::services::timer;
 use crate::state::commit_log::record_at;
 use crate::state::consume_queue::CqUnit;
@@ -61,6 +63,7 @@ use crate::state::entry::DelayProgress;
 use crate::state::queue_offset::has_queue_offset;
 use crate::state::real_queue::RestoreError;
 use crate::state::real_queue::real_queue;
+use crate::state::store::MessageStore;
 use crate::state::store::now_ms;
 
 /// `CommitLog.putMessage`'s delay branch: a message with `DELAY` > 0 (and not a transaction
@@ -183,28 +186,43 @@ struct LeaderState {
 }
 
 impl LeaderState {
-    fn load(ctx: &BrokerContext, term: u64, levels: usize) -> LeaderState {
-        let meta = ctx.store.metadata();
+    fn load(h: &ScheduleHandles, term: u64, levels: usize) -> LeaderState {
+        let meta = h.store.metadata();
         let next: Vec<i64> = (0..levels).map(|q| meta.delay_offsets.get(q as i32)).collect();
         info!(term, ?next, "delay-queue delivery starts on this leader");
         LeaderState { term, replicated: next.clone(), next, retry_at_ms: vec![0; levels] }
     }
 }
 
-/// Starts the delivery service; it runs until `cancel` fires, delivering only while this replica
-/// is a ready leader.
-pub fn spawn(ctx: Arc<BrokerContext>, cancel: CancellationToken) -> JoinHandle<()> {
-    tokio::spawn(run(ctx, cancel))
+/// What delayed delivery uses: the store it reads the levels from, the replica whose leadership
+/// it follows and through which it proposes progress, the writer that stores the delivered
+/// messages, and the STOREHOST they are stored by.
+#[derive(Debug)]
+pub struct ScheduleHandles {
+    /// The applied state.
+    pub store: Arc<MessageStore>,
+    /// The Raft group.
+    pub replica: Arc<Replica>,
+    /// Group commit with the put statistics.
+    pub writer: RecordWriter,
+    /// STOREHOST (`brokerIP1:listenPort`).
+    pub store_host: SocketAddr,
 }
 
-async fn run(ctx: Arc<BrokerContext>, cancel: CancellationToken) {
-    let delays: Vec<u64> = ctx.store.delay_levels_ms().iter().copied().take(DELAY_PROGRESS_BATCH_MAX_COUNT).collect();
-    let mut leadership = ctx.replica.leadership_watch();
+/// Starts the delivery service; it runs until `cancel` fires, delivering only while this replica
+/// is a ready leader.
+pub fn spawn(h: Arc<ScheduleHandles>, cancel: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(run(h, cancel))
+}
+
+async fn run(h: Arc<ScheduleHandles>, cancel: CancellationToken) {
+    let delays: Vec<u64> = h.store.delay_levels_ms().iter().copied().take(DELAY_PROGRESS_BATCH_MAX_COUNT).collect();
+    let mut leadership = h.replica.leadership_watch();
     let mut watching = true;
     let mut state: Option<LeaderState> = None;
     let poll = Duration::from_millis(SCHEDULE_DELIVER_POLL_INTERVAL_MS);
     loop {
-        let wait = match ctx.replica.ready_term() {
+        let wait = match h.replica.ready_term() {
             None => {
                 if let Some(s) = state.take() {
                     info!(term = s.term, "delay-queue delivery stops: no longer the ready leader");
@@ -213,10 +231,10 @@ async fn run(ctx: Arc<BrokerContext>, cancel: CancellationToken) {
             }
             Some(term) => {
                 if state.as_ref().is_none_or(|s| s.term != term) {
-                    state = Some(LeaderState::load(&ctx, term, delays.len()));
+                    state = Some(LeaderState::load(&h, term, delays.len()));
                 }
                 match state.as_mut() {
-                    Some(s) => round(&ctx, s, &delays).await.min(poll),
+                    Some(s) => round(&h, s, &delays).await.min(poll),
                     None => poll,
                 }
             }
@@ -233,7 +251,7 @@ async fn run(ctx: Arc<BrokerContext>, cancel: CancellationToken) {
 }
 
 /// One pass over every level; returns how long to sleep before the next.
-async fn round(ctx: &BrokerContext, s: &mut LeaderState, delays: &[u64]) -> Duration {
+async fn round(h: &ScheduleHandles, s: &mut LeaderState, delays: &[u64]) -> Duration {
     let mut wait_ms = SCHEDULE_DELIVER_POLL_INTERVAL_MS;
     for (level_index, delay_ms) in delays.iter().enumerate() {
         let now = now_ms();
@@ -241,13 +259,13 @@ async fn round(ctx: &BrokerContext, s: &mut LeaderState, delays: &[u64]) -> Dura
             wait_ms = wait_ms.min(s.retry_at_ms[level_index] - now);
             continue;
         }
-        match deliver_level(ctx, s, level_index, *delay_ms).await {
+        match deliver_level(h, s, level_index, *delay_ms).await {
             Ok(Some(w)) => wait_ms = wait_ms.min(w),
             Ok(None) => {}
             Err(()) => s.retry_at_ms[level_index] = now_ms().saturating_add(SCHEDULE_DELIVER_RETRY_BACKOFF_MS),
         }
     }
-    propose_progress(ctx, s).await;
+    propose_progress(h, s).await;
     Duration::from_millis(wait_ms)
 }
 
@@ -255,14 +273,14 @@ async fn round(ctx: &BrokerContext, s: &mut LeaderState, delays: &[u64]) -> Dura
 /// next unit is due in `ms` (0: more is due now); `Ok(None)`: nothing waiting; `Err`: the
 /// re-proposal failed.
 async fn deliver_level(
-    ctx: &BrokerContext,
+    h: &ScheduleHandles,
     s: &mut LeaderState,
     level_index: usize,
     delay_ms: u64,
 ) -> Result<Option<u64>, ()> {
     // Bounded by DELAY_PROGRESS_BATCH_MAX_COUNT.
     let queue_id = level_index as i32;
-    let (min, max) = ctx.store.queue_offsets(RMQ_SYS_SCHEDULE_TOPIC, queue_id);
+    let (min, max) = h.store.queue_offsets(RMQ_SYS_SCHEDULE_TOPIC, queue_id);
     let from = s.next[level_index].max(i64::try_from(min).unwrap_or(i64::MAX));
     let Ok(from_u) = u64::try_from(from) else { return Ok(None) };
     if from_u >= max {
@@ -270,7 +288,7 @@ async fn deliver_level(
         return Ok(None);
     }
     let units: Vec<CqUnit> = {
-        let cq = ctx.store.consume_queues();
+        let cq = h.store.consume_queues();
         match cq.get(RMQ_SYS_SCHEDULE_TOPIC, queue_id).and_then(|q| q.read(from_u, SCHEDULE_DELIVER_BATCH_MAX_COUNT)) {
             Some(units) => units.iter().map(|(_, u)| u).collect(),
             None => Vec::new(),
@@ -280,16 +298,16 @@ async fn deliver_level(
     if decision.due == 0 {
         return Ok(decision.wait_ms);
     }
-    if ctx.store.disk_full().is_some() {
+    if h.store.disk_full().is_some() {
         // A full disk refuses every write; delivery resumes (late, nothing lost) once space is freed.
         return Err(());
     }
     let due = units.get(..decision.due).unwrap_or_default();
-    let taken = units_within(due, ctx.group_commit.entry_max_bytes());
-    let request = build_request(ctx, due.get(..taken).unwrap_or_default());
+    let taken = units_within(due, h.writer.entry_max_bytes());
+    let request = build_request(h, due.get(..taken).unwrap_or_default());
     if !request.slots.is_empty() {
         let count = request.slots.len();
-        if let Err(e) = ctx.store_records(request).await {
+        if let Err(e) = h.writer.store_records(request).await {
             debug!(level = level_index + 1, error = %e, "delayed messages not delivered; retrying later");
             return Err(());
         }
@@ -323,12 +341,12 @@ fn units_within(due: &[CqUnit], max_bytes: usize) -> usize {
 }
 
 /// Reads the due units' records and encodes their real-topic copies into one send request.
-fn build_request(ctx: &BrokerContext, due: &[CqUnit]) -> SendRequest {
+fn build_request(h: &ScheduleHandles, due: &[CqUnit]) -> SendRequest {
     let mut records = BytesMut::new();
     let mut slots = Vec::with_capacity(due.len());
     let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
     for unit in due.iter().filter(|u| u.is_message()) {
-        let scheduled = match record_at(ctx.store.commit_log(), unit.phy_offset)
+        let scheduled = match record_at(h.store.commit_log(), unit.phy_offset)
             .map_err(|e| e.to_string())
             .and_then(|bytes| decode_record_bytes(&bytes, DecodeOptions::default()).map_err(|e| e.to_string()))
         {
@@ -338,10 +356,10 @@ fn build_request(ctx: &BrokerContext, due: &[CqUnit]) -> SendRequest {
                 continue;
             }
         };
-        let hop = timer::next_hop(&scheduled.message.properties, now, ctx.store.delay_levels_ms());
+        let hop = timer::next_hop(&scheduled.message.properties, now, h.store.delay_levels_ms());
         let real = match hop {
-            Some(level) => rescheduled(&scheduled, level, ctx.store_host, now),
-            None => restore_real(&scheduled, ctx.store_host, now),
+            Some(level) => rescheduled(&scheduled, level, h.store_host, now),
+            None => restore_real(&scheduled, h.store_host, now),
         };
         let real = match real {
             Ok(m) => m,
@@ -367,7 +385,7 @@ fn build_request(ctx: &BrokerContext, due: &[CqUnit]) -> SendRequest {
 }
 
 /// Replicates every level whose in-memory progress is ahead, in one entry.
-async fn propose_progress(ctx: &BrokerContext, s: &mut LeaderState) {
+async fn propose_progress(h: &ScheduleHandles, s: &mut LeaderState) {
     let advanced: Vec<DelayProgress> = s
         .next
         .iter()
@@ -380,7 +398,7 @@ async fn propose_progress(ctx: &BrokerContext, s: &mut LeaderState) {
     if advanced.is_empty() {
         return;
     }
-    match ctx.replica.propose(&BrokerCommand::DelayProgress(advanced.clone())).await {
+    match h.replica.propose(&BrokerCommand::DelayProgress(advanced.clone())).await {
         Ok(()) => {
             for p in advanced {
                 if let Some(r) = s.replicated.get_mut(p.queue_id as usize) {
