@@ -68,6 +68,7 @@ use crate::services::retention::RetentionHandles;
 use crate::services::retention::RetentionSettings;
 use crate::services::schedule;
 use crate::services::schedule::ScheduleHandles;
+use crate::services::transaction_check::CheckHandles;
 use crate::state::pull::PullLimits;
 use crate::state::store::BrokerPatcher;
 use crate::state::store::MessageStore;
@@ -236,7 +237,7 @@ impl Broker {
             group_commit,
             writer,
             offsets,
-            clients: ClientManager::new(),
+            clients: Arc::new(ClientManager::new()),
             store_host,
             forwarder: RemotingClient::new(),
             peer_client,
@@ -244,7 +245,7 @@ impl Broker {
             register_now: Arc::new(Notify::new()),
             metrics,
             draining: AtomicBool::new(false),
-            transactions: crate::state::transaction::TransactionState::new(),
+            transactions: Arc::new(crate::state::transaction::TransactionState::new()),
             manual_purge_rounds: Arc::new(std::sync::atomic::AtomicU32::new(0)),
             sql_filters: crate::state::pull::SqlFilterCache::default(),
             group_get_stats: crate::observability::stats::GroupGetStats::default(),
@@ -297,7 +298,21 @@ impl Broker {
                 }),
                 cancel.child_token(),
             ),
-            crate::services::transaction_check::spawn(Arc::clone(&ctx), cancel.child_token()),
+            crate::services::transaction_check::spawn(
+                Arc::new(CheckHandles {
+                    check_interval: ctx.config.transaction_check_interval,
+                    broker_name: ctx.config.broker_name.clone(),
+                    live: Arc::clone(&ctx.live),
+                    store: Arc::clone(&ctx.store),
+                    replica: Arc::clone(&ctx.replica),
+                    writer: ctx.writer.clone(),
+                    transactions: Arc::clone(&ctx.transactions),
+                    clients: Arc::clone(&ctx.clients),
+                    store_host: ctx.store_host,
+                    register_now: Arc::clone(&ctx.register_now),
+                }),
+                cancel.child_token(),
+            ),
             retention::spawn(
                 RetentionHandles {
                     store: Arc::clone(&ctx.store),

@@ -37,7 +37,7 @@ pub struct BrokerContext {
     /// Replication of consumer offsets.
     pub offsets: OffsetCommitter,
     /// Connected clients and queue locks.
-    pub clients: ClientManager,
+    pub clients: Arc<ClientManager>,
     /// STOREHOST (`brokerIP1:listenPort`).
     pub store_host: SocketAddr,
     /// Client for requests a follower relays to the leader: unsigned, so a relayed request keeps
@@ -63,7 +63,7 @@ pub struct BrokerContext {
     /// This replica's Prometheus metrics.
     pub metrics: crate::observability::metrics::BrokerMetrics,
     /// The leader's transaction bookkeeping (ended halves, check progress).
-    pub transactions: crate::state::transaction::TransactionState,
+    pub transactions: Arc<crate::state::transaction::TransactionState>,
     /// Set first by `Broker::shutdown`: `/readyz` answers 503 and admin changes are refused.
     /// Retention rounds left that delete expired CommitLog segments whatever the hour
     /// (DELETE_EXPIRED_COMMITLOG; `crate::services::retention`).

@@ -7,6 +7,7 @@
 //! discard copy) is committed, or once its chain is ended.
 
 use std::collections::HashSet;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,21 +26,27 @@ use raftmq_common::message::validate::RMQ_SYS_TRANS_OP_HALF_TOPIC;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::header::transaction::CheckTransactionStateRequestHeader;
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 use tracing::warn;
 
-use crate::context::BrokerContext;
-use crate::processors::send_back::ensure_topic;
+use crate::config::live_config::LiveConfig;
+use crate::services::client_manager::ClientManager;
 use crate::services::group_commit::RecordSlot;
 use crate::services::group_commit::SendRequest;
 use crate::services::group_commit::StoredRecord;
+use crate::services::record_writer::RecordWriter;
+use crate::services::replica::Replica;
+use crate::services::topic_create::ensure_topic;
 use crate::state::entry::BrokerCommand;
 use crate::state::entry::OffsetCommit;
 use crate::state::queue_offset::has_queue_offset;
+use crate::state::store::MessageStore;
 use crate::state::store::now_ms;
 use crate::state::topic_config::one_queue_topic;
+use crate::state::transaction::TransactionState;
 
 use crate::state::transaction::CID_RMQ_SYS_TRANS;
 use crate::state::transaction::ChainState;
@@ -74,28 +81,53 @@ pub(crate) fn encode_request(records: &[MessageExt]) -> Result<SendRequest, Stri
 // The check service.
 // ---------------------------------------------------------------------------------------------
 
+/// What the check-back service uses.
+#[derive(Debug)]
+pub struct CheckHandles {
+    /// `transactionCheckInterval`.
+    pub check_interval: Duration,
+    /// `brokerName`, for CHECK_TRANSACTION_STATE and refusals.
+    pub broker_name: String,
+    /// The config now (`transactionTimeOut`, `transactionCheckMax`).
+    pub live: Arc<LiveConfig>,
+    /// The applied state (half and op queues).
+    pub store: Arc<MessageStore>,
+    /// The Raft group.
+    pub replica: Arc<Replica>,
+    /// Stores the check copies.
+    pub writer: RecordWriter,
+    /// The leader's transaction bookkeeping, shared with END_TRANSACTION.
+    pub transactions: Arc<TransactionState>,
+    /// Connected producers, asked to check.
+    pub clients: Arc<ClientManager>,
+    /// STOREHOST (`brokerIP1:listenPort`).
+    pub store_host: SocketAddr,
+    /// Wakes NameServer registration when a topic was created.
+    pub register_now: Arc<Notify>,
+}
+
 /// Starts the check service; it checks only while this replica is a ready leader, the first round
 /// one `transactionCheckInterval` after it became one (producers need that long to heartbeat a new
 /// leader, and a check with no producer to ask would spend one of the half's checks for nothing).
-pub fn spawn(ctx: Arc<BrokerContext>, cancel: CancellationToken) -> JoinHandle<()> {
-    tokio::spawn(run(ctx, cancel))
+pub fn spawn(h: Arc<CheckHandles>, cancel: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(run(h, cancel))
 }
 
-async fn run(ctx: Arc<BrokerContext>, cancel: CancellationToken) {
-    let interval = ctx.config.transaction_check_interval;
-    let mut leadership = ctx.replica.leadership_watch();
+async fn run(h: Arc<CheckHandles>, cancel: CancellationToken) {
+    let interval = h.check_interval;
+    let mut leadership = h.replica.leadership_watch();
     let mut watching = true;
     // (term, when its first round is due)
     let mut leading: Option<(u64, tokio::time::Instant)> = None;
     loop {
         let now = tokio::time::Instant::now();
-        let wait = match ctx.replica.ready_term() {
+        let wait = match h.replica.ready_term() {
             None => {
                 leading = None;
                 interval.min(Duration::from_millis(500))
             }
             Some(term) => match leading {
-                Some((t, due)) if t == term && due <= now => match round(&ctx, term).await {
+                Some((t, due)) if t == term && due <= now => match round(&h, term).await {
                     Ok(()) => interval,
                     Err(()) => Duration::from_millis(TRANSACTION_CHECK_RETRY_BACKOFF_MS),
                 },
@@ -103,7 +135,7 @@ async fn run(ctx: Arc<BrokerContext>, cancel: CancellationToken) {
                 _ => {
                     leading = Some((term, now + interval));
                     // END_TRANSACTION is refused until the ops are read back: read them now.
-                    if catch_up_ops(&ctx, term).await.is_err() {
+                    if catch_up_ops(&h, term).await.is_err() {
                         leading = None;
                     }
                     interval
@@ -121,8 +153,8 @@ async fn run(ctx: Arc<BrokerContext>, cancel: CancellationToken) {
 
 /// Reads the op queue up to its end, one batch per lock hold (END_TRANSACTION waits for this on a
 /// new leader).
-async fn catch_up_ops(ctx: &BrokerContext, term: u64) -> Result<(), ()> {
-    while !ctx.transactions.with_view(&ctx.store, term, |_, caught_up| caught_up).map_err(|_| ())? {
+async fn catch_up_ops(h: &CheckHandles, term: u64) -> Result<(), ()> {
+    while !h.transactions.with_view(&h.store, term, |_, caught_up| caught_up).map_err(|_| ())? {
         tokio::task::yield_now().await;
     }
     Ok(())
@@ -131,13 +163,13 @@ async fn catch_up_ops(ctx: &BrokerContext, term: u64) -> Result<(), ()> {
 /// One pass over the half queue, from the check progress to where the queue ended when the pass
 /// began: the copies it re-puts are the next pass's business (Java stops at halves stored after the
 /// round started).
-async fn round(ctx: &BrokerContext, term: u64) -> Result<(), ()> {
+async fn round(h: &CheckHandles, term: u64) -> Result<(), ()> {
     // Every op must be known before a half is judged unanswered.
-    catch_up_ops(ctx, term).await?;
-    let (_, round_end) = ctx.store.queue_offsets(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID);
+    catch_up_ops(h, term).await?;
+    let (_, round_end) = h.store.queue_offsets(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID);
     loop {
-        let (passed, more) = round_batch(ctx, term, round_end).await?;
-        propose_progress(ctx, term).await;
+        let (passed, more) = round_batch(h, term, round_end).await?;
+        propose_progress(h, term).await;
         if !more || passed == 0 {
             return Ok(());
         }
@@ -152,15 +184,15 @@ struct Put {
 
 /// Looks at one batch of halves below `round_end`; returns how many it passed and whether there
 /// are more to look at in this round.
-async fn round_batch(ctx: &BrokerContext, term: u64, round_end: u64) -> Result<(usize, bool), ()> {
-    let (timeout, check_max) = ctx.live.read(|c| (c.transaction_time_out, c.transaction_check_max));
+async fn round_batch(h: &CheckHandles, term: u64, round_end: u64) -> Result<(usize, bool), ()> {
+    let (timeout, check_max) = h.live.read(|c| (c.transaction_time_out, c.transaction_check_max));
     let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-    let (min, max) = ctx.store.queue_offsets(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID);
+    let (min, max) = h.store.queue_offsets(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID);
     let end = max.min(round_end);
     let batch_end = |from: i64| from.saturating_add(TRANSACTION_CHECK_BATCH_MAX_COUNT as i64);
-    let (from, ended, ending, in_grace) = ctx
+    let (from, ended, ending, in_grace) = h
         .transactions
-        .with_view(&ctx.store, term, |v, _| {
+        .with_view(&h.store, term, |v, _| {
             // Retention may have purged halves the progress had not reached (Java: OFFSET_ILLEGAL, jump).
             let from = v.half_next.max(i64::try_from(min).unwrap_or(i64::MAX));
             let ended: HashSet<i64> = (from..batch_end(from)).filter(|o| v.ended.contains(*o)).collect();
@@ -173,13 +205,13 @@ async fn round_batch(ctx: &BrokerContext, term: u64, round_end: u64) -> Result<(
         return Ok((0, false));
     }
     let count = usize::try_from(end - from_u).unwrap_or(usize::MAX).min(TRANSACTION_CHECK_BATCH_MAX_COUNT);
-    let units = read_units(&ctx.store, RMQ_SYS_TRANS_HALF_TOPIC, from_u, count);
+    let units = read_units(&h.store, RMQ_SYS_TRANS_HALF_TOPIC, from_u, count);
     let now = now_ms() as i64;
     let mut passed = 0usize;
     let mut puts: Vec<Put> = Vec::new();
     let mut put_bytes = 0usize;
     let mut stopped = false;
-    let max_bytes = ctx.group_commit.entry_max_bytes();
+    let max_bytes = h.writer.entry_max_bytes();
     for (i, unit) in units.iter().enumerate() {
         // The copies go as one request: within one group-commit entry (a copy is about its half's
         // size), so it never nears what one Raft entry holds.
@@ -196,7 +228,7 @@ async fn round_batch(ctx: &BrokerContext, term: u64, round_end: u64) -> Result<(
             stopped = true;
             break;
         }
-        let half = match read_message(&ctx.store, unit) {
+        let half = match read_message(&h.store, unit) {
             Ok(h) => h,
             Err(e) => {
                 warn!(half = offset, error = %e, "half message unreadable; skipped");
@@ -204,10 +236,10 @@ async fn round_batch(ctx: &BrokerContext, term: u64, round_end: u64) -> Result<(
                 continue;
             }
         };
-        let root = verified_root(&ctx.store, &half);
+        let root = verified_root(&h.store, &half);
         if root != offset {
             // A check copy: its chain may have ended through another of its records.
-            match ctx.transactions.chain_state(term, offset, root).map_err(|_| ())? {
+            match h.transactions.chain_state(term, offset, root).map_err(|_| ())? {
                 ChainState::Ended => {
                     passed = i + 1;
                     continue;
@@ -226,11 +258,11 @@ async fn round_batch(ctx: &BrokerContext, term: u64, round_end: u64) -> Result<(
             }
             HalfDecision::Discard => {
                 warn!(half = offset, msg_id = ?half.message.uniq_key(), "half message checked too often; moved to TRANS_CHECK_MAX_TIME_TOPIC");
-                Put { record: discard_copy(&half, root, ctx.store_host, now), check: false }
+                Put { record: discard_copy(&half, root, h.store_host, now), check: false }
             }
-            HalfDecision::Immune => Put { record: check_copy(&half, 0, root, ctx.store_host, now), check: false },
+            HalfDecision::Immune => Put { record: check_copy(&half, 0, root, h.store_host, now), check: false },
             HalfDecision::Check
-                if in_grace && !ctx.clients.has_producer(half.message.property(properties::PGROUP).unwrap_or("")) =>
+                if in_grace && !h.clients.has_producer(half.message.property(properties::PGROUP).unwrap_or("")) =>
             {
                 // A new leader: its producers may not have heartbeaten it yet. Java would spend a
                 // check on nobody (and after transactionCheckMax give the half up); wait instead.
@@ -238,7 +270,7 @@ async fn round_batch(ctx: &BrokerContext, term: u64, round_end: u64) -> Result<(
                 break;
             }
             HalfDecision::Check => Put {
-                record: check_copy(&half, check_times(&half).saturating_add(1), root, ctx.store_host, now),
+                record: check_copy(&half, check_times(&half).saturating_add(1), root, h.store_host, now),
                 check: true,
             },
         };
@@ -248,29 +280,37 @@ async fn round_batch(ctx: &BrokerContext, term: u64, round_end: u64) -> Result<(
     }
     if !puts.is_empty() {
         if puts.iter().any(|p| p.record.message.topic == RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC) {
-            ensure_topic(ctx, one_queue_topic(RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC)).await.map_err(|_| ())?;
+            ensure_topic(
+                &h.store,
+                &h.replica,
+                &h.broker_name,
+                &h.register_now,
+                one_queue_topic(RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC),
+            )
+            .await
+            .map_err(|_| ())?;
         }
         let records: Vec<MessageExt> = puts.iter().map(|p| p.record.clone()).collect();
         let request = encode_request(&records).map_err(|e| warn!(error = %e, "check copies cannot be encoded"))?;
-        let stored = ctx.store_records(request).await.map_err(|e| {
+        let stored = h.writer.store_records(request).await.map_err(|e| {
             debug!(error = %e, "check copies not stored; the round retries");
         })?;
         for (put, at) in puts.into_iter().zip(stored) {
             if put.check {
-                send_check(ctx, put.record, at);
+                send_check(h, put.record, at);
             }
         }
     }
     let next = from + passed as i64;
-    ctx.transactions.with_view(&ctx.store, term, |v, _| v.advance(next)).map_err(|_| ())?;
+    h.transactions.with_view(&h.store, term, |v, _| v.advance(next)).map_err(|_| ())?;
     let more = !stopped && u64::try_from(next).is_ok_and(|n| n < end);
     Ok((passed, more))
 }
 
 /// Replicates the check progress when it moved.
-async fn propose_progress(ctx: &BrokerContext, term: u64) {
+async fn propose_progress(h: &CheckHandles, term: u64) {
     let Ok((half, op, replicated)) =
-        ctx.transactions.with_view(&ctx.store, term, |v, _| (v.half_next, v.op_next(), v.replicated))
+        h.transactions.with_view(&h.store, term, |v, _| (v.half_next, v.op_next(), v.replicated))
     else {
         return;
     };
@@ -287,9 +327,9 @@ async fn propose_progress(ctx: &BrokerContext, term: u64) {
         commit(RMQ_SYS_TRANS_HALF_TOPIC, half),
         commit(RMQ_SYS_TRANS_OP_HALF_TOPIC, op),
     ]);
-    match ctx.replica.propose(&command).await {
+    match h.replica.propose(&command).await {
         Ok(()) => {
-            let mut guard = ctx.transactions.lock();
+            let mut guard = h.transactions.lock();
             if let Some(v) = guard.as_mut().filter(|v| v.term == term) {
                 v.replicated = (half, op);
             }
@@ -300,13 +340,13 @@ async fn propose_progress(ctx: &BrokerContext, term: u64) {
 }
 
 /// `sendCheckMessage`: asks one producer of the half's group about the copy just stored, oneway.
-fn send_check(ctx: &BrokerContext, mut copy: MessageExt, at: StoredRecord) {
+fn send_check(h: &CheckHandles, mut copy: MessageExt, at: StoredRecord) {
     let group = copy.message.property(properties::PGROUP).unwrap_or_default().to_owned();
-    let Some(connection) = ctx.clients.producer_connection(&group) else {
+    let Some(connection) = h.clients.producer_connection(&group) else {
         debug!(group, half = at.queue_offset, "no producer of the group connected; the half is checked again later");
         return;
     };
-    let offset_msg_id = OffsetMsgId::new(ctx.store_host, at.phy_offset).to_string();
+    let offset_msg_id = OffsetMsgId::new(h.store_host, at.phy_offset).to_string();
     let uniq = copy.message.uniq_key().map(str::to_owned);
     let header = CheckTransactionStateRequestHeader {
         tran_state_table_offset: at.queue_offset,
@@ -314,7 +354,7 @@ fn send_check(ctx: &BrokerContext, mut copy: MessageExt, at: StoredRecord) {
         msg_id: uniq.clone(),
         transaction_id: uniq,
         offset_msg_id: Some(offset_msg_id),
-        bname: Some(ctx.config.broker_name.clone()),
+        bname: Some(h.broker_name.clone()),
     };
     // The producer sees the message as it was sent: real topic and queue (Java restores them).
     if let Ok((topic, queue_id)) = real_target(&copy) {
