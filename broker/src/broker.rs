@@ -58,6 +58,7 @@ use crate::processors::router::BrokerProcessor;
 use crate::processors::router::SERVED_CODES;
 use crate::services::client_manager::ClientManager;
 use crate::services::group_commit::GroupCommit;
+use crate::services::membership::GroupMembership;
 use crate::services::namesrv_registration;
 use crate::services::namesrv_registration::RegistrationHandles;
 use crate::services::offset_commit::OffsetCommitter;
@@ -218,6 +219,16 @@ impl Broker {
             );
         }
         let peer_client = RemotingClient::with_credentials(ProcessorTable::new(), false, inner);
+        let forwarder = RemotingClient::new();
+        let register_now = Arc::new(Notify::new());
+        let membership = Arc::new(GroupMembership {
+            config: config.clone(),
+            replica: Arc::clone(&replica),
+            store: Arc::clone(&store),
+            register_now: Arc::clone(&register_now),
+            forwarder: forwarder.clone(),
+            peer_client: peer_client.clone(),
+        });
         let metrics = BrokerMetrics::new(&config.broker_cluster_name, &config.broker_name, me.id);
         let stats = Arc::new(crate::observability::stats::StatsTable::new(config.broker_cluster_name.clone()));
         let broker_totals = Arc::new(crate::observability::stats::BrokerTotals::new(crate::state::store::now_ms()));
@@ -239,10 +250,11 @@ impl Broker {
             offsets,
             clients: Arc::new(ClientManager::new()),
             store_host,
-            forwarder: RemotingClient::new(),
+            forwarder,
+            membership,
             peer_client,
             acl,
-            register_now: Arc::new(Notify::new()),
+            register_now,
             metrics,
             draining: AtomicBool::new(false),
             transactions: Arc::new(crate::state::transaction::TransactionState::new()),
@@ -426,7 +438,7 @@ impl Broker {
         // In-flight sends are answered: a leader now hands over, so the group waits out no lease and
         // no election timeout, and producers see one quick leader change.
         if ctx.replica.leadership().role == raftmq_raft::Role::Leader {
-            match crate::services::membership::transfer_leader(&ctx, None).await {
+            match crate::services::membership::transfer_leader(&ctx.membership, None).await {
                 Ok(r) => info!(to = ?r.leader, "leadership handed over before shutdown"),
                 Err(e) => warn!(error = %e, "no leadership handover before shutdown; the group will elect"),
             }

@@ -12,6 +12,7 @@ use tokio::sync::Notify;
 use crate::config::broker_config::BrokerConfig;
 use crate::services::client_manager::ClientManager;
 use crate::services::group_commit::GroupCommit;
+use crate::services::membership::GroupMembership;
 use crate::services::offset_commit::OffsetCommitter;
 use crate::services::record_writer::RecordWriter;
 use crate::services::replica::Replica;
@@ -36,6 +37,8 @@ pub struct BrokerContext {
     pub writer: RecordWriter,
     /// Replication of consumer offsets.
     pub offsets: OffsetCommitter,
+    /// Adding and removing nodes, leadership transfer, the group's status.
+    pub membership: Arc<GroupMembership>,
     /// Connected clients and queue locks.
     pub clients: Arc<ClientManager>,
     /// STOREHOST (`brokerIP1:listenPort`).

@@ -81,7 +81,7 @@ fn report_json(r: MembershipReport) -> Json<serde_json::Value> {
 }
 
 async fn add_node(State(ctx): State<Shared>, ApiJson(body): ApiJson<AddNode>) -> ApiResult<Json<serde_json::Value>> {
-    let report = membership::run_detached(&ctx, move |ctx| async move {
+    let report = membership::run_detached(&ctx.membership, move |ctx| async move {
         membership::add_node(&ctx, body.id, body.remoting_addr, body.raft_addr).await
     })
     .await
@@ -90,8 +90,9 @@ async fn add_node(State(ctx): State<Shared>, ApiJson(body): ApiJson<AddNode>) ->
 }
 
 async fn remove_node(State(ctx): State<Shared>, ApiPath(id): ApiPath<u64>) -> ApiResult<Json<serde_json::Value>> {
-    let report = membership::run_detached(&ctx, move |ctx| async move { membership::remove_node(&ctx, id).await })
-        .await
-        .map_err(|e| api_error(&ctx, e))?;
+    let report =
+        membership::run_detached(&ctx.membership, move |ctx| async move { membership::remove_node(&ctx, id).await })
+            .await
+            .map_err(|e| api_error(&ctx, e))?;
     Ok(report_json(report))
 }

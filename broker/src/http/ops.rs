@@ -60,10 +60,11 @@ async fn transfer_leader(
     }
     ensure_writable(&ctx)?;
     let to = body.to;
-    let report =
-        membership::run_detached(&ctx, move |ctx| async move { membership::transfer_leader(&ctx, Some(to)).await })
-            .await
-            .map_err(|e| api_error(&ctx, e))?;
+    let report = membership::run_detached(&ctx.membership, move |ctx| async move {
+        membership::transfer_leader(&ctx, Some(to)).await
+    })
+    .await
+    .map_err(|e| api_error(&ctx, e))?;
     Ok((
         StatusCode::OK,
         Json(serde_json::json!({

@@ -116,7 +116,7 @@ fn body<B: JsonBody>(request: &RemotingCommand) -> Result<B, RemotingCommand> {
 /// RAFT_ADD_NODE: add a node (learner, catch-up, voter); answers a `MembershipReport`.
 pub async fn add_node(ctx: &Arc<BrokerContext>, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let req: AddNodeRequest = body(request)?;
-    let report = membership::run_detached(ctx, move |ctx| async move {
+    let report = membership::run_detached(&ctx.membership, move |ctx| async move {
         membership::add_node(&ctx, req.id, req.remoting_addr, req.raft_addr).await
     })
     .await
@@ -130,7 +130,11 @@ pub async fn remove_node(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let req: RemoveNodeRequest = body(request)?;
-    let report = membership::run_detached(ctx, move |ctx| async move { membership::remove_node(&ctx, req.id).await })
+    let report =
+        membership::run_detached(
+            &ctx.membership,
+            move |ctx| async move { membership::remove_node(&ctx, req.id).await },
+        )
         .await
         .map_err(|e| e.to_response(&ctx.config.broker_name))?;
     json(&report)
@@ -144,15 +148,18 @@ pub async fn transfer_leadership(
     // An empty body means "any caught-up voter".
     let req: TransferLeadershipRequest = if request.body.is_empty() { Default::default() } else { body(request)? };
     let report =
-        membership::run_detached(ctx, move |ctx| async move { membership::transfer_leader(&ctx, req.to).await })
-            .await
-            .map_err(|e| e.to_response(&ctx.config.broker_name))?;
+        membership::run_detached(
+            &ctx.membership,
+            move |ctx| async move { membership::transfer_leader(&ctx, req.to).await },
+        )
+        .await
+        .map_err(|e| e.to_response(&ctx.config.broker_name))?;
     json(&report)
 }
 
 /// RAFT_GROUP_STATUS: this node's view of its group.
 pub fn group_status(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
-    json(&membership::group_status(ctx))
+    json(&membership::group_status(&ctx.membership))
 }
 
 /// RAFT_NODE_REMOVED: the leader removed this node from the group.

@@ -28,9 +28,12 @@
 //!   log; a leadership target must be a caught-up voter too, since openraft's leader stops
 //!   proposing and heartbeating until the target wins.
 
+use raftmq_common::remoting::RemotingClient;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 use std::time::Instant;
+use tokio::sync::Notify;
 
 use raftmq_common::limits::LEADER_TRANSFER_MAX_MS;
 use raftmq_common::limits::LEADER_TRANSFER_TARGET_ACK_AGE_MIN_MS;
@@ -54,11 +57,13 @@ use thiserror::Error;
 use tracing::info;
 use tracing::warn;
 
-use crate::context::BrokerContext;
+use crate::config::broker_config::BrokerConfig;
 use crate::services::namesrv_registration;
 use crate::services::replica::Membership;
+use crate::services::replica::Replica;
 use crate::services::replica::WriteError;
 use crate::state::entry::BrokerCommand;
+use crate::state::store::MessageStore;
 
 /// How often a wait re-reads the replica's status (catch-up, readiness of a new leader).
 const STATUS_POLL_INTERVAL_MS: u64 = 20;
@@ -137,7 +142,26 @@ impl MembershipError {
     }
 }
 
-fn not_leader(ctx: &BrokerContext) -> MembershipError {
+/// What membership changes use: the Raft group they change, the store that records used node ids,
+/// the clients that reach the other replicas and the NameServers, and the config naming them.
+/// Built once by the broker; the admin processor and the HTTP API call through it.
+#[derive(Debug)]
+pub struct GroupMembership {
+    /// The config the broker booted with (addresses, Raft timings, NameServers).
+    pub config: BrokerConfig,
+    /// The Raft group.
+    pub replica: Arc<Replica>,
+    /// The applied state (used node ids).
+    pub store: Arc<MessageStore>,
+    /// Wakes NameServer registration.
+    pub register_now: Arc<Notify>,
+    /// Unsigned client (NameServer unregistration of a removed node).
+    pub forwarder: RemotingClient,
+    /// Signed client for this replica's calls to the group's other replicas.
+    pub peer_client: RemotingClient,
+}
+
+fn not_leader(ctx: &GroupMembership) -> MembershipError {
     MembershipError::NotLeader { leader_addr: ctx.replica.leader_addr() }
 }
 
@@ -146,7 +170,7 @@ fn elapsed_ms(started: Instant) -> u64 {
 }
 
 /// Checks that this node leads and takes writes, and that the group has no change under way.
-fn check_leader_idle(ctx: &BrokerContext) -> Result<(), MembershipError> {
+fn check_leader_idle(ctx: &GroupMembership) -> Result<(), MembershipError> {
     match ctx.replica.check_writable() {
         Ok(_) => {}
         Err(WriteError::NotLeader { leader_addr }) => return Err(MembershipError::NotLeader { leader_addr }),
@@ -159,7 +183,7 @@ fn check_leader_idle(ctx: &BrokerContext) -> Result<(), MembershipError> {
 }
 
 /// Maps a failed raft call: a lost leadership becomes the leader hint.
-fn raft_error(ctx: &BrokerContext, e: raftmq_raft::NodeError) -> MembershipError {
+fn raft_error(ctx: &GroupMembership, e: raftmq_raft::NodeError) -> MembershipError {
     if ctx.replica.leadership().role != Role::Leader {
         return not_leader(ctx);
     }
@@ -171,7 +195,7 @@ fn is_host_port(addr: &str) -> bool {
 }
 
 /// Records `members` (and `new_id`) as used; `IdReused` when apply refuses `new_id`.
-async fn record_ids(ctx: &BrokerContext, status: &NodeStatus, new_id: Option<u64>) -> Result<(), MembershipError> {
+async fn record_ids(ctx: &GroupMembership, status: &NodeStatus, new_id: Option<u64>) -> Result<(), MembershipError> {
     let members: Vec<u64> = status.voters.union(&status.learners).copied().collect();
     if members.len() >= RAFT_NODE_IDS_MAX_COUNT {
         return Err(MembershipError::Invalid(format!("the group has {} members already", members.len())));
@@ -192,7 +216,7 @@ async fn record_ids(ctx: &BrokerContext, status: &NodeStatus, new_id: Option<u64
 /// [`LEARNER_CATCH_UP_MAX_MS`]). Run again with the same arguments, it resumes a learner left by
 /// a timed-out call.
 pub async fn add_node(
-    ctx: &BrokerContext,
+    ctx: &GroupMembership,
     id: u64,
     remoting_addr: String,
     raft_addr: String,
@@ -250,7 +274,7 @@ pub async fn add_node(
 }
 
 /// Waits until learner `id` matches the leader's log within the allowed lag.
-async fn wait_caught_up(ctx: &BrokerContext, id: u64) -> Result<(), MembershipError> {
+async fn wait_caught_up(ctx: &GroupMembership, id: u64) -> Result<(), MembershipError> {
     let started = Instant::now();
     let deadline = started + Duration::from_millis(LEARNER_CATCH_UP_MAX_MS);
     loop {
@@ -286,7 +310,7 @@ async fn wait_caught_up(ctx: &BrokerContext, id: u64) -> Result<(), MembershipEr
 /// Callers that may be cancelled (a request whose client goes away) run this detached
 /// ([`run_detached`]): stopping between the membership change and the hand-over would leave a
 /// removed leader leading.
-pub async fn remove_node(ctx: &BrokerContext, id: u64) -> Result<MembershipReport, MembershipError> {
+pub async fn remove_node(ctx: &GroupMembership, id: u64) -> Result<MembershipReport, MembershipError> {
     let started = Instant::now();
     check_leader_idle(ctx)?;
     let _guard =
@@ -348,11 +372,11 @@ pub async fn remove_node(ctx: &BrokerContext, id: u64) -> Result<MembershipRepor
 /// request whose client went away, or hit its deadline) cannot stop it half-way; the caller still
 /// gets the result when it waits.
 pub async fn run_detached<F, Fut>(
-    ctx: &std::sync::Arc<BrokerContext>,
+    ctx: &std::sync::Arc<GroupMembership>,
     op: F,
 ) -> Result<MembershipReport, MembershipError>
 where
-    F: FnOnce(std::sync::Arc<BrokerContext>) -> Fut + Send + 'static,
+    F: FnOnce(std::sync::Arc<GroupMembership>) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = Result<MembershipReport, MembershipError>> + Send + 'static,
 {
     let ctx = std::sync::Arc::clone(ctx);
@@ -365,7 +389,7 @@ where
 /// waits (bounded) until it is a ready leader, then reverts this node to a learner. Without a
 /// caught-up voter, or if the transfer stalls, the revert alone lets the others elect a leader once
 /// their election timeout passes. The new leader's view, if it took over in time.
-async fn hand_over_removed_leadership(ctx: &BrokerContext) -> Option<GroupStatus> {
+async fn hand_over_removed_leadership(ctx: &GroupMembership) -> Option<GroupStatus> {
     let node = ctx.replica.node();
     let me = ctx.replica.node_id();
     let deadline = Instant::now() + Duration::from_millis(LEADER_TRANSFER_MAX_MS);
@@ -387,7 +411,7 @@ async fn hand_over_removed_leadership(ctx: &BrokerContext) -> Option<GroupStatus
 
 /// RAFT_NODE_REMOVED to the removed node (best effort: a node that is down learns nothing, and
 /// the NameServers are told anyway).
-async fn tell_removed(ctx: &BrokerContext, addr: &str, id: u64) {
+async fn tell_removed(ctx: &GroupMembership, addr: &str, id: u64) {
     let term = ctx.replica.leadership().term;
     let body = match (RemoveNodeRequest { id, term }).encode() {
         Ok(b) => b,
@@ -407,7 +431,7 @@ async fn tell_removed(ctx: &BrokerContext, addr: &str, id: u64) {
 
 /// Hands leadership to `to`, or (None) to the most up-to-date caught-up voter, and waits (at most
 /// [`LEADER_TRANSFER_MAX_MS`]) until it leads and has passed its readiness gate.
-pub async fn transfer_leader(ctx: &BrokerContext, to: Option<u64>) -> Result<MembershipReport, MembershipError> {
+pub async fn transfer_leader(ctx: &GroupMembership, to: Option<u64>) -> Result<MembershipReport, MembershipError> {
     let started = Instant::now();
     check_leader_idle(ctx)?;
     let me = ctx.replica.node_id();
@@ -436,7 +460,7 @@ pub async fn transfer_leader(ctx: &BrokerContext, to: Option<u64>) -> Result<Mem
 /// How recently a transfer target must have acknowledged the leader: a few heartbeats. A dead
 /// voter of an idle group still shows a matched index equal to the log's end; handing leadership to
 /// it would leave the group without a leader until an election timeout.
-fn live_ack_age_max_ms(ctx: &BrokerContext) -> u64 {
+fn live_ack_age_max_ms(ctx: &GroupMembership) -> u64 {
     ctx.config.raft_heartbeat_interval_ms.saturating_mul(4).max(LEADER_TRANSFER_TARGET_ACK_AGE_MIN_MS)
 }
 
@@ -445,7 +469,7 @@ fn live_ack_age_max_ms(ctx: &BrokerContext) -> u64 {
 /// group's ordinary election, 1–2 election timeouts after the last heartbeat, settles it instead:
 /// three election timeouts after the transfer the outcome is known, and a miss is reported then
 /// rather than at the deadline.
-async fn wait_moved(ctx: &BrokerContext, target: u64, deadline: Instant) -> bool {
+async fn wait_moved(ctx: &GroupMembership, target: u64, deadline: Instant) -> bool {
     let election_wait = Duration::from_millis(ctx.config.raft_election_timeout_max_ms.saturating_mul(3));
     let moved_by = deadline.min(Instant::now() + election_wait);
     let mut leadership = ctx.replica.leadership_watch();
@@ -492,7 +516,7 @@ fn choose_target(status: &NodeStatus, me: u64, to: Option<u64>, ack_age_max_ms: 
 }
 
 /// Polls node `id`'s RAFT_GROUP_STATUS until it says it leads and is ready (its view), or the deadline.
-async fn wait_ready_leader(ctx: &BrokerContext, id: u64, deadline: Instant) -> Option<GroupStatus> {
+async fn wait_ready_leader(ctx: &GroupMembership, id: u64, deadline: Instant) -> Option<GroupStatus> {
     let addr = ctx.replica.member_addr(id)?;
     loop {
         let request = RemotingCommand::request(RequestCode::RaftGroupStatus);
@@ -513,7 +537,7 @@ async fn wait_ready_leader(ctx: &BrokerContext, id: u64, deadline: Instant) -> O
     }
 }
 
-fn report(ctx: &BrokerContext, operation: &str, node_id: Option<u64>, started: Instant) -> MembershipReport {
+fn report(ctx: &GroupMembership, operation: &str, node_id: Option<u64>, started: Instant) -> MembershipReport {
     let status = ctx.replica.node().status();
     MembershipReport {
         elapsed_ms: elapsed_ms(started),
@@ -539,7 +563,7 @@ pub fn role_name(role: Role) -> &'static str {
 }
 
 /// This node's view of its group.
-pub fn group_status(ctx: &BrokerContext) -> GroupStatus {
+pub fn group_status(ctx: &GroupMembership) -> GroupStatus {
     let node = ctx.replica.node();
     let status = node.status();
     let members = node.members();
