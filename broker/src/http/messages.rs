@@ -1,5 +1,5 @@
 //! Message queries over HTTP, answered from the committed CommitLog by any replica through
-//! `query_processor`'s functions (the same checks as VIEW_MESSAGE_BY_ID, QUERY_MESSAGE and
+//! `processors::query`'s functions (the same checks as VIEW_MESSAGE_BY_ID, QUERY_MESSAGE and
 //! SEARCH_OFFSET_BY_TIMESTAMP):
 //!
 //! | route | what |

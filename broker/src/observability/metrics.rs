@@ -1,9 +1,9 @@
 //! `BrokerMetrics`: this replica's Prometheus metrics, rendered by `GET /metrics` on the admin port.
 //!
 //! ```text
-//! send_processor ─on_send─▶ ┐                      ┌─▶ counters + histograms (PrometheusRecorder)
-//! pull_processor ─on_pull─▶ ┴─ BrokerMetrics ──────┤
-//! GET /metrics ─▶ render(store, replica) ─ recorder text ─────┴─▶ + scrape-time families read from the replica:
+//! processors::send ─on_send─▶ ┐                      ┌─▶ counters + histograms (PrometheusRecorder)
+//! processors::pull ─on_pull─▶ ┴─ BrokerMetrics ──────┤
+//! GET /metrics ─▶ render ─ recorder text ──────────┴─▶ + scrape-time families read from the store and replica:
 //!                  Raft status, flusher latency, consumer lag, delayed messages waiting, disk usage,
 //!                  table sizes
 //! ```

@@ -1,16 +1,16 @@
 //! `BrokerProcessor`: the broker's remoting entry point. Every request code the broker serves is
 //! registered here ([`SERVED_CODES`]) and routed to its processor module; anything else gets the
-//! transport's REQUEST_CODE_NOT_SUPPORTED. The
-//! router owns the [`crate::context::BrokerContext`] and hands each processor what it uses.
+//! transport's REQUEST_CODE_NOT_SUPPORTED. The router owns the [`crate::context::BrokerContext`]
+//! and is the only file that knows every processor.
 //!
 //! ```text
 //! RemotingServer ──code──▶ BrokerProcessor::process
-//!    SEND_MESSAGE(_V2) / SEND_BATCH_MESSAGE ─▶ send_processor ─▶ group_commit ─▶ raft
+//!    SEND_MESSAGE(_V2) / SEND_BATCH_MESSAGE ─▶ send ─▶ group_commit ─▶ raft
 //!    CONSUMER_SEND_MSG_BACK ───────────────▶ send_back (%RETRY% via SCHEDULE_TOPIC_XXXX, or %DLQ%)
-//!    PULL_MESSAGE ─────────────────────────▶ pull_processor (long polling on the store)
-//!    HEART_BEAT, UNREGISTER_CLIENT, offsets, locks ─▶ client_manage_processor (offsets ─▶ offset_commit ─▶ raft)
-//!    topics, groups, queue offsets ────────▶ admin_processor (changes ─▶ raft)
-//!    QUERY_MESSAGE, VIEW_MESSAGE_BY_ID, offsets by time ─▶ query_processor (IndexFile, CommitLog reads)
+//!    PULL_MESSAGE ─────────────────────────▶ pull (long polling on the store)
+//!    HEART_BEAT, UNREGISTER_CLIENT, offsets, locks ─▶ client_manage (offsets ─▶ offset_commit ─▶ raft)
+//!    topics, groups, queue offsets ────────▶ admin (changes ─▶ raft)
+//!    QUERY_MESSAGE, VIEW_MESSAGE_BY_ID, offsets by time ─▶ query (IndexFile, CommitLog reads)
 //! ```
 
 use std::sync::Arc;

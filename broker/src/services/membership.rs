@@ -1,7 +1,7 @@
 //! Group membership and leadership transfer, run by the group's Raft leader: add a node (learner,
 //! catch-up, voter), remove a node (voter or learner, the leader itself included), hand leadership
 //! to another voter, and every member's view of its group ([`group_status`]). The remoting admin
-//! requests (`admin_processor`) and the HTTP admin API call these functions.
+//! requests (`processors::admin`) and the HTTP admin API call these functions.
 //!
 //! ```text
 //! add_node(id, remotingAddr, raftAddr)

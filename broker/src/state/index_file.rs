@@ -10,7 +10,7 @@
 //! ```
 //!
 //! Built by `MessageStore::apply` (store.rs) for every accepted record ([`record_index_keys`]) under
-//! `<storePathRootDir>/index`; read by QUERY_MESSAGE (query_processor.rs).
+//! `<storePathRootDir>/index`; read by QUERY_MESSAGE (processors/query.rs).
 //!
 //! Keys are `topic#key` for each space-separated business key and `topic#UNIQ_KEY`, hashed with
 //! `abs(String.hashCode)` (`tag::index_key_hash`); a lookup walks one slot's chain newest first and
