@@ -3,7 +3,7 @@
 //! ```text
 //! processors::send ─on_send─▶ ┐                      ┌─▶ counters + histograms (PrometheusRecorder)
 //! processors::pull ─on_pull─▶ ┴─ BrokerMetrics ──────┤
-//! GET /metrics ─▶ render ─ recorder text ──────────┴─▶ + scrape-time families read from the store and replica:
+//! GET /metrics ─▶ render ─ recorder text ────────────┴─▶ + scrape-time families read from the store and replica:
 //!                  Raft status, flusher latency, consumer lag, delayed messages waiting, disk usage,
 //!                  table sizes
 //! ```
