@@ -43,7 +43,6 @@ use raftmq_common::protocol::header::query::QueryMessageRequestHeader;
 use raftmq_common::protocol::header::query::QueryMessageResponseHeader;
 use raftmq_common::protocol::header::query::ViewMessageRequestHeader;
 
-use crate::context::BrokerContext;
 use crate::state::commit_log::record_at;
 use crate::state::pull::CommitLogReader;
 use crate::state::store::MessageStore;
@@ -177,10 +176,10 @@ fn header<H: CommandHeader>(request: &RemotingCommand) -> Result<H, RemotingComm
 }
 
 /// QUERY_MESSAGE.
-pub fn query_message(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+pub fn query_message(store: &MessageStore, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: QueryMessageRequestHeader = header(request)?;
     let unique_key = h.unique_key_query == Some(true);
-    let found = query_by_key(&ctx.store, &h.topic, &h.key, h.max_num, (h.begin_timestamp, h.end_timestamp), unique_key);
+    let found = query_by_key(store, &h.topic, &h.key, h.max_num, (h.begin_timestamp, h.end_timestamp), unique_key);
     let response_header = QueryMessageResponseHeader {
         index_last_update_timestamp: found.index_last_update_timestamp,
         index_last_update_phyoffset: found.index_last_update_phyoffset,
@@ -197,9 +196,9 @@ pub fn query_message(ctx: &BrokerContext, request: &RemotingCommand) -> Result<R
 }
 
 /// VIEW_MESSAGE_BY_ID.
-pub fn view_message_by_id(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+pub fn view_message_by_id(store: &MessageStore, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: ViewMessageRequestHeader = header(request)?;
-    match record_at(ctx.store.commit_log(), h.offset) {
+    match record_at(store.commit_log(), h.offset) {
         Ok(bytes) => Ok(RemotingCommand::success().with_body(bytes)),
         Err(e) => Err(RemotingCommand::response(
             ResponseCode::SystemError,
@@ -210,22 +209,22 @@ pub fn view_message_by_id(ctx: &BrokerContext, request: &RemotingCommand) -> Res
 
 /// SEARCH_OFFSET_BY_TIMESTAMP.
 pub fn search_offset_by_timestamp(
-    ctx: &BrokerContext,
+    store: &MessageStore,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h: SearchOffsetRequestHeader = header(request)?;
-    let offset = offset_by_time(&ctx.store, &h.topic, h.queue_id, h.timestamp);
+    let offset = offset_by_time(store, &h.topic, h.queue_id, h.timestamp);
     let offset = i64::try_from(offset).unwrap_or(i64::MAX);
     Ok(RemotingCommand::success().with_header(&SearchOffsetResponseHeader { offset }))
 }
 
 /// GET_EARLIEST_MSG_STORETIME.
 pub fn earliest_msg_storetime(
-    ctx: &BrokerContext,
+    store: &MessageStore,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h: GetEarliestMsgStoretimeRequestHeader = header(request)?;
-    let timestamp = earliest_store_time(&ctx.store, &h.topic, h.queue_id);
+    let timestamp = earliest_store_time(store, &h.topic, h.queue_id);
     Ok(RemotingCommand::success().with_header(&GetEarliestMsgStoretimeResponseHeader { timestamp }))
 }
 

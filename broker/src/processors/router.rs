@@ -174,10 +174,10 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::InvokeBrokerToResetOffset => {
                 Ok(crate::processors::offset_reset::invoke_broker_to_reset_offset(ctx, &request).await)
             }
-            RequestCode::SearchOffsetByTimestamp => query::search_offset_by_timestamp(ctx, &request),
-            RequestCode::GetEarliestMsgStoretime => query::earliest_msg_storetime(ctx, &request),
-            RequestCode::QueryMessage => query::query_message(ctx, &request),
-            RequestCode::ViewMessageById => query::view_message_by_id(ctx, &request),
+            RequestCode::SearchOffsetByTimestamp => query::search_offset_by_timestamp(&ctx.store, &request),
+            RequestCode::GetEarliestMsgStoretime => query::earliest_msg_storetime(&ctx.store, &request),
+            RequestCode::QueryMessage => query::query_message(&ctx.store, &request),
+            RequestCode::ViewMessageById => query::view_message_by_id(&ctx.store, &request),
             RequestCode::RaftAddNode => admin::add_node(ctx, &request).await,
             RequestCode::RaftRemoveNode => admin::remove_node(ctx, &request).await,
             RequestCode::RaftTransferLeadership => admin::transfer_leadership(ctx, &request).await,
