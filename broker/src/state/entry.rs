@@ -10,7 +10,7 @@
 //! | 5 | [`BrokerCommand::SubscriptionGroupUpsert`] | `version u8 = 1 \| proposed_at_ms i64 \| SubscriptionGroupConfig JSON` |
 //! | 6 | [`BrokerCommand::SubscriptionGroupDelete`] | `version u8 = 1 \| proposed_at_ms i64 \| group UTF-8` |
 //! | 7 | [`BrokerCommand::DelayProgress`] | `version u8 = 1 \| count u32 \| count × (queue_id i32, offset i64)` |
-//! | 8 | reserved, unused: the transaction check progress is consumer offsets of `CID_RMQ_SYS_TRANS` (tag 2, [`crate::services::transaction`]) | |
+//! | 8 | reserved, unused: the transaction check progress is consumer offsets of `CID_RMQ_SYS_TRANS` (tag 2, [`crate::state::transaction`]) | |
 //! | 9 | [`BrokerCommand::NodeIdsUsed`] | `version u8 = 1 \| has_new u8 (0/1) \| new_id u64 \| count u32 \| count × id u64` |
 //! | 10 | [`BrokerCommand::RetentionPurge`] | `version u8 = 1 \| index u64 \| term u64 \| next_pos u64` |
 //! | 11 | [`BrokerCommand::AclDocument`] | `version u8 = 1 \| counter i64 \| timestamp i64 \| has_base u8 (0/1) \| base_counter i64 \| base_timestamp i64 \| plain_acl.yml text UTF-8` |

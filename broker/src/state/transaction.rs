@@ -44,7 +44,7 @@
 //!   transactionTimeOut after its own check, so an answer on its way is not asked for twice.
 //! - The check progress moves past a half only after its copy (or its discard copy) is committed,
 //!   or once its chain is ended, and is proposed right after.
-//! - For [`TRANSACTION_NO_PRODUCER_GRACE_MS`] after a leader starts, a due half whose producer group
+//! - For [`raftmq_common::limits::TRANSACTION_NO_PRODUCER_GRACE_MS`] after a leader starts, a due half whose producer group
 //!   has not connected to it holds the round (its producers are still finding the new leader);
 //!   after that, as in Java, a check with nobody to ask still counts.
 //! - Disk input never panics the service: an unreadable half or op is skipped with a warning.
