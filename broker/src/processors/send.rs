@@ -6,7 +6,7 @@
 //!   ─▶ topic exists | auto-create from TBW102 (replicated upsert) ─▶ queue id
 //!   ─▶ %RETRY% with reconsumeTimes ≥ max: %DLQ% instead (crate::processors::send_back) ─▶ records encoded
 //!   (born host, store host, store timestamp, CLUSTER; a timer: TIMER_OUT_MS and a level, crate::services::timer;
-//!   DELAY > 0: SCHEDULE_TOPIC_XXXX, crate::services::schedule; TRAN_MSG: the half queue, crate::services::transaction)
+//!   DELAY > 0: SCHEDULE_TOPIC_XXXX, crate::services::schedule; TRAN_MSG: the half queue, crate::state::transaction)
 //!   ─▶ group commit ─▶ SEND_OK after commit + apply
 //! ```
 //!
@@ -238,7 +238,7 @@ struct Target {
     topic: String,
     queue_id: i32,
     dead_letter: bool,
-    /// A transactional half message: stored in the half queue ([`crate::services::transaction`]).
+    /// A transactional half message: stored in the half queue ([`crate::state::transaction`]).
     half: bool,
 }
 

@@ -32,7 +32,7 @@
 //! properties; one that already carries `TIMER_OUT_MS` (consumed from a 5.x broker and sent on) is
 //! no timer; one whose time has come is stored at once; the request properties stay on the
 //! message. A transaction half is checked when it is sent and timed when it is committed
-//! (`crate::services::transaction`). Cancelling a timer (`TIMER_DEL_UNIQKEY`) is refused.
+//! (`crate::state::transaction`). Cancelling a timer (`TIMER_DEL_UNIQKEY`) is refused.
 
 use raftmq_common::limits::TIMER_HOPS_MAX_COUNT;
 use raftmq_common::message::MessageExt;
