@@ -108,8 +108,8 @@ async fn reset_offset(
         return Err(ApiError::not_found(code::GROUP_NOT_FOUND, format!("group {} does not exist", body.group)));
     }
     ensure_writable(&ctx)?;
-    let plan = offset_reset::plan(&ctx, &body.topic, &body.group, body.timestamp_ms, true).unwrap_or_default();
-    offset_reset::commit(&ctx, &body.topic, &body.group, &plan)
+    let plan = offset_reset::plan(&ctx.store, &body.topic, &body.group, body.timestamp_ms, true).unwrap_or_default();
+    offset_reset::commit(&ctx.replica, &body.topic, &body.group, &plan)
         .await
         .map_err(|e| ApiError::from_write(e, &ctx.replica))?;
     let rows: Vec<ResetRow> =
@@ -122,7 +122,11 @@ async fn reset_offset(
         timestamp: body.timestamp_ms,
         is_force: true,
     };
-    offset_reset::notify_consumers(consumers, &header, &offset_reset::body(&ctx, &body.topic, &plan));
+    offset_reset::notify_consumers(
+        consumers,
+        &header,
+        &offset_reset::body(&ctx.config.broker_name, &body.topic, &plan),
+    );
     Ok(Json(serde_json::json!({
         "group": body.group,
         "topic": body.topic,

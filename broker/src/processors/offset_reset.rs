@@ -36,9 +36,11 @@ use tracing::info;
 use crate::context::BrokerContext;
 use crate::processors::client_manage::send_oneway_to_all;
 use crate::processors::query::offset_by_time;
+use crate::services::replica::Replica;
 use crate::services::replica::WriteError;
 use crate::state::entry::BrokerCommand;
 use crate::state::entry::OffsetCommit;
+use crate::state::store::MessageStore;
 
 /// A time of -1: reset to the end of every queue (skip everything stored).
 pub const RESET_TO_MAX_TIMESTAMP: i64 = -1;
@@ -67,19 +69,19 @@ pub fn reset_to(timestamp_offset: i64, previous: Option<i64>, force: bool) -> i6
 
 /// The reset of every read queue of `topic` (at most [`ADMIN_PROGRESS_QUEUES_MAX_COUNT`]) from
 /// this replica's applied state; `None` when the topic does not exist here.
-pub fn plan(ctx: &BrokerContext, topic: &str, group: &str, timestamp_ms: i64, force: bool) -> Option<Vec<QueueReset>> {
-    let read_queues = ctx.store.metadata().topics.get(topic)?.read_queue_nums;
+pub fn plan(store: &MessageStore, topic: &str, group: &str, timestamp_ms: i64, force: bool) -> Option<Vec<QueueReset>> {
+    let read_queues = store.metadata().topics.get(topic)?.read_queue_nums;
     let queues = usize::try_from(read_queues).unwrap_or(0).min(ADMIN_PROGRESS_QUEUES_MAX_COUNT);
     let rows = (0..queues)
         .filter_map(|q| i32::try_from(q).ok())
         .map(|queue_id| {
             let at = if timestamp_ms == RESET_TO_MAX_TIMESTAMP {
-                ctx.store.queue_offsets(topic, queue_id).1
+                store.queue_offsets(topic, queue_id).1
             } else {
-                offset_by_time(&ctx.store, topic, queue_id, timestamp_ms)
+                offset_by_time(store, topic, queue_id, timestamp_ms)
             };
             let timestamp_offset = i64::try_from(at).unwrap_or(i64::MAX);
-            let previous = ctx.store.metadata().offsets.query(topic, group, queue_id);
+            let previous = store.metadata().offsets.query(topic, group, queue_id);
             QueueReset { queue_id, previous, timestamp_offset, offset: reset_to(timestamp_offset, previous, force) }
         })
         .collect();
@@ -88,7 +90,7 @@ pub fn plan(ctx: &BrokerContext, topic: &str, group: &str, timestamp_ms: i64, fo
 
 /// Commits the planned offsets as one replicated CONSUMER_OFFSETS entry (applying it stores
 /// whatever it says, backwards too).
-pub async fn commit(ctx: &BrokerContext, topic: &str, group: &str, rows: &[QueueReset]) -> Result<(), WriteError> {
+pub async fn commit(replica: &Replica, topic: &str, group: &str, rows: &[QueueReset]) -> Result<(), WriteError> {
     if rows.is_empty() {
         return Ok(());
     }
@@ -101,13 +103,12 @@ pub async fn commit(ctx: &BrokerContext, topic: &str, group: &str, rows: &[Queue
             offset: r.offset,
         })
         .collect();
-    ctx.replica.propose(&BrokerCommand::ConsumerOffsets(commits)).await
+    replica.propose(&BrokerCommand::ConsumerOffsets(commits)).await
 }
 
 /// The planned offsets keyed by queue, as `ResetOffsetBody` carries them.
-pub fn body(ctx: &BrokerContext, topic: &str, rows: &[QueueReset]) -> ResetOffsetBody {
-    let offset_table =
-        rows.iter().map(|r| (MessageQueue::new(topic, &ctx.config.broker_name, r.queue_id), r.offset)).collect();
+pub fn body(broker_name: &str, topic: &str, rows: &[QueueReset]) -> ResetOffsetBody {
+    let offset_table = rows.iter().map(|r| (MessageQueue::new(topic, broker_name, r.queue_id), r.offset)).collect();
     ResetOffsetBody { offset_table }
 }
 
@@ -139,7 +140,7 @@ pub async fn invoke_broker_to_reset_offset(ctx: &BrokerContext, request: &Remoti
         Ok(h) => h,
         Err(e) => return refuse(ResponseCode::SystemError, format!("the request header is invalid: {e}")),
     };
-    let Some(rows) = plan(ctx, &h.topic, &h.group, h.timestamp, h.is_force) else {
+    let Some(rows) = plan(&ctx.store, &h.topic, &h.group, h.timestamp, h.is_force) else {
         return refuse(
             ResponseCode::SystemError,
             format!("[reset-offset] reset offset failed, no topic in this broker. topic={}", h.topic),
@@ -155,10 +156,10 @@ pub async fn invoke_broker_to_reset_offset(ctx: &BrokerContext, request: &Remoti
             ),
         );
     }
-    if let Err(e) = commit(ctx, &h.topic, &h.group, &rows).await {
+    if let Err(e) = commit(&ctx.replica, &h.topic, &h.group, &rows).await {
         return e.to_response(&ctx.config.broker_name);
     }
-    let table = body(ctx, &h.topic, &rows);
+    let table = body(&ctx.config.broker_name, &h.topic, &rows);
     let encoded = match table.encode() {
         Ok(b) => b,
         Err(e) => return refuse(ResponseCode::SystemError, e.to_string()),
