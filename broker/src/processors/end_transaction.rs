@@ -21,10 +21,9 @@ use crate::context::BrokerContext;
 use crate::processors::send_back::ensure_topic;
 use crate::services::schedule::redirect_delayed;
 use crate::services::timer::redirect_timer;
+use crate::services::transaction_check::encode_request;
 use crate::state::store::now_ms;
 use crate::state::topic_config::one_queue_topic;
-
-use crate::services::transaction_check::encode_request;
 use crate::state::transaction::ClaimRefused;
 use crate::state::transaction::chain_root;
 use crate::state::transaction::check_copy;

@@ -46,12 +46,11 @@ use crate::state::queue_offset::has_queue_offset;
 use crate::state::store::MessageStore;
 use crate::state::store::now_ms;
 use crate::state::topic_config::one_queue_topic;
-use crate::state::transaction::TransactionState;
-
 use crate::state::transaction::CID_RMQ_SYS_TRANS;
 use crate::state::transaction::ChainState;
 use crate::state::transaction::HALF_QUEUE_ID;
 use crate::state::transaction::HalfDecision;
+use crate::state::transaction::TransactionState;
 use crate::state::transaction::check_copy;
 use crate::state::transaction::check_times;
 use crate::state::transaction::decide_half;

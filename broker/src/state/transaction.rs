@@ -80,7 +80,6 @@ use crate::state::commit_log::record_at;
 use crate::state::consume_queue::CqUnit;
 use crate::state::real_queue::RestoreError;
 use crate::state::real_queue::real_queue;
-
 use crate::state::store::MessageStore;
 
 /// The group whose consumer offsets hold the check progress (`MixAll.CID_SYS_RMQ_TRANS`).
