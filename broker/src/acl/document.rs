@@ -285,7 +285,7 @@ impl AclConfig {
 }
 
 /// One replicated edit: the whole file it leads to and its version (the entry every replica
-/// applies, `crate::entry::BrokerCommand::AclDocument`).
+/// applies, `crate::state::entry::BrokerCommand::AclDocument`).
 #[derive(Clone, PartialEq, Eq)]
 pub struct AclDocument {
     /// The file's `dataVersion` after the edit.

@@ -26,7 +26,7 @@
 //! CONSUME_MESSAGE_DIRECTLY, INVOKE_BROKER_TO_GET_CONSUMER_STATUS). A keyed
 //! QUERY_MESSAGE verifies whether or not its client signed `_UNIQUE_KEY_QUERY`.
 //!
-//! Edits over the wire (mqadmin's `updateAclConfig` family, `crate::acl_processor`) change the
+//! Edits over the wire (mqadmin's `updateAclConfig` family, `crate::processors::acl`) change the
 //! file's text ([`AclSource`]: each field as written), and every replica installs the resulting
 //! document ([`Acl::install`]): it is put in force and written over the file, unless the file in force
 //! carries exactly that `dataVersion` (it holds that edit, perhaps edited by hand since).

@@ -32,7 +32,7 @@ pub const ACL_EDIT_CODES: &[RequestCode] = &[
 /// move any group's offsets (`resetOffsetByTime`, `cloneGroupOffset`), the one that puts any
 /// producer group's half back for checking (`resumeCheckHalfMessage`), the one that reads every
 /// account's secret (`getAccessConfigSubCommand`), and the three that edit
-/// the ACL itself, which Java leaves to any signed account (`crate::acl_processor`).
+/// the ACL itself, which Java leaves to any signed account (`crate::processors::acl`).
 pub const ADMIN_CODES: &[RequestCode] = &[
     RequestCode::UpdateAndCreateTopic,
     RequestCode::UpdateBrokerConfig,
