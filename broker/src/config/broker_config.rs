@@ -47,6 +47,8 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use raftmq_common::config_file;
+use raftmq_common::config_file::FileError;
 use raftmq_common::limits::BROKER_MAX_MESSAGE_SIZE_MAX_BYTES;
 use raftmq_common::limits::BROKER_PULL_TRANSFER_MAX_BYTES;
 use raftmq_common::limits::DELAY_PROGRESS_BATCH_MAX_COUNT;
@@ -433,28 +435,31 @@ const DURATION_KEYS: &[&str] = &[
 /// What a masked value reads as.
 pub const SECRET_MASK: &str = "******";
 
+impl From<FileError> for ConfigError {
+    fn from(e: FileError) -> Self {
+        match e {
+            FileError::Read { path, source } => ConfigError::Read { path, source },
+            FileError::Toml { origin, source } => ConfigError::Parse { origin, source },
+            properties @ FileError::Properties { .. } => ConfigError::Invalid(properties.to_string()),
+        }
+    }
+}
+
 impl BrokerConfig {
     /// The config as RocketMQ's `getBrokerConfig` shows it: every key (RocketMQ's names) with its
     /// value as text, plain values as TOML writes them, durations in milliseconds, the Raft group
     /// as JSON, secrets ([`SECRET_KEYS`]) masked.
     pub fn to_properties(&self) -> Result<BTreeMap<String, String>, toml::ser::Error> {
-        let toml::Value::Table(table) = toml::Value::try_from(self)? else {
+        let Some(table) = config_file::table_of(self)? else {
             return Ok(BTreeMap::new());
         };
         Ok(table
             .into_iter()
             .map(|(key, value)| {
-                let text = match value {
-                    _ if SECRET_KEYS.contains(&key.as_str()) => SECRET_MASK.to_owned(),
-                    toml::Value::String(s) if DURATION_KEYS.contains(&key.as_str()) => {
-                        raftmq_common::config_duration::parse(&s).map_or(s, |d| d.as_millis().to_string())
-                    }
-                    toml::Value::String(s) => s,
-                    toml::Value::Integer(i) => i.to_string(),
-                    toml::Value::Float(f) => f.to_string(),
-                    toml::Value::Boolean(b) => b.to_string(),
-                    toml::Value::Datetime(d) => d.to_string(),
-                    nested => serde_json::to_string(&nested).unwrap_or_else(|_| nested.to_string()),
+                let text = if SECRET_KEYS.contains(&key.as_str()) {
+                    SECRET_MASK.to_owned()
+                } else {
+                    config_file::property_text(value, DURATION_KEYS.contains(&key.as_str()))
                 };
                 (key, text)
             })
@@ -470,24 +475,10 @@ impl BrokerConfig {
     /// validated.
     pub fn load(path: Option<&Path>, overrides: &[(String, String)]) -> Result<Self, ConfigError> {
         let text_keys = text_keys();
-        let (mut table, origin) = match path {
-            None => (toml::Table::new(), String::new()),
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
-                let origin = format!(" in {}", path.display());
-                let table = if properties_text::is_toml_file(path) {
-                    text.parse::<toml::Table>()
-                        .map_err(|source| ConfigError::Parse { origin: origin.clone(), source })?
-                } else {
-                    properties_table(&text, &text_keys).map_err(|e| invalid(format!("{e}{origin}")))?
-                };
-                (table, origin)
-            }
-        };
-        for (key, raw) in overrides {
-            table.insert(key.clone(), typed_value(key, raw, &text_keys));
-        }
+        let (mut table, origin) = config_file::read_table(path, |text| properties_table(text, &text_keys))?;
+        config_file::apply(&mut table, overrides.iter().map(|(k, v)| (k.as_str(), v.as_str())), |k, raw| {
+            config_file::typed_value(k, raw, &text_keys)
+        });
         let peers_given = table.contains_key("raftPeers");
         let mut config: BrokerConfig =
             toml::Value::Table(table).try_into().map_err(|source| ConfigError::Parse { origin, source })?;
@@ -536,10 +527,8 @@ impl BrokerConfig {
             return Err(invalid("the config is not a table"));
         };
         let text_keys = text_keys();
-        for (key, raw) in values {
-            // Text keys take the text as it is: `deleteWhen=4` is the hour "4", not an integer.
-            table.insert(key.to_owned(), typed_value(key, raw, &text_keys));
-        }
+        // Text keys take the text as it is: `deleteWhen=4` is the hour "4", not an integer.
+        config_file::apply(&mut table, values, |k, raw| config_file::typed_value(k, raw, &text_keys));
         let config: BrokerConfig = toml::Value::Table(table)
             .try_into()
             .map_err(|source| ConfigError::Parse { origin: origin.to_owned(), source })?;
@@ -557,12 +546,7 @@ impl BrokerConfig {
 
     /// Splits `key=value` flag arguments (`-D`) into pairs for [`Self::load`].
     pub fn parse_overrides<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Vec<(String, String)>, ConfigError> {
-        args.into_iter()
-            .map(|arg| match arg.split_once('=') {
-                Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
-                _ => Err(ConfigError::Override(arg.to_owned())),
-            })
-            .collect()
+        config_file::split_overrides(args).map_err(ConfigError::Override)
     }
 
     /// Checks what serde cannot express: ranges, and the Raft group's consistency.
@@ -908,10 +892,6 @@ fn text_keys() -> BTreeSet<String> {
     keys
 }
 
-fn typed_value(key: &str, raw: &str, text_keys: &BTreeSet<String>) -> toml::Value {
-    if text_keys.contains(key) { toml::Value::String(raw.to_owned()) } else { override_value(raw) }
-}
-
 /// A Java properties file (RocketMQ's `broker.conf`) as a TOML table of typed values.
 fn properties_table(text: &str, text_keys: &BTreeSet<String>) -> Result<toml::Table, String> {
     let toml_hint = "only a file named *.toml is read as TOML; this one is read as Java properties, RocketMQ's \
@@ -947,18 +927,10 @@ fn properties_table(text: &str, text_keys: &BTreeSet<String>) -> Result<toml::Ta
                 &raw[1..raw.len() - 1]
             ));
         }
-        let value = typed_value(&key, raw, text_keys);
+        let value = config_file::typed_value(&key, raw, text_keys);
         table.insert(key, value);
     }
     Ok(table)
-}
-
-fn override_value(raw: &str) -> toml::Value {
-    // Parse `v = <raw>` so integers, booleans and inline tables keep their type; else a string.
-    match format!("v = {raw}").parse::<toml::Table>() {
-        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(raw.to_owned())),
-        Err(_) => toml::Value::String(raw.to_owned()),
-    }
 }
 
 #[cfg(test)]
