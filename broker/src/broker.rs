@@ -16,7 +16,7 @@
 //! ```
 //!
 //! Invariant: the ConsumeQueues are recovered against the CommitLog before Raft applies anything, so
-//! re-applied entries meet queues that never run past the log (raft-log-design.md §6 crash rule).
+//! re-applied entries meet queues that never run past the log (docs/raft-log.md#crash-rule).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -224,7 +224,7 @@ impl Layout {
 
     /// The `broker.toml` of `node` joining a group whose members are `members`: `raftPeers` = the
     /// members plus itself. `None` when `node` would be the smallest id of that list, because such
-    /// a node initialises a group of its own instead of waiting to be added (ARCHITECTURE.md,
+    /// a node initialises a group of its own instead of waiting to be added (docs/broker.md#group-membership,
     /// "Joining a group").
     pub fn joining_broker_toml(&self, node: &NodeSpec, members: &[&NodeSpec]) -> Option<String> {
         let mut peers: Vec<&NodeSpec> = members.iter().copied().filter(|m| m.raft_id != node.raft_id).collect();

@@ -24,9 +24,9 @@
 //!   offset in `RMQ_SYS_TRANS_HALF_TOPIC`, and recorded against the real queue it would collide
 //!   with real messages in `offsets` and order nothing in `reorder` (a check-committed value lands
 //!   after later sends anyway). `reorder` skips sends without an offset.
-//! - Delivery of a committed transaction is at least once (ARCHITECTURE.md "Transactional
-//!   messages": a late END_TRANSACTION and a check answer are two commits), so `duplicated` allows
-//!   store duplicates of transactional values.
+//! - Delivery of a committed transaction is at least once (docs/broker.md#transactional-messages:
+//!   a late END_TRANSACTION and a check answer are two commits), so `duplicated` allows store
+//!   duplicates of transactional values.
 //! - A send status other than SEND_OK makes the SDK roll back without asking the listener; a lost
 //!   END_TRANSACTION would then be checked, and the check answers by the value, so a commit-intent
 //!   value is then recorded `info` (unknown), never `ok` or `fail`.

@@ -11,7 +11,7 @@
 //! final drain:                a fresh consumer assigned every queue, seek 0, read to the max offset
 //! ```
 //!
-//! Outcome rules (reliability-checklist.md §2): a send is `ok` with a result, `fail` only when it
+//! Outcome rules (docs/reliability.md#history-rules): a send is `ok` with a result, `fail` only when it
 //! definitely was not stored (not sent, busy, client-side refusal), `info`
 //! otherwise; after an `info` the process retires and `<incarnation>` increments. Values are
 //! `"<process>-<counter>"`, unique for the run.

@@ -89,7 +89,7 @@ pub const TIMER_MAX_DELAY_MAX_SECS: u64 = 10 * 366 * 24 * 3600;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RaftPeer {
-    /// Raft node id; never reused for a different disk (raft-log-design.md §11).
+    /// Raft node id; never reused for a different disk (docs/raft-log.md#membership).
     pub id: u64,
     /// `host:port` RocketMQ clients reach that node at (its `brokerIP1:listenPort`).
     pub remoting_addr: String,

@@ -1,5 +1,5 @@
 //! Group commit of sends: concurrent SEND_MESSAGE requests are batched into one Raft entry, their queue
-//! offsets assigned by the leader just before the entry is handed to Raft (raft-log-design.md §6 (a),
+//! offsets assigned by the leader just before the entry is handed to Raft (docs/raft-log.md#queue-offsets,
 //! [`crate::state::queue_offset`]).
 //!
 //! ```text

@@ -2,8 +2,8 @@
 //! piggybacks on PULL_MESSAGE are collected for [`BROKER_OFFSET_COMMIT_LINGER_MS`], deduplicated (the
 //! last update of a queue wins) and proposed as one CONSUMER_OFFSETS entry (at most
 //! `CONSUMER_OFFSET_BATCH_MAX_COUNT` updates, about `BROKER_OFFSET_BATCH_MAX_BYTES`), so every replica — and a
-//! new leader after failover — serves the offsets consumers committed (raft-log-design.md §15: never
-//! keep offsets outside the log as DLedger did).
+//! new leader after failover — serves the offsets consumers committed
+//! (docs/raft-log.md#replicated-metadata: never keep offsets outside the log as DLedger did).
 //!
 //! Invariants: an update is only ever stored by applying a committed entry (never in local memory
 //! only); a caller that waits is answered after the entry is applied, or with the refusal; at most one

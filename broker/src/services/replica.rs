@@ -2,7 +2,7 @@
 //! node may take writes now (the leader-readiness gate), proposing replicated commands, and how a
 //! refused write is answered on the RocketMQ wire.
 //!
-//! Readiness (raft-log-design.md §6 "Leader transition", DLedger's `DLedgerRoleChangeHandler`): a
+//! Readiness (docs/raft-log.md#leader-readiness, DLedger's `DLedgerRoleChangeHandler`): a
 //! leader serves writes only once it has applied an entry of its own term. Entries apply in log order
 //! and a new leader's first entry is its blank entry, so at that point every entry committed before
 //! its term has been dispatched into the ConsumeQueues and the leader's queue offsets can be read from

@@ -2,7 +2,7 @@
 //! segments), implementing [`CommitLogReader`].
 //!
 //! The raft store writes `<store>/commitlog/<20-digit base>` segments of `segment_size` bytes through
-//! a shared mapping (ARCHITECTURE.md "The replicated CommitLog on disk"); this reader opens the same
+//! a shared mapping (docs/broker.md#the-replicated-commitlog-on-disk); this reader opens the same
 //! files read-only and reads records with `pread`, which sees the page cache the mapping writes to.
 //! raft/ exposes no byte read at a physical position yet, so the file layout is the contract here.
 //!

@@ -1,5 +1,6 @@
 //! ConsumeQueue: per (topic, queueId) the index from queue offset to CommitLog record, in RocketMQ's
-//! file format (rocketmq-wire-and-store.md §5), and [`ConsumeQueueStore`], the lazily built map of them.
+//! file format (docs/store-format.md#consumequeue-unit), and [`ConsumeQueueStore`], the lazily
+//! built map of them.
 //!
 //! ```text
 //! consumequeue/<topic>/<queueId>/00000000000000000000   units 0 .. U-1      (U = units per file)
@@ -7,7 +8,7 @@
 //! unit k at byte 20k of the queue:  phyOffset i64 | size i32 | tagsCode i64   (big-endian)
 //! ```
 //!
-//! Built only by apply from committed entries (raft-log-design.md §6), so it never runs ahead of the
+//! Built only by apply from committed entries (docs/raft-log.md#apply), so it never runs ahead of the
 //! commit point. Invariants:
 //! - units `[min_offset, max_offset)` are readable; unit `max_offset` and every later byte is zero;
 //! - phyOffsets strictly increase with the queue offset (asserted on append, verified on recovery);
@@ -555,7 +556,7 @@ impl ConsumeQueue {
     }
 
     /// Empties the queue and makes `offset` its next (and minimum) offset: a snapshot install sets
-    /// every queue's start this way (raft-log-design.md §7).
+    /// every queue's start this way (docs/raft-log.md#snapshots).
     pub fn reset_to(&mut self, offset: u64) -> Result<(), CqError> {
         while !self.files.is_empty() {
             self.remove_last_file()?;

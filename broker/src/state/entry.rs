@@ -3,7 +3,7 @@
 //!
 //! | tag | command | payload (big-endian) |
 //! |---|---|---|
-//! | 1 | [`BrokerCommand::Messages`] | one or more complete CommitLog records (rocketmq-wire-and-store.md §4.1), back to back |
+//! | 1 | [`BrokerCommand::Messages`] | one or more complete CommitLog records (docs/store-format.md#commitlog-record), back to back |
 //! | 2 | [`BrokerCommand::ConsumerOffsets`] | `version u8 = 1 \| count u32 \| count × (topic_len u16, topic, group_len u16, group, queue_id i32, offset i64)` |
 //! | 3 | [`BrokerCommand::TopicUpsert`] | `version u8 = 1 \| proposed_at_ms i64 \| TopicConfig JSON` |
 //! | 4 | [`BrokerCommand::TopicDelete`] | `version u8 = 1 \| proposed_at_ms i64 \| topic UTF-8` |
@@ -21,7 +21,7 @@
 //! types (the same bytes `topics.json` / UPDATE_AND_CREATE_TOPIC carry), read leniently as fastjson does;
 //! `proposed_at_ms` is the leader's clock, so every replica bumps its `DataVersion` to the same value.
 //!
-//! **Queue offsets** (raft-log-design.md §6, option (a), as DLedger does): the leader assigns each
+//! **Queue offsets** (docs/raft-log.md#queue-offsets, as DLedger does): the leader assigns each
 //! record's QUEUEOFFSET before proposing ([`crate::state::queue_offset`]) so the payload bytes are final — the
 //! log store's payload CRC covers them and replicas stay byte-identical. PHYSICALOFFSET is left 0 and
 //! written on every replica at append time by [`patch_physical_offsets`] (the raft `PayloadPatcher`).

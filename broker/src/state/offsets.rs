@@ -1,7 +1,7 @@
 //! `ConsumerOffsetTable`: committed consumer offsets, `topic@group` → queueId → offset, as RocketMQ's
 //! `ConsumerOffsetManager` keeps them — but changed only by applying replicated commit batches
 //! ([`crate::state::entry::BrokerCommand::ConsumerOffsets`]), so every replica holds the same table and a new
-//! leader serves the offsets consumers committed through the old one (raft-log-design.md §15).
+//! leader serves the offsets consumers committed through the old one (docs/raft-log.md#replicated-metadata).
 //!
 //! Serialized as `consumerOffset.json` / GET_ALL_CONSUMER_OFFSET's `ConsumerOffsetSerializeWrapper`.
 //! Invariant: an offset is whatever the last applied commit said (RocketMQ lets a commit move an offset

@@ -1,5 +1,5 @@
 //! `QueueOffsetTable`: the leader's next queue offset per (topic, queueId), assigned to records before
-//! they are proposed (raft-log-design.md §6 option (a); DLedger's `getQueueOffsetByKey`, RocketMQ's
+//! they are proposed (docs/raft-log.md#queue-offsets; DLedger's `getQueueOffsetByKey`, RocketMQ's
 //! `CommitLog.topicQueueTable`).
 //!
 //! Rules the send path must keep (apply rejects entries that break them, see [`crate::state::dispatch`]):
@@ -8,7 +8,8 @@
 //!   [`QueueOffsetTable::assign`] until the entry is handed to Raft (`raft.write(..)` / `client_write_ff`
 //!   only enqueues; it does not wait for commit).
 //! - **Start from applied state.** A queue not in the table starts at the ConsumeQueue's max offset, read
-//!   after everything committed before this leader's term has been applied (leader transition, §6).
+//!   after everything committed before this leader's term has been applied
+//!   (docs/raft-log.md#leader-readiness).
 //! - **Reset after any failed write.** A proposal that was rejected, discarded (`LogEntryDiscarded`) or
 //!   rejected by apply leaves offsets that will never be filled: call [`QueueOffsetTable::reset`]
 //!   (after in-flight writes settle, or accept that those in flight are rejected too and retried).

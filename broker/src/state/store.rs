@@ -22,7 +22,7 @@
 //!
 //! Invariants:
 //! - ConsumeQueues and metadata change only here, from committed entries in log order, so every
-//!   replica holds the same state and consumers never see uncommitted data (raft-log-design.md §6).
+//!   replica holds the same state and consumers never see uncommitted data (docs/raft-log.md#apply).
 //! - The committed end advances before an entry's units become visible, so a unit never points past it.
 //! - Recovery ([`MessageStore::open`]) truncates ConsumeQueue units beyond the recovered CommitLog end
 //!   before anything is applied (RocketMQ `truncateDirtyLogicFiles`); openraft then re-applies the

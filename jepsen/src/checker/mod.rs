@@ -2,7 +2,7 @@
 //! [`CheckResult`] `{name, valid, counts, samples}`; [`check_all`] runs every one into a [`Report`]
 //! (JSON for tools, [`Report::summary`] for people).
 //!
-//! One file per property (reliability-checklist.md §3):
+//! One file per property (jepsen/README.md#checkers):
 //! - [`lost`]: acknowledged sends the final full read never saw.
 //! - [`unexpected`]: values read that no send ever attempted.
 //! - [`duplicated`]: values stored or delivered more than once, and whether that was allowed.

@@ -138,7 +138,7 @@ pub struct RegisterBrokerRequestHeader {
     pub broker_id: i64,
     /// `heartbeatTimeoutMillis` (5.x): this broker's own expiry; absent = the NameServer's default.
     pub heartbeat_timeout_millis: Option<i64>,
-    /// `compressed`: the body is the deflated form (rocketmq-wire-and-store.md §3.6).
+    /// `compressed`: the body is the deflated form (docs/wire-format.md#broker-registration-body).
     pub compressed: bool,
     /// `bodyCrc32`: `CRC32(body) & 0x7FFFFFFF`; 0 = unchecked.
     pub body_crc32: i32,
