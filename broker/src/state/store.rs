@@ -38,9 +38,6 @@
 //!   skipping, not replaying, keeps every replica's `DataVersion` equal). Their ConsumeQueue effects
 //!   (units, a deleted topic's queues) are applied, because queues are restored as of P.
 
-// Deliberate import cycle (reverted in the next commit): state must never import a service.
-#[allow(unused_imports)]
-use crate::services::retention as _;
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::io;
