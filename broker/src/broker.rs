@@ -241,7 +241,7 @@ impl Broker {
                 max_transfer_count_in_disk: u64::from(config.max_transfer_count_on_message_in_disk),
                 ..PullLimits::default()
             },
-            config,
+            config: Arc::new(config),
             live: Arc::new(live),
             replica,
             store,
@@ -255,12 +255,12 @@ impl Broker {
             peer_client,
             acl,
             register_now,
-            metrics,
-            draining: AtomicBool::new(false),
+            metrics: Arc::new(metrics),
+            draining: Arc::new(AtomicBool::new(false)),
             transactions: Arc::new(crate::state::transaction::TransactionState::new()),
             manual_purge_rounds: Arc::new(std::sync::atomic::AtomicU32::new(0)),
-            sql_filters: crate::state::pull::SqlFilterCache::default(),
-            group_get_stats: crate::observability::stats::GroupGetStats::default(),
+            sql_filters: Arc::default(),
+            group_get_stats: Arc::default(),
             stats,
             broker_totals,
         });
@@ -337,7 +337,7 @@ impl Broker {
             ),
             namesrv_registration::spawn(
                 Arc::new(RegistrationHandles {
-                    config: ctx.config.clone(),
+                    config: BrokerConfig::clone(&ctx.config),
                     replica: Arc::clone(&ctx.replica),
                     store: Arc::clone(&ctx.store),
                     live: Arc::clone(&ctx.live),

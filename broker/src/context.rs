@@ -24,7 +24,7 @@ use crate::state::store::MessageStore;
 pub struct BrokerContext {
     /// The validated config the broker booted with. The keys UPDATE_BROKER_CONFIG changes
     /// ([`crate::config::broker_config::RUNTIME_UPDATABLE_KEYS`]) are read from `live` instead.
-    pub config: BrokerConfig,
+    pub config: Arc<BrokerConfig>,
     /// The config now, as UPDATE_BROKER_CONFIG changed it.
     pub live: Arc<crate::config::live_config::LiveConfig>,
     /// The Raft group.
@@ -58,20 +58,20 @@ pub struct BrokerContext {
     /// Messages sent and pulled since boot (GET_BROKER_RUNTIME_INFO).
     pub broker_totals: Arc<crate::observability::stats::BrokerTotals>,
     /// Messages pulled per topic and group by the minute (GET_CONSUME_STATS `consumeTps`).
-    pub group_get_stats: crate::observability::stats::GroupGetStats,
+    pub group_get_stats: Arc<crate::observability::stats::GroupGetStats>,
     /// Java's `StatsItem`s by statistic and key (VIEW_BROKER_STATS_DATA).
     pub stats: Arc<crate::observability::stats::StatsTable>,
     /// SQL92 subscriptions compiled once for all pulls.
-    pub sql_filters: crate::state::pull::SqlFilterCache,
+    pub sql_filters: Arc<crate::state::pull::SqlFilterCache>,
     /// This replica's Prometheus metrics.
-    pub metrics: crate::observability::metrics::BrokerMetrics,
+    pub metrics: Arc<crate::observability::metrics::BrokerMetrics>,
     /// The leader's transaction bookkeeping (ended halves, check progress).
     pub transactions: Arc<crate::state::transaction::TransactionState>,
     /// Set first by `Broker::shutdown`: `/readyz` answers 503 and admin changes are refused.
     /// Retention rounds left that delete expired CommitLog segments whatever the hour
     /// (DELETE_EXPIRED_COMMITLOG; `crate::services::retention`).
     pub manual_purge_rounds: Arc<std::sync::atomic::AtomicU32>,
-    pub draining: std::sync::atomic::AtomicBool,
+    pub draining: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl BrokerContext {

@@ -47,16 +47,13 @@ use crate::acl::AclDocument;
 use crate::acl::AclSource;
 use crate::acl::AclVersion;
 use crate::context::BrokerContext;
+use crate::processors::refusal::refuse;
 use crate::services::replica::WriteError;
 use crate::state::entry::BrokerCommand;
 use crate::state::store::now_ms;
 
 /// The remark of every ACL administration request to a broker without `aclEnable`.
 pub const ACL_DISABLED_REMARK: &str = "the plain ACL is not enabled on this broker (aclEnable = false)";
-
-fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
-    RemotingCommand::response(code, Some(remark.into()))
-}
 
 fn header<H: raftmq_common::protocol::header::CommandHeader>(
     request: &RemotingCommand,

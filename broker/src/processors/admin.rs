@@ -85,6 +85,7 @@ use crate::context::BrokerContext;
 use crate::observability::stats::runtime_string;
 use crate::processors::query::earliest_store_time;
 use crate::processors::query::unit_store_time;
+use crate::processors::refusal::refuse;
 use crate::services::client_manager::SubscriptionMissing;
 use crate::services::membership;
 use crate::services::offset_commit::offset_batches;
@@ -93,10 +94,6 @@ use crate::state::entry::OffsetCommit;
 use crate::state::pull::CommitLogReader;
 use crate::state::pull::MessageFilter;
 use crate::state::store::now_ms;
-
-fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
-    RemotingCommand::response(code, Some(remark.into()))
-}
 
 fn header<H: raftmq_common::protocol::header::CommandHeader>(request: &RemotingCommand) -> Result<H, RemotingCommand> {
     request
@@ -372,7 +369,7 @@ pub fn all_delay_offset(ctx: &BrokerContext) -> Result<RemotingCommand, Remoting
 /// GET_SYSTEM_TOPIC_LIST_FROM_BROKER (after GET_SYSTEM_TOPIC_LIST_FROM_NS; the dashboard's topic
 /// list): the topics `TopicConfigManager` creates on its own, as Java's `getSystemTopic()` lists them.
 pub fn system_topic_list(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
-    let options = crate::state::topic_config::SystemTopicOptions::from(&ctx.config);
+    let options = crate::state::topic_config::SystemTopicOptions::from(&*ctx.config);
     let topic_list = crate::state::topic_config::system_topics(&options).into_iter().map(|t| t.topic_name).collect();
     json(&TopicList { broker_addr: None, topic_list })
 }

@@ -56,6 +56,7 @@ use tracing::debug;
 use crate::context::BrokerContext;
 use crate::processors::pull::is_sql92;
 use crate::processors::pull::sql_filter;
+use crate::processors::refusal::refuse;
 use crate::processors::send_back::retry_topic_config;
 use crate::services::client_manager::ClientChannel;
 use crate::services::replica::WriteError;
@@ -64,10 +65,6 @@ use crate::state::entry::BrokerCommand;
 use crate::state::entry::OffsetCommit;
 use crate::state::offsets::query_offset_answer;
 use crate::state::store::now_ms;
-
-fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
-    RemotingCommand::response(code, Some(remark.into()))
-}
 
 fn header<H: raftmq_common::protocol::header::CommandHeader>(request: &RemotingCommand) -> Result<H, RemotingCommand> {
     request

@@ -17,9 +17,11 @@ pub mod offset_reset;
 pub mod pull;
 #[allow(clippy::result_large_err)]
 pub mod query;
+pub mod refusal;
 pub mod reply;
 pub mod router;
 #[allow(clippy::result_large_err)]
 pub mod send;
 #[allow(clippy::result_large_err)]
 pub mod send_back;
+pub mod send_handles;

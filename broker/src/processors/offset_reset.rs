@@ -36,6 +36,7 @@ use tracing::info;
 use crate::context::BrokerContext;
 use crate::processors::client_manage::send_oneway_to_all;
 use crate::processors::query::offset_by_time;
+use crate::processors::refusal::refuse;
 use crate::services::replica::Replica;
 use crate::services::replica::WriteError;
 use crate::state::entry::BrokerCommand;
@@ -127,10 +128,6 @@ pub fn notify_consumers(consumers: Vec<Connection>, header: &ResetOffsetRequestH
     let request =
         RemotingCommand::request_with_header(RequestCode::ResetConsumerClientOffset, header).with_body(encoded);
     send_oneway_to_all(consumers, request);
-}
-
-fn refuse(code: ResponseCode, remark: String) -> RemotingCommand {
-    RemotingCommand::response(code, Some(remark))
 }
 
 /// INVOKE_BROKER_TO_RESET_OFFSET: plan, commit, tell the group's consumers; the answer's body is

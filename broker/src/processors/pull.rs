@@ -27,6 +27,7 @@ use raftmq_common::protocol::header::pull::pull_sys_flag;
 use tracing::debug;
 
 use crate::context::BrokerContext;
+use crate::processors::refusal::refuse;
 use crate::services::client_manager::SubscriptionMissing;
 use crate::state::entry::BrokerCommand;
 use crate::state::entry::OffsetCommit;
@@ -41,10 +42,6 @@ use crate::state::pull::pull_outcome;
 use crate::state::pull::should_store_offset;
 use crate::state::store::now_ms;
 use crate::state::subscription_group::GroupLookup;
-
-fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
-    RemotingCommand::response(code, Some(remark.into()))
-}
 
 /// Handles one pull request (may wait up to its suspend timeout).
 pub async fn process_pull(ctx: Arc<BrokerContext>, request: &RemotingCommand) -> RemotingCommand {

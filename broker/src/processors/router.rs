@@ -27,6 +27,7 @@ use crate::processors::pull;
 use crate::processors::query;
 use crate::processors::send;
 use crate::processors::send_back;
+use crate::processors::send_handles::SendHandles;
 
 /// Request codes the broker answers.
 pub const SERVED_CODES: &[RequestCode] = &[
@@ -94,16 +95,35 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::InvokeBrokerToGetConsumerStatus,
 ];
 
-/// The broker's request processor.
+/// The broker's request processor: the context, and the handles each processor family is given.
 #[derive(Debug, Clone)]
 pub struct BrokerProcessor {
     ctx: Arc<BrokerContext>,
+    send: Arc<SendHandles>,
 }
 
 impl BrokerProcessor {
     /// A processor over `ctx`.
     pub fn new(ctx: Arc<BrokerContext>) -> Self {
-        BrokerProcessor { ctx }
+        let send = Arc::new(send_handles(&ctx));
+        BrokerProcessor { ctx, send }
+    }
+}
+
+/// What send, reply, send-back and end transaction use.
+fn send_handles(ctx: &BrokerContext) -> SendHandles {
+    SendHandles {
+        config: Arc::clone(&ctx.config),
+        live: Arc::clone(&ctx.live),
+        replica: Arc::clone(&ctx.replica),
+        store: Arc::clone(&ctx.store),
+        writer: ctx.writer.clone(),
+        register_now: Arc::clone(&ctx.register_now),
+        store_host: ctx.store_host,
+        metrics: Arc::clone(&ctx.metrics),
+        acl_enabled: ctx.acl.is_some(),
+        clients: Arc::clone(&ctx.clients),
+        transactions: Arc::clone(&ctx.transactions),
     }
 }
 
@@ -122,17 +142,19 @@ impl RequestProcessor for BrokerProcessor {
         }
         let result = match request.request_code() {
             RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
-                Ok(send::process_send(ctx, conn.peer_addr(), &request).await)
+                Ok(send::process_send(&self.send, conn.peer_addr(), &request).await)
             }
             RequestCode::SendReplyMessage | RequestCode::SendReplyMessageV2 => {
-                Ok(crate::processors::reply::process_reply(ctx, conn.peer_addr(), &request).await)
+                Ok(crate::processors::reply::process_reply(&self.send, conn.peer_addr(), &request).await)
             }
             RequestCode::CheckClientConfig => client_manage::check_client_config(ctx, &request),
-            RequestCode::EndTransaction => Ok(crate::processors::end_transaction::end_transaction(ctx, &request).await),
-            RequestCode::ResumeCheckHalfMessage => {
-                Ok(crate::processors::end_transaction::resume_check_half_message(ctx, &request).await)
+            RequestCode::EndTransaction => {
+                Ok(crate::processors::end_transaction::end_transaction(&self.send, &request).await)
             }
-            RequestCode::ConsumerSendMsgBack => Ok(send_back::consumer_send_back(ctx, &request).await),
+            RequestCode::ResumeCheckHalfMessage => {
+                Ok(crate::processors::end_transaction::resume_check_half_message(&self.send, &request).await)
+            }
+            RequestCode::ConsumerSendMsgBack => Ok(send_back::consumer_send_back(&self.send, &request).await),
             RequestCode::PullMessage => Ok(pull::process_pull(Arc::clone(ctx), &request).await),
             RequestCode::HeartBeat => client_manage::heart_beat(ctx, &conn, &request),
             RequestCode::UnregisterClient => client_manage::unregister_client(ctx, &conn, &request),
