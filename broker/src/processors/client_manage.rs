@@ -192,7 +192,7 @@ pub fn check_client_config(ctx: &BrokerContext, request: &RemotingCommand) -> Re
         }
         return Err(refuse(ResponseCode::SubscriptionParseFailed, format!("unknown expression type {kind}")));
     }
-    sql_filter(ctx, &sub.sub_string)?;
+    sql_filter(&ctx.live, &ctx.sql_filters, &sub.sub_string)?;
     Ok(RemotingCommand::success())
 }
 

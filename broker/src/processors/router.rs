@@ -24,6 +24,7 @@ use crate::context::BrokerContext;
 use crate::processors::admin;
 use crate::processors::client_manage;
 use crate::processors::pull;
+use crate::processors::pull::PullHandles;
 use crate::processors::query;
 use crate::processors::send;
 use crate::processors::send_back;
@@ -100,13 +101,33 @@ pub const SERVED_CODES: &[RequestCode] = &[
 pub struct BrokerProcessor {
     ctx: Arc<BrokerContext>,
     send: Arc<SendHandles>,
+    pull: Arc<PullHandles>,
 }
 
 impl BrokerProcessor {
     /// A processor over `ctx`.
     pub fn new(ctx: Arc<BrokerContext>) -> Self {
         let send = Arc::new(send_handles(&ctx));
-        BrokerProcessor { ctx, send }
+        let pull = Arc::new(pull_handles(&ctx));
+        BrokerProcessor { ctx, send, pull }
+    }
+}
+
+/// What a pull uses.
+fn pull_handles(ctx: &BrokerContext) -> PullHandles {
+    PullHandles {
+        config: Arc::clone(&ctx.config),
+        live: Arc::clone(&ctx.live),
+        replica: Arc::clone(&ctx.replica),
+        store: Arc::clone(&ctx.store),
+        clients: Arc::clone(&ctx.clients),
+        offsets: ctx.offsets.clone(),
+        pull_limits: ctx.pull_limits,
+        sql_filters: Arc::clone(&ctx.sql_filters),
+        metrics: Arc::clone(&ctx.metrics),
+        group_get_stats: Arc::clone(&ctx.group_get_stats),
+        broker_totals: Arc::clone(&ctx.broker_totals),
+        stats: Arc::clone(&ctx.stats),
     }
 }
 
@@ -155,7 +176,7 @@ impl RequestProcessor for BrokerProcessor {
                 Ok(crate::processors::end_transaction::resume_check_half_message(&self.send, &request).await)
             }
             RequestCode::ConsumerSendMsgBack => Ok(send_back::consumer_send_back(&self.send, &request).await),
-            RequestCode::PullMessage => Ok(pull::process_pull(Arc::clone(ctx), &request).await),
+            RequestCode::PullMessage => Ok(pull::process_pull(&self.pull, &request).await),
             RequestCode::HeartBeat => client_manage::heart_beat(ctx, &conn, &request),
             RequestCode::UnregisterClient => client_manage::unregister_client(ctx, &conn, &request),
             RequestCode::GetConsumerListByGroup => client_manage::consumer_list(ctx, &request),
