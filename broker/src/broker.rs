@@ -276,7 +276,7 @@ impl Broker {
             .on_connection_closed(move |event| {
                 if let Some(ctx) = hook_ctx.upgrade() {
                     for group in ctx.clients.connection_closed(event.connection_id) {
-                        notify_consumer_ids_changed(&ctx, &group);
+                        notify_consumer_ids_changed(&ctx.clients, &group);
                     }
                 }
             })
@@ -505,7 +505,7 @@ async fn housekeeping(ctx: Arc<BrokerContext>, cancel: CancellationToken) {
             _ = cancel.cancelled() => break,
             _ = interval.tick() => {
                 for group in ctx.clients.expire(now_ms()) {
-                    notify_consumer_ids_changed(&ctx, &group);
+                    notify_consumer_ids_changed(&ctx.clients, &group);
                 }
             }
         }

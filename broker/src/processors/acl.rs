@@ -152,7 +152,14 @@ async fn edit_acl(
     if ctx.replica.ready_term().is_none() {
         return match ctx.replica.leader_addr() {
             Some(leader) if leader != ctx.config.broker_addr() => {
-                crate::processors::client_manage::forward(ctx, &leader, request).await
+                crate::processors::client_manage::forward(
+                    &ctx.forwarder,
+                    &ctx.replica,
+                    &ctx.config.broker_name,
+                    &leader,
+                    request,
+                )
+                .await
             }
             leader_addr => Err(WriteError::NotLeader { leader_addr }.to_response(&ctx.config.broker_name)),
         };

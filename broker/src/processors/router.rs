@@ -23,6 +23,7 @@ use raftmq_common::remoting::RequestProcessor;
 use crate::context::BrokerContext;
 use crate::processors::admin;
 use crate::processors::client_manage;
+use crate::processors::client_manage::ClientHandles;
 use crate::processors::pull;
 use crate::processors::pull::PullHandles;
 use crate::processors::query;
@@ -102,6 +103,7 @@ pub struct BrokerProcessor {
     ctx: Arc<BrokerContext>,
     send: Arc<SendHandles>,
     pull: Arc<PullHandles>,
+    client: Arc<ClientHandles>,
 }
 
 impl BrokerProcessor {
@@ -109,7 +111,23 @@ impl BrokerProcessor {
     pub fn new(ctx: Arc<BrokerContext>) -> Self {
         let send = Arc::new(send_handles(&ctx));
         let pull = Arc::new(pull_handles(&ctx));
-        BrokerProcessor { ctx, send, pull }
+        let client = Arc::new(client_handles(&ctx));
+        BrokerProcessor { ctx, send, pull, client }
+    }
+}
+
+/// What the client requests and INVOKE_BROKER_TO_RESET_OFFSET use.
+fn client_handles(ctx: &BrokerContext) -> ClientHandles {
+    ClientHandles {
+        config: Arc::clone(&ctx.config),
+        live: Arc::clone(&ctx.live),
+        replica: Arc::clone(&ctx.replica),
+        store: Arc::clone(&ctx.store),
+        clients: Arc::clone(&ctx.clients),
+        offsets: ctx.offsets.clone(),
+        forwarder: ctx.forwarder.clone(),
+        register_now: Arc::clone(&ctx.register_now),
+        sql_filters: Arc::clone(&ctx.sql_filters),
     }
 }
 
@@ -168,7 +186,7 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::SendReplyMessage | RequestCode::SendReplyMessageV2 => {
                 Ok(crate::processors::reply::process_reply(&self.send, conn.peer_addr(), &request).await)
             }
-            RequestCode::CheckClientConfig => client_manage::check_client_config(ctx, &request),
+            RequestCode::CheckClientConfig => client_manage::check_client_config(&self.client, &request),
             RequestCode::EndTransaction => {
                 Ok(crate::processors::end_transaction::end_transaction(&self.send, &request).await)
             }
@@ -177,13 +195,13 @@ impl RequestProcessor for BrokerProcessor {
             }
             RequestCode::ConsumerSendMsgBack => Ok(send_back::consumer_send_back(&self.send, &request).await),
             RequestCode::PullMessage => Ok(pull::process_pull(&self.pull, &request).await),
-            RequestCode::HeartBeat => client_manage::heart_beat(ctx, &conn, &request),
-            RequestCode::UnregisterClient => client_manage::unregister_client(ctx, &conn, &request),
-            RequestCode::GetConsumerListByGroup => client_manage::consumer_list(ctx, &request),
-            RequestCode::QueryConsumerOffset => client_manage::query_consumer_offset(ctx, &request).await,
-            RequestCode::UpdateConsumerOffset => client_manage::update_consumer_offset(ctx, &request).await,
-            RequestCode::LockBatchMq => client_manage::lock_batch(ctx, &request),
-            RequestCode::UnlockBatchMq => client_manage::unlock_batch(ctx, &request),
+            RequestCode::HeartBeat => client_manage::heart_beat(&self.client, &conn, &request),
+            RequestCode::UnregisterClient => client_manage::unregister_client(&self.client, &conn, &request),
+            RequestCode::GetConsumerListByGroup => client_manage::consumer_list(&self.client, &request),
+            RequestCode::QueryConsumerOffset => client_manage::query_consumer_offset(&self.client, &request).await,
+            RequestCode::UpdateConsumerOffset => client_manage::update_consumer_offset(&self.client, &request).await,
+            RequestCode::LockBatchMq => client_manage::lock_batch(&self.client, &request),
+            RequestCode::UnlockBatchMq => client_manage::unlock_batch(&self.client, &request),
             RequestCode::UpdateAndCreateTopic => admin::update_and_create_topic(ctx, &request).await,
             RequestCode::GetAllTopicConfig => admin::all_topic_config(ctx),
             RequestCode::DeleteTopicInBroker => admin::delete_topic(ctx, &request).await,
@@ -207,15 +225,19 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::CleanExpiredConsumequeue => admin::clean_expired_consume_queue(ctx),
             RequestCode::ViewBrokerStatsData => admin::view_broker_stats_data(ctx, &request),
             RequestCode::GetConsumeStats => admin::consume_stats(ctx, &request),
-            RequestCode::GetConsumerConnectionList => client_manage::consumer_connection_list(ctx, &request),
-            RequestCode::GetProducerConnectionList => client_manage::producer_connection_list(ctx, &request),
+            RequestCode::GetConsumerConnectionList => client_manage::consumer_connection_list(&self.client, &request),
+            RequestCode::GetProducerConnectionList => client_manage::producer_connection_list(&self.client, &request),
             RequestCode::GetMinOffset => admin::min_offset(ctx, &request),
             RequestCode::QueryBrokerOffset => admin::broker_offset(ctx),
-            RequestCode::GetConsumerRunningInfo => client_manage::consumer_running_info(ctx, &request).await,
-            RequestCode::ConsumeMessageDirectly => client_manage::consume_message_directly(ctx, &request).await,
-            RequestCode::InvokeBrokerToGetConsumerStatus => client_manage::consumer_status(ctx, &request).await,
+            RequestCode::GetConsumerRunningInfo => client_manage::consumer_running_info(&self.client, &request).await,
+            RequestCode::ConsumeMessageDirectly => {
+                client_manage::consume_message_directly(&self.client, &request).await
+            }
+            RequestCode::InvokeBrokerToGetConsumerStatus => {
+                client_manage::consumer_status(&self.client, &request).await
+            }
             RequestCode::InvokeBrokerToResetOffset => {
-                Ok(crate::processors::offset_reset::invoke_broker_to_reset_offset(ctx, &request).await)
+                Ok(crate::processors::offset_reset::invoke_broker_to_reset_offset(&self.client, &request).await)
             }
             RequestCode::SearchOffsetByTimestamp => query::search_offset_by_timestamp(&ctx.store, &request),
             RequestCode::GetEarliestMsgStoretime => query::earliest_msg_storetime(&ctx.store, &request),
