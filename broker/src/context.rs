@@ -84,12 +84,7 @@ impl BrokerContext {
         &self,
         updates: &std::collections::BTreeMap<String, String>,
     ) -> Result<crate::config::live_config::Snapshot, crate::config::live_config::UpdateError> {
-        let (before, after) = self.live.update(updates, crate::state::store::now_ms())?;
-        tracing::info!(?updates, version = ?after.version, "broker config updated at runtime");
-        if after.perm_version != before.perm_version {
-            self.register_now.notify_one();
-        }
-        Ok(after)
+        self.live.update_and_announce(updates, crate::state::store::now_ms(), &self.register_now)
     }
 
     /// Stores message records through group commit and counts them ([`RecordWriter::store_records`]).

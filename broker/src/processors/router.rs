@@ -22,6 +22,7 @@ use raftmq_common::remoting::RequestProcessor;
 
 use crate::context::BrokerContext;
 use crate::processors::admin;
+use crate::processors::admin::AdminHandles;
 use crate::processors::client_manage;
 use crate::processors::client_manage::ClientHandles;
 use crate::processors::pull;
@@ -104,6 +105,7 @@ pub struct BrokerProcessor {
     send: Arc<SendHandles>,
     pull: Arc<PullHandles>,
     client: Arc<ClientHandles>,
+    admin: Arc<AdminHandles>,
 }
 
 impl BrokerProcessor {
@@ -112,7 +114,26 @@ impl BrokerProcessor {
         let send = Arc::new(send_handles(&ctx));
         let pull = Arc::new(pull_handles(&ctx));
         let client = Arc::new(client_handles(&ctx));
-        BrokerProcessor { ctx, send, pull, client }
+        let admin = Arc::new(admin_handles(&ctx));
+        BrokerProcessor { ctx, send, pull, client, admin }
+    }
+}
+
+/// What the admin requests use.
+fn admin_handles(ctx: &BrokerContext) -> AdminHandles {
+    AdminHandles {
+        config: Arc::clone(&ctx.config),
+        live: Arc::clone(&ctx.live),
+        replica: Arc::clone(&ctx.replica),
+        store: Arc::clone(&ctx.store),
+        clients: Arc::clone(&ctx.clients),
+        membership: Arc::clone(&ctx.membership),
+        register_now: Arc::clone(&ctx.register_now),
+        stats: Arc::clone(&ctx.stats),
+        group_get_stats: Arc::clone(&ctx.group_get_stats),
+        broker_totals: Arc::clone(&ctx.broker_totals),
+        manual_purge_rounds: Arc::clone(&ctx.manual_purge_rounds),
+        draining: Arc::clone(&ctx.draining),
     }
 }
 
@@ -202,33 +223,35 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::UpdateConsumerOffset => client_manage::update_consumer_offset(&self.client, &request).await,
             RequestCode::LockBatchMq => client_manage::lock_batch(&self.client, &request),
             RequestCode::UnlockBatchMq => client_manage::unlock_batch(&self.client, &request),
-            RequestCode::UpdateAndCreateTopic => admin::update_and_create_topic(ctx, &request).await,
-            RequestCode::GetAllTopicConfig => admin::all_topic_config(ctx),
-            RequestCode::DeleteTopicInBroker => admin::delete_topic(ctx, &request).await,
-            RequestCode::UpdateAndCreateSubscriptiongroup => admin::update_and_create_group(ctx, &request).await,
-            RequestCode::GetAllSubscriptiongroupConfig => admin::all_group_config(ctx),
-            RequestCode::DeleteSubscriptiongroup => admin::delete_group(ctx, &request).await,
-            RequestCode::GetAllConsumerOffset => admin::all_consumer_offset(ctx),
-            RequestCode::GetAllDelayOffset => admin::all_delay_offset(ctx),
-            RequestCode::GetSystemTopicListFromBroker => admin::system_topic_list(ctx),
-            RequestCode::GetMaxOffset => admin::max_offset(ctx, &request),
-            RequestCode::GetTopicStatsInfo => admin::topic_stats_info(ctx, &request),
-            RequestCode::GetBrokerRuntimeInfo => admin::broker_runtime_info(ctx),
-            RequestCode::GetBrokerConfig => admin::broker_config(ctx),
-            RequestCode::UpdateBrokerConfig => admin::update_broker_config(ctx, &request),
-            RequestCode::CloneGroupOffset => admin::clone_group_offset(ctx, &request).await,
-            RequestCode::GetBrokerConsumeStats => admin::broker_consume_stats(ctx, &request),
-            RequestCode::QueryTopicConsumeByWho => admin::topic_consume_by_who(ctx, &request),
-            RequestCode::QueryConsumeTimeSpan => admin::consume_time_span(ctx, &request),
-            RequestCode::QueryConsumeQueue => admin::query_consume_queue(ctx, &request),
-            RequestCode::DeleteExpiredCommitlog => admin::delete_expired_commit_log(ctx),
-            RequestCode::CleanExpiredConsumequeue => admin::clean_expired_consume_queue(ctx),
-            RequestCode::ViewBrokerStatsData => admin::view_broker_stats_data(ctx, &request),
-            RequestCode::GetConsumeStats => admin::consume_stats(ctx, &request),
+            RequestCode::UpdateAndCreateTopic => admin::update_and_create_topic(&self.admin, &request).await,
+            RequestCode::GetAllTopicConfig => admin::all_topic_config(&self.admin),
+            RequestCode::DeleteTopicInBroker => admin::delete_topic(&self.admin, &request).await,
+            RequestCode::UpdateAndCreateSubscriptiongroup => {
+                admin::update_and_create_group(&self.admin, &request).await
+            }
+            RequestCode::GetAllSubscriptiongroupConfig => admin::all_group_config(&self.admin),
+            RequestCode::DeleteSubscriptiongroup => admin::delete_group(&self.admin, &request).await,
+            RequestCode::GetAllConsumerOffset => admin::all_consumer_offset(&self.admin),
+            RequestCode::GetAllDelayOffset => admin::all_delay_offset(&self.admin),
+            RequestCode::GetSystemTopicListFromBroker => admin::system_topic_list(&self.admin),
+            RequestCode::GetMaxOffset => admin::max_offset(&self.admin, &request),
+            RequestCode::GetTopicStatsInfo => admin::topic_stats_info(&self.admin, &request),
+            RequestCode::GetBrokerRuntimeInfo => admin::broker_runtime_info(&self.admin),
+            RequestCode::GetBrokerConfig => admin::broker_config(&self.admin),
+            RequestCode::UpdateBrokerConfig => admin::update_broker_config(&self.admin, &request),
+            RequestCode::CloneGroupOffset => admin::clone_group_offset(&self.admin, &request).await,
+            RequestCode::GetBrokerConsumeStats => admin::broker_consume_stats(&self.admin, &request),
+            RequestCode::QueryTopicConsumeByWho => admin::topic_consume_by_who(&self.admin, &request),
+            RequestCode::QueryConsumeTimeSpan => admin::consume_time_span(&self.admin, &request),
+            RequestCode::QueryConsumeQueue => admin::query_consume_queue(&self.admin, &request),
+            RequestCode::DeleteExpiredCommitlog => admin::delete_expired_commit_log(&self.admin),
+            RequestCode::CleanExpiredConsumequeue => admin::clean_expired_consume_queue(&self.admin),
+            RequestCode::ViewBrokerStatsData => admin::view_broker_stats_data(&self.admin, &request),
+            RequestCode::GetConsumeStats => admin::consume_stats(&self.admin, &request),
             RequestCode::GetConsumerConnectionList => client_manage::consumer_connection_list(&self.client, &request),
             RequestCode::GetProducerConnectionList => client_manage::producer_connection_list(&self.client, &request),
-            RequestCode::GetMinOffset => admin::min_offset(ctx, &request),
-            RequestCode::QueryBrokerOffset => admin::broker_offset(ctx),
+            RequestCode::GetMinOffset => admin::min_offset(&self.admin, &request),
+            RequestCode::QueryBrokerOffset => admin::broker_offset(&self.admin),
             RequestCode::GetConsumerRunningInfo => client_manage::consumer_running_info(&self.client, &request).await,
             RequestCode::ConsumeMessageDirectly => {
                 client_manage::consume_message_directly(&self.client, &request).await
@@ -243,11 +266,11 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::GetEarliestMsgStoretime => query::earliest_msg_storetime(&ctx.store, &request),
             RequestCode::QueryMessage => query::query_message(&ctx.store, &request),
             RequestCode::ViewMessageById => query::view_message_by_id(&ctx.store, &request),
-            RequestCode::RaftAddNode => admin::add_node(ctx, &request).await,
-            RequestCode::RaftRemoveNode => admin::remove_node(ctx, &request).await,
-            RequestCode::RaftTransferLeadership => admin::transfer_leadership(ctx, &request).await,
-            RequestCode::RaftGroupStatus => admin::group_status(ctx),
-            RequestCode::RaftNodeRemoved => admin::node_removed(ctx, &request),
+            RequestCode::RaftAddNode => admin::add_node(&self.admin, &request).await,
+            RequestCode::RaftRemoveNode => admin::remove_node(&self.admin, &request).await,
+            RequestCode::RaftTransferLeadership => admin::transfer_leadership(&self.admin, &request).await,
+            RequestCode::RaftGroupStatus => admin::group_status(&self.admin),
+            RequestCode::RaftNodeRemoved => admin::node_removed(&self.admin, &request),
             RequestCode::UpdateAndCreateAclConfig => {
                 crate::processors::acl::update_and_create_acl_config(ctx, &request).await
             }
