@@ -21,6 +21,7 @@ use raftmq_common::remoting::ConnectionContext;
 use raftmq_common::remoting::RequestProcessor;
 
 use crate::context::BrokerContext;
+use crate::processors::acl::AclHandles;
 use crate::processors::admin;
 use crate::processors::admin::AdminHandles;
 use crate::processors::client_manage;
@@ -106,6 +107,7 @@ pub struct BrokerProcessor {
     pull: Arc<PullHandles>,
     client: Arc<ClientHandles>,
     admin: Arc<AdminHandles>,
+    acl: Arc<AclHandles>,
 }
 
 impl BrokerProcessor {
@@ -115,7 +117,14 @@ impl BrokerProcessor {
         let pull = Arc::new(pull_handles(&ctx));
         let client = Arc::new(client_handles(&ctx));
         let admin = Arc::new(admin_handles(&ctx));
-        BrokerProcessor { ctx, send, pull, client, admin }
+        let acl = Arc::new(AclHandles {
+            acl: ctx.acl.clone(),
+            config: Arc::clone(&ctx.config),
+            replica: Arc::clone(&ctx.replica),
+            store: Arc::clone(&ctx.store),
+            forwarder: ctx.forwarder.clone(),
+        });
+        BrokerProcessor { ctx, send, pull, client, admin, acl }
     }
 }
 
@@ -272,14 +281,14 @@ impl RequestProcessor for BrokerProcessor {
             RequestCode::RaftGroupStatus => admin::group_status(&self.admin),
             RequestCode::RaftNodeRemoved => admin::node_removed(&self.admin, &request),
             RequestCode::UpdateAndCreateAclConfig => {
-                crate::processors::acl::update_and_create_acl_config(ctx, &request).await
+                crate::processors::acl::update_and_create_acl_config(&self.acl, &request).await
             }
-            RequestCode::DeleteAclConfig => crate::processors::acl::delete_acl_config(ctx, &request).await,
+            RequestCode::DeleteAclConfig => crate::processors::acl::delete_acl_config(&self.acl, &request).await,
             RequestCode::UpdateGlobalWhiteAddrsConfig => {
-                crate::processors::acl::update_global_white_addrs_config(ctx, &request).await
+                crate::processors::acl::update_global_white_addrs_config(&self.acl, &request).await
             }
-            RequestCode::GetBrokerClusterAclInfo => crate::processors::acl::broker_cluster_acl_info(ctx),
-            RequestCode::GetBrokerClusterAclConfig => crate::processors::acl::broker_cluster_acl_config(ctx),
+            RequestCode::GetBrokerClusterAclInfo => crate::processors::acl::broker_cluster_acl_info(&self.acl),
+            RequestCode::GetBrokerClusterAclConfig => crate::processors::acl::broker_cluster_acl_config(&self.acl),
             _ => Err(raftmq_common::remoting::processor::not_supported(&request)),
         };
         Some(result.unwrap_or_else(|refusal| refusal))
