@@ -52,6 +52,7 @@ use crate::config::broker_config::BrokerConfig;
 use crate::config::live_config::LiveConfig;
 use crate::context::BrokerContext;
 use crate::http::AdminServer;
+use crate::http::handles::HttpHandles;
 use crate::observability::metrics::BrokerMetrics;
 use crate::processors::client_manage::notify_consumer_ids_changed;
 use crate::processors::router::BrokerProcessor;
@@ -283,9 +284,23 @@ impl Broker {
             // A group commit answers many sends at once; they leave in one write.
             .coalesce_writes(true);
         let admin_listen = SocketAddr::from(([0, 0, 0, 0], ctx.config.admin_port));
-        let admin = AdminServer::bind(Arc::clone(&ctx), admin_listen)
-            .await
-            .map_err(|source| BrokerError::Bind { addr: admin_listen.to_string(), source })?;
+        let admin = AdminServer::bind(
+            Arc::new(HttpHandles {
+                config: Arc::clone(&ctx.config),
+                live: Arc::clone(&ctx.live),
+                replica: Arc::clone(&ctx.replica),
+                store: Arc::clone(&ctx.store),
+                clients: Arc::clone(&ctx.clients),
+                membership: Arc::clone(&ctx.membership),
+                register_now: Arc::clone(&ctx.register_now),
+                draining: Arc::clone(&ctx.draining),
+                metrics: Arc::clone(&ctx.metrics),
+                acl: ctx.acl.clone(),
+            }),
+            admin_listen,
+        )
+        .await
+        .map_err(|source| BrokerError::Bind { addr: admin_listen.to_string(), source })?;
         let listen = SocketAddr::from(([0, 0, 0, 0], ctx.config.listen_port));
         let remoting = RemotingServer::bind_with(listen, table, options)
             .await
@@ -412,7 +427,7 @@ impl Broker {
 
     /// `/readyz`'s checks now.
     pub fn readiness(&self) -> crate::http::probes::Readiness {
-        crate::http::probes::Readiness::of(&self.ctx)
+        crate::http::probes::Readiness::of(&self.ctx.replica, &self.ctx.store, &self.ctx.draining)
     }
 
     /// The applied state (tests, admin).

@@ -1,7 +1,8 @@
 //! `BrokerContext`: the handles of one running replica (config, the store, the Raft group, group
 //! and offset commit, connected clients, ACL, statistics, metrics, transaction bookkeeping), built
-//! by [`crate::broker`] and owned by the router. It imports only the layers below it (state,
-//! services' handles, observability, config), never a processor or a service that takes it.
+//! by [`crate::broker`]. The router builds each processor family's handles from it once; services
+//! and the admin HTTP server get their own handles too, so nothing below the broker takes it whole.
+//! It imports only the layers below it (state, services' handles, observability, config).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -67,31 +68,9 @@ pub struct BrokerContext {
     pub metrics: Arc<crate::observability::metrics::BrokerMetrics>,
     /// The leader's transaction bookkeeping (ended halves, check progress).
     pub transactions: Arc<crate::state::transaction::TransactionState>,
-    /// Set first by `Broker::shutdown`: `/readyz` answers 503 and admin changes are refused.
     /// Retention rounds left that delete expired CommitLog segments whatever the hour
     /// (DELETE_EXPIRED_COMMITLOG; `crate::services::retention`).
     pub manual_purge_rounds: Arc<std::sync::atomic::AtomicU32>,
+    /// Set first by `Broker::shutdown`: `/readyz` answers 503 and admin changes are refused.
     pub draining: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl BrokerContext {
-    /// Changes runtime keys of this replica's config (UPDATE_BROKER_CONFIG, `PATCH /api/v1/config`):
-    /// all or none, durable before in effect. An update naming `brokerPermission` re-registers
-    /// with the NameServers at once, so producers stop (or resume) choosing this replica without
-    /// waiting for the registration period, as Java's `updateBrokerConfig` does. Returns the
-    /// config and versions the update made.
-    pub fn update_config(
-        &self,
-        updates: &std::collections::BTreeMap<String, String>,
-    ) -> Result<crate::config::live_config::Snapshot, crate::config::live_config::UpdateError> {
-        self.live.update_and_announce(updates, crate::state::store::now_ms(), &self.register_now)
-    }
-
-    /// Stores message records through group commit and counts them ([`RecordWriter::store_records`]).
-    pub async fn store_records(
-        &self,
-        request: crate::services::group_commit::SendRequest,
-    ) -> Result<Vec<crate::services::group_commit::StoredRecord>, crate::services::replica::WriteError> {
-        self.writer.store_records(request).await
-    }
 }
