@@ -92,6 +92,7 @@ use crate::observability::stats::StatsTable;
 use crate::observability::stats::runtime_string;
 use crate::processors::query::earliest_store_time;
 use crate::processors::query::unit_store_time;
+use crate::processors::refusal::header;
 use crate::processors::refusal::refuse;
 use crate::services::client_manager::ClientManager;
 use crate::services::client_manager::SubscriptionMissing;
@@ -135,12 +136,6 @@ pub struct AdminHandles {
     pub manual_purge_rounds: Arc<AtomicU32>,
     /// Set by `Broker::shutdown`: config updates are refused.
     pub draining: Arc<AtomicBool>,
-}
-
-fn header<H: raftmq_common::protocol::header::CommandHeader>(request: &RemotingCommand) -> Result<H, RemotingCommand> {
-    request
-        .decode_header()
-        .map_err(|e| refuse(ResponseCode::SystemError, format!("the request header is invalid: {e}")))
 }
 
 fn json<B: JsonBody>(value: &B) -> Result<RemotingCommand, RemotingCommand> {

@@ -59,6 +59,7 @@ use crate::config::broker_config::BrokerConfig;
 use crate::config::live_config::LiveConfig;
 use crate::processors::pull::is_sql92;
 use crate::processors::pull::sql_filter;
+use crate::processors::refusal::header;
 use crate::processors::refusal::refuse;
 use crate::processors::send_back::retry_topic_config;
 use crate::services::client_manager::ClientChannel;
@@ -73,12 +74,6 @@ use crate::state::offsets::query_offset_answer;
 use crate::state::pull::SqlFilterCache;
 use crate::state::store::MessageStore;
 use crate::state::store::now_ms;
-
-fn header<H: raftmq_common::protocol::header::CommandHeader>(request: &RemotingCommand) -> Result<H, RemotingCommand> {
-    request
-        .decode_header()
-        .map_err(|e| refuse(ResponseCode::SystemError, format!("the request header is invalid: {e}")))
-}
 
 fn body<B: JsonBody>(request: &RemotingCommand) -> Result<B, RemotingCommand> {
     B::decode(&request.body).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))
