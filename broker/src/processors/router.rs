@@ -1,7 +1,8 @@
 //! `BrokerProcessor`: the broker's remoting entry point. Every request code the broker serves is
 //! registered here ([`SERVED_CODES`]) and routed to its processor module; anything else gets the
-//! transport's REQUEST_CODE_NOT_SUPPORTED. The router owns the [`crate::context::BrokerContext`]
-//! and is the only file that knows every processor.
+//! transport's REQUEST_CODE_NOT_SUPPORTED. The router owns the [`crate::context::BrokerContext`],
+//! builds each processor family's handles from it once, and is the only file that knows every
+//! processor; a processor sees only its handles.
 //!
 //! ```text
 //! RemotingServer ──code──▶ BrokerProcessor::process
