@@ -52,6 +52,7 @@ use crate::config::broker_config::BrokerConfig;
 use crate::config::live_config::LiveConfig;
 use crate::context::BrokerContext;
 use crate::http::AdminServer;
+use crate::http::handles::HttpHandles;
 use crate::observability::metrics::BrokerMetrics;
 use crate::processors::client_manage::notify_consumer_ids_changed;
 use crate::processors::router::BrokerProcessor;
@@ -241,7 +242,7 @@ impl Broker {
                 max_transfer_count_in_disk: u64::from(config.max_transfer_count_on_message_in_disk),
                 ..PullLimits::default()
             },
-            config,
+            config: Arc::new(config),
             live: Arc::new(live),
             replica,
             store,
@@ -255,12 +256,12 @@ impl Broker {
             peer_client,
             acl,
             register_now,
-            metrics,
-            draining: AtomicBool::new(false),
+            metrics: Arc::new(metrics),
+            draining: Arc::new(AtomicBool::new(false)),
             transactions: Arc::new(crate::state::transaction::TransactionState::new()),
             manual_purge_rounds: Arc::new(std::sync::atomic::AtomicU32::new(0)),
-            sql_filters: crate::state::pull::SqlFilterCache::default(),
-            group_get_stats: crate::observability::stats::GroupGetStats::default(),
+            sql_filters: Arc::default(),
+            group_get_stats: Arc::default(),
             stats,
             broker_totals,
         });
@@ -276,16 +277,30 @@ impl Broker {
             .on_connection_closed(move |event| {
                 if let Some(ctx) = hook_ctx.upgrade() {
                     for group in ctx.clients.connection_closed(event.connection_id) {
-                        notify_consumer_ids_changed(&ctx, &group);
+                        notify_consumer_ids_changed(&ctx.clients, &group);
                     }
                 }
             })
             // A group commit answers many sends at once; they leave in one write.
             .coalesce_writes(true);
         let admin_listen = SocketAddr::from(([0, 0, 0, 0], ctx.config.admin_port));
-        let admin = AdminServer::bind(Arc::clone(&ctx), admin_listen)
-            .await
-            .map_err(|source| BrokerError::Bind { addr: admin_listen.to_string(), source })?;
+        let admin = AdminServer::bind(
+            Arc::new(HttpHandles {
+                config: Arc::clone(&ctx.config),
+                live: Arc::clone(&ctx.live),
+                replica: Arc::clone(&ctx.replica),
+                store: Arc::clone(&ctx.store),
+                clients: Arc::clone(&ctx.clients),
+                membership: Arc::clone(&ctx.membership),
+                register_now: Arc::clone(&ctx.register_now),
+                draining: Arc::clone(&ctx.draining),
+                metrics: Arc::clone(&ctx.metrics),
+                acl: ctx.acl.clone(),
+            }),
+            admin_listen,
+        )
+        .await
+        .map_err(|source| BrokerError::Bind { addr: admin_listen.to_string(), source })?;
         let listen = SocketAddr::from(([0, 0, 0, 0], ctx.config.listen_port));
         let remoting = RemotingServer::bind_with(listen, table, options)
             .await
@@ -337,7 +352,7 @@ impl Broker {
             ),
             namesrv_registration::spawn(
                 Arc::new(RegistrationHandles {
-                    config: ctx.config.clone(),
+                    config: BrokerConfig::clone(&ctx.config),
                     replica: Arc::clone(&ctx.replica),
                     store: Arc::clone(&ctx.store),
                     live: Arc::clone(&ctx.live),
@@ -412,7 +427,7 @@ impl Broker {
 
     /// `/readyz`'s checks now.
     pub fn readiness(&self) -> crate::http::probes::Readiness {
-        crate::http::probes::Readiness::of(&self.ctx)
+        crate::http::probes::Readiness::of(&self.ctx.replica, &self.ctx.store, &self.ctx.draining)
     }
 
     /// The applied state (tests, admin).
@@ -505,7 +520,7 @@ async fn housekeeping(ctx: Arc<BrokerContext>, cancel: CancellationToken) {
             _ = cancel.cancelled() => break,
             _ = interval.tick() => {
                 for group in ctx.clients.expire(now_ms()) {
-                    notify_consumer_ids_changed(&ctx, &group);
+                    notify_consumer_ids_changed(&ctx.clients, &group);
                 }
             }
         }

@@ -1,7 +1,8 @@
 //! `BrokerContext`: the handles of one running replica (config, the store, the Raft group, group
 //! and offset commit, connected clients, ACL, statistics, metrics, transaction bookkeeping), built
-//! by [`crate::broker`] and owned by the router. It imports only the layers below it (state,
-//! services' handles, observability, config), never a processor or a service that takes it.
+//! by [`crate::broker`]. The router builds each processor family's handles from it once; services
+//! and the admin HTTP server get their own handles too, so nothing below the broker takes it whole.
+//! It imports only the layers below it (state, services' handles, observability, config).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,7 +25,7 @@ use crate::state::store::MessageStore;
 pub struct BrokerContext {
     /// The validated config the broker booted with. The keys UPDATE_BROKER_CONFIG changes
     /// ([`crate::config::broker_config::RUNTIME_UPDATABLE_KEYS`]) are read from `live` instead.
-    pub config: BrokerConfig,
+    pub config: Arc<BrokerConfig>,
     /// The config now, as UPDATE_BROKER_CONFIG changed it.
     pub live: Arc<crate::config::live_config::LiveConfig>,
     /// The Raft group.
@@ -58,45 +59,18 @@ pub struct BrokerContext {
     /// Messages sent and pulled since boot (GET_BROKER_RUNTIME_INFO).
     pub broker_totals: Arc<crate::observability::stats::BrokerTotals>,
     /// Messages pulled per topic and group by the minute (GET_CONSUME_STATS `consumeTps`).
-    pub group_get_stats: crate::observability::stats::GroupGetStats,
+    pub group_get_stats: Arc<crate::observability::stats::GroupGetStats>,
     /// Java's `StatsItem`s by statistic and key (VIEW_BROKER_STATS_DATA).
     pub stats: Arc<crate::observability::stats::StatsTable>,
     /// SQL92 subscriptions compiled once for all pulls.
-    pub sql_filters: crate::state::pull::SqlFilterCache,
+    pub sql_filters: Arc<crate::state::pull::SqlFilterCache>,
     /// This replica's Prometheus metrics.
-    pub metrics: crate::observability::metrics::BrokerMetrics,
+    pub metrics: Arc<crate::observability::metrics::BrokerMetrics>,
     /// The leader's transaction bookkeeping (ended halves, check progress).
     pub transactions: Arc<crate::state::transaction::TransactionState>,
-    /// Set first by `Broker::shutdown`: `/readyz` answers 503 and admin changes are refused.
     /// Retention rounds left that delete expired CommitLog segments whatever the hour
     /// (DELETE_EXPIRED_COMMITLOG; `crate::services::retention`).
     pub manual_purge_rounds: Arc<std::sync::atomic::AtomicU32>,
-    pub draining: std::sync::atomic::AtomicBool,
-}
-
-impl BrokerContext {
-    /// Changes runtime keys of this replica's config (UPDATE_BROKER_CONFIG, `PATCH /api/v1/config`):
-    /// all or none, durable before in effect. An update naming `brokerPermission` re-registers
-    /// with the NameServers at once, so producers stop (or resume) choosing this replica without
-    /// waiting for the registration period, as Java's `updateBrokerConfig` does. Returns the
-    /// config and versions the update made.
-    pub fn update_config(
-        &self,
-        updates: &std::collections::BTreeMap<String, String>,
-    ) -> Result<crate::config::live_config::Snapshot, crate::config::live_config::UpdateError> {
-        let (before, after) = self.live.update(updates, crate::state::store::now_ms())?;
-        tracing::info!(?updates, version = ?after.version, "broker config updated at runtime");
-        if after.perm_version != before.perm_version {
-            self.register_now.notify_one();
-        }
-        Ok(after)
-    }
-
-    /// Stores message records through group commit and counts them ([`RecordWriter::store_records`]).
-    pub async fn store_records(
-        &self,
-        request: crate::services::group_commit::SendRequest,
-    ) -> Result<Vec<crate::services::group_commit::StoredRecord>, crate::services::replica::WriteError> {
-        self.writer.store_records(request).await
-    }
+    /// Set first by `Broker::shutdown`: `/readyz` answers 503 and admin changes are refused.
+    pub draining: Arc<std::sync::atomic::AtomicBool>,
 }

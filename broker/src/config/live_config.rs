@@ -34,6 +34,7 @@ use std::sync::Mutex;
 use raftmq_common::protocol::body::properties_text;
 use raftmq_common::protocol::body::topic::DataVersion;
 use thiserror::Error;
+use tokio::sync::Notify;
 use tokio::sync::watch;
 
 use crate::config::broker_config::BrokerConfig;
@@ -178,6 +179,24 @@ impl LiveConfig {
         };
         self.current.send_replace(after.clone());
         Ok((before, after))
+    }
+
+    /// [`Self::update`] as UPDATE_BROKER_CONFIG and `PATCH /api/v1/config` make it: an update naming
+    /// `brokerPermission` wakes `register_now`, so producers stop (or resume) choosing this replica
+    /// without waiting for the registration period, as Java's `updateBrokerConfig` does. Returns
+    /// the config and versions the update made.
+    pub fn update_and_announce(
+        &self,
+        updates: &BTreeMap<String, String>,
+        now_ms: u64,
+        register_now: &Notify,
+    ) -> Result<Snapshot, UpdateError> {
+        let (before, after) = self.update(updates, now_ms)?;
+        tracing::info!(?updates, version = ?after.version, "broker config updated at runtime");
+        if after.perm_version != before.perm_version {
+            register_now.notify_one();
+        }
+        Ok(after)
     }
 }
 

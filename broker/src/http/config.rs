@@ -25,6 +25,7 @@ use crate::http::error::ApiError;
 use crate::http::error::ApiJson;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
+use crate::state::store::now_ms;
 
 /// Routes of this module.
 pub fn routes() -> Routes {
@@ -74,7 +75,7 @@ async fn update(
         updates.insert(key, text);
     }
     // The answer is the config this update made, not a later one's.
-    let after = ctx.update_config(&updates).map_err(|e| match e {
+    let after = ctx.live.update_and_announce(&updates, now_ms(), &ctx.register_now).map_err(|e| match e {
         UpdateError::Config(e) => ApiError::invalid(e.to_string()),
         e @ UpdateError::Persist { .. } => {
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code::UNAVAILABLE, e.to_string())

@@ -20,7 +20,6 @@ use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use serde::Deserialize;
 use serde::Serialize;
 
-use crate::context::BrokerContext;
 use crate::http::Routes;
 use crate::http::Shared;
 use crate::http::ensure_writable;
@@ -30,6 +29,7 @@ use crate::http::error::ApiPath;
 use crate::http::error::ApiQuery;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
+use crate::http::handles::HttpHandles;
 use crate::http::replicate;
 use crate::state::entry::BrokerCommand;
 use crate::state::store::now_ms;
@@ -136,7 +136,7 @@ fn check_new_group_name(group: &str) -> ApiResult<()> {
     validate_consumer_group(group).map_err(|e| ApiError::invalid(e.to_string()))
 }
 
-fn group_config(ctx: &BrokerContext, group: &str) -> ApiResult<SubscriptionGroupConfig> {
+fn group_config(ctx: &HttpHandles, group: &str) -> ApiResult<SubscriptionGroupConfig> {
     ctx.store
         .metadata()
         .groups
@@ -146,7 +146,7 @@ fn group_config(ctx: &BrokerContext, group: &str) -> ApiResult<SubscriptionGroup
 }
 
 /// Whether `group` is known here: a subscription group, or offsets committed under its name.
-pub(crate) fn group_known(ctx: &BrokerContext, group: &str) -> bool {
+pub(crate) fn group_known(ctx: &HttpHandles, group: &str) -> bool {
     let meta = ctx.store.metadata();
     meta.groups.get(group).is_some() || !meta.offsets.topics_of_group(group).is_empty()
 }
@@ -253,7 +253,7 @@ pub struct Progress {
 
 /// A group's progress on every topic it has offsets for (its committed queues and the topic's read
 /// queues), read from applied state: any replica answers.
-pub fn progress_of(ctx: &BrokerContext, group: &str) -> Progress {
+pub fn progress_of(ctx: &HttpHandles, group: &str) -> Progress {
     // Offsets and topic configs first, then the queues: never two store locks at once.
     let wanted: BTreeMap<String, (BTreeMap<i32, i64>, BTreeSet<i32>)> = {
         let meta = ctx.store.metadata();

@@ -17,7 +17,6 @@ use axum::routing::delete;
 use axum::routing::post;
 use serde::Deserialize;
 
-use crate::context::BrokerContext;
 use crate::http::Routes;
 use crate::http::Shared;
 use crate::http::error::ApiError;
@@ -25,6 +24,7 @@ use crate::http::error::ApiJson;
 use crate::http::error::ApiPath;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
+use crate::http::handles::HttpHandles;
 use crate::services::membership;
 use crate::services::membership::MembershipError;
 use crate::services::membership::MembershipReport;
@@ -46,7 +46,7 @@ pub struct AddNode {
     pub raft_addr: String,
 }
 
-pub(crate) fn api_error(ctx: &BrokerContext, e: MembershipError) -> ApiError {
+pub(crate) fn api_error(ctx: &HttpHandles, e: MembershipError) -> ApiError {
     match e {
         MembershipError::NotLeader { leader_addr } => {
             let mut err = ApiError::not_leader(&ctx.replica);

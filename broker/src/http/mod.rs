@@ -31,6 +31,7 @@
 pub mod config;
 pub mod error;
 pub mod groups;
+pub mod handles;
 pub mod membership;
 pub mod messages;
 pub mod ops;
@@ -62,14 +63,14 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 use tracing::warn;
 
-use crate::context::BrokerContext;
 use crate::http::error::ApiError;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
+use crate::http::handles::HttpHandles;
 use crate::state::entry::BrokerCommand;
 
 /// The state every handler gets.
-pub type Shared = Arc<BrokerContext>;
+pub type Shared = Arc<HttpHandles>;
 
 /// A set of routes and the paths they serve (so the OpenAPI document can be checked against them).
 #[derive(Debug, Default)]
@@ -197,13 +198,13 @@ async fn gate_api(State(ctx): State<Shared>, request: Request, next: Next) -> Re
 }
 
 /// `Ok` when this replica may take a replicated change now; else NOT_LEADER / NOT_READY.
-pub(crate) fn ensure_writable(ctx: &BrokerContext) -> ApiResult<()> {
+pub(crate) fn ensure_writable(ctx: &HttpHandles) -> ApiResult<()> {
     ctx.replica.check_writable().map(|_| ()).map_err(|e| ApiError::from_write(e, &ctx.replica))
 }
 
 /// Proposes `command` (topics, groups, offsets) and waits until it is applied here, exactly as the
 /// remoting admin processor does; the NameServer registration is refreshed afterwards.
-pub(crate) async fn replicate(ctx: &BrokerContext, command: BrokerCommand) -> ApiResult<()> {
+pub(crate) async fn replicate(ctx: &HttpHandles, command: BrokerCommand) -> ApiResult<()> {
     ctx.replica.propose(&command).await.map_err(|e| ApiError::from_write(e, &ctx.replica))?;
     ctx.register_now.notify_one();
     Ok(())

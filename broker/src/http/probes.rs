@@ -8,6 +8,7 @@
 //! gate (applied an entry of its term), a follower has applied all but
 //! [`ADMIN_READY_APPLY_LAG_MAX_COUNT`] of the entries it knows are committed.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
 
 use axum::Json;
@@ -21,10 +22,11 @@ use raftmq_common::limits::ADMIN_READY_APPLY_LAG_MAX_COUNT;
 use raftmq_raft::Role;
 use serde::Serialize;
 
-use crate::context::BrokerContext;
 use crate::http::Routes;
 use crate::http::Shared;
 use crate::services::replica::Membership;
+use crate::services::replica::Replica;
+use crate::state::store::MessageStore;
 
 /// The OpenAPI 3 document of the admin API.
 pub const OPENAPI_JSON: &str = include_str!("openapi.json");
@@ -59,20 +61,20 @@ impl Readiness {
         self.not_draining && self.member && self.storage_ok && self.leader_known && self.caught_up
     }
 
-    /// The checks of `ctx` now.
-    pub fn of(ctx: &BrokerContext) -> Readiness {
-        let status = ctx.replica.node().status();
+    /// The checks of this replica now.
+    pub fn of(replica: &Replica, store: &MessageStore, draining: &AtomicBool) -> Readiness {
+        let status = replica.node().status();
         let role = status.leadership.role;
         let applied = status.applied.map_or(0, |a| a.index);
         let committed = status.committed.map_or(0, |c| c.index);
         let caught_up = match role {
-            Role::Leader => ctx.replica.ready_term().is_some(),
+            Role::Leader => replica.ready_term().is_some(),
             _ => applied.saturating_add(ADMIN_READY_APPLY_LAG_MAX_COUNT) >= committed,
         };
         Readiness {
-            not_draining: !ctx.draining.load(Ordering::Acquire),
-            member: ctx.replica.membership() == Membership::Member,
-            storage_ok: status.damaged.is_none() && status.poisoned.is_none() && ctx.store.failure().is_none(),
+            not_draining: !draining.load(Ordering::Acquire),
+            member: replica.membership() == Membership::Member,
+            storage_ok: status.damaged.is_none() && status.poisoned.is_none() && store.failure().is_none(),
             leader_known: status.leadership.leader_id.is_some() && role != Role::Stopped,
             caught_up,
         }
@@ -84,7 +86,7 @@ async fn livez() -> Json<serde_json::Value> {
 }
 
 async fn readyz(State(ctx): State<Shared>) -> Response {
-    let checks = Readiness::of(&ctx);
+    let checks = Readiness::of(&ctx.replica, &ctx.store, &ctx.draining);
     let status = if checks.ready() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (status, Json(serde_json::json!({ "ready": checks.ready(), "checks": checks }))).into_response()
 }

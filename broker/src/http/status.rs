@@ -141,6 +141,6 @@ async fn status(State(ctx): State<Shared>) -> Json<StatusView> {
         },
         writable: ctx.replica.ready_term().is_some(),
         draining: ctx.draining.load(Ordering::Acquire),
-        readiness: Readiness::of(&ctx),
+        readiness: Readiness::of(&ctx.replica, &ctx.store, &ctx.draining),
     })
 }

@@ -20,7 +20,6 @@ use raftmq_common::protocol::body::topic::perm;
 use serde::Deserialize;
 use serde::Serialize;
 
-use crate::context::BrokerContext;
 use crate::http::Routes;
 use crate::http::Shared;
 use crate::http::ensure_writable;
@@ -29,6 +28,7 @@ use crate::http::error::ApiJson;
 use crate::http::error::ApiPath;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
+use crate::http::handles::HttpHandles;
 use crate::http::replicate;
 use crate::state::entry::BrokerCommand;
 use crate::state::store::now_ms;
@@ -139,7 +139,7 @@ pub(crate) fn check_topic_name(topic: &str) -> ApiResult<()> {
 }
 
 /// The topic's config, or 404 TOPIC_NOT_FOUND.
-pub(crate) fn topic_config(ctx: &BrokerContext, topic: &str) -> ApiResult<TopicConfig> {
+pub(crate) fn topic_config(ctx: &HttpHandles, topic: &str) -> ApiResult<TopicConfig> {
     ctx.store
         .metadata()
         .topics

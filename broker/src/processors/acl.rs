@@ -39,6 +39,7 @@ use raftmq_common::protocol::header::acl::DeleteAccessConfigRequestHeader;
 use raftmq_common::protocol::header::acl::GetBrokerAclConfigResponseHeader;
 use raftmq_common::protocol::header::acl::UpdateGlobalWhiteAddrsConfigRequestHeader;
 use raftmq_common::protocol::header::acl::split_list;
+use raftmq_common::remoting::RemotingClient;
 
 use crate::acl::AccountEdit;
 use crate::acl::Acl;
@@ -46,17 +47,17 @@ use crate::acl::AclConfig;
 use crate::acl::AclDocument;
 use crate::acl::AclSource;
 use crate::acl::AclVersion;
-use crate::context::BrokerContext;
+use crate::config::broker_config::BrokerConfig;
+use crate::processors::client_manage::forward;
+use crate::processors::refusal::refuse;
+use crate::services::replica::Replica;
 use crate::services::replica::WriteError;
 use crate::state::entry::BrokerCommand;
+use crate::state::store::MessageStore;
 use crate::state::store::now_ms;
 
 /// The remark of every ACL administration request to a broker without `aclEnable`.
 pub const ACL_DISABLED_REMARK: &str = "the plain ACL is not enabled on this broker (aclEnable = false)";
-
-fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
-    RemotingCommand::response(code, Some(remark.into()))
-}
 
 fn header<H: raftmq_common::protocol::header::CommandHeader>(
     request: &RemotingCommand,
@@ -65,13 +66,29 @@ fn header<H: raftmq_common::protocol::header::CommandHeader>(
     request.decode_header().map_err(|e| refuse(failed, format!("the request header is invalid: {e}")))
 }
 
-fn acl(ctx: &BrokerContext, failed: ResponseCode) -> Result<&Arc<Acl>, RemotingCommand> {
+/// What the ACL administration requests use: the plain ACL, the replica's leader view and proposals,
+/// the replicated ACL document, and the relay to the leader. Built once by the router.
+#[derive(Debug)]
+pub struct AclHandles {
+    /// The plain ACL (`aclEnable`); without it every ACL request is refused.
+    pub acl: Option<Arc<Acl>>,
+    /// The config the broker booted with (names, addresses).
+    pub config: Arc<BrokerConfig>,
+    /// Leader view and proposals.
+    pub replica: Arc<Replica>,
+    /// The replicated ACL document.
+    pub store: Arc<MessageStore>,
+    /// Unsigned client relaying a follower's request to the leader.
+    pub forwarder: RemotingClient,
+}
+
+fn acl(ctx: &AclHandles, failed: ResponseCode) -> Result<&Arc<Acl>, RemotingCommand> {
     ctx.acl.as_ref().ok_or_else(|| refuse(failed, ACL_DISABLED_REMARK))
 }
 
 /// UPDATE_AND_CREATE_ACL_CONFIG.
 pub async fn update_and_create_acl_config(
-    ctx: &BrokerContext,
+    ctx: &AclHandles,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let failed = ResponseCode::UPDATE_AND_CREATE_ACL_CONFIG_FAILED;
@@ -91,7 +108,7 @@ pub async fn update_and_create_acl_config(
 
 /// DELETE_ACL_CONFIG.
 pub async fn delete_acl_config(
-    ctx: &BrokerContext,
+    ctx: &AclHandles,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let failed = ResponseCode::DELETE_ACL_CONFIG_FAILED;
@@ -104,7 +121,7 @@ pub async fn delete_acl_config(
 
 /// UPDATE_GLOBAL_WHITE_ADDRS_CONFIG.
 pub async fn update_global_white_addrs_config(
-    ctx: &BrokerContext,
+    ctx: &AclHandles,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let failed = ResponseCode::UpdateGlobalWhiteAddrsConfigFailed;
@@ -120,7 +137,7 @@ pub async fn update_global_white_addrs_config(
 }
 
 /// GET_BROKER_CLUSTER_ACL_INFO: the version of the ACL file in force on this replica.
-pub fn broker_cluster_acl_info(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+pub fn broker_cluster_acl_info(ctx: &AclHandles) -> Result<RemotingCommand, RemotingCommand> {
     let acl = acl(ctx, ResponseCode::SystemError)?;
     let version = acl.current().source.version.unwrap_or_default();
     let path = acl.path().display().to_string();
@@ -136,7 +153,7 @@ pub fn broker_cluster_acl_info(ctx: &BrokerContext) -> Result<RemotingCommand, R
 
 /// GET_BROKER_CLUSTER_ACL_CONFIG (`mqadmin getAccessConfigSubCommand`, the dashboard's ACL page):
 /// the file in force on this replica, every account with its secret, as Java answers.
-pub fn broker_cluster_acl_config(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+pub fn broker_cluster_acl_config(ctx: &AclHandles) -> Result<RemotingCommand, RemotingCommand> {
     let acl = acl(ctx, ResponseCode::SystemError)?;
     let body = acl.current().source.to_response_body();
     let encoded = body.encode().map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
@@ -146,7 +163,7 @@ pub fn broker_cluster_acl_config(ctx: &BrokerContext) -> Result<RemotingCommand,
 /// One edit: relayed to the leader by a follower; on the leader, `change` applied to the file in
 /// force (`Ok(None)`: nothing to change), replicated, and installed here before the answer.
 async fn edit_acl(
-    ctx: &BrokerContext,
+    ctx: &AclHandles,
     request: &RemotingCommand,
     failed: ResponseCode,
     change: impl FnOnce(&AclSource) -> Result<Option<AclSource>, String>,
@@ -155,7 +172,7 @@ async fn edit_acl(
     if ctx.replica.ready_term().is_none() {
         return match ctx.replica.leader_addr() {
             Some(leader) if leader != ctx.config.broker_addr() => {
-                crate::processors::client_manage::forward(ctx, &leader, request).await
+                forward(&ctx.forwarder, &ctx.replica, &ctx.config.broker_name, &leader, request).await
             }
             leader_addr => Err(WriteError::NotLeader { leader_addr }.to_response(&ctx.config.broker_name)),
         };

@@ -24,6 +24,8 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::AtomicU32;
 
 use raftmq_common::limits::QUERY_CONSUME_QUEUE_MAX_COUNT;
 use raftmq_common::limits::RETENTION_MANUAL_DELETE_ROUNDS_COUNT;
@@ -78,30 +80,62 @@ use raftmq_common::protocol::header::offset::QueryBrokerOffsetResponseHeader;
 use raftmq_common::protocol::header::query::QueryConsumeQueueRequestHeader;
 
 use raftmq_raft::Role;
+use tokio::sync::Notify;
 
+use crate::config::broker_config::BrokerConfig;
 use crate::config::broker_config::ConfigError;
+use crate::config::live_config::LiveConfig;
 use crate::config::live_config::UpdateError;
-use crate::context::BrokerContext;
+use crate::observability::stats::BrokerTotals;
+use crate::observability::stats::GroupGetStats;
+use crate::observability::stats::StatsTable;
 use crate::observability::stats::runtime_string;
 use crate::processors::query::earliest_store_time;
 use crate::processors::query::unit_store_time;
+use crate::processors::refusal::header;
+use crate::processors::refusal::refuse;
+use crate::services::client_manager::ClientManager;
 use crate::services::client_manager::SubscriptionMissing;
 use crate::services::membership;
+use crate::services::membership::GroupMembership;
 use crate::services::offset_commit::offset_batches;
+use crate::services::replica::Replica;
 use crate::state::entry::BrokerCommand;
 use crate::state::entry::OffsetCommit;
 use crate::state::pull::CommitLogReader;
 use crate::state::pull::MessageFilter;
+use crate::state::store::MessageStore;
 use crate::state::store::now_ms;
 
-fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
-    RemotingCommand::response(code, Some(remark.into()))
-}
-
-fn header<H: raftmq_common::protocol::header::CommandHeader>(request: &RemotingCommand) -> Result<H, RemotingCommand> {
-    request
-        .decode_header()
-        .map_err(|e| refuse(ResponseCode::SystemError, format!("the request header is invalid: {e}")))
+/// What the admin requests use: the store (topics, groups, offsets, queues), the replica's leader
+/// view and proposals, membership changes, the boot and live config, connected clients' subscriptions
+/// and the statistics they report. Built once by the router.
+#[derive(Debug)]
+pub struct AdminHandles {
+    /// The config the broker booted with.
+    pub config: Arc<BrokerConfig>,
+    /// The config now, as UPDATE_BROKER_CONFIG changed it.
+    pub live: Arc<LiveConfig>,
+    /// Leader view and proposals.
+    pub replica: Arc<Replica>,
+    /// Topics, groups, offsets, ConsumeQueues and the CommitLog.
+    pub store: Arc<MessageStore>,
+    /// Connected clients' subscriptions.
+    pub clients: Arc<ClientManager>,
+    /// Adding and removing nodes, leadership transfer, the group's status.
+    pub membership: Arc<GroupMembership>,
+    /// Wakes NameServer registration (topics, permission or membership changed).
+    pub register_now: Arc<Notify>,
+    /// VIEW_BROKER_STATS_DATA.
+    pub stats: Arc<StatsTable>,
+    /// GET_CONSUME_STATS `consumeTps`.
+    pub group_get_stats: Arc<GroupGetStats>,
+    /// GET_BROKER_RUNTIME_INFO totals.
+    pub broker_totals: Arc<BrokerTotals>,
+    /// Retention rounds that delete expired CommitLog segments whatever the hour.
+    pub manual_purge_rounds: Arc<AtomicU32>,
+    /// Set by `Broker::shutdown`: config updates are refused.
+    pub draining: Arc<AtomicBool>,
 }
 
 fn json<B: JsonBody>(value: &B) -> Result<RemotingCommand, RemotingCommand> {
@@ -114,7 +148,7 @@ fn body<B: JsonBody>(request: &RemotingCommand) -> Result<B, RemotingCommand> {
 }
 
 /// RAFT_ADD_NODE: add a node (learner, catch-up, voter); answers a `MembershipReport`.
-pub async fn add_node(ctx: &Arc<BrokerContext>, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+pub async fn add_node(ctx: &AdminHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let req: AddNodeRequest = body(request)?;
     let report = membership::run_detached(&ctx.membership, move |ctx| async move {
         membership::add_node(&ctx, req.id, req.remoting_addr, req.raft_addr).await
@@ -125,10 +159,7 @@ pub async fn add_node(ctx: &Arc<BrokerContext>, request: &RemotingCommand) -> Re
 }
 
 /// RAFT_REMOVE_NODE: remove a voter or learner; answers a `MembershipReport`.
-pub async fn remove_node(
-    ctx: &Arc<BrokerContext>,
-    request: &RemotingCommand,
-) -> Result<RemotingCommand, RemotingCommand> {
+pub async fn remove_node(ctx: &AdminHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let req: RemoveNodeRequest = body(request)?;
     let report =
         membership::run_detached(
@@ -142,7 +173,7 @@ pub async fn remove_node(
 
 /// RAFT_TRANSFER_LEADERSHIP: hand leadership to a voter; answers a `MembershipReport`.
 pub async fn transfer_leadership(
-    ctx: &Arc<BrokerContext>,
+    ctx: &AdminHandles,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     // An empty body means "any caught-up voter".
@@ -158,12 +189,12 @@ pub async fn transfer_leadership(
 }
 
 /// RAFT_GROUP_STATUS: this node's view of its group.
-pub fn group_status(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+pub fn group_status(ctx: &AdminHandles) -> Result<RemotingCommand, RemotingCommand> {
     json(&membership::group_status(&ctx.membership))
 }
 
 /// RAFT_NODE_REMOVED: the leader removed this node from the group.
-pub fn node_removed(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+pub fn node_removed(ctx: &AdminHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let req: RemoveNodeRequest = body(request)?;
     if req.id != ctx.replica.node_id() {
         return Err(refuse(
@@ -189,7 +220,7 @@ pub fn node_removed(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Re
     Ok(RemotingCommand::success())
 }
 
-async fn replicate(ctx: &BrokerContext, command: BrokerCommand) -> Result<RemotingCommand, RemotingCommand> {
+async fn replicate(ctx: &AdminHandles, command: BrokerCommand) -> Result<RemotingCommand, RemotingCommand> {
     ctx.replica.propose(&command).await.map_err(|e| e.to_response(&ctx.config.broker_name))?;
     ctx.register_now.notify_one();
     Ok(RemotingCommand::success())
@@ -197,7 +228,7 @@ async fn replicate(ctx: &BrokerContext, command: BrokerCommand) -> Result<Remoti
 
 /// UPDATE_AND_CREATE_TOPIC.
 pub async fn update_and_create_topic(
-    ctx: &BrokerContext,
+    ctx: &AdminHandles,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h: CreateTopicRequestHeader = header(request)?;
@@ -229,7 +260,7 @@ pub async fn update_and_create_topic(
 }
 
 /// DELETE_TOPIC_IN_BROKER.
-pub async fn delete_topic(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+pub async fn delete_topic(ctx: &AdminHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: DeleteTopicRequestHeader = header(request)?;
     // A group's %RETRY%/%DLQ% topic may be longer than a user topic; it can be deleted too.
     validate_stored_topic(&h.topic).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
@@ -246,14 +277,14 @@ pub async fn delete_topic(ctx: &BrokerContext, request: &RemotingCommand) -> Res
 }
 
 /// GET_ALL_TOPIC_CONFIG.
-pub fn all_topic_config(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+pub fn all_topic_config(ctx: &AdminHandles) -> Result<RemotingCommand, RemotingCommand> {
     let wrapper = ctx.store.metadata().topics.to_wrapper();
     json(&wrapper)
 }
 
 /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (body: `SubscriptionGroupConfig`).
 pub async fn update_and_create_group(
-    ctx: &BrokerContext,
+    ctx: &AdminHandles,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let config =
@@ -275,7 +306,7 @@ pub async fn update_and_create_group(
 }
 
 /// DELETE_SUBSCRIPTIONGROUP.
-pub async fn delete_group(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+pub async fn delete_group(ctx: &AdminHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: DeleteSubscriptionGroupRequestHeader = header(request)?;
     validate_group(&h.group_name).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
     let group = h.group_name.clone();
@@ -301,7 +332,7 @@ pub async fn delete_group(ctx: &BrokerContext, request: &RemotingCommand) -> Res
 /// here every topic the source has offsets for is copied, except its own `%RETRY%` and `%DLQ%`
 /// topics, which belong to the source group.
 pub async fn clone_group_offset(
-    ctx: &BrokerContext,
+    ctx: &AdminHandles,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h: CloneGroupOffsetRequestHeader = header(request)?;
@@ -351,19 +382,19 @@ pub async fn clone_group_offset(
 }
 
 /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG.
-pub fn all_group_config(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+pub fn all_group_config(ctx: &AdminHandles) -> Result<RemotingCommand, RemotingCommand> {
     let wrapper = ctx.store.metadata().groups.to_wrapper();
     json(&wrapper)
 }
 
 /// GET_ALL_CONSUMER_OFFSET.
-pub fn all_consumer_offset(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+pub fn all_consumer_offset(ctx: &AdminHandles) -> Result<RemotingCommand, RemotingCommand> {
     let wrapper = ctx.store.metadata().offsets.to_wrapper();
     json(&wrapper)
 }
 
 /// GET_ALL_DELAY_OFFSET: each delay level's delivery progress (replicated, so any replica knows it).
-pub fn all_delay_offset(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+pub fn all_delay_offset(ctx: &AdminHandles) -> Result<RemotingCommand, RemotingCommand> {
     let offset_table =
         ctx.store.metadata().delay_offsets.iter().map(|(queue_id, offset)| (queue_id + 1, offset)).collect();
     json(&DelayOffsetSerializeWrapper { offset_table })
@@ -371,8 +402,8 @@ pub fn all_delay_offset(ctx: &BrokerContext) -> Result<RemotingCommand, Remoting
 
 /// GET_SYSTEM_TOPIC_LIST_FROM_BROKER (after GET_SYSTEM_TOPIC_LIST_FROM_NS; the dashboard's topic
 /// list): the topics `TopicConfigManager` creates on its own, as Java's `getSystemTopic()` lists them.
-pub fn system_topic_list(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
-    let options = crate::state::topic_config::SystemTopicOptions::from(&ctx.config);
+pub fn system_topic_list(ctx: &AdminHandles) -> Result<RemotingCommand, RemotingCommand> {
+    let options = crate::state::topic_config::SystemTopicOptions::from(&*ctx.config);
     let topic_list = crate::state::topic_config::system_topics(&options).into_iter().map(|t| t.topic_name).collect();
     json(&TopicList { broker_addr: None, topic_list })
 }
@@ -380,7 +411,7 @@ pub fn system_topic_list(ctx: &BrokerContext) -> Result<RemotingCommand, Remotin
 /// GET_TOPIC_STATS_INFO (`mqadmin topicStatus`, the dashboard's topic view): min and max offset
 /// of each write queue and the store time of its last message (0 for an empty queue), from this
 /// replica's applied state.
-pub fn topic_stats_info(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+pub fn topic_stats_info(ctx: &AdminHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: GetTopicStatsInfoRequestHeader = header(request)?;
     let Some(config) = ctx.store.metadata().topics.get(&h.topic).cloned() else {
         return Err(refuse(ResponseCode::TopicNotExist, format!("topic[{}] not exist", h.topic)));
@@ -409,7 +440,7 @@ pub fn topic_stats_info(ctx: &BrokerContext, request: &RemotingCommand) -> Resul
 /// offset, the group's committed offset and the store time of the last message it consumed; and
 /// the group's pull rate over the last minute as `consumeTps`. A topic the online group does not
 /// subscribe to is left out, as Java does.
-pub fn consume_stats(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+pub fn consume_stats(ctx: &AdminHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: GetConsumeStatsRequestHeader = header(request)?;
     let group = h.consumer_group.as_str();
     let topics: Vec<String> = match h.topic.as_deref().filter(|t| !t.is_empty()) {
@@ -432,7 +463,7 @@ pub fn consume_stats(ctx: &BrokerContext, request: &RemotingCommand) -> Result<R
 /// QUERY_CONSUME_TIME_SPAN (the dashboard's consume time span): per write queue of the topic, the
 /// store times of its first and last message and of the last message `group` consumed, and how long
 /// the next unconsumed message has waited (Java's `AdminBrokerProcessor.queryConsumeTimeSpan`).
-pub fn consume_time_span(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+pub fn consume_time_span(ctx: &AdminHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: QueryConsumeTimeSpanRequestHeader = header(request)?;
     let (queues, committed) = {
         let meta = ctx.store.metadata();
@@ -478,7 +509,7 @@ pub fn consume_time_span(ctx: &BrokerContext, request: &RemotingCommand) -> Resu
 /// Java: a queue outside the topic's queues is SYSTEM_ERROR (one of the topic that stored nothing
 /// yet is empty), an index outside the queue SUCCESS with no units and a remark saying so. (Java 4.9 encodes the body before filling it, so its answer is always empty;
 /// this one is filled.)
-pub fn query_consume_queue(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+pub fn query_consume_queue(ctx: &AdminHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: QueryConsumeQueueRequestHeader = header(request)?;
     let topic = h.topic.unwrap_or_default();
     let queue_id = h.queue_id.unwrap_or(0);
@@ -551,7 +582,7 @@ pub fn query_consume_queue(ctx: &BrokerContext, request: &RemotingCommand) -> Re
 /// [`RETENTION_MANUAL_DELETE_ROUNDS_COUNT`] retention rounds delete expired CommitLog segments
 /// whatever the `deleteWhen` hours (Java's `executeDeleteFilesManually`). Only a leader proposes a
 /// purge; every replica follows it.
-pub fn delete_expired_commit_log(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+pub fn delete_expired_commit_log(ctx: &AdminHandles) -> Result<RemotingCommand, RemotingCommand> {
     ctx.manual_purge_rounds.store(RETENTION_MANUAL_DELETE_ROUNDS_COUNT, std::sync::atomic::Ordering::Release);
     tracing::info!(
         rounds = RETENTION_MANUAL_DELETE_ROUNDS_COUNT,
@@ -563,7 +594,7 @@ pub fn delete_expired_commit_log(ctx: &BrokerContext) -> Result<RemotingCommand,
 /// CLEAN_EXPIRED_CONSUMEQUEUE (`mqadmin cleanExpiredCQ`): deletes the ConsumeQueue files and
 /// IndexFiles wholly below the CommitLog's minimum now (a purge deletes them as it applies; this
 /// retries any a failed deletion left). A deleted topic's queues already went with its deletion.
-pub fn clean_expired_consume_queue(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+pub fn clean_expired_consume_queue(ctx: &AdminHandles) -> Result<RemotingCommand, RemotingCommand> {
     let min_pos = ctx.store.retention_boundary().map_or(0, |b| b.next_pos);
     let (cq_files, index_files) = ctx.store.delete_files_below(min_pos);
     tracing::info!(min_pos, cq_files, index_files, "expired ConsumeQueue and index files cleaned");
@@ -574,10 +605,7 @@ pub fn clean_expired_consume_queue(ctx: &BrokerContext) -> Result<RemotingComman
 /// `ConsumeStats` per topic it has offsets on (write queues, as Java counts here), with the total
 /// lag. `isOrder` keeps only ordered topics. As in GET_CONSUME_STATS, a topic the online group does
 /// not subscribe to is left out.
-pub fn broker_consume_stats(
-    ctx: &BrokerContext,
-    request: &RemotingCommand,
-) -> Result<RemotingCommand, RemotingCommand> {
+pub fn broker_consume_stats(ctx: &AdminHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: GetConsumeStatsInBrokerHeader = header(request)?;
     let now_s = now_ms() / 1000;
     // One applied state for the whole answer: groups, topics and committed offsets read under one
@@ -632,7 +660,7 @@ struct QueuesToReport {
 /// Adds `queues` queues of `topic` to `stats`: each queue's max offset, `group`'s `committed` offset
 /// and the store time of the last message it consumed; and the group's pull rate of the topic.
 fn add_queue_progress(
-    ctx: &BrokerContext,
+    ctx: &AdminHandles,
     stats: &mut ConsumeStats,
     group: &str,
     topic: &str,
@@ -660,7 +688,7 @@ fn add_queue_progress(
 /// records this replica stored as leader (sends, send-backs, delayed deliveries, transaction
 /// records: Java's `putMessage` count) and messages its pulls returned, since it started; the Raft
 /// keys say where it stands in its group.
-pub fn broker_runtime_info(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+pub fn broker_runtime_info(ctx: &AdminHandles) -> Result<RemotingCommand, RemotingCommand> {
     let now = now_ms();
     let totals = ctx.broker_totals.view(now);
     let mut table: BTreeMap<String, String> = totals.entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
@@ -696,7 +724,7 @@ pub fn broker_runtime_info(ctx: &BrokerContext) -> Result<RemotingCommand, Remot
 /// properties text, secrets masked, with the Java keys a Raft group decides for itself (see
 /// [`java_role_keys`]). Its version counts the runtime updates since boot (0 at boot, stamped
 /// with the boot time).
-pub fn broker_config(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+pub fn broker_config(ctx: &AdminHandles) -> Result<RemotingCommand, RemotingCommand> {
     let now = ctx.live.snapshot();
     let mut entries = now
         .config
@@ -717,11 +745,8 @@ pub fn broker_config(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCom
 /// to change. All apply or none: a key that cannot change while the broker runs is refused with
 /// NO_PERMISSION (as Java refuses its black-listed keys), a bad value with SYSTEM_ERROR, both naming
 /// the key. The change is made durable, then takes effect at once on this replica
-/// ([`BrokerContext::update_config`]).
-pub fn update_broker_config(
-    ctx: &BrokerContext,
-    request: &RemotingCommand,
-) -> Result<RemotingCommand, RemotingCommand> {
+/// ([`LiveConfig::update_and_announce`]).
+pub fn update_broker_config(ctx: &AdminHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     if ctx.draining.load(std::sync::atomic::Ordering::Acquire) {
         return Err(refuse(ResponseCode::ServiceNotAvailable, "the broker is shutting down"));
     }
@@ -729,7 +754,7 @@ pub fn update_broker_config(
         .map_err(|_| refuse(ResponseCode::SystemError, "the config update is not UTF-8 properties text"))?;
     // An empty body changes nothing and succeeds, as in Java.
     let updates = properties_text::decode(text);
-    ctx.update_config(&updates).map(drop).map_err(|e| {
+    ctx.live.update_and_announce(&updates, now_ms(), &ctx.register_now).map(drop).map_err(|e| {
         let code = match &e {
             UpdateError::Config(ConfigError::NotRuntimeUpdatable(_)) => ResponseCode::NoPermission,
             _ => ResponseCode::SystemError,
@@ -758,10 +783,7 @@ fn java_role_keys(broker_id: i64) -> [(&'static str, String); 6] {
 /// QUERY_TOPIC_CONSUME_BY_WHO (`queryTopicConsumeByWho`; the dashboard's consumers of a topic):
 /// groups with a connected client subscribed to the topic, and groups with a committed offset in
 /// it (replicated, so every replica knows them).
-pub fn topic_consume_by_who(
-    ctx: &BrokerContext,
-    request: &RemotingCommand,
-) -> Result<RemotingCommand, RemotingCommand> {
+pub fn topic_consume_by_who(ctx: &AdminHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: QueryTopicConsumeByWhoRequestHeader = header(request)?;
     let mut group_list: std::collections::BTreeSet<String> =
         ctx.clients.groups_subscribing(&h.topic).into_iter().collect();
@@ -772,7 +794,7 @@ pub fn topic_consume_by_who(
 /// VIEW_BROKER_STATS_DATA (`mqadmin statsAll`, the dashboard's charts): one statistic of one key
 /// over the last minute, hour and day; one never counted answers as Java's does.
 pub fn view_broker_stats_data(
-    ctx: &BrokerContext,
+    ctx: &AdminHandles,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h: ViewBrokerStatsDataRequestHeader = header(request)?;
@@ -785,7 +807,7 @@ pub fn view_broker_stats_data(
 }
 
 /// GET_MAX_OFFSET.
-pub fn max_offset(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+pub fn max_offset(ctx: &AdminHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: GetMaxOffsetRequestHeader = header(request)?;
     let (_, max) = ctx.store.queue_offsets(&h.topic, h.queue_id);
     let offset = i64::try_from(max).unwrap_or(i64::MAX);
@@ -794,7 +816,7 @@ pub fn max_offset(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Remo
 
 /// QUERY_BROKER_OFFSET: this replica's CommitLog bounds, read like GET_MAX_OFFSET on any replica.
 /// The end is the applied one (what pulls may read), not the log's unreplicated tail.
-pub fn broker_offset(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCommand> {
+pub fn broker_offset(ctx: &AdminHandles) -> Result<RemotingCommand, RemotingCommand> {
     let offset = ctx.store.commit_log().max_offset();
     let min = ctx.store.retention_boundary().map_or(0, |b| b.next_pos);
     let min_offset = i64::try_from(min).unwrap_or(i64::MAX).min(offset);
@@ -802,7 +824,7 @@ pub fn broker_offset(ctx: &BrokerContext) -> Result<RemotingCommand, RemotingCom
 }
 
 /// GET_MIN_OFFSET.
-pub fn min_offset(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+pub fn min_offset(ctx: &AdminHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: GetMinOffsetRequestHeader = header(request)?;
     let (min, _) = ctx.store.queue_offsets(&h.topic, h.queue_id);
     let offset = i64::try_from(min).unwrap_or(i64::MAX);

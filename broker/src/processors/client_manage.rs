@@ -50,33 +50,58 @@ use raftmq_common::protocol::header::offset::QueryConsumerOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::UpdateConsumerOffsetRequestHeader;
 use raftmq_common::remoting::Connection;
 use raftmq_common::remoting::ConnectionContext;
+use raftmq_common::remoting::RemotingClient;
 use raftmq_common::remoting::RemotingError;
+use tokio::sync::Notify;
 use tracing::debug;
 
-use crate::context::BrokerContext;
+use crate::config::broker_config::BrokerConfig;
+use crate::config::live_config::LiveConfig;
 use crate::processors::pull::is_sql92;
 use crate::processors::pull::sql_filter;
+use crate::processors::refusal::header;
+use crate::processors::refusal::refuse;
 use crate::processors::send_back::retry_topic_config;
 use crate::services::client_manager::ClientChannel;
+use crate::services::client_manager::ClientManager;
+use crate::services::offset_commit::OffsetCommitter;
+use crate::services::replica::Replica;
 use crate::services::replica::WriteError;
 use crate::state::commit_log::record_at;
 use crate::state::entry::BrokerCommand;
 use crate::state::entry::OffsetCommit;
 use crate::state::offsets::query_offset_answer;
+use crate::state::pull::SqlFilterCache;
+use crate::state::store::MessageStore;
 use crate::state::store::now_ms;
-
-fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
-    RemotingCommand::response(code, Some(remark.into()))
-}
-
-fn header<H: raftmq_common::protocol::header::CommandHeader>(request: &RemotingCommand) -> Result<H, RemotingCommand> {
-    request
-        .decode_header()
-        .map_err(|e| refuse(ResponseCode::SystemError, format!("the request header is invalid: {e}")))
-}
 
 fn body<B: JsonBody>(request: &RemotingCommand) -> Result<B, RemotingCommand> {
     B::decode(&request.body).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))
+}
+
+/// What the client requests use: connected clients and their locks, the replica's leader view,
+/// the store's read side, the offset committer, the relay to the leader and the boot and live
+/// config. Built once by the router.
+#[derive(Debug)]
+pub struct ClientHandles {
+    /// The config the broker booted with (names, addresses).
+    pub config: Arc<BrokerConfig>,
+    /// The runtime keys (`enablePropertyFilter`, `brokerPermission`).
+    pub live: Arc<LiveConfig>,
+    /// Leader view and proposals (retry topics).
+    pub replica: Arc<Replica>,
+    /// Topics, groups, offsets and the committed CommitLog.
+    pub store: Arc<MessageStore>,
+    /// Connected clients and queue locks.
+    pub clients: Arc<ClientManager>,
+    /// Replication of consumer offsets.
+    pub offsets: OffsetCommitter,
+    /// Unsigned client relaying a follower's request to the leader.
+    pub forwarder: RemotingClient,
+    /// Wakes NameServer registration (a retry topic was created).
+    pub register_now: Arc<Notify>,
+    /// SQL92 subscriptions compiled once (CHECK_CLIENT_CONFIG).
+    pub sql_filters: Arc<SqlFilterCache>,
 }
 
 /// HEART_BEAT: registers producers and consumers on this connection; notifies a consumer group whose
@@ -85,7 +110,7 @@ fn body<B: JsonBody>(request: &RemotingCommand) -> Result<B, RemotingCommand> {
 /// and a ConsumeQueue directory on every replica) and named in a SYSTEM_ERROR, after the client's
 /// other groups were registered: one client instance heartbeats all its groups, and they keep working.
 pub fn heart_beat(
-    ctx: &Arc<BrokerContext>,
+    ctx: &ClientHandles,
     conn: &ConnectionContext,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
@@ -109,7 +134,7 @@ pub fn heart_beat(
             continue;
         }
         if ctx.clients.register_consumer(consumer, channel.clone()) {
-            notify_consumer_ids_changed(ctx, &consumer.group_name);
+            notify_consumer_ids_changed(&ctx.clients, &consumer.group_name);
         }
         ensure_retry_topic(ctx, &consumer.group_name);
     }
@@ -128,7 +153,7 @@ pub fn heart_beat(
 
 /// `createTopicInSendMessageBackMethod` at heartbeat time: the group's `%RETRY%` topic, with the
 /// group's `retryQueueNums` queues.
-fn ensure_retry_topic(ctx: &Arc<BrokerContext>, group: &str) {
+fn ensure_retry_topic(ctx: &ClientHandles, group: &str) {
     let topic = retry_topic(group);
     if ctx.store.metadata().topics.get(&topic).is_some() || ctx.replica.ready_term().is_none() {
         return;
@@ -136,19 +161,19 @@ fn ensure_retry_topic(ctx: &Arc<BrokerContext>, group: &str) {
     // As Java's heartbeat: as many queues as the group retries on (clamped), one when it is new.
     let queues = ctx.store.metadata().groups.get(group).map_or(1, |g| g.retry_queue_nums.max(1));
     let config = retry_topic_config(group, queues, false);
-    let ctx = Arc::clone(ctx);
+    let (replica, register_now) = (Arc::clone(&ctx.replica), Arc::clone(&ctx.register_now));
     tokio::spawn(async move {
         let command = BrokerCommand::TopicUpsert { proposed_at_ms: now_ms() as i64, config };
-        match ctx.replica.propose(&command).await {
-            Ok(()) => ctx.register_now.notify_one(),
+        match replica.propose(&command).await {
+            Ok(()) => register_now.notify_one(),
             Err(e) => debug!(error = %e, "creating a retry topic failed"),
         }
     });
 }
 
 /// Sends NOTIFY_CONSUMER_IDS_CHANGED (oneway) to every client of `group`, in the background.
-pub fn notify_consumer_ids_changed(ctx: &BrokerContext, group: &str) {
-    let connections = ctx.clients.consumer_connections(group);
+pub fn notify_consumer_ids_changed(clients: &ClientManager, group: &str) {
+    let connections = clients.consumer_connections(group);
     if connections.is_empty() {
         return;
     }
@@ -175,7 +200,7 @@ pub fn send_oneway_to_all(connections: Vec<Connection>, request: RemotingCommand
 
 /// CHECK_CLIENT_CONFIG (`checkClientConfig`): whether this broker can filter by the consumer's
 /// subscription. TAG always; SQL92 when `enablePropertyFilter` is on and the expression compiles.
-pub fn check_client_config(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+pub fn check_client_config(ctx: &ClientHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     // Java answers SUCCESS when there is nothing to check.
     if request.body.is_empty() {
         return Ok(RemotingCommand::success());
@@ -195,13 +220,13 @@ pub fn check_client_config(ctx: &BrokerContext, request: &RemotingCommand) -> Re
         }
         return Err(refuse(ResponseCode::SubscriptionParseFailed, format!("unknown expression type {kind}")));
     }
-    sql_filter(ctx, &sub.sub_string)?;
+    sql_filter(&ctx.live, &ctx.sql_filters, &sub.sub_string)?;
     Ok(RemotingCommand::success())
 }
 
 /// UNREGISTER_CLIENT.
 pub fn unregister_client(
-    ctx: &BrokerContext,
+    ctx: &ClientHandles,
     conn: &ConnectionContext,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
@@ -209,13 +234,13 @@ pub fn unregister_client(
     let changed =
         ctx.clients.unregister(conn.connection_id(), h.producer_group.as_deref(), h.consumer_group.as_deref());
     for group in changed {
-        notify_consumer_ids_changed(ctx, &group);
+        notify_consumer_ids_changed(&ctx.clients, &group);
     }
     Ok(RemotingCommand::success())
 }
 
 /// GET_CONSUMER_LIST_BY_GROUP.
-pub fn consumer_list(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+pub fn consumer_list(ctx: &ClientHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: GetConsumerListByGroupRequestHeader = header(request)?;
     match ctx.clients.consumer_ids(&h.consumer_group) {
         Some(ids) if !ids.is_empty() => {
@@ -232,7 +257,7 @@ pub fn consumer_list(ctx: &BrokerContext, request: &RemotingCommand) -> Result<R
 /// id, language, version), its subscriptions and consume settings; CONSUMER_NOT_ONLINE when no
 /// client of the group is connected to this replica.
 pub fn consumer_connection_list(
-    ctx: &BrokerContext,
+    ctx: &ClientHandles,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h: GetConsumerConnectionListRequestHeader = header(request)?;
@@ -257,7 +282,7 @@ pub fn consumer_connection_list(
 /// GET_PRODUCER_CONNECTION_LIST (`mqadmin producerConnection`): the group's live producer clients;
 /// SYSTEM_ERROR when the group never connected to this replica (Java's answer).
 pub fn producer_connection_list(
-    ctx: &BrokerContext,
+    ctx: &ClientHandles,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h: GetProducerConnectionListRequestHeader = header(request)?;
@@ -271,7 +296,7 @@ pub fn producer_connection_list(
 /// GET_CONSUMER_RUNNING_INFO (`mqadmin consumerStatus`, the dashboard's consumer client view):
 /// relayed to the client, whose answer (a `ConsumerRunningInfo`) is the answer.
 pub async fn consumer_running_info(
-    ctx: &BrokerContext,
+    ctx: &ClientHandles,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h: GetConsumerRunningInfoRequestHeader = header(request)?;
@@ -283,7 +308,7 @@ pub async fn consumer_running_info(
 /// record the offset msgId names goes to the client in the body, with this broker's name in the
 /// header; the client's `ConsumeMessageDirectlyResult` is the answer.
 pub async fn consume_message_directly(
-    ctx: &BrokerContext,
+    ctx: &ClientHandles,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let mut h: ConsumeMessageDirectlyResultRequestHeader = header(request)?;
@@ -307,7 +332,7 @@ pub async fn consume_message_directly(
 /// `clientAddr` only that client is asked. The consumers are asked all at once (Java asks them in
 /// turn); one that fails or does not answer in time is left out of the table, as in Java.
 pub async fn consumer_status(
-    ctx: &BrokerContext,
+    ctx: &ClientHandles,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h: GetConsumerStatusRequestHeader = header(request)?;
@@ -355,7 +380,7 @@ pub async fn consumer_status(
 /// answers with its answer. Java's codes: SYSTEM_ERROR when the client is not connected here or
 /// the call fails, CONSUME_MSG_TIMEOUT when it does not answer in time.
 async fn call_consumer(
-    ctx: &BrokerContext,
+    ctx: &ClientHandles,
     relayed: RemotingCommand,
     group: &str,
     client: &str,
@@ -382,7 +407,7 @@ fn encode_body<B: JsonBody>(body: &B) -> Result<RemotingCommand, RemotingCommand
 
 /// QUERY_CONSUMER_OFFSET: the replicated offset, 0 for a queue still starting at 0, else QUERY_NOT_FOUND.
 pub async fn query_consumer_offset(
-    ctx: &BrokerContext,
+    ctx: &ClientHandles,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h: QueryConsumerOffsetRequestHeader = header(request)?;
@@ -391,7 +416,9 @@ pub async fn query_consumer_offset(
     // the group (seen by the jepsen soak). Only the ready leader answers; a follower relays.
     if ctx.replica.ready_term().is_none() {
         return match ctx.replica.leader_addr() {
-            Some(leader) if leader != ctx.config.broker_addr() => forward(ctx, &leader, request).await,
+            Some(leader) if leader != ctx.config.broker_addr() => {
+                forward(&ctx.forwarder, &ctx.replica, &ctx.config.broker_name, &leader, request).await
+            }
             leader_addr => Err(WriteError::NotLeader { leader_addr }.to_response(&ctx.config.broker_name)),
         };
     }
@@ -408,7 +435,7 @@ pub async fn query_consumer_offset(
 /// land after newer commits, moving the offset back (jepsen seed 7000; `t20_broker_failover`). A
 /// consumer's next periodic commit, after its route refresh, carries the newest offset anyway.
 pub async fn update_consumer_offset(
-    ctx: &BrokerContext,
+    ctx: &ClientHandles,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h: UpdateConsumerOffsetRequestHeader = header(request)?;
@@ -445,13 +472,15 @@ pub async fn update_consumer_offset(
 /// Relays a request to the leader once (a relayed request is never relayed again: [`FLAG_RELAYED`]);
 /// its answer is ours.
 pub(crate) async fn forward(
-    ctx: &BrokerContext,
+    forwarder: &RemotingClient,
+    replica: &Replica,
+    broker_name: &str,
     leader: &str,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
     if request.flag & FLAG_RELAYED != 0 {
-        let leader_addr = ctx.replica.leader_addr();
-        return Err(WriteError::NotLeader { leader_addr }.to_response(&ctx.config.broker_name));
+        let leader_addr = replica.leader_addr();
+        return Err(WriteError::NotLeader { leader_addr }.to_response(broker_name));
     }
     let mut relayed = request.clone();
     relayed.flag = FLAG_RELAYED;
@@ -460,16 +489,16 @@ pub(crate) async fn forward(
         refuse(ResponseCode::ServiceNotAvailable, format!("forwarding to the leader {leader} failed: {e}"))
     };
     if request.is_oneway() {
-        ctx.forwarder.invoke_oneway(leader, relayed.into_oneway(), timeout).await.map_err(unavailable)?;
+        forwarder.invoke_oneway(leader, relayed.into_oneway(), timeout).await.map_err(unavailable)?;
         return Ok(RemotingCommand::success());
     }
-    let mut response = ctx.forwarder.invoke(leader, relayed, timeout).await.map_err(unavailable)?;
+    let mut response = forwarder.invoke(leader, relayed, timeout).await.map_err(unavailable)?;
     response.flag = 0;
     Ok(response)
 }
 
 /// LOCK_BATCH_MQ.
-pub fn lock_batch(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+pub fn lock_batch(ctx: &ClientHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let req: LockBatchRequestBody = body(request)?;
     if ctx.replica.ready_term().is_none() {
         return Err(
@@ -484,7 +513,7 @@ pub fn lock_batch(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Remo
 }
 
 /// UNLOCK_BATCH_MQ.
-pub fn unlock_batch(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+pub fn unlock_batch(ctx: &ClientHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let req: UnlockBatchRequestBody = body(request)?;
     ctx.clients.unlock_batch(&req.consumer_group, &req.mq_set, &req.client_id);
     Ok(RemotingCommand::success())

@@ -17,8 +17,9 @@ use raftmq_common::protocol::header::transaction::commit_or_rollback;
 use tracing::debug;
 use tracing::warn;
 
-use crate::context::BrokerContext;
+use crate::processors::refusal::refuse;
 use crate::processors::send_back::ensure_topic;
+use crate::processors::send_handles::SendHandles;
 use crate::services::schedule::redirect_delayed;
 use crate::services::timer::redirect_timer;
 use crate::services::transaction_check::encode_request;
@@ -33,10 +34,6 @@ use crate::state::transaction::read_at;
 use crate::state::transaction::real_target;
 use crate::state::transaction::verified_root;
 
-fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
-    RemotingCommand::response(code, Some(remark.into()))
-}
-
 // ---------------------------------------------------------------------------------------------
 // RESUME_CHECK_HALF_MESSAGE.
 // ---------------------------------------------------------------------------------------------
@@ -46,13 +43,13 @@ fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
 /// back at the half queue's end with its check count at 0, so the next check round asks its
 /// producer again. Stricter than Java, which re-puts whatever message the id names: only a half (in
 /// the half queue, or given up) is taken; anything else is SYSTEM_ERROR saying why.
-pub async fn resume_check_half_message(ctx: &BrokerContext, request: &RemotingCommand) -> RemotingCommand {
+pub async fn resume_check_half_message(ctx: &SendHandles, request: &RemotingCommand) -> RemotingCommand {
     match resume_check(ctx, request).await {
         Ok(response) | Err(response) => response,
     }
 }
 
-async fn resume_check(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+async fn resume_check(ctx: &SendHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let fail = |remark: String| RemotingCommand::response(ResponseCode::SystemError, Some(remark));
     let h: ResumeCheckHalfMessageRequestHeader =
         request.decode_header().map_err(|e| fail(format!("the request header is invalid: {e}")))?;
@@ -88,13 +85,13 @@ async fn resume_check(ctx: &BrokerContext, request: &RemotingCommand) -> Result<
 // ---------------------------------------------------------------------------------------------
 
 /// END_TRANSACTION (37). Usually oneway: the answer only matters to callers that wait for one.
-pub async fn end_transaction(ctx: &BrokerContext, request: &RemotingCommand) -> RemotingCommand {
+pub async fn end_transaction(ctx: &SendHandles, request: &RemotingCommand) -> RemotingCommand {
     match end(ctx, request).await {
         Ok(response) | Err(response) => response,
     }
 }
 
-async fn end(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+async fn end(ctx: &SendHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: EndTransactionRequestHeader = request
         .decode_header()
         .map_err(|e| refuse(ResponseCode::SystemError, format!("the END_TRANSACTION header is invalid: {e}")))?;
@@ -145,7 +142,7 @@ async fn end(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingC
 
 /// A commit needs its real topic and queue to exist still (an operator may have deleted the topic
 /// since the half was stored); otherwise the half stays to be checked, and in the end given up.
-fn check_real_queue(ctx: &BrokerContext, half: &MessageExt) -> Result<(), RemotingCommand> {
+fn check_real_queue(ctx: &SendHandles, half: &MessageExt) -> Result<(), RemotingCommand> {
     let (topic, queue_id) = real_target(half).map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
     let meta = ctx.store.metadata();
     match meta.topics.get(&topic) {
@@ -177,7 +174,7 @@ fn check_prepare_message(half: &MessageExt, h: &EndTransactionRequestHeader) -> 
 }
 
 async fn write_end(
-    ctx: &BrokerContext,
+    ctx: &SendHandles,
     term: u64,
     half: &MessageExt,
     root: i64,

@@ -1,5 +1,6 @@
-//! The remoting request handlers, one file per request family, and [`router`], which owns the
-//! context and dispatches each request code to its handler.
+//! The remoting request handlers, one file per request family, each given its family's handles
+//! ([`send_handles`] for the processors that store messages), and [`router`], which owns the
+//! context, builds the handles and dispatches each request code to its handler.
 //!
 //! Handlers return `Result<response, refusal>` where both are the response frame: boxing the
 //! refusal would only add an allocation to every refused request.
@@ -17,9 +18,11 @@ pub mod offset_reset;
 pub mod pull;
 #[allow(clippy::result_large_err)]
 pub mod query;
+pub mod refusal;
 pub mod reply;
 pub mod router;
 #[allow(clippy::result_large_err)]
 pub mod send;
 #[allow(clippy::result_large_err)]
 pub mod send_back;
+pub mod send_handles;

@@ -33,9 +33,10 @@ use raftmq_common::remoting::Connection;
 use tracing::debug;
 use tracing::info;
 
-use crate::context::BrokerContext;
+use crate::processors::client_manage::ClientHandles;
 use crate::processors::client_manage::send_oneway_to_all;
 use crate::processors::query::offset_by_time;
+use crate::processors::refusal::refuse;
 use crate::services::replica::Replica;
 use crate::services::replica::WriteError;
 use crate::state::entry::BrokerCommand;
@@ -129,13 +130,9 @@ pub fn notify_consumers(consumers: Vec<Connection>, header: &ResetOffsetRequestH
     send_oneway_to_all(consumers, request);
 }
 
-fn refuse(code: ResponseCode, remark: String) -> RemotingCommand {
-    RemotingCommand::response(code, Some(remark))
-}
-
 /// INVOKE_BROKER_TO_RESET_OFFSET: plan, commit, tell the group's consumers; the answer's body is
 /// the new offset table.
-pub async fn invoke_broker_to_reset_offset(ctx: &BrokerContext, request: &RemotingCommand) -> RemotingCommand {
+pub async fn invoke_broker_to_reset_offset(ctx: &ClientHandles, request: &RemotingCommand) -> RemotingCommand {
     let h: ResetOffsetRequestHeader = match request.decode_header() {
         Ok(h) => h,
         Err(e) => return refuse(ResponseCode::SystemError, format!("the request header is invalid: {e}")),

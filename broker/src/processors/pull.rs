@@ -26,34 +26,73 @@ use raftmq_common::protocol::header::pull::PullMessageResponseHeader;
 use raftmq_common::protocol::header::pull::pull_sys_flag;
 use tracing::debug;
 
-use crate::context::BrokerContext;
+use crate::config::broker_config::BrokerConfig;
+use crate::config::live_config::LiveConfig;
+use crate::observability::metrics::BrokerMetrics;
+use crate::observability::stats::BrokerTotals;
+use crate::observability::stats::GroupGetStats;
+use crate::observability::stats::StatsTable;
+use crate::processors::refusal::refuse;
+use crate::services::client_manager::ClientManager;
 use crate::services::client_manager::SubscriptionMissing;
+use crate::services::offset_commit::OffsetCommitter;
+use crate::services::replica::Replica;
 use crate::state::entry::BrokerCommand;
 use crate::state::entry::OffsetCommit;
 use crate::state::pull::GetMessageRequest;
 use crate::state::pull::MessageFilter;
 use crate::state::pull::OffsetCheck;
+use crate::state::pull::PullLimits;
 use crate::state::pull::PullOutcome;
 use crate::state::pull::PullPolicy;
+use crate::state::pull::SqlFilterCache;
 use crate::state::pull::build_subscription;
 use crate::state::pull::get_message;
 use crate::state::pull::pull_outcome;
 use crate::state::pull::should_store_offset;
+use crate::state::store::MessageStore;
 use crate::state::store::now_ms;
 use crate::state::subscription_group::GroupLookup;
 
-fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
-    RemotingCommand::response(code, Some(remark.into()))
+/// What a pull uses: the store's read side, the replica's leader view, the consumers' subscriptions,
+/// the offset committer (piggybacked offsets) and the counters a served pull adds to. Built once by
+/// the router.
+#[derive(Debug)]
+pub struct PullHandles {
+    /// The config the broker booted with (its address in refusals).
+    pub config: Arc<BrokerConfig>,
+    /// The runtime keys (permission, long polling, property filters).
+    pub live: Arc<LiveConfig>,
+    /// Leader view: who may move or store a consumer's offset.
+    pub replica: Arc<Replica>,
+    /// Topics, groups, ConsumeQueues and the committed CommitLog.
+    pub store: Arc<MessageStore>,
+    /// The subscriptions consumers sent with HEART_BEAT.
+    pub clients: Arc<ClientManager>,
+    /// Replication of piggybacked consumer offsets.
+    pub offsets: OffsetCommitter,
+    /// Transfer limits of one pull.
+    pub pull_limits: PullLimits,
+    /// SQL92 subscriptions compiled once for all pulls.
+    pub sql_filters: Arc<SqlFilterCache>,
+    /// Messages out, by topic and group.
+    pub metrics: Arc<BrokerMetrics>,
+    /// GET_CONSUME_STATS `consumeTps`.
+    pub group_get_stats: Arc<GroupGetStats>,
+    /// GET_BROKER_RUNTIME_INFO totals.
+    pub broker_totals: Arc<BrokerTotals>,
+    /// VIEW_BROKER_STATS_DATA.
+    pub stats: Arc<StatsTable>,
 }
 
 /// Handles one pull request (may wait up to its suspend timeout).
-pub async fn process_pull(ctx: Arc<BrokerContext>, request: &RemotingCommand) -> RemotingCommand {
-    match pull(&ctx, request).await {
+pub async fn process_pull(ctx: &PullHandles, request: &RemotingCommand) -> RemotingCommand {
+    match pull(ctx, request).await {
         Ok(r) | Err(r) => r,
     }
 }
 
-fn check_group(ctx: &BrokerContext, group: &str) -> Result<(), RemotingCommand> {
+fn check_group(ctx: &PullHandles, group: &str) -> Result<(), RemotingCommand> {
     // Before a lookup that may create it: a group name is replicated metadata.
     validate_consumer_group(group).map_err(|e| refuse(e.response_code(), e.to_string()))?;
     let create =
@@ -86,14 +125,18 @@ fn check_group(ctx: &BrokerContext, group: &str) -> Result<(), RemotingCommand> 
 }
 
 /// A SQL92 subscription's filter, when `enablePropertyFilter` allows one (RocketMQ's remarks).
-pub fn sql_filter(ctx: &BrokerContext, expression: &str) -> Result<MessageFilter, RemotingCommand> {
-    if !ctx.live.read(|c| c.enable_property_filter) {
+pub fn sql_filter(
+    live: &LiveConfig,
+    sql_filters: &SqlFilterCache,
+    expression: &str,
+) -> Result<MessageFilter, RemotingCommand> {
+    if !live.read(|c| c.enable_property_filter) {
         return Err(refuse(
             ResponseCode::SystemError,
             format!("The broker does not support consumer to filter message by {EXPRESSION_TYPE_SQL92}"),
         ));
     }
-    ctx.sql_filters.get_or_compile(expression).map(MessageFilter::sql_shared).map_err(|e| {
+    sql_filters.get_or_compile(expression).map(MessageFilter::sql_shared).map_err(|e| {
         refuse(
             ResponseCode::SubscriptionParseFailed,
             format!("parse the consumer's subscription[{expression}] failed: {e}"),
@@ -107,10 +150,10 @@ pub fn is_sql92(expression_type: Option<&str>) -> bool {
     expression_type == Some(EXPRESSION_TYPE_SQL92)
 }
 
-fn filter_of(ctx: &BrokerContext, h: &PullMessageRequestHeader) -> Result<MessageFilter, RemotingCommand> {
+fn filter_of(ctx: &PullHandles, h: &PullMessageRequestHeader) -> Result<MessageFilter, RemotingCommand> {
     let sub = if pull_sys_flag::has_subscription(h.sys_flag) {
         if is_sql92(h.expression_type.as_deref()) {
-            return sql_filter(ctx, h.subscription.as_deref().unwrap_or(""));
+            return sql_filter(&ctx.live, &ctx.sql_filters, h.subscription.as_deref().unwrap_or(""));
         }
         build_subscription(&h.topic, h.subscription.as_deref().unwrap_or("*")).map_err(|e| {
             refuse(ResponseCode::SubscriptionParseFailed, format!("parse the consumer's subscription failed: {e}"))
@@ -130,14 +173,14 @@ fn filter_of(ctx: &BrokerContext, h: &PullMessageRequestHeader) -> Result<Messag
             return Err(refuse(ResponseCode::SubscriptionNotLatest, "the consumer's subscription not latest"));
         }
         if is_sql92(Some(&sub.expression_type)) {
-            return sql_filter(ctx, &sub.sub_string);
+            return sql_filter(&ctx.live, &ctx.sql_filters, &sub.sub_string);
         }
         sub
     };
     Ok(MessageFilter::from_subscription(&sub))
 }
 
-async fn pull(ctx: &Arc<BrokerContext>, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+async fn pull(ctx: &PullHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: PullMessageRequestHeader = request
         .decode_header()
         .map_err(|e| refuse(ResponseCode::SystemError, format!("the pull request header is invalid: {e}")))?;
@@ -211,7 +254,7 @@ fn request_peer(request: &RemotingCommand) -> String {
 }
 
 fn run(
-    ctx: &BrokerContext,
+    ctx: &PullHandles,
     h: &PullMessageRequestHeader,
     filter: &MessageFilter,
     allow_suspend: bool,

@@ -34,7 +34,6 @@ use raftmq_common::message::record::RecordView;
 use raftmq_common::message::record::parse_record;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::ResponseCode;
-use raftmq_common::protocol::header::CommandHeader;
 use raftmq_common::protocol::header::offset::GetEarliestMsgStoretimeRequestHeader;
 use raftmq_common::protocol::header::offset::GetEarliestMsgStoretimeResponseHeader;
 use raftmq_common::protocol::header::offset::SearchOffsetRequestHeader;
@@ -43,6 +42,7 @@ use raftmq_common::protocol::header::query::QueryMessageRequestHeader;
 use raftmq_common::protocol::header::query::QueryMessageResponseHeader;
 use raftmq_common::protocol::header::query::ViewMessageRequestHeader;
 
+use crate::processors::refusal::header;
 use crate::state::commit_log::record_at;
 use crate::state::pull::CommitLogReader;
 use crate::state::store::MessageStore;
@@ -167,12 +167,6 @@ pub fn earliest_store_time(store: &MessageStore, topic: &str, queue_id: i32) -> 
         return -1;
     }
     unit_store_time(store, topic, queue_id, min).unwrap_or(-1)
-}
-
-fn header<H: CommandHeader>(request: &RemotingCommand) -> Result<H, RemotingCommand> {
-    request.decode_header().map_err(|e| {
-        RemotingCommand::response(ResponseCode::SystemError, Some(format!("the request header is invalid: {e}")))
-    })
 }
 
 /// QUERY_MESSAGE.

@@ -38,17 +38,14 @@ use raftmq_common::protocol::header::reply::ReplyMessageRequestHeader;
 use raftmq_common::protocol::header::send::SendMessageRequestHeader;
 use raftmq_common::protocol::header::send::SendMessageResponseHeader;
 
-use crate::context::BrokerContext;
+use crate::processors::refusal::refuse;
 use crate::processors::send;
 use crate::processors::send::canonical_addr;
+use crate::processors::send_handles::SendHandles;
 use crate::state::store::now_ms;
 
-fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
-    RemotingCommand::response(code, Some(remark.into()))
-}
-
 /// Handles one reply.
-pub async fn process_reply(ctx: &BrokerContext, peer: SocketAddr, request: &RemotingCommand) -> RemotingCommand {
+pub async fn process_reply(ctx: &SendHandles, peer: SocketAddr, request: &RemotingCommand) -> RemotingCommand {
     let h = match SendMessageRequestHeader::read_request(request) {
         Ok(h) => h,
         Err(e) => return refuse(ResponseCode::SystemError, format!("the reply request header is invalid: {e}")),
@@ -105,7 +102,7 @@ pub async fn process_reply(ctx: &BrokerContext, peer: SocketAddr, request: &Remo
 
 /// PUSH_REPLY_MESSAGE_TO_CLIENT to the requester's connection; the error is the replier's remark.
 async fn push(
-    ctx: &BrokerContext,
+    ctx: &SendHandles,
     peer: SocketAddr,
     h: &SendMessageRequestHeader,
     mut props: Properties,

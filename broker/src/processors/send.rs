@@ -41,9 +41,10 @@ use raftmq_common::protocol::header::send::SendMessageResponseHeader;
 use raftmq_common::protocol::header::send::TRACE_ON_KEY;
 
 use crate::config::broker_config::BrokerConfig;
-use crate::context::BrokerContext;
+use crate::processors::refusal::refuse;
 use crate::processors::send_back::dead_letter_of_retry_send;
 use crate::processors::send_back::ensure_topic;
+use crate::processors::send_handles::SendHandles;
 use crate::services::group_commit::RecordSlot;
 use crate::services::group_commit::SendRequest;
 use crate::services::schedule::redirect_delayed;
@@ -60,10 +61,6 @@ use crate::state::topic_config::decide_send_topic;
 use crate::state::topic_config::one_queue_topic;
 use crate::state::transaction::redirect_half;
 
-fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
-    RemotingCommand::response(code, Some(remark.into()))
-}
-
 /// The peer address as RocketMQ stores it: IPv4-mapped IPv6 addresses as plain IPv4.
 pub fn canonical_addr(addr: SocketAddr) -> SocketAddr {
     match addr.ip() {
@@ -76,7 +73,7 @@ pub fn canonical_addr(addr: SocketAddr) -> SocketAddr {
 }
 
 /// Handles one send request.
-pub async fn process_send(ctx: &BrokerContext, peer: SocketAddr, request: &RemotingCommand) -> RemotingCommand {
+pub async fn process_send(ctx: &SendHandles, peer: SocketAddr, request: &RemotingCommand) -> RemotingCommand {
     match send(ctx, peer, request).await {
         Ok(response) | Err(response) => response,
     }
@@ -119,7 +116,7 @@ fn messages_of(
 }
 
 async fn topic_config(
-    ctx: &BrokerContext,
+    ctx: &SendHandles,
     live: &BrokerConfig,
     h: &SendMessageRequestHeader,
 ) -> Result<TopicConfig, RemotingCommand> {
@@ -147,7 +144,7 @@ async fn topic_config(
 }
 
 async fn send(
-    ctx: &BrokerContext,
+    ctx: &SendHandles,
     peer: SocketAddr,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
@@ -243,7 +240,7 @@ struct Target {
 }
 
 fn encode(
-    ctx: &BrokerContext,
+    ctx: &SendHandles,
     h: &SendMessageRequestHeader,
     peer: SocketAddr,
     target: &Target,

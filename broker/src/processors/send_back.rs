@@ -42,7 +42,8 @@ use raftmq_common::protocol::body::topic::perm;
 use raftmq_common::protocol::header::client::ConsumerSendMsgBackRequestHeader;
 use raftmq_common::protocol::header::send::SendMessageRequestHeader;
 
-use crate::context::BrokerContext;
+use crate::processors::refusal::refuse;
+use crate::processors::send_handles::SendHandles;
 use crate::services::group_commit::RecordSlot;
 use crate::services::group_commit::SendRequest;
 use crate::services::schedule::redirect_delayed;
@@ -59,10 +60,6 @@ pub const DLQ_QUEUE_NUM_COUNT: i32 = 1;
 pub const RETRY_DELAY_LEVEL_BASE: i32 = 3;
 /// `TopicSysFlag.buildSysFlag(false, true)`: the topic sysFlag of a unit-mode retry topic.
 const TOPIC_SYS_FLAG_UNIT_SUB: i32 = 2;
-
-fn refuse(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
-    RemotingCommand::response(code, Some(remark.into()))
-}
 
 /// Where a failed message goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,12 +150,12 @@ pub fn dlq_topic_config(group: &str) -> TopicConfig {
 }
 
 /// `createTopicInSendMessageBackMethod` ([`topic_create::ensure_topic`]) with this broker's handles.
-pub(crate) async fn ensure_topic(ctx: &BrokerContext, config: TopicConfig) -> Result<TopicConfig, RemotingCommand> {
+pub(crate) async fn ensure_topic(ctx: &SendHandles, config: TopicConfig) -> Result<TopicConfig, RemotingCommand> {
     topic_create::ensure_topic(&ctx.store, &ctx.replica, &ctx.config.broker_name, &ctx.register_now, config).await
 }
 
 /// `findSubscriptionGroupConfig`: the group, created (replicated) when auto-creation allows it.
-async fn find_group(ctx: &BrokerContext, group: &str) -> Result<SubscriptionGroupConfig, RemotingCommand> {
+async fn find_group(ctx: &SendHandles, group: &str) -> Result<SubscriptionGroupConfig, RemotingCommand> {
     let create =
         match ctx.store.metadata().groups.find_or_create(group, ctx.live.read(|c| c.auto_create_subscription_group)) {
             GroupLookup::Found(config) => return Ok(config.clone()),
@@ -179,7 +176,7 @@ async fn find_group(ctx: &BrokerContext, group: &str) -> Result<SubscriptionGrou
 /// maxReconsumeTimes (header, else the group's `retryMaxTimes`), the DLQ topic the message goes to
 /// instead (created if needed). `None`: send as asked.
 pub(crate) async fn dead_letter_of_retry_send(
-    ctx: &BrokerContext,
+    ctx: &SendHandles,
     h: &SendMessageRequestHeader,
 ) -> Result<Option<TopicConfig>, RemotingCommand> {
     let Some(group) = group_of_retry_topic(&h.topic) else { return Ok(None) };
@@ -194,13 +191,13 @@ pub(crate) async fn dead_letter_of_retry_send(
 }
 
 /// Handles CONSUMER_SEND_MSG_BACK.
-pub async fn consumer_send_back(ctx: &BrokerContext, request: &RemotingCommand) -> RemotingCommand {
+pub async fn consumer_send_back(ctx: &SendHandles, request: &RemotingCommand) -> RemotingCommand {
     match send_back(ctx, request).await {
         Ok(response) | Err(response) => response,
     }
 }
 
-async fn send_back(ctx: &BrokerContext, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+async fn send_back(ctx: &SendHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let h: ConsumerSendMsgBackRequestHeader = request
         .decode_header()
         .map_err(|e| refuse(ResponseCode::SystemError, format!("the send-back request header is invalid: {e}")))?;
@@ -218,7 +215,7 @@ async fn send_back(ctx: &BrokerContext, request: &RemotingCommand) -> Result<Rem
     // Under the plain ACL the request was allowed for its group and `originTopic`: the message it
     // names by offset must be one of theirs, or send-back would copy any topic into a retry topic
     // the caller may read.
-    if ctx.acl.is_some() && !is_send_back_of(original.topic(), h.origin_topic.as_deref(), &h.group) {
+    if ctx.acl_enabled && !is_send_back_of(original.topic(), h.origin_topic.as_deref(), &h.group) {
         return Err(refuse(
             ResponseCode::NoPermission,
             format!("the message at offset {} is not of topic {:?} nor of group {}", h.offset, h.origin_topic, h.group),
@@ -278,7 +275,7 @@ fn is_send_back_of(stored_topic: &str, origin_topic: Option<&str>, group: &str) 
 }
 
 /// `lookMessageByOffset`: the committed record at `offset`, decoded.
-fn look_message_by_offset(ctx: &BrokerContext, offset: i64) -> Result<MessageExt, RemotingCommand> {
+fn look_message_by_offset(ctx: &SendHandles, offset: i64) -> Result<MessageExt, RemotingCommand> {
     let failed =
         |why: String| refuse(ResponseCode::SystemError, format!("look message by offset failed, {offset}: {why}"));
     let bytes = record_at(ctx.store.commit_log(), offset).map_err(|e| failed(e.to_string()))?;
