@@ -9,7 +9,9 @@
 //! - `end_pos` is the end of the last entry (or `meta.start_pos` when empty), never a segment
 //!   boundary unless the log is empty; every byte in `[end_pos, end of its segment)` is zero and
 //!   no segment exists above it, so stale records can never be mistaken for new ones;
-//! - `meta.durable_pos <= end_pos`: everything below it has been fsynced.
+//! - `meta.durable_pos <= end_pos`: everything below it has been fsynced;
+//! - `log_generation` changes whenever `end_pos` moves other than by an append, so the flusher
+//!   raises the watermark only to an end read under the current generation.
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -74,6 +76,14 @@ pub struct State {
     /// Between [`Self::truncate_logically`] and [`Self::truncate_files`]: the bytes after the
     /// end are stale records that must not change before the lowered watermark is durable.
     pub truncation_pending: bool,
+    /// Bumped whenever the log is cut back or rebased (`end_pos` moves down or jumps): a flusher
+    /// cycle that read the end under an older generation synced bytes of a log that is gone and
+    /// must not move the watermark.
+    pub log_generation: u64,
+    /// Test seam: run by the flusher between its syncs and taking the lock again, to place a
+    /// truncation or rebase inside a cycle in flight.
+    #[cfg(test)]
+    pub after_sync_hook: Option<Box<dyn FnOnce(&mut State) + Send>>,
 }
 
 /// A truncation done in memory whose file work is pending.
@@ -269,6 +279,7 @@ impl State {
             self.meta.start_pos = new_end;
         }
         self.meta.durable_pos = self.meta.durable_pos.min(new_end);
+        self.log_generation += 1;
         self.truncation_pending = true;
         Ok(Some(Truncation { new_end, old_end }))
     }
@@ -374,6 +385,7 @@ impl State {
         self.meta.start_pos = next_pos;
         self.meta.durable_pos = next_pos;
         self.end_pos = next_pos;
+        self.log_generation += 1;
         Ok(true)
     }
 
