@@ -248,4 +248,26 @@ mod tests {
         assert!(ix.get(16).is_some());
         Ok(())
     }
+
+    #[test]
+    fn slots_of_an_earlier_run_are_live_only_once_stored_again() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let mut ix = IndexSet::open(dir.path(), 16)?;
+        for i in 1..30 {
+            ix.put(&Slot { pos: i * 100, size: 100, index: i, term: 1 })?;
+        }
+        drop(ix);
+        let mut ix = IndexSet::open(dir.path(), 16)?;
+        assert!(ix.get(5).is_none(), "nothing is live before recovery stores it");
+        for i in 1..10 {
+            ix.put(&Slot { pos: i * 100, size: 100, index: i, term: 2 })?;
+        }
+        ix.clear_from(10)?;
+        assert_eq!(ix.get(9).map(|s| s.term), Some(2));
+        assert!(ix.get(10).is_none() && ix.get(12).is_none(), "stale slots past the cut stay dead");
+        ix.put(&Slot { pos: 1000, size: 100, index: 10, term: 3 })?;
+        assert_eq!(ix.get(10).map(|s| s.term), Some(3));
+        assert!(ix.get(11).is_none());
+        Ok(())
+    }
 }
