@@ -316,3 +316,35 @@ async fn hole4_follower_truncation_allocates_nothing_even_across_a_segment_roll(
     assert_eq!(got, vec![old[0].clone(), new[0].clone()], "nothing cut comes back");
     Ok(())
 }
+
+/// A restart on a full tmpfs whose log ends exactly at a page boundary: recovery used to read
+/// the next record's header from a hole through the mapping, which a tmpfs answers by
+/// allocating a page, and on a full one with SIGBUS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hole3_restart_on_full_disk_with_a_page_aligned_end_reads_no_hole() -> anyhow::Result<()> {
+    const NAME: &str = "hole3_restart_on_full_disk_with_a_page_aligned_end_reads_no_hole";
+    let cfg = RaftConfig {
+        segment_size_bytes: 8 << 20,
+        index_file_entries: 16,
+        segment_zero_ahead: false,
+        ..RaftConfig::default()
+    };
+    if let Some(dir) = std::env::var_os(CHILD_ENV) {
+        let store = LogStore::open(Path::new(&dir), &cfg)?;
+        assert!(!store.is_damaged(), "{:?}", store.damage_reason());
+        assert_eq!((store.last_log_id(), store.end_pos()), (Some(log_id(1, 2)), 4096));
+        return Ok(());
+    }
+    let Some(fs) = Tmpfs::mount(8) else { return Ok(()) };
+    let dir = fs.path.join("store");
+    let mut store = LogStore::open(&dir, &cfg)?;
+    store.append(vec![entry(1, 1, vec![1; 100])], IOFlushed::noop()).await?;
+    let first = store.end_pos();
+    let overhead = first - 100;
+    store.append(vec![entry(1, 2, vec![2; (4096 - first - overhead) as usize])], IOFlushed::noop()).await?;
+    store.sync().await?;
+    assert_eq!(store.end_pos(), 4096, "the log ends at a page boundary");
+    drop(store);
+    fill_disk(&fs.path, 0)?;
+    run_in_child(NAME, &dir)
+}
