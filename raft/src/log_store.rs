@@ -187,6 +187,7 @@ impl LogStore {
             staged: Vec::new(),
             staged_pos: 0,
             truncation_pending: false,
+            rebase_pending: false,
             log_generation: 0,
             #[cfg(test)]
             after_sync_hook: None,
@@ -655,7 +656,12 @@ mod tests {
             store.end_pos()
         );
         assert_eq!(store.durable_pos(), next_pos);
+        assert!(
+            crate::zero_ahead::untouchable(&lock(&store.shared.state)),
+            "no zeros ahead over the old log before the rebase is durable"
+        );
         store.rebase(last, next_pos).await?;
+        assert!(!crate::zero_ahead::untouchable(&lock(&store.shared.state)));
         drop(store);
         let mut re = LogStore::open(dir.path(), &cfg())?;
         assert!(!re.is_damaged(), "{:?}", re.damage_reason());

@@ -76,6 +76,8 @@ pub struct State {
     /// Between [`Self::truncate_logically`] and [`Self::truncate_files`]: the bytes after the
     /// end are stale records that must not change before the lowered watermark is durable.
     pub truncation_pending: bool,
+    /// The same between [`Self::rebase_logically`] and [`Self::delete_rebased_files`].
+    pub rebase_pending: bool,
     /// Bumped whenever the log is cut back or rebased (`end_pos` moves down or jumps): a flusher
     /// cycle that read the end under an older generation synced bytes of a log that is gone and
     /// must not move the watermark.
@@ -406,6 +408,9 @@ impl State {
         self.meta.durable_pos = next_pos;
         self.end_pos = next_pos;
         self.log_generation += 1;
+        // The old log's bytes after `next_pos` are still covered by the persisted watermark:
+        // nothing (the zero-ahead helper) may touch them before the new meta is durable.
+        self.rebase_pending = true;
         Ok(true)
     }
 
@@ -413,6 +418,7 @@ impl State {
     pub fn delete_rebased_files(&mut self) -> Result<()> {
         let removed = self.segs.remove_where(|_| true)?;
         self.dir_dirty |= removed > 0;
+        self.rebase_pending = false;
         self.index.clear_from(0)
     }
 
