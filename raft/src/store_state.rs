@@ -44,6 +44,10 @@ pub struct Limits {
     pub append_entries_max_bytes: u64,
 }
 
+/// A test's code run on the state (see `State::after_sync_hook`).
+#[cfg(test)]
+pub type StateHook = Box<dyn FnOnce(&mut State) + Send>;
+
 /// The state behind the store mutex.
 pub struct State {
     pub limits: Limits,
@@ -85,7 +89,7 @@ pub struct State {
     /// Test seam: run by the flusher between its syncs and taking the lock again, to place a
     /// truncation or rebase inside a cycle in flight.
     #[cfg(test)]
-    pub after_sync_hook: Option<Box<dyn FnOnce(&mut State) + Send>>,
+    pub after_sync_hook: Option<StateHook>,
 }
 
 /// A truncation done in memory whose file work is pending.
