@@ -291,7 +291,7 @@ fn cycle(
     committed_every: Duration,
     syncs: &mut u64,
 ) -> Result<()> {
-    let (ranges, end, dir, dir_dirty) = {
+    let (ranges, end, generation, dir, dir_dirty) = {
         let mut st = lock(state);
         if let Some(p) = &st.poisoned {
             return Err(StoreError::Poisoned(p.clone()));
@@ -306,7 +306,7 @@ fn cycle(
         let end = st.end_pos;
         let from = st.meta.durable_pos.min(end);
         let dirty = std::mem::take(&mut st.dir_dirty);
-        (st.segs.sync_ranges(from, end), end, st.segs.dir().to_path_buf(), dirty)
+        (st.segs.sync_ranges(from, end), end, st.log_generation, st.segs.dir().to_path_buf(), dirty)
     };
     for r in batch {
         if let Request::Sync(extra, _) = r {
@@ -325,7 +325,14 @@ fn cycle(
         *syncs += 1;
         h.sync_range(*off, *len)?;
     }
-    let (snapshot, persist) = {
+    #[cfg(test)]
+    {
+        let hook = lock(state).after_sync_hook.take();
+        if let Some(hook) = hook {
+            hook(&mut lock(state));
+        }
+    }
+    let (snapshot, persist, same_log) = {
         let mut st = lock(state);
         // Poisoned or frozen while syncing (a failed fsync elsewhere, or a crash test): the
         // watermark stays where it was and nothing of this batch is acknowledged.
@@ -335,21 +342,27 @@ fn cycle(
         if st.frozen {
             return Err(StoreError::Poisoned("simulated crash (test hook)".into()));
         }
-        // Truncation lowers the watermark only after a barrier, so it never races a cycle.
-        assert!(end >= st.meta.durable_pos, "durable watermark must not move back");
-        st.meta.durable_pos = end;
+        // A truncation or rebase (a snapshot install runs beside vote saves and flushes) while
+        // this cycle synced: the bytes synced belong to a log that is gone, and the watermark
+        // the cut set stands. The batch still completes: it is as if it had finished just
+        // before the cut, which is what a waiter may assume of any flush.
+        let same_log = st.log_generation == generation;
+        if same_log {
+            assert!(end >= st.meta.durable_pos, "durable watermark must not move back");
+            st.meta.durable_pos = end;
+        }
         let committed_due = st.committed_dirty && last_meta_write.elapsed() >= committed_every;
         let persist = write_meta || committed_due;
         if persist {
             st.committed_dirty = false;
         }
-        (st.meta.clone(), persist)
+        (st.meta.clone(), persist, same_log)
     };
     if persist {
         *syncs += 1;
         meta_file.write(&snapshot)?;
         *last_meta_write = tokio::time::Instant::now();
-    } else if !ranges.is_empty() {
+    } else if !ranges.is_empty() && same_log {
         meta_file.write_watermark(end)?;
     }
     Ok(())

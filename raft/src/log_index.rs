@@ -5,7 +5,10 @@
 //! Slot layout (big-endian): `pos u64 | size u32 | magic u32 | index u64 | term u64`; an
 //! all-zero slot is empty. The index is *derived* data: recovery re-validates every slot
 //! against the data records and rewrites it, so the index is never fsynced on the hot path
-//! (one fsync per group commit, not two).
+//! (one fsync per group commit, not two), and slots past the live log may hold stale bytes.
+//!
+//! The files are sparse and written through the mapping: a slot's chunk of the file is
+//! allocated with `posix_fallocate` first, so a full disk is an error, never a SIGBUS.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -62,15 +65,58 @@ impl Slot {
     }
 }
 
+/// Bytes of an index file reserved on disk at a time (32 Ki slots): the chunk holding a slot
+/// gets its blocks before the slot is stored through the mapping. Chunks are aligned, so a
+/// restart reserves the very chunks the previous run did and allocates nothing new.
+pub const RESERVE_CHUNK_BYTES: u64 = 1 << 20;
+
+/// One mapped index file and what this process knows of it.
+struct IndexFile {
+    map: MappedFile,
+    /// Bytes `[lo, hi)` with blocks reserved by this process.
+    reserved: (u64, u64),
+    /// End of the slots this process stored (bytes); nothing from an earlier run is known.
+    written_end: u64,
+}
+
+impl IndexFile {
+    fn open(path: &Path, len: u64) -> Result<Self> {
+        let (map, _) = MappedFile::open(path, len)?;
+        Ok(Self { map, reserved: (0, 0), written_end: 0 })
+    }
+
+    /// Make sure `[off, off + SLOT_BYTES)` has blocks on disk.
+    fn reserve_slot(&mut self, off: u64) -> Result<()> {
+        let (lo, hi) = self.reserved;
+        if lo <= off && off + SLOT_BYTES <= hi {
+            return Ok(());
+        }
+        let from = off - off % RESERVE_CHUNK_BYTES;
+        let to = (from + RESERVE_CHUNK_BYTES).min(self.map.len());
+        self.map.reserve(from, to - from)?;
+        // Appends move forward: keep one growing range, start over elsewhere.
+        self.reserved = if from <= hi && to >= lo && hi > lo { (lo.min(from), hi.max(to)) } else { (from, to) };
+        Ok(())
+    }
+}
+
 /// The set of index files.
+///
+/// Invariant: `get` answers only for indexes in `live`, the range this process stored slots
+/// for and has not cleared since; slots outside it may be stale (a cut never rewrites what an
+/// earlier run wrote past it), which keeps a restart or a truncation from touching the rest of
+/// a 160 MiB file. Every slot is stored below a reserved chunk (no SIGBUS on a full disk).
 pub struct IndexSet {
     dir: PathBuf,
     entries_per_file: u64,
-    files: BTreeMap<u64, MappedFile>,
+    files: BTreeMap<u64, IndexFile>,
+    /// Indexes `[lo, hi)` whose slots are current.
+    live: Option<(u64, u64)>,
 }
 
 impl IndexSet {
-    /// Open the index files in `dir` (created if absent).
+    /// Open the index files in `dir` (created if absent). No slot is live until stored again
+    /// (recovery rewrites every recovered entry's slot).
     pub fn open(dir: &Path, entries_per_file: u64) -> Result<Self> {
         assert!(entries_per_file > 0, "index files need at least one slot");
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io("mkdir", dir, e))?;
@@ -82,10 +128,9 @@ impl IndexSet {
                 std::fs::remove_file(&p).map_err(|e| StoreError::io("remove", &p, e))?;
                 continue;
             }
-            let (f, _) = MappedFile::open(&dir.join(file_name(first)), entries_per_file * SLOT_BYTES)?;
-            files.insert(first, f);
+            files.insert(first, IndexFile::open(&dir.join(file_name(first)), entries_per_file * SLOT_BYTES)?);
         }
-        Ok(Self { dir: dir.to_path_buf(), entries_per_file, files })
+        Ok(Self { dir: dir.to_path_buf(), entries_per_file, files, live: None })
     }
 
     fn locate(&self, index: u64) -> (u64, u64) {
@@ -95,41 +140,63 @@ impl IndexSet {
 
     /// The slot of `index` if present and consistent.
     pub fn get(&self, index: u64) -> Option<Slot> {
+        let (lo, hi) = self.live?;
+        if index < lo || index >= hi {
+            return None;
+        }
         let (first, off) = self.locate(index);
-        let s = Slot::decode(self.files.get(&first)?.read(off, SLOT_BYTES as usize)?)?;
+        let s = Slot::decode(self.files.get(&first)?.map.read(off, SLOT_BYTES as usize)?)?;
         (s.index == index).then_some(s)
     }
 
-    /// Write the slot of `s.index`, creating its file if needed.
+    /// Write the slot of `s.index`, creating its file if needed. Fails (instead of faulting)
+    /// when the disk has no room for the slot's page.
     pub fn put(&mut self, s: &Slot) -> Result<()> {
         let (first, off) = self.locate(s.index);
         if !self.files.contains_key(&first) {
             let path = self.dir.join(file_name(first));
-            let (f, _) = MappedFile::open(&path, self.entries_per_file * SLOT_BYTES)?;
-            self.files.insert(first, f);
+            self.files.insert(first, IndexFile::open(&path, self.entries_per_file * SLOT_BYTES)?);
         }
         let enc = s.encode();
         let file = self.files.get_mut(&first).ok_or(StoreError::Contract("index file vanished".into()))?;
+        file.reserve_slot(off)?;
         let dst = file
+            .map
             .slice_mut(off, enc.len())
             .ok_or_else(|| StoreError::Contract(format!("index slot {} out of range", s.index)))?;
         if dst != enc {
             dst.copy_from_slice(&enc);
         }
+        file.written_end = file.written_end.max(off + SLOT_BYTES);
+        let i = s.index;
+        self.live = Some(match self.live {
+            Some((lo, hi)) if lo <= i && i <= hi => (lo, hi.max(i + 1)),
+            _ => (i, i + 1),
+        });
         Ok(())
     }
 
-    /// Clear every slot at or above `from` (files entirely above are deleted).
+    /// Clear every slot at or above `from`: files entirely above are deleted; in the file
+    /// holding `from`, the slots this process stored after it are zeroed (blocks it reserved,
+    /// so the cost is what was written, not the file's size) and everything after it stops
+    /// being live.
     pub fn clear_from(&mut self, from: u64) -> Result<()> {
         let (first, off) = self.locate(from);
-        self.remove_where(|f| f > first)?;
-        if let Some(f) = self.files.get_mut(&first) {
-            let len = f.len() - off;
-            let len = usize::try_from(len).map_err(|_| StoreError::Contract("index file too large".into()))?;
-            if let Some(s) = f.slice_mut(off, len) {
+        self.remove_where(|f| f >= from)?;
+        if let Some(f) = self.files.get_mut(&first)
+            && f.written_end > off
+        {
+            let len = usize::try_from(f.written_end - off)
+                .map_err(|_| StoreError::Contract("index file too large".into()))?;
+            if let Some(s) = f.map.slice_mut(off, len) {
                 s.fill(0);
             }
+            f.written_end = off;
         }
+        self.live = match self.live {
+            Some((lo, hi)) if lo < from => Some((lo, hi.min(from))),
+            _ => None,
+        };
         Ok(())
     }
 
@@ -143,7 +210,7 @@ impl IndexSet {
         let doomed: Vec<u64> = self.files.keys().copied().filter(|f| pred(*f)).collect();
         for first in doomed {
             if let Some(f) = self.files.remove(&first) {
-                let path = f.path().to_path_buf();
+                let path = f.map.path().to_path_buf();
                 drop(f);
                 std::fs::remove_file(&path).map_err(|e| StoreError::io("remove", &path, e))?;
             }
@@ -179,6 +246,28 @@ mod tests {
         ix.remove_below(16)?;
         assert!(ix.get(3).is_none());
         assert!(ix.get(16).is_some());
+        Ok(())
+    }
+
+    #[test]
+    fn slots_of_an_earlier_run_are_live_only_once_stored_again() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let mut ix = IndexSet::open(dir.path(), 16)?;
+        for i in 1..30 {
+            ix.put(&Slot { pos: i * 100, size: 100, index: i, term: 1 })?;
+        }
+        drop(ix);
+        let mut ix = IndexSet::open(dir.path(), 16)?;
+        assert!(ix.get(5).is_none(), "nothing is live before recovery stores it");
+        for i in 1..10 {
+            ix.put(&Slot { pos: i * 100, size: 100, index: i, term: 2 })?;
+        }
+        ix.clear_from(10)?;
+        assert_eq!(ix.get(9).map(|s| s.term), Some(2));
+        assert!(ix.get(10).is_none() && ix.get(12).is_none(), "stale slots past the cut stay dead");
+        ix.put(&Slot { pos: 1000, size: 100, index: 10, term: 3 })?;
+        assert_eq!(ix.get(10).map(|s| s.term), Some(3));
+        assert!(ix.get(11).is_none());
         Ok(())
     }
 }

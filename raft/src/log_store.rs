@@ -187,6 +187,10 @@ impl LogStore {
             staged: Vec::new(),
             staged_pos: 0,
             truncation_pending: false,
+            rebase_pending: false,
+            log_generation: 0,
+            #[cfg(test)]
+            after_sync_hook: None,
         };
         recovery::recover(&mut st)?;
         if st.damaged.is_none() {
@@ -609,5 +613,77 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn purge(&mut self, log_id: LogId) -> std::result::Result<(), io::Error> {
         Ok(self.do_purge(log_id).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::type_config::{AppPayload, EntryPayload};
+
+    fn cfg() -> RaftConfig {
+        RaftConfig { segment_size_bytes: 4096, index_file_entries: 16, ..RaftConfig::default() }
+    }
+
+    fn entries(term: u64, range: std::ops::RangeInclusive<u64>) -> Vec<Entry> {
+        range
+            .map(|i| Entry {
+                log_id: log_id(term, i),
+                payload: EntryPayload::Normal(AppPayload::new(1, vec![i as u8; 300])),
+            })
+            .collect()
+    }
+
+    /// Appends 1..=10, then places a snapshot install's rebase onto (term 2, 12) at `next_pos`
+    /// inside the flusher cycle that syncs them, finishes the rebase and reopens the store.
+    async fn rebase_inside_a_flush(next_pos: impl FnOnce(&LogStore) -> u64) -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let mut store = LogStore::open(dir.path(), &cfg())?;
+        store.append(entries(1, 1..=3), IOFlushed::noop()).await?;
+        store.sync().await?;
+        let last = log_id(2, 12);
+        let next_pos = next_pos(&store);
+        lock(&store.shared.state).after_sync_hook = Some(Box::new(move |st: &mut State| {
+            assert!(st.rebase_logically(last, next_pos).expect("rebase"), "the log does not hold the snapshot point");
+        }));
+        store.append(entries(1, 4..=10), IOFlushed::noop()).await?;
+        store.sync().await?;
+        assert!(lock(&store.shared.state).after_sync_hook.is_none(), "the hook ran");
+        assert!(
+            store.durable_pos() <= store.end_pos(),
+            "watermark {} past the rebased end {}",
+            store.durable_pos(),
+            store.end_pos()
+        );
+        assert_eq!(store.durable_pos(), next_pos);
+        assert!(
+            crate::zero_ahead::untouchable(&lock(&store.shared.state)),
+            "no zeros ahead over the old log before the rebase is durable"
+        );
+        store.rebase(last, next_pos).await?;
+        assert!(!crate::zero_ahead::untouchable(&lock(&store.shared.state)));
+        drop(store);
+        let mut re = LogStore::open(dir.path(), &cfg())?;
+        assert!(!re.is_damaged(), "{:?}", re.damage_reason());
+        assert_eq!((re.last_log_id(), re.end_pos()), (Some(last), next_pos));
+        re.append(entries(2, 13..=14), IOFlushed::noop()).await?;
+        re.sync().await?;
+        assert_eq!(re.entry_position(13).map(|p| p.pos), Some(next_pos));
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn hole2_rebase_during_inflight_flush_past_the_end_keeps_the_flusher_alive() -> anyhow::Result<()> {
+        // The snapshot's next entry lies beyond the local end: the cycle's end is below the
+        // rebased watermark (the flusher thread used to die on its assertion).
+        rebase_inside_a_flush(|s| s.end_pos() - s.end_pos() % 4096 + 3 * 4096 + 64).await
+    }
+
+    #[tokio::test]
+    async fn hole2_rebase_during_inflight_flush_below_the_end_persists_no_watermark_past_it() -> anyhow::Result<()> {
+        // The snapshot's next entry lies inside the local log: the cycle's end is past the
+        // rebased end (the watermark used to be raised past the log end, and the reopened store
+        // was damaged).
+        rebase_inside_a_flush(|s| s.entry_position(2).map_or(0, |p| p.pos)).await
     }
 }

@@ -146,6 +146,58 @@ impl MappedFile {
         self.inner.file.write_all_at(data, off).map_err(|e| StoreError::io("pwrite", &self.inner.path, e))
     }
 
+    /// Allocate disk blocks for `[off, off + len)` with `posix_fallocate` (a no-op where they
+    /// exist). A store through the mapping into a page without a block must allocate one, and on
+    /// a full file system the kernel can only answer that with SIGBUS; reserving first turns the
+    /// same condition into an `ENOSPC` error here.
+    pub fn reserve(&self, off: u64, len: u64) -> Result<()> {
+        use std::os::fd::AsRawFd;
+        if self.check(off, to_usize(len)?).is_none() {
+            return Err(StoreError::Contract(format!("reserve of {len} B at {off} outside {}", self.path().display())));
+        }
+        let to_off =
+            |v: u64| nix::libc::off_t::try_from(v).map_err(|_| StoreError::Config(format!("{v} beyond off_t")));
+        nix::fcntl::posix_fallocate(self.inner.file.as_raw_fd(), to_off(off)?, to_off(len)?)
+            .map_err(|e| StoreError::io("fallocate", &self.inner.path, e.into()))
+    }
+
+    /// The parts of `[from, to)` that may hold data: everything but the file's holes
+    /// (`SEEK_DATA`/`SEEK_HOLE`; a file system without them reports the whole range). Lets
+    /// recovery look at what was written instead of faulting in a sparse segment page by page.
+    pub fn data_ranges(&self, from: u64, to: u64) -> Result<Vec<(u64, u64)>> {
+        use nix::errno::Errno;
+        use nix::unistd::{Whence, lseek};
+        use std::os::fd::AsRawFd;
+        let fd = self.inner.file.as_raw_fd();
+        let to = to.min(self.inner.len);
+        let seek = |p: u64, whence| -> Result<Option<u64>> {
+            let at = nix::libc::off_t::try_from(p).map_err(|_| StoreError::Config(format!("{p} beyond off_t")))?;
+            match lseek(fd, at, whence) {
+                Ok(x) => Ok(Some(u64::try_from(x).unwrap_or(0))),
+                // No data at or after `p`.
+                Err(Errno::ENXIO) => Ok(None),
+                Err(e) => Err(StoreError::io("lseek", &self.inner.path, e.into())),
+            }
+        };
+        let mut out = Vec::new();
+        let mut p = from;
+        while p < to {
+            let Some(data) = seek(p, Whence::SeekData)? else { break };
+            if data >= to {
+                break;
+            }
+            let hole = seek(data, Whence::SeekHole)?.map_or(to, |h| h.min(to));
+            if hole <= data {
+                // Not a usable answer: assume data up to the end.
+                out.push((data, to));
+                break;
+            }
+            out.push((data, hole));
+            p = hole;
+        }
+        Ok(out)
+    }
+
     /// Mutable bytes `[off, off + len)`, or `None` if out of range.
     pub fn slice_mut(&mut self, off: u64, len: usize) -> Option<&mut [u8]> {
         let o = self.check(off, len)?;

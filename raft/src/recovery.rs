@@ -10,14 +10,21 @@
 //!   the valid prefix stays readable, writes are refused, `tracing::error!` says why;
 //! - otherwise the bytes after the end are a torn tail of unsynced writes: zero them in the
 //!   end's segment, delete later segments, fsync, and raise the watermark to the end.
+//!
+//! The cost is what was written: only the segment file's data ranges after the end are read,
+//! and the index is only cleared of what this process stored (stale slots past the end are
+//! never live, see `log_index`), so a restart writes nothing into sparse space.
 
 use crate::entry::{BLANK_MIN_BYTES, RecordPrefix, peek_prefix, segment_base};
 use crate::error::{Result, StoreError};
 use crate::log_index::Slot;
 use crate::mapped_file::sync_dir;
 use crate::payload_codec;
-use crate::store_state::{State, read_record};
+use crate::store_state::{State, read_record, zero_range};
 use crate::type_config::log_id;
+
+/// The smallest page size: a hole is at least a page, aligned.
+const HOLE_PROBE_BYTES: u64 = 4096;
 
 /// Outcome of the scan, before any repair.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +48,12 @@ pub fn scan(st: &mut State) -> Result<ScanResult> {
     let mut min_term = st.meta.last_purged.map_or(0, |p| p.leader_id.term);
     let (mut first, mut last) = (None, None);
     let stop_reason = loop {
+        // A record start at a page boundary may be in a hole: it reads as zeros, but on a tmpfs
+        // even reading a hole through the mapping allocates a page (SIGBUS on a full one). One
+        // `lseek` per page-aligned start looks first.
+        if pos.is_multiple_of(HOLE_PROBE_BYTES) && st.segs.data_ranges(pos, pos + 1)?.is_empty() {
+            break None;
+        }
         let Some(prefix) = st.segs.read(pos, BLANK_MIN_BYTES as usize).map(peek_prefix) else {
             break None; // segment missing: clean end (or damage, judged by the watermark)
         };
@@ -117,15 +130,17 @@ pub fn recover(st: &mut State) -> Result<()> {
         tracing::warn!(end_pos = r.end_pos, %why, "truncating torn tail of the raft log");
     }
     // Zero whatever follows the end in its segment (torn or stale bytes), delete later ones.
+    // Only the file's data is looked at: a hole reads as zeros, and faulting in the sparse rest
+    // of a 1 GiB segment page by page costs seconds (and allocates it all on a tmpfs).
     let end = r.end_pos;
     let base = segment_base(end, seg);
-    if st.segs.read(end, 0).is_some() {
-        let mut p = end;
-        while p < base + seg {
-            let chunk_end = (((p / 4096) + 1) * 4096).min(base + seg);
+    for (from, to) in st.segs.data_ranges(end, base + seg)? {
+        let mut p = from.max(end);
+        while p < to {
+            let chunk_end = (((p / 4096) + 1) * 4096).min(to);
             let len = usize::try_from(chunk_end - p).map_err(|_| StoreError::Contract("chunk".into()))?;
             if st.segs.read(p, len).is_some_and(|b| b.iter().any(|x| *x != 0)) {
-                st.segs.write_slice(p, len)?.fill(0);
+                zero_range(&mut st.segs, p, chunk_end)?;
             }
             p = chunk_end;
         }

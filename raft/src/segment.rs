@@ -90,13 +90,13 @@ impl SegmentSet {
         Ok(created)
     }
 
-    /// Mutable bytes `[pos, pos + len)`; the segment must exist (see [`Self::ensure`]).
-    pub fn write_slice(&mut self, pos: u64, len: usize) -> Result<&mut [u8]> {
+    /// The parts of `[pos, to)` (one segment) that may hold data, skipping the file's holes;
+    /// nothing if the segment does not exist.
+    pub fn data_ranges(&self, pos: u64, to: u64) -> Result<Vec<(u64, u64)>> {
         let (base, off) = self.locate(pos);
-        self.segs
-            .get_mut(&base)
-            .and_then(|s| s.slice_mut(off, len))
-            .ok_or_else(|| StoreError::Contract(format!("write of {len} B at {pos} outside a segment")))
+        let Some(s) = self.segs.get(&base) else { return Ok(Vec::new()) };
+        let ranges = s.data_ranges(off, to.saturating_sub(base))?;
+        Ok(ranges.into_iter().map(|(a, b)| (base + a, base + b)).collect())
     }
 
     /// Write `data` at `pos`; it must lie in one existing segment (see [`Self::ensure`]).

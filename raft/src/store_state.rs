@@ -9,7 +9,9 @@
 //! - `end_pos` is the end of the last entry (or `meta.start_pos` when empty), never a segment
 //!   boundary unless the log is empty; every byte in `[end_pos, end of its segment)` is zero and
 //!   no segment exists above it, so stale records can never be mistaken for new ones;
-//! - `meta.durable_pos <= end_pos`: everything below it has been fsynced.
+//! - `meta.durable_pos <= end_pos`: everything below it has been fsynced;
+//! - `log_generation` changes whenever `end_pos` moves other than by an append, so the flusher
+//!   raises the watermark only to an end read under the current generation.
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -41,6 +43,10 @@ pub struct Limits {
     pub entry_max_bytes: u64,
     pub append_entries_max_bytes: u64,
 }
+
+/// A test's code run on the state (see `State::after_sync_hook`).
+#[cfg(test)]
+pub type StateHook = Box<dyn FnOnce(&mut State) + Send>;
 
 /// The state behind the store mutex.
 pub struct State {
@@ -74,6 +80,16 @@ pub struct State {
     /// Between [`Self::truncate_logically`] and [`Self::truncate_files`]: the bytes after the
     /// end are stale records that must not change before the lowered watermark is durable.
     pub truncation_pending: bool,
+    /// The same between [`Self::rebase_logically`] and [`Self::delete_rebased_files`].
+    pub rebase_pending: bool,
+    /// Bumped whenever the log is cut back or rebased (`end_pos` moves down or jumps): a flusher
+    /// cycle that read the end under an older generation synced bytes of a log that is gone and
+    /// must not move the watermark.
+    pub log_generation: u64,
+    /// Test seam: run by the flusher between its syncs and taking the lock again, to place a
+    /// truncation or rebase inside a cycle in flight.
+    #[cfg(test)]
+    pub after_sync_hook: Option<StateHook>,
 }
 
 /// A truncation done in memory whose file work is pending.
@@ -193,6 +209,12 @@ impl State {
         let seg = self.limits.segment_size;
         let p = place_entry(self.end_pos, total, seg)
             .ok_or(StoreError::EntryTooLarge { size_bytes: total, max_bytes: self.limits.entry_max_bytes })?;
+        let total_usize = usize::try_from(total).map_err(|_| StoreError::Contract("entry too large".into()))?;
+        let total32 = u32::try_from(total).map_err(|_| StoreError::Contract("entry too large".into()))?;
+        // The slot first: it is the step that can find the disk full, and then nothing of this
+        // entry may be staged (bytes after the end must stay zero). A slot past the end is not
+        // live, so it needs no undoing if a later step fails.
+        self.index.put(&Slot { pos: p.pos, size: total32, index, term })?;
         if let Some((bpos, blen)) = p.blank {
             self.dir_dirty |= self.segs.ensure(bpos)?;
             let blen32 = u32::try_from(blen).map_err(|_| StoreError::Contract("blank too large".into()))?;
@@ -200,8 +222,6 @@ impl State {
             encode_blank(&mut self.staged[at..], blen32);
         }
         self.dir_dirty |= self.segs.ensure(p.pos)?;
-        let total_usize = usize::try_from(total).map_err(|_| StoreError::Contract("entry too large".into()))?;
-        let total32 = u32::try_from(total).map_err(|_| StoreError::Contract("entry too large".into()))?;
         let at = self.stage(p.pos, total_usize)?;
         let (hdr, body) = self.staged[at..].split_at_mut(HEADER_SIZE_USIZE);
         body.copy_from_slice(&bytes);
@@ -218,7 +238,6 @@ impl State {
             payload_crc: crc32fast::hash(body),
         };
         encode_header(hdr, &h);
-        self.index.put(&Slot { pos: p.pos, size: total32, index, term })?;
         self.end_pos = p.pos + total;
         self.last = Some(e.log_id);
         self.first.get_or_insert(index);
@@ -269,20 +288,22 @@ impl State {
             self.meta.start_pos = new_end;
         }
         self.meta.durable_pos = self.meta.durable_pos.min(new_end);
+        self.log_generation += 1;
         self.truncation_pending = true;
         Ok(Some(Truncation { new_end, old_end }))
     }
 
-    /// The file part of a truncation: zero `[new_end, old_end)` within the new end's segment (a
-    /// blank pad and anything after it included; beyond `old_end` it is zero already) and delete
-    /// later segments. Returns the ranges that must be synced before the truncation is durable.
+    /// The file part of a truncation: zero what was written of `[new_end, old_end)` within the
+    /// new end's segment (the records cut and a blank's header; the rest of a blank's pad and
+    /// everything beyond `old_end` is zero already, and writing it would allocate the sparse
+    /// rest of a segment) and delete later segments. Returns the ranges that must be synced
+    /// before the truncation is durable.
     pub fn truncate_files(&mut self, t: &Truncation) -> Result<TruncateSync> {
         let seg = self.limits.segment_size;
         let base = segment_base(t.new_end, seg);
-        let zero_to = t.old_end.min(base + seg);
+        let zero_to = self.written_end(t.new_end, t.old_end.min(base + seg));
         let ranges = if zero_to > t.new_end {
-            let len = usize::try_from(zero_to - t.new_end).map_err(|_| StoreError::Contract("range".into()))?;
-            self.segs.write_slice(t.new_end, len)?.fill(0);
+            zero_range(&mut self.segs, t.new_end, zero_to)?;
             self.segs.sync_ranges(t.new_end, zero_to)
         } else {
             Vec::new()
@@ -291,6 +312,22 @@ impl State {
         self.dir_dirty |= removed > 0;
         self.truncation_pending = false;
         Ok(TruncateSync { ranges })
+    }
+
+    /// Where the bytes written in `[from, to)` end, `from` being a record start in one
+    /// segment: walks the records (entries, then possibly the blank that ends the segment, of
+    /// which only the header was written). Anything unexpected counts as written through `to`.
+    fn written_end(&self, from: u64, to: u64) -> u64 {
+        let mut p = from;
+        while p < to {
+            match self.segs.read(p, entry::BLANK_MIN_BYTES as usize).map(entry::peek_prefix) {
+                Some(entry::RecordPrefix::Entry(size)) => p += u64::from(size),
+                Some(entry::RecordPrefix::Blank(_)) => return (p + entry::BLANK_MIN_BYTES).min(to),
+                Some(entry::RecordPrefix::Empty) => return p,
+                Some(entry::RecordPrefix::Garbage) | None => return to,
+            }
+        }
+        p.min(to)
     }
 
     /// Logically purge up to `upto` (inclusive): update first/last and `meta`; the caller
@@ -374,6 +411,10 @@ impl State {
         self.meta.start_pos = next_pos;
         self.meta.durable_pos = next_pos;
         self.end_pos = next_pos;
+        self.log_generation += 1;
+        // The old log's bytes after `next_pos` are still covered by the persisted watermark:
+        // nothing (the zero-ahead helper) may touch them before the new meta is durable.
+        self.rebase_pending = true;
         Ok(true)
     }
 
@@ -381,6 +422,7 @@ impl State {
     pub fn delete_rebased_files(&mut self) -> Result<()> {
         let removed = self.segs.remove_where(|_| true)?;
         self.dir_dirty |= removed > 0;
+        self.rebase_pending = false;
         self.index.clear_from(0)
     }
 
@@ -417,6 +459,20 @@ impl State {
         }
         Ok(out)
     }
+}
+
+/// Write zeros over `[from, to)` (one segment) with `pwrite`: on a full disk that is an error,
+/// where a store through the mapping into a page without a block would be a SIGBUS.
+pub fn zero_range(segs: &mut SegmentSet, from: u64, to: u64) -> Result<()> {
+    const CHUNK: u64 = 256 << 10;
+    let zeros = vec![0u8; usize::try_from(CHUNK.min(to.saturating_sub(from))).unwrap_or(0)];
+    let mut p = from;
+    while p < to {
+        let n = (to - p).min(CHUNK);
+        segs.write_at(p, &zeros[..n as usize])?;
+        p += n;
+    }
+    Ok(())
 }
 
 /// Read and validate the entry record at `pos` (header, bounds, position, payload CRC).

@@ -17,8 +17,8 @@
 //! - a failed sync poisons the store like the flusher's own: the error may have been about data
 //!   pages of the same file, and the next sync would not report it again (fsyncgate);
 //! - a frozen, poisoned or damaged store is left alone, and so is one in the middle of a
-//!   truncation: the stale records after the lowered end must stay as they are until the lowered
-//!   watermark is durable (recovery would call zeros below a persisted watermark damage).
+//!   truncation or a rebase: the stale records after the lowered end must stay as they are until
+//!   the lowered watermark is durable (recovery would call zeros below a persisted watermark damage).
 //!
 //! Best effort otherwise: what it tracks only decides how much work it does, never what data
 //! is.
@@ -44,7 +44,7 @@ pub fn plan(end_pos: u64, zeroed_to: u64, segment_size: u64) -> Option<(u64, u64
 }
 
 pub fn untouchable(st: &State) -> bool {
-    st.frozen || st.poisoned.is_some() || st.damaged.is_some() || st.truncation_pending
+    st.frozen || st.poisoned.is_some() || st.damaged.is_some() || st.truncation_pending || st.rebase_pending
 }
 
 /// Zero the next step after the log end, if it is due (on the page-cache helper thread).
