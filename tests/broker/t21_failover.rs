@@ -65,7 +65,6 @@ async fn leader_killed_mid_stream_loses_no_acknowledged_message() -> Result<()> 
     let producer = Arc::new(
         Producer::builder("t23_producer")
             .namesrv_addr(&group.namesrv_addr)
-            .route_poll_interval(Duration::from_millis(200))
             .send_timeout(Duration::from_secs(2))
             .build()?,
     );

@@ -205,7 +205,6 @@ async fn scenario(procs: &mut Processes, namesrv_addr: &str) -> Result<()> {
     let producer = Arc::new(
         Producer::builder("t25_producer")
             .namesrv_addr(namesrv_addr)
-            .route_poll_interval(Duration::from_millis(200))
             .send_timeout(Duration::from_secs(2))
             .build()?,
     );
