@@ -20,8 +20,13 @@ use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::route::MASTER_ID;
+use raftmq_common::protocol::leader_hint::parse_leader_hint;
 use tokio::time::Instant;
+
+use crate::error::ClientError;
+use crate::error::ErrorKind;
 
 /// The least time between two NameServer queries for the same group's route after failures.
 pub const GROUP_REFRESH_INTERVAL_MIN: Duration = Duration::from_millis(150);
@@ -71,6 +76,43 @@ pub fn next_replica(addrs: &BTreeMap<i64, String>, is_suspect: impl Fn(&str) -> 
         return None;
     }
     Some(candidates[cursor % candidates.len()].clone())
+}
+
+/// What a failed call to a group's address says about the group's leader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallFailure {
+    /// SERVICE_NOT_AVAILABLE naming another address as leader.
+    LeaderHint(String),
+    /// SERVICE_NOT_AVAILABLE without a hint to another address (no leader yet, not ready).
+    Unavailable,
+    /// The connection was refused or dropped: the address is likely dead.
+    Unreachable,
+    /// No answer in time: the address may be dead or only slow.
+    Unanswered,
+    /// Nothing about the leader (a refusal about the request itself, a client-side failure).
+    Other,
+}
+
+/// Classifies a failed call to `addr`.
+pub fn classify(e: &ClientError, addr: &str) -> CallFailure {
+    match &e.kind {
+        ErrorKind::Broker { code: ResponseCode::ServiceNotAvailable, remark } => {
+            match remark.as_deref().and_then(parse_leader_hint) {
+                Some(leader) if leader != addr => CallFailure::LeaderHint(leader.to_owned()),
+                _ => CallFailure::Unavailable,
+            }
+        }
+        ErrorKind::Connection | ErrorKind::OutcomeUnknown => CallFailure::Unreachable,
+        ErrorKind::Timeout => CallFailure::Unanswered,
+        _ => CallFailure::Other,
+    }
+}
+
+/// Whether a failed call's error is one [`classify`] ties to the group's leader, whatever the
+/// address (a consumer's pull loop then pulls again at once: the failed call refreshed the route).
+pub fn is_leader_change(e: &ClientError) -> bool {
+    let addr = e.context.iter().find(|(k, _)| *k == "addr").map_or("", |(_, v)| v.as_str());
+    classify(e, addr) != CallFailure::Other
 }
 
 /// What a caller that saw its group fail at some instant should do about the group's route.
@@ -149,6 +191,21 @@ mod tests {
         let hinted = addrs(&[(0, "f2:1"), (2, "f2:1"), (3, "f3:1")]);
         assert_eq!(next_replica(&hinted, none, 0).as_deref(), Some("f3:1"));
         assert_eq!(next_replica(&addrs(&[(0, "m:1")]), none, 0), None);
+    }
+
+    #[test]
+    fn failed_calls_are_classified_for_failover() {
+        let sna = |remark: &str| ClientError::broker("pull", ResponseCode::ServiceNotAvailable, Some(remark.into()));
+        assert_eq!(classify(&sna("not leader; leader=b:1"), "a:1"), CallFailure::LeaderHint("b:1".into()));
+        assert_eq!(classify(&sna("not leader; leader=a:1"), "a:1"), CallFailure::Unavailable);
+        assert_eq!(classify(&sna("leader unknown"), "a:1"), CallFailure::Unavailable);
+        let kind = |k: ErrorKind| classify(&ClientError::new(k, "pull", "x"), "a:1");
+        assert_eq!(kind(ErrorKind::Connection), CallFailure::Unreachable);
+        assert_eq!(kind(ErrorKind::OutcomeUnknown), CallFailure::Unreachable);
+        assert_eq!(kind(ErrorKind::Timeout), CallFailure::Unanswered);
+        assert_eq!(kind(ErrorKind::InvalidArgument), CallFailure::Other);
+        let busy = ClientError::broker("pull", ResponseCode::SystemBusy, None);
+        assert_eq!(classify(&busy, "a:1"), CallFailure::Other);
     }
 
     #[test]

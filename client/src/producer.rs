@@ -1021,7 +1021,12 @@ impl Producer {
 
     /// The publish info of `topic`, waiting (within `deadline`, at the groups' refresh rate) while
     /// a known topic has no writable queue because its groups are electing a leader.
-    async fn publish_info_within(&self, topic: &str, op: &'static str, deadline: Instant) -> Result<Arc<TopicPublishInfo>> {
+    async fn publish_info_within(
+        &self,
+        topic: &str,
+        op: &'static str,
+        deadline: Instant,
+    ) -> Result<Arc<TopicPublishInfo>> {
         loop {
             let result = tokio::time::timeout_at(deadline, self.publish_info(topic, op)).await;
             match result {

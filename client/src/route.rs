@@ -417,6 +417,13 @@ impl TopicRouteManager {
         }
     }
 
+    /// The group `addr` belongs to, as far as the cached routes (hints included) say.
+    pub fn group_of_addr(&self, addr: &str) -> Option<String> {
+        let state = self.state();
+        let mut names = state.broker_addrs.iter().chain(state.reported_addrs.iter());
+        names.find(|(_, addrs)| addrs.values().any(|a| a == addr)).map(|(name, _)| name.clone())
+    }
+
     /// Whether `addr` refused or dropped a connection lately.
     pub fn is_suspect(&self, addr: &str) -> bool {
         self.state().suspects.is_suspect(addr, Instant::now())

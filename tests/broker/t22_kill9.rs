@@ -203,10 +203,7 @@ async fn scenario(procs: &mut Processes, namesrv_addr: &str) -> Result<()> {
     }
 
     let producer = Arc::new(
-        Producer::builder("t25_producer")
-            .namesrv_addr(namesrv_addr)
-            .send_timeout(Duration::from_secs(2))
-            .build()?,
+        Producer::builder("t25_producer").namesrv_addr(namesrv_addr).send_timeout(Duration::from_secs(2)).build()?,
     );
     producer.start().await?;
     let stop = Arc::new(AtomicBool::new(false));

@@ -93,10 +93,8 @@ async fn leader_crash_during_sync_sends_loses_no_ack_and_sends_resume_within_3s(
     let mut cluster = Cluster::start(3).await?;
     cluster.create_topic(TOPIC, 4).await?;
     let old = cluster.wait_leader(WAIT).await?;
-    let producer = Producer::builder("t44_producer")
-        .namesrv_addr(&cluster.namesrv_addr)
-        .send_timeout(SEND_TIMEOUT)
-        .build()?;
+    let producer =
+        Producer::builder("t44_producer").namesrv_addr(&cluster.namesrv_addr).send_timeout(SEND_TIMEOUT).build()?;
     producer.start().await?;
 
     let log = Log { outcomes: Arc::default(), ok: Arc::new(watch::channel(0).0) };
