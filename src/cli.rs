@@ -65,7 +65,7 @@ impl Command {
     /// Worker threads of the process's tokio runtime: one for the client commands, as Java's
     /// `NettyRemotingClient` serves all its connections from one event-loop thread. Their blocking
     /// work (listeners) runs on threads of its own; a second worker mostly added wake-ups between
-    /// the two (BENCHMARKS.md, session 12: `bench produce` 2–6 % faster in six pairs of seven, with
+    /// the two (BENCHMARKS.md#experiments, E32: `bench produce` 2–6 % faster in six pairs of seven, with
     /// less client CPU; catch-up consumption within noise). Servers take tokio's default, one per
     /// core. `TOKIO_WORKER_THREADS` still wins.
     pub fn runtime_worker_threads(&self) -> Option<usize> {

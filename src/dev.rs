@@ -14,7 +14,7 @@ use anyhow::Result;
 use clap::Args;
 use raftmq_broker::Broker;
 use raftmq_broker::BrokerConfig;
-use raftmq_broker::config::RaftPeer;
+use raftmq_broker::config::broker_config::RaftPeer;
 use raftmq_namesrv::NameServer;
 use raftmq_namesrv::NamesrvConfig;
 

@@ -20,7 +20,7 @@ use anyhow::Result;
 use clap::Parser;
 
 // glibc's malloc took ~15 % of the broker's CPU under send load (frees crossing threads, arena
-// consolidation); mimalloc's thread-local free lists avoid both. Measured in BENCHMARKS.md.
+// consolidation); mimalloc's thread-local free lists avoid both. Measured in BENCHMARKS.md#experiments (E2).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

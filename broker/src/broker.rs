@@ -16,7 +16,7 @@
 //! ```
 //!
 //! Invariant: the ConsumeQueues are recovered against the CommitLog before Raft applies anything, so
-//! re-applied entries meet queues that never run past the log (raft-log-design.md §6 crash rule).
+//! re-applied entries meet queues that never run past the log (docs/raft-log.md#crash-rule).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -48,28 +48,34 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 use tracing::warn;
 
-use crate::client_manage_processor::notify_consumer_ids_changed;
-use crate::client_manager::ClientManager;
-use crate::config::BrokerConfig;
-use crate::group_commit::GroupCommit;
+use crate::config::broker_config::BrokerConfig;
+use crate::config::live_config::LiveConfig;
+use crate::context::BrokerContext;
 use crate::http::AdminServer;
-use crate::live_config::LiveConfig;
-use crate::metrics::BrokerMetrics;
-use crate::namesrv_registration;
-use crate::offset_commit::OffsetCommitter;
-use crate::processor::BrokerContext;
-use crate::processor::BrokerProcessor;
-use crate::processor::SERVED_CODES;
-use crate::pull::PullLimits;
-use crate::replica::Replica;
-use crate::retention;
-use crate::retention::RetentionSettings;
-use crate::schedule;
-use crate::store::BrokerPatcher;
-use crate::store::MessageStore;
-use crate::store::StoreSettings;
-use crate::store::now_ms;
-use crate::topic_config::SystemTopicOptions;
+use crate::observability::metrics::BrokerMetrics;
+use crate::processors::client_manage::notify_consumer_ids_changed;
+use crate::processors::router::BrokerProcessor;
+use crate::processors::router::SERVED_CODES;
+use crate::services::client_manager::ClientManager;
+use crate::services::group_commit::GroupCommit;
+use crate::services::membership::GroupMembership;
+use crate::services::namesrv_registration;
+use crate::services::namesrv_registration::RegistrationHandles;
+use crate::services::offset_commit::OffsetCommitter;
+use crate::services::record_writer::RecordWriter;
+use crate::services::replica::Replica;
+use crate::services::retention;
+use crate::services::retention::RetentionHandles;
+use crate::services::retention::RetentionSettings;
+use crate::services::schedule;
+use crate::services::schedule::ScheduleHandles;
+use crate::services::transaction_check::CheckHandles;
+use crate::state::pull::PullLimits;
+use crate::state::store::BrokerPatcher;
+use crate::state::store::MessageStore;
+use crate::state::store::StoreSettings;
+use crate::state::store::now_ms;
+use crate::state::topic_config::SystemTopicOptions;
 
 /// How often silent client channels are looked for (`ClientHousekeepingService`: 10 s).
 const CLIENT_HOUSEKEEPING_INTERVAL_MS: u64 = 10_000;
@@ -96,7 +102,7 @@ pub enum BrokerError {
     CommitLog(#[from] raftmq_raft::StoreError),
     /// The ConsumeQueues could not be recovered.
     #[error(transparent)]
-    Store(#[from] crate::store::StoreOpenError),
+    Store(#[from] crate::state::store::StoreOpenError),
     /// Raft did not start.
     #[error("raft: {0}")]
     Raft(#[from] raftmq_raft::NodeError),
@@ -136,7 +142,8 @@ impl Broker {
     pub async fn start(config: BrokerConfig) -> Result<Broker, BrokerError> {
         config.validate().map_err(|e| BrokerError::Config(e.to_string()))?;
         // Keys changed at runtime before a restart apply over the config file from the start.
-        let live = LiveConfig::open(config, crate::store::now_ms()).map_err(|e| BrokerError::Config(e.to_string()))?;
+        let live =
+            LiveConfig::open(config, crate::state::store::now_ms()).map_err(|e| BrokerError::Config(e.to_string()))?;
         let config = BrokerConfig::clone(&live.current());
         let store_host = config
             .store_host()
@@ -212,8 +219,20 @@ impl Broker {
             );
         }
         let peer_client = RemotingClient::with_credentials(ProcessorTable::new(), false, inner);
+        let forwarder = RemotingClient::new();
+        let register_now = Arc::new(Notify::new());
+        let membership = Arc::new(GroupMembership {
+            config: config.clone(),
+            replica: Arc::clone(&replica),
+            store: Arc::clone(&store),
+            register_now: Arc::clone(&register_now),
+            forwarder: forwarder.clone(),
+            peer_client: peer_client.clone(),
+        });
         let metrics = BrokerMetrics::new(&config.broker_cluster_name, &config.broker_name, me.id);
-        let stats = crate::stats::StatsTable::new(config.broker_cluster_name.clone());
+        let stats = Arc::new(crate::observability::stats::StatsTable::new(config.broker_cluster_name.clone()));
+        let broker_totals = Arc::new(crate::observability::stats::BrokerTotals::new(crate::state::store::now_ms()));
+        let writer = RecordWriter::new(group_commit.clone(), Arc::clone(&broker_totals), Arc::clone(&stats));
         let ctx = Arc::new(BrokerContext {
             pull_limits: PullLimits {
                 max_transfer_bytes_in_memory: u64::from(config.max_transfer_bytes_on_message_in_memory),
@@ -223,25 +242,27 @@ impl Broker {
                 ..PullLimits::default()
             },
             config,
-            live,
+            live: Arc::new(live),
             replica,
             store,
             group_commit,
+            writer,
             offsets,
-            clients: ClientManager::new(),
+            clients: Arc::new(ClientManager::new()),
             store_host,
-            forwarder: RemotingClient::new(),
+            forwarder,
+            membership,
             peer_client,
             acl,
-            register_now: Notify::new(),
+            register_now,
             metrics,
             draining: AtomicBool::new(false),
-            transactions: crate::transaction::TransactionState::new(),
-            manual_purge_rounds: std::sync::atomic::AtomicU32::new(0),
-            sql_filters: crate::pull::SqlFilterCache::default(),
-            group_get_stats: crate::stats::GroupGetStats::default(),
+            transactions: Arc::new(crate::state::transaction::TransactionState::new()),
+            manual_purge_rounds: Arc::new(std::sync::atomic::AtomicU32::new(0)),
+            sql_filters: crate::state::pull::SqlFilterCache::default(),
+            group_get_stats: crate::observability::stats::GroupGetStats::default(),
             stats,
-            broker_totals: crate::stats::BrokerTotals::new(crate::store::now_ms()),
+            broker_totals,
         });
 
         let mut table = ProcessorTable::new();
@@ -275,16 +296,61 @@ impl Broker {
             group_commit_task,
             offsets_task,
             tokio::spawn(housekeeping(Arc::clone(&ctx), cancel.child_token())),
-            tokio::spawn(crate::metrics::upkeep(Arc::clone(&ctx), cancel.child_token())),
-            schedule::spawn(Arc::clone(&ctx), cancel.child_token()),
-            crate::transaction::spawn(Arc::clone(&ctx), cancel.child_token()),
-            retention::spawn(Arc::clone(&ctx), RetentionSettings::from_config(&ctx.config), cancel.child_token()),
-            namesrv_registration::spawn(Arc::clone(&ctx), namesrv_client.clone(), cancel.child_token()),
+            tokio::spawn({
+                let ctx = Arc::clone(&ctx);
+                let cancel = cancel.child_token();
+                async move { crate::observability::metrics::upkeep(&ctx.metrics, cancel).await }
+            }),
+            schedule::spawn(
+                Arc::new(ScheduleHandles {
+                    store: Arc::clone(&ctx.store),
+                    replica: Arc::clone(&ctx.replica),
+                    writer: ctx.writer.clone(),
+                    store_host: ctx.store_host,
+                }),
+                cancel.child_token(),
+            ),
+            crate::services::transaction_check::spawn(
+                Arc::new(CheckHandles {
+                    check_interval: ctx.config.transaction_check_interval,
+                    broker_name: ctx.config.broker_name.clone(),
+                    live: Arc::clone(&ctx.live),
+                    store: Arc::clone(&ctx.store),
+                    replica: Arc::clone(&ctx.replica),
+                    writer: ctx.writer.clone(),
+                    transactions: Arc::clone(&ctx.transactions),
+                    clients: Arc::clone(&ctx.clients),
+                    store_host: ctx.store_host,
+                    register_now: Arc::clone(&ctx.register_now),
+                }),
+                cancel.child_token(),
+            ),
+            retention::spawn(
+                RetentionHandles {
+                    store: Arc::clone(&ctx.store),
+                    replica: Arc::clone(&ctx.replica),
+                    config: ctx.live.subscribe(),
+                    manual_purge_rounds: Arc::clone(&ctx.manual_purge_rounds),
+                },
+                RetentionSettings::from_config(&ctx.config),
+                cancel.child_token(),
+            ),
+            namesrv_registration::spawn(
+                Arc::new(RegistrationHandles {
+                    config: ctx.config.clone(),
+                    replica: Arc::clone(&ctx.replica),
+                    store: Arc::clone(&ctx.store),
+                    live: Arc::clone(&ctx.live),
+                    register_now: Arc::clone(&ctx.register_now),
+                }),
+                namesrv_client.clone(),
+                cancel.child_token(),
+            ),
         ];
         if let Some(acl) = &ctx.acl {
             tasks.push(tokio::spawn(Arc::clone(acl).watch(cancel.child_token())));
             let boot_log_end = ctx.replica.node().log_end().unwrap_or(0);
-            tasks.push(tokio::spawn(crate::acl_processor::follow_replicated_edits(
+            tasks.push(tokio::spawn(crate::processors::acl::follow_replicated_edits(
                 Arc::clone(acl),
                 ctx.store.acl_documents(),
                 ctx.store.applied(),
@@ -295,7 +361,7 @@ impl Broker {
         }
         if let Some(file) = &ctx.config.test_clock_skew_file {
             warn!(file = %file.display(), "TEST ONLY: the wall clock follows testClockSkewFile");
-            tasks.push(crate::clock::spawn_skew_watcher(file.clone(), cancel.child_token()));
+            tasks.push(crate::state::clock::spawn_skew_watcher(file.clone(), cancel.child_token()));
         }
         let line = format!(
             "The broker[{}, {}] boot success. serializeType=JSON and name server is {}",
@@ -372,12 +438,12 @@ impl Broker {
         // In-flight sends are answered: a leader now hands over, so the group waits out no lease and
         // no election timeout, and producers see one quick leader change.
         if ctx.replica.leadership().role == raftmq_raft::Role::Leader {
-            match crate::membership::transfer_leader(&ctx, None).await {
+            match crate::services::membership::transfer_leader(&ctx.membership, None).await {
                 Ok(r) => info!(to = ?r.leader, "leadership handed over before shutdown"),
                 Err(e) => warn!(error = %e, "no leadership handover before shutdown; the group will elect"),
             }
         }
-        namesrv_registration::unregister_all(&ctx, &namesrv_client).await;
+        namesrv_registration::unregister_all(&ctx.replica, &ctx.config, &namesrv_client).await;
         cancel.cancel();
         for task in tasks {
             if tokio::time::timeout(Duration::from_millis(TASK_STOP_MAX_MS), task).await.is_err() {

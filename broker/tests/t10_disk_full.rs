@@ -9,12 +9,12 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::process::Command;
 
-use raftmq_broker::consume_queue::ConsumeQueue;
-use raftmq_broker::consume_queue::CqError;
-use raftmq_broker::consume_queue::CqUnit;
-use raftmq_broker::index_file::IndexError;
-use raftmq_broker::index_file::IndexFile;
-use raftmq_broker::index_file::IndexFileSizes;
+use raftmq_broker::state::consume_queue::ConsumeQueue;
+use raftmq_broker::state::consume_queue::CqError;
+use raftmq_broker::state::consume_queue::CqUnit;
+use raftmq_broker::state::index_file::IndexError;
+use raftmq_broker::state::index_file::IndexFile;
+use raftmq_broker::state::index_file::IndexFileSizes;
 
 const FS_BYTES: u64 = 8 * 1024 * 1024;
 

@@ -6,14 +6,21 @@
 //! - **Transport** (`remoting`): tokio server and client that move [`protocol::RemotingCommand`]
 //!   frames over TCP with opaque-based request/response correlation.
 //!
+//! The transport sits behind the `remoting` cargo feature (on by default) so the codecs build and
+//! test without tokio (`cargo test -p raftmq-common --no-default-features`): a tool, a fuzzer or a
+//! compatibility checker can take the wire format without an async runtime, and the line between
+//! the halves is enforced by the compiler, not by review.
+//!
 //! Data flow of a request: bytes → `remoting` framing → `protocol::command` (frame + header) →
 //! a processor reads its typed header from `protocol::header` and its body from `protocol::body` or
 //! `message` → a response command goes back the same way.
 
 pub mod config_duration;
+pub mod config_file;
 pub mod filter;
 pub mod java;
 pub mod limits;
 pub mod message;
 pub mod protocol;
+#[cfg(feature = "remoting")]
 pub mod remoting;

@@ -23,8 +23,10 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 use std::path::PathBuf;
 
-use crate::transaction::TRANSACTION_CHECK_INTERVAL_MS;
-use crate::transaction::TRANSACTION_TIME_OUT_MS;
+/// `transactionTimeOut` written into every broker.toml: a half is checked once this old.
+pub const TRANSACTION_TIME_OUT_MS: u64 = 2_000;
+/// `transactionCheckInterval` written into every broker.toml.
+pub const TRANSACTION_CHECK_INTERVAL_MS: u64 = 1_000;
 
 /// The NameServer's port (RocketMQ's 9876).
 pub const NAMESRV_PORT: u16 = 9876;
@@ -222,7 +224,7 @@ impl Layout {
 
     /// The `broker.toml` of `node` joining a group whose members are `members`: `raftPeers` = the
     /// members plus itself. `None` when `node` would be the smallest id of that list, because such
-    /// a node initialises a group of its own instead of waiting to be added (ARCHITECTURE.md,
+    /// a node initialises a group of its own instead of waiting to be added (docs/broker.md#group-membership,
     /// "Joining a group").
     pub fn joining_broker_toml(&self, node: &NodeSpec, members: &[&NodeSpec]) -> Option<String> {
         let mut peers: Vec<&NodeSpec> = members.iter().copied().filter(|m| m.raft_id != node.raft_id).collect();

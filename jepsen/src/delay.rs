@@ -16,7 +16,7 @@
 //! - An `ok` carries the producer's queue but no offset: the SendResult's offset is the message's
 //!   place in its delay level's queue, and the delivered copy lands in the real queue later, after
 //!   sends that came after it (`reorder` skips sends without an offset).
-//! - Delivery out of a level is at least once (ARCHITECTURE.md, delayed delivery: a leader that
+//! - Delivery out of a level is at least once (docs/broker.md#send-back-and-delayed-delivery: a leader that
 //!   stores a due message and dies before its progress entry commits leaves it to the next
 //!   leader), so `duplicated` allows store duplicates of delayed values.
 //! - Never early: no consumer may read a value before its send was invoked plus its delay

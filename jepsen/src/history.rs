@@ -5,7 +5,7 @@
 //! checkers ◀── read_history(history.jsonl) / Recorder::ops()
 //! ```
 //!
-//! Rules the checkers rely on (reliability-checklist.md §2):
+//! Rules the checkers rely on (docs/reliability.md#history-rules):
 //! - Every operation is an `invoke` followed by exactly one completion of the same process and `f`:
 //!   `ok` (it happened), `fail` (it definitely did not happen) or `info` (unknown: a timeout or a
 //!   connection lost after sending). After an `info` the process id retires and a new one takes over.

@@ -1,4 +1,4 @@
-//! raftmq-jepsen: the process-level fault-injection harness (reliability-checklist.md §5.2).
+//! raftmq-jepsen: the process-level fault-injection harness (docs/reliability.md#test-layers).
 //!
 //! Modules in data-flow order:
 //! - [`net`]: the run's network namespace, per-node source addresses, iptables partitions;

@@ -1,6 +1,6 @@
 //! The network the nodes live on: one dedicated network namespace (`ip netns`), every process on its
-//! own `127.0.0.N`, and iptables DROP rules per node pair for partitions (reliability-checklist.md
-//! §4, §6: DROP, not REJECT; per-pair rules on `lo` work inside a namespace).
+//! own `127.0.0.N`, and iptables DROP rules per node pair for partitions (docs/reliability.md#the-sandbox:
+//! DROP, not REJECT; per-pair rules on `lo` work inside a namespace).
 //!
 //! ```text
 //! host ── ip netns add rmqj-<seed> ──▶ lo up ─▶ nat POSTROUTING: --gid-owner G_n ─▶ SNAT 127.0.0.n

@@ -210,6 +210,7 @@ async fn phases(opts: &RunOptions, db: &mut Db, rec: &Recorder, steps: &[schedul
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = workload::spawn(db, &opts.workload, rec, &stop_rx)?;
+    delay::spawn_into(&mut tasks, &db.layout.namesrv_addr(), &opts.workload, rec, &stop_rx);
     // Transaction producers outlive the workload: they answer checks until the final wait is over.
     let (tx_done_tx, tx_done_rx) = watch::channel(false);
     let mut tx_tasks = transaction::spawn(db, &opts.workload, rec, &stop_rx, &tx_done_rx);

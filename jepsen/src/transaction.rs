@@ -24,9 +24,9 @@
 //!   offset in `RMQ_SYS_TRANS_HALF_TOPIC`, and recorded against the real queue it would collide
 //!   with real messages in `offsets` and order nothing in `reorder` (a check-committed value lands
 //!   after later sends anyway). `reorder` skips sends without an offset.
-//! - Delivery of a committed transaction is at least once (ARCHITECTURE.md "Transactional
-//!   messages": a late END_TRANSACTION and a check answer are two commits), so `duplicated` allows
-//!   store duplicates of transactional values.
+//! - Delivery of a committed transaction is at least once (docs/broker.md#transactional-messages:
+//!   a late END_TRANSACTION and a check answer are two commits), so `duplicated` allows store
+//!   duplicates of transactional values.
 //! - A send status other than SEND_OK makes the SDK roll back without asking the listener; a lost
 //!   END_TRANSACTION would then be checked, and the check answers by the value, so a commit-intent
 //!   value is then recorded `info` (unknown), never `ok` or `fail`.
@@ -49,6 +49,8 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+pub use crate::cluster::TRANSACTION_CHECK_INTERVAL_MS;
+pub use crate::cluster::TRANSACTION_TIME_OUT_MS;
 use crate::db::Db;
 use crate::history::Op;
 use crate::history::OpF;
@@ -61,10 +63,6 @@ use crate::workload::settle_twice;
 
 /// The transaction producers' group.
 pub const TX_PRODUCER_GROUP: &str = "jepsen_tx_producers";
-/// `transactionTimeOut` written into every broker.toml: a half is checked once this old.
-pub const TRANSACTION_TIME_OUT_MS: u64 = 2_000;
-/// `transactionCheckInterval` written into every broker.toml.
-pub const TRANSACTION_CHECK_INTERVAL_MS: u64 = 1_000;
 /// How long the final wait for the check-back service may take.
 pub const TX_SETTLE_TIMEOUT_MS: u64 = 60_000;
 /// Period of the final wait's look at each leader's check progress.

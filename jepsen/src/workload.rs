@@ -5,13 +5,13 @@
 //! sync producers  p<i>.<incarnation>: send one unique value, wait, record, repeat   (reorder is checked on these)
 //! async producers a<i>.<incarnation>: keep a window of sends in flight
 //! tx producers    t<i>.<incarnation>: transactional sends, one at a time (crate::transaction; spawned apart)
-//! delay producers d<i>.<incarnation>: delayed and timer sends, one at a time (crate::delay)
+//! delay producers d<i>.<incarnation>: delayed and timer sends, one at a time (crate::delay; spawned apart)
 //! consumers       c<i>:       subscribe (rebalance), poll, record reads, commit every second
 //! monitor:                    the broker's stored consumer offset of every queue, every second
 //! final drain:                a fresh consumer assigned every queue, seek 0, read to the max offset
 //! ```
 //!
-//! Outcome rules (reliability-checklist.md §2): a send is `ok` with a result, `fail` only when it
+//! Outcome rules (docs/reliability.md#history-rules): a send is `ok` with a result, `fail` only when it
 //! definitely was not stored (not sent, busy, client-side refusal), `info`
 //! otherwise; after an `info` the process retires and `<incarnation>` increments. Values are
 //! `"<process>-<counter>"`, unique for the run.
@@ -351,7 +351,8 @@ async fn monitor(
     }
 }
 
-/// Starts every workload task; they run until `stop` turns true.
+/// Starts every workload task but the transaction and delay producers (their modules spawn them,
+/// as they build on this one); they run until `stop` turns true.
 pub fn spawn(
     db: &Db,
     cfg: &WorkloadConfig,
@@ -366,7 +367,6 @@ pub fn spawn(
     for i in 0..cfg.async_producers {
         set.spawn(async_producer(i, cfg.async_window, namesrv.clone(), cfg.topic.clone(), rec.clone(), stop.clone()));
     }
-    crate::delay::spawn_into(&mut set, &namesrv, cfg, rec, stop);
     for i in 0..cfg.consumers {
         set.spawn(consumer(i, namesrv.clone(), cfg.clone(), db.layout.clone(), rec.clone(), stop.clone()));
     }

@@ -1,7 +1,7 @@
 //! `NamesrvConfig`: what `raftmq namesrv` reads from its config file (`-c`: TOML when named `*.toml`,
 //! else Java properties as RocketMQ's `namesrv.properties`) and flag overrides.
 //!
-//! Keys are RocketMQ's camelCase names (`NamesrvConfig`, `NettyServerConfig`); unknown keys fail at
+//! The file is read by `raftmq_common::config_file` (shared with the broker). Keys are RocketMQ's camelCase names (`NamesrvConfig`, `NettyServerConfig`); unknown keys fail at
 //! startup. Durations accept RocketMQ's plain milliseconds (`10000`) or a string with a unit
 //! (`"10s"`, `"500ms"`, `"2m"`, `"1h"`). Layering: defaults < file < overrides.
 //!
@@ -24,8 +24,8 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use raftmq_common::protocol::body::properties_text;
-
+use raftmq_common::config_file;
+use raftmq_common::config_file::FileError;
 use serde::Deserialize;
 use serde::Serialize;
 use thiserror::Error;
@@ -110,31 +110,29 @@ pub enum ConfigError {
     Invalid(String),
 }
 
+impl From<FileError> for ConfigError {
+    fn from(e: FileError) -> Self {
+        match e {
+            FileError::Read { path, source } => ConfigError::Read { path, source },
+            FileError::Toml { origin, source } => ConfigError::Parse { origin, source },
+            e @ FileError::Properties { .. } => ConfigError::Invalid(e.to_string()),
+        }
+    }
+}
+
 impl NamesrvConfig {
     /// Defaults, then the file at `path` (if any: TOML when named `*.toml`, else Java properties as
     /// RocketMQ's `namesrv.properties`), then `overrides` as `(key, value)` pairs
     /// (camelCase keys; a value is read as TOML when it parses, else as a string, so `9877`,
     /// `true` and `10s` all work). The result is validated.
     pub fn load(path: Option<&Path>, overrides: &[(String, String)]) -> Result<Self, ConfigError> {
-        let (mut table, origin) = match path {
-            None => (toml::Table::new(), String::new()),
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
-                let origin = format!(" in {}", path.display());
-                let table = if properties_text::is_toml_file(path) {
-                    text.parse::<toml::Table>()
-                        .map_err(|source| ConfigError::Parse { origin: origin.clone(), source })?
-                } else {
-                    let entries = properties_text::decode(&text).into_iter();
-                    entries.map(|(key, raw)| (key, override_value(raw.trim_end()))).collect()
-                };
-                (table, origin)
-            }
-        };
-        for (key, raw) in overrides {
-            table.insert(key.clone(), override_value(raw));
-        }
+        // Every NameServer value is typed by its TOML form (no text keys that look like numbers).
+        let (mut table, origin) = config_file::read_table(path, |text| {
+            Ok(config_file::properties_table(text, |_, raw| config_file::value_of(raw)))
+        })?;
+        config_file::apply(&mut table, overrides.iter().map(|(k, v)| (k.as_str(), v.as_str())), |_, raw| {
+            config_file::value_of(raw)
+        });
         let config: NamesrvConfig = toml::Value::Table(table)
             .try_into()
             .map_err(|source| ConfigError::Parse { origin: origin.clone(), source })?;
@@ -152,12 +150,7 @@ impl NamesrvConfig {
 
     /// Splits `key=value` flag arguments into pairs for [`Self::load`].
     pub fn parse_overrides<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Vec<(String, String)>, ConfigError> {
-        args.into_iter()
-            .map(|arg| match arg.split_once('=') {
-                Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
-                _ => Err(ConfigError::Override(arg.to_owned())),
-            })
-            .collect()
+        config_file::split_overrides(args).map_err(ConfigError::Override)
     }
 
     /// Checks ranges serde cannot express.
@@ -224,33 +217,21 @@ impl NamesrvConfig {
     /// Every key with its value as Java's `properties2String` writes it (GET_NAMESRV_CONFIG):
     /// durations in milliseconds, as RocketMQ's own interval keys are.
     pub fn to_properties(&self) -> BTreeMap<String, String> {
-        let Ok(toml::Value::Table(table)) = toml::Value::try_from(self) else {
+        let Ok(Some(table)) = config_file::table_of(self) else {
             return BTreeMap::new();
         };
-        table
-            .into_iter()
-            .map(|(key, value)| {
-                let text = match value {
-                    toml::Value::String(s) if DURATION_KEYS.contains(&key.as_str()) => {
-                        raftmq_common::config_duration::parse(&s).map_or(s, |d| d.as_millis().to_string())
-                    }
-                    toml::Value::String(s) => s,
-                    other => other.to_string(),
-                };
-                (key, text)
-            })
-            .collect()
+        config_file::properties_of(table, &DURATION_KEYS)
     }
 
     /// This config with `updates` applied (values read as in [`Self::load`]'s overrides), all or
     /// none: every key must be one of [`RUNTIME_UPDATABLE_KEYS`] and the result must validate.
     pub fn with_updates(&self, updates: &BTreeMap<String, String>) -> Result<NamesrvConfig, UpdateError> {
-        let Ok(toml::Value::Table(mut table)) = toml::Value::try_from(self) else {
+        let Ok(Some(mut table)) = config_file::table_of(self) else {
             return Err(UpdateError::Invalid(ConfigError::Invalid("the config cannot be written out".to_owned())));
         };
         for (key, raw) in updates {
             if RUNTIME_UPDATABLE_KEYS.contains(&key.as_str()) {
-                table.insert(key.clone(), override_value(raw));
+                table.insert(key.clone(), config_file::value_of(raw));
             } else if table.contains_key(key) || JAVA_BLACK_LISTED_KEYS.contains(&key.as_str()) {
                 return Err(UpdateError::NotRuntimeUpdatable(key.clone()));
             } else {
@@ -270,14 +251,6 @@ const DURATION_KEYS: [&str; 2] = ["scanNotActiveBrokerInterval", "brokerChannelE
 
 /// Java's `configBlackList` default: never changed over the wire.
 const JAVA_BLACK_LISTED_KEYS: [&str; 3] = ["configBlackList", "configStorePath", "kvConfigPath"];
-
-fn override_value(raw: &str) -> toml::Value {
-    // Parse `v = <raw>` so integers and booleans keep their type; anything else is a string.
-    match format!("v = {raw}").parse::<toml::Table>() {
-        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(raw.to_owned())),
-        Err(_) => toml::Value::String(raw.to_owned()),
-    }
-}
 
 #[cfg(test)]
 mod tests {

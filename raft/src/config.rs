@@ -6,7 +6,7 @@
 
 use crate::entry::{BLANK_MIN_BYTES, HEADER_SIZE};
 use crate::error::StoreError;
-use crate::network::StreamWindow;
+use crate::network::stream_window::StreamWindow;
 use raftmq_common::limits::{RAFT_APPEND_ENTRIES_MAX_COUNT, RAFT_ENTRY_MAX_BYTES};
 
 /// 1 GiB, RocketMQ `mappedFileSizeCommitLog`.

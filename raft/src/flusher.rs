@@ -43,7 +43,7 @@ use crate::error::{Result, StoreError};
 use crate::mapped_file::{SyncHandle, sync_dir};
 use crate::meta::MetaFile;
 use crate::page_cache::{PageCache, Tasks};
-use crate::store_state::State;
+use crate::store_state::{State, lock};
 use crate::type_config::TypeConfig;
 
 /// Reply channel of a synchronous request.
@@ -131,12 +131,6 @@ impl Counters {
             self.latency_nanos.fetch_add(nanos, Ordering::Relaxed);
         }
     }
-}
-
-/// Lock the state, recovering the guard if a panicking thread poisoned the mutex: the state's
-/// own invariants are re-established by the store's `poisoned` flag, not by the mutex.
-pub fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The flusher's loop state: whatever the thread body kept in locals, so that a task can run
@@ -264,7 +258,7 @@ impl Flusher {
     }
 }
 
-/// Lock a task flusher's slot (poison-tolerant like [`lock`]).
+/// Lock a task flusher's slot (poison-tolerant like [`lock`](crate::store_state::lock)).
 pub fn lock_slot(slot: &Mutex<Option<Flusher>>) -> MutexGuard<'_, Option<Flusher>> {
     slot.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -30,14 +30,14 @@ use tokio::sync::{Notify, oneshot};
 use crate::config::{FlushMode, RaftConfig};
 use crate::entry::HEADER_SIZE;
 use crate::error::{Result, StoreError};
-use crate::flusher::{self, Flusher, Request, lock};
+use crate::flusher::{self, Flusher, Request};
 use crate::log_index::IndexSet;
 use crate::meta::{META_FILE, MetaFile, MetaState};
 use crate::page_cache::{Control, Dropper, Tasks};
 use crate::patcher::{NoPatch, PayloadPatcher};
 use crate::recovery;
 use crate::segment::{SegmentSet, list_numbered};
-use crate::store_state::{Limits, State};
+use crate::store_state::{Limits, State, lock};
 use crate::type_config::{Entry, LogId, TypeConfig, Vote, log_id};
 
 /// Directory of the data segments inside the store directory.

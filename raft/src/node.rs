@@ -36,16 +36,17 @@ use crate::config::RaftConfig;
 use crate::entry::HEADER_SIZE;
 use crate::error::StoreError;
 use crate::log_store::{LogStore, WeakLogStore};
+use crate::network::peer::NetworkFactory;
+use crate::network::service::RaftService;
+use crate::network::transport::{RpcKind, Transport};
 use crate::network::wire::{self, RaftReply, RaftRequest};
-use crate::network::{NetworkFactory, RaftService, RpcKind, Transport};
 use crate::patcher::{NoPatch, PayloadPatcher};
 use crate::snapshot_file::{SnapshotData, StoredSnapshot};
 use crate::state_machine::{ApplyHandler, StateMachine};
 use crate::type_config::{AppPayload, AppReply, LogId, Node, NodeId, TypeConfig};
 use crate::vote_guard::{Decision, ProbeReply, VoteGuard, decide};
 
-/// The openraft node type of a broker group.
-pub type Raft = openraft::Raft<TypeConfig, StateMachine>;
+pub use crate::state_machine::Raft;
 
 /// Longest wait for openraft's tasks to release the log store at shutdown.
 const STORE_RELEASE_MAX_MS: u64 = 5_000;
@@ -540,7 +541,7 @@ impl RaftNode {
         &self.store
     }
 
-    /// The RPC service to register with a [`crate::network::RaftServer`] or `MemRouter`.
+    /// The RPC service to register with a [`RaftServer`](crate::network::tcp::RaftServer) or `MemRouter`.
     pub fn service(&self) -> RaftService {
         self.service.clone()
     }

@@ -6,7 +6,7 @@
 //! runtime shared with the broker's request tasks, each of those hops waits behind the hundreds
 //! of send and pull tasks runnable at the time, and the commit latency is mostly that queueing.
 //! On a thread of its own the replica is scheduled by the kernel as soon as it is woken. Measured
-//! with `cargo bench -p raftmq-raft --bench replicate` (BENCHMARKS.md, session 8): 3 nodes, 256
+//! with `cargo bench -p raftmq-raft --bench replicate` (BENCHMARKS.md#experiments, E20): 3 nodes, 256
 //! writers, +8 to +29 % committed entries/s in alternating runs against a shared runtime. TiKV
 //! keeps its raftstore threads apart from its gRPC threads for the same reason.
 //!

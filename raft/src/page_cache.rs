@@ -7,7 +7,7 @@
 //! while may cost much more (on this project's Firecracker VMs a free page is returned to the
 //! host, and touching it again is a host fault: the `pwrite` copy into such pages took 40 % of
 //! both cores, and a 3-node group fell from 110k to 45k entries/s once a few GB had been
-//! written; see BENCHMARKS.md). A follower's log bytes are read once, by its own apply, right
+//! written; BENCHMARKS.md#experiments, E41). A follower's log bytes are read once, by its own apply, right
 //! after they commit; keeping gigabytes of them cached only pushes the leader's readers out. So
 //! a follower keeps the last `page_cache_follower_window_bytes` behind the durable end, a
 //! leader the last `page_cache_leader_window_bytes` (its consumers read the tail), and the
@@ -29,8 +29,7 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
 use crate::config::PAGE_CACHE_DROP_STEP_BYTES;
-use crate::flusher::lock;
-use crate::store_state::State;
+use crate::store_state::{State, lock};
 use crate::zero_ahead::{untouchable, zero_ahead};
 
 /// The windows a store keeps cached behind its durable end (0 = never drop: the kernel decides),

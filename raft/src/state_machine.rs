@@ -15,7 +15,7 @@
 //!   ──▶ applied starts there: openraft re-applies only the entries after it
 //! ```
 //!
-//! Design A of the raft log design (§7): a snapshot is taken at the retention boundary P, not at
+//! Snapshots (docs/raft-log.md#snapshots): a snapshot is taken at the retention boundary P, not at
 //! the applied state, so a replica that installs it still receives every retained entry after P.
 //!
 //! Invariants:
@@ -157,6 +157,9 @@ impl Inner {
         }
     }
 }
+
+/// The openraft node type of a broker group: openraft over this state machine.
+pub type Raft = openraft::Raft<TypeConfig, StateMachine>;
 
 /// openraft's state machine over an [`ApplyHandler`]. Cheap to clone.
 #[derive(Clone)]

@@ -11,6 +11,8 @@
 //!   no segment exists above it, so stale records can never be mistaken for new ones;
 //! - `meta.durable_pos <= end_pos`: everything below it has been fsynced.
 
+use std::sync::{Mutex, MutexGuard};
+
 use bytes::Bytes;
 
 use crate::entry::{
@@ -25,6 +27,12 @@ use crate::patcher::PayloadPatcher;
 use crate::payload_codec;
 use crate::segment::SegmentSet;
 use crate::type_config::{Entry, LogId, log_id};
+
+/// Lock the state, recovering the guard if a panicking thread poisoned the mutex: the state's
+/// own invariants are re-established by the store's `poisoned` flag, not by the mutex.
+pub fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Limits the state needs at run time.
 #[derive(Debug, Clone)]

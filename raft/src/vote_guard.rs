@@ -1,6 +1,6 @@
 //! [`VoteGuard`]: a replica that starts from an empty store takes no part in elections until it
-//! holds what its group has, and follows no leader older than the group's newest term (reliability
-//! checklist §7.4: a wiped or amnesiac node never counts toward a quorum with an empty log; Kafka
+//! holds what its group has, and follows no leader older than the group's newest term
+//! (docs/reliability.md#broker-requirements, requirement 4: a wiped or amnesiac node never counts toward a quorum with an empty log; Kafka
 //! KIP-966's "last replica standing"). An empty store is a new replica, or a wiped or replaced disk
 //! under an old id. Such a replica forgot its log, so Raft's vote check ("the candidate's log is at
 //! least as new as mine") compares against nothing; it forgot its vote, and it forgot its term.

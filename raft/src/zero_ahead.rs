@@ -27,8 +27,7 @@ use std::sync::Mutex;
 
 use crate::config::{SEGMENT_ZERO_AHEAD_BYTES, SEGMENT_ZERO_CHUNK_BYTES, SEGMENT_ZERO_STEP_BYTES};
 use crate::entry::segment_base;
-use crate::flusher::lock;
-use crate::store_state::State;
+use crate::store_state::{State, lock};
 
 /// What to zero next: `[from, to)` within the end's segment, or `None` if enough is zeroed.
 /// Pure, so the rule is tested apart from the I/O.

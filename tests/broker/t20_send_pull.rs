@@ -204,7 +204,7 @@ async fn bad_input_gets_rocketmq_codes_and_stores_nothing() -> Result<()> {
     let client = RemotingClient::new();
     let addr = group.addr(leader);
     let store = group.brokers[&leader].store();
-    let log_end_before = raftmq_broker::pull::CommitLogReader::max_offset(store.commit_log());
+    let log_end_before = raftmq_broker::state::pull::CommitLogReader::max_offset(store.commit_log());
     let topics_before = store.metadata().topics.len();
     let timeout = harness::group::RPC_TIMEOUT;
 
@@ -251,7 +251,7 @@ async fn bad_input_gets_rocketmq_codes_and_stores_nothing() -> Result<()> {
     }
     assert_eq!(store.queue_offsets("bad topic!", 0), (0, 0));
     assert_eq!(store.metadata().topics.len(), topics_before + 1, "only the auto-created topic was added");
-    let log_end_after = raftmq_broker::pull::CommitLogReader::max_offset(store.commit_log());
+    let log_end_after = raftmq_broker::state::pull::CommitLogReader::max_offset(store.commit_log());
     assert!(log_end_after > log_end_before, "the valid send was stored");
 
     // A follower refuses writes with SERVICE_NOT_AVAILABLE and names the leader.
@@ -612,7 +612,7 @@ async fn malformed_requests_to_every_code_are_answered_and_lose_nothing() -> Res
     let follower = group.brokers.keys().copied().find(|id| *id != leader).context("a follower")?;
 
     let mut answered: BTreeMap<String, usize> = BTreeMap::new();
-    for code in raftmq_broker::processor::SERVED_CODES {
+    for code in raftmq_broker::processors::router::SERVED_CODES {
         let requests: Vec<(u64, RemotingCommand)> = (0..VARIANTS_PER_CODE)
             .map(|v| (if v % 2 == 0 { leader } else { follower }, fuzz_request(*code, v, &mut rng)))
             .collect();
@@ -688,7 +688,7 @@ async fn malformed_requests_under_the_acl_are_answered() -> Result<()> {
     let signed =
         RemotingClient::with_credentials(raftmq_common::remoting::ProcessorTable::new(), false, Some(admin_creds));
     let mut answered: BTreeMap<String, usize> = BTreeMap::new();
-    for code in raftmq_broker::processor::SERVED_CODES {
+    for code in raftmq_broker::processors::router::SERVED_CODES {
         let requests: Vec<(bool, RemotingCommand)> = (0..6)
             .map(|v| {
                 let mut request = fuzz_request(*code, v, &mut rng);

@@ -24,7 +24,7 @@ use anyhow::bail;
 use raftmq_broker::Broker;
 use raftmq_broker::BrokerConfig;
 use raftmq_broker::BrokerError;
-use raftmq_broker::config::RaftPeer;
+use raftmq_broker::config::broker_config::RaftPeer;
 use raftmq_client::Admin;
 use raftmq_common::message::MessageExt;
 use raftmq_common::protocol::body::topic::TopicConfig;

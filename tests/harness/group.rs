@@ -13,7 +13,7 @@ use anyhow::Result;
 use anyhow::bail;
 use raftmq_broker::Broker;
 use raftmq_broker::BrokerConfig;
-use raftmq_broker::config::RaftPeer;
+use raftmq_broker::config::broker_config::RaftPeer;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::record::DecodeOptions;
 use raftmq_common::message::record::decode_all;

@@ -71,7 +71,7 @@ use tokio::sync::mpsc;
 const GROUP: &str = "tx-producers";
 const RPC: Duration = Duration::from_secs(5);
 
-fn tweak(c: &mut raftmq_broker::config::BrokerConfig) {
+fn tweak(c: &mut raftmq_broker::config::broker_config::BrokerConfig) {
     c.transaction_time_out = Duration::from_secs(1);
     c.transaction_check_interval = Duration::from_millis(300);
 }

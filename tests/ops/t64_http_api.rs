@@ -555,7 +555,11 @@ async fn nodes_are_added_and_removed_over_http() -> Result<()> {
     c4.listen_port = port;
     c4.admin_port = 0;
     c4.store_path_root_dir = dir.path().join("node-4");
-    c4.raft_peers.push(raftmq_broker::config::RaftPeer { id: 4, remoting_addr: r4.clone(), raft_addr: a4.clone() });
+    c4.raft_peers.push(raftmq_broker::config::broker_config::RaftPeer {
+        id: 4,
+        remoting_addr: r4.clone(),
+        raft_addr: a4.clone(),
+    });
     let add = json!({ "id": 4, "remoting_addr": r4, "raft_addr": a4 }).to_string();
 
     // Refusals change nothing.

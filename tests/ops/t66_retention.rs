@@ -32,7 +32,7 @@ use harness::group::pull;
 use harness::group::pull_settled;
 use raftmq_broker::Broker;
 use raftmq_broker::BrokerConfig;
-use raftmq_broker::retention::local_hour_of_day;
+use raftmq_broker::services::retention::local_hour_of_day;
 use raftmq_client::Admin;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::msg_id::OffsetMsgId;
@@ -346,7 +346,7 @@ async fn delete_expired_commit_log_purges_outside_the_delete_hours() -> Result<(
     let admin = Admin::new(&group.namesrv_addr)?;
     // QUERY_BROKER_OFFSET: the whole CommitLog before the purge, the retained part after it.
     let (min_before, max_before) = admin.broker_offset(&addr).await?;
-    let applied_end = raftmq_broker::pull::CommitLogReader::max_offset(store.commit_log());
+    let applied_end = raftmq_broker::state::pull::CommitLogReader::max_offset(store.commit_log());
     ensure!(
         min_before == 0 && max_before > 0 && max_before <= applied_end,
         "queryBrokerOffset before the purge: ({min_before}, {max_before}), applied end {applied_end}"

@@ -369,11 +369,10 @@ fn resolve(path: &WrittenPath, current: &[String], modules: &BTreeMap<Vec<String
     // The module a relative path starts from: a file `a/b.rs` is module a::b, whose children live in
     // `a/b/`; `self` is that module and `super` its parent.
     let mut base: Vec<String> = current.to_vec();
-    let rest: &[String];
-    match first {
+    let rest: &[String] = match first {
         "crate" => {
             base.clear();
-            rest = &segs[1..];
+            &segs[1..]
         }
         "self" | "super" => {
             let mut k = 0;
@@ -383,7 +382,7 @@ fn resolve(path: &WrittenPath, current: &[String], modules: &BTreeMap<Vec<String
                 }
                 k += 1;
             }
-            rest = &segs[k..];
+            &segs[k..]
         }
         _ if path.from_use => {
             // Uniform paths: `use child::X` names a child module of the current one.
@@ -392,10 +391,10 @@ fn resolve(path: &WrittenPath, current: &[String], modules: &BTreeMap<Vec<String
             if !modules.contains_key(&child) {
                 return None;
             }
-            rest = segs;
+            segs
         }
         _ => return None,
-    }
+    };
     let mut full = base;
     full.extend(rest.iter().cloned());
     // Longest prefix naming a file.

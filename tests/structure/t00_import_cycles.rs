@@ -1,4 +1,4 @@
-//! No import cycle between the files of any crate of the workspace.
+//! No import cycle between the files of any crate of the workspace, and no layer importing one above it.
 //!
 //! A cycle hides the layers: with one, no file of it can be read, tested or moved without the
 //! others. The checker is `import_cycles.rs` beside this file (pure text analysis); a failure names
@@ -106,4 +106,34 @@ fn a_child_importing_through_its_parents_reexport_is_a_cycle() {
         ("acl/check.rs", "use super::Document;\npub fn allowed() {}\n"),
     ]);
     assert_eq!(cycles, vec![vec!["acl/check.rs".to_string(), "acl/mod.rs".to_string()]]);
+}
+
+/// The layer rules of ARCHITECTURE.md that a cycle check alone would not catch: a lower layer may
+/// not import a higher one even where nothing imports it back yet.
+#[test]
+fn no_layer_imports_a_layer_above_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // (crate source, lower layer, the layers and top-level files it must not import)
+    let rules: [(&str, &str, &[&str]); 4] = [
+        ("broker/src", "state", &["processors", "services", "http", "observability", "context", "broker"]),
+        ("broker/src", "services", &["processors", "http"]),
+        ("common/src", "protocol", &["remoting"]),
+        ("common/src", "message", &["remoting"]),
+    ];
+    let mut broken = Vec::new();
+    for (src, lower, above) in rules {
+        let graph = import_cycles::crate_graph(&root.join(src));
+        assert!(graph.modules.keys().any(|m| m.first().is_some_and(|f| f == lower)), "{src}/{lower} is missing");
+        for (module, targets) in &graph.edges {
+            if module.first().map(String::as_str) != Some(lower) {
+                continue;
+            }
+            for target in targets {
+                if target.first().is_some_and(|f| above.contains(&f.as_str())) {
+                    broken.push(format!("{src}/{} imports {src}/{}", module.join("/"), target.join("/")));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "imports from a lower layer into a higher one:\n{}", broken.join("\n"));
 }

@@ -3,7 +3,7 @@
 //! - `GET /api/v1/config`: the config now (RocketMQ's key names, values as text, secrets masked),
 //!   its version (updates since boot) and the keys that can change while the broker runs.
 //! - `PATCH /api/v1/config {"brokerPermission": 4, ...}`: changes runtime keys of this replica, all
-//!   or none ([`crate::live_config::LiveConfig::update`]): persisted, in effect at once. A key that
+//!   or none ([`crate::config::live_config::LiveConfig::update`]): persisted, in effect at once. A key that
 //!   cannot change at runtime, or a bad value, is 400 INVALID_ARGUMENT naming the key; `{}` changes
 //!   nothing. Any replica takes it, leader or not: a config is per replica, as in RocketMQ.
 
@@ -16,15 +16,15 @@ use axum::routing::get;
 use raftmq_common::protocol::body::topic::DataVersion;
 use serde::Serialize;
 
-use crate::config::RUNTIME_UPDATABLE_KEYS;
+use crate::config::broker_config::RUNTIME_UPDATABLE_KEYS;
+use crate::config::live_config::Snapshot;
+use crate::config::live_config::UpdateError;
 use crate::http::Routes;
 use crate::http::Shared;
 use crate::http::error::ApiError;
 use crate::http::error::ApiJson;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
-use crate::live_config::Snapshot;
-use crate::live_config::UpdateError;
 
 /// Routes of this module.
 pub fn routes() -> Routes {

@@ -17,8 +17,8 @@ use axum::response::Response;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::replica::Replica;
-use crate::replica::WriteError;
+use crate::services::replica::Replica;
+use crate::services::replica::WriteError;
 
 /// Stable error codes.
 pub mod code {

@@ -20,7 +20,7 @@ use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use serde::Deserialize;
 use serde::Serialize;
 
-use crate::entry::BrokerCommand;
+use crate::context::BrokerContext;
 use crate::http::Routes;
 use crate::http::Shared;
 use crate::http::ensure_writable;
@@ -31,8 +31,8 @@ use crate::http::error::ApiQuery;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
 use crate::http::replicate;
-use crate::processor::BrokerContext;
-use crate::store::now_ms;
+use crate::state::entry::BrokerCommand;
+use crate::state::store::now_ms;
 
 /// Routes of this module.
 pub fn routes() -> Routes {

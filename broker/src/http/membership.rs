@@ -1,4 +1,4 @@
-//! Group membership over HTTP (leader only), on [`crate::membership`]:
+//! Group membership over HTTP (leader only), on [`crate::services::membership`]:
 //!
 //! - `POST /api/v1/ops/nodes {"id", "remoting_addr", "raft_addr"}`: add a node (a learner until it
 //!   has caught up, then a voter); 200 with the group afterwards.
@@ -17,6 +17,7 @@ use axum::routing::delete;
 use axum::routing::post;
 use serde::Deserialize;
 
+use crate::context::BrokerContext;
 use crate::http::Routes;
 use crate::http::Shared;
 use crate::http::error::ApiError;
@@ -24,10 +25,9 @@ use crate::http::error::ApiJson;
 use crate::http::error::ApiPath;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
-use crate::membership;
-use crate::membership::MembershipError;
-use crate::membership::MembershipReport;
-use crate::processor::BrokerContext;
+use crate::services::membership;
+use crate::services::membership::MembershipError;
+use crate::services::membership::MembershipReport;
 
 /// Routes of this module.
 pub fn routes() -> Routes {
@@ -81,7 +81,7 @@ fn report_json(r: MembershipReport) -> Json<serde_json::Value> {
 }
 
 async fn add_node(State(ctx): State<Shared>, ApiJson(body): ApiJson<AddNode>) -> ApiResult<Json<serde_json::Value>> {
-    let report = membership::run_detached(&ctx, move |ctx| async move {
+    let report = membership::run_detached(&ctx.membership, move |ctx| async move {
         membership::add_node(&ctx, body.id, body.remoting_addr, body.raft_addr).await
     })
     .await
@@ -90,8 +90,9 @@ async fn add_node(State(ctx): State<Shared>, ApiJson(body): ApiJson<AddNode>) ->
 }
 
 async fn remove_node(State(ctx): State<Shared>, ApiPath(id): ApiPath<u64>) -> ApiResult<Json<serde_json::Value>> {
-    let report = membership::run_detached(&ctx, move |ctx| async move { membership::remove_node(&ctx, id).await })
-        .await
-        .map_err(|e| api_error(&ctx, e))?;
+    let report =
+        membership::run_detached(&ctx.membership, move |ctx| async move { membership::remove_node(&ctx, id).await })
+            .await
+            .map_err(|e| api_error(&ctx, e))?;
     Ok(report_json(report))
 }

@@ -1,5 +1,5 @@
 //! Message queries over HTTP, answered from the committed CommitLog by any replica through
-//! `query_processor`'s functions (the same checks as VIEW_MESSAGE_BY_ID, QUERY_MESSAGE and
+//! `processors::query`'s functions (the same checks as VIEW_MESSAGE_BY_ID, QUERY_MESSAGE and
 //! SEARCH_OFFSET_BY_TIMESTAMP):
 //!
 //! | route | what |
@@ -43,9 +43,9 @@ use crate::http::error::ApiResult;
 use crate::http::error::code;
 use crate::http::topics::check_topic_name;
 use crate::http::topics::topic_config;
-use crate::query_processor::offset_by_time;
-use crate::query_processor::query_by_key;
-use crate::query_processor::record_at;
+use crate::processors::query::offset_by_time;
+use crate::processors::query::query_by_key;
+use crate::state::commit_log::record_at;
 
 /// Routes of this module.
 pub fn routes() -> Routes {

@@ -7,7 +7,7 @@
 //! GET, PATCH /api/v1/config                           config.rs   (this replica's config, runtime keys)
 //! *    /api/v1/topics[/{topic}]                       topics.rs   ┐ changes go through the same
 //! *    /api/v1/groups[/{group}[/progress]]            groups.rs   ┘ replicated commands as remoting
-//! GET  /api/v1/messages/{msgId|by-key|by-time}        messages.rs (query_processor)
+//! GET  /api/v1/messages/{msgId|by-key|by-time}        messages.rs (processors/query.rs)
 //! GET  /api/v1/messages/{msgId}/trace                 messages.rs (message trace records)
 //! POST /api/v1/ops/{transfer-leader,reset-offset}     ops.rs
 //! POST /api/v1/ops/nodes, DELETE /api/v1/ops/nodes/{id}  membership.rs (add / remove a node)
@@ -62,11 +62,11 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 use tracing::warn;
 
-use crate::entry::BrokerCommand;
+use crate::context::BrokerContext;
 use crate::http::error::ApiError;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
-use crate::processor::BrokerContext;
+use crate::state::entry::BrokerCommand;
 
 /// The state every handler gets.
 pub type Shared = Arc<BrokerContext>;

@@ -1,14 +1,14 @@
 //! Operations over HTTP (leader only):
 //!
 //! - `POST /api/v1/ops/transfer-leader {"to": id}`: this leader hands leadership to voter `to`
-//!   ([`crate::membership::transfer_leader`]: `to` must have caught up, no membership change may be
+//!   ([`crate::services::membership::transfer_leader`]: `to` must have caught up, no membership change may be
 //!   running) and answers 200 once `to` is a ready leader (504 if it is not in time).
 //! - `POST /api/v1/ops/reset-offset {"group", "topic", "timestamp_ms"}`: sets the group's committed
 //!   offset of every read queue of `topic` to the first offset stored at or after the time
 //!   (`mqadmin resetOffsetByTime --force`, SEARCH_OFFSET_BY_TIMESTAMP's lower bound), as one
 //!   replicated CONSUMER_OFFSETS entry, then pushes RESET_CONSUMER_CLIENT_OFFSET to the group's
 //!   running consumers so they drop what they cached and continue from there
-//!   ([`crate::offset_reset`]). Works for a stopped group too.
+//!   ([`crate::processors::offset_reset`]). Works for a stopped group too.
 
 use axum::Json;
 use axum::extract::State;
@@ -30,8 +30,8 @@ use crate::http::groups::group_known;
 use crate::http::membership::api_error;
 use crate::http::topics::check_topic_name;
 use crate::http::topics::topic_config;
-use crate::membership;
-use crate::offset_reset;
+use crate::processors::offset_reset;
+use crate::services::membership;
 
 /// Routes of this module.
 pub fn routes() -> Routes {
@@ -60,10 +60,11 @@ async fn transfer_leader(
     }
     ensure_writable(&ctx)?;
     let to = body.to;
-    let report =
-        membership::run_detached(&ctx, move |ctx| async move { membership::transfer_leader(&ctx, Some(to)).await })
-            .await
-            .map_err(|e| api_error(&ctx, e))?;
+    let report = membership::run_detached(&ctx.membership, move |ctx| async move {
+        membership::transfer_leader(&ctx, Some(to)).await
+    })
+    .await
+    .map_err(|e| api_error(&ctx, e))?;
     Ok((
         StatusCode::OK,
         Json(serde_json::json!({
@@ -107,8 +108,8 @@ async fn reset_offset(
         return Err(ApiError::not_found(code::GROUP_NOT_FOUND, format!("group {} does not exist", body.group)));
     }
     ensure_writable(&ctx)?;
-    let plan = offset_reset::plan(&ctx, &body.topic, &body.group, body.timestamp_ms, true).unwrap_or_default();
-    offset_reset::commit(&ctx, &body.topic, &body.group, &plan)
+    let plan = offset_reset::plan(&ctx.store, &body.topic, &body.group, body.timestamp_ms, true).unwrap_or_default();
+    offset_reset::commit(&ctx.replica, &body.topic, &body.group, &plan)
         .await
         .map_err(|e| ApiError::from_write(e, &ctx.replica))?;
     let rows: Vec<ResetRow> =
@@ -121,7 +122,11 @@ async fn reset_offset(
         timestamp: body.timestamp_ms,
         is_force: true,
     };
-    offset_reset::notify_consumers(consumers, &header, &offset_reset::body(&ctx, &body.topic, &plan));
+    offset_reset::notify_consumers(
+        consumers,
+        &header,
+        &offset_reset::body(&ctx.config.broker_name, &body.topic, &plan),
+    );
     Ok(Json(serde_json::json!({
         "group": body.group,
         "topic": body.topic,

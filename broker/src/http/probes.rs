@@ -21,10 +21,10 @@ use raftmq_common::limits::ADMIN_READY_APPLY_LAG_MAX_COUNT;
 use raftmq_raft::Role;
 use serde::Serialize;
 
+use crate::context::BrokerContext;
 use crate::http::Routes;
 use crate::http::Shared;
-use crate::processor::BrokerContext;
-use crate::replica::Membership;
+use crate::services::replica::Membership;
 
 /// The OpenAPI 3 document of the admin API.
 pub const OPENAPI_JSON: &str = include_str!("openapi.json");
@@ -90,7 +90,7 @@ async fn readyz(State(ctx): State<Shared>) -> Response {
 }
 
 async fn metrics(State(ctx): State<Shared>) -> Response {
-    let text = ctx.metrics.render(&ctx);
+    let text = ctx.metrics.render(&ctx.store, &ctx.replica);
     ([(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response()
 }
 

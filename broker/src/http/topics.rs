@@ -20,7 +20,7 @@ use raftmq_common::protocol::body::topic::perm;
 use serde::Deserialize;
 use serde::Serialize;
 
-use crate::entry::BrokerCommand;
+use crate::context::BrokerContext;
 use crate::http::Routes;
 use crate::http::Shared;
 use crate::http::ensure_writable;
@@ -30,8 +30,8 @@ use crate::http::error::ApiPath;
 use crate::http::error::ApiResult;
 use crate::http::error::code;
 use crate::http::replicate;
-use crate::processor::BrokerContext;
-use crate::store::now_ms;
+use crate::state::entry::BrokerCommand;
+use crate::state::store::now_ms;
 
 /// Routes of this module.
 pub fn routes() -> Routes {

@@ -21,36 +21,8 @@ use crate::error::ClientError;
 use crate::error::ErrorKind;
 use crate::error::Result;
 
-/// A plain ACL account to create or update (Java's `PlainAccessConfig`).
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct PlainAccessConfig {
-    /// The account (more than 6 characters).
-    pub access_key: String,
-    /// Its secret (more than 6 characters; required on every update, as in Java).
-    pub secret_key: String,
-    /// Peers that need no signature for this account.
-    pub white_remote_address: Option<String>,
-    /// Whether it may send admin codes.
-    pub admin: bool,
-    /// `DENY`, `PUB`, `SUB` or `PUB|SUB`.
-    pub default_topic_perm: Option<String>,
-    /// `DENY`, `PUB`, `SUB` or `PUB|SUB`.
-    pub default_group_perm: Option<String>,
-    /// `topic=PERM` items; replaces the account's list when `Some`.
-    pub topic_perms: Option<Vec<String>>,
-    /// `group=PERM` items; replaces the account's list when `Some`.
-    pub group_perms: Option<Vec<String>>,
-}
-
-impl std::fmt::Debug for PlainAccessConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PlainAccessConfig")
-            .field("access_key", &self.access_key)
-            .field("secret_key", &"******")
-            .field("admin", &self.admin)
-            .finish_non_exhaustive()
-    }
-}
+/// A plain ACL account to create or update (the one type client and broker share).
+pub use raftmq_common::protocol::acl_account::PlainAccessConfig;
 
 /// One broker's plain ACL version (Java's `ClusterAclVersionInfo`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! The SEND_BATCH_MESSAGE (320) body and the batch rules (rocketmq-wire-and-store.md §3.2).
+//! The SEND_BATCH_MESSAGE (320) body and the batch rules (docs/wire-format.md#batch-body).
 //!
 //! ```text
 //! per message: TOTALSIZE i32 | MAGICCODE i32 (0) | BODYCRC i32 (0) | FLAG i32 | BODYLEN i32 | BODY

@@ -1,5 +1,5 @@
 //! Body compression as RocketMQ 4.x does it: zlib (`java.util.zip.Deflater` level 5 in a
-//! `DeflaterOutputStream`), flagged by `sysFlag` bit 0 (rocketmq-wire-and-store.md §3.1, §4.4).
+//! `DeflaterOutputStream`), flagged by `sysFlag` bit 0 (docs/wire-format.md#body-compression).
 //!
 //! Invariants:
 //! - Decompression is bounded: output beyond the caller's limit (normally

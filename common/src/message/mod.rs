@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!  producer                 SEND header `i` / batch body         CommitLog record / PULL body
-//!  Message ── properties ──► "k\u1v\u2k\u1v" ── batch ──► entries ── record ──► bytes (§4.1)
+//!  Message ── properties ──► "k\u1v\u2k\u1v" ── batch ──► entries ── record ──► bytes
 //!             sys_flag, compress (body)                     msg_id: offsetMsgId / UNIQ_KEY
 //! ```
 //!
@@ -17,7 +17,8 @@
 //! - [`batch`]: the SEND_BATCH_MESSAGE body and batch rules.
 //! - [`trace`]: message trace records (`TraceDataEncoder`), written to the trace topic.
 //!
-//! Every decoder returns an error on malformed input and never panics (rocketmq-wire-and-store.md §3.1–3.2, §4).
+//! Every decoder returns an error on malformed input and never panics (layouts:
+//! docs/wire-format.md#batch-body, docs/store-format.md#commitlog-record).
 
 pub mod batch;
 pub mod compress;

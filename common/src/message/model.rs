@@ -189,7 +189,7 @@ impl Message {
     }
 }
 
-/// A stored message with every CommitLog record field (`MessageExt`, rocketmq-wire-and-store.md §4.1).
+/// A stored message with every CommitLog record field (`MessageExt`, docs/store-format.md#commitlog-record).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageExt {
     /// Topic, flag, properties and the body as stored.

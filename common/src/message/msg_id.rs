@@ -1,4 +1,4 @@
-//! Message ids (rocketmq-wire-and-store.md §4.6): the broker's **offsetMsgId** and the client's
+//! Message ids (docs/wire-format.md#message-ids): the broker's **offsetMsgId** and the client's
 //! **UNIQ_KEY**.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! The CommitLog message record in RocketMQ's byte layout (rocketmq-wire-and-store.md §4.1): what the
+//! The CommitLog message record in RocketMQ's byte layout (docs/store-format.md#commitlog-record): what the
 //! store writes, replicas copy byte for byte, and PULL responses carry concatenated.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! Message `sysFlag` bits (`common/.../sysflag/MessageSysFlag.java`, rocketmq-wire-and-store.md §4.4).
+//! Message `sysFlag` bits (`common/.../sysflag/MessageSysFlag.java`, docs/store-format.md#sysflag).
 //!
 //! The flag travels in SEND headers (`f`) and in every CommitLog record (SYSFLAG at byte 36). It is an
 //! `i32` on the wire; these helpers keep it an `i32` so values round-trip bit for bit, including bits

@@ -3,7 +3,7 @@
 //! Both are Java's `String.hashCode()` (`h = 31*h + c` over the **UTF-16 code units**, wrapping `i32`),
 //! computed by [`crate::java::string_hash_code`], so non-ASCII tags and characters outside the BMP
 //! (surrogate pairs) hash exactly as a 4.x client computes them for its subscription `codeSet`
-//! (rocketmq-wire-and-store.md §4.5, §5). The table test below pins those values for this module.
+//! (docs/store-format.md#tag-hash-code). The table test below pins those values for this module.
 
 use crate::java::string_hash_code;
 

@@ -21,9 +21,9 @@ use base64::Engine as _;
 use hmac::KeyInit;
 use hmac::Mac;
 
-use super::command::FieldStr;
 use super::command::RemotingCommand;
 use super::ext_fields::ExtFields;
+use super::ext_fields::FieldStr;
 
 /// `extFields` key of the account's access key (`SessionCredentials.ACCESS_KEY`).
 pub const ACCESS_KEY: &str = "AccessKey";

@@ -32,9 +32,7 @@ use crate::limits::FRAME_SIZE_MAX_BYTES;
 use crate::limits::HEADER_SIZE_MAX_BYTES;
 
 pub use super::ext_fields::ExtFields;
-
-/// A key or value of [`ExtFields`]: up to 24 bytes inline, static keys without a copy.
-pub type FieldStr = compact_str::CompactString;
+pub use super::ext_fields::FieldStr;
 
 /// The most `extFields` entries a decoder reserves room for before reading them (a send header
 /// has 14; more than this still decode, by growing the vector).

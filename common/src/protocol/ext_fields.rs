@@ -13,9 +13,10 @@
 //!   bounds the quadratic cost of unique inserts for any input.
 //! - Equality ignores order, as a map's does.
 
-use super::command::FieldStr;
-
 pub use crate::limits::EXT_FIELDS_MAX_COUNT;
+
+/// A key or value of [`ExtFields`]: up to 24 bytes inline, static keys without a copy.
+pub type FieldStr = compact_str::CompactString;
 
 /// `k == key`, deciding most mismatches on the first byte: a send header's keys are all one byte
 /// long (`a`..`n`), so a plain comparison would call `memcmp` for every key scanned, on every

@@ -5,11 +5,13 @@
 //! - [`header`]: typed request/response headers, carried flattened in a command's `extFields`.
 //! - [`body`]: JSON bodies (heartbeats, routes, registrations, lock sets, ...).
 //! - [`acl`]: plain-ACL request signatures (`AccessKey`, `Signature`), shared by client and broker.
+//! - [`acl_account`]: one plain-ACL account as the file and the edit request write it.
 //! - [`leader_hint`]: the `leader=<ip:port>` remark a non-leader broker adds to SERVICE_NOT_AVAILABLE.
 //!
 //! Nothing here performs I/O; decoders return [`DecodeError`] and never panic on any input.
 
 pub mod acl;
+pub mod acl_account;
 pub mod body;
 pub mod code;
 pub mod command;
@@ -22,6 +24,6 @@ pub use code::RequestCode;
 pub use code::ResponseCode;
 pub use command::DecodeError;
 pub use command::EncodeError;
-pub use command::ExtFields;
 pub use command::RemotingCommand;
 pub use command::SerializeType;
+pub use ext_fields::ExtFields;

@@ -23,8 +23,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::connection::Connection;
-use super::connection::ConnectionSetup;
 use super::connection::deadline_after;
+use super::connection_tasks::ConnectionSetup;
 use super::error::RemotingError;
 use super::processor::ProcessorTable;
 use super::processor::RequestProcessor;

@@ -8,7 +8,7 @@
 
 use thiserror::Error;
 
-use super::connection::CloseReason;
+use super::close_reason::CloseReason;
 use crate::protocol::EncodeError;
 
 /// Why a remoting call failed.

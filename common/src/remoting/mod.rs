@@ -19,19 +19,21 @@
 //! - [`error`]: [`RemotingError`], with `is_outcome_unknown()` and `is_retryable()`.
 
 pub mod client;
+pub mod close_reason;
 pub mod codec;
 pub mod connection;
+pub(crate) mod connection_tasks;
 pub mod error;
 pub mod processor;
 pub mod server;
 
 pub use client::RemotingClient;
+pub use close_reason::CloseReason;
+pub use close_reason::ConnectionClosed;
+pub use close_reason::ConnectionClosedHook;
 pub use codec::CodecError;
 pub use codec::RemotingCodec;
-pub use connection::CloseReason;
 pub use connection::Connection;
-pub use connection::ConnectionClosed;
-pub use connection::ConnectionClosedHook;
 pub use error::RemotingError;
 pub use processor::ConnectionContext;
 pub use processor::ProcessorFn;

@@ -29,11 +29,11 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::connection::CloseReason;
+use super::close_reason::CloseReason;
+use super::close_reason::ConnectionClosed;
+use super::close_reason::ConnectionClosedHook;
 use super::connection::Connection;
-use super::connection::ConnectionClosed;
-use super::connection::ConnectionClosedHook;
-use super::connection::ConnectionSetup;
+use super::connection_tasks::ConnectionSetup;
 use super::processor::ProcessorTable;
 use crate::limits::CONNECTION_CLOSE_FLUSH_MAX_MS;
 use crate::limits::SERVER_ACCEPT_BACKLOG_COUNT;

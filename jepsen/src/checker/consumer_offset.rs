@@ -1,5 +1,5 @@
 //! `consumer_offset_monotonic`: consumer offsets only move forward unless someone resets them
-//! (reliability-checklist.md §7 requirement 8).
+//! (docs/reliability.md#broker-requirements, requirement 8).
 //! - The broker's stored offset of `(group, queue)` (`fetch-offset` observations, group in `value`)
 //!   must never be seen lower than an earlier observation, unless a `reset` of that queue happened
 //!   in between.
@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use super::CheckResult;
+use super::check_result::CheckResult;
 use crate::history::Op;
 use crate::history::OpF;
 use crate::history::OpType;

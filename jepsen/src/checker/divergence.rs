@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 use serde::Serialize;
 
-use super::CheckResult;
+use super::check_result::CheckResult;
 
 /// One replica's log at the end of a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

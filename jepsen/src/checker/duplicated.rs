@@ -1,5 +1,5 @@
 //! `duplicated`: values stored or delivered more than once, always counted, and an error only when
-//! nothing in the history allows them (reliability-checklist.md §1: "duplicates are possible after
+//! nothing in the history allows them (docs/reliability.md#the-promise: "duplicates are possible after
 //! indeterminate sends or consumer failover").
 //!
 //! - Store duplicates: one value at two or more `(queue, offset)` places in the final read. Allowed only
@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::collections::HashMap;
 
-use super::CheckResult;
 use super::Sends;
+use super::check_result::CheckResult;
 use super::oks;
 use crate::delay::DelayIntent;
 use crate::history::Op;

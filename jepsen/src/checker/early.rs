@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use super::CheckResult;
+use super::check_result::CheckResult;
 use super::oks;
 use crate::delay::DelayIntent;
 use crate::history::Op;

@@ -14,8 +14,8 @@
 use std::collections::BTreeSet;
 use std::collections::HashSet;
 
-use super::CheckResult;
 use super::Sends;
+use super::check_result::CheckResult;
 use super::oks;
 use crate::delay::DelayIntent;
 use crate::history::Op;

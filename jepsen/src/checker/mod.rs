@@ -2,7 +2,7 @@
 //! [`CheckResult`] `{name, valid, counts, samples}`; [`check_all`] runs every one into a [`Report`]
 //! (JSON for tools, [`Report::summary`] for people).
 //!
-//! One file per property (reliability-checklist.md §3):
+//! One file per property (jepsen/README.md#checkers):
 //! - [`lost`]: acknowledged sends the final full read never saw.
 //! - [`unexpected`]: values read that no send ever attempted.
 //! - [`duplicated`]: values stored or delivered more than once, and whether that was allowed.
@@ -15,6 +15,7 @@
 //! Invariant: a checker is valid only when it had the input to decide (e.g. `lost` with no final read
 //! is invalid): a harness that cannot fail proves nothing.
 
+pub mod check_result;
 pub mod consumer_offset;
 pub mod divergence;
 pub mod duplicated;
@@ -24,63 +25,18 @@ pub mod offsets;
 pub mod reorder;
 pub mod unexpected;
 
-use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use serde::Deserialize;
 use serde::Serialize;
 
+pub use self::check_result::CheckResult;
+pub use self::check_result::SAMPLES_MAX_COUNT;
 pub use self::divergence::ReplicaDump;
 use crate::history::Op;
 use crate::history::OpF;
 use crate::history::OpType;
-
-/// Samples kept per checker; the counts hold the totals.
-pub const SAMPLES_MAX_COUNT: usize = 20;
-
-/// One checker's verdict.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CheckResult {
-    /// The checker (`lost`, `unexpected`, ...).
-    pub name: String,
-    /// True when the property held.
-    pub valid: bool,
-    /// Named totals (`acked`, `lost`, ...).
-    pub counts: BTreeMap<String, u64>,
-    /// A few examples of what went wrong (or notable), at most [`SAMPLES_MAX_COUNT`].
-    pub samples: Vec<String>,
-}
-
-impl CheckResult {
-    /// A valid result with no counts.
-    pub fn new(name: &str) -> Self {
-        CheckResult { name: name.to_owned(), valid: true, counts: BTreeMap::new(), samples: Vec::new() }
-    }
-
-    /// Sets the count `key`.
-    pub fn count(&mut self, key: &str, value: usize) {
-        self.counts.insert(key.to_owned(), value as u64);
-    }
-
-    /// The count `key` (0 when absent).
-    pub fn get(&self, key: &str) -> u64 {
-        self.counts.get(key).copied().unwrap_or(0)
-    }
-
-    /// Keeps `sample` if there is room.
-    pub fn sample(&mut self, sample: impl Into<String>) {
-        if self.samples.len() < SAMPLES_MAX_COUNT {
-            self.samples.push(sample.into());
-        }
-    }
-
-    /// Marks the result invalid and keeps `why` as a sample.
-    pub fn fail(&mut self, why: impl Into<String>) {
-        self.valid = false;
-        self.sample(why);
-    }
-}
 
 /// Every checker's verdict on one run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

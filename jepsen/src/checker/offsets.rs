@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 
-use super::CheckResult;
+use super::check_result::CheckResult;
 use crate::history::Op;
 use crate::history::OpF;
 use crate::history::OpType;

@@ -8,8 +8,8 @@
 
 use std::collections::BTreeSet;
 
-use super::CheckResult;
 use super::Sends;
+use super::check_result::CheckResult;
 use crate::history::Op;
 use crate::history::OpF;
 use crate::history::OpType;

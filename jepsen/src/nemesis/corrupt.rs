@@ -1,6 +1,6 @@
 //! `corrupt`: bit rot on one replica's disk. The node is killed -9, one byte of one Raft entry
 //! it had fsynced is flipped in its CommitLog, and it restarts on that disk
-//! (reliability-checklist.md: corruption is detected, never silently served).
+//! (docs/reliability.md#broker-requirements, requirement 3: corruption is detected, never silently served).
 //!
 //! The entry is picked among those from the log's start (`start_pos`, past purged or rebased
 //! bytes, which recovery never reads) to the store's durable watermark (both from

@@ -1,5 +1,5 @@
 //! `lose-unfsynced`: what a power loss does to a node whose process was just killed -9 — every byte
-//! of its CommitLog past the last fsync is gone (reliability-checklist.md §5.3, side-file variant).
+//! of its CommitLog past the last fsync is gone (docs/reliability.md#losing-unsynced-data).
 //!
 //! The raft store records a durable watermark in `<store>/raft-meta` after every group-commit sync
 //! (`raftmq_raft::meta::read_durable_pos`, a lower bound of the fsynced end; the page cache survives
@@ -9,7 +9,7 @@
 //! all zeros, which recovery reads as the end of the log.
 //!
 //! Not cut: `raftindex/` (recovery rebuilds it from the segments), ConsumeQueues and offsets (derived
-//! from the log on restart; raft-log-design.md §6), and `raft-meta` itself (its slots are fsynced on
+//! from the log on restart; docs/raft-log.md#crash-rule), and `raft-meta` itself (its slots are fsynced on
 //! every write).
 //!
 //! Invariant: call only on a killed node (a live one would rewrite what was cut).

@@ -1,5 +1,5 @@
 //! The `membership` nemesis: replace one member of a group through the broker's membership admin
-//! calls (ARCHITECTURE.md, "Group membership"), and bring the group back to its replica count.
+//! calls (docs/broker.md#group-membership), and bring the group back to its replica count.
 //!
 //! ```text
 //! replace (remove first)  leader view ─▶ removeNode(victim) ─▶ stop victim ─▶ reconcile

@@ -31,7 +31,7 @@ use tokio::time::Instant;
 
 use super::wire::RaftReply;
 use crate::config::APPEND_STREAM_INFLIGHT_MAX_COUNT;
-use crate::node::Raft;
+use crate::state_machine::Raft;
 use crate::type_config::{NodeId, TypeConfig};
 
 /// A stream without progress (no request fed, no result) for this long ends; its sender has

@@ -16,7 +16,8 @@ use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::{RaftService, RpcKind, Transport, TransportError};
+use super::service::RaftService;
+use super::transport::{RpcKind, Transport, TransportError};
 use crate::type_config::NodeId;
 
 struct State {

@@ -10,6 +10,8 @@
 //!                       RaftService::handle(kind, bytes) ──▶ raft.append_entries / vote / pre_vote / ...
 //! ```
 //!
+//! - [`transport`]: the [`Transport`] seam, [`RpcKind`] and [`TransportError`];
+//! - [`stream_window`]: [`StreamWindow`], how much one replication stream may have in flight;
 //! - [`wire`]: request/response enums and their bincode-2 (serde, standard config) encoding;
 //! - [`peer`]: [`NetworkFactory`] and [`PeerClient`], the openraft client side;
 //! - [`pipeline`]: openraft's `stream_append` with several AppendEntries in flight per follower
@@ -23,72 +25,22 @@
 //! Every call is bounded by the deadline openraft passes in its `RPCOption` (a chunked snapshot:
 //! each chunk); decode errors of network input are errors, never panics.
 
-use std::future::Future;
-use std::time::Duration;
-
-use bytes::Bytes;
-
-use crate::type_config::NodeId;
-
 pub mod append_stream;
 pub mod memory;
 pub mod peer;
+pub mod peer_client;
 pub mod pipeline;
 pub mod service;
 pub mod snapshot_chunks;
+pub mod stream_window;
 pub mod tcp;
+pub mod transport;
 pub mod wire;
 
 pub use memory::MemRouter;
-pub use peer::{NetworkFactory, PeerClient};
-pub use pipeline::StreamWindow;
+pub use peer::NetworkFactory;
+pub use peer_client::PeerClient;
 pub use service::RaftService;
+pub use stream_window::StreamWindow;
 pub use tcp::{RaftServer, TcpTransport};
-
-/// Which RPC a message carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RpcKind {
-    /// AppendEntries (also heartbeats).
-    AppendEntries,
-    /// RequestVote and Pre-Vote (the body says which).
-    Vote,
-    /// A full snapshot (the manifest).
-    InstallSnapshot,
-    /// Leadership transfer notice.
-    TransferLeader,
-}
-
-/// Why a transport call failed, as openraft needs to know it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TransportError {
-    /// The peer could not be reached; the request was not delivered (back off).
-    #[error("unreachable: {0}")]
-    Unreachable(String),
-    /// No reply before the deadline; the request may have been processed.
-    #[error("timed out after {0:?}")]
-    Timeout(Duration),
-    /// The connection failed mid-call or the reply was garbage (retry at once).
-    #[error("network: {0}")]
-    Network(String),
-}
-
-/// Sends one encoded request to a peer and returns the encoded reply.
-pub trait Transport: Send + Sync + 'static {
-    /// Deliver `body` (an encoded [`wire::RaftRequest`]) from `from` to `target` at `addr` and
-    /// wait at most `timeout` for the encoded [`wire::RaftReply`].
-    fn call(
-        &self,
-        from: NodeId,
-        target: NodeId,
-        addr: &str,
-        kind: RpcKind,
-        body: Bytes,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<Bytes, TransportError>> + Send;
-
-    /// Whether concurrent calls to one target may be in flight for a replication stream
-    /// (pipelining). Without it, AppendEntries go one at a time, each waiting for its reply.
-    fn pipelined(&self) -> bool {
-        false
-    }
-}
+pub use transport::{RpcKind, Transport, TransportError};

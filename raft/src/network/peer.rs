@@ -7,19 +7,16 @@
 //! A node never gets a client to itself (openraft asserts on it); the factory refuses by
 //! returning a client whose every call is `Unreachable`.
 //!
-//! A refusal from a replica whose store is empty and still guarded
-//! ([`GUARDED_REFUSAL_MARKER`]) makes the client introduce this node to it (Introduce: id and
-//! Raft address), at most once per [`RAFT_INTRODUCE_INTERVAL_MIN_MS`] per peer: that replica may
-//! know none of the current members, and learns them by probing us.
+//! The client itself (encoding, the call, error mapping, introductions to a guarded replica) is
+//! [`PeerClient`] in [`super::peer_client`].
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures::Stream;
 use openraft::base::{BoxFuture, BoxStream};
-use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Timeout, Unreachable};
+use openraft::error::{RPCError, ReplicationClosed, StreamingError};
 use openraft::network::stream_append_sequential;
 use openraft::network::{RPCOption, RPCTypes, RaftNetworkFactory};
 use openraft::raft::{
@@ -27,16 +24,18 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use openraft::{OptionalSend, RaftNetworkV2};
-use tokio::time::Instant;
 
-use raftmq_common::limits::{RAFT_INTRODUCE_INTERVAL_MIN_MS, RAFT_SNAPSHOT_MAX_BYTES};
+use raftmq_common::limits::RAFT_SNAPSHOT_MAX_BYTES;
 
-use super::pipeline::{self, StreamItem, StreamWindow};
-use super::wire::{self, RaftReply, RaftRequest};
-use super::{Transport, TransportError};
+pub use super::peer_client::PeerClient;
+use super::peer_client::{CallError, unexpected};
+use super::pipeline::{self, StreamItem};
+use super::stream_window::StreamWindow;
+use super::transport::Transport;
+use super::wire::{RaftReply, RaftRequest};
 use crate::state_machine::Snapshot;
 use crate::type_config::{Node, NodeId, TypeConfig, Vote};
-use crate::vote_guard::{GUARDED_REFUSAL_MARKER, VoteGuard};
+use crate::vote_guard::VoteGuard;
 
 /// openraft's network factory over a [`Transport`].
 pub struct NetworkFactory<T> {
@@ -87,100 +86,7 @@ impl<T: Transport> RaftNetworkFactory<TypeConfig> for NetworkFactory<T> {
     }
 }
 
-/// RPCs to one peer.
-pub struct PeerClient<T> {
-    id: NodeId,
-    target: NodeId,
-    addr: String,
-    transport: Arc<T>,
-    window: StreamWindow,
-    guard: Arc<VoteGuard>,
-    /// A larger snapshot goes in chunks of this size (never 0).
-    snapshot_chunk_bytes: usize,
-    /// This node's Raft address, for introductions.
-    raft_addr: Option<String>,
-    /// When this node last introduced itself to the peer.
-    introduced_at: Mutex<Option<Instant>>,
-}
-
-/// Why a call produced no usable reply.
-pub(super) enum CallError {
-    Transport(TransportError),
-    Refused(String),
-    Garbage(String),
-}
-
 impl<T: Transport> PeerClient<T> {
-    /// The sending node.
-    pub fn id(&self) -> NodeId {
-        self.id
-    }
-
-    /// The peer.
-    pub fn target(&self) -> NodeId {
-        self.target
-    }
-
-    pub(super) async fn call(&self, req: &RaftRequest, timeout: Duration) -> Result<RaftReply, CallError> {
-        if self.target == self.id {
-            return Err(CallError::Refused("a node never sends RPCs to itself".into()));
-        }
-        let body = wire::encode_sized(req, req.size_hint()).map_err(|e| CallError::Garbage(e.to_string()))?;
-        let reply = self
-            .transport
-            .call(self.id, self.target, &self.addr, req.kind(), body, timeout)
-            .await
-            .map_err(CallError::Transport)?;
-        match wire::decode::<RaftReply>(&reply) {
-            Ok(RaftReply::Refused(why)) => {
-                if why.contains(GUARDED_REFUSAL_MARKER) {
-                    self.introduce(timeout).await;
-                }
-                Err(CallError::Refused(why))
-            }
-            Ok(r) => Ok(r),
-            Err(e) => Err(CallError::Garbage(e.to_string())),
-        }
-    }
-
-    /// Tells the peer, an empty-store replica that refused us, where this node is, unless that
-    /// was done less than [`RAFT_INTRODUCE_INTERVAL_MIN_MS`] ago. Best effort: the peer refuses
-    /// again and we come back.
-    async fn introduce(&self, timeout: Duration) {
-        let Some(raft_addr) = &self.raft_addr else { return };
-        {
-            let mut at = self.introduced_at.lock().unwrap_or_else(PoisonError::into_inner);
-            let now = Instant::now();
-            if at.is_some_and(|t| now < t + Duration::from_millis(RAFT_INTRODUCE_INTERVAL_MIN_MS)) {
-                return;
-            }
-            *at = Some(now);
-        }
-        let req = RaftRequest::Introduce { from: self.id, raft_addr: raft_addr.clone() };
-        let Ok(body) = wire::encode(&req) else { return };
-        let reply = self.transport.call(self.id, self.target, &self.addr, req.kind(), body, timeout).await;
-        match reply.map(|b| wire::decode::<RaftReply>(&b)) {
-            Ok(Ok(RaftReply::Introduced { taken })) => {
-                tracing::debug!(id = self.id, target = self.target, taken, "introduced to an empty-store replica");
-            }
-            other => tracing::debug!(id = self.id, target = self.target, ?other, "introduction not answered"),
-        }
-    }
-
-    pub(super) fn rpc_error(&self, e: CallError, action: RPCTypes, timeout: Duration) -> RPCError<TypeConfig> {
-        match e {
-            CallError::Transport(TransportError::Unreachable(m)) | CallError::Refused(m) => {
-                RPCError::Unreachable(Unreachable::from_string(format!("{} -> {}: {m}", self.id, self.target)))
-            }
-            CallError::Transport(TransportError::Timeout(_)) => {
-                RPCError::Timeout(Timeout { action, id: self.id, target: self.target, timeout })
-            }
-            CallError::Transport(TransportError::Network(m)) | CallError::Garbage(m) => {
-                RPCError::Network(NetworkError::from_string(format!("{} -> {}: {m}", self.id, self.target)))
-            }
-        }
-    }
-
     async fn vote_call(
         &self,
         req: RaftRequest,
@@ -201,10 +107,6 @@ impl<T: Transport> PeerClient<T> {
             Err(e) => Err(self.rpc_error(e, RPCTypes::Vote, t)),
         }
     }
-}
-
-fn unexpected(r: &RaftReply) -> CallError {
-    CallError::Garbage(format!("unexpected reply {r:?}"))
 }
 
 impl<T: Transport> RaftNetworkV2<TypeConfig> for PeerClient<T> {

@@ -30,19 +30,11 @@ use openraft::network::{RPCOption, RPCTypes};
 use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, StreamAppendError, StreamAppendResult};
 use tokio::time::Instant;
 
-use super::Transport;
-use super::peer::{CallError, PeerClient};
+use super::peer_client::{CallError, PeerClient};
+use super::stream_window::StreamWindow;
+use super::transport::Transport;
 use super::wire::{RaftReply, RaftRequest};
 use crate::type_config::{LogId, TypeConfig};
-
-/// How much one replication stream may have in flight.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StreamWindow {
-    /// Requests awaiting replies (1 = no pipelining).
-    pub count: usize,
-    /// Encoded bytes awaiting replies (one request is always allowed).
-    pub bytes: u64,
-}
 
 /// One item of openraft's response stream.
 pub(crate) type StreamItem = Result<StreamAppendResult<TypeConfig>, RPCError<TypeConfig>>;

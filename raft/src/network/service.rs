@@ -29,13 +29,13 @@ use bytes::Bytes;
 use openraft::async_runtime::WatchReceiver;
 use openraft::raft::SnapshotResponse;
 
-use super::RpcKind;
 use super::append_stream::{AppendStreams, StreamStats};
 use super::snapshot_chunks::{Accepted, Chunk, SnapshotAssembly};
+use super::transport::RpcKind;
 use super::wire::{self, RaftReply, RaftRequest};
 use crate::log_store::{LogStore, WeakLogStore};
-use crate::node::Raft;
 use crate::snapshot_file::SnapshotData;
+use crate::state_machine::Raft;
 use crate::state_machine::{Snapshot, SnapshotMeta};
 use crate::type_config::{LogId, Membership, NodeId, Vote};
 use crate::vote_guard::{ProbeReply, VoteGuard};

@@ -20,8 +20,9 @@ use raftmq_common::remoting::{
     ConnectionContext, ProcessorTable, RemotingClient, RemotingError, RemotingServer, RequestProcessor,
 };
 
+use super::service::RaftService;
+use super::transport::{RpcKind, Transport, TransportError};
 use super::wire::{self, RaftReply};
-use super::{RaftService, RpcKind, Transport, TransportError};
 use crate::type_config::NodeId;
 
 fn code_of(kind: RpcKind) -> RequestCode {

@@ -14,7 +14,7 @@ use openraft::raft::{
 use raftmq_common::limits::FRAME_SIZE_MAX_BYTES;
 use serde::{Deserialize, Serialize};
 
-use super::RpcKind;
+use super::transport::RpcKind;
 use crate::state_machine::SnapshotMeta;
 use crate::type_config::{EntryPayload, NodeId, TypeConfig, Vote};
 use crate::vote_guard::ProbeReply;

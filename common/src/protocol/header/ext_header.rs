@@ -48,14 +48,14 @@ macro_rules! ext_header {
         }
 
         impl $crate::protocol::header::CommandHeader for $name {
-            fn write_ext_fields(&self, fields: &mut $crate::protocol::command::ExtFields) {
+            fn write_ext_fields(&self, fields: &mut $crate::protocol::ext_fields::ExtFields) {
                 // One allocation for the map instead of a regrowth every few fields.
                 fields.reserve($name::FIELDS.len());
                 $( $crate::protocol::header::ext_header::ext_header!(@write $kind fields, $key, &self.$field); )*
             }
 
             fn read_ext_fields(
-                fields: &$crate::protocol::command::ExtFields,
+                fields: &$crate::protocol::ext_fields::ExtFields,
             ) -> ::std::result::Result<Self, $crate::protocol::header::HeaderError> {
                 ::std::result::Result::Ok(Self {
                     $( $field: $crate::protocol::header::ext_header::ext_header!(@read $kind fields, $key)?, )*
@@ -115,7 +115,7 @@ pub(crate) mod testing {
     use crate::protocol::RemotingCommand;
     use crate::protocol::RequestCode;
     use crate::protocol::SerializeType;
-    use crate::protocol::command::ExtFields;
+    use crate::protocol::ext_fields::ExtFields;
     use crate::protocol::header::CommandHeader;
     use crate::protocol::header::HeaderError;
 

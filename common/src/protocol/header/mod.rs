@@ -1,7 +1,7 @@
 //! Typed request and response headers, carried flattened in a command's `extFields`.
 //!
 //! RocketMQ's `CommandCustomHeader` classes become Rust structs implementing [`CommandHeader`].
-//! Wire rules (rocketmq-wire-and-store.md §1.1): every value is a string (numbers in decimal,
+//! Wire rules (docs/wire-format.md#extfields): every value is a string (numbers in decimal,
 //! booleans `"true"`/`"false"`); a required (`@CFNotNull`) field that is missing or unparsable is a
 //! [`HeaderError`]; unknown keys are ignored, because newer clients add fields.
 
@@ -19,8 +19,8 @@ pub mod transaction;
 
 use thiserror::Error;
 
-use super::command::ExtFields;
-use super::command::FieldStr;
+use super::ext_fields::ExtFields;
+use super::ext_fields::FieldStr;
 
 /// A header that travels as `extFields`.
 pub trait CommandHeader: Sized {

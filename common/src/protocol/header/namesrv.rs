@@ -27,7 +27,7 @@ use super::optional;
 use super::put;
 use super::put_opt;
 use super::required;
-use crate::protocol::command::ExtFields;
+use crate::protocol::ext_fields::ExtFields;
 
 /// `extFields` key of the Raft term (raftmq extension).
 pub const RAFT_TERM_KEY: &str = "raftTerm";
@@ -77,8 +77,8 @@ impl FieldValue for RaftRole {
         }
     }
 
-    fn format_field(&self) -> crate::protocol::command::FieldStr {
-        crate::protocol::command::FieldStr::const_new(self.as_str())
+    fn format_field(&self) -> crate::protocol::ext_fields::FieldStr {
+        crate::protocol::ext_fields::FieldStr::const_new(self.as_str())
     }
 }
 
@@ -138,7 +138,7 @@ pub struct RegisterBrokerRequestHeader {
     pub broker_id: i64,
     /// `heartbeatTimeoutMillis` (5.x): this broker's own expiry; absent = the NameServer's default.
     pub heartbeat_timeout_millis: Option<i64>,
-    /// `compressed`: the body is the deflated form (rocketmq-wire-and-store.md §3.6).
+    /// `compressed`: the body is the deflated form (docs/wire-format.md#broker-registration-body).
     pub compressed: bool,
     /// `bodyCrc32`: `CRC32(body) & 0x7FFFFFFF`; 0 = unchecked.
     pub body_crc32: i32,

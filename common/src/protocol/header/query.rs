@@ -63,7 +63,7 @@ ext_header! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::command::ExtFields;
+    use crate::protocol::ext_fields::ExtFields;
     use crate::protocol::header::CommandHeader;
     use crate::protocol::header::ext_header::testing::check_header;
 

@@ -172,7 +172,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::protocol::command::ExtFields;
+    use crate::protocol::ext_fields::ExtFields;
     use crate::protocol::header::ext_header::testing::TestHeader;
     use crate::protocol::header::ext_header::testing::check_header;
     use crate::protocol::header::ext_header::testing::runner;

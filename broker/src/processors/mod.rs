@@ -1,0 +1,25 @@
+//! The remoting request handlers, one file per request family, and [`router`], which owns the
+//! context and dispatches each request code to its handler.
+//!
+//! Handlers return `Result<response, refusal>` where both are the response frame: boxing the
+//! refusal would only add an allocation to every refused request.
+
+#[allow(clippy::result_large_err)]
+pub mod acl;
+#[allow(clippy::result_large_err)]
+pub mod admin;
+#[allow(clippy::result_large_err)]
+pub mod client_manage;
+#[allow(clippy::result_large_err)]
+pub mod end_transaction;
+pub mod offset_reset;
+#[allow(clippy::result_large_err)]
+pub mod pull;
+#[allow(clippy::result_large_err)]
+pub mod query;
+pub mod reply;
+pub mod router;
+#[allow(clippy::result_large_err)]
+pub mod send;
+#[allow(clippy::result_large_err)]
+pub mod send_back;

@@ -1,0 +1,18 @@
+//! Background services of a replica, each started with the handles it uses: group commit and
+//! offset commit (batching into Raft entries), the replica's leadership view, membership changes,
+//! NameServer registration, delay and timer delivery, retention, the transaction check-back and
+//! the connected-client table.
+
+pub mod client_manager;
+pub mod group_commit;
+pub mod membership;
+pub mod namesrv_registration;
+pub mod offset_commit;
+pub mod record_writer;
+pub mod replica;
+pub mod retention;
+pub mod schedule;
+pub mod timer;
+pub mod topic_create;
+#[allow(clippy::result_large_err)]
+pub mod transaction_check;

@@ -1,0 +1,386 @@
+//! The snapshot manifest: everything a replica needs to continue after the log up to the
+//! retention boundary P is purged ([`RetentionBoundary`], [`Manifest`]), and its byte layout.
+//! The retention service chooses P and triggers the snapshot; the store builds and installs the
+//! manifest.
+//!
+//! Manifest layout (inside raft's snapshot data, whose CRC covers it; big-endian):
+//!
+//! ```text
+//! magic u32 "RMQM" | version u8 (1, or 2 with the ACL section) | boundary_index u64 | boundary_term u64 | next_pos u64 | meta_index u64
+//! | queue_count u32 | queue_count × (topic_len u16 | topic UTF-8 | queue_id i32 | next_offset u64)
+//! | topics_len u32 | TopicConfigSerializeWrapper JSON | groups_len u32 | SubscriptionGroupWrapper JSON
+//! | offsets_len u32 | ConsumerOffsetSerializeWrapper JSON
+//! | delay_count u32 | delay_count × (queue_id i32 | offset i64) | node_id_count u32 | node_id_count × u64
+//! | version 2 only: acl_counter i64 | acl_timestamp i64 | acl_len u32 | plain_acl.yml text UTF-8
+//! ```
+//!
+//! A manifest without a replicated ACL edit is written as version 1, so brokers from before the
+//! ACL section still read it. Invariants: decoding never panics and never allocates beyond what the
+//! bytes can hold; every count is bounded by `raftmq_common::limits`.
+//!
+//! Queues are given as of P (everything at or below P is purged, so a queue's minimum equals its
+//! next offset there); the metadata as of `meta_index` ≥ P, see [`Manifest`].
+
+use bytes::BufMut;
+use bytes::Bytes;
+use bytes::BytesMut;
+use raftmq_common::limits::ACL_FILE_SIZE_MAX_BYTES;
+use raftmq_common::limits::DELAY_PROGRESS_BATCH_MAX_COUNT;
+use raftmq_common::limits::RAFT_NODE_IDS_MAX_COUNT;
+use raftmq_common::limits::RETENTION_MANIFEST_QUEUES_MAX_COUNT;
+use raftmq_common::protocol::body::BodyError;
+use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::consumer_offset::ConsumerOffsetSerializeWrapper;
+use raftmq_common::protocol::body::register::TopicConfigSerializeWrapper;
+use raftmq_common::protocol::body::subscription_group::SubscriptionGroupWrapper;
+use thiserror::Error;
+
+use crate::acl::AclDocument;
+use crate::acl::AclVersion;
+use crate::state::entry::DelayProgress;
+
+/// The retention boundary P: the last Raft entry to purge, with the position right after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RetentionBoundary {
+    /// Raft index of P.
+    pub index: u64,
+    /// Term of P.
+    pub term: u64,
+    /// Physical position right after entry P: the CommitLog's new minimum.
+    pub next_pos: u64,
+}
+
+/// Where a topic-queue continues after the boundary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueStart {
+    /// Topic.
+    pub topic: String,
+    /// Queue id.
+    pub queue_id: i32,
+    /// Its next (and minimum) offset as of P: the first unit at or after `next_pos`.
+    pub next_offset: u64,
+}
+
+/// Everything a replica needs to continue with entries P+1.. after the log up to P is gone.
+///
+/// Queues are as of P. The metadata tables are as of `meta_index` (the applied index when the
+/// manifest was built, ≥ P): they cannot be rolled back to P. A replica that loads the manifest
+/// records `meta_index` and, while the entries (P, meta_index] are applied after it, leaves the
+/// tables alone (their effect is already in them) and only applies the ConsumeQueue side of those
+/// entries (units, a deleted topic's queues). Skipping is exact. Plainly re-applying would converge
+/// too for the maps themselves — topics, groups, offsets and used node ids are last-writer-wins per
+/// key (the state at `meta_index` holds, for each key, the last write ≤ meta_index, which a replay
+/// of (P, meta_index] writes last again) and delay progress only moves forward (max is idempotent) —
+/// but not for the `DataVersion` counters, which count changes, so skipping is what keeps every
+/// replica's topic and group versions equal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// P.
+    pub boundary: RetentionBoundary,
+    /// The applied index the metadata below is as of.
+    pub meta_index: u64,
+    /// Every topic-queue known at build time, sorted by (topic, queue id).
+    pub queues: Vec<QueueStart>,
+    /// Topics (`topics.json`).
+    pub topics: TopicConfigSerializeWrapper,
+    /// Consumer groups (`subscriptionGroup.json`).
+    pub groups: SubscriptionGroupWrapper,
+    /// Committed consumer offsets (`consumerOffset.json`).
+    pub offsets: ConsumerOffsetSerializeWrapper,
+    /// Delay-queue progress (`delayOffset.json`).
+    pub delay_offsets: Vec<DelayProgress>,
+    /// Raft node ids used by the group.
+    pub used_node_ids: Vec<u64>,
+    /// The last replicated plain ACL edit.
+    pub acl: Option<AclDocument>,
+}
+
+/// Why a manifest could not be encoded or decoded.
+#[derive(Debug, Error)]
+pub enum ManifestError {
+    /// Not a manifest (magic) or a version this broker does not know.
+    #[error("not a retention manifest of a known version")]
+    Format,
+    /// The bytes end inside a field.
+    #[error("manifest truncated reading {0}")]
+    Truncated(&'static str),
+    /// A count or length beyond the limits or the bytes.
+    #[error("manifest {0} out of range")]
+    OutOfRange(&'static str),
+    /// Bytes after the last field.
+    #[error("manifest has {0} trailing bytes")]
+    TrailingBytes(usize),
+    /// A topic name is not UTF-8.
+    #[error("manifest topic name is not UTF-8")]
+    BadName,
+    /// The ACL file text is not UTF-8.
+    #[error("manifest ACL file is not UTF-8")]
+    BadAclText,
+    /// A JSON section.
+    #[error("manifest JSON: {0}")]
+    Json(#[from] BodyError),
+}
+
+const MANIFEST_MAGIC: u32 = 0x524D_514D;
+/// Without the ACL section.
+const MANIFEST_VERSION_1: u8 = 1;
+/// With the ACL section.
+const MANIFEST_VERSION_2: u8 = 2;
+
+fn put_section(out: &mut BytesMut, json: &[u8], what: &'static str) -> Result<(), ManifestError> {
+    out.put_u32(u32::try_from(json.len()).map_err(|_| ManifestError::OutOfRange(what))?);
+    out.put_slice(json);
+    Ok(())
+}
+
+impl Manifest {
+    /// The manifest bytes (layout in the module doc).
+    pub fn encode(&self) -> Result<Bytes, ManifestError> {
+        if self.queues.len() > RETENTION_MANIFEST_QUEUES_MAX_COUNT {
+            return Err(ManifestError::OutOfRange("queue count"));
+        }
+        if self.delay_offsets.len() > DELAY_PROGRESS_BATCH_MAX_COUNT {
+            return Err(ManifestError::OutOfRange("delay level count"));
+        }
+        if self.used_node_ids.len() > RAFT_NODE_IDS_MAX_COUNT {
+            return Err(ManifestError::OutOfRange("node id count"));
+        }
+        let mut out = BytesMut::new();
+        out.put_u32(MANIFEST_MAGIC);
+        out.put_u8(if self.acl.is_some() { MANIFEST_VERSION_2 } else { MANIFEST_VERSION_1 });
+        out.put_u64(self.boundary.index);
+        out.put_u64(self.boundary.term);
+        out.put_u64(self.boundary.next_pos);
+        out.put_u64(self.meta_index);
+        // Counts are bounded by the checks above.
+        out.put_u32(self.queues.len() as u32);
+        for q in &self.queues {
+            out.put_u16(u16::try_from(q.topic.len()).map_err(|_| ManifestError::OutOfRange("topic length"))?);
+            out.put_slice(q.topic.as_bytes());
+            out.put_i32(q.queue_id);
+            out.put_u64(q.next_offset);
+        }
+        put_section(&mut out, &self.topics.encode()?, "topics")?;
+        put_section(&mut out, &self.groups.encode()?, "groups")?;
+        put_section(&mut out, &self.offsets.encode()?, "offsets")?;
+        out.put_u32(self.delay_offsets.len() as u32);
+        for d in &self.delay_offsets {
+            out.put_i32(d.queue_id);
+            out.put_i64(d.offset);
+        }
+        out.put_u32(self.used_node_ids.len() as u32);
+        for id in &self.used_node_ids {
+            out.put_u64(*id);
+        }
+        if let Some(acl) = &self.acl {
+            if acl.yaml.len() as u64 > ACL_FILE_SIZE_MAX_BYTES {
+                return Err(ManifestError::OutOfRange("ACL file length"));
+            }
+            out.put_i64(acl.version.counter);
+            out.put_i64(acl.version.timestamp);
+            put_section(&mut out, acl.yaml.as_bytes(), "ACL file length")?;
+        }
+        Ok(out.freeze())
+    }
+
+    /// Reads manifest bytes; never panics, never allocates beyond what the bytes can hold.
+    pub fn decode(bytes: &[u8]) -> Result<Manifest, ManifestError> {
+        let mut r = Reader(bytes);
+        if u32::from_be_bytes(r.array("magic")?) != MANIFEST_MAGIC {
+            return Err(ManifestError::Format);
+        }
+        let [version] = r.array::<1>("version")?;
+        if version != MANIFEST_VERSION_1 && version != MANIFEST_VERSION_2 {
+            return Err(ManifestError::Format);
+        }
+        let boundary = RetentionBoundary {
+            index: r.u64("boundary index")?,
+            term: r.u64("boundary term")?,
+            next_pos: r.u64("next position")?,
+        };
+        let meta_index = r.u64("meta index")?;
+        // Smallest queue record: empty name, queue id, offset.
+        let queue_count = r.count("queue count", RETENTION_MANIFEST_QUEUES_MAX_COUNT, 2 + 4 + 8)?;
+        let mut queues = Vec::with_capacity(queue_count);
+        for _ in 0..queue_count {
+            let len = usize::from(u16::from_be_bytes(r.array("topic length")?));
+            let topic = std::str::from_utf8(r.take(len, "topic")?).map_err(|_| ManifestError::BadName)?.to_owned();
+            let queue_id = i32::from_be_bytes(r.array("queue id")?);
+            let next_offset = r.u64("next offset")?;
+            queues.push(QueueStart { topic, queue_id, next_offset });
+        }
+        let topics = TopicConfigSerializeWrapper::decode(r.section("topics")?)?;
+        let groups = SubscriptionGroupWrapper::decode(r.section("groups")?)?;
+        let offsets = ConsumerOffsetSerializeWrapper::decode(r.section("offsets")?)?;
+        let delay_count = r.count("delay level count", DELAY_PROGRESS_BATCH_MAX_COUNT, 4 + 8)?;
+        let mut delay_offsets = Vec::with_capacity(delay_count);
+        for _ in 0..delay_count {
+            let queue_id = i32::from_be_bytes(r.array("delay queue id")?);
+            let offset = i64::from_be_bytes(r.array("delay offset")?);
+            delay_offsets.push(DelayProgress { queue_id, offset });
+        }
+        let id_count = r.count("node id count", RAFT_NODE_IDS_MAX_COUNT, 8)?;
+        let mut used_node_ids = Vec::with_capacity(id_count);
+        for _ in 0..id_count {
+            used_node_ids.push(r.u64("node id")?);
+        }
+        let acl = if version == MANIFEST_VERSION_2 {
+            let counter = i64::from_be_bytes(r.array("ACL counter")?);
+            let timestamp = i64::from_be_bytes(r.array("ACL timestamp")?);
+            let text = r.section("ACL file")?;
+            if text.len() as u64 > ACL_FILE_SIZE_MAX_BYTES {
+                return Err(ManifestError::OutOfRange("ACL file length"));
+            }
+            let yaml = std::str::from_utf8(text).map_err(|_| ManifestError::BadAclText)?.to_owned();
+            Some(AclDocument { version: AclVersion { counter, timestamp }, yaml })
+        } else {
+            None
+        };
+        if !r.0.is_empty() {
+            return Err(ManifestError::TrailingBytes(r.0.len()));
+        }
+        Ok(Manifest { boundary, meta_index, queues, topics, groups, offsets, delay_offsets, used_node_ids, acl })
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, field: &'static str) -> Result<&'a [u8], ManifestError> {
+        if self.0.len() < n {
+            return Err(ManifestError::Truncated(field));
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+
+    fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], ManifestError> {
+        self.take(N, field)?.try_into().map_err(|_| ManifestError::Truncated(field))
+    }
+
+    fn u64(&mut self, field: &'static str) -> Result<u64, ManifestError> {
+        self.array(field).map(u64::from_be_bytes)
+    }
+
+    /// A u32 count of records of at least `min_bytes` each, checked against `max` and the bytes left.
+    fn count(&mut self, field: &'static str, max: usize, min_bytes: usize) -> Result<usize, ManifestError> {
+        let n =
+            usize::try_from(u32::from_be_bytes(self.array(field)?)).map_err(|_| ManifestError::OutOfRange(field))?;
+        if n > max || n.saturating_mul(min_bytes) > self.0.len() {
+            return Err(ManifestError::OutOfRange(field));
+        }
+        Ok(n)
+    }
+
+    fn section(&mut self, field: &'static str) -> Result<&'a [u8], ManifestError> {
+        let len =
+            usize::try_from(u32::from_be_bytes(self.array(field)?)).map_err(|_| ManifestError::OutOfRange(field))?;
+        self.take(len, field)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use raftmq_common::protocol::body::topic::DataVersion;
+    use raftmq_common::protocol::body::topic::TopicConfig;
+
+    use super::*;
+
+    fn manifest() -> Manifest {
+        let mut topics = BTreeMap::new();
+        topics.insert("T".to_owned(), TopicConfig::new("T"));
+        Manifest {
+            boundary: RetentionBoundary { index: 41, term: 3, next_pos: 2 << 20 },
+            meta_index: 57,
+            queues: vec![
+                QueueStart { topic: "T".into(), queue_id: 0, next_offset: 12 },
+                QueueStart { topic: "T".into(), queue_id: 1, next_offset: 0 },
+            ],
+            topics: TopicConfigSerializeWrapper {
+                data_version: DataVersion { counter: 4, timestamp: 99 },
+                topic_config_table: topics,
+            },
+            groups: SubscriptionGroupWrapper::default(),
+            offsets: ConsumerOffsetSerializeWrapper {
+                offset_table: BTreeMap::from([("T@g".to_owned(), BTreeMap::from([(0, 7)]))]),
+            },
+            delay_offsets: vec![DelayProgress { queue_id: 2, offset: 5 }],
+            used_node_ids: vec![1, 2, 3],
+            acl: None,
+        }
+    }
+
+    #[test]
+    fn a_manifest_with_an_acl_edit_is_version_2_and_without_one_stays_version_1() {
+        let v1 = manifest().encode().unwrap();
+        assert_eq!(v1[4], 1);
+        let m = Manifest {
+            acl: Some(AclDocument { version: AclVersion { counter: 3, timestamp: 9 }, yaml: "accounts: []\n".into() }),
+            ..manifest()
+        };
+        let v2 = m.encode().unwrap();
+        assert_eq!(v2[4], 2);
+        assert_eq!(&v2[..4], &v1[..4]);
+        assert_eq!(&v2[5..v1.len()], &v1[5..], "the ACL section follows the version 1 layout");
+        assert_eq!(&v2[v1.len()..v1.len() + 20], &[0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 13][..]);
+        assert_eq!(Manifest::decode(&v2).unwrap(), m);
+        for cut in v1.len()..v2.len() {
+            assert!(Manifest::decode(&v2[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut v3 = v2.to_vec();
+        v3[4] = 3;
+        assert!(matches!(Manifest::decode(&v3), Err(ManifestError::Format)));
+    }
+
+    #[test]
+    fn manifest_round_trips_with_a_golden_header() {
+        let m = manifest();
+        let bytes = m.encode().unwrap();
+        assert_eq!(
+            &bytes[..37],
+            &[
+                0x52, 0x4D, 0x51, 0x4D, 1, // magic "RMQM", version
+                0, 0, 0, 0, 0, 0, 0, 41, // boundary index
+                0, 0, 0, 0, 0, 0, 0, 3, // boundary term
+                0, 0, 0, 0, 0, 0x20, 0, 0, // next_pos
+                0, 0, 0, 0, 0, 0, 0, 57, // meta index
+            ][..]
+        );
+        assert_eq!(&bytes[37..41], &[0, 0, 0, 2], "queue count");
+        assert_eq!(&bytes[41..56], &[0, 1, b'T', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12][..]);
+        assert_eq!(Manifest::decode(&bytes).unwrap(), m);
+    }
+
+    #[test]
+    fn manifest_decoding_never_panics_on_damage() {
+        let bytes = manifest().encode().unwrap();
+        for cut in 0..bytes.len() {
+            assert!(Manifest::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = bytes.to_vec();
+        longer.push(0);
+        assert!(matches!(Manifest::decode(&longer), Err(ManifestError::TrailingBytes(1))));
+        let mut bad_magic = bytes.to_vec();
+        bad_magic[0] = 0;
+        assert!(matches!(Manifest::decode(&bad_magic), Err(ManifestError::Format)));
+        let mut huge_count = bytes.to_vec();
+        huge_count[37..41].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(matches!(Manifest::decode(&huge_count), Err(ManifestError::OutOfRange(_))));
+        // Seeded flips: decode may fail but never panics.
+        let seed = 0x5EED_u64;
+        println!("seed {seed:#x}");
+        let mut x = seed;
+        for _ in 0..2_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut b = bytes.to_vec();
+            let at = (x % b.len() as u64) as usize;
+            b[at] ^= (x >> 32) as u8 | 1;
+            let _ = Manifest::decode(&b);
+        }
+    }
+}

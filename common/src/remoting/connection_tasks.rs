@@ -1,0 +1,282 @@
+//! The tasks that run a [`Connection`]: [`Connection::spawn`] starts a reader and a writer on a
+//! socket; the reader completes our calls and hands the peer's requests to the [`ProcessorTable`],
+//! each on its own task; the writer drains the frame queue to the socket.
+//!
+//! Invariants:
+//! - Requests from the peer run concurrently, at most
+//!   [`CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT`] at a time; beyond that the peer gets SYSTEM_BUSY.
+//!   The reader never waits for a processor, so responses to our own requests always get through
+//!   (a processor may itself call the peer on this connection).
+//! - The transport, not the processor, ties a response to its request (opaque, serialize type,
+//!   response flag); a panicking processor is answered SYSTEM_ERROR.
+//! - On close the writer flushes what is already queued (bounded by
+//!   [`CONNECTION_CLOSE_FLUSH_MAX_MS`]), so responses finished before a graceful shutdown are sent.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::OnceLock;
+use std::sync::atomic::AtomicI32;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::FutureExt;
+use futures::StreamExt;
+use tokio::io::AsyncWriteExt;
+use tokio::io::BufWriter;
+use tokio::net::TcpStream;
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::Semaphore;
+use tokio::sync::mpsc;
+use tokio_util::codec::FramedRead;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::close_reason::CloseReason;
+use super::close_reason::ConnectionClosedHook;
+use super::codec::CodecError;
+use super::codec::RemotingCodec;
+use super::connection::Connection;
+use super::connection::ConnectionInner;
+use super::connection::PendingCalls;
+use super::processor::ConnectionContext;
+use super::processor::ProcessorTable;
+use crate::limits::CONNECTION_CLOSE_FLUSH_MAX_MS;
+use crate::limits::CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT;
+use crate::limits::CONNECTION_WRITE_BATCH_MAX_COUNT;
+use crate::limits::CONNECTION_WRITE_QUEUE_MAX_COUNT;
+use crate::protocol::RemotingCommand;
+use crate::protocol::ResponseCode;
+use crate::protocol::acl::SessionCredentials;
+use crate::protocol::command::FLAG_ONEWAY;
+use crate::protocol::command::FLAG_RESPONSE;
+
+const WRITE_BUFFER_BYTES: usize = 64 * 1024;
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// RocketMQ's remark when a processor's pool rejects a request (`NettyRemotingAbstract`).
+const OVERLOAD_REMARK: &str = "[OVERLOAD]system busy, start flow control for a while";
+const SHUTTING_DOWN_REMARK: &str = "[SHUTDOWN]the server is shutting down, try another one";
+
+static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
+
+/// What a server or client gives each connection it starts.
+#[derive(Clone)]
+pub(crate) struct ConnectionSetup {
+    /// Handles requests from the peer.
+    pub processors: Arc<ProcessorTable>,
+    /// Source of opaques for requests this side sends; shared by all connections of one owner.
+    pub opaque: Arc<AtomicI32>,
+    /// Reader and writer tasks are spawned here, so the owner can wait for them.
+    pub io_tasks: TaskTracker,
+    /// Request processing tasks are spawned here, so a graceful shutdown can drain them.
+    pub request_tasks: TaskTracker,
+    /// Once cancelled, new requests from the peer are refused (graceful shutdown).
+    pub refuse_requests: CancellationToken,
+    /// Told when the connection closes.
+    pub on_closed: Option<ConnectionClosedHook>,
+    /// The writer yields once before a small batch so that frames finished at the same moment
+    /// leave in one write: fewer syscalls for many concurrent requests (a broker's clients, a
+    /// producer), one scheduler pass of latency for each (off for Raft RPC, whose commit latency
+    /// bounds a group's throughput).
+    pub coalesce_writes: bool,
+    /// Every request this side sends is signed with these (plain ACL); `None` on servers.
+    pub credentials: Option<Arc<SessionCredentials>>,
+}
+
+impl Connection {
+    /// Starts the reader and writer tasks of `stream`.
+    pub(crate) fn spawn(stream: TcpStream, setup: ConnectionSetup) -> std::io::Result<Connection> {
+        // Nagle would hold small responses back for the peer's delayed ACK.
+        stream.set_nodelay(true)?;
+        let peer_addr = stream.peer_addr()?;
+        let local_addr = stream.local_addr()?;
+        let (read_half, write_half) = stream.into_split();
+        let (frames, frames_rx) = mpsc::channel(CONNECTION_WRITE_QUEUE_MAX_COUNT);
+        let connection = Connection {
+            inner: Arc::new(ConnectionInner {
+                id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
+                peer_addr,
+                local_addr,
+                peer: peer_addr.to_string(),
+                frames,
+                pending: Mutex::new(PendingCalls::default()),
+                opaque: setup.opaque.clone(),
+                close_reason: OnceLock::new(),
+                closed: CancellationToken::new(),
+                on_closed: setup.on_closed.clone(),
+                coalesce_writes: setup.coalesce_writes,
+                credentials: setup.credentials.clone(),
+            }),
+        };
+        let writer = connection.clone();
+        setup.io_tasks.spawn(async move { writer.write_loop(frames_rx, write_half).await });
+        let reader = connection.clone();
+        let io_tasks = setup.io_tasks.clone();
+        io_tasks.spawn(async move { reader.read_loop(read_half, setup).await });
+        Ok(connection)
+    }
+
+    async fn read_loop(self, read_half: OwnedReadHalf, setup: ConnectionSetup) {
+        let mut frames = FramedRead::with_capacity(read_half, RemotingCodec::new(), READ_BUFFER_BYTES);
+        let requests = Arc::new(Semaphore::new(CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT));
+        let reason = loop {
+            let next = tokio::select! {
+                biased;
+                _ = self.inner.closed.cancelled() => return,
+                next = frames.next() => next,
+            };
+            match next {
+                None => break CloseReason::PeerClosed,
+                Some(Err(CodecError::Io(e))) => break CloseReason::Io(e.to_string()),
+                Some(Err(e)) => {
+                    tracing::warn!(peer = %self.inner.peer, connection_id = self.inner.id, error = %e,
+                        "closing connection after a bad frame");
+                    break CloseReason::BadFrame(e.to_string());
+                }
+                Some(Ok(command)) if command.is_response() => self.complete_call(command),
+                Some(Ok(command)) => self.accept_request(command, &setup, &requests),
+            }
+        };
+        self.close_with(reason);
+    }
+
+    fn accept_request(&self, request: RemotingCommand, setup: &ConnectionSetup, requests: &Arc<Semaphore>) {
+        if setup.refuse_requests.is_cancelled() {
+            self.refuse(&request, ResponseCode::ServiceNotAvailable, SHUTTING_DOWN_REMARK);
+            return;
+        }
+        let Ok(permit) = requests.clone().try_acquire_owned() else {
+            tracing::warn!(peer = %self.inner.peer, code = request.code, "too many concurrent requests on one connection");
+            self.refuse(&request, ResponseCode::SystemBusy, OVERLOAD_REMARK);
+            return;
+        };
+        let connection = self.clone();
+        let processors = setup.processors.clone();
+        setup.request_tasks.spawn(async move { connection.run_request(processors, request, permit).await });
+    }
+
+    /// Answers without running a processor; never waits, so the reader keeps reading.
+    fn refuse(&self, request: &RemotingCommand, code: ResponseCode, remark: &str) {
+        if request.is_oneway() {
+            return;
+        }
+        let response = RemotingCommand::response(code, Some(remark.to_string())).answering(request);
+        match response.encode() {
+            // A full queue means the peer is not reading; it will time out, as it would anyway.
+            Ok(frame) => drop(self.inner.frames.try_send(frame.freeze())),
+            Err(e) => tracing::warn!(peer = %self.inner.peer, error = %e, "cannot encode a refusal"),
+        }
+    }
+
+    async fn run_request(
+        self,
+        processors: Arc<ProcessorTable>,
+        request: RemotingCommand,
+        _permit: OwnedSemaphorePermit,
+    ) {
+        let code = request.code;
+        let opaque = request.opaque;
+        let oneway = request.is_oneway();
+        let serialize_type = request.serialize_type;
+        let ctx = ConnectionContext::new(self.clone());
+        let outcome = AssertUnwindSafe(processors.dispatch(ctx, request)).catch_unwind().await;
+        let response = match outcome {
+            Ok(response) => response,
+            Err(_) => {
+                tracing::error!(peer = %self.inner.peer, code, "request processor panicked");
+                Some(RemotingCommand::response(
+                    ResponseCode::SystemError,
+                    Some(format!("processing request code {code} failed: processor panicked")),
+                ))
+            }
+        };
+        let Some(mut response) = response else { return };
+        if oneway {
+            return;
+        }
+        // The transport ties the answer to the request, whatever the processor set.
+        response.opaque = opaque;
+        response.serialize_type = serialize_type;
+        response.flag = (response.flag | FLAG_RESPONSE) & !FLAG_ONEWAY;
+        let frame = match response.encode() {
+            Ok(frame) => frame.freeze(),
+            Err(e) => {
+                tracing::error!(peer = %self.inner.peer, code, error = %e, "cannot encode a response");
+                let fallback = RemotingCommand::response(
+                    ResponseCode::SystemError,
+                    Some(format!("cannot encode the response: {e}")),
+                );
+                match fallback.answering(&response).encode() {
+                    Ok(frame) => frame.freeze(),
+                    Err(_) => return,
+                }
+            }
+        };
+        // Fails only when the connection closed; the peer has nothing left to receive it.
+        drop(self.inner.frames.send(frame).await);
+    }
+
+    async fn write_loop(self, frames: mpsc::Receiver<Bytes>, write_half: OwnedWriteHalf) {
+        let flush_deadline = async {
+            self.inner.closed.cancelled().await;
+            tokio::time::sleep(Duration::from_millis(CONNECTION_CLOSE_FLUSH_MAX_MS)).await;
+        };
+        let result = tokio::select! {
+            result = self.write_frames(frames, write_half) => result,
+            _ = flush_deadline => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "flush on close timed out")),
+        };
+        if let Err(e) = result {
+            tracing::debug!(peer = %self.inner.peer, error = %e, "connection writer stopped");
+            self.close_with(CloseReason::Io(e.to_string()));
+        }
+    }
+
+    async fn write_frames(&self, mut frames: mpsc::Receiver<Bytes>, write_half: OwnedWriteHalf) -> std::io::Result<()> {
+        let coalesce = self.inner.coalesce_writes;
+        let mut out = BufWriter::with_capacity(WRITE_BUFFER_BYTES, write_half);
+        let mut batch = Vec::with_capacity(CONNECTION_WRITE_BATCH_MAX_COUNT);
+        let mut closing = false;
+        loop {
+            let count = if closing {
+                frames.recv_many(&mut batch, CONNECTION_WRITE_BATCH_MAX_COUNT).await
+            } else {
+                tokio::select! {
+                    biased;
+                    _ = self.inner.closed.cancelled() => {
+                        // Refuse new frames but still send the ones already queued.
+                        frames.close();
+                        closing = true;
+                        continue;
+                    }
+                    count = frames.recv_many(&mut batch, CONNECTION_WRITE_BATCH_MAX_COUNT) => count,
+                }
+            };
+            if count == 0 {
+                break;
+            }
+            if coalesce && count < CONNECTION_WRITE_BATCH_MAX_COUNT {
+                // Frames finished together (a group commit acknowledges many sends at once) are
+                // queued by their tasks one by one: one pass of the scheduler lets them line up
+                // behind this one and leave in the same write. Measured on a 1-node send bench:
+                // 0.58 → 0.025 `sendto`s per message, +25-50 % msg/s.
+                tokio::task::yield_now().await;
+                while batch.len() < CONNECTION_WRITE_BATCH_MAX_COUNT {
+                    match frames.try_recv() {
+                        Ok(frame) => batch.push(frame),
+                        Err(_) => break,
+                    }
+                }
+            }
+            for frame in batch.drain(..) {
+                out.write_all(&frame).await?;
+            }
+            out.flush().await?;
+        }
+        out.shutdown().await
+    }
+}
