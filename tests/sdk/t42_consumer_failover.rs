@@ -55,7 +55,7 @@ impl Deliveries {
         let n = {
             let mut at = self.at.lock().unwrap_or_else(|p| p.into_inner());
             for m in msgs {
-                if let Some(seq) = String::from_utf8_lossy(&m.message.body).parse::<u64>().ok() {
+                if let Ok(seq) = String::from_utf8_lossy(&m.message.body).parse::<u64>() {
                     at.entry(seq).or_insert(now);
                 }
             }
