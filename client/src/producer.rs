@@ -1202,7 +1202,11 @@ impl Producer {
         match &e.kind {
             ErrorKind::Broker { code: ResponseCode::ServiceNotAvailable, remark } => {
                 match remark.as_deref().and_then(parse_leader_hint) {
-                    Some(leader) if leader != target.addr && !routes.is_suspect(leader) => {
+                    // Followed even when suspect: a replica that still names it may be right (a
+                    // dropped connection, not a dead node); if not, the address refuses again and
+                    // that step is paced by the group's refresh.
+                    Some(leader) if leader != target.addr => {
+                        routes.clear_suspect(leader);
                         routes.apply_leader_hint(&mq.broker_name, leader);
                         Some(FailoverStep::Hint)
                     }

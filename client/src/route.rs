@@ -438,6 +438,11 @@ impl TopicRouteManager {
         state.suspects.mark(addr, Instant::now());
     }
 
+    /// Trusts `addr` again (a replica names it as the leader).
+    pub fn clear_suspect(&self, addr: &str) {
+        self.state().suspects.clear(addr);
+    }
+
     /// A replica asked for `broker_name` took a leader-only request: it leads the group now.
     pub fn report_leader_answered(&self, broker_name: &str, addr: &str) {
         self.state().suspects.clear(addr);

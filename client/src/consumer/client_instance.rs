@@ -278,13 +278,14 @@ impl ClientInstance {
     pub async fn failover_after(&self, mq: &MessageQueue, addr: &str, e: &ClientError) -> bool {
         let name = &mq.broker_name;
         match classify(e, addr) {
-            CallFailure::LeaderHint(leader) if !self.routes.is_suspect(&leader) => {
+            CallFailure::LeaderHint(leader) => {
+                self.routes.clear_suspect(&leader);
                 self.routes.apply_leader_hint(name, &leader);
                 return true;
             }
             CallFailure::Other => return false,
             CallFailure::Unreachable => self.routes.report_unreachable(addr),
-            CallFailure::LeaderHint(_) | CallFailure::Unavailable | CallFailure::Unanswered => {}
+            CallFailure::Unavailable | CallFailure::Unanswered => {}
         }
         tracing::debug!(mq = ?mq, addr, error = %e, "refreshing the group's route after a failed call");
         self.routes.refresh_group(name, Some(&mq.topic), tokio::time::Instant::now()).await;
