@@ -12,6 +12,9 @@
 //!  reporter: every interval, the counters' deltas ──► one line
 //! ```
 //!
+//! Failover shows in the produce figures: the longest gap without a successful send (between two
+//! successes, or from the last one to the end of the run) and the failed sends.
+//!
 //! Invariants: with `--count N` exactly N messages are attempted (claims are atomic); the run stops
 //! at the count, the duration or the first SIGINT/SIGTERM, whichever comes first.
 
@@ -311,8 +314,37 @@ struct SendCounters {
     claimed: AtomicU64,
 }
 
+/// The longest time without a successful send, fed with each success's time (µs since the run
+/// began): between two successes, or from the last one to the end (an outage the run ends in).
+/// Stored +1, so 0 means "no success yet"; concurrent successes keep the latest (`fetch_max`).
+#[derive(Default)]
+struct SendGaps {
+    last_ok_us: AtomicU64,
+    max_gap_us: AtomicU64,
+}
+
+impl SendGaps {
+    fn success_at(&self, at_us: u64) {
+        let at = at_us.saturating_add(1);
+        let previous = self.last_ok_us.fetch_max(at, Ordering::AcqRel);
+        if previous != 0 && at > previous {
+            self.max_gap_us.fetch_max(at - previous, Ordering::AcqRel);
+        }
+    }
+
+    /// The longest gap of a run that ended at `end_us`; 0 without any success.
+    fn max_gap_us(&self, end_us: u64) -> u64 {
+        let last = self.last_ok_us.load(Ordering::Acquire);
+        let trailing = if last == 0 { 0 } else { end_us.saturating_add(1).saturating_sub(last) };
+        self.max_gap_us.load(Ordering::Acquire).max(trailing)
+    }
+}
+
 struct ProduceCtx {
     producer: Producer,
+    /// When the run began: success times are measured from it.
+    started: Instant,
+    gaps: SendGaps,
     topic: String,
     body: Bytes,
     tag: Option<String>,
@@ -358,6 +390,7 @@ impl ProduceCtx {
                 c.ok.fetch_add(n, Ordering::Relaxed);
                 c.rt_total_us.fetch_add(us * n, Ordering::Relaxed);
                 c.rt_max_us.fetch_max(us, Ordering::Relaxed);
+                self.gaps.success_at(us_of(self.started.elapsed()));
                 // Clamped to the histogram's range above, so recording cannot fail.
                 let _ = lock(&self.rt).record_n(us, n);
             }
@@ -387,8 +420,11 @@ async fn produce(a: ProduceArgs) -> Result<()> {
     // Java's benchmark sends the same body every time; its content does not matter to the broker.
     let body: Bytes = (0..a.size).map(|i| b'a' + (i % 26) as u8).collect::<Vec<u8>>().into();
     let stop = StopWhen::new();
+    let started = Instant::now();
     let ctx = Arc::new(ProduceCtx {
         producer: producer.clone(),
+        started,
+        gaps: SendGaps::default(),
         topic: a.run.topic.clone(),
         body,
         tag: a.tag.clone(),
@@ -400,7 +436,6 @@ async fn produce(a: ProduceArgs) -> Result<()> {
     });
     stop.arm(a.run.duration);
     let reporter = Reporter::new(a.run.json, a.run.count);
-    let started = Instant::now();
     let workers = spawn_senders(&ctx, &a);
     let report = report_produce(&ctx, &reporter, a.run.interval);
     tokio::pin!(report);
@@ -515,8 +550,10 @@ fn summarize_produce(ctx: &ProduceCtx, a: &ProduceArgs, elapsed: Duration) -> Re
     let pct = |q: f64| if hist.is_empty() { 0.0 } else { ms_of_us(hist.value_at_quantile(q)) };
     let (p50, p99, p999) = (pct(0.50), pct(0.99), pct(0.999));
     let max_ms = ms_of_us(c.rt_max_us.load(Ordering::Relaxed));
+    let max_gap_ms = ms_of_us(ctx.gaps.max_gap_us(us_of(elapsed)));
     if a.run.json {
         let summary = json!({
+            "max_send_gap_ms": max_gap_ms, "failed_sends": failed,
             "kind": "produce", "mode": a.mode.name(), "serialize": a.serialize.name(), "topic": a.run.topic, "size": a.size,
             "concurrency": a.concurrency, "batch": a.batch, "elapsed_s": secs, "sent": ok, "failed": failed,
             "send_failed": send_failed, "response_failed": response_failed, "tps": tps, "avg_ms": avg,
@@ -525,7 +562,7 @@ fn summarize_produce(ctx: &ProduceCtx, a: &ProduceArgs, elapsed: Duration) -> Re
         println!("{summary}");
     } else {
         println!(
-            "[Complete] Send Total: {} | Send TPS: {} | Max RT(ms): {} | Average RT(ms): {avg:7.3} | Send Failed: {send_failed} | Response Failed: {response_failed} | P50 RT(ms): {p50:.3} | P99 RT(ms): {p99:.3} | P999 RT(ms): {p999:.3}",
+            "[Complete] Send Total: {} | Send TPS: {} | Max RT(ms): {} | Average RT(ms): {avg:7.3} | Send Failed: {send_failed} | Response Failed: {response_failed} | P50 RT(ms): {p50:.3} | P99 RT(ms): {p99:.3} | P999 RT(ms): {p999:.3} | Max Send Gap(ms): {max_gap_ms:.3} | Failed Sends: {failed}",
             ok + failed,
             tps.round() as u64,
             max_ms.round() as u64,
@@ -663,4 +700,24 @@ fn summarize_consume(
         bail!("received {n} of {count} messages before stopping");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn send_gaps_are_the_longest_time_without_a_success() {
+        let gaps = SendGaps::default();
+        assert_eq!(gaps.max_gap_us(5_000), 0, "no success, no gap");
+        gaps.success_at(1_000);
+        gaps.success_at(1_500);
+        gaps.success_at(4_000);
+        // Out of order (a concurrent sender): never shortens what was seen.
+        gaps.success_at(3_900);
+        gaps.success_at(4_100);
+        assert_eq!(gaps.max_gap_us(4_200), 2_500);
+        // An outage the run ends in counts.
+        assert_eq!(gaps.max_gap_us(10_100), 6_000);
+    }
 }

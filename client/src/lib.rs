@@ -6,6 +6,7 @@
 //! - [`error`]: [`ClientError`] with `is_retryable()` / `is_outcome_unknown()`.
 //! - [`namesrv`]: which NameServer to ask (failover, last good first).
 //! - [`route`]: topic routes, publish/subscribe queues, the leader-hint convention.
+//! - [`failover`]: suspect addresses, which replica to ask, the per-group refresh rate.
 //! - [`fault_strategy`]: latency-based avoidance of failed or slow broker groups.
 //! - [`selector`]: queue selectors for partition-ordered sends.
 //! - [`send_result`]: [`SendResult`], [`SendStatus`], response mapping.
@@ -35,6 +36,7 @@ mod client_config;
 mod clock;
 pub mod consumer;
 pub mod error;
+pub mod failover;
 pub mod fault_strategy;
 pub mod namesrv;
 pub mod producer;

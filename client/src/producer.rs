@@ -8,7 +8,11 @@
 //!     ─► brokerId 0 address ─► SEND_MESSAGE_V2 ─► SUCCESS / FLUSH_* / SLAVE_NOT_AVAILABLE → SendResult
 //!        retryable code → next attempt on another group; SERVICE_NOT_AVAILABLE "leader=ip:port" →
 //!        the route moves to that leader and the same queue is tried there
-//!        timeout / connection lost after sending → outcome unknown: returned, never retried
+//!        connection refused, or SERVICE_NOT_AVAILABLE without a usable hint, and no other group →
+//!        failover step: the group's route is refreshed (rate-limited, shared) and the same queue
+//!        tried at the new leader, or at another replica, which names the leader or takes the write
+//!        timeout / connection lost after sending → outcome unknown: returned, never retried (the
+//!        group's route is refreshed in the background, a dropped address made suspect)
 //! ```
 //!
 //! Invariants:
@@ -17,9 +21,11 @@
 //!   the caller gets [`ErrorKind::Timeout`]/[`ErrorKind::OutcomeUnknown`] and may resend the same
 //!   `Message`, whose `UNIQ_KEY` is kept so consumers can deduplicate.
 //! - Every attempt shares the send's one deadline (`sendMsgTimeout`); attempts are bounded by
-//!   [`PRODUCER_SEND_ATTEMPTS_MAX_COUNT`].
+//!   [`PRODUCER_SEND_ATTEMPTS_MAX_COUNT`]. Failover steps within one group (a hint, a dead leader,
+//!   a group electing) do not count as `retryTimesWhenSendFailed` tries: a leader change costs a
+//!   send time, not its retries; [`FAILOVER_STEPS_MAX`] and the deadline bound them.
 //! - Ordered sends (selector, sharding key, explicit queue) never move to another queue; only a
-//!   leader hint retries them, on the same queue.
+//!   failover step (hint, dead leader, group electing) retries them, on the same queue.
 //! - Heartbeats (HEART_BEAT with `producerDataSet`, brokerId 0 of every cached route, at start, every
 //!   [`CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS`], as soon as a topic's route is first used, and within
 //!   [`PRODUCER_HEARTBEAT_ROUTE_CHECK_MS`] of a change of a group's leader address), as Java's
@@ -89,10 +95,12 @@ use crate::clock::now_ms;
 use crate::error::ClientError;
 use crate::error::ErrorKind;
 use crate::error::Result;
+use crate::failover::FAILOVER_STEPS_MAX;
 use crate::fault_strategy::MqFaultStrategy;
 use crate::namesrv::NamesrvClient;
 use crate::route::TopicPublishInfo;
 use crate::route::TopicRouteManager;
+use crate::route::WriteTarget;
 use crate::route::parse_leader_hint;
 use crate::selector::MessageQueueSelector;
 use crate::selector::SelectMessageQueueByHash;
@@ -584,7 +592,7 @@ impl Producer {
         self.check_running("sendOneway")?;
         let out = self.prepare(&mut msg, "sendOneway")?;
         let deadline = Instant::now() + self.inner.config.send_timeout;
-        let info = self.publish_info(&out.topic, "sendOneway").await?;
+        let info = self.publish_info_within(&out.topic, "sendOneway", deadline).await?;
         let mq = self.select_queue(&info, None).ok_or_else(|| no_queue("sendOneway", &out.topic))?;
         let addr = self.resolve_addr(&mq, "sendOneway").await?;
         let request = self.send_command(&out, &mq).into_oneway();
@@ -986,19 +994,53 @@ impl Producer {
         u64::try_from(self.inner.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// The write address of `mq`'s group, refreshing the route once when unknown.
-    async fn resolve_addr(&self, mq: &MessageQueue, op: &'static str) -> Result<String> {
-        if let Some(addr) = self.inner.routes.broker_addr_in_publish(&mq.broker_name) {
-            return Ok(addr);
+    /// Where a write to `mq` goes: its group's write address, or a replica to ask when that one is
+    /// suspect or `probe`; refreshing the group's route (rate-limited) when nothing is known.
+    async fn resolve_target(&self, mq: &MessageQueue, op: &'static str, probe: bool) -> Result<WriteTarget> {
+        let routes = &self.inner.routes;
+        if let Some(target) = routes.write_target(&mq.broker_name, probe) {
+            return Ok(target);
         }
-        if let Err(e) = self.inner.routes.update_route(&mq.topic).await {
+        routes.refresh_group(&mq.broker_name, Some(&mq.topic), Instant::now()).await;
+        if routes.write_target(&mq.broker_name, probe).is_none()
+            && let Err(e) = routes.update_route(&mq.topic).await
+        {
             tracing::debug!(topic = %mq.topic, error = %e, "route refresh for a missing broker address failed");
         }
-        self.inner.routes.broker_addr_in_publish(&mq.broker_name).ok_or_else(|| {
+        routes.write_target(&mq.broker_name, probe).ok_or_else(|| {
             ClientError::new(ErrorKind::NoRoute, op, format!("The broker[{}] not exist", mq.broker_name))
                 .with_context("topic", &mq.topic)
                 .with_context("broker", &mq.broker_name)
         })
+    }
+
+    /// The write address of `mq`'s group (a replica to ask when it is suspect).
+    async fn resolve_addr(&self, mq: &MessageQueue, op: &'static str) -> Result<String> {
+        self.resolve_target(mq, op, false).await.map(|t| t.addr)
+    }
+
+    /// The publish info of `topic`, waiting (within `deadline`, at the groups' refresh rate) while
+    /// a known topic has no writable queue because its groups are electing a leader.
+    async fn publish_info_within(
+        &self,
+        topic: &str,
+        op: &'static str,
+        deadline: Instant,
+    ) -> Result<Arc<TopicPublishInfo>> {
+        loop {
+            let result = tokio::time::timeout_at(deadline, self.publish_info(topic, op)).await;
+            match result {
+                Ok(Err(e))
+                    if e.kind == ErrorKind::NoRoute
+                        && self.inner.routes.cached_route(topic).is_some()
+                        && !remaining(deadline).is_zero() => {}
+                Ok(result) => return result,
+                Err(_) => {
+                    return Err(ClientError::new(ErrorKind::NoRoute, op, "no writable queue before the send timeout")
+                        .with_context("topic", topic));
+                }
+            }
+        }
     }
 
     /// One synchronous attempt on `mq` at `addr`.
@@ -1018,17 +1060,21 @@ impl Producer {
         result
     }
 
-    /// `sendDefaultImpl` for synchronous sends: up to `attempts` tries within one deadline.
+    /// `sendDefaultImpl` for synchronous sends: up to `attempts` tries within one deadline, plus the
+    /// failover steps within one group ([`FailoverStep`]), which do not count as tries.
     async fn send_default(&self, out: Outgoing, attempts: u32, op: &'static str) -> Result<SendResult> {
         let deadline = Instant::now() + self.inner.config.send_timeout;
-        let info = self.publish_info(&out.topic, op).await?;
+        let info = self.publish_info_within(&out.topic, op, deadline).await?;
         let attempts = attempts.clamp(1, PRODUCER_SEND_ATTEMPTS_MAX_COUNT);
+        let mut attempt = 0;
+        let mut steps = 0;
+        let mut probe = false;
         let mut last_broker: Option<String> = None;
         let mut pinned: Option<MessageQueue> = None;
         let mut stored_not_ok: Option<SendResult> = None;
         let mut last_err: Option<ClientError> = None;
         let mut tried: Vec<String> = Vec::new();
-        for attempt in 1..=attempts {
+        while attempt < attempts {
             let mq = match pinned.take() {
                 Some(mq) => mq,
                 None => match self.select_queue(&info, last_broker.as_deref()) {
@@ -1039,9 +1085,10 @@ impl Producer {
             if remaining(deadline).is_zero() {
                 break;
             }
-            let addr = match self.resolve_addr(&mq, op).await {
-                Ok(addr) => addr,
+            let target = match self.resolve_target(&mq, op, std::mem::take(&mut probe)).await {
+                Ok(target) => target,
                 Err(e) => {
+                    attempt += 1;
                     last_broker = Some(mq.broker_name.clone());
                     last_err = Some(e);
                     continue;
@@ -1049,9 +1096,10 @@ impl Producer {
             };
             tried.push(mq.broker_name.clone());
             let began = Instant::now();
-            match self.attempt(&out, &mq, &addr, remaining(deadline)).await {
+            match self.attempt(&out, &mq, &target.addr, remaining(deadline)).await {
                 Ok(result) => {
-                    self.update_fault(&mq.broker_name, began, false);
+                    self.answered(&mq, &target, began);
+                    attempt += 1;
                     let retry = result.status != SendStatus::SendOk
                         && self.inner.config.retry_another_broker_when_not_store_ok
                         && attempt < attempts;
@@ -1062,23 +1110,31 @@ impl Producer {
                     stored_not_ok = Some(result);
                 }
                 Err(e) => {
-                    let mut e = context(e, &mq, &addr);
+                    let mut e = context(e, &mq, &target.addr);
                     e.operation = op;
+                    let step = self.failover_step(&e, &mq, &target);
                     if e.is_outcome_unknown() {
                         self.update_fault(&mq.broker_name, began, true);
                         return Err(e);
                     }
-                    if self.follow_leader_hint(&e, &mq, &addr) {
-                        // The group is fine; only its address moved.
-                        pinned = Some(mq.clone());
-                    } else {
-                        // A non-retryable answer (MESSAGE_ILLEGAL, …) is about the message, not the
-                        // group: its latency counts, but the group is not backed off (Java isolates it).
-                        // Nor is it for a reply the broker could not push (its requester went away):
-                        // the group is healthy, and backing it off would move ordinary sends.
-                        let isolate = e.is_retryable() && !out.reply;
-                        self.update_fault(&mq.broker_name, began, isolate);
+                    // Within the group when the address moved (a hint), or when no other group can
+                    // take the message; otherwise Java's way: the next try goes to another group.
+                    let stay = step.is_some_and(|s| s == FailoverStep::Hint || !has_other_group(&info, &mq));
+                    if let Some(step) = step.filter(|_| stay && steps < FAILOVER_STEPS_MAX) {
+                        steps += 1;
+                        tracing::debug!(topic = %out.topic, ?step, error = %e, "send failed over within the group");
+                        probe = self.pace_failover(step, &mq, deadline).await;
+                        pinned = Some(mq);
+                        last_err = Some(e);
+                        continue;
                     }
+                    attempt += 1;
+                    // A non-retryable answer (MESSAGE_ILLEGAL, …) is about the message, not the
+                    // group: its latency counts, but the group is not backed off (Java isolates it).
+                    // Nor is it for a reply the broker could not push (its requester went away):
+                    // the group is healthy, and backing it off would move ordinary sends.
+                    let isolate = e.is_retryable() && !out.reply;
+                    self.update_fault(&mq.broker_name, began, isolate);
                     if !(e.is_retryable() || e.kind == ErrorKind::NoRoute) {
                         return Err(e);
                     }
@@ -1094,33 +1150,33 @@ impl Producer {
         Err(give_up(op, &out.topic, tried, last_err))
     }
 
-    /// `sendSelectImpl` / `send(msg, mq)`: attempts on `mq` only; a leader hint retries it at the
-    /// named leader, anything else ends the send.
+    /// `sendSelectImpl` / `send(msg, mq)`: attempts on `mq` only; a leader hint or a failover step
+    /// ([`FailoverStep`]) retries it at the group's (new) leader within the deadline, anything else
+    /// ends the send.
     async fn send_to_fixed_queue(&self, out: &Outgoing, mq: MessageQueue, op: &'static str) -> Result<SendResult> {
         let deadline = Instant::now() + self.inner.config.send_timeout;
-        let attempts = (1 + self.inner.config.retry_times_when_send_failed).clamp(1, PRODUCER_SEND_ATTEMPTS_MAX_COUNT);
         let mut last_err = None;
-        for attempt in 1..=attempts {
+        let mut probe = false;
+        for _ in 0..=FAILOVER_STEPS_MAX {
             if remaining(deadline).is_zero() {
                 break;
             }
-            let addr = self.resolve_addr(&mq, op).await?;
+            let target = self.resolve_target(&mq, op, std::mem::take(&mut probe)).await?;
             let began = Instant::now();
-            match self.attempt(out, &mq, &addr, remaining(deadline)).await {
+            match self.attempt(out, &mq, &target.addr, remaining(deadline)).await {
                 Ok(result) => {
-                    self.update_fault(&mq.broker_name, began, false);
+                    self.answered(&mq, &target, began);
                     return Ok(result);
                 }
                 Err(e) => {
-                    let mut e = context(e, &mq, &addr);
+                    let mut e = context(e, &mq, &target.addr);
                     e.operation = op;
-                    let hinted = !e.is_outcome_unknown() && self.follow_leader_hint(&e, &mq, &addr);
-                    if !hinted {
+                    let step = self.failover_step(&e, &mq, &target).filter(|_| !e.is_outcome_unknown());
+                    let Some(step) = step else {
                         self.update_fault(&mq.broker_name, began, e.is_retryable());
-                    }
-                    if !hinted || attempt == attempts {
                         return Err(e);
-                    }
+                    };
+                    probe = self.pace_failover(step, &mq, deadline).await;
                     last_err = Some(e);
                 }
             }
@@ -1128,20 +1184,82 @@ impl Producer {
         Err(give_up(op, &out.topic, vec![mq.broker_name.clone()], last_err))
     }
 
-    /// On SERVICE_NOT_AVAILABLE naming another address as leader, points the group's writes there.
-    /// Returns whether the next attempt should go to the same queue at the new leader.
-    fn follow_leader_hint(&self, e: &ClientError, mq: &MessageQueue, addr: &str) -> bool {
-        if e.response_code() != Some(ResponseCode::ServiceNotAvailable) {
-            return false;
-        }
-        match e.remark().and_then(parse_leader_hint) {
-            Some(leader) if leader != addr => {
-                self.inner.routes.apply_leader_hint(&mq.broker_name, leader);
-                true
-            }
-            _ => false,
+    /// An attempt at `target` was answered: latency recorded; a replica asked in a failover that
+    /// took the write leads the group now.
+    fn answered(&self, mq: &MessageQueue, target: &WriteTarget, began: Instant) {
+        self.update_fault(&mq.broker_name, began, false);
+        if target.probing {
+            self.inner.routes.report_leader_answered(&mq.broker_name, &target.addr);
         }
     }
+
+    /// What a failed attempt at `target` says about its group's leader (see [`FailoverStep`]), with
+    /// the route updated accordingly: a usable hint moves the write address, a refused or dropped
+    /// connection makes the address suspect, a timeout or a dropped connection refreshes the
+    /// group's route in the background (the send itself ends outcome-unknown).
+    fn failover_step(&self, e: &ClientError, mq: &MessageQueue, target: &WriteTarget) -> Option<FailoverStep> {
+        let routes = &self.inner.routes;
+        match &e.kind {
+            ErrorKind::Broker { code: ResponseCode::ServiceNotAvailable, remark } => {
+                match remark.as_deref().and_then(parse_leader_hint) {
+                    // Followed even when suspect: a replica that still names it may be right (a
+                    // dropped connection, not a dead node); if not, the address refuses again and
+                    // that step is paced by the group's refresh.
+                    Some(leader) if leader != target.addr => {
+                        routes.clear_suspect(leader);
+                        routes.apply_leader_hint(&mq.broker_name, leader);
+                        Some(FailoverStep::Hint)
+                    }
+                    _ => Some(FailoverStep::Unavailable),
+                }
+            }
+            ErrorKind::Connection => {
+                routes.report_unreachable(&target.addr);
+                Some(FailoverStep::Dead)
+            }
+            ErrorKind::OutcomeUnknown => {
+                routes.report_unreachable(&target.addr);
+                routes.refresh_group_soon(&mq.broker_name);
+                None
+            }
+            ErrorKind::Timeout => {
+                routes.refresh_group_soon(&mq.broker_name);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// Before the next attempt of a failover step: a hint is followed at once; otherwise the
+    /// group's route is refreshed first (rate-limited and shared, so this also paces the retries).
+    /// Returns whether the next attempt should ask another replica.
+    async fn pace_failover(&self, step: FailoverStep, mq: &MessageQueue, deadline: Instant) -> bool {
+        if step == FailoverStep::Hint {
+            return false;
+        }
+        let refresh = self.inner.routes.refresh_group(&mq.broker_name, Some(&mq.topic), Instant::now());
+        let _in_time = tokio::time::timeout_at(deadline, refresh).await;
+        step == FailoverStep::Unavailable
+    }
+}
+
+/// How a failed attempt moves a send within its group (none of these counts as one of the send's
+/// `retryTimesWhenSendFailed` tries; [`FAILOVER_STEPS_MAX`] and the send timeout bound them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FailoverStep {
+    /// SERVICE_NOT_AVAILABLE naming another leader: the same queue at that address, at once.
+    Hint,
+    /// The address refused the connection (nothing was sent): the group's route is refreshed and
+    /// the same queue tried at the new leader, or at a replica that names it.
+    Dead,
+    /// SERVICE_NOT_AVAILABLE without a usable hint (no leader yet, a leader still applying, a
+    /// replica naming a dead one): the route is refreshed and another replica asked.
+    Unavailable,
+}
+
+/// Whether `info` has a queue outside `mq`'s group (a failed send may go there instead).
+fn has_other_group(info: &TopicPublishInfo, mq: &MessageQueue) -> bool {
+    info.message_queues().iter().any(|q| q.broker_name != mq.broker_name)
 }
 
 fn give_up(op: &'static str, topic: &str, tried: Vec<String>, last_err: Option<ClientError>) -> ClientError {

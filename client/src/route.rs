@@ -15,7 +15,13 @@
 //! - Writes for a group go to `broker_addrs[name][0]`. A leader hint replaces that address at once
 //!   and holds until the NameServer's view of the group changes, so a stale NameServer answer does
 //!   not send the producer back to the old leader on every poll.
-//! - No lock is held across an `.await`.
+//! - No std lock is held across an `.await`; a group's refresh slot (a tokio mutex) is, so callers
+//!   that saw the same failure share one NameServer query.
+//! - After a failure, a group's route is asked for at most once per
+//!   [`GROUP_REFRESH_INTERVAL_MIN`], and one answer updates every cached topic that names the group.
+//! - A write address that refused or dropped a connection is suspect for a while
+//!   ([`crate::failover::SUSPECT_HOLD`]): writes then go to the group's other replicas, which refuse
+//!   them naming the leader (or, being the new leader, accept them).
 //!
 //! ## The leader hint convention
 //! A broker that is not its group's Raft leader (or has no quorum) answers a send with
@@ -30,6 +36,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::MutexGuard;
 use std::sync::atomic::AtomicU32;
+use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -38,15 +45,22 @@ use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::route::BrokerData;
 use raftmq_common::protocol::body::route::MASTER_ID;
 use raftmq_common::protocol::body::route::TopicRouteData;
 use raftmq_common::protocol::body::topic::perm;
 use raftmq_common::protocol::header::namesrv::GetRouteInfoRequestHeader;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use crate::error::ClientError;
 use crate::error::ErrorKind;
 use crate::error::Result;
+use crate::failover::GROUP_REFRESH_INTERVAL_MIN;
+use crate::failover::RefreshDecision;
+use crate::failover::RefreshSlot;
+use crate::failover::Suspects;
+use crate::failover::next_replica;
 use crate::namesrv::NamesrvClient;
 
 pub use raftmq_common::protocol::leader_hint::LEADER_HINT_KEY;
@@ -183,6 +197,8 @@ struct RouteState {
     broker_addrs: HashMap<String, BTreeMap<i64, String>>,
     /// The addresses the NameServers last reported per group, to tell a real change from a hint.
     reported_addrs: HashMap<String, BTreeMap<i64, String>>,
+    /// Addresses that refused or dropped a connection lately (here, so a write takes one lock).
+    suspects: Suspects,
 }
 
 struct RouteInner {
@@ -190,6 +206,20 @@ struct RouteInner {
     config: RouteConfig,
     state: Mutex<RouteState>,
     poll_task: Mutex<Option<JoinHandle<()>>>,
+    /// Per group (or per topic without groups): when its route was last asked for after a failure.
+    refresh_slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<RefreshSlot>>>>,
+    /// Which replica a suspect group's next write asks.
+    probe_cursor: AtomicUsize,
+}
+
+/// Where a write for a group goes now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteTarget {
+    /// `ip:port`.
+    pub addr: String,
+    /// A replica asked because the write address is suspect (or refused without a hint): it refuses
+    /// naming the leader, or, being the leader, takes the write.
+    pub probing: bool,
 }
 
 /// The client's route cache (`MQClientInstance.topicRouteTable` + `brokerAddrTable`); clones share it.
@@ -209,7 +239,14 @@ impl TopicRouteManager {
     /// A cache that asks `namesrv`.
     pub fn new(namesrv: NamesrvClient, config: RouteConfig) -> Self {
         TopicRouteManager {
-            inner: Arc::new(RouteInner { namesrv, config, state: Mutex::default(), poll_task: Mutex::new(None) }),
+            inner: Arc::new(RouteInner {
+                namesrv,
+                config,
+                state: Mutex::default(),
+                poll_task: Mutex::new(None),
+                refresh_slots: Mutex::default(),
+                probe_cursor: AtomicUsize::new(0),
+            }),
         }
     }
 
@@ -288,6 +325,16 @@ impl TopicRouteManager {
         if let Some(info) = self.cached_publish_info(topic).filter(|i| i.is_ok()) {
             return Ok(info);
         }
+        // A known topic without a writable queue: its groups have no leader right now (a failover
+        // under way). Asked again at the groups' refresh rate, not once per send.
+        if let Some(route) = self.cached_route(topic) {
+            let key = route.broker_datas.first().map_or_else(|| topic.to_owned(), |bd| bd.broker_name.clone());
+            self.refresh_keyed(&key, topic, Instant::now()).await;
+            return self.cached_publish_info(topic).filter(|i| i.is_ok()).ok_or_else(|| {
+                ClientError::new(ErrorKind::NoRoute, "route", "no writable route info of this topic (no leader)")
+                    .with_context("topic", topic)
+            });
+        }
         let fetched = self.update_route(topic).await;
         let cached = self.cached_publish_info(topic);
         let have_route = matches!(fetched, Ok(true)) || cached.is_some();
@@ -351,6 +398,132 @@ impl TopicRouteManager {
         changed
     }
 
+    /// Where a write for `broker_name` goes now (`probe`: ask a replica even if the write address is
+    /// not suspect): its write address, else, when that is suspect or `probe`, the next replica of
+    /// the group that is not; the write address when there is no other. `None` without a write
+    /// address and without a replica to ask.
+    pub fn write_target(&self, broker_name: &str, probe: bool) -> Option<WriteTarget> {
+        let now = Instant::now();
+        let state = self.state();
+        let addrs = state.broker_addrs.get(broker_name)?;
+        let master = addrs.get(&MASTER_ID);
+        if let Some(master) = master.filter(|m| !probe && !state.suspects.is_suspect(m, now)) {
+            return Some(WriteTarget { addr: master.clone(), probing: false });
+        }
+        let cursor = self.inner.probe_cursor.fetch_add(1, Ordering::Relaxed);
+        match next_replica(addrs, |a| state.suspects.is_suspect(a, now), cursor) {
+            Some(addr) => Some(WriteTarget { addr, probing: true }),
+            None => master.map(|m| WriteTarget { addr: m.clone(), probing: false }),
+        }
+    }
+
+    /// The group `addr` belongs to, as far as the cached routes (hints included) say.
+    pub fn group_of_addr(&self, addr: &str) -> Option<String> {
+        let state = self.state();
+        let mut names = state.broker_addrs.iter().chain(state.reported_addrs.iter());
+        names.find(|(_, addrs)| addrs.values().any(|a| a == addr)).map(|(name, _)| name.clone())
+    }
+
+    /// Whether `addr` refused or dropped a connection lately.
+    pub fn is_suspect(&self, addr: &str) -> bool {
+        self.state().suspects.is_suspect(addr, Instant::now())
+    }
+
+    /// `addr` refused or dropped a connection: writes skip it for a while.
+    pub fn report_unreachable(&self, addr: &str) {
+        let mut state = self.state();
+        if !state.suspects.is_suspect(addr, Instant::now()) {
+            tracing::info!(addr, "broker address unreachable; asking the group's other replicas and the NameServers");
+        }
+        state.suspects.mark(addr, Instant::now());
+    }
+
+    /// Trusts `addr` again (a replica names it as the leader).
+    pub fn clear_suspect(&self, addr: &str) {
+        self.state().suspects.clear(addr);
+    }
+
+    /// A replica asked for `broker_name` took a leader-only request: it leads the group now.
+    pub fn report_leader_answered(&self, broker_name: &str, addr: &str) {
+        self.state().suspects.clear(addr);
+        self.apply_leader_hint(broker_name, addr);
+    }
+
+    /// Refreshes `broker_name`'s route after a failure seen at `failed_at`, rate-limited and shared
+    /// (see [`RefreshSlot::decide`]): asks for `topic` when it names the group, else for a cached
+    /// topic that does, and spreads the group's new addresses to every cached topic naming it.
+    pub async fn refresh_group(&self, broker_name: &str, topic: Option<&str>, failed_at: Instant) {
+        let names_group = |t: &str| {
+            self.state().routes.get(t).is_some_and(|r| r.broker_datas.iter().any(|bd| bd.broker_name == broker_name))
+        };
+        let topic = match topic.filter(|t| names_group(t)) {
+            Some(t) => t.to_owned(),
+            None => {
+                let mut topics = self.cached_topics();
+                topics.sort();
+                match topics.into_iter().find(|t| names_group(t)) {
+                    Some(t) => t,
+                    None => return,
+                }
+            }
+        };
+        self.refresh_keyed(broker_name, &topic, failed_at).await;
+    }
+
+    /// [`Self::refresh_group`] in the background, for callers that go on at once (heartbeats, a
+    /// send that ended outcome-unknown). Needs a tokio runtime.
+    pub fn refresh_group_soon(&self, broker_name: &str) {
+        let (me, name, at) = (self.clone(), broker_name.to_owned(), Instant::now());
+        tokio::spawn(async move { me.refresh_group(&name, None, at).await });
+    }
+
+    /// One rate-limited refresh of `topic` under slot `key`.
+    async fn refresh_keyed(&self, key: &str, topic: &str, failed_at: Instant) {
+        let slot = lock(&self.inner.refresh_slots).entry(key.to_owned()).or_default().clone();
+        let mut slot = slot.lock().await;
+        loop {
+            match slot.decide(failed_at, Instant::now()) {
+                RefreshDecision::AlreadyFresh => return,
+                RefreshDecision::WaitUntil(at) => tokio::time::sleep_until(at).await,
+                RefreshDecision::Now => break,
+            }
+        }
+        slot.start(Instant::now());
+        match self.fetch_route(topic).await {
+            Ok(Some(route)) => {
+                let groups = route.broker_datas.clone();
+                self.apply_route(topic, route);
+                for bd in &groups {
+                    self.spread_group(topic, bd);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::debug!(topic, key, error = %e, "route refresh after a failure failed"),
+        }
+        slot.finish(Instant::now());
+        tracing::debug!(topic, key, interval = ?GROUP_REFRESH_INTERVAL_MIN, "route refreshed after a failure");
+    }
+
+    /// Puts `bd` (fresh from the NameServers for `from_topic`) into every other cached route that
+    /// names its group, rebuilding their publish queues.
+    fn spread_group(&self, from_topic: &str, bd: &BrokerData) {
+        let stale: Vec<(String, TopicRouteData)> = {
+            let state = self.state();
+            state
+                .routes
+                .iter()
+                .filter(|(t, _)| t.as_str() != from_topic)
+                .filter_map(|(t, r)| {
+                    let mut r = r.clone();
+                    replace_group(&mut r, bd).then(|| (t.clone(), r))
+                })
+                .collect()
+        };
+        for (topic, route) in stale {
+            self.apply_route(&topic, route);
+        }
+    }
+
     /// Refreshes every cached topic once; failures are logged and the old routes kept.
     pub async fn refresh_all(&self) {
         for topic in self.cached_topics() {
@@ -385,6 +558,17 @@ impl TopicRouteManager {
         if let Some(task) = lock(&self.inner.poll_task).take() {
             task.abort();
         }
+    }
+}
+
+/// Replaces the group of `bd` in `route` by `bd`; whether `route` named it with other addresses.
+fn replace_group(route: &mut TopicRouteData, bd: &BrokerData) -> bool {
+    match route.broker_datas.iter_mut().find(|old| old.broker_name == bd.broker_name) {
+        Some(old) if old.broker_addrs != bd.broker_addrs => {
+            *old = bd.clone();
+            true
+        }
+        _ => false,
     }
 }
 
@@ -509,5 +693,34 @@ mod tests {
         cache.apply_route("T", route(&[group("a", &[0, 2], 6, 2)]));
         assert_eq!(cache.broker_addr_in_publish("a").as_deref(), Some("10.0.0.0:10911"));
         assert_eq!(cache.broker_addrs("a").map(|m| m.len()), Some(2));
+    }
+    #[test]
+    fn writes_skip_a_suspect_leader_and_ask_the_replicas() {
+        let namesrv = NamesrvClient::new(RemotingClient::new(), vec!["127.0.0.1:1".into()]).unwrap();
+        let cache = TopicRouteManager::new(namesrv, RouteConfig::default());
+        cache.apply_route("T", route(&[group("a", &[0, 2, 3], 6, 2)]));
+        let target = |probe| cache.write_target("a", probe).map(|t| (t.addr, t.probing));
+        assert_eq!(target(false), Some(("10.0.0.0:10911".into(), false)));
+        cache.report_unreachable("10.0.0.0:10911");
+        let asked: BTreeSet<_> = (0..4).filter_map(|_| target(false)).collect();
+        let replicas = [("10.0.0.2:10911".to_owned(), true), ("10.0.0.3:10911".to_owned(), true)];
+        assert_eq!(asked, replicas.into_iter().collect());
+        // The replica that took the write leads now.
+        cache.report_leader_answered("a", "10.0.0.3:10911");
+        assert_eq!(target(false), Some(("10.0.0.3:10911".into(), false)));
+        // A probe asks another replica even when the write address is not suspect.
+        assert_eq!(target(true).map(|t| t.1), Some(true));
+        assert_eq!(cache.write_target("nope", false), None);
+    }
+
+    #[test]
+    fn a_group_change_replaces_it_in_other_routes() {
+        let mut r = route(&[group("a", &[0, 1], 6, 2), group("b", &[0], 6, 2)]);
+        let (_, fresh) = group("a", &[2, 3], 6, 2);
+        assert!(replace_group(&mut r, &fresh));
+        assert!(!replace_group(&mut r, &fresh), "already current");
+        assert_eq!(r.broker_datas[0].broker_addrs.keys().copied().collect::<Vec<_>>(), vec![2, 3]);
+        let (_, other) = group("c", &[0], 6, 2);
+        assert!(!replace_group(&mut r, &other), "a group the route does not name");
     }
 }

@@ -10,6 +10,7 @@ mod harness;
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering;
@@ -65,16 +66,18 @@ async fn leader_killed_mid_stream_loses_no_acknowledged_message() -> Result<()> 
     let producer = Arc::new(
         Producer::builder("t23_producer")
             .namesrv_addr(&group.namesrv_addr)
-            .route_poll_interval(Duration::from_millis(200))
             .send_timeout(Duration::from_secs(2))
             .build()?,
     );
     producer.start().await?;
     let stop = Arc::new(AtomicBool::new(false));
     let acked_total = Arc::new(AtomicUsize::new(0));
+    // When the last SEND_OK came, and the longest time without one (the failover as producers see it).
+    let gap: Arc<Mutex<(Option<Instant>, Duration)>> = Arc::default();
     let mut senders = Vec::new();
     for s in 0..SENDERS {
         let (producer, stop, acked_total) = (Arc::clone(&producer), Arc::clone(&stop), Arc::clone(&acked_total));
+        let gap = Arc::clone(&gap);
         senders.push(tokio::spawn(async move {
             let mut acked = Vec::new();
             let mut i = 0usize;
@@ -84,6 +87,12 @@ async fn leader_killed_mid_stream_loses_no_acknowledged_message() -> Result<()> 
                 if let Ok(r) = producer.send(m).await {
                     acked.push(r.msg_id);
                     acked_total.fetch_add(1, Ordering::AcqRel);
+                    let now = Instant::now();
+                    let mut g = gap.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Some(last) = g.0 {
+                        g.1 = g.1.max(now.saturating_duration_since(last));
+                    }
+                    g.0 = Some(g.0.map_or(now, |last| last.max(now)));
                 }
                 i += 1;
             }
@@ -111,6 +120,8 @@ async fn leader_killed_mid_stream_loses_no_acknowledged_message() -> Result<()> 
     for task in senders {
         acked.extend(task.await?);
     }
+    let longest_gap = gap.lock().unwrap_or_else(|p| p.into_inner()).1;
+    eprintln!("longest time without a SEND_OK across the graceful stop: {longest_gap:?}");
     producer.shutdown().await;
 
     let addr = group.addr(new);

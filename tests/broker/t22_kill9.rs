@@ -17,6 +17,7 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering;
@@ -203,18 +204,17 @@ async fn scenario(procs: &mut Processes, namesrv_addr: &str) -> Result<()> {
     }
 
     let producer = Arc::new(
-        Producer::builder("t25_producer")
-            .namesrv_addr(namesrv_addr)
-            .route_poll_interval(Duration::from_millis(200))
-            .send_timeout(Duration::from_secs(2))
-            .build()?,
+        Producer::builder("t25_producer").namesrv_addr(namesrv_addr).send_timeout(Duration::from_secs(2)).build()?,
     );
     producer.start().await?;
     let stop = Arc::new(AtomicBool::new(false));
     let acked_total = Arc::new(AtomicUsize::new(0));
+    // When the last SEND_OK came, and the longest time without one (the failover as producers see it).
+    let gap: Arc<Mutex<(Option<Instant>, Duration)>> = Arc::default();
     let mut senders = Vec::new();
     for s in 0..SENDERS {
         let (producer, stop, acked_total) = (Arc::clone(&producer), Arc::clone(&stop), Arc::clone(&acked_total));
+        let gap = Arc::clone(&gap);
         senders.push(tokio::spawn(async move {
             let mut acked = Vec::new();
             let mut i = 0usize;
@@ -227,6 +227,12 @@ async fn scenario(procs: &mut Processes, namesrv_addr: &str) -> Result<()> {
                     Ok(r) => {
                         acked.push((r.msg_id, format!("{s}-{i}")));
                         acked_total.fetch_add(1, Ordering::AcqRel);
+                        let now = Instant::now();
+                        let mut g = gap.lock().unwrap_or_else(|p| p.into_inner());
+                        if let Some(last) = g.0 {
+                            g.1 = g.1.max(now.saturating_duration_since(last));
+                        }
+                        g.0 = Some(g.0.map_or(now, |last| last.max(now)));
                     }
                     // Refused or outcome unknown while the group elects: only SEND_OK counts. Back
                     // off a little so a refusing group is not flooded.
@@ -245,6 +251,8 @@ async fn scenario(procs: &mut Processes, namesrv_addr: &str) -> Result<()> {
     eprintln!("leader {old} SIGKILLed; {new} routed as leader {:?} later", killed_at.elapsed());
     let before = acked_total.load(Ordering::Acquire);
     wait_acks(&acked_total, before + ACKS_PER_PHASE, "after the failover").await?;
+    let longest_gap = gap.lock().unwrap_or_else(|p| p.into_inner()).1;
+    eprintln!("longest time without a SEND_OK across the SIGKILL: {longest_gap:?}");
     stop.store(true, Ordering::Release);
     let mut acked = Vec::new();
     for task in senders {

@@ -86,6 +86,8 @@ async fn bench_produce_json_summary_counts_every_message() -> Result<()> {
     let v = run.json()?;
     assert_eq!(v["sent"].as_u64(), Some(200), "{v}");
     assert_eq!(v["failed"].as_u64(), Some(0), "{v}");
+    assert_eq!(v["failed_sends"].as_u64(), Some(0), "{v}");
+    assert!(v["max_send_gap_ms"].as_f64().is_some_and(|gap| gap >= 0.0), "max_send_gap_ms in {v}");
     for key in ["tps", "p50_ms", "p99_ms", "p999_ms", "max_ms"] {
         assert!(v[key].as_f64().is_some_and(|x| x > 0.0), "{key} in {v}");
     }
@@ -112,7 +114,9 @@ async fn bench_produce_batches_async_and_prints_the_complete_line() -> Result<()
         .ok()?;
     let last = run.stdout.lines().last().unwrap_or_default();
     assert!(last.starts_with("[Complete] Send Total: 50 | Send TPS: "), "{}", run.stdout);
-    for part in ["| Send Failed: 0 |", "| Response Failed: 0 |", "| P50 RT(ms): ", "| P999 RT(ms): "] {
+    let parts =
+        ["| Send Failed: 0 |", "| Response Failed: 0 |", "| P50 RT(ms): ", "| P999 RT(ms): ", "| Max Send Gap(ms): "];
+    for part in parts.into_iter().chain(["| Failed Sends: 0"]) {
         assert!(last.contains(part), "{part} in {last}");
     }
     cluster.shutdown().await;

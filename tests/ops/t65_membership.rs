@@ -119,7 +119,6 @@ async fn grow_remove_leader_and_transfer_under_load_lose_no_ack() -> Result<()> 
     // A producer sends throughout; the SDK retries a refused send (leader changes), failures are fine.
     let producer = Producer::builder("t60_producer")
         .namesrv_addr(&cluster.namesrv_addr)
-        .route_poll_interval(Duration::from_millis(200))
         .send_timeout(Duration::from_secs(3))
         .build()?;
     producer.start().await?;

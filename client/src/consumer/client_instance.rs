@@ -17,6 +17,10 @@
 //!   brokerId, else (not only-this-broker) any listed address of the group, as 4.x does; a group with
 //!   no known address gets one route refresh before the call fails.
 //! - Heartbeats go to **every** address of every group of the subscribed topics (followers too).
+//! - A call that finds its group's leader gone (refused or dropped connection, timeout,
+//!   SERVICE_NOT_AVAILABLE) refreshes the group's route at once (rate-limited, shared with the
+//!   producer side's rules in [`crate::failover`]) and follows a leader hint; a read picks another
+//!   replica of the group while its leader's address is suspect.
 //! - Every call is bounded by a deadline; no lock is held across an `.await`.
 
 use raftmq_common::protocol::acl::SessionCredentials;
@@ -77,6 +81,8 @@ use crate::consumer::topic_rates::TopicRates;
 use crate::error::ClientError;
 use crate::error::ErrorKind;
 use crate::error::Result;
+use crate::failover::CallFailure;
+use crate::failover::classify;
 use crate::namesrv::NamesrvClient;
 use crate::route::RouteConfig;
 use crate::route::TopicRouteManager;
@@ -236,7 +242,9 @@ impl ClientInstance {
         pick_broker_addr(&addrs, broker_id, only_this_broker)
     }
 
-    /// Like [`Self::find_broker_addr_in_subscribe`], refreshing `topic`'s route once on a miss.
+    /// Like [`Self::find_broker_addr_in_subscribe`], refreshing `topic`'s route once on a miss; an
+    /// address that refused or dropped a connection lately is avoided (unless `only_this_broker`)
+    /// for the group's write address or, while that is suspect too, another replica.
     pub async fn broker_addr(
         &self,
         op: &'static str,
@@ -245,6 +253,12 @@ impl ClientInstance {
         only_this_broker: bool,
     ) -> Result<FindBrokerResult> {
         if let Some(found) = self.find_broker_addr_in_subscribe(&mq.broker_name, broker_id, only_this_broker) {
+            if !only_this_broker
+                && self.routes.is_suspect(&found.addr)
+                && let Some(target) = self.routes.write_target(&mq.broker_name, false)
+            {
+                return Ok(FindBrokerResult { addr: target.addr, slave: target.probing });
+            }
             return Ok(found);
         }
         if let Err(e) = self.routes.update_route(&mq.topic).await {
@@ -255,6 +269,27 @@ impl ClientInstance {
                 .with_context("topic", &mq.topic)
                 .with_context("broker", &mq.broker_name)
         })
+    }
+
+    /// A call to `addr` (of `mq`'s group) failed with `e`: when that says the group's leader moved
+    /// or died, the route follows (a hint at once; else the address is suspected when unreachable
+    /// and the group's route refreshed, rate-limited and shared). Returns whether it did: the
+    /// caller may retry at once instead of backing off.
+    pub async fn failover_after(&self, mq: &MessageQueue, addr: &str, e: &ClientError) -> bool {
+        let name = &mq.broker_name;
+        match classify(e, addr) {
+            CallFailure::LeaderHint(leader) => {
+                self.routes.clear_suspect(&leader);
+                self.routes.apply_leader_hint(name, &leader);
+                return true;
+            }
+            CallFailure::Other => return false,
+            CallFailure::Unreachable => self.routes.report_unreachable(addr),
+            CallFailure::Unavailable | CallFailure::Unanswered => {}
+        }
+        tracing::debug!(mq = ?mq, addr, error = %e, "refreshing the group's route after a failed call");
+        self.routes.refresh_group(name, Some(&mq.topic), tokio::time::Instant::now()).await;
+        true
     }
 
     /// Every address of every group serving `topics` (cached routes).
@@ -306,7 +341,15 @@ impl ClientInstance {
             let request = RemotingCommand::request(RequestCode::HeartBeat).with_body(body.clone());
             match self.call_ok("heartbeat", addr, request).await {
                 Ok(_) => ok += 1,
-                Err(e) => tracing::warn!(addr = %addr, error = %e, "heartbeat failed"),
+                Err(e) => {
+                    tracing::warn!(addr = %addr, error = %e, "heartbeat failed");
+                    if matches!(classify(&e, addr), CallFailure::Unreachable | CallFailure::Unanswered) {
+                        self.routes.report_unreachable(addr);
+                        if let Some(name) = self.routes.group_of_addr(addr) {
+                            self.routes.refresh_group_soon(&name);
+                        }
+                    }
+                }
             }
         }
         ok
@@ -375,15 +418,21 @@ impl ClientInstance {
         })
     }
 
-    /// PULL_MESSAGE; the raw response, whatever its code.
+    /// PULL_MESSAGE of `mq` at `addr`; the raw response, whatever its code. A failed call that
+    /// says the group's leader moved updates the route first ([`Self::failover_after`]).
     pub async fn pull(
         &self,
+        mq: &MessageQueue,
         addr: &str,
         header: &PullMessageRequestHeader,
         timeout: Duration,
     ) -> Result<RemotingCommand> {
         let request = RemotingCommand::request_with_header(RequestCode::PullMessage, header);
-        self.call("pullMessage", addr, request, timeout).await
+        let result = self.call("pullMessage", addr, request, timeout).await;
+        if let Err(e) = &result {
+            self.failover_after(mq, addr, e).await;
+        }
+        result
     }
 
     /// QUERY_CONSUMER_OFFSET at the group's master (any address if none); `None` on QUERY_NOT_FOUND.
@@ -443,9 +492,11 @@ impl ClientInstance {
             return self.call_ok("updateConsumerOffset", leader, request).await.map(|_| ());
         }
         tracing::debug!(mq = ?mq, offset, error = %e, "offset update failed; refreshing the route and retrying");
-        if let Err(e) = self.routes.update_route(&mq.topic).await {
-            tracing::debug!(topic = %mq.topic, error = %e, "route refresh for an offset update failed");
+        let addr = e.context.iter().find(|(k, _)| *k == "addr").map(|(_, v)| v.clone());
+        if let Some(addr) = addr.filter(|a| classify(&e, a) == CallFailure::Unreachable) {
+            self.routes.report_unreachable(&addr);
         }
+        self.routes.refresh_group(&mq.broker_name, Some(&mq.topic), tokio::time::Instant::now()).await;
         self.update_consumer_offset_at_master(mq, offset).await
     }
 
@@ -484,19 +535,40 @@ impl ClientInstance {
             .map_err(|e| protocol_error("searchOffset", e))
     }
 
-    /// LOCK_BATCH_MQ at `broker_name`'s master; returns the queues now locked by this client.
+    /// LOCK_BATCH_MQ at `broker_name`'s master; returns the queues now locked by this client. A
+    /// failure that says the leader moved is retried once at the group's new leader.
     pub async fn lock_batch(&self, broker_name: &str, mqs: Vec<MessageQueue>) -> Result<BTreeSet<MessageQueue>> {
-        let found = self.find_broker_addr_in_subscribe(broker_name, MASTER_ID, true).ok_or_else(|| {
-            ClientError::new(ErrorKind::NoRoute, "lockBatchMQ", "no master address").with_context("broker", broker_name)
-        })?;
         let body =
             LockBatchRequestBody { client_id: self.client_id.clone(), consumer_group: self.group.clone(), mq_set: mqs };
         let body = body.encode().map_err(|e| protocol_error("lockBatchMQ", e))?;
-        let request = RemotingCommand::request(RequestCode::LockBatchMq).with_body(body);
-        let response = self.call_ok("lockBatchMQ", &found.addr, request).await?;
-        LockBatchResponseBody::decode(&response.body)
-            .map(|b| b.lock_ok_mq_set.into_iter().collect())
-            .map_err(|e| protocol_error("lockBatchMQ", e))
+        let mut retried = false;
+        loop {
+            let found = self.find_broker_addr_in_subscribe(broker_name, MASTER_ID, true).ok_or_else(|| {
+                ClientError::new(ErrorKind::NoRoute, "lockBatchMQ", "no master address")
+                    .with_context("broker", broker_name)
+            })?;
+            let request = RemotingCommand::request(RequestCode::LockBatchMq).with_body(body.clone());
+            let response = match self.call_ok("lockBatchMQ", &found.addr, request).await {
+                Ok(response) => response,
+                Err(e) => {
+                    let topic = self.routes.cached_topics().into_iter().find(|t| {
+                        self.routes
+                            .cached_route(t)
+                            .is_some_and(|r| r.broker_datas.iter().any(|b| b.broker_name == broker_name))
+                    });
+                    let Some(topic) = topic.filter(|_| !retried) else { return Err(e) };
+                    let mq = MessageQueue::new(&topic, broker_name, 0);
+                    if !self.failover_after(&mq, &found.addr, &e).await {
+                        return Err(e);
+                    }
+                    retried = true;
+                    continue;
+                }
+            };
+            return LockBatchResponseBody::decode(&response.body)
+                .map(|b| b.lock_ok_mq_set.into_iter().collect())
+                .map_err(|e| protocol_error("lockBatchMQ", e));
+        }
     }
 
     /// UNLOCK_BATCH_MQ at `broker_name`'s master.

@@ -23,6 +23,7 @@ use crate::consumer::pull::inner::lock;
 use crate::consumer::pull_api::PullStatus;
 use crate::consumer::pull_api::process_pull_response;
 use crate::error::Result;
+use crate::failover::is_leader_change;
 
 impl LiteInner {
     pub(super) async fn fetch_loop(self: Arc<Self>, mq: MessageQueue, queue: Arc<LiteQueue>) {
@@ -108,6 +109,10 @@ impl LiteInner {
                 Err(e) => {
                     tracing::warn!(mq = ?mq, offset, error = %e, "fetch failed");
                     broker_id = MASTER_ID;
+                    // A leader change: the failed fetch refreshed the route (rate-limited); go on.
+                    if is_leader_change(&e) {
+                        continue;
+                    }
                     tokio::select! {
                         biased;
                         _ = self.shutdown.cancelled() => return,
@@ -131,8 +136,16 @@ impl LiteInner {
         let sys_flag = pull_sys_flag::build(false, true, true, false, true);
         let header = self.config.consumer.pull_header(mq, offset, sub, sys_flag, 0, Some(sub.sub_string.clone()));
         let started = Instant::now();
-        let response = self.client.pull(&found.addr, &header, self.config.consumer.pull_timeout_when_suspend).await?;
-        let result = process_pull_response(&response, sub)?;
+        let response =
+            self.client.pull(mq, &found.addr, &header, self.config.consumer.pull_timeout_when_suspend).await?;
+        let result = match process_pull_response(&response, sub) {
+            Ok(result) => result,
+            Err(e) => {
+                let e = e.with_context("addr", &found.addr);
+                self.client.failover_after(mq, &found.addr, &e).await;
+                return Err(e);
+            }
+        };
         let answered = Instant::now();
         let rt_ms = u64::try_from((answered - started).as_millis()).unwrap_or(u64::MAX);
         self.topic_stats.pulled(&mq.topic, (answered - self.epoch).as_secs(), rt_ms, result.msgs.len());

@@ -24,6 +24,7 @@ use crate::consumer::push::inner::PushInner;
 use crate::error::ClientError;
 use crate::error::ErrorKind;
 use crate::error::Result;
+use crate::failover::is_leader_change;
 
 impl PushInner {
     /// Why the queue must not be pulled now, if it must not.
@@ -109,6 +110,11 @@ impl PushInner {
                     }
                     tracing::warn!(mq = ?mq, offset, error = %e, "pull failed");
                     broker_id = MASTER_ID;
+                    // A leader change (the route was refreshed, rate-limited, by the failed pull):
+                    // pull again at once; anything else backs off as Java does.
+                    if is_leader_change(&e) {
+                        continue;
+                    }
                     if !self.pause(self.config.consumer.pull_delay_when_exception).await {
                         return;
                     }
@@ -138,9 +144,13 @@ impl PushInner {
             _ = self.shutdown.cancelled() => {
                 return Err(ClientError::new(ErrorKind::Shutdown, "pullMessage", "consumer shutting down"));
             }
-            r = self.client.pull(&found.addr, &header, self.config.consumer.pull_timeout_when_suspend) => r?,
+            r = self.client.pull(mq, &found.addr, &header, self.config.consumer.pull_timeout_when_suspend) => r?,
         };
-        process_pull_response(&response, sub).map_err(|e| e.with_context("addr", &found.addr))
+        let result = process_pull_response(&response, sub).map_err(|e| e.with_context("addr", &found.addr));
+        if let Err(e) = &result {
+            self.client.failover_after(mq, &found.addr, e).await;
+        }
+        result
     }
 
     pub(super) fn submit(self: &Arc<Self>, mq: &MessageQueue, pq: &Arc<ProcessQueue>, msgs: Vec<MessageExt>) {
