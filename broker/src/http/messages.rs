@@ -207,35 +207,6 @@ pub struct TraceQuery {
     pub trace_topic: Option<String>,
 }
 
-/// One trace record of `trace`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct TraceRecord {
-    /// `Pub`, `SubBefore`, `SubAfter` or `EndTransaction`.
-    pub trace_type: &'static str,
-    /// Producer or consumer group.
-    pub group_name: String,
-    /// The tracing client's IP.
-    pub client_host: String,
-    /// When, ms since the epoch.
-    pub timestamp_ms: i64,
-    /// Send time, or listener time per message, ms.
-    pub cost_time_ms: i64,
-    /// `success` or `failed`.
-    pub status: &'static str,
-    /// Topic (Pub, EndTransaction).
-    pub topic: String,
-    /// Tags.
-    pub tags: String,
-    /// Keys.
-    pub keys: String,
-    /// offsetMsgId (Pub).
-    pub offset_msg_id: String,
-    /// Storing broker (Pub, EndTransaction).
-    pub store_host: String,
-    /// The transaction's end (EndTransaction).
-    pub transaction_state: String,
-}
-
 async fn trace(
     State(ctx): State<Shared>,
     ApiPath(msg_id): ApiPath<String>,
@@ -276,23 +247,6 @@ async fn trace(
         }
     }
     records.sort_by_key(|v| v.timestamp_ms);
-    let records: Vec<TraceRecord> = records
-        .into_iter()
-        .map(|v| TraceRecord {
-            trace_type: v.trace_type.name(),
-            group_name: v.group_name,
-            client_host: v.client_host,
-            timestamp_ms: v.timestamp_ms,
-            cost_time_ms: v.cost_time_ms,
-            status: v.status,
-            topic: v.topic,
-            tags: v.tags,
-            keys: v.keys,
-            offset_msg_id: v.offset_msg_id,
-            store_host: v.store_host,
-            transaction_state: v.transaction_state,
-        })
-        .collect();
     Ok(Json(serde_json::json!({ "msg_id": msg_id, "trace_topic": topic, "records": records })))
 }
 

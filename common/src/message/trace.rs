@@ -24,6 +24,8 @@
 
 use std::fmt::Write as _;
 
+use serde::Serialize;
+
 use super::properties::KEY_SEPARATOR;
 
 /// Separates the fields of a context (`TraceConstants.CONTENT_SPLITOR`).
@@ -403,12 +405,16 @@ fn decode_context(text: &str) -> Option<TraceContext> {
     Some(ctx)
 }
 
-/// One row of `queryMsgTraceById` (`TraceView`): a context about one message id.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One row of `queryMsgTraceById` (`TraceView`): a context about one message id. Serialized (the
+/// admin HTTP API's trace records) without the id, which the request names, and without
+/// `from_transaction_check`, which Java's view does not show.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TraceView {
     /// `Pub`, `SubBefore`, `SubAfter` or `EndTransaction`.
+    #[serde(serialize_with = "serialize_trace_type")]
     pub trace_type: TraceType,
     /// The message id.
+    #[serde(skip)]
     pub msg_id: String,
     /// Producer or consumer group.
     pub group_name: String,
@@ -433,7 +439,12 @@ pub struct TraceView {
     /// The transaction's end state (EndTransaction).
     pub transaction_state: String,
     /// Whether the end answered a broker's check (EndTransaction).
+    #[serde(skip)]
     pub from_transaction_check: bool,
+}
+
+fn serialize_trace_type<S: serde::Serializer>(trace_type: &TraceType, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(trace_type.name())
 }
 
 /// The rows about `msg_id` in one trace message body (`TraceView.decodeFromTraceTransData`);
