@@ -4,7 +4,7 @@
 //!
 //! Ready means all of: not draining (shutdown sets the flag first), a member of the group (a node
 //! that was removed, or was never added, gets no traffic), storage healthy (not damaged,
-//! poisoned or failed in apply), a leader known, and caught up — a leader has passed the readiness
+//! poisoned or failed in apply; `storage_faults` then says which and why), a leader known, and caught up — a leader has passed the readiness
 //! gate (applied an entry of its term), a follower has applied all but
 //! [`ADMIN_READY_APPLY_LAG_MAX_COUNT`] of the entries it knows are committed.
 
@@ -18,6 +18,7 @@ use axum::response::IntoResponse;
 use axum::response::Response;
 use axum::routing::get;
 use raftmq_common::limits::ADMIN_READY_APPLY_LAG_MAX_COUNT;
+use raftmq_raft::NodeStatus;
 use raftmq_raft::Role;
 use serde::Serialize;
 
@@ -25,6 +26,7 @@ use crate::context::BrokerContext;
 use crate::http::Routes;
 use crate::http::Shared;
 use crate::services::replica::Membership;
+use crate::state::store::MessageStore;
 
 /// The OpenAPI 3 document of the admin API.
 pub const OPENAPI_JSON: &str = include_str!("openapi.json");
@@ -51,6 +53,26 @@ pub struct Readiness {
     pub leader_known: bool,
     /// Applied state caught up (see the module doc).
     pub caught_up: bool,
+}
+
+/// A storage fault that keeps this replica unready: what it is and why. A poisoned store (an
+/// fsync or append failed, e.g. ENOSPC) has stopped Raft while the process keeps running; these
+/// say so in `/readyz`, `/api/v1/status` and `/metrics` rather than only in a log line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StorageFault {
+    /// `damaged` (the store cannot be trusted: no vote, no lead), `poisoned` (a log write or fsync
+    /// failed: Raft stopped) or `apply_failed` (a ConsumeQueue write failed: Raft stopped).
+    pub kind: &'static str,
+    /// The reason the store gave.
+    pub reason: String,
+}
+
+/// Every storage fault of this replica now (empty when the storage is healthy).
+pub fn storage_faults(status: &NodeStatus, store: &MessageStore) -> Vec<StorageFault> {
+    [("damaged", status.damaged.clone()), ("poisoned", status.poisoned.clone()), ("apply_failed", store.failure())]
+        .into_iter()
+        .filter_map(|(kind, reason)| reason.map(|reason| StorageFault { kind, reason }))
+        .collect()
 }
 
 impl Readiness {
@@ -85,8 +107,10 @@ async fn livez() -> Json<serde_json::Value> {
 
 async fn readyz(State(ctx): State<Shared>) -> Response {
     let checks = Readiness::of(&ctx);
+    let faults = storage_faults(&ctx.replica.node().status(), &ctx.store);
     let status = if checks.ready() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    (status, Json(serde_json::json!({ "ready": checks.ready(), "checks": checks }))).into_response()
+    let body = serde_json::json!({ "ready": checks.ready(), "checks": checks, "storage_faults": faults });
+    (status, Json(body)).into_response()
 }
 
 async fn metrics(State(ctx): State<Shared>) -> Response {

@@ -87,8 +87,14 @@ impl QueueUnits for ConsumeQueue {
 pub trait CommitLogReader {
     /// Committed end (`getMaxOffset`): reads never pass it.
     fn max_offset(&self) -> i64;
-    /// The record of `size` bytes at `phy_offset`, or `None` when its segment was deleted.
+    /// The record of `size` bytes at `phy_offset`, or `None` when its segment was deleted (or it
+    /// could not be read: [`Self::try_read`] tells the two apart).
     fn read(&self, phy_offset: i64, size: i32) -> Option<Bytes>;
+    /// As [`Self::read`], but a read that failed (EIO, EMFILE, ...) is an error, not `None`:
+    /// `Ok(None)` means the bytes are not there (beyond the committed end, segment deleted).
+    fn try_read(&self, phy_offset: i64, size: i32) -> std::io::Result<Option<Bytes>> {
+        Ok(self.read(phy_offset, size))
+    }
     /// Start of the segment after the one holding `phy_offset` (`rollNextFile`).
     fn roll_next_file(&self, phy_offset: i64) -> i64;
 }

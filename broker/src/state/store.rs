@@ -421,6 +421,8 @@ impl MessageStore {
         }
     }
 
+    /// Raft stops this replica when an apply leaves this set (`ApplyHandler::failure`): no
+    /// checkpoint or snapshot is taken past the failed entry, and a restart re-applies it.
     fn mark_failed(&self, why: String) {
         error!(%why, "applying to local storage failed; this replica must stop serving");
         unpoison(self.failed.lock()).get_or_insert(why);
@@ -762,6 +764,10 @@ impl ApplyHandler for MessageStore {
 
     fn apply_other(&self, log_id: LogId) {
         self.set_applied(&log_id);
+    }
+
+    fn failure(&self) -> Option<String> {
+        unpoison(self.failed.lock()).clone()
     }
 
     fn build_manifest(&self, applied: LogId) -> io::Result<Option<(LogId, Bytes)>> {
