@@ -121,3 +121,59 @@ async fn metrics(State(ctx): State<Shared>) -> Response {
 async fn openapi() -> Response {
     ([(CONTENT_TYPE, "application/json")], OPENAPI_JSON).into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::collections::BTreeSet;
+
+    use raftmq_raft::Leadership;
+
+    use super::*;
+    use crate::config::broker_config::BrokerConfig;
+    use crate::state::index_file::IndexFileSizes;
+    use crate::state::store::StoreSettings;
+    use crate::state::topic_config::SystemTopicOptions;
+
+    /// Hole 6 of issue 31: a store poisoned by ENOSPC stopped Raft while the process kept running,
+    /// unready, and only a log line said why. `/readyz` and `/api/v1/status` list each fault.
+    #[test]
+    fn hole6_storage_faults_name_each_fault_with_its_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = StoreSettings {
+            store_root: dir.path().to_path_buf(),
+            cq_units_per_file: 8,
+            segment_size: 1 << 20,
+            delay_levels_ms: vec![1000],
+            system_topics: SystemTopicOptions::from(&BrokerConfig::default()),
+            index_sizes: IndexFileSizes { slot_count: 16, entry_count: 8 },
+        };
+        let store = MessageStore::open(settings, 0).unwrap();
+        let mut status = NodeStatus {
+            id: 1,
+            leadership: Leadership { term: 3, leader_id: None, role: Role::Stopped },
+            last_log_index: Some(9),
+            committed: None,
+            applied: None,
+            purged: None,
+            voters: BTreeSet::from([1]),
+            learners: BTreeSet::new(),
+            followers: BTreeMap::new(),
+            follower_ack_age_ms: BTreeMap::new(),
+            damaged: None,
+            poisoned: None,
+            vote_guard: None,
+            checkpoint: None,
+            applied_at_start: None,
+        };
+        assert_eq!(storage_faults(&status, &store), Vec::new());
+        status.poisoned = Some("append: No space left on device (os error 28)".into());
+        let faults = storage_faults(&status, &store);
+        assert_eq!(
+            faults,
+            vec![StorageFault { kind: "poisoned", reason: "append: No space left on device (os error 28)".into() }]
+        );
+        let json = serde_json::to_value(&faults).unwrap();
+        assert_eq!(json[0]["kind"], "poisoned");
+    }
+}
