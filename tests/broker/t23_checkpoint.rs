@@ -165,6 +165,17 @@ async fn a_crashed_broker_restarts_from_its_checkpoint_and_loses_nothing() -> Re
     tokio::time::timeout(Duration::from_secs(30), cluster.crash_all()).await?
 }
 
+/// The whole answer (status line, headers, body) to `GET path` on an admin HTTP address.
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> Result<String> {
+    use tokio::io::AsyncReadExt;
+    use tokio::io::AsyncWriteExt;
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    stream.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes()).await?;
+    let mut answer = String::new();
+    tokio::time::timeout(WAIT, stream.read_to_string(&mut answer)).await??;
+    Ok(answer)
+}
+
 /// Hole 1 of issue 31: a failed ConsumeQueue write used to set a flag only in memory while
 /// `applied` moved on, so the next checkpoint (here the one of a graceful stop) counted the entry
 /// as applied; after the restart it was never applied again and the queue stayed short of it.
@@ -210,6 +221,10 @@ async fn hole1_a_failed_apply_stops_the_replica_and_is_applied_again_after_a_res
     .await?;
     let why = cluster.broker(id).context("replica not running")?.store().failure();
     ensure!(why.as_deref().is_some_and(|w| w.contains("ConsumeQueue")), "failure {why:?}, status {stopped:?}");
+    // Unready, and /readyz says why.
+    let admin_http = cluster.broker(id).context("replica not running")?.admin_addr().context("admin address")?;
+    let readyz = http_get(admin_http, "/readyz").await?;
+    ensure!(readyz.starts_with("HTTP/1.1 503") && readyz.contains("apply_failed"), "/readyz answered {readyz}");
     producer.shutdown().await;
 
     // A graceful stop writes no checkpoint past the failed entry; the restart applies it again.
