@@ -41,7 +41,7 @@ pub const PAGE_CACHE_LEADER_WINDOW_BYTES: u64 = 8 * 1024 * 1024;
 /// See [`PAGE_CACHE_LEADER_WINDOW_BYTES`].
 pub const PAGE_CACHE_FOLLOWER_WINDOW_BYTES: u64 = 4 * 1024 * 1024;
 /// Broker config key of the test-only unsafe mode (acknowledge before fsync) the self-test needs.
-pub const UNSAFE_ACK_KEY: &str = "unsafeAckBeforeFsync";
+pub const UNSAFE_ACK_KEY: &str = "testOnlyUnsafeAckBeforeFsyncLosesData";
 /// Broker config key of the test-only injectable clock offset the `clock` nemesis drives.
 pub const CLOCK_SKEW_KEY: &str = "testClockSkewFile";
 /// Where the harness's clients connect from.

@@ -224,7 +224,7 @@ impl LogStore {
         };
         let unsafe_ack_before_fsync = cfg.unsafe_ack_before_fsync;
         if unsafe_ack_before_fsync {
-            tracing::warn!(dir = %dir.display(), "TEST ONLY: appends are acknowledged before fsync (unsafeAckBeforeFsync)");
+            tracing::warn!(dir = %dir.display(), "TEST ONLY, LOSES DATA: appends are acknowledged before fsync (testOnlyUnsafeAckBeforeFsyncLosesData)");
         }
         let shared = Shared {
             state,

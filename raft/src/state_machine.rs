@@ -22,7 +22,13 @@
 //! - entries reach the handler in log order, each committed, with `payload_pos` = the physical
 //!   CommitLog offset of payload byte 0 (identical on every replica);
 //! - every `ApplyResponder` is answered, whatever the handler does (a dropped responder would hang
-//!   `client_write`);
+//!   `client_write`), except those of the entries after a failed apply (below): openraft stops and
+//!   their writers get its fatal error;
+//! - a failed apply ([`ApplyHandler::failure`] set by an entry) stops the state machine at once:
+//!   `applied` stays before that entry, no checkpoint or snapshot is taken from then on, and
+//!   openraft stops this replica (it neither leads nor votes; the others elect a leader). A restart
+//!   re-applies from the last checkpoint or snapshot, which are both before the failed entry, so
+//!   the failure is never persisted as if the entry had been applied;
 //! - `applied` (what openraft is told) only moves forward, except through a snapshot install;
 //! - a snapshot at P carries the membership in effect at P (the last membership entry ≤ P), not
 //!   the applied one: the state machine keeps every applied membership after the current snapshot;
@@ -74,6 +80,13 @@ pub struct CommittedEntry {
 pub trait ApplyHandler: Send + Sync + 'static {
     /// Apply one committed normal entry; the reply goes to its writer, if it is waiting.
     fn apply(&self, entry: CommittedEntry) -> AppReply;
+
+    /// Why applying to local storage failed, if it did (`None`: healthy). Once set, the applied
+    /// state no longer follows the log: the state machine stops at the entry that set it (see the
+    /// module invariants) and never checkpoints or snapshots that state.
+    fn failure(&self) -> Option<String> {
+        None
+    }
 
     /// A committed blank or membership entry was applied (nothing to do for most handlers).
     fn apply_other(&self, log_id: LogId) {
@@ -321,6 +334,10 @@ impl StateMachine {
     /// it durable. `None`: nothing new to write, no checkpoint kept, or one already in flight.
     /// Called between applies (on the state-machine task, or once it has stopped).
     fn capture(&self) -> Option<impl Future<Output = Option<LogId>> + Send + 'static> {
+        if let Some(why) = self.handler.failure() {
+            tracing::warn!(%why, "no checkpoint: applying to local storage failed");
+            return None;
+        }
         let (applied, memberships) = {
             let g = self.inner();
             (g.applied?, g.memberships.clone())
@@ -390,6 +407,9 @@ impl StateMachine {
 
     /// Prepare a snapshot at the handler's retention boundary, if it set a new one.
     fn prepare(&self) -> io::Result<Option<StoredSnapshot>> {
+        if let Some(why) = self.handler.failure() {
+            return Err(io::Error::other(format!("applying to local storage failed: {why}")));
+        }
         let (applied, current) = {
             let g = self.inner();
             (g.applied, g.current.as_ref().and_then(|c| c.last_log_id))
@@ -504,6 +524,15 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                     AppReply::default()
                 }
             };
+            if let Some(why) = self.handler.failure() {
+                // The handler's state is short of this entry: it must not count as applied (a
+                // checkpoint or snapshot would persist the gap), and this replica must stop.
+                if let Some(r) = responder {
+                    r.send(reply);
+                }
+                tracing::error!(%log_id, %why, "apply failed on local storage: this replica stops; a restart re-applies from before this entry");
+                return Err(io::Error::other(format!("applying {log_id} failed on local storage: {why}")));
+            }
             self.inner().applied = Some(log_id);
             if let Some(r) = responder {
                 r.send(reply);

@@ -8,6 +8,9 @@
 //!   by its key, the queues end where they did, the group and the latest offsets are there, and
 //!   sends continue at the next queue offsets. A graceful stop writes a checkpoint at the applied
 //!   log id, so the next start re-applies nothing.
+//! - hole 1 of issue 31: an entry whose ConsumeQueue write fails stops the replica (Raft stopped,
+//!   the failure reported, the send not answered SEND_OK) and is never covered by a checkpoint, so
+//!   a restart (the fault gone) applies it again and the queue holds it.
 
 #[path = "../harness/mod.rs"]
 mod harness;
@@ -25,9 +28,11 @@ use raftmq_client::Admin;
 use raftmq_client::Producer;
 use raftmq_common::message::Message;
 use raftmq_common::message::msg_id::OffsetMsgId;
+use raftmq_common::protocol::body::message_queue::MessageQueue;
 use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use raftmq_common::protocol::header::query::QueryMessageRequestHeader;
 use raftmq_raft::NodeStatus;
+use raftmq_raft::Role;
 
 const TOPIC: &str = "T22Checkpoint";
 const GROUP: &str = "t22-consumers";
@@ -156,6 +161,87 @@ async fn a_crashed_broker_restarts_from_its_checkpoint_and_loses_nothing() -> Re
     let st = status(&cluster, id)?;
     ensure!(st.applied_at_start.is_some_and(|l| l.index >= applied.index), "{st:?} after a graceful stop at {applied}");
     ensure!(by_key(&admin, &addr, 20_003).await? == vec!["body-20003".to_owned()]);
+    admin.shutdown().await;
+    tokio::time::timeout(Duration::from_secs(30), cluster.crash_all()).await?
+}
+
+/// The whole answer (status line, headers, body) to `GET path` on an admin HTTP address.
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> Result<String> {
+    use tokio::io::AsyncReadExt;
+    use tokio::io::AsyncWriteExt;
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    stream.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes()).await?;
+    let mut answer = String::new();
+    tokio::time::timeout(WAIT, stream.read_to_string(&mut answer)).await??;
+    Ok(answer)
+}
+
+/// Hole 1 of issue 31: a failed ConsumeQueue write used to set a flag only in memory while
+/// `applied` moved on, so the next checkpoint (here the one of a graceful stop) counted the entry
+/// as applied; after the restart it was never applied again and the queue stayed short of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hole1_a_failed_apply_stops_the_replica_and_is_applied_again_after_a_restart() -> Result<()> {
+    const FAILING: &str = "T31FailedApply";
+    let mut cluster = Cluster::start_with(1, |c| c.raft_checkpoint_interval_ms = 100).await?;
+    cluster.create_topic(FAILING, 2).await?;
+    let id = cluster.wait_leader(WAIT).await?;
+    let addr = cluster.addr(id);
+    let config = cluster.configs.get(&id).context("config")?.clone();
+    let queue = |q| MessageQueue::new(FAILING, &config.broker_name, q);
+    let body = |q: i32, i: usize| format!("q{q}-{i}").into_bytes();
+    let producer = Producer::builder("t31-producers")
+        .namesrv_addr(&cluster.namesrv_addr)
+        .retry_times_when_send_failed(0)
+        .build()?;
+    producer.start().await?;
+    let mut sent0 = 0;
+    for _ in 0..10 {
+        producer.send_to_queue(Message::new(FAILING, body(0, sent0)), &queue(0)).await?;
+        sent0 += 1;
+    }
+    let covered = status(&cluster, id)?.applied.context("applied")?.index;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while status(&cluster, id)?.checkpoint.is_none_or(|c| c.index < covered) {
+        ensure!(tokio::time::Instant::now() < deadline, "no checkpoint covering the first sends");
+        producer.send_to_queue(Message::new(FAILING, body(0, sent0)), &queue(0)).await?;
+        sent0 += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // Queue 1's directory cannot be created: the unit of the next message for it fails to write.
+    let blocked = config.store_path_root_dir.join("consumequeue").join(FAILING).join("1");
+    std::fs::write(&blocked, b"not a directory")?;
+    let failed = producer.send_to_queue(Message::new(FAILING, body(1, 0)), &queue(1)).await;
+    ensure!(failed.is_err(), "a send whose apply failed was answered {failed:?}");
+    let stopped = until(
+        "the replica whose apply failed stops",
+        || async { status(&cluster, id) },
+        |s| s.leadership.role == Role::Stopped,
+    )
+    .await?;
+    let why = cluster.broker(id).context("replica not running")?.store().failure();
+    ensure!(why.as_deref().is_some_and(|w| w.contains("ConsumeQueue")), "failure {why:?}, status {stopped:?}");
+    // Unready, and /readyz says why.
+    let admin_http = cluster.broker(id).context("replica not running")?.admin_addr().context("admin address")?;
+    let readyz = http_get(admin_http, "/readyz").await?;
+    ensure!(readyz.starts_with("HTTP/1.1 503") && readyz.contains("apply_failed"), "/readyz answered {readyz}");
+    producer.shutdown().await;
+
+    // A graceful stop writes no checkpoint past the failed entry; the restart applies it again.
+    cluster.stop(id).await?;
+    std::fs::remove_file(&blocked)?;
+    cluster.start_replica(id).await?;
+    cluster.wait_leader(WAIT).await?;
+    ensure!(cluster.broker(id).context("replica not running")?.store().failure().is_none());
+    let admin = Admin::new(&cluster.namesrv_addr)?;
+    ensure!(admin.max_offset(&addr, FAILING, 0).await? == i64::try_from(sent0)?, "queue 0 changed");
+    let held = admin.max_offset(&addr, FAILING, 1).await?;
+    ensure!(held == 1, "queue 1 holds {held} units after the restart: the failed entry was never applied again");
+    let producer = Producer::builder("t31-producers").namesrv_addr(&cluster.namesrv_addr).build()?;
+    producer.start().await?;
+    let next = producer.send_to_queue(Message::new(FAILING, body(1, 1)), &queue(1)).await?;
+    ensure!(next.queue_offset == 1, "the next send to queue 1 took offset {}", next.queue_offset);
+    producer.shutdown().await;
     admin.shutdown().await;
     tokio::time::timeout(Duration::from_secs(30), cluster.crash_all()).await?
 }

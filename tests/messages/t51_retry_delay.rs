@@ -19,6 +19,8 @@
 //!   remaining hops from the replicated progress, and none is consumed early.
 //! - t52: delayed messages pending while the leader is killed are delivered by the new leader; the
 //!   old leader's replicated progress is where the new one continues (duplicates are allowed, counted).
+//! - hole 5 of issue 31: while the CommitLog cannot be read (an injected EIO), a due delayed message
+//!   is not skipped: the level's progress stays before it, and it is delivered once reads work.
 
 #[path = "../harness/mod.rs"]
 mod harness;
@@ -612,6 +614,39 @@ async fn timer_messages_between_hops_survive_a_leader_crash() -> Result<()> {
     let duplicates: usize = timed.iter().map(|b| got[b].len() - 1).sum();
     println!("leader {old} killed between hops, {new} took over: {duplicates} duplicates");
 
+    reader.shutdown().await;
+    producer.shutdown().await;
+    cluster.crash_all().await
+}
+
+/// Hole 5 of issue 31: a transient read error (EMFILE, EIO) made a due delayed message read as
+/// "not there"; delivery logged "skipped" and moved its progress past it, so an acknowledged
+/// message was never delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hole5_a_delayed_message_that_cannot_be_read_now_is_delivered_once_it_can() -> Result<()> {
+    let cluster = Cluster::start(1).await?;
+    let topic = "T31DelayReadError";
+    cluster.create_topic(topic, 2).await?;
+    let leader = cluster.wait_leader(WAIT).await?;
+    let store = cluster.broker(leader).context("the leader runs")?.store().clone();
+    let log = Log::new();
+    let reader = recording(consumer(&cluster, "g31", topic), &log).await?;
+    let producer = producer(&cluster, "p31").await?;
+
+    store.commit_log().inject_read_errors(Some(std::io::ErrorKind::Other));
+    let mut m = Message::new(topic, b"held".to_vec());
+    m.set_delay_time_level(1);
+    producer.send(m).await?;
+    // Level 1 is due after 1 s: several delivery rounds pass while reads fail.
+    tokio::time::sleep(Duration::from_millis(u64::try_from(LEVEL_1_MS)? + 1_500)).await;
+    ensure!(log.all().is_empty(), "delivered while the CommitLog could not be read");
+    let progress = store.metadata().delay_offsets.get(0);
+    ensure!(progress == 0, "the level's progress moved to {progress} past a message it could not read");
+    ensure!(store.commit_log().read_errors() > 0, "the failed reads were not counted");
+
+    store.commit_log().inject_read_errors(None);
+    log.wait_bodies(&["held".to_owned()]).await?;
+    wait_level_progress(&cluster, 0, 1).await?;
     reader.shutdown().await;
     producer.shutdown().await;
     cluster.crash_all().await

@@ -17,6 +17,9 @@
 //!   new half whose producer set TRAN_PREPARED_QUEUE_OFFSET to that chain still commits.
 //! - t75: a half given up after `transactionCheckMax` checks is resumed (RESUME_CHECK_HALF_MESSAGE),
 //!   checked again and committed; a message that is not a half is refused.
+//! - hole 5 of issue 31: while the CommitLog cannot be read (an injected EIO), a due half is not
+//!   skipped: no check, the check progress stays before it; once reads work it is checked and
+//!   committed.
 
 #[path = "../harness/mod.rs"]
 mod harness;
@@ -682,4 +685,46 @@ async fn a_given_up_half_is_resumed_checked_again_and_committed() -> Result<()> 
     consumer.shutdown().await;
     admin.shutdown().await;
     cluster.shutdown().await
+}
+
+/// Hole 5 of issue 31: a transient read error (EMFILE, EIO) made a half read as "not there", and
+/// the check skipped it for good: its producer was never asked, the transaction never ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hole5_a_half_that_cannot_be_read_now_is_checked_once_it_can() -> Result<()> {
+    let cluster = Cluster::start_with(1, tweak).await?;
+    let topic = "T31ReadError";
+    cluster.create_topic(topic, 4).await?;
+    let leader = cluster.wait_leader(WAIT).await?;
+    let addr = cluster.addr(leader);
+    let store = cluster.broker(leader).context("the leader runs")?.store().clone();
+    let mut producer = RawProducer::new();
+    producer.heartbeat(&addr).await?;
+    let seen = Collector::default();
+    let consumer = consumer(&cluster, "t31-consumers", topic, &seen).await?;
+
+    store.commit_log().inject_read_errors(Some(std::io::ErrorKind::Other));
+    let half = producer.send_half(&addr, topic, 1, "held").await?;
+    // transactionTimeOut (1 s) and several check rounds (300 ms) pass while reads fail.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    ensure!(producer.checks.try_recv().is_err(), "a half was checked while it could not be read");
+    let progress = store.metadata().offsets.query(RMQ_SYS_TRANS_HALF_TOPIC, "CID_RMQ_SYS_TRANS", 0);
+    ensure!(
+        progress.is_none_or(|p| p <= half.queue_offset),
+        "the check progress {progress:?} passed the unread half {}",
+        half.queue_offset
+    );
+    ensure!(store.commit_log().read_errors() > 0, "the failed reads were not counted");
+
+    store.commit_log().inject_read_errors(None);
+    let check = producer.next_check().await?;
+    ensure!(check.message.message.uniq_key() == Some(half.uniq.as_str()), "the check is about the held half");
+    let copy = Half {
+        queue_offset: check.header.tran_state_table_offset,
+        commit_log_offset: check.header.commit_log_offset,
+        ..half.clone()
+    };
+    producer.end_ok(&addr, &copy, commit_or_rollback::COMMIT_TYPE, true).await?;
+    seen.wait_for_bodies(&BTreeSet::from(["held".to_owned()])).await?;
+    consumer.shutdown().await;
+    cluster.crash_all().await
 }

@@ -195,6 +195,9 @@ async fn probes_status_metrics_and_draining() -> Result<()> {
     ensure!(s["applied_index"].as_u64().is_some() && s["last_log_index"].as_u64().is_some(), "{s}");
     ensure!(s["membership"]["voters"] == json!([1, 2, 3]) && s["membership"]["learners"] == json!([]), "{s}");
     ensure!(s["damaged"] == false && s["draining"] == false, "{s}");
+    ensure!(s["storage_faults"] == json!([]) && s["apply_failure"].is_null(), "{s}");
+    let r = get(&la, "/readyz").await?.expect(200)?.json()?;
+    ensure!(r["ready"] == true && r["storage_faults"] == json!([]), "{r}");
     let followers = s["followers"].as_array().context("followers")?;
     ensure!(followers.len() == 2 && followers.iter().all(|x| x["lag"].as_u64().is_some()), "{s}");
     let s = get(&fa, "/api/v1/status").await?.expect(200)?.json()?;

@@ -257,10 +257,13 @@ pub struct BrokerConfig {
     /// (the jepsen `clock` nemesis); see `crate::state::clock`. Default none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub test_clock_skew_file: Option<PathBuf>,
-    /// TEST ONLY, UNSAFE: the Raft log reports appends durable before they are fsynced, so a send
-    /// can be acknowledged before any replica made it durable (the jepsen self-test). Default false.
+    /// TEST ONLY, LOSES DATA (`testOnlyUnsafeAckBeforeFsyncLosesData`): the Raft log reports
+    /// appends durable before they are fsynced, so a send can be acknowledged before any replica
+    /// made it durable (the jepsen self-test shows its checkers catch that). The name says what it
+    /// does so no production file sets it by accident; the old key [`LEGACY_UNSAFE_ACK_KEY`] is
+    /// refused. Default false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub unsafe_ack_before_fsync: bool,
+    pub test_only_unsafe_ack_before_fsync_loses_data: bool,
     /// This node's Raft id (default 0).
     pub raft_self_id: u64,
     /// The Raft group (default: this broker alone, at `brokerIP1` (default 127.0.0.1):`listenPort`,
@@ -331,7 +334,7 @@ impl Default for BrokerConfig {
             raft_page_cache_leader_window_bytes: RaftConfig::default().page_cache_leader_window_bytes,
             raft_page_cache_follower_window_bytes: RaftConfig::default().page_cache_follower_window_bytes,
             test_clock_skew_file: None,
-            unsafe_ack_before_fsync: false,
+            test_only_unsafe_ack_before_fsync_loses_data: false,
             raft_self_id: 0,
             raft_peers: vec![RaftPeer {
                 id: 0,
@@ -380,6 +383,22 @@ pub enum ConfigError {
 
 fn invalid(msg: impl Into<String>) -> ConfigError {
     ConfigError::Invalid(msg.into())
+}
+
+/// The old name of [`BrokerConfig::test_only_unsafe_ack_before_fsync_loses_data`]: refused with a
+/// message naming the new key, so a config that set it fails to load instead of losing data.
+pub const LEGACY_UNSAFE_ACK_KEY: &str = "unsafeAckBeforeFsync";
+
+/// Refuses [`LEGACY_UNSAFE_ACK_KEY`] in a config table (file or overrides).
+fn refuse_legacy_unsafe_ack(table: &toml::Table) -> Result<(), ConfigError> {
+    if table.contains_key(LEGACY_UNSAFE_ACK_KEY) {
+        return Err(invalid(format!(
+            "{LEGACY_UNSAFE_ACK_KEY} is refused: it acknowledges sends before they are fsynced and loses \
+             acknowledged messages on a crash; only the jepsen self-test may set \
+             testOnlyUnsafeAckBeforeFsyncLosesData"
+        )));
+    }
+    Ok(())
 }
 
 /// Keys UPDATE_BROKER_CONFIG (`mqadmin updateBrokerConfig`) may change while the broker runs. Each
@@ -479,6 +498,7 @@ impl BrokerConfig {
         config_file::apply(&mut table, overrides.iter().map(|(k, v)| (k.as_str(), v.as_str())), |k, raw| {
             config_file::typed_value(k, raw, &text_keys)
         });
+        refuse_legacy_unsafe_ack(&table)?;
         let peers_given = table.contains_key("raftPeers");
         let mut config: BrokerConfig =
             toml::Value::Table(table).try_into().map_err(|source| ConfigError::Parse { origin, source })?;
@@ -529,6 +549,7 @@ impl BrokerConfig {
         let text_keys = text_keys();
         // Text keys take the text as it is: `deleteWhen=4` is the hour "4", not an integer.
         config_file::apply(&mut table, values, |k, raw| config_file::typed_value(k, raw, &text_keys));
+        refuse_legacy_unsafe_ack(&table)?;
         let config: BrokerConfig = toml::Value::Table(table)
             .try_into()
             .map_err(|source| ConfigError::Parse { origin: origin.to_owned(), source })?;
@@ -538,8 +559,12 @@ impl BrokerConfig {
 
     /// Parses a TOML document (no overrides) and validates it.
     pub fn from_toml_str(text: &str) -> Result<Self, ConfigError> {
-        let config: BrokerConfig =
+        let table: toml::Table =
             toml::from_str(text).map_err(|source| ConfigError::Parse { origin: String::new(), source })?;
+        refuse_legacy_unsafe_ack(&table)?;
+        let config: BrokerConfig = toml::Value::Table(table)
+            .try_into()
+            .map_err(|source| ConfigError::Parse { origin: String::new(), source })?;
         config.validate()?;
         Ok(config)
     }
@@ -585,7 +610,7 @@ impl BrokerConfig {
             checkpoint_interval_ms: self.raft_checkpoint_interval_ms,
             page_cache_leader_window_bytes: self.raft_page_cache_leader_window_bytes,
             page_cache_follower_window_bytes: self.raft_page_cache_follower_window_bytes,
-            unsafe_ack_before_fsync: self.unsafe_ack_before_fsync,
+            unsafe_ack_before_fsync: self.test_only_unsafe_ack_before_fsync_loses_data,
             ..RaftConfig::default()
         }
     }
@@ -1136,6 +1161,31 @@ raftAddr = "10.0.0.3:40911"
         assert!(err.to_string().contains("brokerNmae") || format!("{err:?}").contains("brokerNmae"), "{err}");
         let err = BrokerConfig::load(None, &[("listenPrt".to_owned(), "1".to_owned())]).unwrap_err();
         assert!(format!("{err:?}").contains("listenPrt"), "{err:?}");
+    }
+
+    /// Hole 6 of issue 31: acknowledging before fsync could be set from any production config as
+    /// `unsafeAckBeforeFsync`. That key is refused wherever a config is read (file, `-D`, update);
+    /// only the key whose name says it loses data turns it on.
+    #[test]
+    fn hole6_unsafe_ack_before_fsync_is_refused_unless_named_as_losing_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("broker.toml");
+        std::fs::write(&file, format!("{LEGACY_UNSAFE_ACK_KEY} = true\n")).unwrap();
+        let refused = [
+            BrokerConfig::load(Some(&file), &[]).unwrap_err(),
+            BrokerConfig::load(None, &[(LEGACY_UNSAFE_ACK_KEY.to_owned(), "true".to_owned())]).unwrap_err(),
+            BrokerConfig::from_toml_str(&format!("{LEGACY_UNSAFE_ACK_KEY} = false")).unwrap_err(),
+            BrokerConfig::default()
+                .with_overrides(&[(LEGACY_UNSAFE_ACK_KEY.to_owned(), "true".to_owned())])
+                .unwrap_err(),
+        ];
+        for err in refused {
+            assert!(matches!(&err, ConfigError::Invalid(why) if why.contains("loses")), "{err}");
+        }
+        assert!(!BrokerConfig::load(None, &[]).unwrap().raft_config().unsafe_ack_before_fsync);
+        std::fs::write(&file, "testOnlyUnsafeAckBeforeFsyncLosesData = true\n").unwrap();
+        let opted_in = BrokerConfig::load(Some(&file), &[]).expect("the data-losing opt-in loads");
+        assert!(opted_in.raft_config().unsafe_ack_before_fsync);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //!
 //! Ready means all of: not draining (shutdown sets the flag first), a member of the group (a node
 //! that was removed, or was never added, gets no traffic), storage healthy (not damaged,
-//! poisoned or failed in apply), a leader known, and caught up — a leader has passed the readiness
+//! poisoned or failed in apply; `storage_faults` then says which and why), a leader known, and caught up — a leader has passed the readiness
 //! gate (applied an entry of its term), a follower has applied all but
 //! [`ADMIN_READY_APPLY_LAG_MAX_COUNT`] of the entries it knows are committed.
 
@@ -19,6 +19,7 @@ use axum::response::IntoResponse;
 use axum::response::Response;
 use axum::routing::get;
 use raftmq_common::limits::ADMIN_READY_APPLY_LAG_MAX_COUNT;
+use raftmq_raft::NodeStatus;
 use raftmq_raft::Role;
 use serde::Serialize;
 
@@ -55,6 +56,26 @@ pub struct Readiness {
     pub caught_up: bool,
 }
 
+/// A storage fault that keeps this replica unready: what it is and why. A poisoned store (an
+/// fsync or append failed, e.g. ENOSPC) has stopped Raft while the process keeps running; these
+/// say so in `/readyz`, `/api/v1/status` and `/metrics` rather than only in a log line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StorageFault {
+    /// `damaged` (the store cannot be trusted: no vote, no lead), `poisoned` (a log write or fsync
+    /// failed: Raft stopped) or `apply_failed` (a ConsumeQueue write failed: Raft stopped).
+    pub kind: &'static str,
+    /// The reason the store gave.
+    pub reason: String,
+}
+
+/// Every storage fault of this replica now (empty when the storage is healthy).
+pub fn storage_faults(status: &NodeStatus, store: &MessageStore) -> Vec<StorageFault> {
+    [("damaged", status.damaged.clone()), ("poisoned", status.poisoned.clone()), ("apply_failed", store.failure())]
+        .into_iter()
+        .filter_map(|(kind, reason)| reason.map(|reason| StorageFault { kind, reason }))
+        .collect()
+}
+
 impl Readiness {
     /// Every check passed.
     pub fn ready(&self) -> bool {
@@ -87,8 +108,10 @@ async fn livez() -> Json<serde_json::Value> {
 
 async fn readyz(State(ctx): State<Shared>) -> Response {
     let checks = Readiness::of(&ctx.replica, &ctx.store, &ctx.draining);
+    let faults = storage_faults(&ctx.replica.node().status(), &ctx.store);
     let status = if checks.ready() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    (status, Json(serde_json::json!({ "ready": checks.ready(), "checks": checks }))).into_response()
+    let body = serde_json::json!({ "ready": checks.ready(), "checks": checks, "storage_faults": faults });
+    (status, Json(body)).into_response()
 }
 
 async fn metrics(State(ctx): State<Shared>) -> Response {
@@ -98,4 +121,60 @@ async fn metrics(State(ctx): State<Shared>) -> Response {
 
 async fn openapi() -> Response {
     ([(CONTENT_TYPE, "application/json")], OPENAPI_JSON).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::collections::BTreeSet;
+
+    use raftmq_raft::Leadership;
+
+    use super::*;
+    use crate::config::broker_config::BrokerConfig;
+    use crate::state::index_file::IndexFileSizes;
+    use crate::state::store::StoreSettings;
+    use crate::state::topic_config::SystemTopicOptions;
+
+    /// Hole 6 of issue 31: a store poisoned by ENOSPC stopped Raft while the process kept running,
+    /// unready, and only a log line said why. `/readyz` and `/api/v1/status` list each fault.
+    #[test]
+    fn hole6_storage_faults_name_each_fault_with_its_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = StoreSettings {
+            store_root: dir.path().to_path_buf(),
+            cq_units_per_file: 8,
+            segment_size: 1 << 20,
+            delay_levels_ms: vec![1000],
+            system_topics: SystemTopicOptions::from(&BrokerConfig::default()),
+            index_sizes: IndexFileSizes { slot_count: 16, entry_count: 8 },
+        };
+        let store = MessageStore::open(settings, 0).unwrap();
+        let mut status = NodeStatus {
+            id: 1,
+            leadership: Leadership { term: 3, leader_id: None, role: Role::Stopped },
+            last_log_index: Some(9),
+            committed: None,
+            applied: None,
+            purged: None,
+            voters: BTreeSet::from([1]),
+            learners: BTreeSet::new(),
+            followers: BTreeMap::new(),
+            follower_ack_age_ms: BTreeMap::new(),
+            damaged: None,
+            poisoned: None,
+            vote_guard: None,
+            checkpoint: None,
+            applied_at_start: None,
+        };
+        assert_eq!(storage_faults(&status, &store), Vec::new());
+        status.poisoned = Some("append: No space left on device (os error 28)".into());
+        let faults = storage_faults(&status, &store);
+        assert_eq!(
+            faults,
+            vec![StorageFault { kind: "poisoned", reason: "append: No space left on device (os error 28)".into() }]
+        );
+        let json = serde_json::to_value(&faults).unwrap();
+        assert_eq!(json[0]["kind"], "poisoned");
+    }
 }

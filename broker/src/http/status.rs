@@ -1,6 +1,7 @@
 //! `GET /api/v1/status`: this replica as Raft and the broker see it — node id, group (brokerName),
 //! cluster, term, leader, role, commit/applied/last log index, each follower's match index and lag
-//! (on the leader only: openraft tracks replication there), storage damage, membership, readiness.
+//! (on the leader only: openraft tracks replication there), storage faults (damage, poison, a
+//! failed apply) with their reasons, membership, readiness.
 
 use std::sync::atomic::Ordering;
 
@@ -13,6 +14,8 @@ use serde::Serialize;
 use crate::http::Routes;
 use crate::http::Shared;
 use crate::http::probes::Readiness;
+use crate::http::probes::StorageFault;
+use crate::http::probes::storage_faults;
 
 /// Routes of this module.
 pub fn routes() -> Routes {
@@ -72,8 +75,12 @@ pub struct StatusView {
     pub damaged: bool,
     /// Why, when it is.
     pub damage_reason: Option<String>,
-    /// Why the store is poisoned (a failed fsync), when it is.
+    /// Why the store is poisoned (a failed append or fsync, e.g. a full disk), when it is.
     pub poison_reason: Option<String>,
+    /// Why applying a committed entry to local storage failed, when it did (Raft stopped here).
+    pub apply_failure: Option<String>,
+    /// Every storage fault now, with its reason (empty when healthy).
+    pub storage_faults: Vec<StorageFault>,
     /// What a replica that started from an empty store (new, or a wiped disk) still may not do
     /// in elections until it holds the group's entries, when anything.
     pub vote_guard: Option<String>,
@@ -132,6 +139,8 @@ async fn status(State(ctx): State<Shared>) -> Json<StatusView> {
         damaged: s.damaged.is_some(),
         damage_reason: s.damaged.clone(),
         poison_reason: s.poisoned.clone(),
+        apply_failure: ctx.store.failure(),
+        storage_faults: storage_faults(&s, &ctx.store),
         vote_guard: s.vote_guard.clone(),
         checkpoint_index: s.checkpoint.map(|c| c.index),
         applied_at_start_index: s.applied_at_start.map(|c| c.index),

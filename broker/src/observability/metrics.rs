@@ -80,6 +80,13 @@ pub const DISK_USED_RATIO: &str = "raftmq_disk_used_ratio";
 /// Delayed messages stored in a delay level's queue and not delivered yet, timer messages between
 /// hops included, by level (gauge, at scrape; levels that never held a message are left out).
 pub const DELAY_MESSAGES_WAITING: &str = "raftmq_delay_messages_waiting";
+/// 1 while the store has a fault of this `kind` (`damaged`, `poisoned`: a failed log append or
+/// fsync such as ENOSPC, `apply_failed`: a failed ConsumeQueue write), with its `reason`; else 0
+/// (gauge, at scrape). Any 1 keeps the replica unready.
+pub const STORAGE_FAULT: &str = "raftmq_storage_fault";
+/// CommitLog reads that failed with an I/O error (EIO, EMFILE, ...), not for a record that is
+/// gone (counter, at scrape). What needed the record retries it later.
+pub const COMMITLOG_READ_ERRORS_TOTAL: &str = "raftmq_commitlog_read_errors_total";
 
 /// Bucket bounds of [`SEND_LATENCY_SECONDS`].
 const SEND_LATENCY_BUCKETS_SECONDS: &[f64] =
@@ -252,6 +259,10 @@ pub struct Scrape {
     pub topics: usize,
     /// Subscription groups.
     pub groups: usize,
+    /// Why applying to local storage failed, if it did.
+    pub apply_failure: Option<String>,
+    /// CommitLog reads failed with an I/O error so far.
+    pub commitlog_read_errors: u64,
 }
 
 impl Scrape {
@@ -278,6 +289,8 @@ impl Scrape {
                 .collect(),
             topics,
             groups,
+            apply_failure: store.failure(),
+            commitlog_read_errors: store.commit_log().read_errors(),
         }
     }
 }
@@ -378,6 +391,20 @@ pub fn render_scrape(out: &mut String, global: &[(&'static str, String)], s: &Sc
     sample(out, &format!("{FSYNC_LATENCY_SECONDS}_sum"), &labels_text(global, &[]), s.flush.sum_seconds);
     sample(out, &format!("{FSYNC_LATENCY_SECONDS}_count"), &labels_text(global, &[]), s.flush.count as f64);
 
+    header(
+        out,
+        STORAGE_FAULT,
+        "gauge",
+        "1 while the store has a fault of this kind (the replica is unready), with its reason.",
+    );
+    let st = &s.status;
+    for (kind, reason) in [("damaged", &st.damaged), ("poisoned", &st.poisoned), ("apply_failed", &s.apply_failure)] {
+        let own = [("kind", kind), ("reason", reason.as_deref().unwrap_or(""))];
+        sample(out, STORAGE_FAULT, &labels_text(global, &own), if reason.is_some() { 1.0 } else { 0.0 });
+    }
+    header(out, COMMITLOG_READ_ERRORS_TOTAL, "counter", "CommitLog reads failed with an I/O error (retried later).");
+    sample(out, COMMITLOG_READ_ERRORS_TOTAL, &labels_text(global, &[]), s.commitlog_read_errors as f64);
+
     if !s.delay_waiting.is_empty() {
         header(out, DELAY_MESSAGES_WAITING, "gauge", "Delayed messages not delivered yet, per delay level.");
         for (level, waiting) in &s.delay_waiting {
@@ -455,6 +482,8 @@ mod tests {
             delay_waiting: vec![(2, 3)],
             topics: 4,
             groups: 1,
+            apply_failure: None,
+            commitlog_read_errors: 0,
         };
         let mut out = String::from("previous 1");
         render_scrape(&mut out, &global, &s);
@@ -473,10 +502,43 @@ mod tests {
         ] {
             assert!(out.lines().any(|l| l == line), "missing {line} in\n{out}");
         }
+        assert!(out.lines().any(|l| l == format!("{STORAGE_FAULT}{{{g},kind=\"poisoned\",reason=\"\"}} 0")), "{out}");
         assert!(out.starts_with("previous 1\n# HELP"));
         let types = out.lines().filter(|l| l.starts_with("# TYPE ")).count();
         let helps = out.lines().filter(|l| l.starts_with("# HELP ")).count();
         assert_eq!(types, helps);
+    }
+
+    /// Hole 6 of issue 31: a store poisoned by ENOSPC stopped Raft while the process kept running,
+    /// and only a log line said so. The scrape reports each fault with its reason.
+    #[test]
+    fn hole6_a_poisoned_or_failed_store_is_reported_with_its_reason() {
+        let global = vec![("node_id", "2".to_owned())];
+        let s = Scrape {
+            status: NodeStatus { poisoned: Some("append: No space left on device (os error 28)".into()), ..status() },
+            flush: FlushLatency { cumulative: Vec::new(), count: 0, sum_seconds: 0.0 },
+            fsyncs: 0,
+            page_cache_dropped_bytes: 0,
+            disk_used_ratio: None,
+            lags: Vec::new(),
+            delay_waiting: Vec::new(),
+            topics: 0,
+            groups: 0,
+            apply_failure: Some("ConsumeQueue write failed".into()),
+            commitlog_read_errors: 3,
+        };
+        let mut out = String::new();
+        render_scrape(&mut out, &global, &s);
+        for line in [
+            format!(
+                "{STORAGE_FAULT}{{node_id=\"2\",kind=\"poisoned\",reason=\"append: No space left on device (os error 28)\"}} 1"
+            ),
+            format!("{STORAGE_FAULT}{{node_id=\"2\",kind=\"apply_failed\",reason=\"ConsumeQueue write failed\"}} 1"),
+            format!("{STORAGE_FAULT}{{node_id=\"2\",kind=\"damaged\",reason=\"\"}} 0"),
+            format!("{COMMITLOG_READ_ERRORS_TOTAL}{{node_id=\"2\"}} 3"),
+        ] {
+            assert!(out.lines().any(|l| l == line), "missing {line} in\n{out}");
+        }
     }
 
     #[test]

@@ -25,8 +25,10 @@
 //!   Nothing is lost: progress never passes a message that was not stored.
 //! - Within a level, messages are delivered in queue order and a level stops at its first unit that
 //!   is not due (units of one level are in delivery-time order, as in RocketMQ).
-//! - A unit whose record cannot be read or names no real topic is skipped with a warning (RocketMQ
-//!   drops it the same way) so one bad record cannot stall its level forever.
+//! - A unit whose record is gone, is not a record or names no real topic is skipped with a warning
+//!   (RocketMQ drops it the same way) so one bad record cannot stall its level forever. A record
+//!   that could not be read now (EIO, EMFILE: [`RecordAtError::Unreadable`]) is not skipped: the
+//!   level delivers the units before it, its progress stops there, and it retries after a backoff.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -56,6 +58,7 @@ use crate::services::group_commit::SendRequest;
 use crate::services::record_writer::RecordWriter;
 use crate::services::replica::Replica;
 use crate::services::timer;
+use crate::state::commit_log::RecordAtError;
 use crate::state::commit_log::record_at;
 use crate::state::consume_queue::CqUnit;
 use crate::state::entry::BrokerCommand;
@@ -304,7 +307,9 @@ async fn deliver_level(
     }
     let due = units.get(..decision.due).unwrap_or_default();
     let taken = units_within(due, h.writer.entry_max_bytes());
-    let request = build_request(h, due.get(..taken).unwrap_or_default());
+    let (request, unread) = build_request(h, due.get(..taken).unwrap_or_default());
+    // A record that could not be read is delivered later: progress stops at it.
+    let taken = unread.unwrap_or(taken);
     if !request.slots.is_empty() {
         let count = request.slots.len();
         if let Err(e) = h.writer.store_records(request).await {
@@ -315,6 +320,9 @@ async fn deliver_level(
     }
     let next = from.saturating_add(taken as i64);
     s.next[level_index] = next;
+    if unread.is_some() {
+        return Err(());
+    }
     // Due units left for the next request, or every unit read was due and the queue holds more
     // (they may be due too): come back at once.
     let more = u64::try_from(next).is_ok_and(|n| n < max);
@@ -340,13 +348,22 @@ fn units_within(due: &[CqUnit], max_bytes: usize) -> usize {
     due.len()
 }
 
-/// Reads the due units' records and encodes their real-topic copies into one send request.
-fn build_request(h: &ScheduleHandles, due: &[CqUnit]) -> SendRequest {
+/// Reads the due units' records and encodes their real-topic copies into one send request; stops
+/// at the first record that could not be read now, and returns its index in `due` with the
+/// request for the units before it.
+fn build_request(h: &ScheduleHandles, due: &[CqUnit]) -> (SendRequest, Option<usize>) {
     let mut records = BytesMut::new();
     let mut slots = Vec::with_capacity(due.len());
     let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
-    for unit in due.iter().filter(|u| u.is_message()) {
-        let scheduled = match record_at(h.store.commit_log(), unit.phy_offset)
+    for (index, unit) in due.iter().enumerate().filter(|(_, u)| u.is_message()) {
+        let read = match record_at(h.store.commit_log(), unit.phy_offset) {
+            Err(e @ RecordAtError::Unreadable { .. }) => {
+                warn!(phy_offset = unit.phy_offset, error = %e, "scheduled message cannot be read now; retrying later");
+                return (SendRequest { records, slots }, Some(index));
+            }
+            read => read,
+        };
+        let scheduled = match read
             .map_err(|e| e.to_string())
             .and_then(|bytes| decode_record_bytes(&bytes, DecodeOptions::default()).map_err(|e| e.to_string()))
         {
@@ -381,7 +398,7 @@ fn build_request(h: &ScheduleHandles, due: &[CqUnit]) -> SendRequest {
             at,
         });
     }
-    SendRequest { records, slots }
+    (SendRequest { records, slots }, None)
 }
 
 /// Replicates every level whose in-memory progress is ahead, in one entry.

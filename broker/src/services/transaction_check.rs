@@ -40,6 +40,7 @@ use crate::services::group_commit::StoredRecord;
 use crate::services::record_writer::RecordWriter;
 use crate::services::replica::Replica;
 use crate::services::topic_create::ensure_topic;
+use crate::state::commit_log::RecordAtError;
 use crate::state::entry::BrokerCommand;
 use crate::state::entry::OffsetCommit;
 use crate::state::queue_offset::has_queue_offset;
@@ -153,10 +154,20 @@ async fn run(h: Arc<CheckHandles>, cancel: CancellationToken) {
 /// Reads the op queue up to its end, one batch per lock hold (END_TRANSACTION waits for this on a
 /// new leader).
 async fn catch_up_ops(h: &CheckHandles, term: u64) -> Result<(), ()> {
-    while !h.transactions.with_view(&h.store, term, |_, caught_up| caught_up).map_err(|_| ())? {
+    let mut read_to = None;
+    loop {
+        let (caught_up, next) =
+            h.transactions.with_view(&h.store, term, |v, caught_up| (caught_up, v.op_read_next)).map_err(|_| ())?;
+        if caught_up {
+            return Ok(());
+        }
+        if read_to == Some(next) {
+            // No op read in a whole pass: one cannot be read now (logged); the caller retries later.
+            return Err(());
+        }
+        read_to = Some(next);
         tokio::task::yield_now().await;
     }
-    Ok(())
 }
 
 /// One pass over the half queue, from the check progress to where the queue ended when the pass
@@ -210,6 +221,7 @@ async fn round_batch(h: &CheckHandles, term: u64, round_end: u64) -> Result<(usi
     let mut puts: Vec<Put> = Vec::new();
     let mut put_bytes = 0usize;
     let mut stopped = false;
+    let mut unread = false;
     let max_bytes = h.writer.entry_max_bytes();
     for (i, unit) in units.iter().enumerate() {
         // The copies go as one request: within one group-commit entry (a copy is about its half's
@@ -229,6 +241,12 @@ async fn round_batch(h: &CheckHandles, term: u64, round_end: u64) -> Result<(usi
         }
         let half = match read_message(&h.store, unit) {
             Ok(h) => h,
+            Err(e @ RecordAtError::Unreadable { .. }) => {
+                // Never skipped: the progress stops before it and the round retries after a backoff.
+                warn!(half = offset, error = %e, "half message cannot be read now; retrying later");
+                unread = true;
+                break;
+            }
             Err(e) => {
                 warn!(half = offset, error = %e, "half message unreadable; skipped");
                 passed = i + 1;
@@ -302,6 +320,9 @@ async fn round_batch(h: &CheckHandles, term: u64, round_end: u64) -> Result<(usi
     }
     let next = from + passed as i64;
     h.transactions.with_view(&h.store, term, |v, _| v.advance(next)).map_err(|_| ())?;
+    if unread {
+        return Err(());
+    }
     let more = !stopped && u64::try_from(next).is_ok_and(|n| n < end);
     Ok((passed, more))
 }

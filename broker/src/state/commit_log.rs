@@ -9,14 +9,19 @@
 //! Invariants: reads never pass [`CommitLogFiles::max_offset`], the end of the last *applied* entry
 //! (RocketMQ's `DLedgerCommitLog.getMaxOffset()` = committed position), so a consumer never sees an
 //! uncommitted byte; a read inside a deleted segment is `None` (MESSAGE_WAS_REMOVING), never an error.
+//! A read the OS refused (EIO, EMFILE, ...) is an error instead ([`CommitLogReader::try_read`],
+//! [`RecordAtError::Unreadable`]), counted and logged: the record is there, so whoever needs it
+//! (delayed delivery, the transaction check) retries later instead of skipping it for good.
 
 use std::collections::HashMap;
 use std::fs::File;
+use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicI64;
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
@@ -39,6 +44,10 @@ pub struct CommitLogFiles {
     segment_size: u64,
     committed_end: AtomicI64,
     files: Mutex<HashMap<u64, Arc<File>>>,
+    /// Reads failed with an I/O error so far (`/metrics`).
+    read_errors: AtomicU64,
+    /// Failure injection (tests, fault harnesses): while set, every read fails with this kind.
+    injected_read_error: Mutex<Option<io::ErrorKind>>,
 }
 
 impl CommitLogFiles {
@@ -50,7 +59,20 @@ impl CommitLogFiles {
             segment_size,
             committed_end: AtomicI64::new(0),
             files: Mutex::new(HashMap::new()),
+            read_errors: AtomicU64::new(0),
+            injected_read_error: Mutex::new(None),
         }
+    }
+
+    /// Makes every read fail with `kind` (an EIO or EMFILE stand-in) until called with `None`:
+    /// the seam through which tests inject a transient read failure.
+    pub fn inject_read_errors(&self, kind: Option<io::ErrorKind>) {
+        *self.injected_read_error.lock().unwrap_or_else(|p| p.into_inner()) = kind;
+    }
+
+    /// Reads failed with an I/O error so far.
+    pub fn read_errors(&self) -> u64 {
+        self.read_errors.load(Ordering::Relaxed)
     }
 
     /// Raises the committed end to `end` (apply calls it with the end of each applied entry).
@@ -63,10 +85,12 @@ impl CommitLogFiles {
         self.files.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
-    fn segment(&self, base: u64) -> Option<Arc<File>> {
+    /// The segment at `base`: `Ok(None)` when it does not exist (deleted), `Err` when it could
+    /// not be opened (EMFILE, EIO, ...).
+    fn segment(&self, base: u64) -> io::Result<Option<Arc<File>>> {
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(f) = files.get(&base) {
-            return Some(Arc::clone(f));
+            return Ok(Some(Arc::clone(f)));
         }
         let path = self.dir.join(format!("{base:020}"));
         match File::open(&path) {
@@ -76,14 +100,21 @@ impl CommitLogFiles {
                 }
                 let f = Arc::new(f);
                 files.insert(base, Arc::clone(&f));
-                Some(f)
+                Ok(Some(f))
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => {
-                warn!(path = %path.display(), error = %e, "cannot open CommitLog segment");
-                None
-            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io::Error::new(e.kind(), format!("open {}: {e}", path.display()))),
         }
+    }
+
+    fn read_at(&self, base: u64, start: u64, len: u64) -> io::Result<Option<Bytes>> {
+        if let Some(kind) = *self.injected_read_error.lock().unwrap_or_else(|p| p.into_inner()) {
+            return Err(io::Error::new(kind, "injected CommitLog read failure"));
+        }
+        let Some(file) = self.segment(base)? else { return Ok(None) };
+        let mut buf = vec![0u8; usize::try_from(len).map_err(io::Error::other)?];
+        file.read_exact_at(&mut buf, start - base)?;
+        Ok(Some(Bytes::from(buf)))
     }
 }
 
@@ -93,26 +124,26 @@ impl CommitLogReader for CommitLogFiles {
     }
 
     fn read(&self, phy_offset: i64, size: i32) -> Option<Bytes> {
-        let start = u64::try_from(phy_offset).ok()?;
-        let len = u64::try_from(size).ok().filter(|l| *l > 0)?;
-        let end = start.checked_add(len)?;
-        if i64::try_from(end).ok()? > self.max_offset() {
-            return None;
-        }
+        self.try_read(phy_offset, size).ok().flatten()
+    }
+
+    fn try_read(&self, phy_offset: i64, size: i32) -> io::Result<Option<Bytes>> {
+        let Some((start, len)) = u64::try_from(phy_offset).ok().zip(u64::try_from(size).ok().filter(|l| *l > 0)) else {
+            return Ok(None);
+        };
+        let Some(end) = start.checked_add(len).filter(|e| i64::try_from(*e).is_ok_and(|e| e <= self.max_offset()))
+        else {
+            return Ok(None);
+        };
         let base = start - start % self.segment_size;
         // A record never straddles two segments (the store's roll rule).
         if end > base + self.segment_size {
-            return None;
+            return Ok(None);
         }
-        let file = self.segment(base)?;
-        let mut buf = vec![0u8; usize::try_from(len).ok()?];
-        match file.read_exact_at(&mut buf, start - base) {
-            Ok(()) => Some(Bytes::from(buf)),
-            Err(e) => {
-                warn!(phy_offset, size, error = %e, "CommitLog read failed");
-                None
-            }
-        }
+        self.read_at(base, start, len).inspect_err(|e| {
+            self.read_errors.fetch_add(1, Ordering::Relaxed);
+            warn!(phy_offset, size, error = %e, "CommitLog read failed; the record is there, retry later");
+        })
     }
 
     fn roll_next_file(&self, phy_offset: i64) -> i64 {
@@ -127,6 +158,14 @@ pub enum RecordAtError {
     /// Negative, beyond the committed end, or in a segment that no longer exists.
     #[error("no committed data at offset {0}")]
     NoData(i64),
+    /// The record may be there but could not be read now (EIO, EMFILE, ...): try again later.
+    #[error("cannot read offset {offset} now: {reason}")]
+    Unreadable {
+        /// The offset asked for.
+        offset: i64,
+        /// The I/O error.
+        reason: String,
+    },
     /// Bytes are there but they are not a whole message record starting at this offset.
     #[error("offset {offset} is not the start of a message: {reason}")]
     NotARecord {
@@ -140,14 +179,18 @@ pub enum RecordAtError {
 /// The record starting at `offset` in the committed CommitLog, checked: TOTALSIZE within the frame
 /// limit, magic code, body CRC, and PHYSICALOFFSET equal to `offset`.
 pub fn record_at(log: &impl CommitLogReader, offset: i64) -> Result<Bytes, RecordAtError> {
-    let head = log.read(offset, 4).ok_or(RecordAtError::NoData(offset))?;
+    let unreadable = |e: io::Error| RecordAtError::Unreadable { offset, reason: e.to_string() };
+    let head = log.try_read(offset, 4).map_err(unreadable)?.ok_or(RecordAtError::NoData(offset))?;
     let not_a_record = |reason: String| RecordAtError::NotARecord { offset, reason };
     let size_word: [u8; 4] = head.as_ref().try_into().map_err(|_| not_a_record("short read".into()))?;
     let size = i32::from_be_bytes(size_word);
     if size <= 4 || size as usize > FRAME_SIZE_MAX_BYTES {
         return Err(not_a_record(format!("TOTALSIZE {size}")));
     }
-    let bytes = log.read(offset, size).ok_or_else(|| not_a_record(format!("TOTALSIZE {size} runs past the data")))?;
+    let bytes = log
+        .try_read(offset, size)
+        .map_err(unreadable)?
+        .ok_or_else(|| not_a_record(format!("TOTALSIZE {size} runs past the data")))?;
     let record = parse_record(&bytes, DecodeOptions::verify_crc()).map_err(|e| not_a_record(e.to_string()))?;
     if record.commit_log_offset != offset || record.total_size != bytes.len() {
         return Err(not_a_record(format!("the record there says PHYSICALOFFSET {}", record.commit_log_offset)));
@@ -177,5 +220,25 @@ mod tests {
         assert_eq!(log.read(4196, 0), None);
         assert_eq!(log.roll_next_file(4196), 8192);
         assert_eq!(log.roll_next_file(0), 4096);
+    }
+
+    /// Hole 5 of issue 31: an I/O error (EMFILE, EIO) read as `None`, "not there", so what needed
+    /// the record skipped it for good. It is an error, counted, and the record reads once it clears.
+    #[test]
+    fn hole5_a_read_error_is_not_a_missing_record() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(COMMITLOG_DIR)).unwrap();
+        std::fs::write(dir.path().join(COMMITLOG_DIR).join(format!("{:020}", 0)), vec![7u8; 4096]).unwrap();
+        let log = CommitLogFiles::new(dir.path(), 4096);
+        log.advance_committed_end(4096);
+        log.inject_read_errors(Some(io::ErrorKind::Other));
+        assert!(log.try_read(0, 4).is_err(), "a failed read is an error");
+        assert_eq!(log.try_read(4095, 4).unwrap(), None, "past the end is still not there, not an error");
+        assert!(matches!(record_at(&log, 0), Err(RecordAtError::Unreadable { offset: 0, .. })));
+        assert_eq!(log.read_errors(), 2);
+        log.inject_read_errors(None);
+        assert_eq!(log.try_read(0, 4).unwrap().as_deref(), Some(&[7u8; 4][..]));
+        assert!(matches!(record_at(&log, 0), Err(RecordAtError::NotARecord { .. })));
+        assert_eq!(log.read_errors(), 2);
     }
 }

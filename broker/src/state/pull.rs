@@ -25,7 +25,10 @@
 //!
 //! Differences from 4.9.8, deliberate: the tag of each record read is re-checked exactly
 //! ([`MessageFilter::matches_tag`]) so hash collisions are dropped here rather than by the client (same
-//! consumer-visible result, same nextBeginOffset); `suggestWhichBrokerId` is always 0 (no slave reads).
+//! consumer-visible result, same nextBeginOffset); `suggestWhichBrokerId` is always 0 (no slave reads);
+//! a record that could not be read now (EIO, EMFILE: [`CommitLogReader::try_read`] fails) ends the
+//! scan before it, so nextBeginOffset never passes it (NO_MATCHED_MESSAGE when nothing was read:
+//! the consumer asks again), where 4.9.8 would treat it as a removed segment and skip it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -87,8 +90,14 @@ impl QueueUnits for ConsumeQueue {
 pub trait CommitLogReader {
     /// Committed end (`getMaxOffset`): reads never pass it.
     fn max_offset(&self) -> i64;
-    /// The record of `size` bytes at `phy_offset`, or `None` when its segment was deleted.
+    /// The record of `size` bytes at `phy_offset`, or `None` when its segment was deleted (or it
+    /// could not be read: [`Self::try_read`] tells the two apart).
     fn read(&self, phy_offset: i64, size: i32) -> Option<Bytes>;
+    /// As [`Self::read`], but a read that failed (EIO, EMFILE, ...) is an error, not `None`:
+    /// `Ok(None)` means the bytes are not there (beyond the committed end, segment deleted).
+    fn try_read(&self, phy_offset: i64, size: i32) -> std::io::Result<Option<Bytes>> {
+        Ok(self.read(phy_offset, size))
+    }
     /// Start of the segment after the one holding `phy_offset` (`rollNextFile`).
     fn roll_next_file(&self, phy_offset: i64) -> i64;
 }
@@ -439,12 +448,21 @@ fn collect(
             }
             continue;
         }
-        let Some(record) = log.read(unit.phy_offset, unit.size) else {
-            if result.buffer_total_size == 0 {
-                status = GetMessageStatus::MessageWasRemoving;
+        let record = match log.try_read(unit.phy_offset, unit.size) {
+            Ok(Some(record)) => record,
+            Ok(None) => {
+                if result.buffer_total_size == 0 {
+                    status = GetMessageStatus::MessageWasRemoving;
+                }
+                next_phy_file_start = log.roll_next_file(unit.phy_offset);
+                continue;
             }
-            next_phy_file_start = log.roll_next_file(unit.phy_offset);
-            continue;
+            Err(_) => {
+                // Could not be read now (logged and counted by the reader): the pull ends before
+                // this unit, so the consumer asks for it again instead of moving past it.
+                scanned -= 1;
+                break;
+            }
         };
         if !request.filter.matches_record(&record) {
             if result.buffer_total_size == 0 {
@@ -629,12 +647,14 @@ mod tests {
         }
     }
 
-    /// A CommitLog in memory: records by phy offset; segments of `segment` bytes below `min_phy` are gone.
+    /// A CommitLog in memory: records by phy offset; segments of `segment` bytes below `min_phy` are
+    /// gone; reads at or above `failing_from` fail with an I/O error.
     struct FakeLog {
         records: BTreeMap<i64, Bytes>,
         max: i64,
         min_phy: i64,
         segment: i64,
+        failing_from: i64,
     }
 
     impl CommitLogReader for FakeLog {
@@ -642,10 +662,16 @@ mod tests {
             self.max
         }
         fn read(&self, phy: i64, size: i32) -> Option<Bytes> {
-            if phy < self.min_phy {
-                return None;
+            self.try_read(phy, size).ok().flatten()
+        }
+        fn try_read(&self, phy: i64, size: i32) -> std::io::Result<Option<Bytes>> {
+            if phy >= self.failing_from {
+                return Err(std::io::Error::other("injected EIO"));
             }
-            self.records.get(&phy).filter(|b| b.len() == size as usize).cloned()
+            if phy < self.min_phy {
+                return Ok(None);
+            }
+            Ok(self.records.get(&phy).filter(|b| b.len() == size as usize).cloned())
         }
         fn roll_next_file(&self, phy: i64) -> i64 {
             phy + self.segment - phy % self.segment
@@ -677,7 +703,10 @@ mod tests {
             records.insert(phy, bytes);
         }
         let max = 1000 * (tags.len() as i64 + 2);
-        (FakeQueue::new(min, &units, per_file), FakeLog { records, max, min_phy: 0, segment: 4000 })
+        (
+            FakeQueue::new(min, &units, per_file),
+            FakeLog { records, max, min_phy: 0, segment: 4000, failing_from: i64::MAX },
+        )
     }
 
     fn filter(tags: &[&str]) -> MessageFilter {
@@ -987,6 +1016,25 @@ mod tests {
         let r = pull(Some(&q), &log, 0, 32, &MessageFilter::all(), true);
         assert_eq!((r.status, r.next_begin_offset), (GetMessageStatus::MessageWasRemoving, 5));
         assert_eq!(pull_outcome(&r, 0, SUSPEND, 15_000, &LEADER).code, ResponseCode::PullRetryImmediately);
+    }
+
+    /// Hole 5 of issue 31: a record that could not be read (EIO, EMFILE) read as a removed segment,
+    /// and the pull's next offset moved past it and the rest of its segment: the consumer skipped
+    /// acknowledged messages. The pull stops before it and the consumer asks again.
+    #[test]
+    fn hole5_a_pull_never_moves_past_a_record_it_could_not_read() {
+        let (q, mut log) = fixture(0, &["a", "b", "a", "a", "a"], 100);
+        log.failing_from = 3000;
+        let r = pull(Some(&q), &log, 0, 32, &filter(&["a"]), true);
+        assert_eq!(r.status, GetMessageStatus::Found);
+        assert_eq!(r.messages, vec![log.records[&1000].clone()]);
+        assert_eq!(r.next_begin_offset, 2, "the filtered unit is passed, the unread one is not");
+        let r = pull(Some(&q), &log, 2, 32, &MessageFilter::all(), true);
+        assert_eq!((r.status, r.next_begin_offset), (GetMessageStatus::NoMatchedMessage, 2));
+        assert_eq!(pull_outcome(&r, 2, SUSPEND, 15_000, &LEADER).code, ResponseCode::PullRetryImmediately);
+        log.failing_from = i64::MAX;
+        let r = pull(Some(&q), &log, 2, 32, &MessageFilter::all(), true);
+        assert_eq!((r.status, r.messages.len(), r.next_begin_offset), (GetMessageStatus::Found, 3, 5));
     }
 
     #[test]

@@ -48,6 +48,7 @@ use std::sync::Mutex;
 use std::sync::MutexGuard;
 use std::sync::RwLock;
 use std::sync::RwLockReadGuard;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 
@@ -234,6 +235,8 @@ pub struct MessageStore {
     long_poll: Mutex<LongPollRegistry<oneshot::Sender<()>>>,
     topic_generation: AtomicU64,
     failed: Mutex<Option<String>>,
+    /// `failed` is set: raft asks after every applied entry, so the healthy answer takes no lock.
+    has_failed: AtomicBool,
     retention: Mutex<RetentionState>,
     boundary: watch::Sender<Option<RetentionBoundary>>,
     /// The last replicated plain ACL edit, for the task that puts it in force (`crate::acl`).
@@ -275,6 +278,7 @@ impl MessageStore {
             long_poll: Mutex::new(LongPollRegistry::default()),
             topic_generation: AtomicU64::new(0),
             failed: Mutex::new(None),
+            has_failed: AtomicBool::new(false),
             retention: Mutex::new(RetentionState::default()),
             boundary: watch::channel(None).0,
             acl_document: watch::channel(None).0,
@@ -365,6 +369,9 @@ impl MessageStore {
 
     /// Why apply failed on local storage, if it did (the replica must stop serving).
     pub fn failure(&self) -> Option<String> {
+        if !self.has_failed.load(Ordering::Acquire) {
+            return None;
+        }
         unpoison(self.failed.lock()).clone()
     }
 
@@ -421,9 +428,12 @@ impl MessageStore {
         }
     }
 
+    /// Raft stops this replica when an apply leaves this set (`ApplyHandler::failure`): no
+    /// checkpoint or snapshot is taken past the failed entry, and a restart re-applies it.
     fn mark_failed(&self, why: String) {
         error!(%why, "applying to local storage failed; this replica must stop serving");
         unpoison(self.failed.lock()).get_or_insert(why);
+        self.has_failed.store(true, Ordering::Release);
     }
 
     fn set_applied(&self, log_id: &LogId) {
@@ -762,6 +772,10 @@ impl ApplyHandler for MessageStore {
 
     fn apply_other(&self, log_id: LogId) {
         self.set_applied(&log_id);
+    }
+
+    fn failure(&self) -> Option<String> {
+        MessageStore::failure(self)
     }
 
     fn build_manifest(&self, applied: LogId) -> io::Result<Option<(LogId, Bytes)>> {

@@ -47,7 +47,10 @@
 //! - For [`raftmq_common::limits::TRANSACTION_NO_PRODUCER_GRACE_MS`] after a leader starts, a due half whose producer group
 //!   has not connected to it holds the round (its producers are still finding the new leader);
 //!   after that, as in Java, a check with nobody to ask still counts.
-//! - Disk input never panics the service: an unreadable half or op is skipped with a warning.
+//! - Disk input never panics the service: a half or op that is gone or not a record is skipped with
+//!   a warning. One that could not be read now (EIO, EMFILE: [`RecordAtError::Unreadable`]) is not
+//!   skipped: reading stops before it and the round retries after a backoff, so no half loses its
+//!   check (and no op its END) to a transient error.
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
@@ -76,6 +79,7 @@ use tracing::debug;
 use tracing::info;
 use tracing::warn;
 
+use crate::state::commit_log::RecordAtError;
 use crate::state::commit_log::record_at;
 use crate::state::consume_queue::CqUnit;
 use crate::state::real_queue::RestoreError;
@@ -433,19 +437,27 @@ impl LeaderView {
             return true;
         }
         let units = read_units(store, RMQ_SYS_TRANS_OP_HALF_TOPIC, from_u, TRANSACTION_OP_READ_BATCH_MAX_COUNT);
+        let mut read = 0;
         for (i, unit) in units.iter().enumerate() {
             let op_offset = from + i as i64;
             let halves = match read_message(store, unit) {
                 Ok(op) if op.message.tags() == Some(REMOVE_TAG) => parse_op_body(&op.message.body),
                 Ok(_) => Vec::new(),
+                Err(e @ RecordAtError::Unreadable { .. }) => {
+                    // Not read: this op and the ones after it are read again next time.
+                    warn!(op_offset, error = %e, "transaction op cannot be read now; retrying later");
+                    self.op_read_next = op_offset;
+                    return false;
+                }
                 Err(e) => {
                     warn!(op_offset, error = %e, "transaction op unreadable; skipped");
                     Vec::new()
                 }
             };
             self.note_ended(op_offset, &halves);
+            read = i + 1;
         }
-        self.op_read_next = from + units.len() as i64;
+        self.op_read_next = from + read as i64;
         u64::try_from(self.op_read_next).is_ok_and(|n| n >= max)
     }
 
@@ -621,16 +633,19 @@ pub(crate) fn read_units(store: &MessageStore, topic: &str, from: u64, max: usiz
     }
 }
 
-pub(crate) fn read_message(store: &MessageStore, unit: &CqUnit) -> Result<MessageExt, String> {
+pub(crate) fn read_message(store: &MessageStore, unit: &CqUnit) -> Result<MessageExt, RecordAtError> {
     if !unit.is_message() {
-        return Err("not a message unit".into());
+        return Err(RecordAtError::NotARecord { offset: unit.phy_offset, reason: "not a message unit".into() });
     }
     read_at(store, unit.phy_offset)
 }
 
-pub(crate) fn read_at(store: &MessageStore, phy_offset: i64) -> Result<MessageExt, String> {
-    let bytes = record_at(store.commit_log(), phy_offset).map_err(|e| e.to_string())?;
-    decode_record_bytes(&bytes, DecodeOptions::default()).map(|(m, _)| m).map_err(|e| e.to_string())
+/// The message at `phy_offset`; [`RecordAtError::Unreadable`] when it could not be read now.
+pub(crate) fn read_at(store: &MessageStore, phy_offset: i64) -> Result<MessageExt, RecordAtError> {
+    let bytes = record_at(store.commit_log(), phy_offset)?;
+    decode_record_bytes(&bytes, DecodeOptions::default())
+        .map(|(m, _)| m)
+        .map_err(|e| RecordAtError::NotARecord { offset: phy_offset, reason: e.to_string() })
 }
 
 /// The root of `half`'s chain, trusted only when the record at the claimed root is the same
