@@ -42,7 +42,6 @@ use std::future::Future;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::MutexGuard;
 use std::sync::atomic::AtomicU8;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -85,6 +84,7 @@ use raftmq_common::protocol::header::send::SendMessageRequestHeaderV2;
 use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::RemotingClient;
 use raftmq_common::remoting::processor_fn;
+use raftmq_common::sync::lock;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -1296,11 +1296,6 @@ fn mq_label(mq: &MessageQueue) -> String {
 
 fn remaining(deadline: Instant) -> Duration {
     deadline.saturating_duration_since(Instant::now())
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Each critical section is one call on a self-contained value; a poisoned one is still usable.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

@@ -50,6 +50,7 @@ use raftmq_common::protocol::body::route::MASTER_ID;
 use raftmq_common::protocol::body::route::TopicRouteData;
 use raftmq_common::protocol::body::topic::perm;
 use raftmq_common::protocol::header::namesrv::GetRouteInfoRequestHeader;
+use raftmq_common::sync::lock;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -570,11 +571,6 @@ fn replace_group(route: &mut TopicRouteData, bd: &BrokerData) -> bool {
         }
         _ => false,
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Critical sections are plain map updates that cannot leave the state half-written.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

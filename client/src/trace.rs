@@ -50,6 +50,7 @@ use raftmq_common::message::trace::TraceContext;
 use raftmq_common::message::trace::TraceType;
 use raftmq_common::message::trace::encode_into;
 use raftmq_common::message::validate::validate_topic;
+use raftmq_common::sync::lock;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -131,10 +132,6 @@ impl std::fmt::Debug for TraceDispatcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TraceDispatcher").field("topic", &self.topic).finish_non_exhaustive()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl TraceDispatcher {

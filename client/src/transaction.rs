@@ -45,7 +45,6 @@ use std::panic::catch_unwind;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::MutexGuard;
 use std::sync::Weak;
 use std::time::Duration;
 
@@ -68,6 +67,7 @@ use raftmq_common::remoting::Connection;
 use raftmq_common::remoting::ConnectionContext;
 use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::processor_fn;
+use raftmq_common::sync::lock;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -452,11 +452,6 @@ fn run_listener(what: &str, call: impl FnOnce() -> LocalTransactionState) -> (Lo
             (LocalTransactionState::Unknown, Some(format!("{what} exception: {text}")))
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Each critical section is a take/put of an Option; a poisoned one is still consistent.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

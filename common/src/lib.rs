@@ -24,3 +24,4 @@ pub mod message;
 pub mod protocol;
 #[cfg(feature = "remoting")]
 pub mod remoting;
+pub mod sync;

@@ -13,7 +13,6 @@
 use std::collections::BTreeSet;
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::MutexGuard;
 
 use raftmq_common::limits::BROKER_CLIENT_CHANNEL_EXPIRED_MS;
 use raftmq_common::limits::BROKER_REBALANCE_LOCK_MAX_LIVE_MS;
@@ -27,6 +26,7 @@ use raftmq_common::protocol::body::heartbeat::MessageModel;
 use raftmq_common::protocol::body::heartbeat::SubscriptionData;
 use raftmq_common::protocol::body::message_queue::MessageQueue;
 use raftmq_common::remoting::Connection;
+use raftmq_common::sync::lock;
 
 /// One client connection of a group.
 #[derive(Debug, Clone)]
@@ -89,10 +89,6 @@ pub struct ClientManager {
     locks: Mutex<HashMap<String, QueueLocks>>,
     /// Rotates [`ClientManager::producer_connection`]'s choice.
     producer_turn: std::sync::atomic::AtomicUsize,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl ClientManager {

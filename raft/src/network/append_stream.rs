@@ -19,9 +19,10 @@
 //! `APPEND_STREAM_IDLE_MAX_MS`) ends the stream: its waiting requests are refused and the
 //! sender opens a new stream. At most `APPEND_STREAMS_MAX_COUNT` streams live at once.
 
+use raftmq_common::sync::lock;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -89,11 +90,6 @@ impl StreamState {
 }
 
 type Slot = Arc<Mutex<StreamState>>;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every critical section leaves the state consistent (single inserts/removes).
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// Counts since the node started (monitoring and tests).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

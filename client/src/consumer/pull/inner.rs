@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::MutexGuard;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::AtomicU8;
 use std::sync::atomic::AtomicU64;
@@ -21,6 +20,7 @@ use raftmq_common::protocol::body::consumer_running_info::ConsumerRunningInfo;
 use raftmq_common::protocol::body::consumer_running_info::ProcessQueueInfo;
 use raftmq_common::protocol::body::heartbeat::ConsumeType;
 use raftmq_common::protocol::body::heartbeat::SubscriptionData;
+pub(super) use raftmq_common::sync::lock;
 use tokio::sync::Notify;
 use tokio::sync::mpsc;
 use tokio::sync::watch;
@@ -88,11 +88,6 @@ pub(super) struct LiteInner {
     pub(super) epoch: Instant,
     /// The trace dispatcher, with `enable_msg_trace`.
     pub(super) trace: Option<Arc<TraceDispatcher>>,
-}
-
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Critical sections are single assignments; a poisoned value is still consistent.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl LiteInner {

@@ -9,7 +9,6 @@ use std::collections::BTreeSet;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::MutexGuard;
 use std::sync::atomic::AtomicU8;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -28,6 +27,7 @@ use raftmq_common::protocol::body::heartbeat::ConsumeType;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
 use raftmq_common::protocol::body::heartbeat::MessageModel;
 use raftmq_common::protocol::body::heartbeat::SubscriptionData;
+pub(super) use raftmq_common::sync::lock;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -83,11 +83,6 @@ pub(super) struct PushInner {
     pub(super) topic_stats: TopicRates,
     /// The trace dispatcher, with `enable_msg_trace`.
     pub(super) trace: Option<Arc<TraceDispatcher>>,
-}
-
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Critical sections are single map operations; a poisoned map is still consistent.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl PushInner {
