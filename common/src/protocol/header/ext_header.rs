@@ -176,7 +176,8 @@ pub(crate) mod testing {
             impl Spell for $t {
                 fn spell(&self, choice: usize, key: &'static str, fields: &mut ExtFields) -> Self {
                     // Integer.parseInt / Long.parseLong take an explicit leading `+`.
-                    let raw = if choice % 2 == 1 && *self >= 0 { format!("+{self}") } else { self.to_string() };
+                    let decimal = self.to_string();
+                    let raw = if choice % 2 == 1 && !decimal.starts_with('-') { format!("+{decimal}") } else { decimal };
                     put_raw(fields, key, &raw);
                     *self
                 }

@@ -286,7 +286,9 @@ mod tests {
         assert!(!header.is_unit_mode());
 
         // Boolean.parseBoolean, field by field: only "true" in any case is true; "1" is false.
-        for (raw, unit_mode) in [("0", false), ("1", false), ("TRUE", true), ("true", true), ("False", false), ("", false)] {
+        for (raw, unit_mode) in
+            [("0", false), ("1", false), ("TRUE", true), ("true", true), ("False", false), ("", false)]
+        {
             let mut fields = java_v2_fields();
             fields.insert("k".into(), raw.into());
             let header = SendMessageRequestHeaderV2::read_ext_fields(&fields).expect("never refused");
