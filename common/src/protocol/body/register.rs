@@ -30,7 +30,6 @@ use thiserror::Error;
 
 use super::BodyError;
 use super::JsonBody;
-use super::decode_lenient;
 use super::route::BrokerData;
 use super::topic::DataVersion;
 use super::topic::TopicConfig;
@@ -164,7 +163,8 @@ impl RegisterBrokerBody {
             let config = parse_topic_entry(cursor.part("topicConfig")?)?;
             topic_config_table.insert(config.topic_name.clone(), config);
         }
-        let filter_server_list = decode_lenient(cursor.part("filterServerList")?, "filterServerList")?;
+        let filter_server_list = serde_json::from_slice(cursor.part("filterServerList")?)
+            .map_err(|source| BodyError::Json { body: "filterServerList", source })?;
         Ok(RegisterBrokerBody {
             filter_server_list,
             topic_config_serialize_wrapper: TopicConfigSerializeWrapper { data_version, topic_config_table },
