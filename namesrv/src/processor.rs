@@ -57,6 +57,7 @@ use raftmq_common::protocol::header::namesrv::UnregisterBrokerRequestHeader;
 use raftmq_common::protocol::header::namesrv::WipeWritePermOfBrokerRequestHeader;
 use raftmq_common::protocol::header::namesrv::WipeWritePermOfBrokerResponseHeader;
 use raftmq_common::remoting::ConnectionContext;
+use raftmq_common::remoting::RefusalLog;
 use raftmq_common::remoting::RequestProcessor;
 
 use crate::config::NamesrvConfig;
@@ -102,6 +103,8 @@ pub struct NamesrvProcessor {
     config: RwLock<NamesrvConfig>,
     /// Liveness runs on a monotonic clock: ms since this instant.
     epoch: Instant,
+    /// Refused requests, logged once per connection and code.
+    refusals: RefusalLog,
 }
 
 /// An error answer: its code and remark.
@@ -150,6 +153,7 @@ impl NamesrvProcessor {
             kv: RwLock::new(kv),
             config: RwLock::new(config.clone()),
             epoch: Instant::now(),
+            refusals: RefusalLog::default(),
         }
     }
 
@@ -457,7 +461,9 @@ impl NamesrvProcessor {
 /// The transport entry point: every served code goes through [`NamesrvProcessor::handle`].
 impl RequestProcessor for NamesrvProcessor {
     async fn process(&self, ctx: ConnectionContext, request: RemotingCommand) -> Option<RemotingCommand> {
-        Some(self.handle(Some(ctx.connection_id()), &request))
+        let response = self.handle(Some(ctx.connection_id()), &request);
+        self.refusals.note(&ctx, &request, &response);
+        Some(response)
     }
 }
 

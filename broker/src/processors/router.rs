@@ -19,6 +19,7 @@ use std::sync::Arc;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::remoting::ConnectionContext;
+use raftmq_common::remoting::RefusalLog;
 use raftmq_common::remoting::RequestProcessor;
 
 use crate::context::BrokerContext;
@@ -109,6 +110,8 @@ pub struct BrokerProcessor {
     client: Arc<ClientHandles>,
     admin: Arc<AdminHandles>,
     acl: Arc<AclHandles>,
+    /// Refused requests, logged once per connection and code.
+    refusals: Arc<RefusalLog>,
 }
 
 impl BrokerProcessor {
@@ -125,7 +128,7 @@ impl BrokerProcessor {
             store: Arc::clone(&ctx.store),
             forwarder: ctx.forwarder.clone(),
         });
-        BrokerProcessor { ctx, send, pull, client, admin, acl }
+        BrokerProcessor { ctx, send, pull, client, admin, acl, refusals: Arc::new(RefusalLog::default()) }
     }
 }
 
@@ -199,99 +202,102 @@ fn send_handles(ctx: &BrokerContext) -> SendHandles {
 
 impl RequestProcessor for BrokerProcessor {
     async fn process(&self, conn: ConnectionContext, request: RemotingCommand) -> Option<RemotingCommand> {
+        let response = self.answer(&conn, &request).await;
+        self.refusals.note(&conn, &request, &response);
+        Some(response)
+    }
+}
+
+impl BrokerProcessor {
+    /// The response to `request`, refusals included.
+    async fn answer(&self, conn: &ConnectionContext, request: &RemotingCommand) -> RemotingCommand {
         let ctx = &self.ctx;
         if let Some(acl) = &ctx.acl
-            && let Err(denied) = acl.check(&request, conn.peer_addr().ip())
+            && let Err(denied) = acl.check(request, conn.peer_addr().ip())
         {
             tracing::debug!(peer = %conn.peer_addr(), code = request.code, reason = %denied, "refused by the plain ACL");
             // Java answers an AclException from its RPC hook with SYSTEM_ERROR and the message.
-            return Some(RemotingCommand::response(
+            return RemotingCommand::response(
                 raftmq_common::protocol::ResponseCode::SystemError,
                 Some(format!("AclException: {denied}")),
-            ));
+            );
         }
         let result = match request.request_code() {
             RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
-                Ok(send::process_send(&self.send, conn.peer_addr(), &request).await)
+                Ok(send::process_send(&self.send, conn.peer_addr(), request).await)
             }
             RequestCode::SendReplyMessage | RequestCode::SendReplyMessageV2 => {
-                Ok(crate::processors::reply::process_reply(&self.send, conn.peer_addr(), &request).await)
+                Ok(crate::processors::reply::process_reply(&self.send, conn.peer_addr(), request).await)
             }
-            RequestCode::CheckClientConfig => client_manage::check_client_config(&self.client, &request),
+            RequestCode::CheckClientConfig => client_manage::check_client_config(&self.client, request),
             RequestCode::EndTransaction => {
-                Ok(crate::processors::end_transaction::end_transaction(&self.send, &request).await)
+                Ok(crate::processors::end_transaction::end_transaction(&self.send, request).await)
             }
             RequestCode::ResumeCheckHalfMessage => {
-                Ok(crate::processors::end_transaction::resume_check_half_message(&self.send, &request).await)
+                Ok(crate::processors::end_transaction::resume_check_half_message(&self.send, request).await)
             }
-            RequestCode::ConsumerSendMsgBack => Ok(send_back::consumer_send_back(&self.send, &request).await),
-            RequestCode::PullMessage => Ok(pull::process_pull(&self.pull, &request).await),
-            RequestCode::HeartBeat => client_manage::heart_beat(&self.client, &conn, &request),
-            RequestCode::UnregisterClient => client_manage::unregister_client(&self.client, &conn, &request),
-            RequestCode::GetConsumerListByGroup => client_manage::consumer_list(&self.client, &request),
-            RequestCode::QueryConsumerOffset => client_manage::query_consumer_offset(&self.client, &request).await,
-            RequestCode::UpdateConsumerOffset => client_manage::update_consumer_offset(&self.client, &request).await,
-            RequestCode::LockBatchMq => client_manage::lock_batch(&self.client, &request),
-            RequestCode::UnlockBatchMq => client_manage::unlock_batch(&self.client, &request),
-            RequestCode::UpdateAndCreateTopic => admin::update_and_create_topic(&self.admin, &request).await,
+            RequestCode::ConsumerSendMsgBack => Ok(send_back::consumer_send_back(&self.send, request).await),
+            RequestCode::PullMessage => Ok(pull::process_pull(&self.pull, request).await),
+            RequestCode::HeartBeat => client_manage::heart_beat(&self.client, conn, request),
+            RequestCode::UnregisterClient => client_manage::unregister_client(&self.client, conn, request),
+            RequestCode::GetConsumerListByGroup => client_manage::consumer_list(&self.client, request),
+            RequestCode::QueryConsumerOffset => client_manage::query_consumer_offset(&self.client, request).await,
+            RequestCode::UpdateConsumerOffset => client_manage::update_consumer_offset(&self.client, request).await,
+            RequestCode::LockBatchMq => client_manage::lock_batch(&self.client, request),
+            RequestCode::UnlockBatchMq => client_manage::unlock_batch(&self.client, request),
+            RequestCode::UpdateAndCreateTopic => admin::update_and_create_topic(&self.admin, request).await,
             RequestCode::GetAllTopicConfig => admin::all_topic_config(&self.admin),
-            RequestCode::DeleteTopicInBroker => admin::delete_topic(&self.admin, &request).await,
-            RequestCode::UpdateAndCreateSubscriptiongroup => {
-                admin::update_and_create_group(&self.admin, &request).await
-            }
+            RequestCode::DeleteTopicInBroker => admin::delete_topic(&self.admin, request).await,
+            RequestCode::UpdateAndCreateSubscriptiongroup => admin::update_and_create_group(&self.admin, request).await,
             RequestCode::GetAllSubscriptiongroupConfig => admin::all_group_config(&self.admin),
-            RequestCode::DeleteSubscriptiongroup => admin::delete_group(&self.admin, &request).await,
+            RequestCode::DeleteSubscriptiongroup => admin::delete_group(&self.admin, request).await,
             RequestCode::GetAllConsumerOffset => admin::all_consumer_offset(&self.admin),
             RequestCode::GetAllDelayOffset => admin::all_delay_offset(&self.admin),
             RequestCode::GetSystemTopicListFromBroker => admin::system_topic_list(&self.admin),
-            RequestCode::GetMaxOffset => admin::max_offset(&self.admin, &request),
-            RequestCode::GetTopicStatsInfo => admin::topic_stats_info(&self.admin, &request),
+            RequestCode::GetMaxOffset => admin::max_offset(&self.admin, request),
+            RequestCode::GetTopicStatsInfo => admin::topic_stats_info(&self.admin, request),
             RequestCode::GetBrokerRuntimeInfo => admin::broker_runtime_info(&self.admin),
             RequestCode::GetBrokerConfig => admin::broker_config(&self.admin),
-            RequestCode::UpdateBrokerConfig => admin::update_broker_config(&self.admin, &request),
-            RequestCode::CloneGroupOffset => admin::clone_group_offset(&self.admin, &request).await,
-            RequestCode::GetBrokerConsumeStats => admin::broker_consume_stats(&self.admin, &request),
-            RequestCode::QueryTopicConsumeByWho => admin::topic_consume_by_who(&self.admin, &request),
-            RequestCode::QueryConsumeTimeSpan => admin::consume_time_span(&self.admin, &request),
-            RequestCode::QueryConsumeQueue => admin::query_consume_queue(&self.admin, &request),
+            RequestCode::UpdateBrokerConfig => admin::update_broker_config(&self.admin, request),
+            RequestCode::CloneGroupOffset => admin::clone_group_offset(&self.admin, request).await,
+            RequestCode::GetBrokerConsumeStats => admin::broker_consume_stats(&self.admin, request),
+            RequestCode::QueryTopicConsumeByWho => admin::topic_consume_by_who(&self.admin, request),
+            RequestCode::QueryConsumeTimeSpan => admin::consume_time_span(&self.admin, request),
+            RequestCode::QueryConsumeQueue => admin::query_consume_queue(&self.admin, request),
             RequestCode::DeleteExpiredCommitlog => admin::delete_expired_commit_log(&self.admin),
             RequestCode::CleanExpiredConsumequeue => admin::clean_expired_consume_queue(&self.admin),
-            RequestCode::ViewBrokerStatsData => admin::view_broker_stats_data(&self.admin, &request),
-            RequestCode::GetConsumeStats => admin::consume_stats(&self.admin, &request),
-            RequestCode::GetConsumerConnectionList => client_manage::consumer_connection_list(&self.client, &request),
-            RequestCode::GetProducerConnectionList => client_manage::producer_connection_list(&self.client, &request),
-            RequestCode::GetMinOffset => admin::min_offset(&self.admin, &request),
+            RequestCode::ViewBrokerStatsData => admin::view_broker_stats_data(&self.admin, request),
+            RequestCode::GetConsumeStats => admin::consume_stats(&self.admin, request),
+            RequestCode::GetConsumerConnectionList => client_manage::consumer_connection_list(&self.client, request),
+            RequestCode::GetProducerConnectionList => client_manage::producer_connection_list(&self.client, request),
+            RequestCode::GetMinOffset => admin::min_offset(&self.admin, request),
             RequestCode::QueryBrokerOffset => admin::broker_offset(&self.admin),
-            RequestCode::GetConsumerRunningInfo => client_manage::consumer_running_info(&self.client, &request).await,
-            RequestCode::ConsumeMessageDirectly => {
-                client_manage::consume_message_directly(&self.client, &request).await
-            }
-            RequestCode::InvokeBrokerToGetConsumerStatus => {
-                client_manage::consumer_status(&self.client, &request).await
-            }
+            RequestCode::GetConsumerRunningInfo => client_manage::consumer_running_info(&self.client, request).await,
+            RequestCode::ConsumeMessageDirectly => client_manage::consume_message_directly(&self.client, request).await,
+            RequestCode::InvokeBrokerToGetConsumerStatus => client_manage::consumer_status(&self.client, request).await,
             RequestCode::InvokeBrokerToResetOffset => {
-                Ok(crate::processors::offset_reset::invoke_broker_to_reset_offset(&self.client, &request).await)
+                Ok(crate::processors::offset_reset::invoke_broker_to_reset_offset(&self.client, request).await)
             }
-            RequestCode::SearchOffsetByTimestamp => query::search_offset_by_timestamp(&ctx.store, &request),
-            RequestCode::GetEarliestMsgStoretime => query::earliest_msg_storetime(&ctx.store, &request),
-            RequestCode::QueryMessage => query::query_message(&ctx.store, &request),
-            RequestCode::ViewMessageById => query::view_message_by_id(&ctx.store, &request),
-            RequestCode::RaftAddNode => admin::add_node(&self.admin, &request).await,
-            RequestCode::RaftRemoveNode => admin::remove_node(&self.admin, &request).await,
-            RequestCode::RaftTransferLeadership => admin::transfer_leadership(&self.admin, &request).await,
+            RequestCode::SearchOffsetByTimestamp => query::search_offset_by_timestamp(&ctx.store, request),
+            RequestCode::GetEarliestMsgStoretime => query::earliest_msg_storetime(&ctx.store, request),
+            RequestCode::QueryMessage => query::query_message(&ctx.store, request),
+            RequestCode::ViewMessageById => query::view_message_by_id(&ctx.store, request),
+            RequestCode::RaftAddNode => admin::add_node(&self.admin, request).await,
+            RequestCode::RaftRemoveNode => admin::remove_node(&self.admin, request).await,
+            RequestCode::RaftTransferLeadership => admin::transfer_leadership(&self.admin, request).await,
             RequestCode::RaftGroupStatus => admin::group_status(&self.admin),
-            RequestCode::RaftNodeRemoved => admin::node_removed(&self.admin, &request),
+            RequestCode::RaftNodeRemoved => admin::node_removed(&self.admin, request),
             RequestCode::UpdateAndCreateAclConfig => {
-                crate::processors::acl::update_and_create_acl_config(&self.acl, &request).await
+                crate::processors::acl::update_and_create_acl_config(&self.acl, request).await
             }
-            RequestCode::DeleteAclConfig => crate::processors::acl::delete_acl_config(&self.acl, &request).await,
+            RequestCode::DeleteAclConfig => crate::processors::acl::delete_acl_config(&self.acl, request).await,
             RequestCode::UpdateGlobalWhiteAddrsConfig => {
-                crate::processors::acl::update_global_white_addrs_config(&self.acl, &request).await
+                crate::processors::acl::update_global_white_addrs_config(&self.acl, request).await
             }
             RequestCode::GetBrokerClusterAclInfo => crate::processors::acl::broker_cluster_acl_info(&self.acl),
             RequestCode::GetBrokerClusterAclConfig => crate::processors::acl::broker_cluster_acl_config(&self.acl),
-            _ => Err(raftmq_common::remoting::processor::not_supported(&request)),
+            _ => Err(raftmq_common::remoting::processor::not_supported(request)),
         };
-        Some(result.unwrap_or_else(|refusal| refusal))
+        result.unwrap_or_else(|refusal| refusal)
     }
 }

@@ -17,6 +17,7 @@
 //! - [`server`]: [`RemotingServer`]: accept, dispatch, connection-closed hook, graceful shutdown.
 //! - [`client`]: [`RemotingClient`]: lazy connections per address, reconnect after failure.
 //! - [`error`]: [`RemotingError`], with `is_outcome_unknown()` and `is_retryable()`.
+//! - [`refusal_log`]: [`RefusalLog`], refused requests logged once per connection and code.
 
 pub mod client;
 pub mod close_reason;
@@ -25,6 +26,7 @@ pub mod connection;
 pub(crate) mod connection_tasks;
 pub mod error;
 pub mod processor;
+pub mod refusal_log;
 pub mod server;
 
 pub use client::RemotingClient;
@@ -40,5 +42,6 @@ pub use processor::ProcessorFn;
 pub use processor::ProcessorTable;
 pub use processor::RequestProcessor;
 pub use processor::processor_fn;
+pub use refusal_log::RefusalLog;
 pub use server::RemotingServer;
 pub use server::ServerOptions;

@@ -238,7 +238,8 @@ pub mod object_keys {
         fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
             let mut map = BTreeMap::new();
             while let Some(key) = access.next_key::<String>()? {
-                let key: K = serde_json::from_str(&key).map_err(serde::de::Error::custom)?;
+                let key: serde_json::Value = serde_json::from_str(&key).map_err(serde::de::Error::custom)?;
+                let key: K = crate::protocol::body::lenient::from_value(key).map_err(serde::de::Error::custom)?;
                 let value = access.next_value::<V>()?;
                 map.insert(key, value);
             }

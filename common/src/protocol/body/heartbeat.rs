@@ -310,4 +310,85 @@ pub(crate) mod tests {
         let json = r#"{"clientID":"c","consumerDataSet":[{"consumeType":"CONSUME_SIDEWAYS"}]}"#;
         assert!(HeartbeatData::decode(json.as_bytes()).is_err());
     }
+
+    /// The body of issue 30: numbers for the enums (ordinals), `subVersion` as a string.
+    const CPP_STYLE_HEARTBEAT: &str = r#"{"clientID":"10.0.0.9@cpp","consumerDataSet":[{"consumeFromWhere":1,"consumeType":1,"groupName":"g","messageModel":1,"subscriptionDataSet":[{"classFilterMode":false,"codeSet":[],"expressionType":"TAG","subString":"*","subVersion":"1733000000000","tagsSet":[],"topic":"T"}],"unitMode":false}],"producerDataSet":[]}"#;
+
+    /// What rocketmq-client-cpp 1.2.x `HeartbeatData::Encode` writes for a push consumer on `T` with
+    /// `TagA || TagB` plus its retry topic: JsonCpp `FastWriter` (keys sorted, trailing newline), enums
+    /// as ordinals, `subVersion` through `to_string`, no `unitMode`/`classFilterMode`/`expressionType`,
+    /// and an empty `tagsSet`/`codeSet` or `producerDataSet` left out (JsonCpp appends create them).
+    const CPP_1_2_PUSH_CONSUMER_HEARTBEAT: &str = concat!(
+        r#"{"clientID":"10.0.0.9@12345","consumerDataSet":[{"consumeFromWhere":4,"consumeType":1,"groupName":"GID_cpp","#,
+        r#""messageModel":1,"subscriptionDataSet":[{"codeSet":[2598919,2598920],"subString":"TagA || TagB","#,
+        r#""subVersion":"1733000000000","tagsSet":["TagA","TagB"],"topic":"T"},{"subString":"*","#,
+        r#""subVersion":"1733000000001","topic":"%RETRY%GID_cpp"}]}]}"#,
+        "\n"
+    );
+
+    #[test]
+    fn cpp_client_heartbeat_with_ordinals_and_string_sub_version_decodes() {
+        let hb = HeartbeatData::decode(CPP_STYLE_HEARTBEAT.as_bytes()).expect("the C++ heartbeat decodes");
+        let c = &hb.consumer_data_set[0];
+        assert_eq!(c.consume_from_where, ConsumeFromWhere::ConsumeFromLastOffsetAndFromMinWhenBootFirst);
+        assert_eq!(c.consume_type, ConsumeType::ConsumePassively);
+        assert_eq!(c.message_model, MessageModel::Clustering);
+        assert_eq!(c.subscription_data_set[0].sub_version, 1_733_000_000_000);
+        assert!(c.subscription_data_set[0].is_sub_all());
+
+        let hb =
+            HeartbeatData::decode(CPP_1_2_PUSH_CONSUMER_HEARTBEAT.as_bytes()).expect("the C++ 1.2 heartbeat decodes");
+        assert_eq!(hb.client_id, "10.0.0.9@12345");
+        assert!(hb.producer_data_set.is_empty());
+        let c = &hb.consumer_data_set[0];
+        assert_eq!(c.consume_from_where, ConsumeFromWhere::ConsumeFromFirstOffset);
+        assert_eq!(c.consume_type, ConsumeType::ConsumePassively);
+        assert_eq!(c.message_model, MessageModel::Clustering);
+        assert!(!c.unit_mode);
+        let sub = &c.subscription_data_set[0];
+        assert_eq!((sub.sub_version, sub.tags_set.len(), sub.expression_type.as_str()), (1_733_000_000_000, 2, "TAG"));
+        let retry = &c.subscription_data_set[1];
+        assert!(retry.is_sub_all() && retry.tags_set.is_empty() && retry.code_set.is_empty());
+        assert_eq!(retry.topic, "%RETRY%GID_cpp");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 256,
+            failure_persistence: None,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x4842_4f52_4449_4e41),
+            ..ProptestConfig::default()
+        })]
+
+        /// Every enum by name, by lower-case name or by ordinal, and `subVersion` as a number or a
+        /// string, decodes to the same heartbeat.
+        #[test]
+        fn enums_by_name_or_ordinal_and_numbers_as_strings_decode_alike(hb in arb_heartbeat(), picks in any::<u64>()) {
+            let mut value = serde_json::to_value(&hb).expect("serializes");
+            let mut pick = picks;
+            let mut next = || { pick = pick.rotate_left(7) ^ 0x9e37_79b9; pick % 3 };
+            for consumer in value["consumerDataSet"].as_array_mut().into_iter().flatten() {
+                for (key, names) in [
+                    ("consumeFromWhere", &["CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST", "CONSUME_FROM_MIN_OFFSET", "CONSUME_FROM_MAX_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP"][..]),
+                    ("consumeType", &["CONSUME_ACTIVELY", "CONSUME_PASSIVELY", "CONSUME_POP"][..]),
+                    ("messageModel", &["BROADCASTING", "CLUSTERING"][..]),
+                ] {
+                    let name = consumer[key].as_str().expect("a name").to_owned();
+                    let ordinal = names.iter().position(|n| *n == name).expect("a known name");
+                    consumer[key] = match next() {
+                        0 => serde_json::json!(ordinal),
+                        1 => serde_json::json!(name.to_ascii_lowercase()),
+                        _ => serde_json::json!(name),
+                    };
+                }
+                for sub in consumer["subscriptionDataSet"].as_array_mut().into_iter().flatten() {
+                    if next() == 0 {
+                        sub["subVersion"] = serde_json::json!(sub["subVersion"].to_string());
+                    }
+                }
+            }
+            let bytes = serde_json::to_vec(&value).expect("serializes");
+            prop_assert_eq!(HeartbeatData::decode(&bytes).expect("decodes"), hb);
+        }
+    }
 }

@@ -5,8 +5,10 @@
 //! [`JsonBody::encode`] emits what a Java broker emits. Decoding is lenient the way fastjson is: unknown
 //! keys are ignored (newer clients add fields) and missing keys take Java's field defaults.
 //!
-//! fastjson also writes map keys that are not strings (bare integers, whole objects); the default
-//! [`JsonBody::decode`] reads those through [`fastjson::normalize`] when strict JSON fails.
+//! fastjson also writes map keys that are not strings (bare integers, whole objects), and reads
+//! values of another JSON type than the field's (numbers from strings, enums by ordinal); the
+//! default [`JsonBody::decode`] reads both ([`fastjson::normalize`], [`lenient`]) when strict JSON
+//! fails. Encoding never changes.
 //!
 //! Invariant: [`JsonBody::decode`] never panics; any input that is not the body yields a [`BodyError`].
 
@@ -24,6 +26,7 @@ pub mod consumer_status;
 pub mod fastjson;
 pub mod group_list;
 pub mod heartbeat;
+pub mod lenient;
 pub mod lock_batch;
 pub mod membership;
 pub mod message_queue;
@@ -75,20 +78,27 @@ pub trait JsonBody: Serialize + DeserializeOwned {
     }
 }
 
-/// Strict JSON first; on a syntax error, once more after [`fastjson::normalize`]. When that fails
-/// too, the strict error is reported: it points into the bytes the peer actually sent.
+/// Strict JSON first. When that fails, the body is read as fastjson reads it: after
+/// [`fastjson::normalize`] if it is not plain JSON, and with fastjson's value conversions
+/// ([`lenient`]: numbers from strings, enums by ordinal, ...). When the bytes are not JSON even
+/// after normalizing, the strict error is reported: it points into the bytes the peer actually sent.
 pub fn decode_lenient<T: DeserializeOwned>(bytes: &[u8], body: &'static str) -> Result<T, BodyError> {
     let strict = match serde_json::from_slice(bytes) {
         Ok(value) => return Ok(value),
         Err(e) => e,
     };
-    if strict.classify() != Category::Syntax {
-        return Err(BodyError::Json { body, source: strict });
-    }
-    match fastjson::normalize(bytes) {
-        Ok(normalized) => serde_json::from_slice(&normalized).map_err(|source| BodyError::Json { body, source }),
-        Err(_) => Err(BodyError::Json { body, source: strict }),
-    }
+    let value: serde_json::Value = match strict.classify() {
+        Category::Data => serde_json::from_slice(bytes).map_err(|source| BodyError::Json { body, source })?,
+        Category::Syntax => match fastjson::normalize(bytes) {
+            Ok(normalized) => match serde_json::from_slice(&normalized) {
+                Ok(value) => value,
+                Err(_) => return Err(BodyError::Json { body, source: strict }),
+            },
+            Err(_) => return Err(BodyError::Json { body, source: strict }),
+        },
+        Category::Io | Category::Eof => return Err(BodyError::Json { body, source: strict }),
+    };
+    lenient::from_value(value).map_err(|source| BodyError::Json { body, source })
 }
 
 /// serde `deserialize_with` helper: an explicit `null` reads as the type's default, as fastjson

@@ -80,6 +80,15 @@ macro_rules! ext_header {
                 )*
                 strategy
             }
+
+            fn spelled(&self, choices: &[usize]) -> ($crate::protocol::ext_fields::ExtFields, Self) {
+                use $crate::protocol::header::ext_header::testing::Spell as _;
+                let mut fields = $crate::protocol::ext_fields::ExtFields::default();
+                let mut expected = self.clone();
+                let mut choice = choices.iter().copied().chain(::std::iter::repeat(0));
+                $( expected.$field = self.$field.spell(choice.next().unwrap_or(0), $key, &mut fields); )*
+                (fields, expected)
+            }
         }
     };
     (@required required) => { true };
@@ -131,6 +140,63 @@ pub(crate) mod testing {
         const FIELDS: &'static [(&'static str, bool)];
         /// Any value of the header.
         fn arbitrary() -> BoxedStrategy<Self>;
+        /// The header's fields written the way `choices` picks among Java's and the C++ client's
+        /// spellings (one choice per field), with the header Java's broker reads from them.
+        fn spelled(&self, choices: &[usize]) -> (ExtFields, Self);
+    }
+
+    /// The ways Java (`String.valueOf`) and the C++ client 1.2.x (`ostringstream <<`, so booleans as
+    /// `0`/`1`) write one field value, each paired with what Java's `decodeCommandCustomHeader` reads.
+    pub(crate) trait Spell: Sized {
+        /// Writes spelling number `choice` (modulo the count) under `key`; returns the value Java reads.
+        fn spell(&self, choice: usize, key: &'static str, fields: &mut ExtFields) -> Self;
+    }
+
+    fn put_raw(fields: &mut ExtFields, key: &'static str, raw: &str) {
+        fields.insert(key.into(), raw.into());
+    }
+
+    impl Spell for bool {
+        fn spell(&self, choice: usize, key: &'static str, fields: &mut ExtFields) -> Self {
+            // Boolean.parseBoolean: "true" in any case, everything else false; the C++ client's "1"
+            // therefore reads as false on a Java broker, and so it must here.
+            let forms: &[(&str, bool)] = if *self {
+                &[("true", true), ("TRUE", true), ("True", true), ("tRuE", true), ("1", false)]
+            } else {
+                &[("false", false), ("FALSE", false), ("False", false), ("0", false), ("", false)]
+            };
+            let (raw, value) = forms[choice % forms.len()];
+            put_raw(fields, key, raw);
+            value
+        }
+    }
+
+    macro_rules! spell_int {
+        ($($t:ty),*) => {$(
+            impl Spell for $t {
+                fn spell(&self, choice: usize, key: &'static str, fields: &mut ExtFields) -> Self {
+                    // Integer.parseInt / Long.parseLong take an explicit leading `+`.
+                    let decimal = self.to_string();
+                    let raw = if choice % 2 == 1 && !decimal.starts_with('-') { format!("+{decimal}") } else { decimal };
+                    put_raw(fields, key, &raw);
+                    *self
+                }
+            }
+        )*};
+    }
+    spell_int!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+    impl Spell for String {
+        fn spell(&self, _choice: usize, key: &'static str, fields: &mut ExtFields) -> Self {
+            put_raw(fields, key, self);
+            self.clone()
+        }
+    }
+
+    impl<T: Spell> Spell for Option<T> {
+        fn spell(&self, choice: usize, key: &'static str, fields: &mut ExtFields) -> Self {
+            self.as_ref().map(|value| value.spell(choice, key, fields))
+        }
     }
 
     /// A deterministic runner; the seed is printed so a failure names it.
@@ -145,6 +211,7 @@ pub(crate) mod testing {
     /// - the header survives a whole command frame in both JSON and ROCKETMQ header encodings;
     /// - removing any required key gives `Missing` naming that key;
     /// - unknown keys are ignored;
+    /// - every field written as Java or the C++ client writes it reads as Java's broker reads it;
     /// - arbitrary values under the known keys never panic the reader.
     pub(crate) fn check_header<H: TestHeader>() {
         let name = std::any::type_name::<H>();
@@ -173,6 +240,17 @@ pub(crate) mod testing {
             extended.insert("someFutureField".into(), "x".into());
             extended.insert("lo".into(), "true".into());
             prop_assert_eq!(H::read_ext_fields(&extended).ok(), Some(header));
+            Ok(())
+        });
+        if let Err(e) = result {
+            panic!("{name}: {e}");
+        }
+
+        // Every field as Java or the C++ client spells it decodes to what Java's broker reads.
+        let spelled = (H::arbitrary(), proptest::collection::vec(any::<usize>(), H::FIELDS.len().max(1)));
+        let result = runner.run(&spelled, |(header, choices)| {
+            let (fields, expected) = header.spelled(&choices);
+            prop_assert_eq!(H::read_ext_fields(&fields), Ok(expected), "from {:?}", fields);
             Ok(())
         });
         if let Err(e) = result {

@@ -4,6 +4,11 @@
 //! Wire rules (docs/wire-format.md#extfields): every value is a string (numbers in decimal,
 //! booleans `"true"`/`"false"`); a required (`@CFNotNull`) field that is missing or unparsable is a
 //! [`HeaderError`]; unknown keys are ignored, because newer clients add fields.
+//!
+//! Reading follows Java's `RemotingCommand.decodeCommandCustomHeader`: numbers as `Integer.parseInt`
+//! / `Long.parseLong` read them (a leading `+` or `-`, decimal digits; surrounding whitespace is
+//! tolerated here), booleans as `Boolean.parseBoolean` (true only for "true" in any case, so the C++
+//! client's `1` reads as false exactly as on a Java broker). Writing is unchanged: `true`/`false`.
 
 pub mod acl;
 pub mod admin;
@@ -87,15 +92,10 @@ int_field_value!(i8, i16, i32, i64, u8, u16, u32, u64);
 impl FieldValue for bool {
     const EXPECTED: &'static str = "bool";
     fn parse_field(raw: &str) -> Option<Self> {
-        // Java's Boolean.parseBoolean: "true" in any case is true, anything else false. We are
-        // stricter than Java only in refusing values that are neither, so typos surface.
-        if raw.eq_ignore_ascii_case("true") {
-            Some(true)
-        } else if raw.eq_ignore_ascii_case("false") {
-            Some(false)
-        } else {
-            None
-        }
+        // Java's `Boolean.parseBoolean`, which `RemotingCommand.decodeCommandCustomHeader` applies to
+        // every boolean field: "true" in any case is true, anything else (the C++ client's `0`/`1`,
+        // an empty value) is false. Never refused, as Java never refuses one.
+        Some(raw.eq_ignore_ascii_case("true"))
     }
     fn format_field(&self) -> FieldStr {
         FieldStr::const_new(if *self { "true" } else { "false" })
@@ -120,11 +120,12 @@ pub fn required<T: FieldValue>(fields: &ExtFields, field: &'static str) -> Resul
     }
 }
 
-/// Reads an optional field; an empty-but-present numeric value counts as absent, as in Java.
+/// Reads an optional field; an empty-but-present numeric value counts as absent, as in Java (its
+/// `parseInt` fails and the field stays null). An empty boolean is `false`, as `parseBoolean` says.
 pub fn optional<T: FieldValue>(fields: &ExtFields, field: &'static str) -> Result<Option<T>, HeaderError> {
     match fields.get(field) {
         None => Ok(None),
-        Some(raw) if raw.is_empty() && T::EXPECTED != "string" => Ok(None),
+        Some(raw) if raw.is_empty() && T::EXPECTED != "string" && T::EXPECTED != "bool" => Ok(None),
         Some(raw) => parse(raw, field).map(Some),
     }
 }

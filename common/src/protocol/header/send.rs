@@ -258,4 +258,41 @@ mod tests {
         let err = SendMessageRequestHeaderV2::read_ext_fields(&fields).expect_err("queueId is not a number");
         assert!(matches!(err, HeaderError::Invalid { field: "e", expected: "i32", .. }), "{err:?}");
     }
+
+    /// A rocketmq-client-cpp 1.2.x SEND_MESSAGE_V2 header as its `RemotingCommand::Encode` writes it:
+    /// JsonCpp FastWriter (keys sorted, trailing newline), ints as JSON numbers, `bool`s through
+    /// `ostringstream` as `"0"`/`"1"`, empty credentials. Java's broker takes it; so must we.
+    const CPP_SEND_V2_HEADER: &str = concat!(
+        r#"{"code":310,"extFields":{"AccessKey":"","ONSChannelKey":"","Signature":"","a":"pg","b":"T","#,
+        r#""c":"TBW102","d":4,"e":1,"f":0,"g":"1733000000000","h":0,"i":"KEYS\u0001k1\u0002","j":"0","#,
+        r#""k":"0","l":0,"m":"0"},"flag":0,"language":1,"opaque":7,"remark":"","version":0}"#,
+        "\n"
+    );
+
+    #[test]
+    fn cpp_client_send_with_unit_mode_0_decodes() {
+        let header = CPP_SEND_V2_HEADER.as_bytes();
+        let mut frame = Vec::new();
+        frame.extend_from_slice(&u32::try_from(4 + header.len()).expect("small").to_be_bytes());
+        frame.extend_from_slice(&u32::try_from(header.len()).expect("small").to_be_bytes());
+        frame.extend_from_slice(header);
+        let request = RemotingCommand::decode(&frame).expect("the C++ frame decodes");
+        let header = SendMessageRequestHeader::read_request(&request).expect("the C++ send header is valid");
+        assert_eq!(header.topic, "T");
+        assert_eq!(header.queue_id, 1);
+        assert_eq!(header.born_timestamp, 1_733_000_000_000);
+        assert_eq!(header.unit_mode, Some(false));
+        assert_eq!(header.batch, Some(false));
+        assert!(!header.is_unit_mode());
+
+        // Boolean.parseBoolean, field by field: only "true" in any case is true; "1" is false.
+        for (raw, unit_mode) in
+            [("0", false), ("1", false), ("TRUE", true), ("true", true), ("False", false), ("", false)]
+        {
+            let mut fields = java_v2_fields();
+            fields.insert("k".into(), raw.into());
+            let header = SendMessageRequestHeaderV2::read_ext_fields(&fields).expect("never refused");
+            assert_eq!(header.k, Some(unit_mode), "k={raw:?}");
+        }
+    }
 }
