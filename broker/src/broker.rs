@@ -443,7 +443,8 @@ impl Broker {
     }
 
     /// Stops gracefully: hand leadership over (if leading), release parked long polls, unregister
-    /// from the NameServers, stop accepting and drain requests, stop the tasks, leave the Raft group's RPC, shut Raft down (the log is flushed), flush the ConsumeQueues.
+    /// from the NameServers, stop accepting and drain requests, stop the tasks, leave the Raft
+    /// group's RPC, shut Raft down (the log is flushed), flush the ConsumeQueues.
     pub async fn shutdown(self) {
         let Broker { ctx, raft_server, transport, remoting, admin, namesrv_client, cancel, tasks, raft_runtime } = self;
         // First: `/readyz` answers 503 and admin changes are refused while everything drains.
