@@ -13,7 +13,9 @@
 //! ```
 //!
 //! Failover shows in the produce figures: the longest gap without a successful send (between two
-//! successes, or from the last one to the end of the run) and the failed sends.
+//! successes, or from the last one to the end of the run) and the failed sends; and in the consume
+//! figures: the longest gap between two deliveries (a run outlives its producer, so the time after
+//! the last delivery is not counted).
 //!
 //! Invariants: with `--count N` exactly N messages are attempted (claims are atomic); the run stops
 //! at the count, the duration or the first SIGINT/SIGTERM, whichever comes first.
@@ -314,16 +316,16 @@ struct SendCounters {
     claimed: AtomicU64,
 }
 
-/// The longest time without a successful send, fed with each success's time (µs since the run
-/// began): between two successes, or from the last one to the end (an outage the run ends in).
+/// The longest time without a success (a send, a delivery), fed with each success's time (µs since
+/// the run began): between two successes, or from the last one to the end (an outage the run ends in).
 /// Stored +1, so 0 means "no success yet"; concurrent successes keep the latest (`fetch_max`).
 #[derive(Default)]
-struct SendGaps {
+struct SuccessGaps {
     last_ok_us: AtomicU64,
     max_gap_us: AtomicU64,
 }
 
-impl SendGaps {
+impl SuccessGaps {
     fn success_at(&self, at_us: u64) {
         let at = at_us.saturating_add(1);
         let previous = self.last_ok_us.fetch_max(at, Ordering::AcqRel);
@@ -338,13 +340,18 @@ impl SendGaps {
         let trailing = if last == 0 { 0 } else { end_us.saturating_add(1).saturating_sub(last) };
         self.max_gap_us.load(Ordering::Acquire).max(trailing)
     }
+
+    /// The longest gap between two successes; 0 with fewer than two.
+    fn max_gap_between_us(&self) -> u64 {
+        self.max_gap_us.load(Ordering::Acquire)
+    }
 }
 
 struct ProduceCtx {
     producer: Producer,
     /// When the run began: success times are measured from it.
     started: Instant,
-    gaps: SendGaps,
+    gaps: SuccessGaps,
     topic: String,
     body: Bytes,
     tag: Option<String>,
@@ -424,7 +431,7 @@ async fn produce(a: ProduceArgs) -> Result<()> {
     let ctx = Arc::new(ProduceCtx {
         producer: producer.clone(),
         started,
-        gaps: SendGaps::default(),
+        gaps: SuccessGaps::default(),
         topic: a.run.topic.clone(),
         body,
         tag: a.tag.clone(),
@@ -589,9 +596,13 @@ async fn consume(a: ConsumeBenchArgs) -> Result<()> {
     let counters = Arc::new(ConsumeCounters::default());
     let b2c = Arc::new(Mutex::new(histogram()));
     let stop = StopWhen::new();
+    let gaps = Arc::new(SuccessGaps::default());
+    let started = Instant::now();
     let listener = {
         let (counters, b2c, stop, count) = (Arc::clone(&counters), Arc::clone(&b2c), Arc::clone(&stop), a.run.count);
+        let gaps = Arc::clone(&gaps);
         move |msgs: &[MessageExt], _: &mut ConsumeConcurrentlyContext| {
+            gaps.success_at(us_of(started.elapsed()));
             let now = now_ms();
             for m in msgs {
                 // Clocks of producer, broker and consumer may disagree by a little: never negative.
@@ -622,14 +633,14 @@ async fn consume(a: ConsumeBenchArgs) -> Result<()> {
         .build()?;
     stop.arm(a.run.duration);
     let reporter = Reporter::new(a.run.json, a.run.count);
-    let started = Instant::now();
     consumer.start().await?;
     report_consume(&counters, &consumer, &stop, &reporter, a.run.interval).await;
     let elapsed = started.elapsed();
     reporter.finish();
     consumer.shutdown().await;
     let failed = consumer.stats().consume_failed;
-    summarize_consume(&counters, &lock(&b2c), failed, &a, elapsed)
+    let max_gap_ms = ms_of_us(gaps.max_gap_between_us());
+    summarize_consume(&counters, &lock(&b2c), failed, max_gap_ms, &a, elapsed)
 }
 
 async fn report_consume(
@@ -670,6 +681,7 @@ fn summarize_consume(
     c: &ConsumeCounters,
     b2c: &Histogram<u64>,
     failed: u64,
+    max_gap_ms: f64,
     a: &ConsumeBenchArgs,
     elapsed: Duration,
 ) -> Result<()> {
@@ -686,11 +698,12 @@ fn summarize_consume(
             "kind": "consume", "topic": a.run.topic, "group": a.group, "consume_batch": a.consume_batch, "elapsed_s": secs, "received": n,
             "failed": failed, "tps": tps, "avg_b2c_ms": avg_b2c, "avg_s2c_ms": avg_s2c, "max_b2c_ms": max_b2c,
             "max_s2c_ms": max_s2c, "p50_ms": p50, "p99_ms": p99, "p999_ms": p999, "max_ms": max_b2c,
+            "max_delivery_gap_ms": max_gap_ms,
         });
         println!("{summary}");
     } else {
         println!(
-            "[Complete] Consume Total: {n} | Consume TPS: {} | AVG(B2C) RT(ms): {avg_b2c:7.3} | AVG(S2C) RT(ms): {avg_s2c:7.3} | MAX(B2C) RT(ms): {max_b2c} | MAX(S2C) RT(ms): {max_s2c} | Consume Fail: {failed} | P50 RT(ms): {p50:.3} | P99 RT(ms): {p99:.3} | P999 RT(ms): {p999:.3}",
+            "[Complete] Consume Total: {n} | Consume TPS: {} | AVG(B2C) RT(ms): {avg_b2c:7.3} | AVG(S2C) RT(ms): {avg_s2c:7.3} | MAX(B2C) RT(ms): {max_b2c} | MAX(S2C) RT(ms): {max_s2c} | Consume Fail: {failed} | P50 RT(ms): {p50:.3} | P99 RT(ms): {p99:.3} | P999 RT(ms): {p999:.3} | Max Delivery Gap(ms): {max_gap_ms:.3}",
             tps.round() as u64,
         );
     }
@@ -708,7 +721,7 @@ mod tests {
 
     #[test]
     fn send_gaps_are_the_longest_time_without_a_success() {
-        let gaps = SendGaps::default();
+        let gaps = SuccessGaps::default();
         assert_eq!(gaps.max_gap_us(5_000), 0, "no success, no gap");
         gaps.success_at(1_000);
         gaps.success_at(1_500);
@@ -719,5 +732,7 @@ mod tests {
         assert_eq!(gaps.max_gap_us(4_200), 2_500);
         // An outage the run ends in counts.
         assert_eq!(gaps.max_gap_us(10_100), 6_000);
+        // Deliveries: only between two of them.
+        assert_eq!(gaps.max_gap_between_us(), 2_500);
     }
 }

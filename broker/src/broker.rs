@@ -9,8 +9,8 @@
 //!   group commit + offset committer tasks ─▶ AdminServer(adminPort) ─▶ RemotingServer(listenPort, BrokerProcessor)
 //!   client housekeeping + delay-queue delivery + retention + NameServer registration tasks ─▶ boot line
 //! shutdown()
-//!   draining (/readyz 503) ─▶ remoting: stop accepting, drain ─▶ leader: hand leadership over
-//!   ─▶ unregister from NameServers
+//!   draining (/readyz 503) ─▶ leader: hand leadership over ─▶ refusals name the new leader
+//!   ─▶ parked long polls released ─▶ unregister from NameServers ─▶ remoting: stop accepting, drain
 //!   ─▶ stop tasks ─▶ admin HTTP off ─▶ Raft RPC off
 //!   ─▶ RaftNode::shutdown (log flushed) ─▶ ConsumeQueues flushed ─▶ the replica's runtime dropped
 //! ```
@@ -25,9 +25,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use raftmq_common::protocol::leader_hint::format_leader_hint;
 use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::RemotingClient;
 use raftmq_common::remoting::RemotingServer;
+use raftmq_common::remoting::SHUTTING_DOWN_REMARK;
 use raftmq_common::remoting::ServerOptions;
 use raftmq_raft::ApplyHandler;
 use raftmq_raft::Leadership;
@@ -440,25 +442,35 @@ impl Broker {
         self.ctx.replica.node()
     }
 
-    /// Stops gracefully: stop accepting and drain requests, unregister from the NameServers, stop the
-    /// tasks, leave the Raft group's RPC, shut Raft down (the log is flushed), flush the ConsumeQueues.
+    /// Stops gracefully: hand leadership over (if leading), release parked long polls, unregister
+    /// from the NameServers, stop accepting and drain requests, stop the tasks, leave the Raft
+    /// group's RPC, shut Raft down (the log is flushed), flush the ConsumeQueues.
     pub async fn shutdown(self) {
         let Broker { ctx, raft_server, transport, remoting, admin, namesrv_client, cancel, tasks, raft_runtime } = self;
         // First: `/readyz` answers 503 and admin changes are refused while everything drains.
         ctx.draining.store(true, Ordering::Release);
-        // Parked long polls would otherwise hold the drain below for their suspend timeouts.
-        ctx.store.release_suspended_pulls();
-        remoting.shutdown().await;
-        drop(remoting);
-        // In-flight sends are answered: a leader now hands over, so the group waits out no lease and
-        // no election timeout, and producers see one quick leader change.
+        // A leader hands over while it still answers: sends in flight and after it are refused with
+        // the new leader's address (SERVICE_NOT_AVAILABLE, `leader=`), so clients move at once and
+        // the group waits out no lease and no election timeout.
         if ctx.replica.leadership().role == raftmq_raft::Role::Leader {
             match crate::services::membership::transfer_leader(&ctx.membership, None).await {
                 Ok(r) => info!(to = ?r.leader, "leadership handed over before shutdown"),
                 Err(e) => warn!(error = %e, "no leadership handover before shutdown; the group will elect"),
             }
         }
+        // Requests that reach the closing port are refused naming the leader, as a follower would.
+        if let Some(leader) =
+            ctx.replica.leader_addr().filter(|_| ctx.replica.leadership().role != raftmq_raft::Role::Leader)
+        {
+            remoting.set_refusal_remark(format!("{SHUTTING_DOWN_REMARK}; {}", format_leader_hint(&leader)));
+        }
+        // Parked long polls re-run now, on a follower (they answer what it has applied, or
+        // PULL_NOT_FOUND); they would otherwise hold the drain below for their suspend timeouts.
+        ctx.store.release_suspended_pulls();
+        // Off the route before the port closes: clients that re-read it find only live replicas.
         namesrv_registration::unregister_all(&ctx.replica, &ctx.config, &namesrv_client).await;
+        remoting.shutdown().await;
+        drop(remoting);
         cancel.cancel();
         for task in tasks {
             if tokio::time::timeout(Duration::from_millis(TASK_STOP_MAX_MS), task).await.is_err() {

@@ -23,6 +23,8 @@ use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::SerializeType;
+use raftmq_common::protocol::leader_hint::format_leader_hint;
+use raftmq_common::protocol::leader_hint::parse_leader_hint;
 use raftmq_common::remoting::CloseReason;
 use raftmq_common::remoting::Connection;
 use raftmq_common::remoting::ConnectionClosed;
@@ -33,6 +35,7 @@ use raftmq_common::remoting::RemotingCodec;
 use raftmq_common::remoting::RemotingError;
 use raftmq_common::remoting::RemotingServer;
 use raftmq_common::remoting::RequestProcessor;
+use raftmq_common::remoting::SHUTTING_DOWN_REMARK;
 use raftmq_common::remoting::ServerOptions;
 use raftmq_common::remoting::processor_fn;
 use tokio::io::AsyncReadExt;
@@ -439,6 +442,8 @@ async fn t21_graceful_shutdown_finishes_in_flight_requests() -> Result<()> {
     });
     bounded("the slow processor to start", entered_rx.recv()).await?;
 
+    // A stopping broker names its group's new leader in the refusals.
+    server.set_refusal_remark(format!("{SHUTTING_DOWN_REMARK}; {}", format_leader_hint("10.0.0.2:10911")));
     let stopping = server.clone();
     let shutdown = tokio::spawn(async move { stopping.shutdown().await });
     // Once connects are refused the listener is gone, so shutdown has reached the drain.
@@ -451,6 +456,10 @@ async fn t21_graceful_shutdown_finishes_in_flight_requests() -> Result<()> {
     ensure!(!shutdown.is_finished(), "shutdown did not wait for the in-flight request");
     let refused = client.invoke(&addr, request(RequestCode::HeartBeat, 1), RPC).await?;
     ensure!(refused.response_code() == ResponseCode::ServiceNotAvailable, "new request during drain: {refused:?}");
+    ensure!(
+        refused.remark.as_deref().and_then(parse_leader_hint) == Some("10.0.0.2:10911"),
+        "the refusal names the new leader: {refused:?}"
+    );
     let connection = client.cached_connection(&addr).context("the client connection closed during the drain")?;
 
     release.notify_one();

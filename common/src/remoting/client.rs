@@ -100,6 +100,7 @@ impl RemotingClient {
             request_tasks: tasks,
             // A client never refuses server requests; only closing the connection stops them.
             refuse_requests: CancellationToken::new(),
+            refusal_remark: Arc::default(),
             on_closed: None,
             coalesce_writes,
             credentials,

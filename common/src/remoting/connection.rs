@@ -302,6 +302,7 @@ pub(crate) mod tests {
             io_tasks: TaskTracker::new(),
             request_tasks: TaskTracker::new(),
             refuse_requests: CancellationToken::new(),
+            refusal_remark: Arc::default(),
             on_closed: None,
             coalesce_writes: false,
             credentials: None,

@@ -60,7 +60,9 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 
 /// RocketMQ's remark when a processor's pool rejects a request (`NettyRemotingAbstract`).
 const OVERLOAD_REMARK: &str = "[OVERLOAD]system busy, start flow control for a while";
-const SHUTTING_DOWN_REMARK: &str = "[SHUTDOWN]the server is shutting down, try another one";
+/// The remark of a request refused during a graceful shutdown, unless the owner set another
+/// ([`super::server::RemotingServer::set_refusal_remark`]).
+pub const SHUTTING_DOWN_REMARK: &str = "[SHUTDOWN]the server is shutting down, try another one";
 
 static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -77,6 +79,9 @@ pub(crate) struct ConnectionSetup {
     pub request_tasks: TaskTracker,
     /// Once cancelled, new requests from the peer are refused (graceful shutdown).
     pub refuse_requests: CancellationToken,
+    /// The remark of those refusals when set (a stopping broker names its group's new leader);
+    /// [`SHUTTING_DOWN_REMARK`] otherwise.
+    pub refusal_remark: Arc<OnceLock<String>>,
     /// Told when the connection closes.
     pub on_closed: Option<ConnectionClosedHook>,
     /// The writer yields once before a small batch so that frames finished at the same moment
@@ -147,7 +152,8 @@ impl Connection {
 
     fn accept_request(&self, request: RemotingCommand, setup: &ConnectionSetup, requests: &Arc<Semaphore>) {
         if setup.refuse_requests.is_cancelled() {
-            self.refuse(&request, ResponseCode::ServiceNotAvailable, SHUTTING_DOWN_REMARK);
+            let remark = setup.refusal_remark.get().map_or(SHUTTING_DOWN_REMARK, String::as_str);
+            self.refuse(&request, ResponseCode::ServiceNotAvailable, remark);
             return;
         }
         let Ok(permit) = requests.clone().try_acquire_owned() else {

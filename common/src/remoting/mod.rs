@@ -36,6 +36,7 @@ pub use close_reason::ConnectionClosedHook;
 pub use codec::CodecError;
 pub use codec::RemotingCodec;
 pub use connection::Connection;
+pub use connection_tasks::SHUTTING_DOWN_REMARK;
 pub use error::RemotingError;
 pub use processor::ConnectionContext;
 pub use processor::ProcessorFn;

@@ -10,7 +10,8 @@
 //! - A bad frame closes only the connection it arrived on; the listener and other connections
 //!   carry on.
 //! - [`RemotingServer::shutdown`] runs in order: stop accepting (the port is released), refuse new
-//!   requests (SERVICE_NOT_AVAILABLE, which 4.x producers retry elsewhere), wait for in-flight
+//!   requests (SERVICE_NOT_AVAILABLE, which 4.x producers retry elsewhere; its remark is the owner's
+//!   when set, e.g. a leader hint), wait for in-flight
 //!   requests up to [`SHUTDOWN_DRAIN_MAX_MS`], close every connection (queued responses are still
 //!   flushed), wait for the connection tasks. It is idempotent.
 //! - Dropping the server without `shutdown` stops accepting and closes connections at once.
@@ -20,6 +21,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::MutexGuard;
+use std::sync::OnceLock;
 use std::sync::atomic::AtomicI32;
 use std::time::Duration;
 
@@ -81,6 +83,7 @@ pub struct RemotingServer {
     connections: ConnectionTable,
     stop_accepting: CancellationToken,
     refuse_requests: CancellationToken,
+    refusal_remark: Arc<OnceLock<String>>,
     accept_task: Mutex<Option<JoinHandle<()>>>,
     io_tasks: TaskTracker,
     request_tasks: TaskTracker,
@@ -129,6 +132,7 @@ impl RemotingServer {
             connections: connections.clone(),
             stop_accepting: CancellationToken::new(),
             refuse_requests: CancellationToken::new(),
+            refusal_remark: Arc::default(),
             accept_task: Mutex::new(None),
             io_tasks: TaskTracker::new(),
             request_tasks: TaskTracker::new(),
@@ -139,6 +143,7 @@ impl RemotingServer {
             io_tasks: server.io_tasks.clone(),
             request_tasks: server.request_tasks.clone(),
             refuse_requests: server.refuse_requests.clone(),
+            refusal_remark: server.refusal_remark.clone(),
             on_closed: Some(on_closed),
             coalesce_writes,
             credentials: None,
@@ -162,6 +167,16 @@ impl RemotingServer {
     /// Handles to the open connections.
     pub fn connections(&self) -> Vec<Connection> {
         lock(&self.connections).values().cloned().collect()
+    }
+
+    /// The remark of the SERVICE_NOT_AVAILABLE answers to requests that arrive during
+    /// [`Self::shutdown`] (default [`crate::remoting::SHUTTING_DOWN_REMARK`]): a broker that handed its leadership
+    /// over names the new leader there, so clients that read the hint go straight to it. The first
+    /// call wins.
+    pub fn set_refusal_remark(&self, remark: String) {
+        if self.refusal_remark.set(remark).is_err() {
+            tracing::debug!(local_addr = %self.local_addr, "refusal remark already set");
+        }
     }
 
     /// Stops accepting, lets in-flight requests finish (at most [`SHUTDOWN_DRAIN_MAX_MS`]), then

@@ -1289,3 +1289,58 @@ async fn t8_their_ordered_batch_and_delayed_sends_to_their_orderly_consumer() ->
     group.shutdown().await;
     outcome
 }
+
+/// Issue 29: what their producer, at its defaults (a 30 s `pollNameServerInterval`), sees when the
+/// group's leader stops gracefully: the longest time without a SEND_OK, printed. Sends run one by
+/// one with a 3 s timeout (their default); the run ends once sends have resumed for 2 s, or 45 s
+/// after the stop. A measurement (about 35 s), run with `--ignored`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "measurement, about 35 s"]
+async fn t9_their_producer_across_a_graceful_leader_stop() -> Result<()> {
+    const TOPIC: &str = "InteropT9";
+    let mut group = cluster_with_topic("t9", TOPIC).await?;
+    let rt = TheirRuntime::new("t9")?;
+    let mut producer = their_producer(&rt, &group.namesrv_addr, "interop_t9_producer").await?;
+    let leader = group.wait_leader(WAIT).await?;
+    let send = |producer: &DefaultMQProducer, i: usize| {
+        let message = TheirMessage::builder().topic(TOPIC).body(format!("t9-{i}").into_bytes()).build_unchecked();
+        let producer = producer.clone();
+        async move {
+            matches!(producer.send_with_timeout(message, 3_000).await, Ok(Some(r)) if r.send_status == SendStatus::SendOk)
+        }
+    };
+    let mut i = 0usize;
+    let warmup = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < warmup {
+        ensure!(send(&producer, i).await, "their send {i} failed before the stop");
+        i += 1;
+    }
+    let mut last_ok = Instant::now();
+    let stopped_at = last_ok;
+    group.stop(leader).await;
+    let (mut longest, mut failed, mut resumed_at) = (Duration::ZERO, 0usize, None);
+    while stopped_at.elapsed() < Duration::from_secs(45) {
+        if send(&producer, i).await {
+            let now = Instant::now();
+            longest = longest.max(now - last_ok);
+            last_ok = now;
+            let resumed = *resumed_at.get_or_insert(now);
+            if now - resumed > Duration::from_secs(2) {
+                break;
+            }
+        } else {
+            failed += 1;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        i += 1;
+    }
+    println!(
+        "t9: their producer (pollNameServerInterval default): longest time without a SEND_OK across a graceful leader stop {longest:?}, {failed} failed sends, resumed {:?} after the stop",
+        resumed_at.map(|r| r - stopped_at)
+    );
+    producer.shutdown().await;
+    rt.shutdown().await;
+    group.shutdown().await;
+    ensure!(resumed_at.is_some(), "their sends did not resume within 45 s of the stop");
+    Ok(())
+}
