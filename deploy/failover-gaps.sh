@@ -5,14 +5,20 @@
 # (a graceful stop: it hands leadership over first).
 #
 #   deploy/failover-gaps.sh [KILLS] [STOPS]     # defaults: 20 20; RAFTMQ_BIN=target/release/raftmq
+#   CLIENT=cpp deploy/failover-gaps.sh [KILLS] [STOPS]
 #
-# Each round runs `raftmq bench consume --json` (a push consumer) and
-# `raftmq bench produce --concurrency 2 --duration 8s --json` (an SDK producer), both with default
-# client settings; about 3 s into the produce run the leader (found through each replica's
-# `/api/v1/status`) is stopped. The figures are the produce run's `max_send_gap_ms` (the longest
-# time without a SEND_OK) and the consume run's `max_delivery_gap_ms` (the longest time between two
-# deliveries). The stopped broker is then restarted and the round ends when every replica's
-# `/readyz` answers 200 again. Per-round figures, then p50/p99/max (nearest rank) of each series.
+# Each round runs a push consumer and a producer (concurrency 2), both with default client
+# settings; about 3 s into the produce run the leader (found through each replica's
+# `/api/v1/status`) is stopped. The figures are the producer's `max_send_gap_ms` (the longest
+# time without a SEND_OK) and the consumer's `max_delivery_gap_ms` (the longest time between two
+# deliveries), and the NameServer's `route_delay_ms` (deploy/route_watch.py: from the first status
+# that shows the new leader to the first GET_ROUTEINFO_BY_TOPIC answer that routes to it). The
+# stopped broker is then restarted and the round ends when every replica's `/readyz` answers 200
+# again. Per-round figures, then p50/p99/max (nearest rank) of each series.
+#
+# CLIENT=raftmq (default): `raftmq bench consume|produce --json` (the raftmq SDK), 8 s of sends.
+# CLIENT=cpp: the unchanged Apache C++ client 1.2.x (PyPI `rocketmq` 0.4.4, deploy/cpp_client_gaps.py),
+# whose route poll is a fixed 30 s, so each round sends for 45 s.
 set -euo pipefail
 
 kills=${1:-20}
@@ -20,6 +26,17 @@ stops=${2:-20}
 bin=${RAFTMQ_BIN:-target/release/raftmq}
 [[ -x $bin ]] || { echo "no raftmq binary at $bin (cargo build --release -p raftmq)" >&2; exit 1; }
 bin=$(realpath "$bin")
+client=${CLIENT:-raftmq}
+here=$(dirname "$(realpath "$0")")
+case $client in
+    raftmq) produce_s=8 ;;
+    cpp)
+        python3 -c 'import rocketmq.client' 2>/dev/null ||
+            { echo "CLIENT=cpp needs PyPI's rocketmq 0.4.4: pip install rocketmq==0.4.4" >&2; exit 1; }
+        produce_s=45 ;;
+    *) echo "CLIENT must be raftmq or cpp, not $client" >&2; exit 1 ;;
+esac
+consume_s=$((produce_s + 4))
 dir=$(mktemp -d /tmp/raftmq-failover.XXXXXX)
 topic=FailoverGaps
 declare -A pid
@@ -117,17 +134,27 @@ sleep 2
 
 field() { python3 -c "import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])['$1'])"; }
 
-send_kill=() send_stop=() deliver_kill=() deliver_stop=()
+send_kill=() send_stop=() deliver_kill=() deliver_stop=() route_kill=() route_stop=()
 round=0
 run_round() {
     local how=$1 victim
     round=$((round + 1))
-    "$bin" bench consume -n "$ns" -t "$topic" -g failover_gaps_consumer --duration 12s --json \
-        >"$dir/consume.json" 2>"$dir/consume.err" &
+    if [[ $client == cpp ]]; then
+        python3 "$here/cpp_client_gaps.py" consume "$ns" "$topic" cpp_failover_gaps_consumer "$consume_s" \
+            >"$dir/consume.json" 2>"$dir/consume.err" &
+    else
+        "$bin" bench consume -n "$ns" -t "$topic" -g failover_gaps_consumer --duration "${consume_s}s" --json \
+            >"$dir/consume.json" 2>"$dir/consume.err" &
+    fi
     local consume=$!
     sleep 1
-    "$bin" bench produce -n "$ns" -t "$topic" --concurrency 2 --duration 8s --json \
-        >"$dir/produce.json" 2>"$dir/produce.err" &
+    if [[ $client == cpp ]]; then
+        python3 "$here/cpp_client_gaps.py" produce "$ns" "$topic" "$produce_s" 2 \
+            >"$dir/produce.json" 2>"$dir/produce.err" &
+    else
+        "$bin" bench produce -n "$ns" -t "$topic" --concurrency 2 --duration "${produce_s}s" --json \
+            >"$dir/produce.json" 2>"$dir/produce.err" &
+    fi
     local produce=$!
     sleep 3
     victim=$(leader)
@@ -135,24 +162,29 @@ run_round() {
         echo "round $round: no leader found" >&2
         exit 1
     fi
+    python3 "$here/route_watch.py" "$ns" "$topic" "$(remoting "$victim")" \
+        "$(admin 1)=$(remoting 1)" "$(admin 2)=$(remoting 2)" "$(admin 3)=$(remoting 3)" >"$dir/route.json" &
+    local watch=$!
     if [[ $how == kill ]]; then kill -KILL "${pid[$victim]}"; else kill -TERM "${pid[$victim]}"; fi
     wait "${pid[$victim]}" 2>/dev/null || true
+    wait "$watch" || { echo "round $round: the route did not follow the new leader within 30 s" >&2; exit 1; }
     wait "$produce" || { echo "round $round: bench produce failed (see $dir/produce.err)" >&2; exit 1; }
     wait "$consume" || { echo "round $round: bench consume failed (see $dir/consume.err)" >&2; exit 1; }
-    local send deliver failed received
+    local send deliver failed received route
+    route=$(field route_delay_ms <"$dir/route.json")
     send=$(field max_send_gap_ms <"$dir/produce.json")
     failed=$(field failed_sends <"$dir/produce.json")
     deliver=$(field max_delivery_gap_ms <"$dir/consume.json")
     received=$(field received <"$dir/consume.json")
-    printf '%-3s %-5s leader n%s  max_send_gap_ms %9.1f  failed_sends %6s  max_delivery_gap_ms %9.1f  received %s\n' \
-        "$round" "$how" "$victim" "$send" "$failed" "$deliver" "$received"
-    if [[ $how == kill ]]; then send_kill+=("$send"); deliver_kill+=("$deliver")
-    else send_stop+=("$send"); deliver_stop+=("$deliver"); fi
+    printf '%-3s %-5s leader n%s  max_send_gap_ms %9.1f  failed_sends %6s  max_delivery_gap_ms %9.1f  received %-6s  route_delay_ms %6.1f\n' \
+        "$round" "$how" "$victim" "$send" "$failed" "$deliver" "$received" "$route"
+    if [[ $how == kill ]]; then send_kill+=("$send"); deliver_kill+=("$deliver"); route_kill+=("$route")
+    else send_stop+=("$send"); deliver_stop+=("$deliver"); route_stop+=("$route"); fi
     start_broker "$victim"
     wait_whole
 }
 
-echo "binary $bin ($("$bin" --version 2>/dev/null || echo unknown)), logs in $dir"
+echo "client $client; binary $bin ($("$bin" --version 2>/dev/null || echo unknown)), logs in $dir"
 for ((i = 0; i < kills; i++)); do run_round kill; done
 for ((i = 0; i < stops; i++)); do run_round stop; done
 
@@ -173,3 +205,5 @@ summary "kill -9, send gap" "${send_kill[@]}"
 summary "kill -9, delivery gap" "${deliver_kill[@]}"
 summary "graceful stop, send gap" "${send_stop[@]}"
 summary "graceful stop, delivery gap" "${deliver_stop[@]}"
+summary "kill -9, route delay" "${route_kill[@]}"
+summary "graceful stop, route delay" "${route_stop[@]}"
