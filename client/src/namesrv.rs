@@ -4,6 +4,9 @@
 //! Invariants:
 //! - The last NameServer that answered is asked first next time; on a transport failure the next one
 //!   in the list is tried, each at most once per call, all within one deadline.
+//! - No NameServer takes the whole deadline while others are left to ask: each attempt gets an even
+//!   share of what remains. A NameServer whose host is gone does not refuse a connect, it never
+//!   answers; without the share, the first one in the list would time the call out alone.
 //! - An answer of any response code counts as "answered": NameServers share nothing, so an error
 //!   from one (TOPIC_NOT_EXIST) is not retried on another, matching the Java client.
 //! - [`NamesrvClient::invoke_all`] sends to every NameServer (writes such as KV config and topic
@@ -74,7 +77,8 @@ impl NamesrvClient {
             if remaining.is_zero() {
                 break;
             }
-            match self.client.invoke(addr, request.clone(), remaining).await {
+            let left = u32::try_from(self.addrs.len() - step).unwrap_or(u32::MAX);
+            match self.client.invoke(addr, request.clone(), remaining / left).await {
                 Ok(response) => {
                     self.last_good.store(i, Ordering::Relaxed);
                     return Ok(response);

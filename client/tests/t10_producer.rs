@@ -456,3 +456,30 @@ async fn route_polling_picks_up_a_new_group() -> Result<()> {
     ns.shutdown().await;
     Ok(())
 }
+
+/// A NameServer whose host is gone never answers (a connect to a vanished container hangs rather
+/// than being refused): a producer given it first and a live one second still finds the route and
+/// sends within its send timeout (the default, 3 s: without an even share per NameServer, the
+/// silent one took all of it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_first_namesrv_does_not_take_the_whole_send_timeout() -> Result<()> {
+    let namesrv = start_namesrv().await?;
+    let live = namesrv.local_addr().to_string();
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let silent_addr = silent.local_addr()?.to_string();
+    // Accepts and holds every connection, reads nothing, answers nothing.
+    let holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = silent.accept().await {
+            held.push(stream);
+        }
+    });
+    let b = broker(&live, "broker-a", &[("TopicSilentNs", 4, RW)]).await?;
+    let producer = start_producer(&format!("{silent_addr};{live}"), |p| p).await?;
+    let r = producer.send(Message::new("TopicSilentNs", "hello")).await?;
+    assert_eq!(r.status, SendStatus::SendOk);
+    producer.shutdown().await;
+    b.shutdown().await;
+    holder.abort();
+    Ok(())
+}
