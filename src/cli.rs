@@ -19,7 +19,14 @@ use raftmq_namesrv::NamesrvConfig;
 #[command(name = "raftmq", version, about, propagate_version = true)]
 pub struct Cli {
     /// Log as JSON lines (for containers); the level comes from RUST_LOG or `--verbose`.
-    #[arg(long, global = true, env = "RAFTMQ_LOG_JSON")]
+    /// `RAFTMQ_LOG_JSON` takes 1/0, true/false, yes/no or on/off, as containers set it.
+    #[arg(
+        long,
+        global = true,
+        env = "RAFTMQ_LOG_JSON",
+        action = clap::ArgAction::SetTrue,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     pub log_json: bool,
 
     /// Log more: once for info, twice for debug. By default servers log at info (openraft at warn),
@@ -49,6 +56,8 @@ pub enum Command {
     Consume(crate::consume::ConsumeArgs),
     /// Benchmark producing or consuming (RocketMQ's `benchmark/` Producer and Consumer).
     Bench(crate::bench::BenchArgs),
+    /// Exit 0 when a URL answers HTTP 200 (the container health check of a broker's `/readyz`).
+    Healthcheck(crate::healthcheck::HealthcheckArgs),
 }
 
 impl Command {
@@ -58,7 +67,11 @@ impl Command {
         match self {
             Command::Namesrv(_) | Command::Broker(_) => Quietness::Server,
             Command::Dev(_) => Quietness::Dev,
-            Command::Admin(_) | Command::Send(_) | Command::Consume(_) | Command::Bench(_) => Quietness::Command,
+            Command::Admin(_)
+            | Command::Send(_)
+            | Command::Consume(_)
+            | Command::Bench(_)
+            | Command::Healthcheck(_) => Quietness::Command,
         }
     }
 
@@ -71,7 +84,11 @@ impl Command {
     pub fn runtime_worker_threads(&self) -> Option<usize> {
         match self {
             Command::Namesrv(_) | Command::Broker(_) | Command::Dev(_) => None,
-            Command::Admin(_) | Command::Send(_) | Command::Consume(_) | Command::Bench(_) => Some(1),
+            Command::Admin(_)
+            | Command::Send(_)
+            | Command::Consume(_)
+            | Command::Bench(_)
+            | Command::Healthcheck(_) => Some(1),
         }
     }
 }
@@ -129,6 +146,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Send(args) => crate::send::run(args).await,
         Command::Consume(args) => crate::consume::run(args).await,
         Command::Bench(args) => crate::bench::run(args).await,
+        Command::Healthcheck(args) => crate::healthcheck::run(&args),
     }
 }
 

@@ -1,9 +1,12 @@
 //! `raftmq dev`: a whole local cluster in one process, with no configuration — a NameServer and one
-//! broker group of three Raft replicas on 127.0.0.1, data under `./raftmq-data` (or `--data`).
+//! broker group of three Raft replicas on 127.0.0.1, data under `./raftmq-data` (or `--data`);
+//! `--groups N --namesrvs M` gives the shape of docker-compose.yml (N groups, M NameServers that
+//! share nothing, every broker registering with each).
 //!
-//! Ports follow RocketMQ's conventions: NameServer 9876; broker `i` listens on `10911 + 10·i`
-//! (10911, 10921, 10931, the spacing of rocketmq-docker's DLedger compose file) with its Raft port
-//! at `40911 + i` (DLedger's sample peers) and its admin port at `8080 + i`. Restarting with the same
+//! Ports follow RocketMQ's conventions: NameServer 9876 (the `j`-th at `9876 + j`); broker `i` of
+//! group `g` listens on `10911 + 100·g + 10·i` (10911, 10921, 10931, the spacing of rocketmq-docker's
+//! DLedger compose file) with its Raft port at `40911 + 10·g + i` (DLedger's sample peers) and its
+//! admin port at `8080 + 10·g + i`. Groups are named `broker-a`, `broker-b`, … after `--broker-name`. Restarting with the same
 //! `--data` keeps every message: a broker never re-initialises a group that has state on disk.
 //! Ctrl-C stops the brokers, then the NameServer, gracefully.
 
@@ -29,7 +32,15 @@ pub struct DevArgs {
     #[arg(long, default_value_t = 3, value_parser = parse_group_size)]
     pub nodes: u64,
 
-    /// NameServer port.
+    /// Broker groups in the cluster, each of `--nodes` replicas: `broker-a`, `broker-b`, …
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=DEV_GROUPS_MAX))]
+    pub groups: u64,
+
+    /// NameServers (each independent; every broker registers with all of them).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=DEV_NAMESRVS_MAX))]
+    pub namesrvs: u64,
+
+    /// Port of the first NameServer; NameServer `j` uses this + j.
     #[arg(long, default_value_t = 9876)]
     pub namesrv_port: u16,
 
@@ -45,7 +56,8 @@ pub struct DevArgs {
     #[arg(long, default_value_t = 8080)]
     pub admin_port: u16,
 
-    /// The broker group's name (`brokerName`).
+    /// The first broker group's name (`brokerName`); with `--groups`, a name ending in `-a` counts
+    /// on (`-b`, `-c`, …) and any other gets `-2`, `-3`, … appended.
     #[arg(long, default_value = "broker-a")]
     pub broker_name: String,
 
@@ -74,6 +86,24 @@ pub struct DevArgs {
     pub overrides: Vec<String>,
 }
 
+/// The most broker groups `raftmq dev` starts (their ports are 100 apart).
+const DEV_GROUPS_MAX: u64 = 9;
+/// The most NameServers `raftmq dev` starts.
+const DEV_NAMESRVS_MAX: u64 = 5;
+
+/// The name of group `g` (0-based) after the first one's.
+pub fn group_name(first: &str, g: u64) -> String {
+    if g == 0 {
+        return first.to_owned();
+    }
+    match first.strip_suffix('a') {
+        Some(prefix) if prefix.ends_with('-') => {
+            format!("{prefix}{}", char::from(b'a' + u8::try_from(g).unwrap_or(0)))
+        }
+        _ => format!("{first}-{}", g + 1),
+    }
+}
+
 fn parse_group_size(s: &str) -> Result<u64, String> {
     match s.parse::<u64>() {
         Ok(n @ (1 | 3 | 5)) => Ok(n),
@@ -81,43 +111,66 @@ fn parse_group_size(s: &str) -> Result<u64, String> {
     }
 }
 
-/// The broker configs of the dev group (pure: tests check the layout without starting anything).
+/// The broker configs of the dev cluster, group by group (pure: tests check the layout without
+/// starting anything).
 pub fn broker_configs(args: &DevArgs, namesrv_addr: &str) -> Result<Vec<BrokerConfig>> {
     let port = |base: u16, step: u64, i: u64| -> Result<u16> {
         u16::try_from(u64::from(base) + step * i).context("a port beyond 65535: choose lower base ports")
     };
-    let mut peers = Vec::new();
-    for i in 0..args.nodes {
-        peers.push(RaftPeer {
-            id: i,
-            remoting_addr: format!("127.0.0.1:{}", port(args.broker_port, 10, i)?),
-            raft_addr: format!("127.0.0.1:{}", port(args.raft_port, 1, i)?),
-        });
-    }
     let overrides = BrokerConfig::parse_overrides(args.overrides.iter().map(String::as_str))?;
     let mut configs = Vec::new();
-    for i in 0..args.nodes {
-        let config = BrokerConfig {
-            broker_name: args.broker_name.clone(),
-            broker_ip1: Some("127.0.0.1".to_owned()),
-            listen_port: port(args.broker_port, 10, i)?,
-            namesrv_addr: namesrv_addr.to_owned(),
-            store_path_root_dir: args.data.join(&args.broker_name).join(format!("n{i}")),
-            admin_port: port(args.admin_port, 1, i)?,
-            raft_self_id: i,
-            raft_peers: peers.clone(),
-            // A development cluster serves every subscription a client may try (RocketMQ's
-            // default is off; production configs opt in).
-            enable_property_filter: true,
-            acl_enable: args.acl_file.is_some(),
-            acl_file: args.acl_file.clone(),
-            inner_access_key: args.inner_access_key.clone(),
-            inner_secret_key: args.inner_secret_key.clone(),
-            ..BrokerConfig::default()
-        };
-        configs.push(config.with_overrides(&overrides).with_context(|| format!("-D overrides for node {i}"))?);
+    for g in 0..args.groups {
+        let name = group_name(&args.broker_name, g);
+        let broker_port = |i: u64| port(args.broker_port, 1, 100 * g + 10 * i);
+        let mut peers = Vec::new();
+        for i in 0..args.nodes {
+            peers.push(RaftPeer {
+                id: i,
+                remoting_addr: format!("127.0.0.1:{}", broker_port(i)?),
+                raft_addr: format!("127.0.0.1:{}", port(args.raft_port, 1, 10 * g + i)?),
+            });
+        }
+        for i in 0..args.nodes {
+            let config = BrokerConfig {
+                broker_name: name.clone(),
+                broker_ip1: Some("127.0.0.1".to_owned()),
+                listen_port: broker_port(i)?,
+                namesrv_addr: namesrv_addr.to_owned(),
+                store_path_root_dir: args.data.join(&name).join(format!("n{i}")),
+                admin_port: port(args.admin_port, 1, 10 * g + i)?,
+                raft_self_id: i,
+                raft_peers: peers.clone(),
+                // A development cluster serves every subscription a client may try (RocketMQ's
+                // default is off; production configs opt in).
+                enable_property_filter: true,
+                acl_enable: args.acl_file.is_some(),
+                acl_file: args.acl_file.clone(),
+                inner_access_key: args.inner_access_key.clone(),
+                inner_secret_key: args.inner_secret_key.clone(),
+                ..BrokerConfig::default()
+            };
+            configs.push(config.with_overrides(&overrides).with_context(|| format!("-D overrides for {name} n{i}"))?);
+        }
     }
     Ok(configs)
+}
+
+/// The NameServer configs of the dev cluster: the first keeps its data in `namesrv/`, the others
+/// in `namesrv-2/`, `namesrv-3/`, …
+pub fn namesrv_configs(args: &DevArgs) -> Result<Vec<NamesrvConfig>> {
+    (0..args.namesrvs)
+        .map(|j| {
+            let listen_port = u16::try_from(u64::from(args.namesrv_port) + j)
+                .context("a NameServer port beyond 65535: choose a lower --namesrv-port")?;
+            let dir = if j == 0 { "namesrv".to_owned() } else { format!("namesrv-{}", j + 1) };
+            Ok(NamesrvConfig {
+                listen_port,
+                bind_address: "127.0.0.1".to_owned(),
+                kv_config_path: args.data.join(dir).join("kvConfig.json").display().to_string(),
+                ..NamesrvConfig::default()
+            })
+        })
+        .collect()
 }
 
 /// Runs the dev cluster until the first shutdown signal.
@@ -125,14 +178,20 @@ pub async fn run(args: DevArgs) -> Result<()> {
     // Handlers first, so a signal during start-up still stops the cluster gracefully.
     let shutdown = crate::signal::shutdown();
     std::fs::create_dir_all(&args.data).with_context(|| format!("creating {}", args.data.display()))?;
-    let namesrv_config = NamesrvConfig {
-        listen_port: args.namesrv_port,
-        bind_address: "127.0.0.1".to_owned(),
-        kv_config_path: args.data.join("namesrv").join("kvConfig.json").display().to_string(),
-        ..NamesrvConfig::default()
-    };
-    let namesrv = NameServer::start(namesrv_config).await.context("starting the NameServer")?;
-    let namesrv_addr = namesrv.local_addr().to_string();
+    let mut namesrvs = Vec::new();
+    for config in namesrv_configs(&args)? {
+        let port = config.listen_port;
+        match NameServer::start(config).await {
+            Ok(namesrv) => namesrvs.push(namesrv),
+            Err(e) => {
+                for namesrv in namesrvs {
+                    namesrv.shutdown().await;
+                }
+                return Err(anyhow::Error::new(e).context(format!("starting the NameServer on port {port}")));
+            }
+        }
+    }
+    let namesrv_addr = namesrvs.iter().map(|n| n.local_addr().to_string()).collect::<Vec<_>>().join(";");
 
     let configs = broker_configs(&args, &namesrv_addr)?;
     // All replicas start together: a group elects its first leader only once a majority is up.
@@ -151,40 +210,51 @@ pub async fn run(args: DevArgs) -> Result<()> {
         for broker in brokers {
             broker.shutdown().await;
         }
-        namesrv.shutdown().await;
+        for namesrv in namesrvs {
+            namesrv.shutdown().await;
+        }
         return Err(error);
     }
 
     tokio::pin!(shutdown);
-    // The banner promises a working cluster: print it once the group has a leader taking writes.
-    let leader = tokio::select! {
+    // The banner promises a working cluster: print it once every group has a leader taking writes.
+    let leaders = tokio::select! {
         biased;
         _ = &mut shutdown => None,
-        leader = ready_leader(&brokers) => Some(leader),
+        leaders = ready_leaders(&brokers, &configs) => Some(leaders),
     };
-    if let Some((node, term)) = leader {
-        print_banner(&args, &namesrv_addr, &configs, node, term);
+    if let Some(leaders) = leaders {
+        print_banner(&args, &namesrv_addr, &configs, &leaders);
         shutdown.await;
     }
     for broker in brokers {
         broker.shutdown().await;
     }
-    namesrv.shutdown().await;
+    for namesrv in namesrvs {
+        namesrv.shutdown().await;
+    }
     println!("raftmq dev stopped; data kept in {}", args.data.display());
     Ok(())
 }
 
-/// Waits until one replica leads and takes writes; its (node id, term). Logs while it waits, since
-/// recovering a large store can take a while.
-async fn ready_leader(brokers: &[Broker]) -> (u64, u64) {
+/// Waits until every group has a replica that leads and takes writes; per group, by name, its
+/// leader's (node id, term). Logs while it waits, since recovering a large store can take a while.
+async fn ready_leaders(brokers: &[Broker], configs: &[BrokerConfig]) -> std::collections::BTreeMap<String, (u64, u64)> {
+    let groups: std::collections::BTreeSet<&str> = configs.iter().map(|c| c.broker_name.as_str()).collect();
     let started = std::time::Instant::now();
     let mut waiting_logged = false;
     loop {
-        if let Some(b) = brokers.iter().find(|b| b.is_ready_leader()) {
-            return (b.node_id(), b.leadership().term);
+        let leaders: std::collections::BTreeMap<String, (u64, u64)> = brokers
+            .iter()
+            .zip(configs)
+            .filter(|(b, _)| b.is_ready_leader())
+            .map(|(b, c)| (c.broker_name.clone(), (b.node_id(), b.leadership().term)))
+            .collect();
+        if leaders.len() == groups.len() {
+            return leaders;
         }
         if !waiting_logged && started.elapsed() > DEV_LEADER_WAIT_NOTICE {
-            println!("waiting for the broker group to elect a leader and catch up…");
+            println!("waiting for the broker groups to elect leaders and catch up…");
             waiting_logged = true;
         }
         tokio::time::sleep(DEV_LEADER_POLL).await;
@@ -196,18 +266,24 @@ const DEV_LEADER_POLL: std::time::Duration = std::time::Duration::from_millis(50
 /// When start-up says that it is still waiting for a leader.
 const DEV_LEADER_WAIT_NOTICE: std::time::Duration = std::time::Duration::from_secs(3);
 
-fn print_banner(args: &DevArgs, namesrv_addr: &str, configs: &[BrokerConfig], leader: u64, term: u64) {
+fn print_banner(
+    args: &DevArgs,
+    namesrv_addr: &str,
+    configs: &[BrokerConfig],
+    leaders: &std::collections::BTreeMap<String, (u64, u64)>,
+) {
     println!();
-    println!(
-        "raftmq dev cluster is up ({} replica(s) of {}, leader n{leader} in term {term}), data in {}",
-        configs.len(),
-        args.broker_name,
-        args.data.display()
-    );
+    let shape: Vec<String> = leaders
+        .iter()
+        .map(|(group, (node, term))| format!("{group}: {} replica(s), leader n{node} in term {term}", args.nodes))
+        .collect();
+    println!("raftmq dev cluster is up ({}), data in {}", shape.join("; "), args.data.display());
+    // One line with every NameServer, as `-n` takes them.
     println!("  NameServer    {namesrv_addr}");
     for c in configs {
         println!(
-            "  broker n{}     remoting 127.0.0.1:{}  raft {}  admin http://127.0.0.1:{}",
+            "  {} n{}  remoting 127.0.0.1:{}  raft {}  admin http://127.0.0.1:{}",
+            c.broker_name,
             c.raft_self_id,
             c.listen_port,
             c.self_peer().map_or("?", |p| p.raft_addr.as_str()),
@@ -239,6 +315,8 @@ mod tests {
         DevArgs {
             data: PathBuf::from("d"),
             nodes: 3,
+            groups: 1,
+            namesrvs: 1,
             namesrv_port: 9876,
             broker_port: 10911,
             raft_port: 40911,
@@ -274,6 +352,28 @@ mod tests {
             assert_eq!(c.inner_credentials().unwrap().map(|k| k.access_key().to_owned()), Some("groupPeers".into()));
         }
         assert!(parse_group_size("2").is_err());
+    }
+
+    #[test]
+    fn dev_groups_and_namesrvs_take_the_next_names_and_ports() {
+        let args = DevArgs { groups: 2, namesrvs: 2, nodes: 3, ..default_args(&[]) };
+        let configs = broker_configs(&args, "127.0.0.1:9876;127.0.0.1:9877").unwrap();
+        assert_eq!(configs.len(), 6);
+        let b: Vec<_> = configs.iter().filter(|c| c.broker_name == "broker-b").collect();
+        assert_eq!(b.iter().map(|c| c.listen_port).collect::<Vec<_>>(), [11011, 11021, 11031]);
+        assert_eq!(b.iter().map(|c| c.admin_port).collect::<Vec<_>>(), [8090, 8091, 8092]);
+        assert_eq!(b[0].raft_peers[2].raft_addr, "127.0.0.1:40923");
+        assert_eq!(b[1].store_path_root_dir, PathBuf::from("d/broker-b/n1"));
+        assert!(configs.iter().all(|c| c.namesrv_addrs().count() == 2));
+        let ports: std::collections::BTreeSet<u16> =
+            configs.iter().flat_map(|c| [c.listen_port, c.admin_port]).collect();
+        assert_eq!(ports.len(), 12, "no port is used twice");
+        let ns = namesrv_configs(&args).unwrap();
+        assert_eq!(ns.iter().map(|n| n.listen_port).collect::<Vec<_>>(), [9876, 9877]);
+        assert!(ns[1].kv_config_path.ends_with("namesrv-2/kvConfig.json"));
+        assert_eq!(group_name("broker-a", 2), "broker-c");
+        assert_eq!(group_name("orders", 0), "orders");
+        assert_eq!(group_name("orders", 1), "orders-2");
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod bench;
 mod cli;
 mod consume;
 mod dev;
+mod healthcheck;
 mod logging;
 mod namesrv_addr;
 mod send;

@@ -268,3 +268,24 @@ async fn dev_cluster_serves_the_cli_and_keeps_data_across_a_restart() -> Result<
     eprintln!("t45: done in {:?}", started.elapsed());
     Ok(())
 }
+
+/// The images set `RAFTMQ_LOG_JSON=1` (deploy/Dockerfile*): the binary takes it, and the usual
+/// spellings of a boolean, instead of refusing to start.
+#[test]
+fn raftmq_log_json_takes_1_as_containers_set_it() -> Result<()> {
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        listener.local_addr()?
+    };
+    for value in ["1", "0", "true", "false", "yes", "off"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_raftmq"))
+            .args(["healthcheck", &format!("http://{closed}/readyz")])
+            .env("RAFTMQ_LOG_JSON", value)
+            .output()?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        ensure!(!stderr.contains("invalid value"), "RAFTMQ_LOG_JSON={value}: {stderr}");
+        ensure!(!out.status.success(), "a closed port is not healthy");
+        ensure!(stderr.contains("connecting to"), "RAFTMQ_LOG_JSON={value}: {stderr}");
+    }
+    Ok(())
+}

@@ -1,7 +1,7 @@
 //! The shipped deployment stays loadable: every `deploy/*.toml` is a valid NameServer or broker config,
-//! the broker replicas describe one and the same Raft group (each its own member, addresses agreeing
-//! with `brokerIP1:listenPort`), and `docker-compose.yml` starts each config it ships at the address
-//! that config advertises. The sample `deploy/plain_acl.yml` parses and names an admin account for the
+//! the broker replicas describe two Raft groups of three (in each, every replica its own member, addresses
+//! agreeing with `brokerIP1:listenPort`), and `docker-compose.yml` starts each config it ships at the
+//! address that config advertises, with a NameServer at every address of `namesrvAddr`. The sample `deploy/plain_acl.yml` parses and names an admin account for the
 //! replicas.
 
 use std::collections::BTreeSet;
@@ -34,29 +34,36 @@ fn broker_configs() -> Result<Vec<(String, BrokerConfig)>> {
 }
 
 #[test]
-fn deploy_configs_describe_one_consistent_group() -> Result<()> {
+fn deploy_configs_describe_two_consistent_groups() -> Result<()> {
     NamesrvConfig::load(Some(Path::new(&root().join("deploy/namesrv.toml"))), &[])?;
     let brokers = broker_configs()?;
+    let mut groups: std::collections::BTreeMap<String, Vec<&(String, BrokerConfig)>> = Default::default();
+    for b in &brokers {
+        groups.entry(b.1.broker_name.clone()).or_default().push(b);
+    }
     ensure!(
-        brokers.len() == 3,
-        "expected three replicas, found {:?}",
+        groups.keys().map(String::as_str).collect::<Vec<_>>() == ["broker-a", "broker-b"],
+        "expected groups broker-a and broker-b, found {:?}",
         brokers.iter().map(|b| &b.0).collect::<Vec<_>>()
     );
-    let (_, first) = &brokers[0];
-    let mut ids = BTreeSet::new();
-    for (name, c) in &brokers {
-        ensure!(c.raft_peers == first.raft_peers, "{name}: raftPeers differ from {}", brokers[0].0);
-        ensure!(c.broker_name == first.broker_name && c.namesrv_addr == first.namesrv_addr, "{name}: another group");
-        let me = c.self_peer().with_context(|| format!("{name}: raftSelfId is not a peer"))?;
-        ensure!(
-            me.remoting_addr == c.broker_addr(),
-            "{name}: peer address {} vs {}",
-            me.remoting_addr,
-            c.broker_addr()
-        );
-        ensure!(ids.insert(c.raft_self_id), "{name}: raftSelfId {} used twice", c.raft_self_id);
+    for (group, replicas) in &groups {
+        ensure!(replicas.len() == 3, "{group}: expected three replicas");
+        let first = &replicas[0].1;
+        let mut ids = BTreeSet::new();
+        for (name, c) in replicas.iter().map(|r| (&r.0, &r.1)) {
+            ensure!(c.raft_peers == first.raft_peers, "{name}: raftPeers differ from {}", replicas[0].0);
+            ensure!(c.namesrv_addr == brokers[0].1.namesrv_addr, "{name}: other NameServers");
+            let me = c.self_peer().with_context(|| format!("{name}: raftSelfId is not a peer"))?;
+            ensure!(
+                me.remoting_addr == c.broker_addr(),
+                "{name}: peer address {} vs {}",
+                me.remoting_addr,
+                c.broker_addr()
+            );
+            ensure!(ids.insert(c.raft_self_id), "{name}: raftSelfId {} used twice", c.raft_self_id);
+        }
+        ensure!(ids.len() == first.raft_peers.len(), "{group}: every peer has a config");
     }
-    ensure!(ids.len() == first.raft_peers.len(), "every peer has a config");
     Ok(())
 }
 
@@ -64,16 +71,22 @@ fn deploy_configs_describe_one_consistent_group() -> Result<()> {
 fn compose_starts_every_shipped_config_at_its_address() -> Result<()> {
     let compose = std::fs::read_to_string(root().join("docker-compose.yml"))?;
     ensure!(compose.contains("/etc/raftmq/namesrv.toml"), "the NameServer config is not used");
-    for (name, c) in broker_configs()? {
+    let brokers = broker_configs()?;
+    for (name, c) in &brokers {
         ensure!(compose.contains(&format!("/etc/raftmq/{name}")), "{name} is not started by docker-compose.yml");
         let ip = c.broker_ip();
         ensure!(compose.contains(&format!("ipv4_address: {ip} ")), "{name} advertises {ip}, which no service has");
     }
-    let namesrv_ip = broker_configs()?
-        .first()
-        .and_then(|(_, c)| c.namesrv_addr.rsplit_once(':').map(|(h, _)| h.to_owned()))
-        .context("namesrvAddr")?;
-    ensure!(compose.contains(&format!("ipv4_address: {namesrv_ip} ")), "no service at namesrvAddr {namesrv_ip}");
+    let namesrvs = &brokers.first().context("no broker config")?.1.namesrv_addr;
+    ensure!(namesrvs.split(';').count() == 2, "two NameServers in namesrvAddr: {namesrvs}");
+    for addr in namesrvs.split(';') {
+        let ip = addr.rsplit_once(':').map(|(h, _)| h).context("namesrvAddr")?;
+        ensure!(compose.contains(&format!("ipv4_address: {ip} ")), "no service at namesrvAddr {ip}");
+    }
+    // Admin ports are published on loopback only.
+    for line in compose.lines().filter(|l| l.trim_start().starts_with("ports:")) {
+        ensure!(line.contains("\"127.0.0.1:"), "a port published beyond loopback: {line}");
+    }
     Ok(())
 }
 
