@@ -1,7 +1,8 @@
 """Shared by every C++-client scenario: arguments, JSON-line output, waiting with a deadline.
 
 Each scenario is run by tests/interop_cpp/t70_cpp_client.rs (root package) as
-`python3 <scenario>.py --namesrv ADDR --topic TOPIC --group GROUP` and prints one JSON object per
+`python3 <scenario>.py --namesrv ADDR --topic TOPIC --group GROUP [--count N] [--client-home DIR]`
+and prints one JSON object per
 line on stdout: `sent`, `received`, `done` or `error` events the Rust side asserts on. Everything
 goes through PyPI's `rocketmq` 0.4.4 (librocketmq 1.2.x, the official C++ core) with its default
 settings; only the NameServer address and the names are set.
@@ -9,6 +10,7 @@ settings; only the NameServer address and the names are set.
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -26,7 +28,14 @@ def args():
     parser.add_argument("--topic", required=True)
     parser.add_argument("--group", required=True)
     parser.add_argument("--count", type=int, default=8)
-    return parser.parse_args()
+    parser.add_argument("--client-home", help="where the C++ client writes logs/rocketmq-cpp/ (its $HOME)")
+    parsed = parser.parse_args()
+    if parsed.client_home:
+        # librocketmq opens its log under getenv("HOME") when the first client is created; Python's
+        # own start-up (site-packages) is done by now, so only the C++ client sees the change.
+        os.makedirs(parsed.client_home, exist_ok=True)
+        os.environ["HOME"] = parsed.client_home
+    return parsed
 
 
 _emit_lock = threading.Lock()
