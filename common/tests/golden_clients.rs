@@ -60,7 +60,7 @@ fn fixtures() -> Vec<Fixture> {
 }
 
 fn unhex(hex: &str) -> Vec<u8> {
-    assert!(hex.len() % 2 == 0, "odd hex length");
+    assert!(hex.len().is_multiple_of(2), "odd hex length");
     (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex digits")).collect()
 }
 
@@ -106,7 +106,8 @@ fn every_captured_client_frame_decodes_as_the_server_decodes_it() {
     let fixtures = fixtures();
     assert!(fixtures.iter().any(|f| f.name.starts_with("cpp-")), "no C++ client fixtures");
     for f in &fixtures {
-        let cmd = RemotingCommand::decode(&f.frame).unwrap_or_else(|e| panic!("{}: the frame does not decode: {e}", f.name));
+        let cmd =
+            RemotingCommand::decode(&f.frame).unwrap_or_else(|e| panic!("{}: the frame does not decode: {e}", f.name));
         assert!(!cmd.is_response(), "{}: captured a response", f.name);
         let code: i32 = f.name.split('-').nth(2).and_then(|c| c.trim_end_matches(".hex").parse().ok()).expect("a code");
         assert_eq!(cmd.code, code, "{}: the file name's code", f.name);

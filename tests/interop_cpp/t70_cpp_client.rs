@@ -27,6 +27,9 @@ use anyhow::ensure;
 use harness::cluster::Cluster;
 use harness::group::drain_queue;
 use raftmq_common::message::batch::decode_batch;
+use raftmq_common::protocol::RemotingCommand;
+use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::ResponseCode;
 use raftmq_common::remoting::RemotingClient;
 use serde_json::Value;
 use tracing_subscriber::layer::SubscriberExt as _;
@@ -75,11 +78,39 @@ async fn run_all(nodes: u64) -> Result<()> {
         Ok::<_, anyhow::Error>(())
     }
     .await;
-    let refused = refusals.lock().map(|r| r.clone()).unwrap_or_default();
+    let probed = probe_refusal_log(&cluster, &refusals).await;
+    let refused: Vec<String> = refusals
+        .lock()
+        .map(|r| r.iter().filter(|line| !line.contains(&format!("request_code={PROBE_CODE} "))).cloned().collect())
+        .unwrap_or_default();
     cluster.shutdown().await?;
     result?;
+    probed?;
     ensure!(refused.is_empty(), "the servers refused C++ client requests: {refused:#?}");
     println!("{nodes}-node group: every C++ client scenario passed, no request refused");
+    Ok(())
+}
+
+/// A request code no server serves: the probe that proves refusals are recorded.
+const PROBE_CODE: i32 = 29_999;
+
+/// Sends PROBE_CODE to the leader and waits for its refusal in the recorder: an empty recorder
+/// means "nothing refused", not "nothing recorded".
+async fn probe_refusal_log(cluster: &Cluster, refusals: &Mutex<Vec<String>>) -> Result<()> {
+    let leader = cluster.wait_leader(harness::cluster::WAIT).await?;
+    let client = RemotingClient::new();
+    let request = RemotingCommand::request(RequestCode::from_i32(PROBE_CODE));
+    let response = client.invoke(&cluster.addr(leader), request, Duration::from_secs(5)).await?;
+    ensure!(response.response_code() == ResponseCode::RequestCodeNotSupported, "the probe was answered {response:?}");
+    let needle = format!("request_code={PROBE_CODE} ");
+    harness::cluster::until(
+        "the probe's refusal recorded",
+        || async {
+            Ok::<_, anyhow::Error>(refusals.lock().map(|r| r.iter().any(|l| l.contains(&needle))).unwrap_or(false))
+        },
+        |recorded| *recorded,
+    )
+    .await?;
     Ok(())
 }
 
@@ -108,7 +139,12 @@ fn refusal_recorder() -> Arc<Mutex<Vec<String>>> {
                     .with_filter(tracing_subscriber::EnvFilter::from_default_env())
             });
             let _already_set = tracing_subscriber::registry()
-                .with(RefusalLayer(recorded.clone()))
+                .with(
+                    RefusalLayer(recorded.clone()).with_filter(
+                        tracing_subscriber::filter::Targets::new()
+                            .with_target("raftmq_common::remoting::refusal_log", tracing::Level::WARN),
+                    ),
+                )
                 .with(fmt)
                 .try_init();
             recorded
@@ -156,6 +192,25 @@ impl Output {
     }
 }
 
+/// The last lines of every log librocketmq wrote under `home`, for a failure's message.
+fn client_log_tail(home: &std::path::Path) -> String {
+    const LINES: usize = 40;
+    let Ok(entries) = std::fs::read_dir(home.join("logs/rocketmq-cpp")) else {
+        return "(no log)".to_owned();
+    };
+    let mut out = String::new();
+    for entry in entries.flatten().filter(|e| e.path().is_file()) {
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        out.push_str(&format!("== {}\n", entry.path().display()));
+        for line in &lines[lines.len().saturating_sub(LINES)..] {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 fn text<'v>(value: &'v Value, field: &str) -> &'v str {
     value[field].as_str().unwrap_or_default()
 }
@@ -179,10 +234,14 @@ impl Run<'_> {
         let (topic, group) = self.names(scenario);
         self.cluster.create_topic(&topic, QUEUES).await?;
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop_cpp");
+        // The client's logs go to a directory of this run (its default is ~/logs/rocketmq-cpp).
+        let home = tempfile::tempdir()?;
         let child = tokio::process::Command::new("python3")
             .arg(dir.join(script))
             .args(["--namesrv", &self.cluster.namesrv_addr, "--topic", &topic, "--group", &group])
             .args(["--count", &count.to_string()])
+            .arg("--client-home")
+            .arg(home.path())
             .current_dir(&dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -198,7 +257,11 @@ impl Run<'_> {
         let output = Output { events };
         let errors = output.of("error");
         if !out.status.success() || !errors.is_empty() || output.of("done").len() != 1 {
-            bail!("{script} ({}): errors {errors:?}\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+            bail!(
+                "{script} ({}): errors {errors:?}\nstdout:\n{stdout}\nstderr:\n{stderr}\nC++ client log (last lines):\n{}",
+                out.status,
+                client_log_tail(home.path())
+            );
         }
         println!(
             "{}-node group, {script}: {} sent, {} received",
@@ -234,7 +297,7 @@ impl Run<'_> {
             let mode = ["sync", "async", "oneway"][seq / COUNT];
             ensure!(seqs.insert(seq), "message {seq} pulled twice");
             ensure!(text(r, "topic") == topic, "{r}");
-            ensure!(text(r, "tags") == if seq % 2 == 0 { "TagA" } else { "TagB" }, "tags of {r}");
+            ensure!(text(r, "tags") == if seq.is_multiple_of(2) { "TagA" } else { "TagB" }, "tags of {r}");
             ensure!(text(r, "keys") == format!("key-{mode}-{seq} order-{}", seq % 3), "keys of {r}");
             ensure!(text(r, "body") == body_of(mode, seq), "body of {r}");
             ensure!(text(r, "scenario") == mode, "user property of {r}");
@@ -319,7 +382,8 @@ impl Run<'_> {
         for (seq, d) in deliveries {
             let first = d.first().context("no delivery")?;
             ensure!(int(first, "reconsume_times") == 0 && first["failed"] == true, "message {seq}: {first}");
-            let retried = d.iter().find(|r| r["failed"] == false).with_context(|| format!("message {seq} never came back"))?;
+            let retried =
+                d.iter().find(|r| r["failed"] == false).with_context(|| format!("message {seq} never came back"))?;
             ensure!(int(retried, "reconsume_times") == 1, "message {seq} came back with {retried}");
             ensure!(text(retried, "retry_topic") == topic, "RETRY_TOPIC of {retried}");
         }

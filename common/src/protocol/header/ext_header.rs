@@ -211,7 +211,9 @@ pub(crate) mod testing {
                 .ok()
                 .filter(|n| n.to_string() == value.as_str())
                 .map(serde_json::Value::from)
-                .or_else(|| value.parse::<u64>().ok().filter(|n| n.to_string() == value.as_str()).map(serde_json::Value::from));
+                .or_else(|| {
+                    value.parse::<u64>().ok().filter(|n| n.to_string() == value.as_str()).map(serde_json::Value::from)
+                });
             let json = match number {
                 Some(n) if as_number => n,
                 _ => serde_json::Value::String(value.to_string()),

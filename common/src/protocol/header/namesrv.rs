@@ -366,8 +366,11 @@ mod tests {
                 Just(RaftRole::Learner)
             ];
             let raft = proptest::option::of(
-                (any::<u64>(), role, 0..=RAFT_NODE_ID_MAX)
-                    .prop_map(|(term, role, node_id)| RaftRegistration { term, role, node_id }),
+                (any::<u64>(), role, 0..=RAFT_NODE_ID_MAX).prop_map(|(term, role, node_id)| RaftRegistration {
+                    term,
+                    role,
+                    node_id,
+                }),
             );
             let names = (any::<String>(), any::<String>(), any::<String>(), any::<String>());
             (names, any::<i64>(), any::<Option<i64>>(), any::<bool>(), any::<i32>(), raft)
