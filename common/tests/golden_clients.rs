@@ -16,6 +16,7 @@ use raftmq_common::protocol::LanguageCode;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::body::JsonBody;
+use raftmq_common::protocol::body::heartbeat::CheckClientRequestBody;
 use raftmq_common::protocol::body::heartbeat::ConsumeFromWhere;
 use raftmq_common::protocol::body::heartbeat::ConsumeType;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
@@ -26,6 +27,7 @@ use raftmq_common::protocol::header::CommandHeader;
 use raftmq_common::protocol::header::client::ConsumerSendMsgBackRequestHeader;
 use raftmq_common::protocol::header::client::GetConsumerListByGroupRequestHeader;
 use raftmq_common::protocol::header::client::UnregisterClientRequestHeader;
+use raftmq_common::protocol::header::namesrv::GetKvConfigRequestHeader;
 use raftmq_common::protocol::header::namesrv::GetRouteInfoRequestHeader;
 use raftmq_common::protocol::header::offset::GetMaxOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::GetMinOffsetRequestHeader;
@@ -97,6 +99,10 @@ fn decode_as_served(cmd: &RemotingCommand, name: &str) -> String {
         RequestCode::LockBatchMq => format!("{:?}", body::<LockBatchRequestBody>(cmd, name)),
         RequestCode::UnlockBatchMq => format!("{:?}", body::<UnlockBatchRequestBody>(cmd, name)),
         RequestCode::GetRouteinfoByTopic => format!("{:?}", header::<GetRouteInfoRequestHeader>(cmd, name)),
+        RequestCode::GetKvConfig => format!("{:?}", header::<GetKvConfigRequestHeader>(cmd, name)),
+        RequestCode::CheckClientConfig => format!("{:?}", body::<CheckClientRequestBody>(cmd, name)),
+        // Served without a header or body.
+        RequestCode::GetBrokerClusterInfo | RequestCode::GetAllTopicListFromNameserver => "no header".to_owned(),
         other => panic!("{name}: no decoder for {other}; add the one the serving processor uses"),
     }
 }

@@ -32,6 +32,7 @@ use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::remoting::RemotingClient;
 use serde_json::Value;
+use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
@@ -151,8 +152,6 @@ fn refusal_recorder() -> Arc<Mutex<Vec<String>>> {
         })
         .clone()
 }
-
-use tracing_subscriber::Layer as _;
 
 /// Records every event of `raftmq_common::remoting::refusal_log` with its fields.
 struct RefusalLayer(Arc<Mutex<Vec<String>>>);
