@@ -111,6 +111,7 @@ fn decode_as_served(cmd: &RemotingCommand, name: &str) -> String {
 fn every_captured_client_frame_decodes_as_the_server_decodes_it() {
     let fixtures = fixtures();
     assert!(fixtures.iter().any(|f| f.name.starts_with("cpp-")), "no C++ client fixtures");
+    assert!(fixtures.iter().any(|f| f.name.starts_with("rust-")), "no rocketmq-client-rust fixtures");
     for f in &fixtures {
         let cmd =
             RemotingCommand::decode(&f.frame).unwrap_or_else(|e| panic!("{}: the frame does not decode: {e}", f.name));
@@ -186,4 +187,17 @@ fn cpp_send_back_and_pull_read_as_java_reads_them() {
     let pull: PullMessageRequestHeader = header(&cpp("cpp-broker-11.hex"), "pull");
     assert_eq!(pull.max_msg_nums, 32);
     assert!(pull.suspend_timeout_millis > 0);
+}
+
+#[test]
+fn rust_client_batch_is_a_batch() {
+    // rocketmq-client-rust sends SEND_BATCH_MESSAGE with `"m":"true"`, as Java's client does.
+    let f = fixtures().into_iter().find(|f| f.name == "rust-broker-320-batch.hex").expect("fixture");
+    let cmd = RemotingCommand::decode(&f.frame).expect("the frame decodes");
+    assert_eq!(cmd.language, LanguageCode::Rust);
+    let h = SendMessageRequestHeader::from(header::<SendMessageRequestHeaderV2>(&cmd, &f.name));
+    assert_eq!(h.batch, Some(true));
+    let inner = decode_batch(&Bytes::copy_from_slice(&cmd.body), &h.topic).expect("the body is a batch encoding");
+    let bodies: Vec<&[u8]> = inner.iter().map(|m| &m.body[..]).collect();
+    assert_eq!(bodies, [&b"batch-0"[..], b"batch-1", b"batch-2", b"batch-3", b"batch-4"]);
 }
