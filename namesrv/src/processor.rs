@@ -462,7 +462,7 @@ impl NamesrvProcessor {
 impl RequestProcessor for NamesrvProcessor {
     async fn process(&self, ctx: ConnectionContext, request: RemotingCommand) -> Option<RemotingCommand> {
         let response = self.handle(Some(ctx.connection_id()), &request);
-        self.refusals.note(&ctx, &request, &response);
+        self.refusals.note(ctx.connection_id(), ctx.peer_addr(), &request, &response);
         Some(response)
     }
 }

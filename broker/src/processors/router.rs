@@ -203,7 +203,7 @@ fn send_handles(ctx: &BrokerContext) -> SendHandles {
 impl RequestProcessor for BrokerProcessor {
     async fn process(&self, conn: ConnectionContext, request: RemotingCommand) -> Option<RemotingCommand> {
         let response = self.answer(&conn, &request).await;
-        self.refusals.note(&conn, &request, &response);
+        self.refusals.note(conn.connection_id(), conn.peer_addr(), &request, &response);
         Some(response)
     }
 }

@@ -8,7 +8,8 @@
 //!
 //! [`ProcessorTable`] maps request codes to processors, with an optional default for codes nobody
 //! registered; anything else is answered REQUEST_CODE_NOT_SUPPORTED with RocketMQ's remark
-//! (`NettyRemotingAbstract.processRequestCommand`), and the connection stays open.
+//! (`NettyRemotingAbstract.processRequestCommand`), and the connection stays open. Those answers are
+//! refusals like any other: the table's [`RefusalLog`] logs them once per connection and code.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -18,6 +19,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use super::connection::Connection;
+use super::refusal_log::RefusalLog;
 use crate::protocol::RemotingCommand;
 use crate::protocol::RequestCode;
 use crate::protocol::ResponseCode;
@@ -114,6 +116,8 @@ where
 pub struct ProcessorTable {
     by_code: HashMap<i32, Arc<dyn DynRequestProcessor>>,
     default: Option<Arc<dyn DynRequestProcessor>>,
+    /// Codes nobody serves, as an operator sees them (the processors log their own refusals).
+    refusals: Arc<RefusalLog>,
 }
 
 impl std::fmt::Debug for ProcessorTable {
@@ -162,6 +166,7 @@ impl ProcessorTable {
                 tracing::debug!(request_code = %RequestCode::from_i32(request.code), server = %ctx.connection().local_addr(),
                     peer = %ctx.peer_addr(), "request code not supported");
                 let response = not_supported(&request);
+                self.refusals.note(ctx.connection_id(), ctx.peer_addr(), &request, &response);
                 Box::pin(async move { Some(response) })
             }
         }

@@ -9,12 +9,12 @@
 //! refusal may log once more).
 
 use std::collections::HashSet;
+use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::sync::PoisonError;
 use std::time::Duration;
 use std::time::Instant;
 
-use super::processor::ConnectionContext;
 use crate::protocol::RemotingCommand;
 use crate::protocol::ResponseCode;
 
@@ -73,10 +73,16 @@ impl RefusalLog {
         matches!(response.response_code(), ResponseCode::SystemError | ResponseCode::RequestCodeNotSupported)
     }
 
-    /// Logs `response` to `request` on `conn` when it is a refusal not yet logged for this
-    /// connection and codes, within the rate limit.
-    pub fn note(&self, conn: &ConnectionContext, request: &RemotingCommand, response: &RemotingCommand) -> Logged {
-        self.note_at(conn.connection_id(), &conn.peer_addr().to_string(), request, response, Instant::now())
+    /// Logs `response` to `request` on connection `connection_id` from `peer` when it is a refusal
+    /// not yet logged for this connection and codes, within the rate limit.
+    pub fn note(
+        &self,
+        connection_id: u64,
+        peer: SocketAddr,
+        request: &RemotingCommand,
+        response: &RemotingCommand,
+    ) -> Logged {
+        self.note_at(connection_id, &peer.to_string(), request, response, Instant::now())
     }
 
     /// [`RefusalLog::note`] with the connection given by id and address, at `now`.

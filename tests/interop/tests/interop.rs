@@ -470,16 +470,64 @@ async fn t0_refused_request_codes_are_recorded() -> Result<()> {
     Ok(())
 }
 
+/// Where their clients of t1 and t8 find the NameServer: the group's own, or, with
+/// `RAFTMQ_CAPTURE_DIR` set, a capture proxy in front of it (`tests/interop_cpp/capture_proxy.py`,
+/// label `rust`) that writes their first request frame of every code into that directory, the golden
+/// fixtures of `common/tests/golden/clients`. The proxy process ends with this value.
+struct TheirNamesrv {
+    addr: String,
+    proxy: Option<std::process::Child>,
+}
+
+impl Drop for TheirNamesrv {
+    fn drop(&mut self) {
+        if let Some(mut proxy) = self.proxy.take() {
+            let _ = proxy.kill();
+            let _ = proxy.wait();
+        }
+    }
+}
+
+fn their_namesrv(group: &Group) -> Result<TheirNamesrv> {
+    use std::io::BufRead as _;
+    let Some(dir) = std::env::var_os("RAFTMQ_CAPTURE_DIR") else {
+        return Ok(TheirNamesrv { addr: group.namesrv_addr.clone(), proxy: None });
+    };
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../interop_cpp/capture_proxy.py");
+    let mut proxy = std::process::Command::new("python3")
+        .arg(script)
+        .args(["--namesrv", &group.namesrv_addr, "--label", "rust", "--out"])
+        .arg(&dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("starting the capture proxy")?;
+    let mut first = String::new();
+    let stdout = proxy.stdout.take().context("proxy stdout")?;
+    let mut lines = std::io::BufReader::new(stdout);
+    lines.read_line(&mut first).context("reading the proxy's address")?;
+    // {"event": "listening", "namesrv": "127.0.0.1:PORT"}; later lines are drained in the background.
+    std::thread::spawn(move || for _ in lines.lines() {});
+    let addr = first
+        .split("\"namesrv\": \"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .with_context(|| format!("no address in the proxy's first line {first:?}"))?
+        .to_owned();
+    Ok(TheirNamesrv { addr, proxy: Some(proxy) })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn t1_their_producer_to_their_push_consumer() -> Result<()> {
     const TOPIC: &str = "InteropT1";
     let group = cluster_with_topic("t1", TOPIC).await?;
     let rt = TheirRuntime::new("t1")?;
 
-    let mut producer = their_producer(&rt, &group.namesrv_addr, "interop_t1_producer").await?;
+    let namesrv = their_namesrv(&group)?;
+    let mut producer = their_producer(&rt, &namesrv.addr, "interop_t1_producer").await?;
     their_send_all(&producer, TOPIC).await?;
 
-    let (mut consumer, mut rx) = their_push_consumer(&rt, &group.namesrv_addr, "interop_t1_consumer", TOPIC).await?;
+    let (mut consumer, mut rx) = their_push_consumer(&rt, &namesrv.addr, "interop_t1_consumer", TOPIC).await?;
     let mut outcome = expect_all(&mut rx, &all_expected(TOPIC), "t1").await;
     if outcome.is_ok() {
         outcome = their_consumer_status(&group, "interop_t1_consumer", TOPIC).await;
@@ -1175,7 +1223,8 @@ async fn t8_their_ordered_batch_and_delayed_sends_to_their_orderly_consumer() ->
     const BATCH: usize = 5;
     let group = cluster_with_topic("t8", TOPIC).await?;
     let rt = TheirRuntime::new("t8")?;
-    let mut producer = their_producer(&rt, &group.namesrv_addr, "interop_t8_producer").await?;
+    let namesrv = their_namesrv(&group)?;
+    let mut producer = their_producer(&rt, &namesrv.addr, "interop_t8_producer").await?;
 
     let message = |body: String| TheirMessage::builder().topic(TOPIC).tags("TagO").body(body.into_bytes());
     // Order k's steps all go to queue k % queues, interleaved with the other orders'.
@@ -1222,7 +1271,7 @@ async fn t8_their_ordered_batch_and_delayed_sends_to_their_orderly_consumer() ->
     let (tx, mut rx) = mpsc::unbounded_channel::<Arrival>();
     let mut consumer = DefaultMQPushConsumer::builder(rt.client.clone())
         .consumer_group("interop_t8_consumer".to_owned())
-        .name_server_addr(group.namesrv_addr.clone())
+        .name_server_addr(namesrv.addr.clone())
         .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
         .build();
     consumer.subscribe(TOPIC, "*").await.map_err(|e| anyhow!("their subscribe: {e}"))?;

@@ -199,6 +199,39 @@ pub(crate) mod testing {
         }
     }
 
+    /// A request frame with a JSON header as librocketmq 1.2.x writes it (`"language":"CPP"`,
+    /// version 63): field `i` is a bare JSON number when `bare[i]` says so and its value is an
+    /// integer in canonical form, a JSON string otherwise.
+    pub(crate) fn cpp_json_frame(fields: &ExtFields, bare: &[bool]) -> Vec<u8> {
+        let mut ext = serde_json::Map::new();
+        for (i, (key, value)) in fields.iter().enumerate() {
+            let as_number = bare.get(i % bare.len().max(1)).copied().unwrap_or(false);
+            let number = value
+                .parse::<i64>()
+                .ok()
+                .filter(|n| n.to_string() == value.as_str())
+                .map(serde_json::Value::from)
+                .or_else(|| {
+                    value.parse::<u64>().ok().filter(|n| n.to_string() == value.as_str()).map(serde_json::Value::from)
+                });
+            let json = match number {
+                Some(n) if as_number => n,
+                _ => serde_json::Value::String(value.to_string()),
+            };
+            ext.insert(key.to_string(), json);
+        }
+        let header = serde_json::json!({
+            "code": 10, "extFields": ext, "flag": 0, "language": "CPP", "opaque": 1, "remark": "", "version": 63
+        });
+        let header = serde_json::to_vec(&header).expect("a JSON value serializes");
+        let header_len = u32::try_from(header.len()).expect("a small header");
+        let mut frame = Vec::with_capacity(8 + header.len());
+        frame.extend_from_slice(&(header_len + 4).to_be_bytes());
+        frame.extend_from_slice(&header_len.to_be_bytes());
+        frame.extend_from_slice(&header);
+        frame
+    }
+
     /// A deterministic runner; the seed is printed so a failure names it.
     pub(crate) fn runner(name: &str) -> TestRunner {
         println!("{name}: proptest seed {SEED:?} (ChaCha), {CASES_PER_PROPERTY} cases per property");
@@ -211,7 +244,8 @@ pub(crate) mod testing {
     /// - the header survives a whole command frame in both JSON and ROCKETMQ header encodings;
     /// - removing any required key gives `Missing` naming that key;
     /// - unknown keys are ignored;
-    /// - every field written as Java or the C++ client writes it reads as Java's broker reads it;
+    /// - every field written as Java or the C++ client writes it reads as Java's broker reads it,
+    ///   in `extFields` and inside a C++ client's JSON frame (integers as bare JSON numbers);
     /// - arbitrary values under the known keys never panic the reader.
     pub(crate) fn check_header<H: TestHeader>() {
         let name = std::any::type_name::<H>();
@@ -251,6 +285,25 @@ pub(crate) mod testing {
         let result = runner.run(&spelled, |(header, choices)| {
             let (fields, expected) = header.spelled(&choices);
             prop_assert_eq!(H::read_ext_fields(&fields), Ok(expected), "from {:?}", fields);
+            Ok(())
+        });
+        if let Err(e) = result {
+            panic!("{name}: {e}");
+        }
+
+        // The same, inside a whole JSON frame as the C++ client writes one: its jsoncpp header puts
+        // some integer fields as JSON numbers (`"queueId":0`), the rest as strings.
+        let fields_len = H::FIELDS.len().max(1);
+        let framed = (
+            H::arbitrary(),
+            proptest::collection::vec(any::<usize>(), fields_len),
+            proptest::collection::vec(any::<bool>(), fields_len),
+        );
+        let result = runner.run(&framed, |(header, choices, bare)| {
+            let (fields, expected) = header.spelled(&choices);
+            let frame = cpp_json_frame(&fields, &bare);
+            let command = RemotingCommand::decode(&frame).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(command.decode_header::<H>(), Ok(expected), "from {:?}", String::from_utf8_lossy(&frame));
             Ok(())
         });
         if let Err(e) = result {

@@ -46,6 +46,12 @@ mod tests {
     use crate::protocol::RemotingCommand;
     use crate::protocol::RequestCode;
     use crate::protocol::header::CommandHeader;
+    use crate::protocol::header::ext_header::testing::check_header;
+
+    #[test]
+    fn reply_header_satisfies_header_properties() {
+        check_header::<ReplyMessageRequestHeader>();
+    }
 
     #[test]
     fn reply_header_uses_rocketmq_keys_and_round_trips() {
