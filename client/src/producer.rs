@@ -52,6 +52,7 @@ use raftmq_common::limits::COMPRESS_BODY_OVER_BYTES;
 use raftmq_common::limits::MESSAGE_BODY_SIZE_MAX_BYTES;
 use raftmq_common::limits::PRODUCER_HEARTBEAT_ROUTE_CHECK_MS;
 use raftmq_common::limits::PRODUCER_SEND_ATTEMPTS_MAX_COUNT;
+use raftmq_common::limits::PRODUCER_SEND_STALL_PROBE_MS;
 use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
 use raftmq_common::limits::TRACE_SEND_TIMEOUT_MS;
 use raftmq_common::message::Message;
@@ -1019,6 +1020,23 @@ impl Producer {
         self.resolve_target(mq, op, false).await.map(|t| t.addr)
     }
 
+    /// Resolves once `mq`'s group has a write address other than `addr`: while a send to `addr`
+    /// waits, every [`PRODUCER_SEND_STALL_PROBE_MS`] the group's route is refreshed (rate-limited
+    /// and shared with every other caller). A send answered in time never gets past the first sleep.
+    async fn leader_moved_away(&self, mq: &MessageQueue, addr: &str) -> String {
+        let routes = &self.inner.routes;
+        loop {
+            tokio::time::sleep(Duration::from_millis(PRODUCER_SEND_STALL_PROBE_MS)).await;
+            routes.refresh_group(&mq.broker_name, Some(&mq.topic), Instant::now()).await;
+            if let Some(target) = routes.write_target(&mq.broker_name, false)
+                && !target.probing
+                && target.addr != addr
+            {
+                return target.addr;
+            }
+        }
+    }
+
     /// The publish info of `topic`, waiting (within `deadline`, at the groups' refresh rate) while
     /// a known topic has no writable queue because its groups are electing a leader.
     async fn publish_info_within(
@@ -1047,12 +1065,19 @@ impl Producer {
     async fn attempt(&self, out: &Outgoing, mq: &MessageQueue, addr: &str, timeout: Duration) -> Result<SendResult> {
         // Clock reads only when tracing: this is every send's path.
         let began = self.inner.trace.is_some().then(|| (now_ms(), Instant::now()));
-        let response = self
-            .inner
-            .remoting
-            .invoke(addr, self.send_command(out, mq), timeout)
-            .await
-            .map_err(|e| ClientError::remoting("send", e))?;
+        let call = self.inner.remoting.invoke(addr, self.send_command(out, mq), timeout);
+        let response = tokio::select! {
+            biased;
+            response = call => response.map_err(|e| ClientError::remoting("send", e))?,
+            leader = self.leader_moved_away(mq, addr) => {
+                // Answered as the stopping leader would: the hint sends the next attempt there.
+                let remark = format!(
+                    "no answer from {addr} while the group elected a new leader; {}",
+                    raftmq_common::protocol::leader_hint::format_leader_hint(&leader)
+                );
+                return Err(ClientError::broker("send", ResponseCode::ServiceNotAvailable, Some(remark)));
+            }
+        };
         let result = process_send_response(&response, &out.topic, &mq.broker_name, &out.msg_id);
         if let (Ok(r), Some((began_ms, began))) = (&result, began) {
             self.trace_attempt(out, r, addr, began_ms, began.elapsed());

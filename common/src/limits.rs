@@ -84,6 +84,12 @@ pub const CLIENT_ROUTE_POLL_INTERVAL_DEFAULT_MS: u64 = 30_000;
 /// retry loop whatever the configuration says.
 pub const PRODUCER_SEND_ATTEMPTS_MAX_COUNT: u32 = 16;
 
+/// How long a send waits for its answer before the producer asks whether its group's leader moved,
+/// and then again at this interval. A crashed host answers nothing (no reset reaches the client),
+/// so without the probe an in-flight send waits out the whole send timeout even after a new leader
+/// took over; with it, the send goes again to the new leader (at-least-once: it may be stored twice).
+pub const PRODUCER_SEND_STALL_PROBE_MS: u64 = 500;
+
 /// Requests one connection may have waiting for a response before new calls are refused.
 pub const CONNECTION_INFLIGHT_MAX_COUNT: usize = 65_536;
 
