@@ -140,7 +140,8 @@ run_round() {
     local how=$1 victim
     round=$((round + 1))
     if [[ $client == cpp ]]; then
-        python3 "$here/cpp_client_gaps.py" consume "$ns" "$topic" cpp_failover_gaps_consumer "$consume_s" \
+        # The C++ client logs every failed send under $HOME/logs/rocketmq-cpp: keep that in the run's dir.
+        HOME=$dir python3 "$here/cpp_client_gaps.py" consume "$ns" "$topic" cpp_failover_gaps_consumer "$consume_s" \
             >"$dir/consume.json" 2>"$dir/consume.err" &
     else
         "$bin" bench consume -n "$ns" -t "$topic" -g failover_gaps_consumer --duration "${consume_s}s" --json \
@@ -149,7 +150,7 @@ run_round() {
     local consume=$!
     sleep 1
     if [[ $client == cpp ]]; then
-        python3 "$here/cpp_client_gaps.py" produce "$ns" "$topic" "$produce_s" 2 \
+        HOME=$dir python3 "$here/cpp_client_gaps.py" produce "$ns" "$topic" "$produce_s" 2 \
             >"$dir/produce.json" 2>"$dir/produce.err" &
     else
         "$bin" bench produce -n "$ns" -t "$topic" --concurrency 2 --duration "${produce_s}s" --json \

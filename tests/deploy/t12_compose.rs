@@ -36,6 +36,7 @@ use anyhow::Result;
 use anyhow::bail;
 use anyhow::ensure;
 use harness::cluster::Collector;
+use raftmq_client::Admin;
 use raftmq_client::Producer;
 use raftmq_client::PushConsumer;
 use raftmq_client::consumer::ConsumeConcurrentlyContext;
@@ -43,6 +44,7 @@ use raftmq_client::consumer::ConsumeConcurrentlyStatus;
 use raftmq_client::consumer::ConsumeFrom;
 use raftmq_common::message::Message;
 use raftmq_common::message::MessageExt;
+use raftmq_common::protocol::body::membership::GroupStatus;
 
 /// The compose project: its own name, so a user's `raftmq` cluster is never touched.
 const PROJECT: &str = "raftmqci";
@@ -155,26 +157,18 @@ fn checked(output: std::io::Result<Output>, what: &str) -> Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// A replica's `/api/v1/status`, through its bridge address.
-async fn status(ip: &str) -> Result<serde_json::Value> {
-    use tokio::io::AsyncReadExt;
-    use tokio::io::AsyncWriteExt;
-    let mut stream = tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect((ip, 8080))).await??;
-    stream
-        .write_all(format!("GET /api/v1/status HTTP/1.1\r\nHost: {ip}:8080\r\nConnection: close\r\n\r\n").as_bytes())
-        .await?;
-    let mut answer = String::new();
-    tokio::time::timeout(Duration::from_secs(2), stream.read_to_string(&mut answer)).await??;
-    let body = answer.split_once("\r\n\r\n").context("no body")?.1;
-    Ok(serde_json::from_str(body)?)
+/// A replica's own view of its group (RAFT_GROUP_STATUS on its remoting port, as `raftmq admin
+/// groupStatus` asks it): the admin HTTP API stays closed inside each container.
+async fn status(admin: &Admin, ip: &str) -> Result<GroupStatus> {
+    Ok(tokio::time::timeout(Duration::from_secs(3), admin.group_status(&format!("{ip}:10911"))).await??)
 }
 
-/// The leader of a group: (service, ip), from its replicas' statuses.
-async fn leader(group: usize) -> Result<(&'static str, &'static str)> {
+/// The leader of a group: (service, ip), from its replicas' own views.
+async fn leader(admin: &Admin, group: usize) -> Result<(&'static str, &'static str)> {
     let deadline = Instant::now() + CONVERGE_WITHIN;
     loop {
         for (service, ip) in GROUPS[group].1 {
-            if status(ip).await.is_ok_and(|s| s["role"] == "leader") {
+            if status(admin, ip).await.is_ok_and(|s| s.role == "LEADER" && s.ready) {
                 return Ok((service, ip));
             }
         }
@@ -233,8 +227,14 @@ async fn consumer(group: &str, namesrv: &str, sink: &Collector) -> Result<PushCo
 /// Runs deploy/cpp_client_gaps.py (the unchanged C++ client) in `mode`; its JSON line, or `None`
 /// where the package is not installed (said once by the caller).
 fn cpp_client(args: &[&str]) -> Result<serde_json::Value> {
+    // The C++ client logs under $HOME/logs/rocketmq-cpp: a directory of the run, not the user's.
+    let home = tempfile::tempdir()?;
     let out = checked(
-        Command::new("python3").arg(root().join("deploy/cpp_client_gaps.py")).args(args).output(),
+        Command::new("python3")
+            .arg(root().join("deploy/cpp_client_gaps.py"))
+            .args(args)
+            .env("HOME", home.path())
+            .output(),
         "the C++ client",
     )?;
     Ok(serde_json::from_str(out.lines().last().context("no output")?)?)
@@ -323,7 +323,8 @@ async fn the_compose_cluster_starts_fails_over_heals_and_keeps_every_message() -
     }
 
     // 3. Kill broker-a's leader while sends run.
-    let (victim, victim_ip) = leader(0).await?;
+    let admin = Admin::new(&format!("{NAMESRV_1};{NAMESRV_2}"))?;
+    let (victim, victim_ip) = leader(&admin, 0).await?;
     let stop = Arc::new(AtomicBool::new(false));
     let sender = {
         let (producer, acked, stop) = (producer.clone(), acked.clone(), stop.clone());
@@ -346,7 +347,7 @@ async fn the_compose_cluster_starts_fails_over_heals_and_keeps_every_message() -
     }
     let killed_at = Instant::now();
     compose.run(&["kill", victim])?;
-    let (new_leader, _) = leader(0).await?;
+    let (new_leader, _) = leader(&admin, 0).await?;
     ensure!(new_leader != victim, "{victim} still leads");
     let deadline = Instant::now() + CONVERGE_WITHIN;
     let broker_a_back = loop {
@@ -373,7 +374,7 @@ async fn the_compose_cluster_starts_fails_over_heals_and_keeps_every_message() -
     compose.wait_healthy().await?;
 
     // 4. Cut a follower of broker-b off, write, reconnect: it catches up.
-    let (b_leader, b_leader_ip) = leader(1).await?;
+    let (b_leader, b_leader_ip) = leader(&admin, 1).await?;
     let (follower, follower_ip) =
         GROUPS[1].1.into_iter().find(|(s, _)| *s != b_leader).context("a follower of broker-b")?;
     let network = format!("{PROJECT}_raftmq");
@@ -386,10 +387,10 @@ async fn the_compose_cluster_starts_fails_over_heals_and_keeps_every_message() -
     )?;
     let deadline = Instant::now() + CONVERGE_WITHIN;
     loop {
-        let (l, f) = (status(b_leader_ip).await, status(follower_ip).await);
+        let (l, f) = (status(&admin, b_leader_ip).await, status(&admin, follower_ip).await);
         if let (Ok(l), Ok(f)) = (l, f)
-            && l["commit_index"].is_u64()
-            && f["applied_index"].as_u64() >= l["commit_index"].as_u64()
+            && l.committed_index.is_some()
+            && f.applied_index >= l.committed_index
         {
             break;
         }
@@ -422,6 +423,7 @@ async fn the_compose_cluster_starts_fails_over_heals_and_keeps_every_message() -
     sink_3.wait_for_bodies(&want).await?;
     let got = sink_3.distinct_bodies().len();
     consumer_3.shutdown().await;
+    admin.shutdown().await;
     eprintln!(
         "t12: after `restart`, all {} acknowledged messages (and {cpp_sent} of the C++ client) read back; {got} distinct",
         want.len()
