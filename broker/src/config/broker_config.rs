@@ -1016,6 +1016,7 @@ mod tests {
 brokerName = "broker-b"
 brokerIP1 = "10.0.0.2"
 namesrvAddr = "10.0.0.9:9876;10.0.0.10:9876"
+clusterSecret = "0123456789abcdef0123456789abcdef"
 raftSelfId = 1
 
 [[raftPeers]]
@@ -1130,6 +1131,7 @@ raftAddr = "10.0.0.3:40911"
         brokerIP1: 10.0.0.2\n\
         namesrvAddr=10.0.0.9:9876;10.0.0.10:9876\n\
         adminToken = 1234\n\
+        clusterSecret = 0123456789abcdef0123456789abcdef\n\
         raftSelfId = 1\n\
         raftPeers = [{id=0, remotingAddr=\"10.0.0.1:10911\", raftAddr=\"10.0.0.1:40911\"}, \\\n\
           {id=1, remotingAddr=\"10.0.0.2:10911\", raftAddr=\"10.0.0.2:40911\"}, \\\n\
@@ -1359,5 +1361,31 @@ raftAddr = "10.0.0.3:40911"
         assert_eq!(parse_delay_level("0s"), None);
         assert_eq!(parse_delay_level(""), None);
         assert_eq!(parse_delay_level("h"), None);
+    }
+
+    #[test]
+    fn a_group_beyond_loopback_needs_a_cluster_secret_and_masks_it() {
+        let peers = |host: &str| {
+            vec![RaftPeer { id: 0, remoting_addr: format!("{host}:10911"), raft_addr: format!("{host}:40911") }]
+        };
+        let local = BrokerConfig::default();
+        local.validate().expect("loopback needs no secret");
+        let open = BrokerConfig { broker_ip1: Some("10.0.0.1".into()), raft_peers: peers("10.0.0.1"), ..local.clone() };
+        let e = open.validate().expect_err("refused").to_string();
+        assert!(e.contains("raftAddr 10.0.0.1:40911") && e.contains("clusterSecretFile"), "{e}");
+        let remote_namesrv = BrokerConfig { namesrv_addr: "10.0.0.9:9876".into(), ..local.clone() };
+        assert!(remote_namesrv.validate().expect_err("refused").to_string().contains("namesrvAddr 10.0.0.9:9876"));
+        BrokerConfig { insecure_cluster_without_secret: true, ..open.clone() }.validate().expect("opt-out");
+        let file = BrokerConfig { cluster_secret_file: Some("/etc/raftmq/cluster.secret".into()), ..open.clone() };
+        file.validate().expect("a secret file (read at start)");
+        let short = BrokerConfig { cluster_secret: Some("short".into()), ..open.clone() };
+        assert!(short.validate().is_err(), "too short");
+        let both = BrokerConfig { cluster_secret: Some("0123456789abcdef0123".into()), ..file.clone() };
+        assert!(both.validate().is_err(), "not both");
+        let inline = BrokerConfig { cluster_secret: Some("0123456789abcdef0123".into()), ..open };
+        inline.validate().expect("an inline secret");
+        let shown = inline.to_properties().expect("properties");
+        assert_eq!(shown.get("clusterSecret").map(String::as_str), Some(SECRET_MASK));
+        assert!(inline.load_cluster_secret().expect("inline").is_some());
     }
 }
