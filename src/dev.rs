@@ -6,6 +6,11 @@
 //! at `40911 + i` (DLedger's sample peers) and its admin port at `8080 + i`. Restarting with the same
 //! `--data` keeps every message: a broker never re-initialises a group that has state on disk.
 //! Ctrl-C stops the brokers, then the NameServer, gracefully.
+//!
+//! The cluster makes its own cluster secret (`<data>/cluster.secret`, 32 random bytes as hex, mode
+//! 0600, kept across restarts) and every member uses it, as a deployment beyond loopback must:
+//! Raft RPCs and NameServer registrations are signed; `raftmq admin --clusterSecretFile` signs
+//! the NameServer writes an operator sends.
 
 use std::path::PathBuf;
 
@@ -68,6 +73,11 @@ pub struct DevArgs {
     )]
     pub inner_secret_key: Option<String>,
 
+    /// Run without a cluster secret: Raft RPCs and NameServer registrations unauthenticated (the
+    /// cluster is on loopback; for measuring what authentication costs).
+    #[arg(long)]
+    pub insecure_no_cluster_secret: bool,
+
     /// Override a broker config key on every replica, e.g. `-D raftCheckpointIntervalMs=0`;
     /// repeatable.
     #[arg(short = 'D', value_name = "KEY=VALUE")]
@@ -113,6 +123,7 @@ pub fn broker_configs(args: &DevArgs, namesrv_addr: &str) -> Result<Vec<BrokerCo
             acl_file: args.acl_file.clone(),
             inner_access_key: args.inner_access_key.clone(),
             inner_secret_key: args.inner_secret_key.clone(),
+            cluster_secret_file: (!args.insecure_no_cluster_secret).then(|| cluster_secret_path(&args.data)),
             ..BrokerConfig::default()
         };
         configs.push(config.with_overrides(&overrides).with_context(|| format!("-D overrides for node {i}"))?);
@@ -120,12 +131,51 @@ pub fn broker_configs(args: &DevArgs, namesrv_addr: &str) -> Result<Vec<BrokerCo
     Ok(configs)
 }
 
+/// Where the dev cluster keeps its cluster secret.
+pub fn cluster_secret_path(data: &std::path::Path) -> PathBuf {
+    data.join("cluster.secret")
+}
+
+/// Makes `path` hold a fresh random cluster secret (32 bytes from the OS, hex), owner-only,
+/// unless it already holds one.
+fn ensure_cluster_secret(path: &std::path::Path) -> Result<()> {
+    use std::io::Read;
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if path.exists() {
+        return Ok(());
+    }
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .context("reading random bytes for the cluster secret")?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    file.write_all(format!("{hex}\n").as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+    file.sync_all().with_context(|| format!("syncing {}", path.display()))?;
+    Ok(())
+}
+
 /// Runs the dev cluster until the first shutdown signal.
 pub async fn run(args: DevArgs) -> Result<()> {
     // Handlers first, so a signal during start-up still stops the cluster gracefully.
     let shutdown = crate::signal::shutdown();
     std::fs::create_dir_all(&args.data).with_context(|| format!("creating {}", args.data.display()))?;
+    let secret_file = cluster_secret_path(&args.data);
+    if !args.insecure_no_cluster_secret {
+        ensure_cluster_secret(&secret_file)?;
+    }
     let namesrv_config = NamesrvConfig {
+        cluster_secret_file: if args.insecure_no_cluster_secret {
+            String::new()
+        } else {
+            secret_file.display().to_string()
+        },
         listen_port: args.namesrv_port,
         bind_address: "127.0.0.1".to_owned(),
         kv_config_path: args.data.join("namesrv").join("kvConfig.json").display().to_string(),
@@ -214,6 +264,16 @@ fn print_banner(args: &DevArgs, namesrv_addr: &str, configs: &[BrokerConfig], le
             c.admin_port
         );
     }
+    if args.insecure_no_cluster_secret {
+        println!("  cluster secret none (--insecure-no-cluster-secret: Raft and registrations unauthenticated)");
+    } else {
+        let secret = cluster_secret_path(&args.data);
+        println!(
+            "  cluster secret {} (NameServer writes: raftmq admin --clusterSecretFile {})",
+            secret.display(),
+            secret.display()
+        );
+    }
     if let Some(file) = &args.acl_file {
         println!(
             "  plain ACL     {} (sign with --accessKey/--secretKey or RAFTMQ_ACCESS_KEY/RAFTMQ_SECRET_KEY)",
@@ -247,6 +307,7 @@ mod tests {
             acl_file: None,
             inner_access_key: None,
             inner_secret_key: None,
+            insecure_no_cluster_secret: false,
             overrides: overrides.iter().map(|s| (*s).to_owned()).collect(),
         }
     }
@@ -263,6 +324,7 @@ mod tests {
             c.validate().expect("every dev config is valid");
         }
         assert!(configs.iter().all(|c| !c.acl_enable), "no ACL unless asked");
+        assert!(configs.iter().all(|c| c.cluster_secret_file == Some(PathBuf::from("d/cluster.secret"))));
         let acl = DevArgs {
             acl_file: Some(PathBuf::from("acl.yml")),
             inner_access_key: Some("groupPeers".into()),
@@ -294,5 +356,20 @@ mod tests {
         let invalid = broker_configs(&args(&["brokerName= "]), "ns:9876").unwrap_err();
         assert!(format!("{invalid:#}").contains("brokerName"), "{invalid:#}");
         assert_eq!(parse_group_size("1"), Ok(1));
+    }
+
+    #[test]
+    fn the_dev_secret_is_made_once_owner_only_and_loadable() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = cluster_secret_path(dir.path());
+        ensure_cluster_secret(&path).unwrap();
+        let first = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(first.trim().len(), 64);
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        ensure_cluster_secret(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), first, "kept across restarts");
+        let loaded = raftmq_common::cluster_secret::ClusterSecret::from_config("", path.to_str().unwrap()).unwrap();
+        assert!(loaded.is_some());
     }
 }

@@ -35,7 +35,8 @@ fn broker_configs() -> Result<Vec<(String, BrokerConfig)>> {
 
 #[test]
 fn deploy_configs_describe_one_consistent_group() -> Result<()> {
-    NamesrvConfig::load(Some(Path::new(&root().join("deploy/namesrv.toml"))), &[])?;
+    let namesrv = NamesrvConfig::load(Some(Path::new(&root().join("deploy/namesrv.toml"))), &[])?;
+    namesrv.validate().context("validating namesrv.toml")?;
     let brokers = broker_configs()?;
     ensure!(
         brokers.len() == 3,
@@ -55,7 +56,14 @@ fn deploy_configs_describe_one_consistent_group() -> Result<()> {
             c.broker_addr()
         );
         ensure!(ids.insert(c.raft_self_id), "{name}: raftSelfId {} used twice", c.raft_self_id);
+        ensure!(
+            c.cluster_secret_file.as_deref() == Some(Path::new(&namesrv.cluster_secret_file)),
+            "{name}: clusterSecretFile differs from the NameServer's {:?}",
+            namesrv.cluster_secret_file
+        );
+        ensure!(!c.insecure_cluster_without_secret, "{name}: a shipped config opts out of the cluster secret");
     }
+    ensure!(!namesrv.cluster_secret_file.is_empty(), "namesrv.toml binds {} without a secret", namesrv.bind_address);
     ensure!(ids.len() == first.raft_peers.len(), "every peer has a config");
     Ok(())
 }
@@ -74,6 +82,9 @@ fn compose_starts_every_shipped_config_at_its_address() -> Result<()> {
         .and_then(|(_, c)| c.namesrv_addr.rsplit_once(':').map(|(h, _)| h.to_owned()))
         .context("namesrvAddr")?;
     ensure!(compose.contains(&format!("ipv4_address: {namesrv_ip} ")), "no service at namesrvAddr {namesrv_ip}");
+    // The compose file makes the secret every member reads, and mounts it where the configs look.
+    ensure!(compose.contains("secret-init:") && compose.contains("/secrets/cluster.secret"), "no secret-init");
+    ensure!(compose.matches("cluster-secret:/secrets:ro").count() == 4, "every member mounts the secret");
     Ok(())
 }
 
