@@ -172,7 +172,7 @@ async fn wait_applied(group: &Group, index: u64) -> Result<()> {
 
 async fn send_ok(producer: &Producer, body: &str) -> Result<()> {
     let result = producer.send(Message::new(TOPIC, body.to_owned())).await?;
-    ensure!(result.send_status == SendStatus::SendOk, "send {body}: {result:?}");
+    ensure!(result.status == SendStatus::SendOk, "send {body}: {result:?}");
     Ok(())
 }
 
