@@ -181,7 +181,8 @@ impl Broker {
         let raft_runtime = NodeRuntime::new("raft-node", NODE_RUNTIME_WORKER_THREADS).map_err(BrokerError::Runtime)?;
         let raft_addr = resolve(&me.raft_addr).await?;
         // Raft RPCs and NameServer calls are signed with the cluster secret, and Raft RPCs without it refused.
-        let cluster_key = config.load_cluster_secret().map_err(|e| BrokerError::Config(e.to_string()))?.map(|s| s.key());
+        let cluster_key =
+            config.load_cluster_secret().map_err(|e| BrokerError::Config(e.to_string()))?.map(|s| s.key());
         let verifier = cluster_key.clone().map(|k| Arc::new(ClusterVerifier::new(k)));
         let raft_signer = cluster_key.clone().map(|k| Arc::new(ClusterSigner::new(k, me.id.to_string())));
         let cluster_signer = cluster_key.map(|k| Arc::new(ClusterSigner::new(k, config.broker_addr())));

@@ -15,9 +15,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use raftmq_common::protocol::RemotingCommand;
+use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::cluster_signature::ClusterSigner;
 use raftmq_common::protocol::cluster_signature::wall_clock_ms;
-use raftmq_common::protocol::ResponseCode;
 use raftmq_common::remoting::RemotingClient;
 use tokio::time::Instant;
 

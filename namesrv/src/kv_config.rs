@@ -244,7 +244,8 @@ mod tests {
         for i in 0..fit {
             kv.put("ns", &format!("k{i:05}"), &big).expect("within the total");
         }
-        let refused = (fit..fit + 16).any(|i| matches!(kv.put("ns", &format!("k{i:05}"), &big), Err(KvConfigError::TooLarge(_))));
+        let refused =
+            (fit..fit + 16).any(|i| matches!(kv.put("ns", &format!("k{i:05}"), &big), Err(KvConfigError::TooLarge(_))));
         assert!(refused, "the total is bounded");
         assert!(kv.total_bytes() <= KV_CONFIG_TOTAL_MAX_BYTES);
 

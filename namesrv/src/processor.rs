@@ -41,14 +41,14 @@ use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::JsonBody;
-use raftmq_common::protocol::cluster_signature::ClusterKey;
-use raftmq_common::protocol::cluster_signature::ClusterVerifier;
-use raftmq_common::protocol::cluster_signature::wall_clock_ms;
 use raftmq_common::protocol::body::properties_text;
 use raftmq_common::protocol::body::register::RegisterBrokerBody;
 use raftmq_common::protocol::body::register::body_crc32;
 use raftmq_common::protocol::body::topic::DataVersion;
 use raftmq_common::protocol::body::topic::topic_sys_flag;
+use raftmq_common::protocol::cluster_signature::ClusterKey;
+use raftmq_common::protocol::cluster_signature::ClusterVerifier;
+use raftmq_common::protocol::cluster_signature::wall_clock_ms;
 use raftmq_common::protocol::header::CommandHeader;
 use raftmq_common::protocol::header::namesrv::AddWritePermOfBrokerRequestHeader;
 use raftmq_common::protocol::header::namesrv::AddWritePermOfBrokerResponseHeader;
@@ -198,9 +198,10 @@ impl NamesrvProcessor {
         if !MEMBER_CODES.contains(&code) {
             return Ok(());
         }
-        verifier.verify(request, wall_clock_ms()).map(drop).map_err(|e| {
-            Rejection::new(ResponseCode::NoPermission, format!("{code} needs the cluster secret: {e}"))
-        })
+        verifier
+            .verify(request, wall_clock_ms())
+            .map(drop)
+            .map_err(|e| Rejection::new(ResponseCode::NoPermission, format!("{code} needs the cluster secret: {e}")))
     }
 
     /// Answers one request. `conn` is the connection it came on (brokers are dropped when it closes).

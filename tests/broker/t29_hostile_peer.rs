@@ -126,7 +126,10 @@ fn forged_requests(term: u64) -> Vec<(&'static str, RaftRequest)> {
     };
     let snapshot = RaftRequest::InstallSnapshot {
         vote: Vote::new_committed(term + 1, FORGER),
-        meta: SnapshotMeta { last_log_id: Some(log_id(term + 1, 1_000_000)), last_membership: StoredMembership::default() },
+        meta: SnapshotMeta {
+            last_log_id: Some(log_id(term + 1, 1_000_000)),
+            last_membership: StoredMembership::default(),
+        },
         data: b"a forged manifest".to_vec(),
     };
     vec![

@@ -381,8 +381,20 @@ mod tests {
         let long = "t".repeat(256);
         let over = format!("%RETRY%{}", "g".repeat(249));
         let unstorable = [
-            "", ".", "..", "/etc", "a\0b", long.as_str(), &format!("a/{long}"), &over, "a/b", "T/../../../x",
-            "%RETRY%a/../b", "..\\x", "a\\b", "/",
+            "",
+            ".",
+            "..",
+            "/etc",
+            "a\0b",
+            long.as_str(),
+            &format!("a/{long}"),
+            &over,
+            "a/b",
+            "T/../../../x",
+            "%RETRY%a/../b",
+            "..\\x",
+            "a\\b",
+            "/",
         ];
         for name in unstorable {
             assert!(!is_storable_topic_dir(name), "{name:?}");
