@@ -296,10 +296,12 @@ async fn a_hostile_peer_changes_nothing() -> Result<()> {
         let (t, body) = BrokerCommand::TopicDelete { proposed_at_ms: 1, topic: topic.into() }.encode()?;
         last = node.propose(AppPayload::new(t, body)).await?.log_id.index;
     }
-    let mut msg = MessageExt::default();
-    msg.message = Message::new("../../escape", "out of the store");
-    msg.queue_id = 0;
-    msg.queue_offset = 0;
+    let msg = MessageExt {
+        message: Message::new("../../escape", "out of the store"),
+        queue_id: 0,
+        queue_offset: 0,
+        ..MessageExt::default()
+    };
     let messages = encode_messages(&[msg])?;
     last = last.max(node.propose(AppPayload::new(tag::MESSAGES, messages)).await?.log_id.index);
     wait_applied(&group, last).await?;
