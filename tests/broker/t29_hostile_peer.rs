@@ -173,6 +173,24 @@ async fn wait_applied(group: &Group, index: u64) -> Result<()> {
     }
 }
 
+/// Polls until every replica holds and knows committed the same log (followers learn the commit
+/// index with the next heartbeat), then what it has seen.
+async fn settled(group: &Group) -> Result<BTreeMap<u64, Seen>> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = seen(group);
+        let ends: BTreeSet<(Option<u64>, Option<u64>)> =
+            now.values().map(|s| (s.last_log_index, s.committed)).collect();
+        if ends.len() == 1 {
+            return Ok(now);
+        }
+        if Instant::now() > deadline {
+            bail!("the replicas did not settle: {now:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn send_ok(producer: &Producer, body: &str) -> Result<()> {
     let result = producer.send(Message::new(TOPIC, body.to_owned())).await?;
     ensure!(result.status == SendStatus::SendOk, "send {body}: {result:?}");
@@ -193,7 +211,7 @@ async fn a_hostile_peer_changes_nothing() -> Result<()> {
     let producer = Producer::builder("t29_producer").namesrv_addr(&group.namesrv_addr).build()?;
     producer.start().await?;
     send_ok(&producer, "before").await?;
-    let before = seen(&group);
+    let before = settled(&group).await?;
     let term = before[&leader].term;
     eprintln!("leader {leader} in term {term}; before the attacks: {before:?}");
 
