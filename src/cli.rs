@@ -58,6 +58,8 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// Exit 0 when a URL answers HTTP 200 (the container health check of a broker's `/readyz`).
     Healthcheck(crate::healthcheck::HealthcheckArgs),
+    /// Make a cluster secret file (32 random bytes as hex, owner-only) unless it exists.
+    ClusterSecret(crate::cluster_secret_file::ClusterSecretArgs),
 }
 
 impl Command {
@@ -71,7 +73,8 @@ impl Command {
             | Command::Send(_)
             | Command::Consume(_)
             | Command::Bench(_)
-            | Command::Healthcheck(_) => Quietness::Command,
+            | Command::Healthcheck(_)
+            | Command::ClusterSecret(_) => Quietness::Command,
         }
     }
 
@@ -88,7 +91,8 @@ impl Command {
             | Command::Send(_)
             | Command::Consume(_)
             | Command::Bench(_)
-            | Command::Healthcheck(_) => Some(1),
+            | Command::Healthcheck(_)
+            | Command::ClusterSecret(_) => Some(1),
         }
     }
 }
@@ -147,6 +151,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Consume(args) => crate::consume::run(args).await,
         Command::Bench(args) => crate::bench::run(args).await,
         Command::Healthcheck(args) => crate::healthcheck::run(&args),
+        Command::ClusterSecret(args) => crate::cluster_secret_file::run(&args),
     }
 }
 

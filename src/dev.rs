@@ -9,6 +9,11 @@
 //! admin port at `8080 + 10·g + i`. Groups are named `broker-a`, `broker-b`, … after `--broker-name`. Restarting with the same
 //! `--data` keeps every message: a broker never re-initialises a group that has state on disk.
 //! Ctrl-C stops the brokers, then the NameServer, gracefully.
+//!
+//! The cluster makes its own cluster secret (`<data>/cluster.secret`, 32 random bytes as hex, mode
+//! 0600, kept across restarts) and every member uses it, as a deployment beyond loopback must:
+//! Raft RPCs and NameServer registrations are signed; `raftmq admin --clusterSecretFile` signs
+//! the NameServer writes an operator sends.
 
 use std::path::PathBuf;
 
@@ -80,6 +85,11 @@ pub struct DevArgs {
     )]
     pub inner_secret_key: Option<String>,
 
+    /// Run without a cluster secret: Raft RPCs and NameServer registrations unauthenticated (the
+    /// cluster is on loopback; for measuring what authentication costs).
+    #[arg(long)]
+    pub insecure_no_cluster_secret: bool,
+
     /// Override a broker config key on every replica, e.g. `-D raftCheckpointIntervalMs=0`;
     /// repeatable.
     #[arg(short = 'D', value_name = "KEY=VALUE")]
@@ -147,6 +157,7 @@ pub fn broker_configs(args: &DevArgs, namesrv_addr: &str) -> Result<Vec<BrokerCo
                 acl_file: args.acl_file.clone(),
                 inner_access_key: args.inner_access_key.clone(),
                 inner_secret_key: args.inner_secret_key.clone(),
+                cluster_secret_file: (!args.insecure_no_cluster_secret).then(|| cluster_secret_path(&args.data)),
                 ..BrokerConfig::default()
             };
             configs.push(config.with_overrides(&overrides).with_context(|| format!("-D overrides for {name} n{i}"))?);
@@ -167,10 +178,20 @@ pub fn namesrv_configs(args: &DevArgs) -> Result<Vec<NamesrvConfig>> {
                 listen_port,
                 bind_address: "127.0.0.1".to_owned(),
                 kv_config_path: args.data.join(dir).join("kvConfig.json").display().to_string(),
+                cluster_secret_file: if args.insecure_no_cluster_secret {
+                    String::new()
+                } else {
+                    cluster_secret_path(&args.data).display().to_string()
+                },
                 ..NamesrvConfig::default()
             })
         })
         .collect()
+}
+
+/// Where the dev cluster keeps its cluster secret.
+pub fn cluster_secret_path(data: &std::path::Path) -> PathBuf {
+    data.join("cluster.secret")
 }
 
 /// Runs the dev cluster until the first shutdown signal.
@@ -178,6 +199,9 @@ pub async fn run(args: DevArgs) -> Result<()> {
     // Handlers first, so a signal during start-up still stops the cluster gracefully.
     let shutdown = crate::signal::shutdown();
     std::fs::create_dir_all(&args.data).with_context(|| format!("creating {}", args.data.display()))?;
+    if !args.insecure_no_cluster_secret {
+        crate::cluster_secret_file::ensure(&cluster_secret_path(&args.data))?;
+    }
     let mut namesrvs = Vec::new();
     for config in namesrv_configs(&args)? {
         let port = config.listen_port;
@@ -290,6 +314,16 @@ fn print_banner(
             c.admin_port
         );
     }
+    if args.insecure_no_cluster_secret {
+        println!("  cluster secret none (--insecure-no-cluster-secret: Raft and registrations unauthenticated)");
+    } else {
+        let secret = cluster_secret_path(&args.data);
+        println!(
+            "  cluster secret {} (NameServer writes: raftmq admin --clusterSecretFile {})",
+            secret.display(),
+            secret.display()
+        );
+    }
     if let Some(file) = &args.acl_file {
         println!(
             "  plain ACL     {} (sign with --accessKey/--secretKey or RAFTMQ_ACCESS_KEY/RAFTMQ_SECRET_KEY)",
@@ -325,6 +359,7 @@ mod tests {
             acl_file: None,
             inner_access_key: None,
             inner_secret_key: None,
+            insecure_no_cluster_secret: false,
             overrides: overrides.iter().map(|s| (*s).to_owned()).collect(),
         }
     }
@@ -341,6 +376,7 @@ mod tests {
             c.validate().expect("every dev config is valid");
         }
         assert!(configs.iter().all(|c| !c.acl_enable), "no ACL unless asked");
+        assert!(configs.iter().all(|c| c.cluster_secret_file == Some(PathBuf::from("d/cluster.secret"))));
         let acl = DevArgs {
             acl_file: Some(PathBuf::from("acl.yml")),
             inner_access_key: Some("groupPeers".into()),

@@ -8,6 +8,7 @@
 mod admin;
 mod bench;
 mod cli;
+mod cluster_secret_file;
 mod consume;
 mod dev;
 mod healthcheck;

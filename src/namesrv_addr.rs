@@ -43,6 +43,11 @@ pub struct NamesrvAddrArgs {
         requires = "access_key"
     )]
     pub secret_key: Option<String>,
+
+    /// File holding the cluster secret (the brokers' and NameServers' `clusterSecretFile`): a
+    /// NameServer that has one refuses its writes (updateKvConfig, wipeWritePerm, ...) without it.
+    #[arg(long = "clusterSecretFile", value_name = "FILE", env = "RAFTMQ_CLUSTER_SECRET_FILE", global = true)]
+    pub cluster_secret_file: Option<std::path::PathBuf>,
 }
 
 impl NamesrvAddrArgs {
@@ -57,7 +62,11 @@ impl NamesrvAddrArgs {
 
     /// An admin client for these NameServers, deadline and account.
     pub fn admin(&self) -> anyhow::Result<Admin> {
-        Ok(Admin::with_credentials(&self.namesrv_addr, self.credentials()?)?.with_timeout(self.timeout))
+        let file = self.cluster_secret_file.as_ref().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+        let key = raftmq_common::cluster_secret::ClusterSecret::from_config("", &file)?.map(|s| s.key());
+        Ok(Admin::with_credentials(&self.namesrv_addr, self.credentials()?)?
+            .with_timeout(self.timeout)
+            .with_cluster_key(key))
     }
 }
 

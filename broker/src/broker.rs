@@ -25,6 +25,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use raftmq_common::protocol::cluster_signature::ClusterSigner;
+use raftmq_common::protocol::cluster_signature::ClusterVerifier;
 use raftmq_common::protocol::leader_hint::format_leader_hint;
 use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::RemotingClient;
@@ -178,8 +180,17 @@ impl Broker {
         // The replica and its RPC server run on a runtime of their own (see `NodeRuntime`).
         let raft_runtime = NodeRuntime::new("raft-node", NODE_RUNTIME_WORKER_THREADS).map_err(BrokerError::Runtime)?;
         let raft_addr = resolve(&me.raft_addr).await?;
+        // Raft RPCs and NameServer calls are signed with the cluster secret, and Raft RPCs without it refused.
+        let cluster_key =
+            config.load_cluster_secret().map_err(|e| BrokerError::Config(e.to_string()))?.map(|s| s.key());
+        let verifier = cluster_key.clone().map(|k| Arc::new(ClusterVerifier::new(k)));
+        let raft_signer = cluster_key.clone().map(|k| Arc::new(ClusterSigner::new(k, me.id.to_string())));
+        let cluster_signer = cluster_key.map(|k| Arc::new(ClusterSigner::new(k, config.broker_addr())));
+        if cluster_signer.is_none() {
+            info!("no cluster secret: Raft RPCs and NameServer registrations are unauthenticated (loopback only)");
+        }
         let raft_server = raft_runtime
-            .run(RaftServer::bind(raft_addr))
+            .run(RaftServer::bind_with(raft_addr, verifier))
             .await
             .map_err(BrokerError::Runtime)?
             .map_err(|source| BrokerError::Bind { addr: me.raft_addr.clone(), source })?;
@@ -191,7 +202,10 @@ impl Broker {
         let mut node_cfg = NodeConfig::new(&config.broker_name, me.id, root, members);
         node_cfg.raft = raft_cfg;
         node_cfg.patcher = Box::new(BrokerPatcher);
-        let transport = Arc::new(TcpTransport::new());
+        let transport = match raft_signer {
+            Some(signer) => Arc::new(TcpTransport::new().signed(signer)),
+            None => Arc::new(TcpTransport::new()),
+        };
         let handler: Arc<dyn ApplyHandler> = store.clone();
         let start = RaftNode::start(node_cfg, handler, Arc::clone(&transport));
         let node = raft_runtime.run(start).await.map_err(BrokerError::Runtime)??;
@@ -231,6 +245,7 @@ impl Broker {
             register_now: Arc::clone(&register_now),
             forwarder: forwarder.clone(),
             peer_client: peer_client.clone(),
+            cluster_signer: cluster_signer.clone(),
         });
         let metrics = BrokerMetrics::new(&config.broker_cluster_name, &config.broker_name, me.id);
         let stats = Arc::new(crate::observability::stats::StatsTable::new(config.broker_cluster_name.clone()));
@@ -359,6 +374,7 @@ impl Broker {
                     store: Arc::clone(&ctx.store),
                     live: Arc::clone(&ctx.live),
                     register_now: Arc::clone(&ctx.register_now),
+                    cluster_signer: ctx.membership.cluster_signer.clone(),
                 }),
                 namesrv_client.clone(),
                 cancel.child_token(),
@@ -468,7 +484,8 @@ impl Broker {
         // PULL_NOT_FOUND); they would otherwise hold the drain below for their suspend timeouts.
         ctx.store.release_suspended_pulls();
         // Off the route before the port closes: clients that re-read it find only live replicas.
-        namesrv_registration::unregister_all(&ctx.replica, &ctx.config, &namesrv_client).await;
+        let signer = ctx.membership.cluster_signer.as_deref();
+        namesrv_registration::unregister_all(&ctx.replica, &ctx.config, &namesrv_client, signer).await;
         remoting.shutdown().await;
         drop(remoting);
         cancel.cancel();

@@ -19,6 +19,8 @@ use std::time::Duration;
 
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::ResponseCode;
+use raftmq_common::protocol::cluster_signature::ClusterSigner;
+use raftmq_common::protocol::cluster_signature::wall_clock_ms;
 use raftmq_common::remoting::RemotingClient;
 use tokio::time::Instant;
 
@@ -37,6 +39,8 @@ pub struct NamesrvClient {
     client: RemotingClient,
     addrs: Arc<Vec<String>>,
     last_good: Arc<AtomicUsize>,
+    /// Signs every request with the cluster secret (an operator's NameServer writes).
+    signer: Option<Arc<ClusterSigner>>,
 }
 
 impl NamesrvClient {
@@ -45,7 +49,21 @@ impl NamesrvClient {
         if addrs.is_empty() {
             return Err(ClientError::invalid_argument("namesrv", "no NameServer address configured"));
         }
-        Ok(NamesrvClient { client, addrs: Arc::new(addrs), last_good: Arc::new(AtomicUsize::new(0)) })
+        Ok(NamesrvClient { client, addrs: Arc::new(addrs), last_good: Arc::new(AtomicUsize::new(0)), signer: None })
+    }
+
+    /// This client with every request cluster-signed by `signer`: a NameServer with a cluster
+    /// secret refuses writes (PUT_KV_CONFIG, WIPE_WRITE_PERM_OF_BROKER, ...) without it.
+    pub fn with_cluster_signer(mut self, signer: Option<Arc<ClusterSigner>>) -> Self {
+        self.signer = signer;
+        self
+    }
+
+    fn signed(&self, mut request: RemotingCommand) -> RemotingCommand {
+        if let Some(signer) = &self.signer {
+            signer.sign(&mut request, wall_clock_ms());
+        }
+        request
     }
 
     /// The configured addresses.
@@ -67,6 +85,7 @@ impl NamesrvClient {
         request: RemotingCommand,
         timeout: Duration,
     ) -> Result<RemotingCommand> {
+        let request = self.signed(request);
         let deadline = Instant::now() + timeout;
         let start = self.last_good.load(Ordering::Relaxed);
         let mut last_err = None;
@@ -96,6 +115,7 @@ impl NamesrvClient {
 
     /// Sends `request` to every NameServer; all must answer SUCCESS.
     pub async fn invoke_all(&self, operation: &'static str, request: RemotingCommand, timeout: Duration) -> Result<()> {
+        let request = self.signed(request);
         let mut first_err = None;
         for addr in self.addrs.iter() {
             let result = match self.client.invoke(addr, request.clone(), timeout).await {

@@ -15,6 +15,7 @@
 //! a processor reads its typed header from `protocol::header` and its body from `protocol::body` or
 //! `message` → a response command goes back the same way.
 
+pub mod cluster_secret;
 pub mod config_duration;
 pub mod config_file;
 pub mod filter;

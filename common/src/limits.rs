@@ -409,6 +409,46 @@ const _: () = assert!(CONSUMER_BROKER_SUSPEND_MAX_MS <= LONG_POLL_SUSPEND_MAX_MS
 const _: () = assert!(CONSUMER_LOCK_RENEW_INTERVAL_DEFAULT_MS < CONSUMER_LOCK_MAX_LIVE_MS);
 const _: () = assert!(CONSUMER_CONSUME_THREADS_DEFAULT_COUNT <= CONSUMER_CONSUME_THREADS_MAX_COUNT);
 
+/// Largest gap between a cluster-signed request's timestamp and the receiver's wall clock, either
+/// way: older requests are refused as replays, and this bounds the clock skew a group tolerates.
+pub const CLUSTER_AUTH_CLOCK_SKEW_MAX_MS: u64 = 30_000;
+/// How far below the highest sequence number seen in a signer's session a signed request may
+/// still arrive (pipelined RPCs overtake each other); each number is accepted once.
+pub const CLUSTER_AUTH_REPLAY_WINDOW_COUNT: u64 = 1_024;
+/// Signer sessions one receiver remembers at once (a session is one process's signer: a group
+/// restarts a handful a day); a new session past it is refused until idle ones are forgotten.
+pub const CLUSTER_AUTH_SESSIONS_MAX_COUNT: usize = 4_096;
+/// A signer session not heard from for this long is forgotten: every request it could still
+/// replay is older than [`CLUSTER_AUTH_CLOCK_SKEW_MAX_MS`] by then.
+pub const CLUSTER_AUTH_SESSION_IDLE_MAX_MS: u64 = 3 * CLUSTER_AUTH_CLOCK_SKEW_MAX_MS;
+/// Shortest cluster secret accepted (bytes of the configured text): 128 bits of randomness as hex
+/// is 32 characters; 16 is the floor for a passphrase-like secret.
+pub const CLUSTER_SECRET_MIN_BYTES: usize = 16;
+/// Longest cluster secret accepted (a secret file is read whole).
+pub const CLUSTER_SECRET_MAX_BYTES: usize = 4_096;
+
+/// How far beyond this replica's own term a Raft RPC's term may be. Terms grow by one per
+/// election that passed pre-vote, so a real leader is never this far ahead; a larger one is a
+/// forged or corrupt vote (openraft computes `term + 1`, which would wrap at `u64::MAX`).
+pub const RAFT_TERM_AHEAD_MAX_COUNT: u64 = 1 << 20;
+/// Largest term a Raft RPC may carry at all, whatever this replica's term: far from the wrap.
+pub const RAFT_TERM_MAX: u64 = u64::MAX / 4;
+
+/// Longest name a broker or NameServer turns into one file or directory name (a file name holds
+/// at most 255 bytes); see `message::validate::is_safe_path_component`.
+pub const PATH_COMPONENT_MAX_BYTES: usize = 255;
+
+/// PUT_KV_CONFIG: longest namespace and key.
+pub const KV_CONFIG_NAME_MAX_BYTES: usize = 255;
+/// PUT_KV_CONFIG: longest value (RocketMQ's values are a broker list such as `broker-a:8;broker-b:8`).
+pub const KV_CONFIG_VALUE_MAX_BYTES: usize = 16 * 1024;
+/// Most keys the KV config holds over all namespaces: with the value limit, bounds the file each
+/// change rewrites and fsyncs.
+pub const KV_CONFIG_ENTRIES_MAX_COUNT: usize = 4_096;
+/// Largest KV config as stored (namespaces, keys and values added up): each change rewrites the
+/// whole file, so this bounds the bytes one PUT_KV_CONFIG writes and fsyncs.
+pub const KV_CONFIG_TOTAL_MAX_BYTES: usize = 4 * 1024 * 1024;
+
 const _: () = assert!(MESSAGE_BODY_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(TRACE_MESSAGE_BODY_MAX_BYTES < MESSAGE_BODY_SIZE_MAX_BYTES);
 const _: () = assert!(TRACE_MESSAGE_KEYS_MAX_BYTES < PROPERTIES_SIZE_MAX_BYTES / 2);
@@ -424,3 +464,8 @@ const _: () = assert!(BENCH_CONCURRENCY_MAX_COUNT <= CONNECTION_CONCURRENT_REQUE
 const _: () = assert!(CONNECT_TIMEOUT_MS <= RPC_TIMEOUT_DEFAULT_MS);
 const _: () = assert!(UNCOMPRESSED_BODY_SIZE_MAX_BYTES >= MESSAGE_BODY_SIZE_MAX_BYTES);
 const _: () = assert!(PULL_FILTER_SCAN_MIN_BYTES.is_multiple_of(20));
+const _: () = assert!(CLUSTER_AUTH_SESSION_IDLE_MAX_MS >= 2 * CLUSTER_AUTH_CLOCK_SKEW_MAX_MS);
+const _: () = assert!(CLUSTER_SECRET_MIN_BYTES <= CLUSTER_SECRET_MAX_BYTES);
+const _: () = assert!(RAFT_TERM_AHEAD_MAX_COUNT < RAFT_TERM_MAX);
+const _: () = assert!(TOPIC_STORE_NAME_MAX_BYTES <= PATH_COMPONENT_MAX_BYTES);
+const _: () = assert!(KV_CONFIG_VALUE_MAX_BYTES <= KV_CONFIG_TOTAL_MAX_BYTES);

@@ -113,7 +113,14 @@ impl Db {
             NodeProcess::new(ProcessSpec {
                 name: NAMESRV.to_owned(),
                 program: raftmq.to_owned(),
-                args: vec!["namesrv".into(), "--listenPort".into(), NAMESRV_PORT.to_string()],
+                // Its own loopback address (the NameServer binds 127.0.0.1 unless told).
+                args: vec![
+                    "namesrv".into(),
+                    "--listenPort".into(),
+                    NAMESRV_PORT.to_string(),
+                    "-D".into(),
+                    format!("bindAddress={}", layout.namesrv_ip),
+                ],
                 gid: layout.namesrv_gid,
                 log: layout.namesrv_dir.join("namesrv.log"),
                 boot_marker: NAMESRV_BOOT_MARKER.to_owned(),

@@ -7,7 +7,9 @@
 //!
 //! ```toml
 //! listenPort = 9876                        # RocketMQ's NameServer port
-//! bindAddress = "0.0.0.0"
+//! bindAddress = "0.0.0.0"                  # default 127.0.0.1; beyond loopback needs a cluster secret
+//! clusterSecretFile = "/etc/raftmq/cluster.secret"   # the brokers' secret: REGISTER_BROKER and other
+//!                                          #   writes must be signed with it (reads stay open)
 //! scanNotActiveBrokerInterval = "10s"      # liveness scan period (4.x: 10 s)
 //! brokerChannelExpiredTime = "120s"        # a broker silent this long is dropped
 //! kvConfigPath = "/home/me/namesrv/kvConfig.json"   # "" keeps KV config in memory only
@@ -24,6 +26,9 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use raftmq_common::cluster_secret;
+use raftmq_common::cluster_secret::ClusterSecret;
+use raftmq_common::cluster_secret::ClusterSecretError;
 use raftmq_common::config_file;
 use raftmq_common::config_file::FileError;
 use serde::Deserialize;
@@ -43,8 +48,16 @@ pub const BROKER_CHANNEL_EXPIRED_TIME_DEFAULT: Duration = Duration::from_secs(12
 pub struct NamesrvConfig {
     /// TCP port for remoting (default 9876).
     pub listen_port: u16,
-    /// Interface to listen on (default `0.0.0.0`).
+    /// Interface to listen on (default `127.0.0.1`; any other needs a cluster secret).
     pub bind_address: String,
+    /// The cluster secret (`clusterSecret`), the brokers' own: REGISTER_BROKER, UNREGISTER_BROKER and
+    /// every other write must carry its signature. Masked in GET_NAMESRV_CONFIG; prefer the file.
+    pub cluster_secret: String,
+    /// A file holding the cluster secret (trailing newline dropped).
+    pub cluster_secret_file: String,
+    /// Bind beyond loopback without a cluster secret: anyone who reaches the port can then
+    /// register a broker and take its routes. For trusted test networks only.
+    pub insecure_cluster_without_secret: bool,
     /// Period of the scan that drops silent brokers (default 10 s).
     #[serde(with = "raftmq_common::config_duration")]
     pub scan_not_active_broker_interval: Duration,
@@ -69,7 +82,10 @@ impl Default for NamesrvConfig {
         let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
         NamesrvConfig {
             listen_port: LISTEN_PORT_DEFAULT,
-            bind_address: "0.0.0.0".to_owned(),
+            bind_address: "127.0.0.1".to_owned(),
+            cluster_secret: String::new(),
+            cluster_secret_file: String::new(),
+            insecure_cluster_without_secret: false,
             scan_not_active_broker_interval: SCAN_NOT_ACTIVE_BROKER_INTERVAL_DEFAULT,
             broker_channel_expired_time: BROKER_CHANNEL_EXPIRED_TIME_DEFAULT,
             kv_config_path: home.join("namesrv").join("kvConfig.json").to_string_lossy().into_owned(),
@@ -169,13 +185,36 @@ impl NamesrvConfig {
         if self.bind_address.trim().is_empty() {
             return Err(ConfigError::Invalid("bindAddress is empty".to_owned()));
         }
-        Ok(())
+        if !self.cluster_secret.is_empty() && !self.cluster_secret_file.trim().is_empty() {
+            return Err(ConfigError::Invalid(ClusterSecretError::Both.to_string()));
+        }
+        if !self.cluster_secret.is_empty() {
+            ClusterSecret::new(self.cluster_secret.as_bytes().to_vec())
+                .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        }
+        let configured = !self.cluster_secret.is_empty() || !self.cluster_secret_file.trim().is_empty();
+        cluster_secret::require_secret(
+            None,
+            configured || self.insecure_cluster_without_secret,
+            [("bindAddress", self.bind_address.trim())],
+        )
+        .map_err(|e| ConfigError::Invalid(e.to_string()))
+    }
+
+    /// The cluster secret (`clusterSecret`, or read from `clusterSecretFile`); `None` when neither.
+    pub fn load_cluster_secret(&self) -> Result<Option<ClusterSecret>, ConfigError> {
+        ClusterSecret::from_config(&self.cluster_secret, &self.cluster_secret_file)
+            .map_err(|e| ConfigError::Invalid(e.to_string()))
     }
 
     /// The merged configuration as TOML (`-p/--printConfigItem`).
     pub fn to_toml_string(&self) -> String {
         // Every field is a string, bool, integer or duration string: serialization cannot fail.
-        toml::to_string(self).unwrap_or_else(|e| format!("# cannot print config: {e}\n"))
+        let mut shown = self.clone();
+        if !shown.cluster_secret.is_empty() {
+            shown.cluster_secret = SECRET_MASK.to_owned();
+        }
+        toml::to_string(&shown).unwrap_or_else(|e| format!("# cannot print config: {e}\n"))
     }
 
     /// The KV-config file, `None` for memory only.
@@ -220,7 +259,13 @@ impl NamesrvConfig {
         let Ok(Some(table)) = config_file::table_of(self) else {
             return BTreeMap::new();
         };
-        config_file::properties_of(table, &DURATION_KEYS)
+        let mut properties = config_file::properties_of(table, &DURATION_KEYS);
+        if let Some(secret) = properties.get_mut("clusterSecret")
+            && !secret.is_empty()
+        {
+            *secret = SECRET_MASK.to_owned();
+        }
+        properties
     }
 
     /// This config with `updates` applied (values read as in [`Self::load`]'s overrides), all or
@@ -245,6 +290,9 @@ impl NamesrvConfig {
         Ok(config)
     }
 }
+
+/// What GET_NAMESRV_CONFIG shows for a set `clusterSecret`.
+pub const SECRET_MASK: &str = "******";
 
 /// Keys whose TOML form is a duration string.
 const DURATION_KEYS: [&str; 2] = ["scanNotActiveBrokerInterval", "brokerChannelExpiredTime"];

@@ -7,13 +7,23 @@
 //! written (temp file, fsync, rename) before it is applied in memory: a failed write leaves the table
 //! as it was and the caller gets the error. No path means memory only.
 //!
-//! Invariants: no namespace maps to an empty table; the file, when present, holds the table.
+//! Bounded ([`raftmq_common::limits`]): a namespace or key of at most `KV_CONFIG_NAME_MAX_BYTES`,
+//! a value of at most `KV_CONFIG_VALUE_MAX_BYTES`, at most `KV_CONFIG_ENTRIES_MAX_COUNT` keys and
+//! `KV_CONFIG_TOTAL_MAX_BYTES` in all, so each change rewrites and fsyncs a bounded file; a PUT of
+//! the value already held writes nothing.
+//!
+//! Invariants: no namespace maps to an empty table; the file, when present, holds the table; the
+//! table stays within the limits above.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::path::PathBuf;
 
+use raftmq_common::limits::KV_CONFIG_ENTRIES_MAX_COUNT;
+use raftmq_common::limits::KV_CONFIG_NAME_MAX_BYTES;
+use raftmq_common::limits::KV_CONFIG_TOTAL_MAX_BYTES;
+use raftmq_common::limits::KV_CONFIG_VALUE_MAX_BYTES;
 use raftmq_common::protocol::body::register::KvTable;
 use serde::Deserialize;
 use serde::Serialize;
@@ -34,6 +44,9 @@ pub enum KvConfigError {
         #[source]
         source: std::io::Error,
     },
+    /// The change would pass a limit.
+    #[error("KV config refused: {0}")]
+    TooLarge(String),
     /// The file is not `KVConfigSerializeWrapper` JSON.
     #[error("kvConfig file {path} is not valid: {source}")]
     Corrupt {
@@ -82,6 +95,30 @@ impl KvConfigManager {
 
     /// PUT_KV_CONFIG.
     pub fn put(&mut self, namespace: &str, key: &str, value: &str) -> Result<(), KvConfigError> {
+        let too_large = |what: String| Err(KvConfigError::TooLarge(what));
+        for (what, name) in [("namespace", namespace), ("key", key)] {
+            if name.len() > KV_CONFIG_NAME_MAX_BYTES {
+                return too_large(format!("{what} of {} bytes (at most {KV_CONFIG_NAME_MAX_BYTES})", name.len()));
+            }
+        }
+        if value.len() > KV_CONFIG_VALUE_MAX_BYTES {
+            return too_large(format!("value of {} bytes (at most {KV_CONFIG_VALUE_MAX_BYTES})", value.len()));
+        }
+        let held = self.get(namespace, key);
+        if held == Some(value) {
+            return Ok(());
+        }
+        let entries = self.table.values().map(BTreeMap::len).sum::<usize>() + usize::from(held.is_none());
+        if entries > KV_CONFIG_ENTRIES_MAX_COUNT {
+            return too_large(format!("more than {KV_CONFIG_ENTRIES_MAX_COUNT} keys"));
+        }
+        let total = self.total_bytes() - held.map_or(0, |v| namespace.len() + key.len() + v.len())
+            + namespace.len()
+            + key.len()
+            + value.len();
+        if total > KV_CONFIG_TOTAL_MAX_BYTES {
+            return too_large(format!("{total} bytes in all (at most {KV_CONFIG_TOTAL_MAX_BYTES})"));
+        }
         let mut next = self.table.clone();
         next.entry(namespace.to_owned()).or_default().insert(key.to_owned(), value.to_owned());
         self.commit(next)
@@ -111,6 +148,11 @@ impl KvConfigManager {
     /// GET_KVLIST_BY_NAMESPACE: the namespace's table, `None` when it has no keys.
     pub fn namespace(&self, namespace: &str) -> Option<KvTable> {
         self.table.get(namespace).map(|kv| KvTable { table: kv.clone() })
+    }
+
+    /// Namespaces, keys and values added up, as the limits count them.
+    fn total_bytes(&self) -> usize {
+        self.table.iter().flat_map(|(ns, kv)| kv.iter().map(move |(k, v)| ns.len() + k.len() + v.len())).sum()
     }
 
     fn commit(&mut self, next: Table) -> Result<(), KvConfigError> {
@@ -185,5 +227,39 @@ mod tests {
         let mut kv = KvConfigManager::load(Some(blocked.join("kvConfig.json"))).expect("missing file is empty");
         assert!(kv.put("ns", "k", "v").is_err());
         assert_eq!(kv.get("ns", "k"), None);
+    }
+
+    #[test]
+    fn puts_are_bounded_and_unchanged_values_write_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("kvConfig.json");
+        let mut kv = KvConfigManager::load(Some(path.clone())).expect("empty");
+        let long_name = "n".repeat(KV_CONFIG_NAME_MAX_BYTES + 1);
+        assert!(matches!(kv.put(&long_name, "k", "v"), Err(KvConfigError::TooLarge(_))));
+        assert!(matches!(kv.put("ns", &long_name, "v"), Err(KvConfigError::TooLarge(_))));
+        let long_value = "v".repeat(KV_CONFIG_VALUE_MAX_BYTES + 1);
+        assert!(matches!(kv.put("ns", "k", &long_value), Err(KvConfigError::TooLarge(_))));
+        let big = "v".repeat(KV_CONFIG_VALUE_MAX_BYTES);
+        let fit = KV_CONFIG_TOTAL_MAX_BYTES / (KV_CONFIG_VALUE_MAX_BYTES + 8);
+        for i in 0..fit {
+            kv.put("ns", &format!("k{i:05}"), &big).expect("within the total");
+        }
+        let refused =
+            (fit..fit + 16).any(|i| matches!(kv.put("ns", &format!("k{i:05}"), &big), Err(KvConfigError::TooLarge(_))));
+        assert!(refused, "the total is bounded");
+        assert!(kv.total_bytes() <= KV_CONFIG_TOTAL_MAX_BYTES);
+
+        // The same value again: the file is not rewritten (a directory in the temp file's place
+        // would make any write fail).
+        std::fs::create_dir_all(dir.path().join("kvConfig.json.tmp")).expect("mkdir");
+        kv.put("ns", "k00000", &big).expect("unchanged: no write");
+        assert!(kv.put("ns", "k00000", "other").is_err(), "a change writes");
+
+        let mut small = KvConfigManager::load(None).expect("memory");
+        for i in 0..KV_CONFIG_ENTRIES_MAX_COUNT {
+            small.put("ns", &i.to_string(), "v").expect("within the count");
+        }
+        assert!(matches!(small.put("ns", "one more", "v"), Err(KvConfigError::TooLarge(_))));
+        small.put("ns", "0", "changed").expect("changing a held key adds none");
     }
 }

@@ -19,6 +19,14 @@
 //! GET_HAS_UNIT_SUB_TOPIC_LIST, GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST ([`SERVED_CODES`]: every code a
 //! 4.9 NameServer serves); the transport answers any other code REQUEST_CODE_NOT_SUPPORTED.
 //!
+//! With a cluster secret ([`NamesrvProcessor::with_cluster_key`]) the codes only members send
+//! ([`MEMBER_CODES`]: registrations, liveness, every write) must carry a valid cluster signature
+//! (`raftmq_common::protocol::cluster_signature`), checked before their header is read; anything
+//! else is answered NO_PERMISSION and changes nothing. Reads (routes, cluster info, KV reads,
+//! topic lists, config reads) stay open, so unchanged RocketMQ clients work.
+//!
+//! PUT_KV_CONFIG is bounded (`KV_CONFIG_*` limits): names, values, entries and the whole table.
+//!
 //! UPDATE_NAMESRV_CONFIG changes the running NameServer only (all keys or none, from
 //! [`crate::config::RUNTIME_UPDATABLE_KEYS`]); it is not written back to the config file, which stays
 //! what a restart reads. Java writes its `configStorePath` copy, which its startup does not read either.
@@ -38,6 +46,9 @@ use raftmq_common::protocol::body::register::RegisterBrokerBody;
 use raftmq_common::protocol::body::register::body_crc32;
 use raftmq_common::protocol::body::topic::DataVersion;
 use raftmq_common::protocol::body::topic::topic_sys_flag;
+use raftmq_common::protocol::cluster_signature::ClusterKey;
+use raftmq_common::protocol::cluster_signature::ClusterVerifier;
+use raftmq_common::protocol::cluster_signature::wall_clock_ms;
 use raftmq_common::protocol::header::CommandHeader;
 use raftmq_common::protocol::header::namesrv::AddWritePermOfBrokerRequestHeader;
 use raftmq_common::protocol::header::namesrv::AddWritePermOfBrokerResponseHeader;
@@ -62,6 +73,7 @@ use raftmq_common::remoting::RequestProcessor;
 
 use crate::config::NamesrvConfig;
 use crate::config::UpdateError;
+use crate::kv_config::KvConfigError;
 use crate::kv_config::KvConfigManager;
 use crate::kv_config::NAMESPACE_ORDER_TOPIC_CONFIG;
 use crate::route_info::BrokerRegistration;
@@ -94,9 +106,25 @@ pub const SERVED_CODES: [RequestCode; 20] = [
     RequestCode::GetHasUnitSubUnunitTopicList,
 ];
 
+/// The request codes that need a cluster signature when the NameServer has a cluster secret:
+/// what brokers send about themselves and every write an operator sends.
+pub const MEMBER_CODES: [RequestCode; 9] = [
+    RequestCode::RegisterBroker,
+    RequestCode::UnregisterBroker,
+    RequestCode::QueryDataVersion,
+    RequestCode::DeleteTopicInNamesrv,
+    RequestCode::PutKvConfig,
+    RequestCode::DeleteKvConfig,
+    RequestCode::WipeWritePermOfBroker,
+    RequestCode::AddWritePermOfBroker,
+    RequestCode::UpdateNamesrvConfig,
+];
+
 /// The NameServer's state and request handlers; shared by all connections.
 #[derive(Debug)]
 pub struct NamesrvProcessor {
+    /// Checks cluster signatures on [`MEMBER_CODES`] (none: no cluster secret, loopback only).
+    verifier: Option<ClusterVerifier>,
     routes: RwLock<RouteInfoManager>,
     kv: RwLock<KvConfigManager>,
     /// The running configuration (UPDATE_NAMESRV_CONFIG changes its runtime keys).
@@ -149,6 +177,7 @@ impl NamesrvProcessor {
     /// Empty route tables and the given KV config.
     pub fn new(config: &NamesrvConfig, kv: KvConfigManager) -> Self {
         NamesrvProcessor {
+            verifier: None,
             routes: RwLock::new(RouteInfoManager::new(route_settings(config))),
             kv: RwLock::new(kv),
             config: RwLock::new(config.clone()),
@@ -157,9 +186,30 @@ impl NamesrvProcessor {
         }
     }
 
+    /// This processor requiring a signature of the cluster secret `key` on [`MEMBER_CODES`].
+    pub fn with_cluster_key(mut self, key: Option<ClusterKey>) -> Self {
+        self.verifier = key.map(ClusterVerifier::new);
+        self
+    }
+
+    /// Refuses a member-only request without a valid cluster signature.
+    fn check_member(&self, code: RequestCode, request: &RemotingCommand) -> Result<(), Rejection> {
+        let Some(verifier) = &self.verifier else { return Ok(()) };
+        if !MEMBER_CODES.contains(&code) {
+            return Ok(());
+        }
+        verifier
+            .verify(request, wall_clock_ms())
+            .map(drop)
+            .map_err(|e| Rejection::new(ResponseCode::NoPermission, format!("{code} needs the cluster secret: {e}")))
+    }
+
     /// Answers one request. `conn` is the connection it came on (brokers are dropped when it closes).
     pub fn handle(&self, conn: Option<ConnId>, request: &RemotingCommand) -> RemotingCommand {
         let code = request.request_code();
+        if let Err(rejection) = self.check_member(code, request) {
+            return rejection.into_command().answering(request);
+        }
         let result = match code {
             RequestCode::RegisterBroker => self.register_broker(conn, request),
             RequestCode::UnregisterBroker => self.unregister_broker(request),
@@ -407,7 +457,10 @@ impl NamesrvProcessor {
 
     fn put_kv_config(&self, request: &RemotingCommand) -> Response {
         let h: PutKvConfigRequestHeader = header(request)?;
-        self.kv_mut().put(&h.namespace, &h.key, &h.value).map_err(|e| system_error(e.to_string()))?;
+        self.kv_mut().put(&h.namespace, &h.key, &h.value).map_err(|e| match e {
+            KvConfigError::TooLarge(_) => Rejection::new(ResponseCode::MessageIllegal, e.to_string()),
+            _ => system_error(e.to_string()),
+        })?;
         Ok(RemotingCommand::success())
     }
 

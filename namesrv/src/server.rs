@@ -75,8 +75,12 @@ impl NameServer {
             .parse()
             .map_err(|_| NamesrvError::BadBindAddress(config.bind_address.clone()))?;
         let addr = SocketAddr::new(ip, config.listen_port);
+        let key = config.load_cluster_secret()?.map(|s| s.key());
+        if key.is_none() {
+            tracing::info!("no cluster secret: broker registrations and NameServer writes are unauthenticated");
+        }
         let kv = KvConfigManager::load(config.kv_config_file())?;
-        let processor = Arc::new(NamesrvProcessor::new(&config, kv));
+        let processor = Arc::new(NamesrvProcessor::new(&config, kv).with_cluster_key(key));
 
         let mut table = ProcessorTable::new();
         for code in SERVED_CODES {

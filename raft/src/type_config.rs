@@ -93,6 +93,11 @@ pub type StoredMembership = openraft::alias::StoredMembershipOf<TypeConfig>;
 /// Committed leader id in std mode: the term.
 pub type CommittedLeaderId = openraft::alias::CommittedLeaderIdOf<TypeConfig>;
 
+/// An AppendEntries RPC (what a leader sends; tests forge them).
+pub type AppendEntriesRequest = openraft::raft::AppendEntriesRequest<TypeConfig>;
+/// A RequestVote or pre-vote RPC.
+pub type VoteRequest = openraft::raft::VoteRequest<TypeConfig>;
+
 /// Build a log id from (term, index).
 pub fn log_id(term: u64, index: u64) -> LogId {
     LogId::new(CommittedLeaderId::new(term), index)

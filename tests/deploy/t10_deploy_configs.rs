@@ -35,7 +35,8 @@ fn broker_configs() -> Result<Vec<(String, BrokerConfig)>> {
 
 #[test]
 fn deploy_configs_describe_two_consistent_groups() -> Result<()> {
-    NamesrvConfig::load(Some(Path::new(&root().join("deploy/namesrv.toml"))), &[])?;
+    let namesrv = NamesrvConfig::load(Some(Path::new(&root().join("deploy/namesrv.toml"))), &[])?;
+    namesrv.validate().context("validating namesrv.toml")?;
     let brokers = broker_configs()?;
     let mut groups: std::collections::BTreeMap<String, Vec<&(String, BrokerConfig)>> = Default::default();
     for b in &brokers {
@@ -61,9 +62,16 @@ fn deploy_configs_describe_two_consistent_groups() -> Result<()> {
                 c.broker_addr()
             );
             ensure!(ids.insert(c.raft_self_id), "{name}: raftSelfId {} used twice", c.raft_self_id);
+            ensure!(
+                c.cluster_secret_file.as_deref() == Some(Path::new(&namesrv.cluster_secret_file)),
+                "{name}: clusterSecretFile differs from the NameServer's {:?}",
+                namesrv.cluster_secret_file
+            );
+            ensure!(!c.insecure_cluster_without_secret, "{name}: a shipped config opts out of the cluster secret");
         }
         ensure!(ids.len() == first.raft_peers.len(), "{group}: every peer has a config");
     }
+    ensure!(!namesrv.cluster_secret_file.is_empty(), "namesrv.toml binds {} without a secret", namesrv.bind_address);
     Ok(())
 }
 
@@ -87,6 +95,9 @@ fn compose_starts_every_shipped_config_at_its_address() -> Result<()> {
     for line in compose.lines().filter(|l| l.trim_start().starts_with("ports:")) {
         ensure!(line.contains("\"127.0.0.1:"), "a port published beyond loopback: {line}");
     }
+    // The compose file makes the secret every member reads, and mounts it where the configs look.
+    ensure!(compose.contains("secret-init:") && compose.contains("/secrets/cluster.secret"), "no secret-init");
+    ensure!(compose.matches("cluster-secret:/secrets:ro").count() == 8, "every member mounts the secret");
     Ok(())
 }
 

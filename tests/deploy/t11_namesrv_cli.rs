@@ -102,7 +102,8 @@ fn rocketmq_properties_files_are_read_as_their_toml_twins() {
     std::fs::write(
         &conf,
         "brokerClusterName = DefaultCluster\nbrokerName = broker-x\nbrokerId = 0\ndeleteWhen = 04\n\
-         brokerRole = ASYNC_MASTER\nflushDiskType = ASYNC_FLUSH\nlistenPort = 10921\n",
+         brokerRole = ASYNC_MASTER\nflushDiskType = ASYNC_FLUSH\nlistenPort = 10921\n\
+         clusterSecretFile = /etc/raftmq/cluster.secret\n",
     )
     .expect("write");
     let out = Command::new(env!("CARGO_BIN_EXE_raftmq"))
@@ -128,12 +129,20 @@ fn rocketmq_properties_files_are_read_as_their_toml_twins() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("namesrvAddr = \"10.0.0.9:9876;10.0.0.10:9876\""), "{text}");
     let out = Command::new(env!("CARGO_BIN_EXE_raftmq"))
-        .args(["broker", "-p"])
+        .args(["broker", "-p", "-D", "clusterSecretFile=/etc/raftmq/cluster.secret"])
         .env("NAMESRV_ADDR", "10.0.0.11:9876")
         .output()
         .expect("the raftmq binary runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("namesrvAddr = \"10.0.0.11:9876\""));
+    // Without a cluster secret a NameServer beyond loopback is refused, saying what to set.
+    let out = Command::new(env!("CARGO_BIN_EXE_raftmq"))
+        .args(["broker", "-p"])
+        .env("NAMESRV_ADDR", "10.0.0.11:9876")
+        .output()
+        .expect("the raftmq binary runs");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("clusterSecretFile"));
 
     let props = dir.path().join("namesrv.properties");
     std::fs::write(&props, "listenPort=9998\nbrokerChannelExpiredTime=30000\n").expect("write");

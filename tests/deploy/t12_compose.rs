@@ -123,10 +123,12 @@ impl Compose {
                 let (service, state) = (it.next()?, it.next()?);
                 Some((service.to_owned(), it.next().unwrap_or(state).to_owned()))
             })
+            // The one-shot secret-init has done its work once it exited.
+            .filter(|(service, _)| service != "secret-init")
             .collect())
     }
 
-    /// Waits until all eight services are healthy.
+    /// Waits until all eight long-running services are healthy.
     async fn wait_healthy(&self) -> Result<()> {
         let deadline = Instant::now() + HEALTHY_WITHIN;
         loop {

@@ -79,7 +79,7 @@ pub struct Group {
     pub namesrv_addr: String,
     pub configs: BTreeMap<u64, BrokerConfig>,
     pub brokers: BTreeMap<u64, Broker>,
-    _dir: tempfile::TempDir,
+    pub dir: tempfile::TempDir,
 }
 
 impl Group {
@@ -90,18 +90,28 @@ impl Group {
 
     /// [`Group::start`] with every replica's config adjusted by `customize` first.
     pub async fn start_with(n: u64, customize: impl FnMut(&mut BrokerConfig)) -> Result<Group> {
-        let namesrv = NameServer::start(NamesrvConfig {
+        Self::start_custom(n, |_| {}, customize).await
+    }
+
+    /// [`Group::start_with`], the NameServer's config adjusted by `namesrv_tweak` first.
+    pub async fn start_custom(
+        n: u64,
+        namesrv_tweak: impl FnOnce(&mut NamesrvConfig),
+        customize: impl FnMut(&mut BrokerConfig),
+    ) -> Result<Group> {
+        let mut namesrv_config = NamesrvConfig {
             listen_port: 0,
             bind_address: "127.0.0.1".into(),
             kv_config_path: String::new(),
             ..NamesrvConfig::default()
-        })
-        .await?;
+        };
+        namesrv_tweak(&mut namesrv_config);
+        let namesrv = NameServer::start(namesrv_config).await?;
         let namesrv_addr = namesrv.local_addr().to_string();
         let dir = tempfile::tempdir()?;
         let mut configs = replica_configs(dir.path(), &namesrv_addr, n)?;
         configs.values_mut().for_each(customize);
-        let mut group = Group { namesrv, namesrv_addr, configs, brokers: BTreeMap::new(), _dir: dir };
+        let mut group = Group { namesrv, namesrv_addr, configs, brokers: BTreeMap::new(), dir };
         let starts = group.configs.values().cloned().map(Broker::start);
         for broker in futures::future::join_all(starts).await {
             let broker = broker?;

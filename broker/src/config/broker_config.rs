@@ -23,6 +23,8 @@
 //! aclFile = "/etc/raftmq/plain_acl.yml"    # default <storePathRootDir>/config/plain_acl.yml
 //! innerAccessKey = "groupPeers"            # an admin account of the ACL: signs this replica's calls
 //! innerSecretKey = "…"                     #   to its peers (masked in GET_BROKER_CONFIG)
+//! clusterSecretFile = "/etc/raftmq/cluster.secret"  # signs Raft RPCs and NameServer registrations;
+//!                                          #   required when raftAddr or namesrvAddr is not loopback
 //!
 //! [[raftPeers]]
 //! id = 0
@@ -47,6 +49,9 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use raftmq_common::cluster_secret;
+use raftmq_common::cluster_secret::ClusterSecret;
+use raftmq_common::cluster_secret::ClusterSecretError;
 use raftmq_common::config_file;
 use raftmq_common::config_file::FileError;
 use raftmq_common::limits::BROKER_MAX_MESSAGE_SIZE_MAX_BYTES;
@@ -234,6 +239,19 @@ pub struct BrokerConfig {
     /// Secret of `innerAccessKey`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inner_secret_key: Option<String>,
+    /// The cluster secret (`clusterSecret`), the same on every broker replica and NameServer: it
+    /// signs this replica's Raft RPCs and NameServer registrations, and peers refuse RPCs without
+    /// it. Masked in GET_BROKER_CONFIG; prefer `clusterSecretFile`. Needed when the Raft port or a
+    /// NameServer is beyond loopback.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_secret: Option<String>,
+    /// A file holding the cluster secret (trailing newline dropped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_secret_file: Option<PathBuf>,
+    /// Start without a cluster secret although the Raft port or a NameServer is beyond loopback:
+    /// anyone who reaches the Raft port can then rewrite the group. For trusted test networks only.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub insecure_cluster_without_secret: bool,
     /// Raft heartbeat period in ms (default 150).
     pub raft_heartbeat_interval_ms: u64,
     /// Lower bound of openraft's election timeout in ms (default 200). A follower campaigns
@@ -327,6 +345,9 @@ impl Default for BrokerConfig {
             acl_file: None,
             inner_access_key: None,
             inner_secret_key: None,
+            cluster_secret: None,
+            cluster_secret_file: None,
+            insecure_cluster_without_secret: false,
             raft_heartbeat_interval_ms: RaftConfig::default().heartbeat_interval_ms,
             raft_election_timeout_min_ms: RaftConfig::default().election_timeout_min_ms,
             raft_election_timeout_max_ms: RaftConfig::default().election_timeout_max_ms,
@@ -440,7 +461,7 @@ pub const RUNTIME_UPDATABLE_KEYS: &[&str] = &[
 ];
 
 /// Keys whose values a config read-out (GET_BROKER_CONFIG) masks.
-pub const SECRET_KEYS: &[&str] = &["adminToken", "innerSecretKey"];
+pub const SECRET_KEYS: &[&str] = &["adminToken", "innerSecretKey", "clusterSecret"];
 /// Keys holding durations: a config read-out shows them in whole milliseconds, as Java's config
 /// holds them (ours reads `6s` or `6000`).
 const DURATION_KEYS: &[&str] = &[
@@ -580,6 +601,7 @@ impl BrokerConfig {
         self.validate_sizes()?;
         self.validate_times()?;
         self.validate_peers()?;
+        self.validate_cluster_secret()?;
         self.raft_config().validate().map_err(|e| invalid(format!("raft settings: {e}")))?;
         Ok(())
     }
@@ -587,6 +609,32 @@ impl BrokerConfig {
     /// The plain ACL file (`aclFile`, or `<storePathRootDir>/config/plain_acl.yml`).
     pub fn acl_file_path(&self) -> PathBuf {
         self.acl_file.clone().unwrap_or_else(|| self.store_path_root_dir.join("config").join("plain_acl.yml"))
+    }
+
+    /// The cluster secret rule without reading any file: not both keys, an inline secret of a
+    /// valid length, and one set (or the insecure opt-out) when this replica's Raft port, a peer's
+    /// or a NameServer is beyond loopback.
+    fn validate_cluster_secret(&self) -> Result<(), ConfigError> {
+        let inline = match (&self.cluster_secret, &self.cluster_secret_file) {
+            (Some(_), Some(_)) => return Err(invalid(ClusterSecretError::Both.to_string())),
+            (Some(s), None) => Some(ClusterSecret::new(s.as_bytes().to_vec()).map_err(|e| invalid(e.to_string()))?),
+            _ => None,
+        };
+        let configured = inline.is_some() || self.cluster_secret_file.is_some();
+        let addrs = self
+            .raft_peers
+            .iter()
+            .map(|p| ("raftAddr", p.raft_addr.as_str()))
+            .chain(self.namesrv_addrs().map(|a| ("namesrvAddr", a)));
+        cluster_secret::require_secret(None, configured || self.insecure_cluster_without_secret, addrs)
+            .map_err(|e| invalid(e.to_string()))
+    }
+
+    /// The cluster secret (`clusterSecret`, or read from `clusterSecretFile`); `None` when neither.
+    pub fn load_cluster_secret(&self) -> Result<Option<ClusterSecret>, ConfigError> {
+        let file = self.cluster_secret_file.as_ref().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+        ClusterSecret::from_config(self.cluster_secret.as_deref().unwrap_or_default(), &file)
+            .map_err(|e| invalid(e.to_string()))
     }
 
     /// The credentials of `innerAccessKey` / `innerSecretKey` (both or neither).
@@ -909,6 +957,8 @@ fn text_keys() -> BTreeSet<String> {
         "aclFile",
         "innerAccessKey",
         "innerSecretKey",
+        "clusterSecret",
+        "clusterSecretFile",
         "testClockSkewFile",
     ] {
         keys.insert(k.to_owned());
@@ -966,6 +1016,7 @@ mod tests {
 brokerName = "broker-b"
 brokerIP1 = "10.0.0.2"
 namesrvAddr = "10.0.0.9:9876;10.0.0.10:9876"
+clusterSecret = "0123456789abcdef0123456789abcdef"
 raftSelfId = 1
 
 [[raftPeers]]
@@ -1080,6 +1131,7 @@ raftAddr = "10.0.0.3:40911"
         brokerIP1: 10.0.0.2\n\
         namesrvAddr=10.0.0.9:9876;10.0.0.10:9876\n\
         adminToken = 1234\n\
+        clusterSecret = 0123456789abcdef0123456789abcdef\n\
         raftSelfId = 1\n\
         raftPeers = [{id=0, remotingAddr=\"10.0.0.1:10911\", raftAddr=\"10.0.0.1:40911\"}, \\\n\
           {id=1, remotingAddr=\"10.0.0.2:10911\", raftAddr=\"10.0.0.2:40911\"}, \\\n\
@@ -1309,5 +1361,31 @@ raftAddr = "10.0.0.3:40911"
         assert_eq!(parse_delay_level("0s"), None);
         assert_eq!(parse_delay_level(""), None);
         assert_eq!(parse_delay_level("h"), None);
+    }
+
+    #[test]
+    fn a_group_beyond_loopback_needs_a_cluster_secret_and_masks_it() {
+        let peers = |host: &str| {
+            vec![RaftPeer { id: 0, remoting_addr: format!("{host}:10911"), raft_addr: format!("{host}:40911") }]
+        };
+        let local = BrokerConfig::default();
+        local.validate().expect("loopback needs no secret");
+        let open = BrokerConfig { broker_ip1: Some("10.0.0.1".into()), raft_peers: peers("10.0.0.1"), ..local.clone() };
+        let e = open.validate().expect_err("refused").to_string();
+        assert!(e.contains("raftAddr 10.0.0.1:40911") && e.contains("clusterSecretFile"), "{e}");
+        let remote_namesrv = BrokerConfig { namesrv_addr: "10.0.0.9:9876".into(), ..local.clone() };
+        assert!(remote_namesrv.validate().expect_err("refused").to_string().contains("namesrvAddr 10.0.0.9:9876"));
+        BrokerConfig { insecure_cluster_without_secret: true, ..open.clone() }.validate().expect("opt-out");
+        let file = BrokerConfig { cluster_secret_file: Some("/etc/raftmq/cluster.secret".into()), ..open.clone() };
+        file.validate().expect("a secret file (read at start)");
+        let short = BrokerConfig { cluster_secret: Some("short".into()), ..open.clone() };
+        assert!(short.validate().is_err(), "too short");
+        let both = BrokerConfig { cluster_secret: Some("0123456789abcdef0123".into()), ..file.clone() };
+        assert!(both.validate().is_err(), "not both");
+        let inline = BrokerConfig { cluster_secret: Some("0123456789abcdef0123".into()), ..open };
+        inline.validate().expect("an inline secret");
+        let shown = inline.to_properties().expect("properties");
+        assert_eq!(shown.get("clusterSecret").map(String::as_str), Some(SECRET_MASK));
+        assert!(inline.load_cluster_secret().expect("inline").is_some());
     }
 }

@@ -159,6 +159,8 @@ pub struct GroupMembership {
     pub forwarder: RemotingClient,
     /// Signed client for this replica's calls to the group's other replicas.
     pub peer_client: RemotingClient,
+    /// Signs NameServer calls with the cluster secret (none configured: unsigned).
+    pub cluster_signer: Option<Arc<raftmq_common::protocol::cluster_signature::ClusterSigner>>,
 }
 
 fn not_leader(ctx: &GroupMembership) -> MembershipError {
@@ -363,7 +365,8 @@ pub async fn remove_node(ctx: &GroupMembership, id: u64) -> Result<MembershipRep
     }
     if let Some(addr) = &removed_addr {
         let broker_id = i64::try_from(id).unwrap_or(i64::MAX - 1).saturating_add(1);
-        namesrv_registration::unregister_member(&ctx.config, &ctx.forwarder, addr, broker_id).await;
+        let signer = ctx.cluster_signer.as_deref();
+        namesrv_registration::unregister_member(&ctx.config, &ctx.forwarder, signer, addr, broker_id).await;
     }
     Ok(report)
 }

@@ -9,6 +9,9 @@
 //! address by term. A leader that has not passed the readiness gate does not register yet: producers
 //! would only be refused. At shutdown the node unregisters from every NameServer.
 //!
+//! With a cluster secret every call is cluster-signed ([`signed`]): a NameServer that has the
+//! secret refuses REGISTER_BROKER, UNREGISTER_BROKER and QUERY_DATA_VERSION without it.
+//!
 //! Only members register: a node joining a group waits until the leader adds it to the membership,
 //! and a node the group removed ([`Membership::Removed`]) unregisters once and never registers again
 //! (the leader also unregisters it, [`unregister_member`], since a removed node may never learn it was).
@@ -26,6 +29,8 @@ use raftmq_common::protocol::body::register::TopicConfigSerializeWrapper;
 use raftmq_common::protocol::body::register::body_crc32;
 use raftmq_common::protocol::body::topic::DataVersion;
 use raftmq_common::protocol::body::topic::perm;
+use raftmq_common::protocol::cluster_signature::ClusterSigner;
+use raftmq_common::protocol::cluster_signature::wall_clock_ms;
 use raftmq_common::protocol::header::namesrv::RaftRegistration;
 use raftmq_common::protocol::header::namesrv::RaftRole;
 use raftmq_common::protocol::header::namesrv::RegisterBrokerRequestHeader;
@@ -83,6 +88,16 @@ pub struct RegistrationHandles {
     pub live: Arc<LiveConfig>,
     /// Wakes the task (topics or permission changed).
     pub register_now: Arc<Notify>,
+    /// Signs NameServer calls with the cluster secret (none configured: unsigned).
+    pub cluster_signer: Option<Arc<ClusterSigner>>,
+}
+
+/// `request` signed by `signer` when there is one (the cluster secret), else as it is.
+pub fn signed(mut request: RemotingCommand, signer: Option<&ClusterSigner>) -> RemotingCommand {
+    if let Some(signer) = signer {
+        signer.sign(&mut request, wall_clock_ms());
+    }
+    request
 }
 
 /// Starts the registration task.
@@ -121,7 +136,8 @@ async fn run(ctx: Arc<RegistrationHandles>, client: RemotingClient, cancel: Canc
             && ctx.replica.membership() == Membership::Removed
         {
             info!(broker_id, "removed from the raft group; unregistering from the NameServers");
-            unregister_member(&ctx.config, &client, &ctx.config.broker_addr(), broker_id).await;
+            let signer = ctx.cluster_signer.as_deref();
+            unregister_member(&ctx.config, &client, signer, &ctx.config.broker_addr(), broker_id).await;
             last = None;
             continue;
         }
@@ -172,6 +188,7 @@ pub async fn register_all(ctx: &RegistrationHandles, client: &RemotingClient, br
         raft: Some(*raft),
     };
     let request = RemotingCommand::request_with_header(RequestCode::RegisterBroker, &header).with_body(body);
+    let request = signed(request, ctx.cluster_signer.as_deref());
     let timeout = ctx.config.register_broker_timeout_mills;
     let calls = ctx.config.namesrv_addrs().map(|addr| {
         let request = request.clone();
@@ -214,22 +231,33 @@ pub fn advertised_topics(
 }
 
 /// UNREGISTER_BROKER from every NameServer (shutdown); bounded by the registration timeout.
-pub async fn unregister_all(replica: &Replica, config: &BrokerConfig, client: &RemotingClient) {
+pub async fn unregister_all(
+    replica: &Replica,
+    config: &BrokerConfig,
+    client: &RemotingClient,
+    signer: Option<&ClusterSigner>,
+) {
     let broker_id = registration(replica)
         .map_or_else(|| i64::try_from(replica.node_id()).unwrap_or(i64::MAX - 1).saturating_add(1), |(id, _)| id);
-    unregister_member(config, client, &config.broker_addr(), broker_id).await;
+    unregister_member(config, client, signer, &config.broker_addr(), broker_id).await;
 }
 
 /// UNREGISTER_BROKER of one member of this group (`broker_addr`, this node or one the leader
 /// removed) from every NameServer; bounded by the registration timeout.
-pub async fn unregister_member(config: &BrokerConfig, client: &RemotingClient, broker_addr: &str, broker_id: i64) {
+pub async fn unregister_member(
+    config: &BrokerConfig,
+    client: &RemotingClient,
+    signer: Option<&ClusterSigner>,
+    broker_addr: &str,
+    broker_id: i64,
+) {
     let header = UnregisterBrokerRequestHeader {
         broker_name: config.broker_name.clone(),
         broker_addr: broker_addr.to_owned(),
         cluster_name: config.broker_cluster_name.clone(),
         broker_id,
     };
-    let request = RemotingCommand::request_with_header(RequestCode::UnregisterBroker, &header);
+    let request = signed(RemotingCommand::request_with_header(RequestCode::UnregisterBroker, &header), signer);
     let timeout: Duration = config.register_broker_timeout_mills;
     let calls = config.namesrv_addrs().map(|addr| {
         let request = request.clone();

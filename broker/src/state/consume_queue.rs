@@ -31,6 +31,7 @@ use std::path::PathBuf;
 use memmap2::MmapMut;
 use memmap2::MmapOptions;
 use raftmq_common::limits::CONSUME_QUEUE_RESERVE_STEP_BYTES;
+use raftmq_common::limits::PATH_COMPONENT_MAX_BYTES;
 use raftmq_common::message::validate::is_storable_topic_dir;
 use thiserror::Error;
 use tracing::warn;
@@ -159,6 +160,10 @@ pub enum CqError {
         #[source]
         source: io::Error,
     },
+    /// The topic cannot name a directory of its own (`is_storable_topic_dir`): joined to the
+    /// root it could name a file outside the store.
+    #[error("topic {0:?} is not one safe path component; no ConsumeQueue is made for it")]
+    UnsafeTopic(String),
     /// Files on disk break an invariant that a crash cannot explain.
     #[error("ConsumeQueue {path} is corrupt: {detail}")]
     Corrupt {
@@ -818,6 +823,11 @@ impl ConsumeQueueStore {
             let by_id = self.queues.get_mut(topic).expect("checked above");
             return Ok(by_id.get_mut(&queue_id).expect("checked above"));
         }
+        // Checked where the name becomes a path, whoever checked it before (a network edge, the
+        // apply of a log entry, a snapshot manifest).
+        if !is_storable_topic_dir(topic) {
+            return Err(CqError::UnsafeTopic(topic.chars().take(PATH_COMPONENT_MAX_BYTES).collect()));
+        }
         let dir = self.queue_dir(topic, queue_id);
         let units = self.units_per_file;
         let queue = ConsumeQueue::open(dir, units)?;
@@ -1108,9 +1118,13 @@ mod tests {
         let mut store = ConsumeQueueStore::new(dir.path(), 4);
         store.get_or_open("T", 0).unwrap().append(0, unit(500)).unwrap();
         store.flush_all().unwrap();
-        for name in ["", ".", "..", "/tmp"] {
+        for name in ["", ".", "..", "/tmp", "T/..", "x/../T", "../consumequeue/T"] {
             store.delete_topic(name).unwrap();
         }
+        for name in ["", ".", "..", "/tmp", "T/../U", "../x", "a\\b"] {
+            assert!(matches!(store.get_or_open(name, 0), Err(CqError::UnsafeTopic(_))), "{name:?}");
+        }
+        assert!(!dir.path().join("x").exists() && !dir.path().join("consumequeue").join("U").exists());
         assert!(dir.path().join("consumequeue").join("T").exists());
         assert_eq!(store.offsets("T", 0), (0, 1));
     }

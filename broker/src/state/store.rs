@@ -708,7 +708,7 @@ impl MessageStore {
         let m = Self::decode_manifest(manifest, last)?;
         {
             let mut cq = unpoison(self.cq.write());
-            for q in &m.queues {
+            for q in safe_queues(&m.queues) {
                 let queue = cq.get_or_open(&q.topic, q.queue_id).map_err(io::Error::other)?;
                 if queue.max_offset() < q.next_offset {
                     queue.reset_to(q.next_offset).map_err(io::Error::other)?;
@@ -748,6 +748,19 @@ impl MessageStore {
         self.commit_log.forget_files();
         (cq_files, index_files)
     }
+}
+
+/// The manifest's queues whose topic can name a directory (`is_storable_topic_dir`): a forged or
+/// corrupt manifest's `../x` is skipped, the same way on every replica (a pure function of the
+/// manifest), and never becomes a path outside the store.
+fn safe_queues(queues: &[QueueStart]) -> impl Iterator<Item = &QueueStart> {
+    queues.iter().filter(|q| {
+        let safe = raftmq_common::message::validate::is_storable_topic_dir(&q.topic);
+        if !safe {
+            warn!(topic = ?q.topic, queue_id = q.queue_id, "skipping a snapshot manifest queue whose topic is not a safe name");
+        }
+        safe
+    })
 }
 
 impl ApplyHandler for MessageStore {
@@ -797,7 +810,7 @@ impl ApplyHandler for MessageStore {
         {
             let mut cq = unpoison(self.cq.write());
             cq.clear_all().map_err(io::Error::other)?;
-            for q in &m.queues {
+            for q in safe_queues(&m.queues) {
                 cq.get_or_open(&q.topic, q.queue_id)
                     .and_then(|queue| queue.reset_to(q.next_offset))
                     .map_err(io::Error::other)?;

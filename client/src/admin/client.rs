@@ -8,6 +8,9 @@ use std::time::Duration;
 use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::acl::SessionCredentials;
+use raftmq_common::protocol::cluster_signature::ClusterKey;
+use raftmq_common::protocol::cluster_signature::ClusterSigner;
+use raftmq_common::protocol::cluster_signature::wall_clock_ms;
 use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::RemotingClient;
 
@@ -23,6 +26,8 @@ pub struct Admin {
     pub(super) remoting: RemotingClient,
     pub(super) namesrv: NamesrvClient,
     pub(super) timeout: Duration,
+    /// Signs NameServer calls with the cluster secret (writes need it on a NameServer that has one).
+    pub(super) cluster_signer: Option<Arc<ClusterSigner>>,
 }
 
 impl Admin {
@@ -36,7 +41,25 @@ impl Admin {
     pub fn with_credentials(namesrv_addr: &str, credentials: Option<SessionCredentials>) -> Result<Self> {
         let remoting = RemotingClient::with_credentials(ProcessorTable::new(), false, credentials.map(Arc::new));
         let namesrv = NamesrvClient::new(remoting.clone(), parse_namesrv_addrs(namesrv_addr))?;
-        Ok(Admin { remoting, namesrv, timeout: Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS) })
+        let timeout = Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS);
+        Ok(Admin { remoting, namesrv, timeout, cluster_signer: None })
+    }
+
+    /// Signs every NameServer call with the cluster secret `key`: a NameServer that has the secret
+    /// refuses its writes (`updateKvConfig`, `wipeWritePerm`, `updateNamesrvConfig`, ...) without it.
+    pub fn with_cluster_key(mut self, key: Option<ClusterKey>) -> Self {
+        let signer = key.map(|k| Arc::new(ClusterSigner::new(k, "admin")));
+        self.namesrv = self.namesrv.with_cluster_signer(signer.clone());
+        self.cluster_signer = signer;
+        self
+    }
+
+    /// `request`, cluster-signed when this admin has the secret (a NameServer addressed directly).
+    pub(super) fn cluster_signed(&self, mut request: RemotingCommand) -> RemotingCommand {
+        if let Some(signer) = &self.cluster_signer {
+            signer.sign(&mut request, wall_clock_ms());
+        }
+        request
     }
 
     /// Sets the deadline of each call.

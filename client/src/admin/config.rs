@@ -55,6 +55,10 @@ impl Admin {
         updates: &BTreeMap<String, String>,
     ) -> Result<()> {
         let body = raftmq_common::protocol::body::properties_text::encode(updates);
-        self.broker_call(op, addr, RemotingCommand::request(code).with_body(body)).await.map(drop)
+        let mut request = RemotingCommand::request(code).with_body(body);
+        if code == RequestCode::UpdateNamesrvConfig {
+            request = self.cluster_signed(request);
+        }
+        self.broker_call(op, addr, request).await.map(drop)
     }
 }

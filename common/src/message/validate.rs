@@ -11,6 +11,7 @@ use thiserror::Error;
 use super::model::Message;
 use super::properties::PropertiesError;
 use crate::limits::GROUP_NAME_LENGTH_MAX_CHARS;
+use crate::limits::PATH_COMPONENT_MAX_BYTES;
 use crate::limits::TOPIC_NAME_LENGTH_MAX_CHARS;
 use crate::limits::TOPIC_STORE_NAME_MAX_BYTES;
 use crate::protocol::ResponseCode;
@@ -233,20 +234,27 @@ pub fn validate_stored_topic(topic: &str) -> Result<(), ValidationError> {
     validate_topic_at_most(topic, TOPIC_STORE_NAME_MAX_BYTES)
 }
 
-/// Whether a ConsumeQueue directory of its own can be made for `topic`: not empty, `.`, `..` or
-/// absolute (joined to the store root, those name the root, its parent or another tree), no NUL,
-/// and no `/`-separated part longer than [`TOPIC_STORE_NAME_MAX_BYTES`]. The apply path decides with
-/// it on every replica, so it refuses only names no build ever stored: the first four never passed
-/// any door (every stored topic was a checked one or a `%RETRY%`/`%DLQ%` name), the last two made
-/// every build stop applying. Re-applying an old log therefore builds the same queues. Names that
-/// are merely unwise (a `/` inside) are refused where they come in ([`validate_stored_topic`]).
+/// Whether `name` is one safe file-name component: not empty, not `.` or `..`, no `/`, `\\` or
+/// NUL (so not absolute, and never a path of several parts), at most [`PATH_COMPONENT_MAX_BYTES`].
+/// Joined to a directory, such a name always names an entry of that directory and nothing else.
+/// Every name from the network, the Raft log or a snapshot manifest passes this where it becomes a
+/// path, whatever checked it before.
+pub fn is_safe_path_component(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= PATH_COMPONENT_MAX_BYTES
+        && name != "."
+        && name != ".."
+        && !name.bytes().any(|b| matches!(b, b'/' | b'\\' | 0))
+}
+
+/// Whether a ConsumeQueue directory of its own can be made for `topic`: one safe path component
+/// ([`is_safe_path_component`]) of at most [`TOPIC_STORE_NAME_MAX_BYTES`]. The apply path decides
+/// with it on every replica alike (a pure function of the entry), so a forged or corrupt entry
+/// naming `a/../../x` is refused the same way everywhere and never touches a file outside the
+/// store. Every door (`validate_stored_topic`, `validate_group` for `%RETRY%`/`%DLQ%` names) only
+/// ever let `[%|a-zA-Z0-9_-]` through.
 pub fn is_storable_topic_dir(topic: &str) -> bool {
-    !topic.is_empty()
-        && topic != "."
-        && topic != ".."
-        && !topic.starts_with('/')
-        && !topic.bytes().any(|b| b == 0)
-        && topic.split('/').all(|part| part.len() <= TOPIC_STORE_NAME_MAX_BYTES)
+    is_safe_path_component(topic) && topic.len() <= TOPIC_STORE_NAME_MAX_BYTES
 }
 
 /// Checks a message before sending or storing (`Validators.checkMessage`): a sendable topic, a body of
@@ -372,12 +380,28 @@ mod tests {
 
         let long = "t".repeat(256);
         let over = format!("%RETRY%{}", "g".repeat(249));
-        for unstorable in ["", ".", "..", "/etc", "a\0b", long.as_str(), &format!("a/{long}"), &over] {
-            assert!(!is_storable_topic_dir(unstorable), "{unstorable:?}");
+        let unstorable = [
+            "",
+            ".",
+            "..",
+            "/etc",
+            "a\0b",
+            long.as_str(),
+            &format!("a/{long}"),
+            &over,
+            "a/b",
+            "T/../../../x",
+            "%RETRY%a/../b",
+            "..\\x",
+            "a\\b",
+            "/",
+        ];
+        for name in unstorable {
+            assert!(!is_storable_topic_dir(name), "{name:?}");
         }
-        // Stored by earlier builds, so still applied alike (the edges refuse them now).
-        for stored_before in ["T", "%RETRY%g", "a.b", "...", "a/b", "%RETRY%a/../b", &"t".repeat(255)] {
-            assert!(is_storable_topic_dir(stored_before), "{stored_before:?}");
+        for storable in ["T", "%RETRY%g", "a.b", "...", ".hidden", &"t".repeat(255)] {
+            assert!(is_storable_topic_dir(storable), "{storable:?}");
+            assert!(is_safe_path_component(storable), "{storable:?}");
         }
     }
 

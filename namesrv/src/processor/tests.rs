@@ -437,3 +437,67 @@ fn unit_topic_lists_select_by_sys_flag() {
     let r = off.handle(None, &RemotingCommand::request(RequestCode::GetUnitTopicList));
     assert_eq!(r.response_code(), ResponseCode::SystemError);
 }
+
+#[test]
+fn with_a_cluster_secret_member_codes_need_its_signature_and_reads_stay_open() {
+    use raftmq_common::protocol::cluster_signature::ClusterSigner;
+    use raftmq_common::protocol::cluster_signature::wall_clock_ms;
+    use raftmq_common::protocol::header::namesrv::PutKvConfigRequestHeader;
+
+    let key = ClusterKey::new(b"the cluster secret of this test");
+    let p = processor_with(&config()).with_cluster_key(Some(key.clone()));
+    let member = ClusterSigner::new(key, "127.0.0.1:10911");
+    let outsider = ClusterSigner::new(ClusterKey::new(b"a guess at the cluster secret"), "x");
+
+    // Unsigned or wrongly signed: refused, nothing registered.
+    let forged_leader = register(9, u64::MAX, RaftRole::Leader, false);
+    let mut wrong = forged_leader.clone();
+    outsider.sign(&mut wrong, wall_clock_ms());
+    for r in [&forged_leader, &wrong] {
+        let response = p.handle(None, r);
+        assert_eq!(response.response_code(), ResponseCode::NoPermission, "{:?}", response.remark);
+        assert_eq!(response.opaque, 7, "answers the request");
+    }
+    assert_eq!(p.handle(None, &route_request("TopicA")).response_code(), ResponseCode::TopicNotExist);
+
+    // Signed: registered; the same signed frame replayed is refused.
+    let mut signed = register(1, 3, RaftRole::Leader, false);
+    member.sign(&mut signed, wall_clock_ms());
+    ok(&p.handle(None, &signed));
+    assert_eq!(p.handle(None, &signed).response_code(), ResponseCode::NoPermission, "replay");
+
+    // Reads need no signature.
+    ok(&p.handle(None, &route_request("TopicA")));
+    ok(&p.handle(None, &RemotingCommand::request(RequestCode::GetBrokerClusterInfo)));
+
+    // Every member code is refused unsigned, before its header is read.
+    for code in MEMBER_CODES {
+        let response = p.handle(None, &RemotingCommand::request(code));
+        assert_eq!(response.response_code(), ResponseCode::NoPermission, "{code}");
+    }
+    let put = |value: &str| {
+        let h = PutKvConfigRequestHeader { namespace: "ns".into(), key: "k".into(), value: value.into() };
+        RemotingCommand::request_with_header(RequestCode::PutKvConfig, &h)
+    };
+    assert_eq!(p.handle(None, &put("v")).response_code(), ResponseCode::NoPermission);
+    let mut signed_put = put("v");
+    member.sign(&mut signed_put, wall_clock_ms());
+    ok(&p.handle(None, &signed_put));
+    let mut too_large = put(&"v".repeat(raftmq_common::limits::KV_CONFIG_VALUE_MAX_BYTES + 1));
+    member.sign(&mut too_large, wall_clock_ms());
+    assert_eq!(p.handle(None, &too_large).response_code(), ResponseCode::MessageIllegal);
+}
+
+#[test]
+fn config_beyond_loopback_needs_a_secret_and_masks_it() {
+    let open = NamesrvConfig { bind_address: "0.0.0.0".into(), ..config() };
+    let e = open.validate().expect_err("refused").to_string();
+    assert!(e.contains("clusterSecretFile") && e.contains("bindAddress 0.0.0.0"), "{e}");
+    NamesrvConfig { insecure_cluster_without_secret: true, ..open.clone() }.validate().expect("opt-out");
+    let secret = NamesrvConfig { cluster_secret: "0123456789abcdef0123".into(), ..open.clone() };
+    secret.validate().expect("with a secret");
+    assert_eq!(secret.to_properties().get("clusterSecret").map(String::as_str), Some(crate::config::SECRET_MASK));
+    assert!(!secret.to_toml_string().contains("0123456789abcdef0123"));
+    NamesrvConfig { cluster_secret: "short".into(), ..open }.validate().expect_err("too short");
+    config().validate().expect("loopback by default");
+}

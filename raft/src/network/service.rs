@@ -12,6 +12,11 @@
 //! through its [`VoteGuard`] first, and answers other replicas' Probe from its metrics; an
 //! Introduce (a replica it refused says where it is) goes to its guard, for its probes to ask.
 //!
+//! Every term a request carries is checked before openraft sees it ([`check_term`]): at most
+//! [`RAFT_TERM_AHEAD_MAX_COUNT`] beyond ours and never near `u64::MAX` (openraft's `term + 1`
+//! would wrap), and no log id in it newer than its sender's vote. A Probe relaxes the leader's
+//! check on a follower's log (`allow_next_revert`) only for a member of the group.
+//!
 //! A snapshot is checked before openraft sees it ([`check_snapshot`]): openraft asserts on a
 //! snapshot that contradicts its vote or committed log, and a snapshot our state machine cannot
 //! install is a fatal storage error, so a corrupt or malicious peer could otherwise stop the node.
@@ -28,6 +33,7 @@ use bytes::Bytes;
 
 use openraft::async_runtime::WatchReceiver;
 use openraft::raft::SnapshotResponse;
+use raftmq_common::limits::{RAFT_TERM_AHEAD_MAX_COUNT, RAFT_TERM_MAX};
 
 use super::append_stream::{AppendStreams, StreamStats};
 use super::snapshot_chunks::{Accepted, Chunk, SnapshotAssembly};
@@ -118,6 +124,11 @@ impl RaftService {
             return Err(format!("request {:?} sent as {kind:?}", req.kind()));
         }
         let fail = |e: &dyn std::fmt::Display| format!("node {}: {e}", self.inner.id);
+        let ours = raft.metrics().borrow_watched().current_term;
+        check_request_terms(&req, ours).map_err(|e| {
+            tracing::warn!(id = self.inner.id, %e, "refusing a raft rpc with an implausible term");
+            format!("node {}: {e}", self.inner.id)
+        })?;
         Ok(match req {
             RaftRequest::AppendEntries(r) => {
                 self.inner.guard.accepts_leader(r.vote.leader_id.term, r.vote.leader_id.voted_for)?;
@@ -137,7 +148,9 @@ impl RaftService {
                 // Only a replica that started empty asks: if we lead and replicated to it before,
                 // its log has gone back, which openraft otherwise asserts never happens.
                 let mut reverts_allowed = false;
-                if raft.metrics().borrow_watched().state == openraft::ServerState::Leader {
+                let metrics = raft.metrics().borrow_watched().clone();
+                let member = metrics.membership_config.membership().nodes().any(|(id, _)| *id == from);
+                if metrics.state == openraft::ServerState::Leader && member {
                     let allowed = raft.trigger().allow_next_revert(&from, true).await;
                     reverts_allowed = matches!(allowed, Ok(Ok(())));
                     tracing::debug!(id = self.inner.id, from, ?allowed, "a replica with an empty store asked");
@@ -231,6 +244,44 @@ impl RaftService {
     }
 }
 
+/// Whether `term` is one a protocol-following peer could send to a replica at term `ours`.
+pub fn check_term(term: u64, ours: u64) -> Result<(), String> {
+    if term > RAFT_TERM_MAX || term > ours.saturating_add(RAFT_TERM_AHEAD_MAX_COUNT) {
+        return Err(format!(
+            "term {term} is implausible: this replica is at term {ours} (at most {RAFT_TERM_AHEAD_MAX_COUNT} ahead \
+             accepted)"
+        ));
+    }
+    Ok(())
+}
+
+/// [`check_term`] on every term `req` carries, and no log id in it newer than the sender's vote.
+pub fn check_request_terms(req: &RaftRequest, ours: u64) -> Result<(), String> {
+    let beyond = |what: &str, id: &Option<LogId>, vote: u64| match id {
+        Some(l) if l.leader_id.term > vote => Err(format!("{what} {l} is newer than the sender's term {vote}")),
+        _ => Ok(()),
+    };
+    match req {
+        RaftRequest::AppendEntries(r) | RaftRequest::StreamAppend { rpc: r, .. } => {
+            let vote = r.vote.leader_id.term;
+            check_term(vote, ours)?;
+            beyond("prev_log_id", &r.prev_log_id, vote)?;
+            beyond("leader_commit", &r.leader_commit, vote)?;
+            r.entries.iter().try_for_each(|e| beyond("entry", &Some(e.log_id), vote))
+        }
+        RaftRequest::Vote(r) | RaftRequest::PreVote(r) => {
+            check_term(r.vote.leader_id.term, ours)?;
+            beyond("last_log_id", &r.last_log_id, r.vote.leader_id.term)
+        }
+        RaftRequest::InstallSnapshot { vote, meta, .. } | RaftRequest::InstallSnapshotChunk { vote, meta, .. } => {
+            check_term(vote.leader_id.term, ours)?;
+            beyond("snapshot last_log_id", &meta.last_log_id, vote.leader_id.term)
+        }
+        RaftRequest::TransferLeader(r) => check_term(r.from_leader().leader_id.term, ours),
+        RaftRequest::Probe { .. } | RaftRequest::Introduce { .. } => Ok(()),
+    }
+}
+
 /// Check a received snapshot against the sender's vote, its own encoding, and the local log
 /// (`committed` = the local committed log id). Every condition openraft asserts on, and every
 /// one our `install_snapshot` would fail on, is refused here.
@@ -308,5 +359,34 @@ mod tests {
             assert!(check_snapshot(&vote, &m, &d, committed, &store).is_err(), "{what} accepted");
         }
         Ok(())
+    }
+
+    #[test]
+    fn implausible_terms_are_refused() {
+        use openraft::raft::{AppendEntriesRequest, VoteRequest};
+        assert_eq!(check_term(5, 3), Ok(()));
+        assert_eq!(check_term(RAFT_TERM_AHEAD_MAX_COUNT + 3, 3), Ok(()));
+        assert!(check_term(RAFT_TERM_AHEAD_MAX_COUNT + 4, 3).is_err());
+        assert!(check_term(u64::MAX, 3).is_err());
+        assert!(check_term(u64::MAX, u64::MAX - 1).is_err(), "never near the wrap, whatever our term");
+
+        let vote = |term| RaftRequest::Vote(VoteRequest::new(Vote::new(term, 2), Some(log_id(1, 9))));
+        assert!(check_request_terms(&vote(u64::MAX), 1).is_err());
+        assert!(check_request_terms(&vote(2), 1).is_ok());
+        let stale_log = RaftRequest::Vote(VoteRequest::new(Vote::new(2, 2), Some(log_id(7, 9))));
+        assert!(check_request_terms(&stale_log, 1).is_err(), "a last log id newer than the vote");
+        let append = |entry_term| {
+            RaftRequest::AppendEntries(AppendEntriesRequest::<crate::type_config::TypeConfig> {
+                vote: Vote::new_committed(3, 1),
+                prev_log_id: Some(log_id(2, 6)),
+                entries: vec![crate::type_config::Entry {
+                    log_id: log_id(entry_term, 7),
+                    payload: crate::type_config::EntryPayload::Blank,
+                }],
+                leader_commit: Some(log_id(2, 6)),
+            })
+        };
+        assert!(check_request_terms(&append(3), 3).is_ok());
+        assert!(check_request_terms(&append(4), 3).is_err(), "an entry newer than its leader's term");
     }
 }

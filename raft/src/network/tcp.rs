@@ -9,15 +9,22 @@
 //! [`RaftServer`] binds the Raft port before the node exists (its address goes into the
 //! membership) and answers "refused" until a [`RaftService`] is attached; a restarted node
 //! attaches its new service to the same server.
+//!
+//! With a cluster secret ([`TcpTransport::signed`], [`RaftServer::bind_with`]) every request
+//! carries a cluster signature (`raftmq_common::protocol::cluster_signature`) naming its sender
+//! and target node; the server checks it, the target and the replay window before the request is
+//! decoded, and answers anything else NO_PERMISSION: a non-member learns nothing and changes
+//! nothing. Replies are not signed (an on-path attacker is outside what a MAC on requests stops).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
+use raftmq_common::protocol::cluster_signature::{CLUSTER_TARGET, ClusterSigner, ClusterVerifier, wall_clock_ms};
 use raftmq_common::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use raftmq_common::remoting::{
-    ConnectionContext, ProcessorTable, RemotingClient, RemotingError, RemotingServer, RequestProcessor,
+    ConnectionContext, ProcessorTable, RefusalLog, RemotingClient, RemotingError, RemotingServer, RequestProcessor,
 };
 
 use super::service::RaftService;
@@ -49,6 +56,8 @@ fn kind_of(code: RequestCode) -> Option<RpcKind> {
 pub struct TcpTransport {
     client: RemotingClient,
     pipelined: bool,
+    /// Signs every request with the cluster secret (none: unauthenticated, loopback groups).
+    signer: Option<Arc<ClusterSigner>>,
 }
 
 impl Default for TcpTransport {
@@ -60,12 +69,18 @@ impl Default for TcpTransport {
 impl TcpTransport {
     /// A transport with its own remoting client; replication is pipelined.
     pub fn new() -> Self {
-        Self { client: RemotingClient::new(), pipelined: true }
+        Self { client: RemotingClient::new(), pipelined: true, signer: None }
     }
 
     /// A transport that sends AppendEntries one at a time per follower (no pipelining).
     pub fn sequential() -> Self {
-        Self { client: RemotingClient::new(), pipelined: false }
+        Self { client: RemotingClient::new(), pipelined: false, signer: None }
+    }
+
+    /// This transport with every request signed by `signer` (the cluster secret).
+    pub fn signed(mut self, signer: Arc<ClusterSigner>) -> Self {
+        self.signer = Some(signer);
+        self
     }
 
     /// Close every connection (node shutdown).
@@ -78,13 +93,17 @@ impl Transport for TcpTransport {
     async fn call(
         &self,
         _from: NodeId,
-        _target: NodeId,
+        target: NodeId,
         addr: &str,
         kind: RpcKind,
         body: Bytes,
         timeout: Duration,
     ) -> Result<Bytes, TransportError> {
-        let req = RemotingCommand::request(code_of(kind)).with_body(body);
+        let mut req = RemotingCommand::request(code_of(kind)).with_body(body);
+        if let Some(signer) = &self.signer {
+            req.ext_fields.insert(CLUSTER_TARGET.into(), target.to_string().into());
+            signer.sign(&mut req, wall_clock_ms());
+        }
         let resp = self.client.invoke(addr, req, timeout).await.map_err(|e| match e {
             RemotingError::Timeout { .. } => TransportError::Timeout(timeout),
             RemotingError::ConnectionClosed { .. } | RemotingError::Encode(_) => TransportError::Network(e.to_string()),
@@ -109,11 +128,34 @@ type Slot = Arc<RwLock<Option<RaftService>>>;
 
 struct RaftProcessor {
     slot: Slot,
+    verifier: Option<Arc<ClusterVerifier>>,
+    refusals: RefusalLog,
+}
+
+impl RaftProcessor {
+    /// Why `request` is refused before it is decoded: a missing or bad cluster signature, a
+    /// replay, or another target node.
+    fn unauthenticated(&self, service: Option<&RaftService>, request: &RemotingCommand) -> Option<String> {
+        let verifier = self.verifier.as_ref()?;
+        match verifier.verify(request, wall_clock_ms()) {
+            Err(e) => Some(format!("raft rpc refused: {e}")),
+            Ok(v) => match (service, v.target) {
+                (Some(s), Some(t)) if t == s.id().to_string() => None,
+                (None, _) => None,
+                (Some(s), t) => Some(format!("raft rpc refused: addressed to node {t:?}, this is node {}", s.id())),
+            },
+        }
+    }
 }
 
 impl RequestProcessor for RaftProcessor {
-    async fn process(&self, _ctx: ConnectionContext, request: RemotingCommand) -> Option<RemotingCommand> {
+    async fn process(&self, ctx: ConnectionContext, request: RemotingCommand) -> Option<RemotingCommand> {
         let service = self.slot.read().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(why) = self.unauthenticated(service.as_ref(), &request) {
+            let response = RemotingCommand::response(ResponseCode::NoPermission, Some(why)).answering(&request);
+            self.refusals.note(ctx.connection_id(), ctx.peer_addr(), &request, &response);
+            return Some(response);
+        }
         let body = match (service, kind_of(request.request_code())) {
             (Some(s), Some(kind)) => s.handle(kind, &request.body).await,
             (None, _) => wire::encode(&RaftReply::Refused("raft node not started".into())).unwrap_or_default(),
@@ -130,10 +172,18 @@ pub struct RaftServer {
 }
 
 impl RaftServer {
-    /// Bind `addr` (port 0 picks a free port); RPCs are refused until [`Self::attach`].
+    /// Bind `addr` (port 0 picks a free port); RPCs are refused until [`Self::attach`]. No
+    /// cluster signature is asked for (a group on loopback).
     pub async fn bind(addr: SocketAddr) -> std::io::Result<Self> {
+        Self::bind_with(addr, None).await
+    }
+
+    /// [`Self::bind`]; with `verifier`, every request must carry a valid cluster signature
+    /// addressed to the attached node.
+    pub async fn bind_with(addr: SocketAddr, verifier: Option<Arc<ClusterVerifier>>) -> std::io::Result<Self> {
         let slot: Slot = Arc::default();
-        let processor = Arc::new(RaftProcessor { slot: Arc::clone(&slot) });
+        let refusals = RefusalLog::default();
+        let processor = Arc::new(RaftProcessor { slot: Arc::clone(&slot), verifier, refusals });
         let mut table = ProcessorTable::new();
         for code in [
             RequestCode::RaftAppendEntries,
