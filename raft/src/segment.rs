@@ -99,6 +99,16 @@ impl SegmentSet {
         Ok(ranges.into_iter().map(|(a, b)| (base + a, base + b)).collect())
     }
 
+    /// Allocate the blocks of `[pos, to)` (one segment) if that segment exists; `false` when it
+    /// does not (nothing is created: no segment may exist above the log end).
+    pub fn reserve(&self, pos: u64, to: u64) -> Result<bool> {
+        let (base, off) = self.locate(pos);
+        match self.segs.get(&base) {
+            Some(s) => s.reserve(off, to.saturating_sub(pos)).map(|()| true),
+            None => Ok(false),
+        }
+    }
+
     /// Write `data` at `pos`; it must lie in one existing segment (see [`Self::ensure`]).
     pub fn write_at(&mut self, pos: u64, data: &[u8]) -> Result<()> {
         let (base, off) = self.locate(pos);

@@ -261,6 +261,8 @@ pub struct Scrape {
     pub groups: usize,
     /// Why applying to local storage failed, if it did.
     pub apply_failure: Option<String>,
+    /// Why applies wait for disk space, while they do.
+    pub apply_space_wait: Option<String>,
     /// CommitLog reads failed with an I/O error so far.
     pub commitlog_read_errors: u64,
 }
@@ -290,6 +292,7 @@ impl Scrape {
             topics,
             groups,
             apply_failure: store.failure(),
+            apply_space_wait: store.apply_space_wait(),
             commitlog_read_errors: store.commit_log().read_errors(),
         }
     }
@@ -398,7 +401,13 @@ pub fn render_scrape(out: &mut String, global: &[(&'static str, String)], s: &Sc
         "1 while the store has a fault of this kind (the replica is unready), with its reason.",
     );
     let st = &s.status;
-    for (kind, reason) in [("damaged", &st.damaged), ("poisoned", &st.poisoned), ("apply_failed", &s.apply_failure)] {
+    let disk_full = st.disk_full.clone().or_else(|| s.apply_space_wait.clone());
+    for (kind, reason) in [
+        ("damaged", &st.damaged),
+        ("poisoned", &st.poisoned),
+        ("apply_failed", &s.apply_failure),
+        ("disk_full", &disk_full),
+    ] {
         let own = [("kind", kind), ("reason", reason.as_deref().unwrap_or(""))];
         sample(out, STORAGE_FAULT, &labels_text(global, &own), if reason.is_some() { 1.0 } else { 0.0 });
     }
@@ -445,6 +454,7 @@ mod tests {
             follower_ack_age_ms: BTreeMap::new(),
             damaged: None,
             poisoned: None,
+            disk_full: None,
             vote_guard: None,
             checkpoint: None,
             applied_at_start: None,
@@ -483,6 +493,7 @@ mod tests {
             topics: 4,
             groups: 1,
             apply_failure: None,
+            apply_space_wait: None,
             commitlog_read_errors: 0,
         };
         let mut out = String::from("previous 1");

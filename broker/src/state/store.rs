@@ -237,6 +237,11 @@ pub struct MessageStore {
     failed: Mutex<Option<String>>,
     /// `failed` is set: raft asks after every applied entry, so the healthy answer takes no lock.
     has_failed: AtomicBool,
+    /// Why applies wait for disk space, while they do (set by a ConsumeQueue write that found the
+    /// disk full, cleared by the next entry applied in full).
+    space_wait: Mutex<Option<String>>,
+    /// The last apply stopped for lack of space and must be tried again (`take_space_retry`).
+    space_retry: AtomicBool,
     retention: Mutex<RetentionState>,
     boundary: watch::Sender<Option<RetentionBoundary>>,
     /// The last replicated plain ACL edit, for the task that puts it in force (`crate::acl`).
@@ -279,6 +284,8 @@ impl MessageStore {
             topic_generation: AtomicU64::new(0),
             failed: Mutex::new(None),
             has_failed: AtomicBool::new(false),
+            space_wait: Mutex::new(None),
+            space_retry: AtomicBool::new(false),
             retention: Mutex::new(RetentionState::default()),
             boundary: watch::channel(None).0,
             acl_document: watch::channel(None).0,
@@ -375,6 +382,12 @@ impl MessageStore {
         unpoison(self.failed.lock()).clone()
     }
 
+    /// Why applies wait for disk space, while they do (the replica resumes by itself once space is
+    /// freed).
+    pub fn apply_space_wait(&self) -> Option<String> {
+        unpoison(self.space_wait.lock()).clone()
+    }
+
     fn long_poll(&self) -> MutexGuard<'_, LongPollRegistry<oneshot::Sender<()>>> {
         unpoison(self.long_poll.lock())
     }
@@ -459,6 +472,13 @@ impl MessageStore {
                 }
             };
             if let Err(e) = write_units(&planned, &mut cq) {
+                if e.is_disk_full() {
+                    // Units are written at their offsets, so the retry skips the ones already in.
+                    let why = format!("ConsumeQueue write at payload {payload_pos} waits for disk space: {e}");
+                    unpoison(self.space_wait.lock()).replace(why.clone());
+                    self.space_retry.store(true, Ordering::Release);
+                    return ApplyOutcome::Rejected(why);
+                }
                 let why = format!("ConsumeQueue write failed at payload {payload_pos}: {e}");
                 self.mark_failed(why.clone());
                 return ApplyOutcome::Rejected(why);
@@ -766,8 +786,21 @@ impl ApplyHandler for MessageStore {
                 }
             }
         };
-        self.set_applied(&entry.log_id);
+        if !self.space_retry.load(Ordering::Acquire) {
+            self.set_applied(&entry.log_id);
+        }
         outcome.encode()
+    }
+
+    fn take_space_retry(&self) -> Option<String> {
+        let mut wait = unpoison(self.space_wait.lock());
+        if self.space_retry.swap(false, Ordering::AcqRel) {
+            return wait.clone();
+        }
+        if let Some(why) = wait.take() {
+            info!(%why, "disk space again: applies go on");
+        }
+        None
     }
 
     fn apply_other(&self, log_id: LogId) {
