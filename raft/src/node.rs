@@ -569,7 +569,10 @@ impl RaftNode {
         if payload.body.len() > self.payload_max_bytes {
             return Err(ProposeError::TooLarge { size_bytes: payload.body.len(), max_bytes: self.payload_max_bytes });
         }
-        self.check_disk_room(payload.body.len())?;
+        // Only a leader appends what it is given; a follower's answer names the leader instead.
+        if self.leadership.borrow().role == Role::Leader {
+            self.check_disk_room(payload.body.len())?;
+        }
         // Boxed: openraft's write future is ~1.7 KiB, and inline it made every future that can
         // propose (a send that may auto-create its topic, and so the broker's request future) that
         // much bigger, copied on every request.

@@ -25,6 +25,7 @@ use serde::Serialize;
 
 use crate::http::Routes;
 use crate::http::Shared;
+use crate::services::disk_guard::disk_full_reason;
 use crate::services::replica::Membership;
 use crate::services::replica::Replica;
 use crate::state::store::MessageStore;
@@ -82,12 +83,6 @@ pub fn storage_faults(status: &NodeStatus, store: &MessageStore) -> Vec<StorageF
         .into_iter()
         .filter_map(|(kind, reason)| reason.map(|reason| StorageFault { kind, reason }))
         .collect()
-}
-
-/// Why this replica cannot take writes for lack of disk space, if so: its log (an append waits, or
-/// less than the minimum is free) or its applies (a ConsumeQueue write waits).
-pub fn disk_full_reason(status: &NodeStatus, store: &MessageStore) -> Option<String> {
-    status.disk_full.clone().or_else(|| store.apply_space_wait())
 }
 
 impl Readiness {

@@ -43,6 +43,7 @@ use raftmq_raft::NodeStatus;
 use raftmq_raft::Role;
 use tokio_util::sync::CancellationToken;
 
+use crate::services::disk_guard::disk_full_reason;
 use crate::services::replica::Replica;
 use crate::state::store::MessageStore;
 
@@ -261,8 +262,8 @@ pub struct Scrape {
     pub groups: usize,
     /// Why applying to local storage failed, if it did.
     pub apply_failure: Option<String>,
-    /// Why applies wait for disk space, while they do.
-    pub apply_space_wait: Option<String>,
+    /// Why this replica cannot take writes for lack of disk space, while so.
+    pub disk_full: Option<String>,
     /// CommitLog reads failed with an I/O error so far.
     pub commitlog_read_errors: u64,
 }
@@ -275,8 +276,10 @@ impl Scrape {
             let meta = store.metadata();
             (meta.offsets.to_wrapper().offset_table, meta.topics.len(), meta.groups.iter().count())
         };
+        let status = node.status();
         Scrape {
-            status: node.status(),
+            disk_full: disk_full_reason(&status, store),
+            status,
             flush: node.store().flush_latency(),
             fsyncs: node.store().fsync_count(),
             page_cache_dropped_bytes: node.store().page_cache_dropped_bytes(),
@@ -292,7 +295,6 @@ impl Scrape {
             topics,
             groups,
             apply_failure: store.failure(),
-            apply_space_wait: store.apply_space_wait(),
             commitlog_read_errors: store.commit_log().read_errors(),
         }
     }
@@ -401,12 +403,11 @@ pub fn render_scrape(out: &mut String, global: &[(&'static str, String)], s: &Sc
         "1 while the store has a fault of this kind (the replica is unready), with its reason.",
     );
     let st = &s.status;
-    let disk_full = st.disk_full.clone().or_else(|| s.apply_space_wait.clone());
     for (kind, reason) in [
         ("damaged", &st.damaged),
         ("poisoned", &st.poisoned),
         ("apply_failed", &s.apply_failure),
-        ("disk_full", &disk_full),
+        ("disk_full", &s.disk_full),
     ] {
         let own = [("kind", kind), ("reason", reason.as_deref().unwrap_or(""))];
         sample(out, STORAGE_FAULT, &labels_text(global, &own), if reason.is_some() { 1.0 } else { 0.0 });
@@ -493,7 +494,7 @@ mod tests {
             topics: 4,
             groups: 1,
             apply_failure: None,
-            apply_space_wait: None,
+            disk_full: None,
             commitlog_read_errors: 0,
         };
         let mut out = String::from("previous 1");

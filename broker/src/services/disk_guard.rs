@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! every DISK_GUARD_INTERVAL_MS: node status ─▶ disk full? (log: an append waits or too little free;
-//!   applies: a ConsumeQueue write waits) ─▶ decide ─▶ leader: transfer to a caught-up live voter
+//!   applies: a ConsumeQueue write waits; usage at or above diskSpaceWarningLevelRatio)
+//!   ─▶ decide ─▶ leader: transfer to a caught-up live voter
 //! ```
 //!
 //! A full replica refuses writes (`RaftNode::propose`, SERVICE_NOT_AVAILABLE "maybe disk full"), and
@@ -19,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use raftmq_common::limits::DISK_GUARD_INTERVAL_MS;
+use raftmq_raft::NodeStatus;
 use raftmq_raft::Role;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -39,6 +41,15 @@ pub enum Decision {
     Wait,
     /// Full and leading: hand leadership over.
     HandOver,
+}
+
+/// Why this replica cannot take writes for lack of disk space, if so: its log (an append waits, or
+/// less than the minimum is free), its applies (a ConsumeQueue write waits) or the disk at or above
+/// `diskSpaceWarningLevelRatio` (sends refused, as RocketMQ does).
+pub fn disk_full_reason(status: &NodeStatus, store: &MessageStore) -> Option<String> {
+    status.disk_full.clone().or_else(|| store.apply_space_wait()).or_else(|| {
+        store.disk_full().map(|ratio| format!("disk {:.0}% used, at or above diskSpaceWarningLevelRatio", ratio * 100.0))
+    })
 }
 
 /// The pure rule of a round.
@@ -67,7 +78,7 @@ pub fn spawn(
             }
             let node = replica.node();
             let status = node.status();
-            let full = status.disk_full.clone().or_else(|| store.apply_space_wait());
+            let full = disk_full_reason(&status, &store);
             match decide(full.is_some(), status.leadership.role, handed_over) {
                 Decision::Clear => handed_over = false,
                 Decision::Wait => {}

@@ -65,9 +65,10 @@ pub const CLOCK_SKEW_MAX_MS: i64 = 180_000;
 pub const RESTART_READY_TIMEOUT_MS: u64 = 60_000;
 
 /// Open files (soft and hard RLIMIT_NOFILE) of a node under `fd-exhaustion`, drawn in this range:
-/// a booted broker holds about 100 (segments, index files, ConsumeQueues, sockets), so the low end
-/// runs out at boot or with the first clients, the high end under the workload.
-pub const FD_LIMIT_RANGE: (u64, u64) = (64, 320);
+/// a booted broker of a 3-replica group holds about 35 (runtimes, segments and index files, peer
+/// and client sockets; measured), so the low end runs out at boot, the high end when clients
+/// connect, files roll or a peer reconnects.
+pub const FD_LIMIT_RANGE: (u64, u64) = (24, 64);
 
 /// Grace of the SIGTERM that ends a node's run under a low open-files limit (then SIGKILL).
 pub const FD_LIMIT_STOP_GRACE_MS: u64 = 10_000;
