@@ -68,7 +68,7 @@ pub const RESTART_READY_TIMEOUT_MS: u64 = 60_000;
 /// a booted broker of a 3-replica group holds about 35 (runtimes, segments and index files, peer
 /// and client sockets; measured), so the low end runs out at boot, the high end when clients
 /// connect, files roll or a peer reconnects.
-pub const FD_LIMIT_RANGE: (u64, u64) = (24, 64);
+pub const FD_LIMIT_RANGE: (u64, u64) = (20, 44);
 
 /// Grace of the SIGTERM that ends a node's run under a low open-files limit (then SIGKILL).
 pub const FD_LIMIT_STOP_GRACE_MS: u64 = 10_000;
