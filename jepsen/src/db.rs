@@ -250,7 +250,12 @@ impl Db {
 
     /// Starts (or restarts) `name` with at most `limit` open files (`None`: the harness's own limit)
     /// for this and every later incarnation, and waits for its boot line.
-    pub async fn start_with_nofile(&mut self, name: &str, limit: Option<u64>, timeout: Duration) -> Result<(), DbError> {
+    pub async fn start_with_nofile(
+        &mut self,
+        name: &str,
+        limit: Option<u64>,
+        timeout: Duration,
+    ) -> Result<(), DbError> {
         self.proc(name)?.set_nofile_limit(limit);
         self.start(name, timeout).await
     }

@@ -49,11 +49,11 @@ pub fn enter_private_mount_namespace() -> Result<(), EnvError> {
 
 /// Mounts a tmpfs of `size_bytes` on `dir` (created if missing).
 pub fn mount_tmpfs(dir: &Path, size_bytes: u64) -> Result<(), EnvError> {
-    std::fs::create_dir_all(dir)
-        .map_err(|source| EnvError::Io { what: format!("mkdir {}", dir.display()), source })?;
+    std::fs::create_dir_all(dir).map_err(|source| EnvError::Io { what: format!("mkdir {}", dir.display()), source })?;
     let options = format!("size={size_bytes},mode=0755");
-    nix::mount::mount(Some("tmpfs"), dir, Some("tmpfs"), nix::mount::MsFlags::empty(), Some(options.as_str()))
-        .map_err(|e| EnvError::Unsupported(format!("cannot mount a tmpfs of {size_bytes} bytes on {}: {e}", dir.display())))
+    nix::mount::mount(Some("tmpfs"), dir, Some("tmpfs"), nix::mount::MsFlags::empty(), Some(options.as_str())).map_err(
+        |e| EnvError::Unsupported(format!("cannot mount a tmpfs of {size_bytes} bytes on {}: {e}", dir.display())),
+    )
 }
 
 /// What [`fill`] did.

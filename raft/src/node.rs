@@ -594,7 +594,12 @@ impl RaftNode {
                 )),
                 other => ProposeError::Rejected(other.to_string()),
             }),
-            Ok(Err(RaftError::Fatal(f))) => Err(ProposeError::Fatal(f.to_string())),
+            // Raft stopped while the write was in flight (its store failed): the entry may have
+            // been appended and replicated, and the others may commit it. A definite refusal here
+            // would let a client send it again.
+            Ok(Err(RaftError::Fatal(f))) => {
+                Err(ProposeError::OutcomeUnknown(format!("the replica stopped while the write was in flight: {f}")))
+            }
         }
     }
 

@@ -178,11 +178,7 @@ impl State {
                 .map(|v| v.blocks_available() as u64 * v.fragment_size() as u64)
                 .map_err(|e| StoreError::io("statvfs", dir, e.into()))?;
             if free < missing_bytes {
-                return Err(StoreError::io(
-                    "reserve",
-                    dir,
-                    std::io::Error::from_raw_os_error(nix::libc::ENOSPC),
-                ));
+                return Err(StoreError::io("reserve", dir, std::io::Error::from_raw_os_error(nix::libc::ENOSPC)));
             }
         }
         self.index.reserve(first.log_id.index, last.log_id.index)

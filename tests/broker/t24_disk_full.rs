@@ -6,7 +6,7 @@
 //! - clients get SERVICE_NOT_AVAILABLE saying the disk is full ("maybe disk full");
 //! - the full leader hands leadership to a replica with room, and the group keeps taking sends;
 //! - `/readyz` (503) and `/api/v1/status` name the fault (`disk_full`);
-//! - once space is freed (less than the sends wrote: not a segment more) the group serves again
+//! - once space is freed (at most what the sends wrote: not a segment more) the group serves again
 //!   without a restart, and every replica becomes ready;
 //! - every acknowledged message is on every replica, identical on all three;
 //! - a restart on disks with only a few MiB free comes up, allocates no new space (the store's
@@ -48,6 +48,9 @@ use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::remoting::RemotingClient;
 use raftmq_namesrv::NameServer;
 use raftmq_namesrv::NamesrvConfig;
+use rand::RngCore;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
 use tokio::process::Child;
 use tokio::process::Command;
 
@@ -56,17 +59,19 @@ const TOPIC: &str = "T24_DISK_FULL";
 const QUEUES: i32 = 4;
 const SENDERS: usize = 4;
 /// Size of each replica's file system.
-const DISK_BYTES: u64 = 64 << 20;
+const DISK_BYTES: u64 = 96 << 20;
 /// Free on the leader's disk when the sends start (so it fills first); the others have
 /// [`FOLLOWER_EXTRA_ROOM_BYTES`] more.
-const LEADER_ROOM_BYTES: u64 = 10 << 20;
-const FOLLOWER_EXTRA_ROOM_BYTES: u64 = 12 << 20;
-/// What is freed on each disk to resume: a file that was there before the sends, smaller than
-/// what the sends wrote.
-const FREED_BYTES: u64 = 8 << 20;
+const LEADER_ROOM_BYTES: u64 = 20 << 20;
+const FOLLOWER_EXTRA_ROOM_BYTES: u64 = 8 << 20;
+/// A file on each disk from before the sends; to resume, as many bytes as the sends wrote (at
+/// most) are cut from it.
+const FREEABLE_BYTES: u64 = 28 << 20;
 /// Free space left on each disk for the restart.
 const RESTART_FREE_BYTES: u64 = 3 << 20;
 const BODY_BYTES: usize = 16 << 10;
+/// Seed of the senders' random bodies (sender `s` uses `BODY_SEED + s`).
+const BODY_SEED: u64 = 24;
 
 fn mount_namespace() -> std::result::Result<(), String> {
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS).map_err(|e| format!("unshare(CLONE_NEWNS): {e}"))?;
@@ -260,19 +265,31 @@ async fn wait_leader(admin: &Admin, procs: &mut Processes, not: Option<u64>) -> 
 }
 
 /// Polls the senders' outcomes until `done` holds, every broker alive meanwhile.
-async fn wait_seen(procs: &mut Processes, seen: &Mutex<Outcomes>, what: &str, done: impl Fn(&Outcomes) -> bool) -> Result<()> {
+async fn wait_seen(
+    procs: &mut Processes,
+    seen: &Mutex<Outcomes>,
+    what: &str,
+    done: impl Fn(&Outcomes) -> bool,
+) -> Result<()> {
     let d = Deadline::new(what);
     loop {
         procs.all_alive()?;
         if snapshot(seen, &done) {
             return Ok(());
         }
-        d.tick().await.with_context(|| snapshot(seen, |s| format!("{} acked, other errors {:?}", s.acked.len(), s.other_errors)))?;
+        d.tick().await.with_context(|| {
+            snapshot(seen, |s| format!("{} acked, other errors {:?}", s.acked.len(), s.other_errors))
+        })?;
     }
 }
 
 /// Polls until replica `addr` holds exactly `want`.
-async fn wait_identical(procs: &mut Processes, client: &RemotingClient, id: u64, want: &[Vec<(i64, String)>]) -> Result<()> {
+async fn wait_identical(
+    procs: &mut Processes,
+    client: &RemotingClient,
+    id: u64,
+    want: &[Vec<(i64, String)>],
+) -> Result<()> {
     let d = Deadline::new(format!("replica {id} identical to the leader"));
     let addr = procs.addr(id);
     loop {
@@ -296,10 +313,7 @@ async fn identities(client: &RemotingClient, addr: &str) -> Result<Vec<Vec<(i64,
     for q in 0..QUEUES {
         let messages: Vec<MessageExt> = drain_queue(client, addr, TOPIC, q).await?;
         queues.push(
-            messages
-                .iter()
-                .map(|m| (m.queue_offset, m.message.uniq_key().unwrap_or_default().to_owned()))
-                .collect(),
+            messages.iter().map(|m| (m.queue_offset, m.message.uniq_key().unwrap_or_default().to_owned())).collect(),
         );
     }
     Ok(queues)
@@ -323,10 +337,14 @@ fn spawn_senders(producer: &Arc<Producer>, stop: &Arc<AtomicBool>, seen: &Arc<Mu
     for s in 0..SENDERS {
         let (producer, stop, seen) = (Arc::clone(producer), Arc::clone(stop), Arc::clone(seen));
         tokio::spawn(async move {
+            let mut rng = StdRng::seed_from_u64(BODY_SEED + s as u64);
             let mut i = 0usize;
             while !stop.load(Ordering::Acquire) {
+                // Random bytes: the SDK compresses bodies over 4 KiB, and padding would shrink to nothing.
                 let mut body = format!("{s}-{i}-").into_bytes();
-                body.resize(BODY_BYTES, b'x');
+                let prefix = body.len();
+                body.resize(BODY_BYTES, 0);
+                rng.fill_bytes(&mut body[prefix..]);
                 let result = producer.send(Message::new(TOPIC, body)).await;
                 let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
                 match result {
@@ -415,17 +433,18 @@ async fn scenario(procs: &mut Processes, namesrv_addr: &str) -> Result<()> {
         }
     }
 
-    // The leader's disk gets LEADER_ROOM free, the others more; each holds FREED_BYTES to free later.
+    // The leader's disk gets LEADER_ROOM free, the others more; each holds FREEABLE_BYTES to free from.
     let leader = wait_leader(&admin, procs, None).await?;
     for id in 1..=3 {
         let disk = procs.disk_of(id);
         let room = if id == leader { LEADER_ROOM_BYTES } else { LEADER_ROOM_BYTES + FOLLOWER_EXTRA_ROOM_BYTES };
         let free = free_bytes(&disk)?;
-        ensure!(free > room + FREED_BYTES, "replica {id}: only {free} bytes free at the start");
-        write_file(&disk.join("freed-later"), FREED_BYTES)?;
-        write_file(&disk.join("other-data"), free - FREED_BYTES - room)?;
+        ensure!(free > room + FREEABLE_BYTES, "replica {id}: only {free} bytes free at the start");
+        write_file(&disk.join("freed-later"), FREEABLE_BYTES)?;
+        write_file(&disk.join("other-data"), free - FREEABLE_BYTES - room)?;
     }
     let pids = procs.pids();
+    eprintln!("bodies: {BODY_BYTES} random bytes, seed {BODY_SEED}");
     let stop = Arc::new(AtomicBool::new(false));
     let seen = Arc::new(Mutex::new(Outcomes::default()));
     spawn_senders(&producer, &stop, &seen);
@@ -434,7 +453,8 @@ async fn scenario(procs: &mut Processes, namesrv_addr: &str) -> Result<()> {
     let next = wait_leader(&admin, procs, Some(leader)).await?;
     let acked_at_handover = snapshot(&seen, |s| s.acked.len());
     eprintln!("leader {leader} (full) handed over to {next} after {acked_at_handover} acks");
-    wait_seen(procs, &seen, "sends acknowledged by the new leader", |s| s.acked.len() >= acked_at_handover + 20).await?;
+    wait_seen(procs, &seen, "sends acknowledged by the new leader", |s| s.acked.len() >= acked_at_handover + 20)
+        .await?;
     let readyz = http_get(&procs.admin_http(leader), "/readyz").await?;
     ensure!(readyz.starts_with("HTTP/1.1 503") && readyz.contains("disk_full"), "/readyz of {leader}: {readyz}");
 
@@ -455,16 +475,19 @@ async fn scenario(procs: &mut Processes, namesrv_addr: &str) -> Result<()> {
         ensure!(status.contains("\"storage_faults\"") && status.contains("disk_full"), "status of {id}: {status}");
     }
 
-    // Free what was there before the sends (less than they wrote): the group serves again, same
-    // processes, every replica ready.
+    // Free at most what the sends wrote, from a file that was there before them: the group
+    // serves again, same processes, every replica ready.
     let acked_full = snapshot(&seen, |s| s.acked.len());
     let written = acked_full as u64 * BODY_BYTES as u64;
-    ensure!(FREED_BYTES < written, "freeing {FREED_BYTES} bytes, more than the {written} the sends wrote");
+    let freed = written.min(FREEABLE_BYTES);
+    eprintln!("the sends wrote {written} bytes; freeing {freed} bytes on each disk");
     for id in 1..=3 {
-        std::fs::remove_file(procs.disk_of(id).join("freed-later"))?;
+        let file = std::fs::OpenOptions::new().write(true).open(procs.disk_of(id).join("freed-later"))?;
+        file.set_len(FREEABLE_BYTES - freed)?;
     }
     let freed_at = Instant::now();
-    wait_seen(procs, &seen, "sends acknowledged again after freeing space", |s| s.acked.len() >= acked_full + 20).await?;
+    wait_seen(procs, &seen, "sends acknowledged again after freeing space", |s| s.acked.len() >= acked_full + 20)
+        .await?;
     eprintln!("serving again {:?} after space was freed", freed_at.elapsed());
     stop.store(true, Ordering::Release);
     for id in 1..=3 {

@@ -80,9 +80,9 @@ pub fn storage_faults(status: &NodeStatus, store: &MessageStore) -> Vec<StorageF
         ("apply_failed", store.failure()),
         ("disk_full", disk_full_reason(status, store)),
     ]
-        .into_iter()
-        .filter_map(|(kind, reason)| reason.map(|reason| StorageFault { kind, reason }))
-        .collect()
+    .into_iter()
+    .filter_map(|(kind, reason)| reason.map(|reason| StorageFault { kind, reason }))
+    .collect()
 }
 
 impl Readiness {

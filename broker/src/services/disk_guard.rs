@@ -48,7 +48,9 @@ pub enum Decision {
 /// `diskSpaceWarningLevelRatio` (sends refused, as RocketMQ does).
 pub fn disk_full_reason(status: &NodeStatus, store: &MessageStore) -> Option<String> {
     status.disk_full.clone().or_else(|| store.apply_space_wait()).or_else(|| {
-        store.disk_full().map(|ratio| format!("disk {:.0}% used, at or above diskSpaceWarningLevelRatio", ratio * 100.0))
+        store
+            .disk_full()
+            .map(|ratio| format!("disk {:.0}% used, at or above diskSpaceWarningLevelRatio", ratio * 100.0))
     })
 }
 
@@ -70,6 +72,8 @@ pub fn spawn(
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut handed_over = false;
+        // Said once per episode: a group of one asks every round.
+        let mut told_alone = false;
         loop {
             tokio::select! {
                 biased;
@@ -80,7 +84,7 @@ pub fn spawn(
             let status = node.status();
             let full = disk_full_reason(&status, &store);
             match decide(full.is_some(), status.leadership.role, handed_over) {
-                Decision::Clear => handed_over = false,
+                Decision::Clear => (handed_over, told_alone) = (false, false),
                 Decision::Wait => {}
                 Decision::HandOver => {
                     let me = replica.node_id();
@@ -92,7 +96,11 @@ pub fn spawn(
                                 Err(e) => warn!(to = target, error = %e, "leadership transfer failed"),
                             }
                         }
-                        Err(e) => info!(error = %e, "disk full, and no other replica can lead yet"),
+                        Err(e) if !told_alone => {
+                            told_alone = true;
+                            info!(error = %e, "disk full, and no other replica can lead yet");
+                        }
+                        Err(_) => {}
                     }
                 }
             }

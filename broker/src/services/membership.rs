@@ -485,7 +485,12 @@ async fn wait_moved(ctx: &GroupMembership, target: u64, deadline: Instant) -> bo
 
 /// The voter to hand leadership to: `to` if it is a caught-up, live voter, else the caught-up live
 /// voter with the highest matched index. Live: acknowledged within `ack_age_max_ms`.
-pub fn choose_target(status: &NodeStatus, me: u64, to: Option<u64>, ack_age_max_ms: u64) -> Result<u64, MembershipError> {
+pub fn choose_target(
+    status: &NodeStatus,
+    me: u64,
+    to: Option<u64>,
+    ack_age_max_ms: u64,
+) -> Result<u64, MembershipError> {
     let last = status.last_log_index.unwrap_or(0);
     let live = |id: &u64| status.follower_ack_age_ms.get(id).is_some_and(|age| *age <= ack_age_max_ms);
     let caught_up = |id: &u64| {

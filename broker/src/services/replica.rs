@@ -287,6 +287,7 @@ impl Replica {
         let applied = self.node.propose(AppPayload::new(tag, body)).await.map_err(|e| self.propose_error(e))?;
         match ApplyOutcome::decode(&applied.reply) {
             ApplyOutcome::Rejected(why) => Err(WriteError::Rejected(why)),
+            ApplyOutcome::LocalFailure(why) => Err(WriteError::OutcomeUnknown(why)),
             ApplyOutcome::Done | ApplyOutcome::Stored { .. } => Ok(()),
         }
     }

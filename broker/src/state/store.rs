@@ -162,11 +162,15 @@ pub enum ApplyOutcome {
     Done,
     /// The entry was not applied (deterministically, on every replica); the reason.
     Rejected(String),
+    /// This replica could not apply the committed entry to its local storage (the others may
+    /// have): the writer's outcome is unknown here, never "not stored".
+    LocalFailure(String),
 }
 
 const REPLY_STORED: u8 = 0;
 const REPLY_DONE: u8 = 1;
 const REPLY_REJECTED: u8 = 2;
+const REPLY_LOCAL_FAILURE: u8 = 3;
 
 impl ApplyOutcome {
     /// The reply bytes handed back through raft.
@@ -182,6 +186,10 @@ impl ApplyOutcome {
                 out.put_u8(REPLY_REJECTED);
                 out.put_slice(reason.as_bytes());
             }
+            ApplyOutcome::LocalFailure(reason) => {
+                out.put_u8(REPLY_LOCAL_FAILURE);
+                out.put_slice(reason.as_bytes());
+            }
         }
         AppReply(out.freeze())
     }
@@ -195,6 +203,9 @@ impl ApplyOutcome {
             },
             Some((&REPLY_DONE, _)) => ApplyOutcome::Done,
             Some((&REPLY_REJECTED, rest)) => ApplyOutcome::Rejected(String::from_utf8_lossy(rest).into_owned()),
+            Some((&REPLY_LOCAL_FAILURE, rest)) => {
+                ApplyOutcome::LocalFailure(String::from_utf8_lossy(rest).into_owned())
+            }
             _ => ApplyOutcome::Rejected("empty apply reply".to_owned()),
         }
     }
@@ -477,11 +488,11 @@ impl MessageStore {
                     let why = format!("ConsumeQueue write at payload {payload_pos} waits for disk space: {e}");
                     unpoison(self.space_wait.lock()).replace(why.clone());
                     self.space_retry.store(true, Ordering::Release);
-                    return ApplyOutcome::Rejected(why);
+                    return ApplyOutcome::LocalFailure(why);
                 }
                 let why = format!("ConsumeQueue write failed at payload {payload_pos}: {e}");
                 self.mark_failed(why.clone());
-                return ApplyOutcome::Rejected(why);
+                return ApplyOutcome::LocalFailure(why);
             }
             for req in planned.iter().filter(|r| r.action == CqAction::Append) {
                 let key = (req.topic().to_owned(), req.queue_id());
@@ -1267,6 +1278,18 @@ mod tests {
         }
         assert_same_state(&restarted, &follower, "restarted");
         assert!(restarted.restore_snapshot(b"garbage", p).is_err());
+    }
+
+    #[test]
+    fn replies_round_trip_and_a_local_failure_stays_apart_from_a_rejection() {
+        for outcome in [
+            ApplyOutcome::Stored { payload_pos: 48 },
+            ApplyOutcome::Done,
+            ApplyOutcome::Rejected("deterministic".into()),
+            ApplyOutcome::LocalFailure("ConsumeQueue write failed".into()),
+        ] {
+            assert_eq!(ApplyOutcome::decode(&outcome.encode()), outcome);
+        }
     }
 
     #[test]

@@ -534,8 +534,10 @@ pub async fn heal(db: &mut Db, applied: &Applied, rec: &Recorder) -> Result<(), 
                 // A full disk is an error to report, never a reason to die: no restart here, so a
                 // replica that does not recover by itself shows in the checkers.
                 if !db.is_running(n) {
-                    first_error
-                        .get_or_insert(DbError::Exited { node: n.clone(), message: "exited while its disk was full".into() });
+                    first_error.get_or_insert(DbError::Exited {
+                        node: n.clone(),
+                        message: "exited while its disk was full".into(),
+                    });
                 }
             }
             first_error.map_or(Ok(()), Err)

@@ -100,7 +100,10 @@ pub fn generate(kinds: &[NemesisKind], groups: &[(String, Vec<String>)], time_li
             NemesisKind::DiskFull => Fault::DiskFull(pick_target(&mut rng, true)),
             NemesisKind::FdExhaustion => {
                 let target = pick_target(&mut rng, false);
-                Fault::FdExhaustion { target, limit: rng.random_range(super::FD_LIMIT_RANGE.0..=super::FD_LIMIT_RANGE.1) }
+                Fault::FdExhaustion {
+                    target,
+                    limit: rng.random_range(super::FD_LIMIT_RANGE.0..=super::FD_LIMIT_RANGE.1),
+                }
             }
             NemesisKind::Clock => {
                 // One to all members, each its own offset, both ways, small and large.
