@@ -291,7 +291,7 @@ impl LogStore {
     pub fn free_bytes(&self) -> Result<u64> {
         let dir = self.shared.dir.join(COMMITLOG_DIR);
         nix::sys::statvfs::statvfs(&dir)
-            .map(|v| v.blocks_available() as u64 * v.fragment_size() as u64)
+            .map(|v| v.blocks_available() * v.fragment_size())
             .map_err(|e| StoreError::io("statvfs", dir, e.into()))
     }
 

@@ -175,7 +175,7 @@ impl State {
         if missing_bytes > 0 {
             let dir = self.segs.dir();
             let free = nix::sys::statvfs::statvfs(dir)
-                .map(|v| v.blocks_available() as u64 * v.fragment_size() as u64)
+                .map(|v| v.blocks_available() * v.fragment_size())
                 .map_err(|e| StoreError::io("statvfs", dir, e.into()))?;
             if free < missing_bytes {
                 return Err(StoreError::io("reserve", dir, std::io::Error::from_raw_os_error(nix::libc::ENOSPC)));

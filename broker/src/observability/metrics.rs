@@ -537,6 +537,7 @@ mod tests {
             topics: 0,
             groups: 0,
             apply_failure: Some("ConsumeQueue write failed".into()),
+            disk_full: Some("disk full: 0 bytes free, 4194304 needed".into()),
             commitlog_read_errors: 3,
         };
         let mut out = String::new();
@@ -547,6 +548,9 @@ mod tests {
             ),
             format!("{STORAGE_FAULT}{{node_id=\"2\",kind=\"apply_failed\",reason=\"ConsumeQueue write failed\"}} 1"),
             format!("{STORAGE_FAULT}{{node_id=\"2\",kind=\"damaged\",reason=\"\"}} 0"),
+            format!(
+                "{STORAGE_FAULT}{{node_id=\"2\",kind=\"disk_full\",reason=\"disk full: 0 bytes free, 4194304 needed\"}} 1"
+            ),
             format!("{COMMITLOG_READ_ERRORS_TOTAL}{{node_id=\"2\"}} 3"),
         ] {
             assert!(out.lines().any(|l| l == line), "missing {line} in\n{out}");
