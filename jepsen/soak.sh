@@ -16,7 +16,7 @@ first=${2:?FIRST seed}
 count=${3:?COUNT}
 lanes=${4:-4}
 time_limit=${5:-300}
-nemeses=${6:-partition,kill,pause,lose-unfsynced,power-loss,namesrv,clock,membership}
+nemeses=${6:-partition,kill,pause,lose-unfsynced,power-loss,namesrv,clock,membership,disk-full,fd-exhaustion}
 bin=${RAFTMQ_JEPSEN_BIN:-target/release/raftmq-jepsen}
 # Extra raftmq-jepsen arguments for every run, split on spaces (e.g. "--tx-producers 2").
 read -r -a extra <<<"${RAFTMQ_JEPSEN_ARGS:-}"
@@ -29,7 +29,7 @@ lane() {
         local started=$SECONDS rc=0
         "$bin" --nemesis "$nemeses" --time-limit "$time_limit" --seed "$seed" --out "$dir" "${extra[@]}" \
             >"$out/$seed.out" 2>"$out/$seed.err" || rc=$?
-        rm -rf "$dir"/nodes/*/store
+        rm -rf "$dir"/nodes/*/disk/store
         find "$dir" \( -name '*.log' -o -name '*.jsonl' -o -name 'dumps.json' \) -exec gzip -f {} + 2>/dev/null || true
         printf '%s\t%s\t%s\t%s\n' "$seed" "$rc" "$((SECONDS - started))" \
             "$(tr '\n' ' ' <"$dir/summary.txt" 2>/dev/null | tr -s ' ')" >>"$out/results.tsv"

@@ -357,6 +357,12 @@ impl Broker {
                 }),
                 cancel.child_token(),
             ),
+            crate::services::disk_guard::spawn(
+                Arc::clone(&ctx.replica),
+                Arc::clone(&ctx.store),
+                ctx.config.raft_heartbeat_interval_ms,
+                cancel.child_token(),
+            ),
             retention::spawn(
                 RetentionHandles {
                     store: Arc::clone(&ctx.store),

@@ -374,6 +374,9 @@ pub const LEARNER_CATCH_UP_LAG_MAX_ENTRIES: u64 = 256;
 /// Longest wait for a new learner to catch up before `addNode` gives up (the learner stays; a retry
 /// with the same id resumes).
 pub const LEARNER_CATCH_UP_MAX_MS: u64 = 60_000;
+/// How often a replica's disk guard looks whether its disk is full and, leading, hands leadership
+/// over (`broker/src/services/disk_guard.rs`).
+pub const DISK_GUARD_INTERVAL_MS: u64 = 500;
 /// Longest wait for a leadership transfer: until the target leads and has passed its readiness gate.
 pub const LEADER_TRANSFER_MAX_MS: u64 = 10_000;
 /// A leadership transfer goes only to a voter that acknowledged the leader this recently (or within

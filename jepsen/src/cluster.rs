@@ -7,7 +7,7 @@
 //! 127.0.0.1g k     spare k of group g (0-based), k < SPARE_NODES_PER_GROUP: 127.0.0.100..109 for
 //!                  broker-a, 127.0.0.110.. for broker-b; Raft id replicas + 1 + k; gid 6000 + N
 //!                  ports: remoting 10000+10·N+1, raft +2, admin +3 (N = last address byte)
-//! <out>/nodes/<name>/broker.toml, store/, <name>.log
+//! <out>/nodes/<name>/broker.toml, disk/store/, <name>.log  (disk/: a tmpfs of its own under disk-full)
 //! ```
 //!
 //! Spares are the nodes the `membership` nemesis adds to a group: none runs at the start, each is
@@ -86,9 +86,14 @@ impl NodeSpec {
         format!("{}:{}", self.ip, self.raft_port)
     }
 
-    /// The store root (`storePathRootDir`).
+    /// The folder holding the store: a size-limited tmpfs under `disk-full` ([`crate::disk`]).
+    pub fn disk_dir(&self) -> PathBuf {
+        self.dir.join("disk")
+    }
+
+    /// The store root (`storePathRootDir`), inside [`Self::disk_dir`].
     pub fn store_dir(&self) -> PathBuf {
-        self.dir.join("store")
+        self.disk_dir().join("store")
     }
 
     /// The config file.
@@ -123,6 +128,8 @@ pub struct Layout {
     pub spares: Vec<NodeSpec>,
     /// Test-only unsafe acknowledgement (self-test).
     pub unsafe_ack_before_fsync: bool,
+    /// Size of the tmpfs every node's `disk/` gets (`disk-full`); `None`: the results folder's disk.
+    pub node_disk_bytes: Option<u64>,
 }
 
 /// The name of group `g` (0-based): `broker-a`, `broker-b`, ...
@@ -167,6 +174,7 @@ impl Layout {
             nodes,
             spares,
             unsafe_ack_before_fsync,
+            node_disk_bytes: None,
         }
     }
 

@@ -67,6 +67,14 @@ pub enum DbError {
         /// What it said.
         message: String,
     },
+    /// A process exited while a fault that must not kill it was held.
+    #[error("{node}: {message}")]
+    Exited {
+        /// The node.
+        node: String,
+        /// What it was going through.
+        message: String,
+    },
     /// A membership change did not complete.
     #[error("membership of {group}: {message}")]
     Membership {
@@ -126,6 +134,11 @@ impl Db {
                 boot_marker: NAMESRV_BOOT_MARKER.to_owned(),
             }),
         );
+        if let Some(bytes) = layout.node_disk_bytes {
+            for node in layout.all_nodes() {
+                crate::disk::mount_tmpfs(&node.disk_dir(), bytes)?;
+            }
+        }
         let mut members: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for node in &layout.nodes {
             fw.source_by_gid(node.gid, node.ip)?;
@@ -240,6 +253,18 @@ impl Db {
         p.start(ns)?;
         p.wait_ready(timeout).await?;
         Ok(())
+    }
+
+    /// Starts (or restarts) `name` with at most `limit` open files (`None`: the harness's own limit)
+    /// for this and every later incarnation, and waits for its boot line.
+    pub async fn start_with_nofile(
+        &mut self,
+        name: &str,
+        limit: Option<u64>,
+        timeout: Duration,
+    ) -> Result<(), DbError> {
+        self.proc(name)?.set_nofile_limit(limit);
+        self.start(name, timeout).await
     }
 
     /// kill -9 `name`.

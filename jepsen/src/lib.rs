@@ -3,9 +3,10 @@
 //! Modules in data-flow order:
 //! - [`net`]: the run's network namespace, per-node source addresses, iptables partitions;
 //! - [`cluster`]: where every process lives (addresses, ports, configs);
+//! - [`disk`]: the run's private mount namespace, a size-limited tmpfs per node, the `disk-full` filler;
 //! - [`node`], [`db`]: the `raftmq` processes, their control (kill, pause, restart) and each group's
 //!   current members;
-//! - [`nemesis`]: faults, their schedule, lose-unfsynced, membership changes;
+//! - [`nemesis`]: faults, their schedule, lose-unfsynced, membership changes, disk-full, fd-exhaustion;
 //! - [`history`]: the recorded operations (JSONL);
 //! - [`dump`]: per-replica committed logs;
 //! - [`checker`]: one property per file, combined into a report;
@@ -20,6 +21,7 @@ pub mod checker;
 pub mod cluster;
 pub mod db;
 pub mod delay;
+pub mod disk;
 pub mod dump;
 pub mod history;
 pub mod nemesis;

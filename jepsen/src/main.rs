@@ -24,7 +24,7 @@ use raftmq_jepsen::workload::WorkloadConfig;
 #[command(name = "raftmq-jepsen", version, about)]
 struct Args {
     /// Faults, comma separated: partition, kill, pause, lose-unfsynced, power-loss, namesrv, clock,
-    /// membership.
+    /// membership, wipe, corrupt, disk-full, fd-exhaustion.
     #[arg(long, default_value = "partition,kill,pause,lose-unfsynced")]
     nemesis: String,
     /// Seconds of workload under faults.

@@ -83,6 +83,7 @@ pub struct NodeProcess {
     child: Option<Child>,
     paused: bool,
     booted: Option<watch::Receiver<bool>>,
+    nofile_limit: Option<u64>,
 }
 
 async fn pump(src: impl AsyncRead + Unpin, log: PathBuf, marker: String, booted: watch::Sender<bool>) {
@@ -109,7 +110,7 @@ async fn pump(src: impl AsyncRead + Unpin, log: PathBuf, marker: String, booted:
 impl NodeProcess {
     /// A process that is not running yet.
     pub fn new(spec: ProcessSpec) -> Self {
-        NodeProcess { spec, child: None, paused: false, booted: None }
+        NodeProcess { spec, child: None, paused: false, booted: None, nofile_limit: None }
     }
 
     /// Its name.
@@ -134,12 +135,26 @@ impl NodeProcess {
         self.child.as_ref().and_then(Child::id)
     }
 
-    /// Starts it inside `ns` (no-op when running).
+    /// The open-files limit (soft and hard) of the next incarnations (`None`: inherited).
+    pub fn set_nofile_limit(&mut self, limit: Option<u64>) {
+        self.nofile_limit = limit;
+    }
+
+    /// Starts it inside `ns` (no-op when running), under its open-files limit if one is set.
     pub fn start(&mut self, ns: &NetNs) -> Result<(), NodeError> {
         if self.is_running() {
             return Ok(());
         }
-        let mut cmd = ns.command(&self.spec.program.to_string_lossy());
+        let program = self.spec.program.to_string_lossy();
+        let mut cmd = match self.nofile_limit {
+            // prlimit sets the limit and execs the broker: same pid, so signals still reach it.
+            Some(limit) => {
+                let mut c = ns.command("prlimit");
+                c.arg(format!("--nofile={limit}:{limit}")).arg("--").arg(program.as_ref());
+                c
+            }
+            None => ns.command(&program),
+        };
         cmd.args(&self.spec.args)
             .gid(self.spec.gid)
             .stdin(Stdio::null())

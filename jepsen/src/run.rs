@@ -124,6 +124,10 @@ pub fn run_blocking(opts: &RunOptions) -> Result<RunOutcome, RunError> {
     std::fs::create_dir_all(&opts.out).map_err(|e| RunError::Failed(format!("{}: {e}", opts.out.display())))?;
     let ns = NetNs::create(&format!("rmqj-{}", std::process::id()))?;
     let guard = ns.enter_current_thread()?;
+    if opts.nemeses.contains(&NemesisKind::DiskFull) {
+        // Before the runtime's threads exist, so they and every node share the namespace.
+        crate::disk::enter_private_mount_namespace()?;
+    }
     // Worker threads are spawned now, from this thread, so they live in the namespace too.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -138,7 +142,10 @@ pub fn run_blocking(opts: &RunOptions) -> Result<RunOutcome, RunError> {
 
 async fn run_inside(opts: &RunOptions, ns: NetNs) -> Result<RunOutcome, RunError> {
     let out = opts.out.clone();
-    let layout = Layout::new(&out, opts.groups, opts.replicas, opts.unsafe_ack_before_fsync);
+    let mut layout = Layout::new(&out, opts.groups, opts.replicas, opts.unsafe_ack_before_fsync);
+    if opts.nemeses.contains(&NemesisKind::DiskFull) {
+        layout.node_disk_bytes = Some(crate::disk::NODE_DISK_BYTES);
+    }
     let groups: Vec<(String, Vec<String>)> = layout
         .groups()
         .into_iter()

@@ -18,6 +18,18 @@ pub const SEGMENT_SIZE_MIN_BYTES: u64 = 4096;
 pub const SEGMENT_SIZE_MAX_BYTES: u64 = 1 << 31;
 /// Index slots per `raftindex/` file (DLedger: 5 Mi × 32 B = 160 MiB).
 pub const INDEX_FILE_ENTRIES_DEFAULT: u64 = 5 * 1024 * 1024;
+/// First pause of an append that found the disk full before it tries again; doubled up to
+/// [`APPEND_SPACE_RETRY_MAX_MS`] while the disk stays full.
+pub const APPEND_SPACE_RETRY_MIN_MS: u64 = 20;
+/// Longest pause between two tries of an append waiting for disk space: how soon after space is
+/// freed the replica serves again, at worst.
+pub const APPEND_SPACE_RETRY_MAX_MS: u64 = 500;
+/// Free bytes the file system of the log must keep beyond a proposal for the leader to take it
+/// ([`crate::node::RaftNode::propose`]): below it the proposal is refused as disk full instead of
+/// being appended and then waiting for space inside openraft (which would stop the leader's
+/// heartbeats). The zero-filled window ahead of the log end is already allocated, so this is margin
+/// for index chunks and the state machine's files.
+pub const PROPOSE_DISK_FREE_MIN_BYTES: u64 = 4 << 20;
 /// How far past the log end `zero_ahead` keeps the current segment zero-written and synced.
 pub const SEGMENT_ZERO_AHEAD_BYTES: u64 = 8 << 20;
 /// Bytes `zero_ahead` writes per hold of the store mutex.

@@ -86,6 +86,13 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether this is the file system out of space (`ENOSPC`, `EDQUOT`): a condition that passes
+    /// when space is freed, unlike a failed fsync or a damaged file.
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, Self::Io { source, .. }
+            if matches!(source.raw_os_error(), Some(nix::libc::ENOSPC) | Some(nix::libc::EDQUOT)))
+    }
+
     /// Build an `Io` error.
     pub fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
         Self::Io { op, path: path.into(), source }

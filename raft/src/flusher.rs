@@ -40,7 +40,7 @@ use openraft::storage::IOFlushed;
 use tokio::sync::{Notify, oneshot};
 
 use crate::error::{Result, StoreError};
-use crate::mapped_file::{SyncHandle, sync_dir};
+use crate::mapped_file::{SyncHandle, sync_open_dir};
 use crate::meta::MetaFile;
 use crate::page_cache::{PageCache, Tasks};
 use crate::store_state::{State, lock};
@@ -306,7 +306,8 @@ fn cycle(
         let end = st.end_pos;
         let from = st.meta.durable_pos.min(end);
         let dirty = std::mem::take(&mut st.dir_dirty);
-        (st.segs.sync_ranges(from, end), end, st.log_generation, st.segs.dir().to_path_buf(), dirty)
+        let dir = (st.segs.dir_file(), st.segs.dir().to_path_buf());
+        (st.segs.sync_ranges(from, end), end, st.log_generation, dir, dirty)
     };
     for r in batch {
         if let Request::Sync(extra, _) = r {
@@ -317,7 +318,7 @@ fn cycle(
         }
     }
     *syncs += u64::from(dir_dirty);
-    if dir_dirty && let Err(e) = sync_dir(&dir) {
+    if dir_dirty && let Err(e) = sync_open_dir(&dir.0, &dir.1) {
         lock(state).dir_dirty = true;
         return Err(e);
     }

@@ -176,6 +176,30 @@ impl IndexSet {
         Ok(())
     }
 
+    /// Allocate the blocks of the slots of `[from, to]` (creating their files), so that storing them
+    /// cannot find the disk full.
+    pub fn reserve(&mut self, from: u64, to: u64) -> Result<()> {
+        let mut i = from;
+        while i <= to {
+            let (first, off) = self.locate(i);
+            if !self.files.contains_key(&first) {
+                let path = self.dir.join(file_name(first));
+                self.files.insert(first, IndexFile::open(&path, self.entries_per_file * SLOT_BYTES)?);
+            }
+            let file = self.files.get_mut(&first).ok_or(StoreError::Contract("index file vanished".into()))?;
+            file.reserve_slot(off)?;
+            // The first slot of the next chunk of this file, or of the next file.
+            let next_chunk = first + (off - off % RESERVE_CHUNK_BYTES + RESERVE_CHUNK_BYTES) / SLOT_BYTES;
+            let next = next_chunk.min(first + self.entries_per_file);
+            if next > to && i < to {
+                i = to;
+            } else {
+                i = next;
+            }
+        }
+        Ok(())
+    }
+
     /// Clear every slot at or above `from`: files entirely above are deleted; in the file
     /// holding `from`, the slots this process stored after it are zeroed (blocks it reserved,
     /// so the cost is what was written, not the file's size) and everything after it stops

@@ -27,7 +27,7 @@ use std::time::Duration;
 use openraft::storage::{IOFlushed, LogState, RaftLogReader, RaftLogStorage};
 use tokio::sync::{Notify, oneshot};
 
-use crate::config::{FlushMode, RaftConfig};
+use crate::config::{APPEND_SPACE_RETRY_MAX_MS, APPEND_SPACE_RETRY_MIN_MS, FlushMode, RaftConfig};
 use crate::entry::HEADER_SIZE;
 use crate::error::{Result, StoreError};
 use crate::flusher::{self, Flusher, Request};
@@ -181,6 +181,7 @@ impl LogStore {
             dir_dirty: false,
             committed_dirty: false,
             poisoned: None,
+            space_wait: None,
             frozen: false,
             damaged: None,
             patcher,
@@ -279,6 +280,19 @@ impl LogStore {
     /// Why the store is poisoned (an fsync failed), if it is.
     pub fn poison_reason(&self) -> Option<String> {
         lock(&self.shared.state).poisoned.clone()
+    }
+
+    /// Why an append is waiting for disk space, while one is (see [`Self::append`]).
+    pub fn space_wait_reason(&self) -> Option<String> {
+        lock(&self.shared.state).space_wait.clone()
+    }
+
+    /// Free bytes of the file system holding the CommitLog (`statvfs`, for unprivileged users).
+    pub fn free_bytes(&self) -> Result<u64> {
+        let dir = self.shared.dir.join(COMMITLOG_DIR);
+        nix::sys::statvfs::statvfs(&dir)
+            .map(|v| v.blocks_available() * v.fragment_size())
+            .map_err(|e| StoreError::io("statvfs", dir, e.into()))
     }
 
     /// Crash-test hook, first half: the disk "hangs". From now on the flusher syncs nothing and
@@ -413,7 +427,39 @@ impl LogStore {
         rx.await.map_err(|_| StoreError::FlusherStopped)?
     }
 
+    /// Waits until the blocks `entries` need are allocated ([`State::reserve_for_append`]): a full
+    /// disk makes the append wait, untouched and retried with a growing pause, instead of failing
+    /// (openraft stops a replica whose append fails, and only a restart would bring it back). The
+    /// wait shows in [`Self::space_wait_reason`]. Other errors are returned.
+    async fn wait_for_space(&self, entries: &[Entry]) -> Result<()> {
+        let mut pause_ms = APPEND_SPACE_RETRY_MIN_MS;
+        loop {
+            let reserved = lock(&self.shared.state).reserve_for_append(entries);
+            match reserved {
+                Ok(()) => {
+                    if let Some(why) = lock(&self.shared.state).space_wait.take() {
+                        tracing::info!(%why, "disk space again: the waiting append goes through");
+                    }
+                    return Ok(());
+                }
+                Err(e) if e.is_disk_full() => {
+                    let first = lock(&self.shared.state).space_wait.replace(e.to_string()).is_none();
+                    if first {
+                        tracing::warn!(error = %e, "disk full: the append waits for space (nothing written)");
+                    }
+                    tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+                    pause_ms = (pause_ms * 2).min(APPEND_SPACE_RETRY_MAX_MS);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     async fn do_append(&self, entries: Vec<Entry>, cb: IOFlushed<TypeConfig>) -> Result<()> {
+        if let Err(e) = self.wait_for_space(&entries).await {
+            cb.io_completed(Err(io::Error::other(e.to_string())));
+            return Err(e);
+        }
         let appended = {
             let mut st = lock(&self.shared.state);
             st.append_batch(&entries)

@@ -212,6 +212,11 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir).and_then(|d| d.sync_all()).map_err(|e| StoreError::io("fsync dir", dir, e))
 }
 
+/// fsync the directory `dir` already open as `file` (no file descriptor needed).
+pub fn sync_open_dir(file: &File, dir: &Path) -> Result<()> {
+    file.sync_all().map_err(|e| StoreError::io("fsync dir", dir, e))
+}
+
 /// Replace `<dir>/<name>` with `bytes` atomically and durably: write `<name>.tmp`, fsync, rename,
 /// fsync the directory, so a crash leaves the old file or the new one.
 pub fn replace_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {

@@ -32,7 +32,7 @@ use openraft::metrics::RaftServerMetrics;
 use openraft::{Instant as _, RaftMetrics, ServerState};
 use tokio::sync::watch;
 
-use crate::config::RaftConfig;
+use crate::config::{PROPOSE_DISK_FREE_MIN_BYTES, RaftConfig};
 use crate::entry::HEADER_SIZE;
 use crate::error::StoreError;
 use crate::log_store::{LogStore, WeakLogStore};
@@ -141,6 +141,10 @@ pub struct NodeStatus {
     pub damaged: Option<String>,
     /// Why the store is poisoned (an fsync failed), if it is.
     pub poisoned: Option<String>,
+    /// Why this replica's log cannot take writes for lack of disk space, while so: an append waits
+    /// for space, or less than the minimum is free (proposals refused). Passes by itself once
+    /// space is freed.
+    pub disk_full: Option<String>,
     /// What the vote guard of a replica that started from an empty store still restricts
     /// ([`crate::vote_guard`]), if anything.
     pub vote_guard: Option<String>,
@@ -192,6 +196,10 @@ pub enum ProposeError {
     /// This replica cannot serve (shut down, storage failure, damaged store).
     #[error("fatal: {0}")]
     Fatal(String),
+    /// Not appended: the file system of this replica's log is full (or an append already waits
+    /// for space). Passes once space is freed.
+    #[error("disk full: {0}")]
+    DiskFull(String),
 }
 
 /// Errors of starting or managing a replica.
@@ -561,6 +569,10 @@ impl RaftNode {
         if payload.body.len() > self.payload_max_bytes {
             return Err(ProposeError::TooLarge { size_bytes: payload.body.len(), max_bytes: self.payload_max_bytes });
         }
+        // Only a leader appends what it is given; a follower's answer names the leader instead.
+        if self.leadership.borrow().role == Role::Leader {
+            self.check_disk_room(payload.body.len())?;
+        }
         // Boxed: openraft's write future is ~1.7 KiB, and inline it made every future that can
         // propose (a send that may auto-create its topic, and so the broker's request future) that
         // much bigger, copied on every request.
@@ -582,7 +594,12 @@ impl RaftNode {
                 )),
                 other => ProposeError::Rejected(other.to_string()),
             }),
-            Ok(Err(RaftError::Fatal(f))) => Err(ProposeError::Fatal(f.to_string())),
+            // Raft stopped while the write was in flight (its store failed): the entry may have
+            // been appended and replicated, and the others may commit it. A definite refusal here
+            // would let a client send it again.
+            Ok(Err(RaftError::Fatal(f))) => {
+                Err(ProposeError::OutcomeUnknown(format!("the replica stopped while the write was in flight: {f}")))
+            }
         }
     }
 
@@ -628,10 +645,27 @@ impl RaftNode {
         applied_covers_log(applied, appended)
     }
 
+    /// Refuses a proposal of `payload_bytes` when the log's file system is too full to take it
+    /// with [`PROPOSE_DISK_FREE_MIN_BYTES`] to spare, or an append already waits for space: the
+    /// leader refuses instead of stalling inside openraft.
+    pub fn check_disk_room(&self, payload_bytes: usize) -> Result<(), ProposeError> {
+        if let Some(why) = self.store.space_wait_reason() {
+            return Err(ProposeError::DiskFull(why));
+        }
+        // Unknown free space refuses nothing: the append itself still waits rather than fails.
+        let Ok(free) = self.store.free_bytes() else { return Ok(()) };
+        let needed = (payload_bytes as u64).saturating_add(PROPOSE_DISK_FREE_MIN_BYTES);
+        if free < needed {
+            return Err(ProposeError::DiskFull(format!("{free} bytes free, {needed} needed")));
+        }
+        Ok(())
+    }
+
     /// A point-in-time view of this replica.
     pub fn status(&self) -> NodeStatus {
         let damaged = self.store.damage_reason();
         let poisoned = self.store.poison_reason();
+        let disk_full = self.check_disk_room(0).err().map(|e| e.to_string());
         let Some(raft) = &self.raft else {
             return NodeStatus {
                 id: self.id,
@@ -646,6 +680,7 @@ impl RaftNode {
                 follower_ack_age_ms: BTreeMap::new(),
                 damaged,
                 poisoned,
+                disk_full,
                 vote_guard: self.guard.describe(),
                 checkpoint: None,
                 applied_at_start: None,
@@ -689,6 +724,7 @@ impl RaftNode {
             follower_ack_age_ms,
             damaged,
             poisoned,
+            disk_full,
             vote_guard: self.guard.describe(),
             checkpoint,
             applied_at_start,

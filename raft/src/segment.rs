@@ -7,7 +7,9 @@
 //! fsynced before anything in it is acknowledged.
 
 use std::collections::BTreeMap;
+use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{Result, StoreError};
 use crate::mapped_file::{MappedFile, SyncHandle};
@@ -41,6 +43,10 @@ pub fn list_numbered(dir: &Path) -> Result<Vec<u64>> {
 /// The set of data segments.
 pub struct SegmentSet {
     dir: PathBuf,
+    /// The directory, open for the life of the store: its fsync after a segment is created must
+    /// not need a new file descriptor (with the process at its open-files limit, opening it failed
+    /// and poisoned the store).
+    dir_file: Arc<File>,
     segment_size: u64,
     segs: BTreeMap<u64, MappedFile>,
 }
@@ -59,12 +65,18 @@ impl SegmentSet {
             let (f, _) = MappedFile::open(&dir.join(file_name(base)), segment_size)?;
             segs.insert(base, f);
         }
-        Ok(Self { dir: dir.to_path_buf(), segment_size, segs })
+        let dir_file = Arc::new(File::open(dir).map_err(|e| StoreError::io("open dir", dir, e))?);
+        Ok(Self { dir: dir.to_path_buf(), dir_file, segment_size, segs })
     }
 
     /// Directory of the segments.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The segments' directory, open (fsync it with [`crate::mapped_file::sync_open_dir`]).
+    pub fn dir_file(&self) -> Arc<File> {
+        Arc::clone(&self.dir_file)
     }
 
     fn locate(&self, pos: u64) -> (u64, u64) {
@@ -97,6 +109,16 @@ impl SegmentSet {
         let Some(s) = self.segs.get(&base) else { return Ok(Vec::new()) };
         let ranges = s.data_ranges(off, to.saturating_sub(base))?;
         Ok(ranges.into_iter().map(|(a, b)| (base + a, base + b)).collect())
+    }
+
+    /// Allocate the blocks of `[pos, to)` (one segment) if that segment exists; `false` when it
+    /// does not (nothing is created: no segment may exist above the log end).
+    pub fn reserve(&self, pos: u64, to: u64) -> Result<bool> {
+        let (base, off) = self.locate(pos);
+        match self.segs.get(&base) {
+            Some(s) => s.reserve(off, to.saturating_sub(pos)).map(|()| true),
+            None => Ok(false),
+        }
     }
 
     /// Write `data` at `pos`; it must lie in one existing segment (see [`Self::ensure`]).

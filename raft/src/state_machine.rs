@@ -53,6 +53,7 @@ use futures::{Stream, TryStreamExt};
 use openraft::storage::{EntryResponder, RaftSnapshotBuilder, RaftStateMachine};
 
 use crate::checkpoint_file::StoredCheckpoint;
+use crate::config::{APPEND_SPACE_RETRY_MAX_MS, APPEND_SPACE_RETRY_MIN_MS};
 use crate::log_store::LogStore;
 use crate::snapshot_file::{SnapshotData, StoredSnapshot};
 use crate::type_config::{AppReply, EntryPayload, LogId, StoredMembership, TypeConfig};
@@ -85,6 +86,13 @@ pub trait ApplyHandler: Send + Sync + 'static {
     /// state no longer follows the log: the state machine stops at the entry that set it (see the
     /// module invariants) and never checkpoints or snapshots that state.
     fn failure(&self) -> Option<String> {
+        None
+    }
+
+    /// Why the last [`Self::apply`] must be tried again once disk space is freed (`None`: it is
+    /// done). Asked once after every apply; `Some` means the apply stored nothing it would not
+    /// store again (a full disk), so the state machine waits and calls `apply` with the same entry.
+    fn take_space_retry(&self) -> Option<String> {
         None
     }
 
@@ -512,7 +520,17 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             let reply = match entry.payload {
                 EntryPayload::Normal(p) => {
                     let payload_pos = self.payload_pos(&log_id)?;
-                    self.handler.apply(CommittedEntry { log_id, payload_pos, tag: p.tag, body: p.body })
+                    let mut pause_ms = APPEND_SPACE_RETRY_MIN_MS;
+                    loop {
+                        let entry = CommittedEntry { log_id, payload_pos, tag: p.tag, body: p.body.clone() };
+                        let reply = self.handler.apply(entry);
+                        let Some(why) = self.handler.take_space_retry() else { break reply };
+                        if pause_ms == APPEND_SPACE_RETRY_MIN_MS {
+                            tracing::warn!(%log_id, %why, "disk full: the apply waits for space and is tried again");
+                        }
+                        tokio::time::sleep(std::time::Duration::from_millis(pause_ms)).await;
+                        pause_ms = (pause_ms * 2).min(APPEND_SPACE_RETRY_MAX_MS);
+                    }
                 }
                 EntryPayload::Membership(m) => {
                     self.inner().memberships.push(StoredMembership::new(Some(log_id), m));

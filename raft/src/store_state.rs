@@ -67,6 +67,9 @@ pub struct State {
     pub committed_dirty: bool,
     /// Set when an fsync failed: nothing more is acknowledged.
     pub poisoned: Option<String>,
+    /// Set while an append waits for disk space ([`Self::reserve_for_append`] found the disk full);
+    /// cleared when it went through. Nothing was written, so nothing is lost or poisoned.
+    pub space_wait: Option<String>,
     /// Crash-test hook: the flusher holds every request without syncing (see
     /// `LogStore::freeze_for_crash_test`).
     pub frozen: bool,
@@ -142,6 +145,43 @@ impl State {
         let payload = payload_codec::decode(h.kind, h.app_tag, Bytes::copy_from_slice(payload))
             .map_err(|reason| StoreError::Corrupt { pos: slot.pos, reason })?;
         Ok(Entry { log_id: log_id(h.term, h.index), payload })
+    }
+
+    /// Allocates, before anything of `entries` is staged, the blocks their records and index slots
+    /// will take, so that a full disk is found while the store is untouched: the append can wait for
+    /// space and try again instead of poisoning the store. Part of a segment not created yet is
+    /// checked against the file system's free space instead (creating it here would leave a
+    /// segment above the log end if the append then waited).
+    pub fn reserve_for_append(&mut self, entries: &[Entry]) -> Result<()> {
+        self.check_writable()?;
+        let (Some(first), Some(last)) = (entries.first(), entries.last()) else { return Ok(()) };
+        let seg = self.limits.segment_size;
+        let mut end = self.end_pos;
+        for e in entries {
+            let total = HEADER_SIZE + payload_codec::encode(&e.payload)?.2.len() as u64;
+            // Too large an entry: the append itself refuses it.
+            let Some(p) = place_entry(end, total, seg) else { return Ok(()) };
+            end = p.pos + total;
+        }
+        let mut pos = self.end_pos;
+        let mut missing_bytes = 0u64;
+        while pos < end {
+            let upto = (segment_base(pos, seg) + seg).min(end);
+            if !self.segs.reserve(pos, upto)? {
+                missing_bytes += upto - pos;
+            }
+            pos = upto;
+        }
+        if missing_bytes > 0 {
+            let dir = self.segs.dir();
+            let free = nix::sys::statvfs::statvfs(dir)
+                .map(|v| v.blocks_available() * v.fragment_size())
+                .map_err(|e| StoreError::io("statvfs", dir, e.into()))?;
+            if free < missing_bytes {
+                return Err(StoreError::io("reserve", dir, std::io::Error::from_raw_os_error(nix::libc::ENOSPC)));
+            }
+        }
+        self.index.reserve(first.log_id.index, last.log_id.index)
     }
 
     /// Append `entries` in order; every appended entry is readable on return, also when a later

@@ -8,7 +8,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use openraft::storage::{IOFlushed, RaftLogReader, RaftLogStorage};
 use raftmq_raft::type_config::{Entry, EntryPayload, log_id};
@@ -167,12 +167,75 @@ async fn timing_restart_and_follower_truncation_with_full_index() -> anyhow::Res
     Ok(())
 }
 
+/// Appends batches of 512 entries of `payload` bytes from index `next` until one waits for disk
+/// space (polled, with a deadline); returns that append's task and its batch.
+async fn append_until_waiting(
+    store: &LogStore,
+    mut next: u64,
+    payload: usize,
+) -> anyhow::Result<(tokio::task::JoinHandle<std::io::Result<()>>, Vec<Entry>)> {
+    loop {
+        let batch: Vec<Entry> = (next..next + 512).map(|i| entry(1, i, vec![i as u8; payload])).collect();
+        let (mut s, b) = (store.clone(), batch.clone());
+        let task = tokio::spawn(async move { s.append(b, IOFlushed::noop()).await });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if store.space_wait_reason().is_some() {
+                return Ok((task, batch));
+            }
+            if task.is_finished() {
+                task.await??;
+                next += 512;
+                break;
+            }
+            anyhow::ensure!(Instant::now() < deadline, "the append neither finished nor waited for space");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        anyhow::ensure!(next < 400_000, "the disk never filled");
+    }
+}
+
+/// In the child of a full-disk test: append until an append waits for space, check that it wrote
+/// nothing and poisoned nothing, free the space (delete the filler beside the store) and check
+/// that the same append goes through without a restart, then that a restart reads it all back.
+async fn waits_for_space_and_resumes(dir: &Path, cfg: &RaftConfig, payload: usize) -> anyhow::Result<()> {
+    let mut store = LogStore::open(dir, cfg)?;
+    assert!(!store.is_damaged(), "{:?}", store.damage_reason());
+    let (task, batch) = append_until_waiting(&store, 2, payload).await?;
+    let why = store.space_wait_reason().unwrap_or_default();
+    println!("append of {}.. waits: {why}", batch[0].log_id.index);
+    assert!(why.contains("No space left"), "{why}");
+    assert_eq!(store.poison_reason(), None, "a full disk does not poison the store");
+    let before = batch[0].log_id.index - 1;
+    assert_eq!(store.last_log_id(), Some(log_id(1, before)), "the waiting append wrote nothing");
+    assert_eq!(store.try_get_log_entries(1..=before).await?.len() as u64, before);
+    // Space again, no restart: the waiting append goes through.
+    std::fs::remove_file(dir.parent().unwrap_or(dir).join("filler"))?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !task.is_finished() {
+        anyhow::ensure!(Instant::now() < deadline, "the append still waits after space was freed");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    task.await??;
+    store.sync().await?;
+    assert_eq!(store.space_wait_reason(), None);
+    let last = batch[batch.len() - 1].log_id.index;
+    assert_eq!(store.last_log_id(), Some(log_id(1, last)));
+    assert_eq!(store.try_get_log_entries(batch[0].log_id.index..=last).await?, batch);
+    drop(store);
+    let mut re = LogStore::open(dir, cfg)?;
+    assert!(!re.is_damaged(), "{:?}", re.damage_reason());
+    assert_eq!(re.try_get_log_entries(1..=last).await?.len() as u64, last);
+    Ok(())
+}
+
 /// A full disk while the index needs a fresh page: the store through the mapping used to
-/// allocate the page on fault and die with SIGBUS; now the slot's chunk is reserved first and
-/// the append fails with ENOSPC while everything appended before stays readable.
+/// allocate the page on fault and die with SIGBUS, then the append failed and poisoned the store
+/// until a restart; now the slot's chunk is reserved before anything is written, the append
+/// waits for space, and goes through once space is freed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hole3_index_store_on_full_disk_is_an_error_not_sigbus() -> anyhow::Result<()> {
-    const NAME: &str = "hole3_index_store_on_full_disk_is_an_error_not_sigbus";
+async fn hole3_index_store_on_full_disk_waits_for_space_not_sigbus() -> anyhow::Result<()> {
+    const NAME: &str = "hole3_index_store_on_full_disk_waits_for_space_not_sigbus";
     let cfg = RaftConfig {
         segment_size_bytes: 8 << 20,
         index_file_entries: 1 << 20,
@@ -180,27 +243,7 @@ async fn hole3_index_store_on_full_disk_is_an_error_not_sigbus() -> anyhow::Resu
         ..RaftConfig::default()
     };
     if let Some(dir) = std::env::var_os(CHILD_ENV) {
-        // Restart on the full disk (it allocates nothing), then append until the disk refuses.
-        let mut store = LogStore::open(Path::new(&dir), &cfg)?;
-        assert!(!store.is_damaged(), "{:?}", store.damage_reason());
-        let mut next = 2u64;
-        let err = loop {
-            let batch: Vec<Entry> = (next..next + 512).map(|i| entry(1, i, vec![i as u8; 16])).collect();
-            match store.append(batch, IOFlushed::noop()).await {
-                Ok(()) => next += 512,
-                Err(e) => break e,
-            }
-            assert!(next < 200_000, "the index never needed a fresh page");
-        };
-        let msg = err.to_string();
-        println!("append refused after {:?}: {msg}", store.last_log_id());
-        assert!(msg.contains("fallocate") && msg.contains("No space left"), "{msg}");
-        let last = store.last_log_id().map_or(0, |l| l.index);
-        assert!(last >= 2 && last >= next - 1, "entries appended before the refusal are kept");
-        let got = store.try_get_log_entries(1..=last).await?;
-        assert_eq!(got.len() as u64, last);
-        assert_eq!(got.last().map(|e| e.log_id), store.last_log_id());
-        return Ok(());
+        return waits_for_space_and_resumes(Path::new(&dir), &cfg, 16).await;
     }
     let Some(fs) = Tmpfs::mount(24) else { return Ok(()) };
     let dir = fs.path.join("store");
@@ -214,6 +257,31 @@ async fn hole3_index_store_on_full_disk_is_an_error_not_sigbus() -> anyhow::Resu
     let seg = std::fs::OpenOptions::new().write(true).open(dir.join("commitlog").join(format!("{:020}", 0)))?;
     seg.write_all_at(&vec![0u8; (6 << 20) - end as usize], end)?;
     seg.sync_all()?;
+    fill_disk(&fs.path, 0)?;
+    run_in_child(NAME, &dir)
+}
+
+/// A full disk under the CommitLog itself (no zero-filled window ahead): the append used to fail
+/// its `pwrite` and poison the store, which only a restart cleared; now it waits for space and
+/// the replica goes on by itself once space is freed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disk_full_segment_append_waits_and_resumes_once_space_is_freed() -> anyhow::Result<()> {
+    const NAME: &str = "disk_full_segment_append_waits_and_resumes_once_space_is_freed";
+    let cfg = RaftConfig {
+        segment_size_bytes: 8 << 20,
+        index_file_entries: 1 << 16,
+        segment_zero_ahead: false,
+        ..RaftConfig::default()
+    };
+    if let Some(dir) = std::env::var_os(CHILD_ENV) {
+        return waits_for_space_and_resumes(Path::new(&dir), &cfg, 4 << 10).await;
+    }
+    let Some(fs) = Tmpfs::mount(24) else { return Ok(()) };
+    let dir = fs.path.join("store");
+    let mut store = LogStore::open(&dir, &cfg)?;
+    store.append(vec![entry(1, 1, vec![1; 16])], IOFlushed::noop()).await?;
+    store.sync().await?;
+    drop(store);
     fill_disk(&fs.path, 0)?;
     run_in_child(NAME, &dir)
 }

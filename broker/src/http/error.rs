@@ -130,7 +130,9 @@ impl ApiError {
             WriteError::TooLarge(_) => {
                 ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, code::PAYLOAD_TOO_LARGE, e.to_string())
             }
-            WriteError::Fatal(_) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code::UNAVAILABLE, e.to_string()),
+            WriteError::Fatal(_) | WriteError::DiskFull(_) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code::UNAVAILABLE, e.to_string())
+            }
         }
     }
 }

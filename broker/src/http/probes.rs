@@ -25,6 +25,7 @@ use serde::Serialize;
 
 use crate::http::Routes;
 use crate::http::Shared;
+use crate::services::disk_guard::disk_full_reason;
 use crate::services::replica::Membership;
 use crate::services::replica::Replica;
 use crate::state::store::MessageStore;
@@ -57,12 +58,15 @@ pub struct Readiness {
 }
 
 /// A storage fault that keeps this replica unready: what it is and why. A poisoned store (an
-/// fsync or append failed, e.g. ENOSPC) has stopped Raft while the process keeps running; these
-/// say so in `/readyz`, `/api/v1/status` and `/metrics` rather than only in a log line.
+/// fsync or write failed) has stopped Raft while the process keeps running; a full disk refuses
+/// writes until space is freed and then passes by itself; these say so in `/readyz`,
+/// `/api/v1/status` and `/metrics` rather than only in a log line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StorageFault {
     /// `damaged` (the store cannot be trusted: no vote, no lead), `poisoned` (a log write or fsync
-    /// failed: Raft stopped) or `apply_failed` (a ConsumeQueue write failed: Raft stopped).
+    /// failed: Raft stopped), `apply_failed` (a ConsumeQueue write failed: Raft stopped) or
+    /// `disk_full` (too full to take writes; appends and applies wait, and resume once space is
+    /// freed, without a restart).
     pub kind: &'static str,
     /// The reason the store gave.
     pub reason: String,
@@ -70,10 +74,15 @@ pub struct StorageFault {
 
 /// Every storage fault of this replica now (empty when the storage is healthy).
 pub fn storage_faults(status: &NodeStatus, store: &MessageStore) -> Vec<StorageFault> {
-    [("damaged", status.damaged.clone()), ("poisoned", status.poisoned.clone()), ("apply_failed", store.failure())]
-        .into_iter()
-        .filter_map(|(kind, reason)| reason.map(|reason| StorageFault { kind, reason }))
-        .collect()
+    [
+        ("damaged", status.damaged.clone()),
+        ("poisoned", status.poisoned.clone()),
+        ("apply_failed", store.failure()),
+        ("disk_full", disk_full_reason(status, store)),
+    ]
+    .into_iter()
+    .filter_map(|(kind, reason)| reason.map(|reason| StorageFault { kind, reason }))
+    .collect()
 }
 
 impl Readiness {
@@ -95,7 +104,10 @@ impl Readiness {
         Readiness {
             not_draining: !draining.load(Ordering::Acquire),
             member: replica.membership() == Membership::Member,
-            storage_ok: status.damaged.is_none() && status.poisoned.is_none() && store.failure().is_none(),
+            storage_ok: status.damaged.is_none()
+                && status.poisoned.is_none()
+                && store.failure().is_none()
+                && disk_full_reason(&status, store).is_none(),
             leader_known: status.leadership.leader_id.is_some() && role != Role::Stopped,
             caught_up,
         }
@@ -163,6 +175,7 @@ mod tests {
             follower_ack_age_ms: BTreeMap::new(),
             damaged: None,
             poisoned: None,
+            disk_full: None,
             vote_guard: None,
             checkpoint: None,
             applied_at_start: None,

@@ -43,6 +43,7 @@ use raftmq_raft::NodeStatus;
 use raftmq_raft::Role;
 use tokio_util::sync::CancellationToken;
 
+use crate::services::disk_guard::disk_full_reason;
 use crate::services::replica::Replica;
 use crate::state::store::MessageStore;
 
@@ -261,6 +262,8 @@ pub struct Scrape {
     pub groups: usize,
     /// Why applying to local storage failed, if it did.
     pub apply_failure: Option<String>,
+    /// Why this replica cannot take writes for lack of disk space, while so.
+    pub disk_full: Option<String>,
     /// CommitLog reads failed with an I/O error so far.
     pub commitlog_read_errors: u64,
 }
@@ -273,8 +276,10 @@ impl Scrape {
             let meta = store.metadata();
             (meta.offsets.to_wrapper().offset_table, meta.topics.len(), meta.groups.iter().count())
         };
+        let status = node.status();
         Scrape {
-            status: node.status(),
+            disk_full: disk_full_reason(&status, store),
+            status,
             flush: node.store().flush_latency(),
             fsyncs: node.store().fsync_count(),
             page_cache_dropped_bytes: node.store().page_cache_dropped_bytes(),
@@ -398,7 +403,12 @@ pub fn render_scrape(out: &mut String, global: &[(&'static str, String)], s: &Sc
         "1 while the store has a fault of this kind (the replica is unready), with its reason.",
     );
     let st = &s.status;
-    for (kind, reason) in [("damaged", &st.damaged), ("poisoned", &st.poisoned), ("apply_failed", &s.apply_failure)] {
+    for (kind, reason) in [
+        ("damaged", &st.damaged),
+        ("poisoned", &st.poisoned),
+        ("apply_failed", &s.apply_failure),
+        ("disk_full", &s.disk_full),
+    ] {
         let own = [("kind", kind), ("reason", reason.as_deref().unwrap_or(""))];
         sample(out, STORAGE_FAULT, &labels_text(global, &own), if reason.is_some() { 1.0 } else { 0.0 });
     }
@@ -445,6 +455,7 @@ mod tests {
             follower_ack_age_ms: BTreeMap::new(),
             damaged: None,
             poisoned: None,
+            disk_full: None,
             vote_guard: None,
             checkpoint: None,
             applied_at_start: None,
@@ -483,6 +494,7 @@ mod tests {
             topics: 4,
             groups: 1,
             apply_failure: None,
+            disk_full: None,
             commitlog_read_errors: 0,
         };
         let mut out = String::from("previous 1");
@@ -525,6 +537,7 @@ mod tests {
             topics: 0,
             groups: 0,
             apply_failure: Some("ConsumeQueue write failed".into()),
+            disk_full: Some("disk full: 0 bytes free, 4194304 needed".into()),
             commitlog_read_errors: 3,
         };
         let mut out = String::new();
@@ -535,6 +548,9 @@ mod tests {
             ),
             format!("{STORAGE_FAULT}{{node_id=\"2\",kind=\"apply_failed\",reason=\"ConsumeQueue write failed\"}} 1"),
             format!("{STORAGE_FAULT}{{node_id=\"2\",kind=\"damaged\",reason=\"\"}} 0"),
+            format!(
+                "{STORAGE_FAULT}{{node_id=\"2\",kind=\"disk_full\",reason=\"disk full: 0 bytes free, 4194304 needed\"}} 1"
+            ),
             format!("{COMMITLOG_READ_ERRORS_TOTAL}{{node_id=\"2\"}} 3"),
         ] {
             assert!(out.lines().any(|l| l == line), "missing {line} in\n{out}");

@@ -269,6 +269,8 @@ impl Batcher {
             Ok(applied) => match ApplyOutcome::decode(&applied.reply) {
                 ApplyOutcome::Stored { payload_pos } => Ok(payload_pos),
                 ApplyOutcome::Rejected(why) => Err(WriteError::Rejected(why)),
+                // Committed, but not applied here: stored on the others, so never "not stored".
+                ApplyOutcome::LocalFailure(why) => Err(WriteError::OutcomeUnknown(why)),
                 ApplyOutcome::Done => Err(WriteError::Rejected("MESSAGES entry applied as metadata".into())),
             },
             Err(e) => Err(self.replica.propose_error(e)),

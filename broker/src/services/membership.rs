@@ -464,7 +464,12 @@ pub async fn transfer_leader(ctx: &GroupMembership, to: Option<u64>) -> Result<M
 /// voter of an idle group still shows a matched index equal to the log's end; handing leadership to
 /// it would leave the group without a leader until an election timeout.
 fn live_ack_age_max_ms(ctx: &GroupMembership) -> u64 {
-    ctx.config.raft_heartbeat_interval_ms.saturating_mul(4).max(LEADER_TRANSFER_TARGET_ACK_AGE_MIN_MS)
+    target_ack_age_max_ms(ctx.config.raft_heartbeat_interval_ms)
+}
+
+/// [`live_ack_age_max_ms`] for a heartbeat interval.
+pub fn target_ack_age_max_ms(heartbeat_interval_ms: u64) -> u64 {
+    heartbeat_interval_ms.saturating_mul(4).max(LEADER_TRANSFER_TARGET_ACK_AGE_MIN_MS)
 }
 
 /// Waits until this node sees `target` lead. The target campaigns as soon as it hears of the
@@ -483,7 +488,12 @@ async fn wait_moved(ctx: &GroupMembership, target: u64, deadline: Instant) -> bo
 
 /// The voter to hand leadership to: `to` if it is a caught-up, live voter, else the caught-up live
 /// voter with the highest matched index. Live: acknowledged within `ack_age_max_ms`.
-fn choose_target(status: &NodeStatus, me: u64, to: Option<u64>, ack_age_max_ms: u64) -> Result<u64, MembershipError> {
+pub fn choose_target(
+    status: &NodeStatus,
+    me: u64,
+    to: Option<u64>,
+    ack_age_max_ms: u64,
+) -> Result<u64, MembershipError> {
     let last = status.last_log_index.unwrap_or(0);
     let live = |id: &u64| status.follower_ack_age_ms.get(id).is_some_and(|age| *age <= ack_age_max_ms);
     let caught_up = |id: &u64| {
@@ -632,6 +642,7 @@ mod tests {
             follower_ack_age_ms: followers.iter().map(|(id, _)| (*id, 10)).collect(),
             damaged: None,
             poisoned: None,
+            disk_full: None,
             vote_guard: None,
             checkpoint: None,
             applied_at_start: None,

@@ -1,9 +1,10 @@
 //! Background services of a replica, each started with the handles it uses: group commit and
 //! offset commit (batching into Raft entries), the replica's leadership view, membership changes,
-//! NameServer registration, delay and timer delivery, retention, the transaction check-back and
-//! the connected-client table.
+//! NameServer registration, delay and timer delivery, retention, the disk guard (a leader with a
+//! full disk hands leadership over), the transaction check-back and the connected-client table.
 
 pub mod client_manager;
+pub mod disk_guard;
 pub mod group_commit;
 pub mod membership;
 pub mod namesrv_registration;

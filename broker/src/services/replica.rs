@@ -66,6 +66,10 @@ pub enum WriteError {
     /// This node cannot write at all (shut down, storage failure).
     #[error("{0}")]
     Fatal(String),
+    /// The disk of this node is too full to take the write; nothing was stored. Passes once space
+    /// is freed.
+    #[error("disk full: {0}")]
+    DiskFull(String),
 }
 
 impl WriteError {
@@ -85,9 +89,19 @@ impl WriteError {
             WriteError::Rejected(why) => (ResponseCode::SystemError, format!("write rejected: {why}")),
             WriteError::TooLarge(why) => (ResponseCode::MessageIllegal, why.clone()),
             WriteError::Fatal(why) => (ResponseCode::ServiceNotAvailable, format!("broker[{broker_name}] {why}")),
+            WriteError::DiskFull(why) => (ResponseCode::ServiceNotAvailable, disk_full_refusal(broker_name, why)),
         };
         RemotingCommand::response(code, Some(remark))
     }
+}
+
+/// The remark of a write refused because this replica's disk is full: RocketMQ's
+/// SERVICE_NOT_AVAILABLE wording ("maybe disk full") with what this replica measured.
+pub fn disk_full_refusal(broker_name: &str, why: &str) -> String {
+    format!(
+        "service not available now, maybe disk full: broker[{broker_name}]'s disk is full ({why}); \
+         it takes writes again once space is freed"
+    )
 }
 
 /// Whether this node belongs to its group's membership.
@@ -262,6 +276,7 @@ impl Replica {
             ProposeError::Rejected(why) => WriteError::Rejected(why),
             e @ ProposeError::TooLarge { .. } => WriteError::TooLarge(e.to_string()),
             ProposeError::Fatal(why) => WriteError::Fatal(why),
+            ProposeError::DiskFull(why) => WriteError::DiskFull(why),
         }
     }
 
@@ -272,6 +287,7 @@ impl Replica {
         let applied = self.node.propose(AppPayload::new(tag, body)).await.map_err(|e| self.propose_error(e))?;
         match ApplyOutcome::decode(&applied.reply) {
             ApplyOutcome::Rejected(why) => Err(WriteError::Rejected(why)),
+            ApplyOutcome::LocalFailure(why) => Err(WriteError::OutcomeUnknown(why)),
             ApplyOutcome::Done | ApplyOutcome::Stored { .. } => Ok(()),
         }
     }

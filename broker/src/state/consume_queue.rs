@@ -205,6 +205,15 @@ pub enum CqError {
     InvalidUnit(CqUnit),
 }
 
+impl CqError {
+    /// Whether the file system is out of space (`ENOSPC`, `EDQUOT`): nothing was written that a
+    /// retry would not write again, and the retry succeeds once space is freed.
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, CqError::Io { source, .. }
+            if matches!(source.raw_os_error(), Some(nix::libc::ENOSPC) | Some(nix::libc::EDQUOT)))
+    }
+}
+
 fn io_err(op: &'static str, path: &Path, source: io::Error) -> CqError {
     CqError::Io { op, path: path.to_path_buf(), source }
 }

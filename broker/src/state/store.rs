@@ -162,11 +162,15 @@ pub enum ApplyOutcome {
     Done,
     /// The entry was not applied (deterministically, on every replica); the reason.
     Rejected(String),
+    /// This replica could not apply the committed entry to its local storage (the others may
+    /// have): the writer's outcome is unknown here, never "not stored".
+    LocalFailure(String),
 }
 
 const REPLY_STORED: u8 = 0;
 const REPLY_DONE: u8 = 1;
 const REPLY_REJECTED: u8 = 2;
+const REPLY_LOCAL_FAILURE: u8 = 3;
 
 impl ApplyOutcome {
     /// The reply bytes handed back through raft.
@@ -182,6 +186,10 @@ impl ApplyOutcome {
                 out.put_u8(REPLY_REJECTED);
                 out.put_slice(reason.as_bytes());
             }
+            ApplyOutcome::LocalFailure(reason) => {
+                out.put_u8(REPLY_LOCAL_FAILURE);
+                out.put_slice(reason.as_bytes());
+            }
         }
         AppReply(out.freeze())
     }
@@ -195,6 +203,9 @@ impl ApplyOutcome {
             },
             Some((&REPLY_DONE, _)) => ApplyOutcome::Done,
             Some((&REPLY_REJECTED, rest)) => ApplyOutcome::Rejected(String::from_utf8_lossy(rest).into_owned()),
+            Some((&REPLY_LOCAL_FAILURE, rest)) => {
+                ApplyOutcome::LocalFailure(String::from_utf8_lossy(rest).into_owned())
+            }
             _ => ApplyOutcome::Rejected("empty apply reply".to_owned()),
         }
     }
@@ -237,6 +248,11 @@ pub struct MessageStore {
     failed: Mutex<Option<String>>,
     /// `failed` is set: raft asks after every applied entry, so the healthy answer takes no lock.
     has_failed: AtomicBool,
+    /// Why applies wait for disk space, while they do (set by a ConsumeQueue write that found the
+    /// disk full, cleared by the next entry applied in full).
+    space_wait: Mutex<Option<String>>,
+    /// The last apply stopped for lack of space and must be tried again (`take_space_retry`).
+    space_retry: AtomicBool,
     retention: Mutex<RetentionState>,
     boundary: watch::Sender<Option<RetentionBoundary>>,
     /// The last replicated plain ACL edit, for the task that puts it in force (`crate::acl`).
@@ -279,6 +295,8 @@ impl MessageStore {
             topic_generation: AtomicU64::new(0),
             failed: Mutex::new(None),
             has_failed: AtomicBool::new(false),
+            space_wait: Mutex::new(None),
+            space_retry: AtomicBool::new(false),
             retention: Mutex::new(RetentionState::default()),
             boundary: watch::channel(None).0,
             acl_document: watch::channel(None).0,
@@ -375,6 +393,12 @@ impl MessageStore {
         unpoison(self.failed.lock()).clone()
     }
 
+    /// Why applies wait for disk space, while they do (the replica resumes by itself once space is
+    /// freed).
+    pub fn apply_space_wait(&self) -> Option<String> {
+        unpoison(self.space_wait.lock()).clone()
+    }
+
     fn long_poll(&self) -> MutexGuard<'_, LongPollRegistry<oneshot::Sender<()>>> {
         unpoison(self.long_poll.lock())
     }
@@ -459,9 +483,16 @@ impl MessageStore {
                 }
             };
             if let Err(e) = write_units(&planned, &mut cq) {
+                if e.is_disk_full() {
+                    // Units are written at their offsets, so the retry skips the ones already in.
+                    let why = format!("ConsumeQueue write at payload {payload_pos} waits for disk space: {e}");
+                    unpoison(self.space_wait.lock()).replace(why.clone());
+                    self.space_retry.store(true, Ordering::Release);
+                    return ApplyOutcome::LocalFailure(why);
+                }
                 let why = format!("ConsumeQueue write failed at payload {payload_pos}: {e}");
                 self.mark_failed(why.clone());
-                return ApplyOutcome::Rejected(why);
+                return ApplyOutcome::LocalFailure(why);
             }
             for req in planned.iter().filter(|r| r.action == CqAction::Append) {
                 let key = (req.topic().to_owned(), req.queue_id());
@@ -779,8 +810,21 @@ impl ApplyHandler for MessageStore {
                 }
             }
         };
-        self.set_applied(&entry.log_id);
+        if !self.space_retry.load(Ordering::Acquire) {
+            self.set_applied(&entry.log_id);
+        }
         outcome.encode()
+    }
+
+    fn take_space_retry(&self) -> Option<String> {
+        let mut wait = unpoison(self.space_wait.lock());
+        if self.space_retry.swap(false, Ordering::AcqRel) {
+            return wait.clone();
+        }
+        if let Some(why) = wait.take() {
+            info!(%why, "disk space again: applies go on");
+        }
+        None
     }
 
     fn apply_other(&self, log_id: LogId) {
@@ -1247,6 +1291,18 @@ mod tests {
         }
         assert_same_state(&restarted, &follower, "restarted");
         assert!(restarted.restore_snapshot(b"garbage", p).is_err());
+    }
+
+    #[test]
+    fn replies_round_trip_and_a_local_failure_stays_apart_from_a_rejection() {
+        for outcome in [
+            ApplyOutcome::Stored { payload_pos: 48 },
+            ApplyOutcome::Done,
+            ApplyOutcome::Rejected("deterministic".into()),
+            ApplyOutcome::LocalFailure("ConsumeQueue write failed".into()),
+        ] {
+            assert_eq!(ApplyOutcome::decode(&outcome.encode()), outcome);
+        }
     }
 
     #[test]

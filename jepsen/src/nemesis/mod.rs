@@ -24,6 +24,14 @@
 //!   or add first and then remove) through the broker's membership admin calls ([`membership`]);
 //!   heal brings the group back to its replica count of voters.
 //!
+//! - `disk-full`: every node's store is on a tmpfs of its own ([`crate::disk`]); the fault fills the
+//!   file systems of the leader, a node or a whole group to the last byte, holds, and deletes the
+//!   filler. The replicas must stay alive (heal fails the run if one exited) and serve again without
+//!   a restart: nothing restarts them, so a replica that does not recover shows in the checkers;
+//! - `fd-exhaustion`: kill -9 the leader or a node and restart it with at most
+//!   [`FD_LIMIT_RANGE`] open files (RLIMIT_NOFILE, through `prlimit`); at heal it is stopped
+//!   (SIGTERM) and restarted with the usual limit.
+//!
 //! Process faults act on a group's current members ([`Db::members`]): a scheduled node that a
 //! membership change removed is stood in for by the member at its position.
 //!
@@ -56,6 +64,15 @@ pub const CLOCK_SKEW_MAX_MS: i64 = 180_000;
 /// Boot deadline of a restarted node.
 pub const RESTART_READY_TIMEOUT_MS: u64 = 60_000;
 
+/// Open files (soft and hard RLIMIT_NOFILE) of a node under `fd-exhaustion`, drawn in this range:
+/// a booted broker of a 3-replica group holds about 35 (runtimes, segments and index files, peer
+/// and client sockets; measured), so the low end runs out at boot, the high end when clients
+/// connect, files roll or a peer reconnects.
+pub const FD_LIMIT_RANGE: (u64, u64) = (20, 44);
+
+/// Grace of the SIGTERM that ends a node's run under a low open-files limit (then SIGKILL).
+pub const FD_LIMIT_STOP_GRACE_MS: u64 = 10_000;
+
 /// How long a corrupted node is asked for its status before the check gives up.
 pub const DAMAGE_REPORT_TIMEOUT_MS: u64 = 10_000;
 /// Pause between two status asks of a corrupted node.
@@ -85,6 +102,10 @@ pub enum NemesisKind {
     Wipe,
     /// kill -9, one byte of an fsynced entry flipped, restart damaged; rebuilt at heal.
     Corrupt,
+    /// The file system of one or more nodes filled to the last byte, then freed.
+    DiskFull,
+    /// A node restarted with a low open-files limit, restarted normally at heal.
+    FdExhaustion,
 }
 
 impl NemesisKind {
@@ -103,10 +124,12 @@ impl NemesisKind {
                 "membership" => NemesisKind::Membership,
                 "wipe" | "disk-wipe" => NemesisKind::Wipe,
                 "corrupt" | "bit-rot" => NemesisKind::Corrupt,
+                "disk-full" => NemesisKind::DiskFull,
+                "fd-exhaustion" => NemesisKind::FdExhaustion,
                 other => {
                     return Err(format!(
                         "unknown nemesis {other:?} (partition, kill, pause, lose-unfsynced, power-loss, namesrv, \
-                         clock, membership, wipe, corrupt)"
+                         clock, membership, wipe, corrupt, disk-full, fd-exhaustion)"
                     ));
                 }
             };
@@ -159,6 +182,15 @@ pub enum Fault {
         /// (member index, offset ms).
         offsets: Vec<(usize, i64)>,
     },
+    /// The file systems of the targets filled to the last byte; freed after the hold.
+    DiskFull(Target),
+    /// kill -9, restart with at most `limit` open files; stopped and restarted normally at heal.
+    FdExhaustion {
+        /// Who.
+        target: Target,
+        /// RLIMIT_NOFILE of the restarted process.
+        limit: u64,
+    },
     /// One member of a group replaced by a spare.
     ReplaceMember {
         /// The group.
@@ -189,6 +221,8 @@ impl Fault {
             Fault::LoseUnfsynced(t) => format!("lose-unfsynced {}", target_label(t)),
             Fault::Wipe(t) => format!("wipe {}", target_label(t)),
             Fault::Corrupt(t) => format!("corrupt {}", target_label(t)),
+            Fault::DiskFull(t) => format!("disk-full {}", target_label(t)),
+            Fault::FdExhaustion { target, limit } => format!("fd-exhaustion {} nofile {limit}", target_label(target)),
             Fault::ClockSkew { group, offsets } => {
                 let list = offsets.iter().map(|(i, ms)| format!("#{i} {ms:+}ms")).collect::<Vec<_>>();
                 format!("clock skew {group} {}", list.join(" "))
@@ -220,6 +254,10 @@ pub enum Applied {
     Membership(String),
     /// Nodes running on a corrupted disk: each must report itself damaged, then is rebuilt.
     Corrupted(Vec<(String, corrupt::FlipReport)>),
+    /// Nodes whose file system is full: the fillers to delete; each node must still be running.
+    DiskFilled(Vec<(String, std::path::PathBuf)>),
+    /// Nodes running under a low open-files limit: stop, restart with the usual one.
+    FdLimited(Vec<String>),
 }
 
 /// A scheduled node, or, when a membership change removed it, the current member at its position
@@ -345,6 +383,44 @@ pub async fn apply(
             }
             Ok((Applied::Stopped(names), desc.join("; ")))
         }
+        Fault::DiskFull(t) => {
+            let names = resolve(db, t, rng).await;
+            let mut fillers = Vec::new();
+            let mut desc = Vec::new();
+            for n in &names {
+                let Some(disk) = db.layout.node(n).map(|spec| spec.disk_dir()) else { continue };
+                let filled = tokio::task::spawn_blocking(move || crate::disk::fill(&disk))
+                    .await
+                    .map_err(|e| DbError::Io { path: n.clone(), source: std::io::Error::other(e) })?;
+                match filled {
+                    Ok(f) => {
+                        desc.push(format!("{n} filled ({} MiB)", f.bytes >> 20));
+                        fillers.push((n.clone(), f.path));
+                    }
+                    Err(source) => {
+                        // What was written so far is still freed at heal.
+                        let path = db.layout.node(n).map(|s| s.disk_dir().join(crate::disk::FILLER_FILE_NAME));
+                        fillers.extend(path.map(|p| (n.clone(), p)));
+                        desc.push(format!("{n} not filled: {source}"));
+                    }
+                }
+            }
+            Ok((Applied::DiskFilled(fillers), desc.join("; ")))
+        }
+        Fault::FdExhaustion { target, limit } => {
+            let names = resolve(db, target, rng).await;
+            let mut desc = Vec::new();
+            for n in &names {
+                db.kill9(n).await?;
+                // A limit too low to boot is a finding only if the node then misbehaves: the heal
+                // restarts it either way.
+                match db.start_with_nofile(n, Some(*limit), Duration::from_millis(RESTART_READY_TIMEOUT_MS)).await {
+                    Ok(()) => desc.push(format!("{n} restarted with nofile {limit}")),
+                    Err(e) => desc.push(format!("{n} did not boot with nofile {limit}: {e}")),
+                }
+            }
+            Ok((Applied::FdLimited(names), desc.join("; ")))
+        }
         Fault::Corrupt(t) => {
             let names = resolve(db, t, rng).await;
             let mut flipped = Vec::new();
@@ -449,6 +525,30 @@ pub async fn heal(db: &mut Db, applied: &Applied, rec: &Recorder) -> Result<(), 
             }
             Ok(())
         }
+        Applied::DiskFilled(fillers) => {
+            let mut first_error = None;
+            for (n, filler) in fillers {
+                if let Err(source) = crate::disk::free(filler) {
+                    first_error.get_or_insert(DbError::Io { path: filler.display().to_string(), source });
+                }
+                // A full disk is an error to report, never a reason to die: no restart here, so a
+                // replica that does not recover by itself shows in the checkers.
+                if !db.is_running(n) {
+                    first_error.get_or_insert(DbError::Exited {
+                        node: n.clone(),
+                        message: "exited while its disk was full".into(),
+                    });
+                }
+            }
+            first_error.map_or(Ok(()), Err)
+        }
+        Applied::FdLimited(names) => {
+            for n in names {
+                db.terminate(n, Duration::from_millis(FD_LIMIT_STOP_GRACE_MS)).await?;
+                db.start_with_nofile(n, None, Duration::from_millis(RESTART_READY_TIMEOUT_MS)).await?;
+            }
+            Ok(())
+        }
         Applied::Corrupted(flipped) => {
             // Every node is checked and rebuilt whatever happened to another; the first failure
             // (an undetected corruption first of all) is returned at the end.
@@ -489,6 +589,15 @@ mod tests {
         assert_eq!(Fault::Wipe(Target::Node("n12".into())).label(), "wipe n12");
         assert_eq!(NemesisKind::parse_list("corrupt,bit-rot"), Ok(vec![NemesisKind::Corrupt]));
         assert_eq!(Fault::Corrupt(Target::Leader("broker-a".into())).label(), "corrupt leader of broker-a");
+        assert_eq!(
+            NemesisKind::parse_list("disk-full,fd-exhaustion"),
+            Ok(vec![NemesisKind::DiskFull, NemesisKind::FdExhaustion])
+        );
+        assert_eq!(Fault::DiskFull(Target::Group("broker-a".into())).label(), "disk-full all of broker-a");
+        assert_eq!(
+            Fault::FdExhaustion { target: Target::Node("n12".into()), limit: 90 }.label(),
+            "fd-exhaustion n12 nofile 90"
+        );
     }
 
     #[test]

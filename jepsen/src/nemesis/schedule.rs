@@ -96,6 +96,15 @@ pub fn generate(kinds: &[NemesisKind], groups: &[(String, Vec<String>)], time_li
             NemesisKind::Wipe => Fault::Wipe(pick_target(&mut rng, false)),
             // One replica's disk at a time, as for `wipe`: it is rebuilt from the others.
             NemesisKind::Corrupt => Fault::Corrupt(pick_target(&mut rng, false)),
+            // A whole group full too: nothing can be written, and everything must resume once freed.
+            NemesisKind::DiskFull => Fault::DiskFull(pick_target(&mut rng, true)),
+            NemesisKind::FdExhaustion => {
+                let target = pick_target(&mut rng, false);
+                Fault::FdExhaustion {
+                    target,
+                    limit: rng.random_range(super::FD_LIMIT_RANGE.0..=super::FD_LIMIT_RANGE.1),
+                }
+            }
             NemesisKind::Clock => {
                 // One to all members, each its own offset, both ways, small and large.
                 let count = rng.random_range(1..=members.len().max(1));
