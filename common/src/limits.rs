@@ -263,6 +263,18 @@ const _: () = assert!(TRANSACTION_CHECK_BATCH_MAX_COUNT <= BROKER_GROUP_COMMIT_M
 
 /// Request body an admin HTTP call may send; beyond it the call is answered 413.
 pub const ADMIN_HTTP_BODY_MAX_BYTES: usize = 64 * 1024;
+/// Shortest `adminToken` a broker takes (16 bytes: 128 bits written as hex would be 32).
+pub const ADMIN_TOKEN_MIN_BYTES: usize = 16;
+/// Admin HTTP connections open at once; one more is closed at accept. The API serves operators and
+/// probes, a handful of callers.
+pub const ADMIN_HTTP_CONNECTIONS_MAX_COUNT: usize = 256;
+/// Admin HTTP connections from one address: a slow or hostile client holds at most this share.
+pub const ADMIN_HTTP_CONNECTIONS_PER_HOST_MAX_COUNT: usize = 32;
+/// Longest an admin HTTP request head (or the wait for the next one on a kept-alive connection)
+/// may take to arrive: a slow-loris client is closed after it.
+pub const ADMIN_HTTP_HEADER_READ_TIMEOUT_MS: u64 = 5_000;
+/// Longest an admin HTTP connection lives; then it finishes its call and closes.
+pub const ADMIN_HTTP_CONNECTION_MAX_MS: u64 = 60_000;
 /// Deadline of one admin HTTP call (a replicated change included); beyond it the call is answered 504.
 pub const ADMIN_HTTP_REQUEST_TIMEOUT_MS: u64 = 10_000;
 /// Longest wait for the admin HTTP server's connections to close at shutdown.
@@ -281,6 +293,8 @@ pub const METRICS_CONSUMER_LAG_SERIES_MAX_COUNT: usize = 10_000;
 pub const METRICS_UPKEEP_INTERVAL_MS: u64 = 5_000;
 
 const _: () = assert!(ADMIN_HTTP_SHUTDOWN_MAX_MS > ADMIN_HTTP_REQUEST_TIMEOUT_MS);
+const _: () = assert!(ADMIN_HTTP_CONNECTIONS_PER_HOST_MAX_COUNT < ADMIN_HTTP_CONNECTIONS_MAX_COUNT);
+const _: () = assert!(ADMIN_HTTP_HEADER_READ_TIMEOUT_MS < ADMIN_HTTP_CONNECTION_MAX_MS);
 const _: () = assert!(ADMIN_PROGRESS_QUEUES_MAX_COUNT <= CONSUMER_OFFSET_BATCH_MAX_COUNT);
 
 // ---- Message trace (client SDK; `AsyncTraceDispatcher` defaults) ----
