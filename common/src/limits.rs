@@ -103,6 +103,22 @@ pub const CONNECTION_WRITE_BATCH_MAX_COUNT: usize = 128;
 /// as RocketMQ answers when a processor's thread pool rejects a task.
 pub const CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT: usize = 4_096;
 
+/// Connections a remoting server (broker, NameServer) holds at once; one more is closed at accept.
+/// Java sets none; the bound keeps file descriptors for the replicas and the store.
+pub const SERVER_CONNECTIONS_MAX_COUNT: usize = 16_384;
+/// Connections a remoting server holds from one address: one host's leak or flood leaves room for
+/// the others (a client process opens one per broker).
+pub const SERVER_CONNECTIONS_PER_HOST_MAX_COUNT: usize = 4_096;
+/// Response bytes queued on one server connection above which it stops reading the peer's requests
+/// until its writer catches up: a peer that does not read its socket stops being served.
+pub const SERVER_CONNECTION_READ_PAUSE_QUEUED_BYTES: usize = 4 * 1024 * 1024;
+/// Response bytes queued on one server connection above which it is closed: what a peer that never
+/// reads can make the server hold (room for two of the largest frames).
+pub const SERVER_CONNECTION_QUEUED_MAX_BYTES: usize = 2 * FRAME_SIZE_MAX_BYTES;
+/// A server connection that neither read nor wrote for this long, with no request in progress, is
+/// closed (`serverChannelMaxIdleTimeSeconds`, 120 s; clients heartbeat every 30 s).
+pub const SERVER_CONNECTION_IDLE_MAX_SECS: u64 = 120;
+
 /// How long a closing connection may spend flushing frames already queued before it is dropped.
 pub const CONNECTION_CLOSE_FLUSH_MAX_MS: u64 = 1_000;
 
@@ -153,6 +169,11 @@ pub const STATS_KEYS_MAX_COUNT: usize = 16_384;
 /// Compiled SQL92 expressions one broker keeps for its pulls; a full cache starts over, so a client
 /// cycling through expressions costs compiles, never memory.
 pub const SQL_FILTER_CACHE_MAX_COUNT: usize = 1_024;
+
+/// Header fields (keys and values) plus remark of one PULL_MESSAGE: room for the longest SQL92
+/// subscription and the usual fields. A pull is parked with its request; this bounds what the
+/// [`LONG_POLL_WAITERS_MAX_COUNT`] parked pulls hold.
+pub const PULL_REQUEST_HEADER_MAX_BYTES: usize = SQL_FILTER_EXPRESSION_MAX_BYTES + 4 * 1024;
 
 /// Longest a pull may stay suspended, whatever `suspendTimeoutMillis` asks (push consumers ask 15 s).
 pub const LONG_POLL_SUSPEND_MAX_MS: u64 = 300_000;
@@ -427,6 +448,9 @@ const _: () = assert!(TOPIC_NAME_LENGTH_MAX_CHARS <= i8::MAX as usize);
 const _: () = assert!(TOPIC_NAME_LENGTH_MAX_CHARS <= TOPIC_STORE_NAME_MAX_BYTES);
 const _: () = assert!(HEADER_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(CONNECTION_WRITE_BATCH_MAX_COUNT <= CONNECTION_WRITE_QUEUE_MAX_COUNT);
+const _: () = assert!(SERVER_CONNECTIONS_PER_HOST_MAX_COUNT <= SERVER_CONNECTIONS_MAX_COUNT);
+const _: () = assert!(SERVER_CONNECTION_READ_PAUSE_QUEUED_BYTES < SERVER_CONNECTION_QUEUED_MAX_BYTES);
+const _: () = assert!(FRAME_SIZE_MAX_BYTES < SERVER_CONNECTION_QUEUED_MAX_BYTES);
 const _: () = assert!(CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT <= CONNECTION_INFLIGHT_MAX_COUNT);
 const _: () = assert!(BENCH_CONCURRENCY_MAX_COUNT <= CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT);
 const _: () = assert!(CONNECT_TIMEOUT_MS <= RPC_TIMEOUT_DEFAULT_MS);

@@ -17,11 +17,7 @@
 //! - [`AdminServer::shutdown`] stops accepting, lets running calls finish, then returns within
 //!   [`ADMIN_HTTP_SHUTDOWN_MAX_MS`].
 
-use std::collections::HashMap;
-use std::net::IpAddr;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use axum::Router;
@@ -34,7 +30,8 @@ use raftmq_common::limits::ADMIN_HTTP_CONNECTIONS_PER_HOST_MAX_COUNT;
 use raftmq_common::limits::ADMIN_HTTP_HEADER_READ_TIMEOUT_MS;
 use raftmq_common::limits::ADMIN_HTTP_REQUEST_TIMEOUT_MS;
 use raftmq_common::limits::ADMIN_HTTP_SHUTDOWN_MAX_MS;
-use raftmq_common::sync::lock;
+use raftmq_common::remoting::admission::Admission;
+use raftmq_common::remoting::admission::AdmissionSlot;
 use tokio::net::TcpListener;
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
@@ -46,45 +43,6 @@ use tracing::warn;
 
 use crate::http::Shared;
 use crate::http::router;
-
-/// Open connections by peer address.
-#[derive(Debug, Default)]
-struct Slots {
-    total: usize,
-    by_host: HashMap<IpAddr, usize>,
-}
-
-/// One connection's place in [`Slots`], given back on drop.
-struct Slot {
-    slots: Arc<Mutex<Slots>>,
-    host: IpAddr,
-}
-
-impl Slots {
-    fn take(slots: &Arc<Mutex<Slots>>, host: IpAddr) -> Option<Slot> {
-        let mut s = lock(slots);
-        let from_host = s.by_host.get(&host).copied().unwrap_or(0);
-        if s.total >= ADMIN_HTTP_CONNECTIONS_MAX_COUNT || from_host >= ADMIN_HTTP_CONNECTIONS_PER_HOST_MAX_COUNT {
-            return None;
-        }
-        s.total += 1;
-        s.by_host.insert(host, from_host + 1);
-        Some(Slot { slots: Arc::clone(slots), host })
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        let mut s = lock(&self.slots);
-        s.total = s.total.saturating_sub(1);
-        if let Some(n) = s.by_host.get_mut(&self.host) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                s.by_host.remove(&self.host);
-            }
-        }
-    }
-}
 
 /// The running admin HTTP server.
 #[derive(Debug)]
@@ -123,7 +81,7 @@ impl AdminServer {
 }
 
 async fn accept_loop(listener: TcpListener, app: Router, stop: CancellationToken) {
-    let slots = Arc::new(Mutex::new(Slots::default()));
+    let admission = Admission::new(ADMIN_HTTP_CONNECTIONS_MAX_COUNT, ADMIN_HTTP_CONNECTIONS_PER_HOST_MAX_COUNT);
     let connections = TaskTracker::new();
     loop {
         let accepted = tokio::select! {
@@ -142,10 +100,13 @@ async fn accept_loop(listener: TcpListener, app: Router, stop: CancellationToken
                 }
             }
         };
-        let Some(slot) = Slots::take(&slots, peer.ip()) else {
-            debug!(%peer, "admin HTTP connection refused: connection limit reached");
-            drop(stream);
-            continue;
+        let slot = match admission.admit(peer.ip()) {
+            Ok(slot) => slot,
+            Err(refused) => {
+                debug!(%peer, %refused, "admin HTTP connection closed at accept");
+                drop(stream);
+                continue;
+            }
         };
         connections.spawn(serve_connection(stream, app.clone(), slot, stop.clone()));
     }
@@ -154,7 +115,7 @@ async fn accept_loop(listener: TcpListener, app: Router, stop: CancellationToken
     connections.wait().await;
 }
 
-async fn serve_connection(stream: TcpStream, app: Router, slot: Slot, stop: CancellationToken) {
+async fn serve_connection(stream: TcpStream, app: Router, slot: AdmissionSlot, stop: CancellationToken) {
     let _slot = slot;
     let service = TowerToHyperService::new(app);
     let mut builder = hyper::server::conn::http1::Builder::new();
