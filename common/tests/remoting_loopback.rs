@@ -564,7 +564,8 @@ async fn connect_from(from: &str, addr: SocketAddr) -> Result<TcpStream> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn t40_connections_beyond_the_per_host_limit_are_closed_and_other_hosts_still_served() -> Result<()> {
-    let limits = ServerLimits { connections_per_host_max_count: 3, connections_max_count: 5, ..ServerLimits::default() };
+    let limits =
+        ServerLimits { connections_per_host_max_count: 3, connections_max_count: 5, ..ServerLimits::default() };
     let server = RemotingServer::bind_with(any_port(), echo_table(), ServerOptions::default().limits(limits)).await?;
     let addr = server.local_addr();
     let mut held = Vec::new();

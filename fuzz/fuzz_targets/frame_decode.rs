@@ -22,8 +22,8 @@ fuzz_target!(|data: &[u8]| {
     let _ = command.decode_header::<SendMessageRequestHeaderV2>();
     if let Ok(encoded) = command.encode() {
         // `encode` writes the length word; `decode_frame` takes the frame after it.
-        let again = RemotingCommand::decode_frame(Bytes::copy_from_slice(&encoded[4..]))
-            .expect("a re-encoded command decodes");
+        let again =
+            RemotingCommand::decode_frame(Bytes::copy_from_slice(&encoded[4..])).expect("a re-encoded command decodes");
         assert_eq!(again.code, command.code);
         assert_eq!(again.opaque, command.opaque);
         assert_eq!(again.body, command.body);

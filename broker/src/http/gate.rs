@@ -168,13 +168,12 @@ fn check_site(headers: &HeaderMap, token_set: bool) -> Result<(), Refusal> {
 
 /// `127.0.0.1`, `[::1]:8080`, `localhost:8080`, `x.localhost` (RFC 6761 keeps these on this host).
 fn is_loopback_host(host: &str) -> bool {
-    let name =
-        match host.strip_prefix('[') {
-            Some(rest) => rest.split_once(']').map_or("", |(ip, _)| ip),
-            None => host
-                .rsplit_once(':')
-                .map_or(host, |(name, port)| if port.bytes().all(|b| b.is_ascii_digit()) { name } else { host }),
-        };
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split_once(']').map_or("", |(ip, _)| ip),
+        None => host
+            .rsplit_once(':')
+            .map_or(host, |(name, port)| if port.bytes().all(|b| b.is_ascii_digit()) { name } else { host }),
+    };
     let name = name.trim_end_matches('.').to_ascii_lowercase();
     name == "localhost" || name.ends_with(".localhost") || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }

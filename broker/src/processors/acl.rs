@@ -41,7 +41,6 @@ use raftmq_common::protocol::header::acl::UpdateGlobalWhiteAddrsConfigRequestHea
 use raftmq_common::protocol::header::acl::split_list;
 use raftmq_common::remoting::RemotingClient;
 
-use crate::config::broker_config::SECRET_MASK;
 use crate::acl::AccountEdit;
 use crate::acl::Acl;
 use crate::acl::AclConfig;
@@ -49,6 +48,7 @@ use crate::acl::AclDocument;
 use crate::acl::AclSource;
 use crate::acl::AclVersion;
 use crate::config::broker_config::BrokerConfig;
+use crate::config::broker_config::SECRET_MASK;
 use crate::processors::client_manage::forward;
 use crate::processors::refusal::refuse;
 use crate::services::replica::Replica;

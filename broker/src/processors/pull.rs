@@ -16,11 +16,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
+use raftmq_common::limits::PULL_REQUEST_HEADER_MAX_BYTES;
 use raftmq_common::message::validate::validate_consumer_group;
 use raftmq_common::message::validate::validate_stored_topic;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::ResponseCode;
-use raftmq_common::limits::PULL_REQUEST_HEADER_MAX_BYTES;
 use raftmq_common::protocol::body::topic::perm;
 use raftmq_common::protocol::header::pull::PullMessageRequestHeader;
 use raftmq_common::protocol::header::pull::PullMessageResponseHeader;

@@ -39,9 +39,9 @@ use tokio::sync::Notify;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::Semaphore;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
-use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
 use super::close_reason::CloseReason;

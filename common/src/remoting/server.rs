@@ -35,13 +35,13 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::admission::Admission;
+use super::admission::AdmissionSlot;
 use super::close_reason::CloseReason;
 use super::close_reason::ConnectionClosed;
 use super::close_reason::ConnectionClosedHook;
 use super::connection::Connection;
 use super::connection_tasks::ConnectionSetup;
-use super::admission::Admission;
-use super::admission::AdmissionSlot;
 use super::processor::ProcessorTable;
 use super::server_limits::ServerLimits;
 use crate::limits::CONNECTION_CLOSE_FLUSH_MAX_MS;
@@ -165,7 +165,8 @@ impl RemotingServer {
             credentials: None,
             limits: Some(options.limits),
         };
-        let admission = Admission::new(options.limits.connections_max_count, options.limits.connections_per_host_max_count);
+        let admission =
+            Admission::new(options.limits.connections_max_count, options.limits.connections_per_host_max_count);
         let accept = accept_loop(listener, setup, connections, admission, server.stop_accepting.clone());
         *lock(&server.accept_task) = Some(tokio::spawn(accept));
         tracing::info!(%local_addr, "remoting server listening");
