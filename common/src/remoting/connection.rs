@@ -314,8 +314,6 @@ pub(crate) fn millis(d: Duration) -> u64 {
 #[cfg(test)]
 pub(crate) mod tests {
     use std::sync::atomic::AtomicI32;
-    use std::sync::atomic::AtomicU64;
-    use std::sync::atomic::AtomicUsize;
 
     use tokio::net::TcpListener;
     use tokio::net::TcpStream;
