@@ -16,14 +16,11 @@ compose=${COMPOSE:-docker-compose}
 ns="172.28.0.2:9876;172.28.0.3:9876"
 topic=ComposeFailoverGaps
 
-role_of() {
-    curl -sf --max-time 1 "http://172.28.0.1$1:8080/api/v1/status" |
-        python3 -c 'import json,sys; print(json.load(sys.stdin)["role"])' 2>/dev/null || echo down
-}
+# broker-a's leader (1, 2 or 3) as the NameServers list it; the admin HTTP API stays in the containers.
 leader() {
-    local n
-    for n in 1 2 3; do [[ $(role_of "$n") == leader ]] && { echo "$n"; return; }; done
-    echo none
+    "$bin" admin clusterList -n "$ns" 2>/dev/null |
+        awk '$2 == "broker-a" && $5 == "LEADER" { split($4, a, ":"); print substr(a[1], length(a[1])); found = 1 }
+             END { if (!found) print "none" }'
 }
 wait_healthy() {
     local deadline=$((SECONDS + 120))

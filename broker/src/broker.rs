@@ -55,8 +55,8 @@ use tracing::warn;
 use crate::config::broker_config::BrokerConfig;
 use crate::config::live_config::LiveConfig;
 use crate::context::BrokerContext;
-use crate::http::AdminServer;
 use crate::http::handles::HttpHandles;
+use crate::http::server::AdminServer;
 use crate::observability::metrics::BrokerMetrics;
 use crate::processors::client_manage::notify_consumer_ids_changed;
 use crate::processors::router::BrokerProcessor;
@@ -300,7 +300,12 @@ impl Broker {
             })
             // A group commit answers many sends at once; they leave in one write.
             .coalesce_writes(true);
-        let admin_listen = SocketAddr::from(([0, 0, 0, 0], ctx.config.admin_port));
+        // Without a token the admin API is open to whoever reaches it: loopback only then.
+        let admin_ip = if ctx.config.admin_token.is_some() { [0, 0, 0, 0] } else { [127, 0, 0, 1] };
+        let admin_listen = SocketAddr::from((admin_ip, ctx.config.admin_port));
+        if ctx.config.admin_token.is_none() {
+            tracing::info!(%admin_listen, "admin HTTP on loopback only: set adminToken to serve other hosts");
+        }
         let admin = AdminServer::bind(
             Arc::new(HttpHandles {
                 config: Arc::clone(&ctx.config),

@@ -109,6 +109,22 @@ pub const CONNECTION_WRITE_BATCH_MAX_COUNT: usize = 128;
 /// as RocketMQ answers when a processor's thread pool rejects a task.
 pub const CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT: usize = 4_096;
 
+/// Connections a remoting server (broker, NameServer) holds at once; one more is closed at accept.
+/// Java sets none; the bound keeps file descriptors for the replicas and the store.
+pub const SERVER_CONNECTIONS_MAX_COUNT: usize = 16_384;
+/// Connections a remoting server holds from one address: one host's leak or flood leaves room for
+/// the others (a client process opens one per broker).
+pub const SERVER_CONNECTIONS_PER_HOST_MAX_COUNT: usize = 4_096;
+/// Response bytes queued on one server connection above which it stops reading the peer's requests
+/// until its writer catches up: a peer that does not read its socket stops being served.
+pub const SERVER_CONNECTION_READ_PAUSE_QUEUED_BYTES: usize = 4 * 1024 * 1024;
+/// Response bytes queued on one server connection above which it is closed: what a peer that never
+/// reads can make the server hold (room for two of the largest frames).
+pub const SERVER_CONNECTION_QUEUED_MAX_BYTES: usize = 2 * FRAME_SIZE_MAX_BYTES;
+/// A server connection that neither read nor wrote for this long, with no request in progress, is
+/// closed (`serverChannelMaxIdleTimeSeconds`, 120 s; clients heartbeat every 30 s).
+pub const SERVER_CONNECTION_IDLE_MAX_SECS: u64 = 120;
+
 /// How long a closing connection may spend flushing frames already queued before it is dropped.
 pub const CONNECTION_CLOSE_FLUSH_MAX_MS: u64 = 1_000;
 
@@ -159,6 +175,11 @@ pub const STATS_KEYS_MAX_COUNT: usize = 16_384;
 /// Compiled SQL92 expressions one broker keeps for its pulls; a full cache starts over, so a client
 /// cycling through expressions costs compiles, never memory.
 pub const SQL_FILTER_CACHE_MAX_COUNT: usize = 1_024;
+
+/// Header fields (keys and values) plus remark of one PULL_MESSAGE: room for the longest SQL92
+/// subscription and the usual fields. A pull is parked with its request; this bounds what the
+/// [`LONG_POLL_WAITERS_MAX_COUNT`] parked pulls hold.
+pub const PULL_REQUEST_HEADER_MAX_BYTES: usize = SQL_FILTER_EXPRESSION_MAX_BYTES + 4 * 1024;
 
 /// Longest a pull may stay suspended, whatever `suspendTimeoutMillis` asks (push consumers ask 15 s).
 pub const LONG_POLL_SUSPEND_MAX_MS: u64 = 300_000;
@@ -269,6 +290,18 @@ const _: () = assert!(TRANSACTION_CHECK_BATCH_MAX_COUNT <= BROKER_GROUP_COMMIT_M
 
 /// Request body an admin HTTP call may send; beyond it the call is answered 413.
 pub const ADMIN_HTTP_BODY_MAX_BYTES: usize = 64 * 1024;
+/// Shortest `adminToken` a broker takes (16 bytes: 128 bits written as hex would be 32).
+pub const ADMIN_TOKEN_MIN_BYTES: usize = 16;
+/// Admin HTTP connections open at once; one more is closed at accept. The API serves operators and
+/// probes, a handful of callers.
+pub const ADMIN_HTTP_CONNECTIONS_MAX_COUNT: usize = 256;
+/// Admin HTTP connections from one address: a slow or hostile client holds at most this share.
+pub const ADMIN_HTTP_CONNECTIONS_PER_HOST_MAX_COUNT: usize = 32;
+/// Longest an admin HTTP request head (or the wait for the next one on a kept-alive connection)
+/// may take to arrive: a slow-loris client is closed after it.
+pub const ADMIN_HTTP_HEADER_READ_TIMEOUT_MS: u64 = 5_000;
+/// Longest an admin HTTP connection lives; then it finishes its call and closes.
+pub const ADMIN_HTTP_CONNECTION_MAX_MS: u64 = 60_000;
 /// Deadline of one admin HTTP call (a replicated change included); beyond it the call is answered 504.
 pub const ADMIN_HTTP_REQUEST_TIMEOUT_MS: u64 = 10_000;
 /// Longest wait for the admin HTTP server's connections to close at shutdown.
@@ -287,6 +320,8 @@ pub const METRICS_CONSUMER_LAG_SERIES_MAX_COUNT: usize = 10_000;
 pub const METRICS_UPKEEP_INTERVAL_MS: u64 = 5_000;
 
 const _: () = assert!(ADMIN_HTTP_SHUTDOWN_MAX_MS > ADMIN_HTTP_REQUEST_TIMEOUT_MS);
+const _: () = assert!(ADMIN_HTTP_CONNECTIONS_PER_HOST_MAX_COUNT < ADMIN_HTTP_CONNECTIONS_MAX_COUNT);
+const _: () = assert!(ADMIN_HTTP_HEADER_READ_TIMEOUT_MS < ADMIN_HTTP_CONNECTION_MAX_MS);
 const _: () = assert!(ADMIN_PROGRESS_QUEUES_MAX_COUNT <= CONSUMER_OFFSET_BATCH_MAX_COUNT);
 
 // ---- Message trace (client SDK; `AsyncTraceDispatcher` defaults) ----
@@ -462,6 +497,9 @@ const _: () = assert!(TOPIC_NAME_LENGTH_MAX_CHARS <= i8::MAX as usize);
 const _: () = assert!(TOPIC_NAME_LENGTH_MAX_CHARS <= TOPIC_STORE_NAME_MAX_BYTES);
 const _: () = assert!(HEADER_SIZE_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
 const _: () = assert!(CONNECTION_WRITE_BATCH_MAX_COUNT <= CONNECTION_WRITE_QUEUE_MAX_COUNT);
+const _: () = assert!(SERVER_CONNECTIONS_PER_HOST_MAX_COUNT <= SERVER_CONNECTIONS_MAX_COUNT);
+const _: () = assert!(SERVER_CONNECTION_READ_PAUSE_QUEUED_BYTES < SERVER_CONNECTION_QUEUED_MAX_BYTES);
+const _: () = assert!(FRAME_SIZE_MAX_BYTES < SERVER_CONNECTION_QUEUED_MAX_BYTES);
 const _: () = assert!(CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT <= CONNECTION_INFLIGHT_MAX_COUNT);
 const _: () = assert!(BENCH_CONCURRENCY_MAX_COUNT <= CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT);
 const _: () = assert!(CONNECT_TIMEOUT_MS <= RPC_TIMEOUT_DEFAULT_MS);

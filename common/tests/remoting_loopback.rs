@@ -36,6 +36,7 @@ use raftmq_common::remoting::RemotingError;
 use raftmq_common::remoting::RemotingServer;
 use raftmq_common::remoting::RequestProcessor;
 use raftmq_common::remoting::SHUTTING_DOWN_REMARK;
+use raftmq_common::remoting::ServerLimits;
 use raftmq_common::remoting::ServerOptions;
 use raftmq_common::remoting::processor_fn;
 use tokio::io::AsyncReadExt;
@@ -550,6 +551,208 @@ async fn t31_client_close_is_reported_by_the_server_hook() -> Result<()> {
     ensure!(server.connection_count() == 0);
     let err = client.invoke(&addr, request(RequestCode::HeartBeat, 2), RPC).await.err().context("closed client")?;
     ensure!(matches!(err, RemotingError::ClientClosed), "{err}");
+    server.shutdown().await;
+    Ok(())
+}
+
+/// Connects to `addr` from the loopback address `from` (any 127.x.y.z is this host on Linux).
+async fn connect_from(from: &str, addr: SocketAddr) -> Result<TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(format!("{from}:0").parse()?)?;
+    Ok(socket.connect(addr).await?)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t40_connections_beyond_the_per_host_limit_are_closed_and_other_hosts_still_served() -> Result<()> {
+    let limits =
+        ServerLimits { connections_per_host_max_count: 3, connections_max_count: 5, ..ServerLimits::default() };
+    let server = RemotingServer::bind_with(any_port(), echo_table(), ServerOptions::default().limits(limits)).await?;
+    let addr = server.local_addr();
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(connect_from("127.0.0.2", addr).await?);
+    }
+    bounded("three connections listed", async {
+        while server.connection_count() < 3 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await?;
+    let mut fourth = connect_from("127.0.0.2", addr).await?;
+    expect_closed_by_server(&mut fourth).await?;
+    ensure!(server.connection_count() == 3, "the fourth from one host is not kept");
+
+    let client = RemotingClient::new();
+    assert_served(&client, &addr.to_string(), 1).await?;
+    // Five in all: one more from a third host is refused too.
+    let _fifth = connect_from("127.0.0.3", addr).await?;
+    bounded("five connections listed", async {
+        while server.connection_count() < 5 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await?;
+    let mut sixth = connect_from("127.0.0.4", addr).await?;
+    expect_closed_by_server(&mut sixth).await?;
+    // A closed connection gives its place back.
+    drop(held.pop());
+    bounded("a slot freed", async {
+        while server.connection_count() > 4 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await?;
+    let mut again = connect_from("127.0.0.2", addr).await?;
+    let frame = request(RequestCode::HeartBeat, 7).encode()?;
+    again.write_all(&frame).await?;
+    let mut frames = FramedRead::new(again, RemotingCodec::new());
+    let response = bounded("an answer on the freed slot", frames.next()).await?.context("closed")??;
+    ensure!(response.response_code() == ResponseCode::Success, "{response:?}");
+    server.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn t41_an_idle_connection_is_closed_after_120_s_and_a_busy_one_is_not() -> Result<()> {
+    let (options, mut closed) = closed_events();
+    let server = RemotingServer::bind_with(any_port(), echo_table(), options).await?;
+    let addr = server.local_addr();
+    let started = tokio::time::Instant::now();
+    let mut idle = TcpStream::connect(addr).await?;
+    let client = RemotingClient::new();
+    // The client calls every 30 s (a heartbeat); the raw socket says nothing.
+    let heartbeats = client.clone();
+    let busy = tokio::spawn(async move {
+        for seq in 0.. {
+            assert_served(&heartbeats, &addr.to_string(), seq).await?;
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        }
+        anyhow::Ok(())
+    });
+    // Virtual time: the bound is past the 120 s under test.
+    let event = tokio::time::timeout(Duration::from_secs(600), closed.recv())
+        .await
+        .context("no idle close within 600 s")?
+        .context("hook channel closed")?;
+    let waited = started.elapsed();
+    ensure!(event.reason == CloseReason::Idle(120), "{event:?}");
+    ensure!(event.peer_addr == idle.local_addr()?, "the idle socket is the one closed: {event:?}");
+    ensure!(waited >= Duration::from_secs(120) && waited < Duration::from_secs(240), "closed after {waited:?}");
+    expect_closed_by_server(&mut idle).await?;
+    ensure!(server.connection_count() == 1, "the heartbeating client stays");
+    ensure!(!busy.is_finished(), "heartbeats failed: {:?}", busy.await);
+    busy.abort();
+    server.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t42_a_peer_that_never_reads_is_closed_before_its_answers_pass_the_bound() -> Result<()> {
+    const ANSWER_BYTES: usize = 1024 * 1024;
+    let limits = ServerLimits {
+        read_pause_queued_bytes: 2 * ANSWER_BYTES,
+        queued_max_bytes: 8 * ANSWER_BYTES,
+        ..ServerLimits::default()
+    };
+    let release = Arc::new(Notify::new());
+    let parked = Arc::new(AtomicU64::new(0));
+    let mut table = echo_table();
+    let (gate, count) = (release.clone(), parked.clone());
+    table.register(
+        RequestCode::PullMessage,
+        Arc::new(processor_fn(move |_ctx, _request| {
+            let (gate, count) = (gate.clone(), count.clone());
+            async move {
+                count.fetch_add(1, Ordering::SeqCst);
+                gate.notified().await;
+                Some(RemotingCommand::success().with_body(vec![7u8; ANSWER_BYTES]))
+            }
+        })),
+    );
+    let (options, mut closed) = closed_events();
+    let server = RemotingServer::bind_with(any_port(), table, options.limits(limits)).await?;
+    let addr = server.local_addr();
+    // 32 parked requests whose answers (32 MiB) all become due at once, on a socket never read.
+    let mut silent = connect_from("127.0.0.2", addr).await?;
+    for seq in 0..32 {
+        silent.write_all(&request(RequestCode::PullMessage, seq).encode()?).await?;
+    }
+    bounded("32 requests parked", async {
+        while parked.load(Ordering::SeqCst) < 32 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await?;
+    let connection = server.connections().into_iter().next().context("the silent connection")?;
+    release.notify_waiters();
+    let event = bounded("the close event", closed.recv()).await?.context("hook channel closed")?;
+    ensure!(matches!(event.reason, CloseReason::SlowReader(q) if q > 8 * ANSWER_BYTES), "{event:?}");
+    ensure!(connection.queued_bytes() <= 8 * ANSWER_BYTES, "queued {}", connection.queued_bytes());
+    // Everyone else is still served.
+    let client = RemotingClient::new();
+    assert_served(&client, &addr.to_string(), 1).await?;
+    drop(silent);
+    server.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t43_a_peer_that_never_reads_gets_no_more_requests_read() -> Result<()> {
+    const ANSWER_BYTES: usize = 256 * 1024;
+    let limits = ServerLimits { read_pause_queued_bytes: ANSWER_BYTES, ..ServerLimits::default() };
+    let answered = Arc::new(AtomicU64::new(0));
+    let count = answered.clone();
+    let mut table = echo_table();
+    table.register(
+        RequestCode::PullMessage,
+        Arc::new(processor_fn(move |_ctx, _request| {
+            count.fetch_add(1, Ordering::SeqCst);
+            async move { Some(RemotingCommand::success().with_body(vec![7u8; ANSWER_BYTES])) }
+        })),
+    );
+    let (options, mut closed) = closed_events();
+    let server = RemotingServer::bind_with(any_port(), table, options.limits(limits)).await?;
+    let addr = server.local_addr();
+    let silent = connect_from("127.0.0.2", addr).await?;
+    let (_read_half, mut write_half) = silent.into_split();
+    // 2,000 requests (500 MiB of answers); the writer stops once the sockets are full.
+    let sender = tokio::spawn(async move {
+        for seq in 0..2_000 {
+            if write_half.write_all(&request(RequestCode::PullMessage, seq).encode()?).await.is_err() {
+                break;
+            }
+        }
+        anyhow::Ok(write_half)
+    });
+    // The answers stop once both sockets' buffers are full and the queue passed the pause.
+    let mut last = u64::MAX;
+    let stalled = bounded("answers stop", async {
+        loop {
+            let now = answered.load(Ordering::SeqCst);
+            if now == last && now > 0 {
+                return now;
+            }
+            last = now;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    })
+    .await?;
+    ensure!(stalled < 2_000, "every request was read from a peer that reads nothing");
+    // Either reading paused with the queue under the bound, or answers of requests read before the
+    // pause passed the bound and the connection was closed.
+    match server.connections().into_iter().next() {
+        Some(connection) => {
+            let queued = connection.queued_bytes();
+            ensure!(queued <= limits.queued_max_bytes, "queued {queued}, more than {}", limits.queued_max_bytes);
+        }
+        None => {
+            let event = closed.try_recv().context("closed without a close event")?;
+            ensure!(matches!(event.reason, CloseReason::SlowReader(_)), "{event:?}");
+        }
+    }
+    let client = RemotingClient::new();
+    assert_served(&client, &addr.to_string(), 1).await?;
+    sender.abort();
     server.shutdown().await;
     Ok(())
 }

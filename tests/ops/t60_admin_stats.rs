@@ -176,7 +176,7 @@ async fn consume_queue_units_are_listed_as_query_cq_asks() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topic_and_consumer_progress_and_connections_are_reported() -> Result<()> {
-    let cluster = Cluster::start_with(1, |c| c.admin_token = Some("t55-secret".into())).await?;
+    let cluster = Cluster::start_with(1, |c| c.admin_token = Some("t55-secret-0123456789".into())).await?;
     cluster.create_topic(TOPIC, 2).await?;
     let addr = cluster.addr(cluster.wait_leader(WAIT).await?);
     let admin = Admin::new(&cluster.namesrv_addr)?;
@@ -364,7 +364,7 @@ async fn topic_and_consumer_progress_and_connections_are_reported() -> Result<()
     ensure!(value("transactionTimeOut") == "6000", "durations in ms, as Java's: {config:?}");
     ensure!(value("brokerId") == "0" && value("brokerRole") == "SYNC_MASTER", "the leader: {config:?}");
     ensure!(value("flushDiskType") == "SYNC_FLUSH", "{config:?}");
-    ensure!(!config.values().any(|v| v.contains("t55-secret")), "{config:?}");
+    ensure!(!config.values().any(|v| v.contains("t55-secret-0123456789")), "{config:?}");
     let raw =
         java_like.invoke(&addr, RemotingCommand::request(RequestCode::GetBrokerConfig), Duration::from_secs(5)).await?;
     ensure!(raw.response_code() == ResponseCode::Success, "{raw:?}");

@@ -35,7 +35,7 @@ use tokio::io::AsyncReadExt;
 use tokio::io::AsyncWriteExt;
 
 const WAIT: Duration = Duration::from_secs(20);
-const TOKEN: &str = "t60-s3cret";
+const TOKEN: &str = "t64-s3cret-0123456789";
 
 /// One HTTP answer.
 #[derive(Debug)]
@@ -119,8 +119,24 @@ async fn http(addr: &str, method: &str, path: &str, token: Option<&str>, body: O
     Ok(Reply { status, headers, body })
 }
 
+/// A GET with the token: groups started with `adminToken` need it for every `/api/v1/` call, the
+/// others ignore it.
 async fn get(addr: &str, path: &str) -> Result<Reply> {
-    http(addr, "GET", path, None, None).await
+    http(addr, "GET", path, Some(TOKEN), None).await
+}
+
+/// `head` (request line and headers, no blank line) and `body` sent as they are.
+async fn raw(addr: &str, head: &str, body: &str) -> Result<Reply> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let request = format!("{head}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+    stream.write_all(request.as_bytes()).await?;
+    let raw = tokio::time::timeout(RPC_TIMEOUT, read_all(&mut stream)).await.context("HTTP answer timed out")??;
+    let text = String::from_utf8(raw)?;
+    let (head, rest) = text.split_once("\r\n\r\n").context("no header end")?;
+    let status: u16 = head.split(' ').nth(1).context("status line")?.parse()?;
+    let headers = head.to_ascii_lowercase();
+    let body = if headers.contains("transfer-encoding: chunked") { dechunk(rest)? } else { rest.to_owned() };
+    Ok(Reply { status, headers, body })
 }
 
 /// Polls `path` until `ok` holds for its answer (a state wait with a safety deadline).
@@ -198,6 +214,22 @@ async fn probes_status_metrics_and_draining() -> Result<()> {
     ensure!(s["storage_faults"] == json!([]) && s["apply_failure"].is_null(), "{s}");
     let r = get(&la, "/readyz").await?.expect(200)?.json()?;
     ensure!(r["ready"] == true && r["storage_faults"] == json!([]), "{r}");
+
+    // Without adminToken the API listens on loopback only and answers only loopback Host names; a
+    // browser's cross-site request and a non-JSON body never reach a handler.
+    let bound = group.brokers[&leader].admin_addr().context("admin address")?;
+    ensure!(bound.ip().is_loopback(), "no token, yet the admin API listens on {bound}");
+    let create = json!({ "topic": "T64_CSRF", "read_queue_nums": 1, "write_queue_nums": 1 }).to_string();
+    let form = "POST /api/v1/topics HTTP/1.1\r\nHost: {la}\r\nOrigin: https://evil.example\r\nContent-Type: text/plain";
+    raw(&la, &form.replace("{la}", &la), &create).await?.expect_error(403, "FORBIDDEN_ORIGIN")?;
+    let plain = format!("POST /api/v1/topics HTTP/1.1\r\nHost: {la}\r\nContent-Type: text/plain");
+    raw(&la, &plain, &create).await?.expect_error(415, "UNSUPPORTED_MEDIA_TYPE")?;
+    let untyped = format!("POST /api/v1/topics HTTP/1.1\r\nHost: {la}");
+    raw(&la, &untyped, &create).await?.expect_error(415, "UNSUPPORTED_MEDIA_TYPE")?;
+    let rebound = "GET /api/v1/status HTTP/1.1\r\nHost: evil.example:8080";
+    raw(&la, rebound, "").await?.expect_error(403, "FORBIDDEN_ORIGIN")?;
+    raw(&la, "GET /readyz HTTP/1.1\r\nHost: evil.example:8080", "").await?.expect(200)?;
+    get(&la, "/api/v1/topics/T64_CSRF").await?.expect_error(404, "TOPIC_NOT_FOUND")?;
     let followers = s["followers"].as_array().context("followers")?;
     ensure!(followers.len() == 2 && followers.iter().all(|x| x["lag"].as_u64().is_some()), "{s}");
     let s = get(&fa, "/api/v1/status").await?.expect(200)?.json()?;
@@ -283,6 +315,14 @@ async fn config_is_read_and_changed_at_runtime() -> Result<()> {
     let group = Group::start_with(1, |c| c.admin_token = Some(TOKEN.to_owned())).await?;
     let id = group.wait_leader(WAIT).await?;
     let admin = group.admin_addr(id)?;
+    // With a token the API listens on every interface, and every /api/v1/ call needs the token.
+    let bound = group.brokers[&id].admin_addr().context("admin address")?;
+    ensure!(bound.ip().is_unspecified(), "with a token the admin API listens on {bound}");
+    http(&admin, "GET", "/api/v1/config", None, None).await?.expect_error(401, "UNAUTHORIZED")?;
+    http(&admin, "GET", "/api/v1/status", Some("t60-s3cre"), None).await?.expect_error(401, "UNAUTHORIZED")?;
+    http(&admin, "GET", "/readyz", None, None).await?.expect(200)?;
+    let named = format!("GET /api/v1/status HTTP/1.1\r\nHost: broker-1.example:8080\r\nAuthorization: Bearer {TOKEN}");
+    raw(&admin, &named, "").await?.expect(200)?;
     let v = get(&admin, "/api/v1/config").await?.expect(200)?.json()?;
     ensure!(v["config"]["brokerPermission"] == "6" && v["config"]["adminToken"] == "******", "{v}");
     ensure!(v["version"]["counter"] == 0, "{v}");

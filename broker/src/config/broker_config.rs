@@ -18,7 +18,7 @@
 //! storePathRootDir = "/data/store"
 //! raftSelfId = 0
 //! adminPort = 8080                         # /livez, /readyz, /metrics, admin API (0: ephemeral)
-//! adminToken = "s3cret"                    # optional: Bearer token for admin POST/PUT/DELETE (every /api/v1/ call under aclEnable)
+//! adminToken = "…"                         # optional: Bearer token of every /api/v1/ call; without it adminPort is loopback only
 //! aclEnable = true                         # optional: plain ACL (RocketMQ's plain_acl.yml)
 //! aclFile = "/etc/raftmq/plain_acl.yml"    # default <storePathRootDir>/config/plain_acl.yml
 //! innerAccessKey = "groupPeers"            # an admin account of the ACL: signs this replica's calls
@@ -54,6 +54,7 @@ use raftmq_common::cluster_secret::ClusterSecret;
 use raftmq_common::cluster_secret::ClusterSecretError;
 use raftmq_common::config_file;
 use raftmq_common::config_file::FileError;
+use raftmq_common::limits::ADMIN_TOKEN_MIN_BYTES;
 use raftmq_common::limits::BROKER_MAX_MESSAGE_SIZE_MAX_BYTES;
 use raftmq_common::limits::BROKER_PULL_TRANSFER_MAX_BYTES;
 use raftmq_common::limits::DELAY_PROGRESS_BATCH_MAX_COUNT;
@@ -220,9 +221,9 @@ pub struct BrokerConfig {
     pub enable_property_filter: bool,
     /// Admin HTTP port (default 8080; 0 binds an ephemeral port, see `Broker::admin_addr`).
     pub admin_port: u16,
-    /// Bearer token the admin HTTP API requires of POST/PUT/DELETE (default none: open; GETs are
-    /// open too, except under `aclEnable`, where every `/api/v1/` call needs it and the API is
-    /// closed without one).
+    /// Bearer token every admin HTTP `/api/v1/` call needs (default none: the admin server then
+    /// listens on loopback only, and under `aclEnable` the API is closed). With it the server
+    /// listens on every interface; probes and `/metrics` need no token.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub admin_token: Option<String>,
     /// Check every remoting request against the plain ACL (`aclEnable`, default false): accounts
@@ -669,6 +670,14 @@ impl BrokerConfig {
         }
         if self.broker_name.trim().is_empty() {
             return Err(invalid("brokerName is empty"));
+        }
+        if let Some(token) = &self.admin_token {
+            // The token opens the admin API to every interface; a guessable one is no guard.
+            if token.len() < ADMIN_TOKEN_MIN_BYTES || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(invalid(format!(
+                    "adminToken must be at least {ADMIN_TOKEN_MIN_BYTES} bytes without spaces (e.g. `openssl rand -hex 16`)"
+                )));
+            }
         }
         if self.listen_port == 0 {
             return Err(invalid("listenPort must not be 0"));
@@ -1130,7 +1139,7 @@ raftAddr = "10.0.0.3:40911"
         ! Java comments start with ! too\n\
         brokerIP1: 10.0.0.2\n\
         namesrvAddr=10.0.0.9:9876;10.0.0.10:9876\n\
-        adminToken = 1234\n\
+        adminToken = 1234567890123456\n\
         clusterSecret = 0123456789abcdef0123456789abcdef\n\
         raftSelfId = 1\n\
         raftPeers = [{id=0, remotingAddr=\"10.0.0.1:10911\", raftAddr=\"10.0.0.1:40911\"}, \\\n\
@@ -1148,7 +1157,7 @@ raftAddr = "10.0.0.3:40911"
         assert_eq!(c.delete_when, "04", "a text key keeps its text");
         assert_eq!(c.delete_when_hours().unwrap(), vec![4]);
         assert_eq!(c.file_reserved_time, 48);
-        assert_eq!(c.admin_token.as_deref(), Some("1234"), "an optional text key too");
+        assert_eq!(c.admin_token.as_deref(), Some("1234567890123456"), "an optional text key too");
         assert_eq!(c.self_peer().map(|p| p.id), Some(1));
         assert_eq!(c.broker_addr(), "10.0.0.2:10911");
         assert_eq!(c.raft_peers.len(), 3, "the inline list, continued over lines");
@@ -1156,9 +1165,20 @@ raftAddr = "10.0.0.3:40911"
         assert_eq!(c.register_name_server_period, Duration::from_secs(10), "plain ms, trailing blanks dropped");
         // The same keys in TOML give the same config.
         let toml = dir.path().join("broker.toml");
-        std::fs::write(&toml, THREE_NODES.replace("raftSelfId = 1", "raftSelfId = 1\ndeleteWhen = \"04\"\nfileReservedTime = 48\nadminToken = \"1234\"\nregisterNameServerPeriod = 10000"))
+        std::fs::write(&toml, THREE_NODES.replace("raftSelfId = 1", "raftSelfId = 1\ndeleteWhen = \"04\"\nfileReservedTime = 48\nadminToken = \"1234567890123456\"\nregisterNameServerPeriod = 10000"))
             .expect("write");
         assert_eq!(BrokerConfig::load(Some(&toml), &[]).expect("toml"), c);
+    }
+
+    #[test]
+    fn a_short_or_spaced_admin_token_is_refused() {
+        for bad in ["", "short", "has a space in it ok", "0123456789abcde"] {
+            let c = BrokerConfig { admin_token: Some(bad.to_owned()), ..BrokerConfig::default() };
+            let err = c.validate_names().expect_err(bad).to_string();
+            assert!(err.contains("adminToken"), "{err}");
+        }
+        let c = BrokerConfig { admin_token: Some("0123456789abcdef".to_owned()), ..BrokerConfig::default() };
+        c.validate_names().expect("16 bytes");
     }
 
     #[test]

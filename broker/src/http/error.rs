@@ -30,6 +30,10 @@ pub mod code {
     pub const PAYLOAD_TOO_LARGE: &str = "PAYLOAD_TOO_LARGE";
     /// A mutating call without the right `Authorization: Bearer` token.
     pub const UNAUTHORIZED: &str = "UNAUTHORIZED";
+    /// Host or Origin names another site (DNS rebinding, a cross-site browser request).
+    pub const FORBIDDEN_ORIGIN: &str = "FORBIDDEN_ORIGIN";
+    /// A body that is not `application/json`.
+    pub const UNSUPPORTED_MEDIA_TYPE: &str = "UNSUPPORTED_MEDIA_TYPE";
     /// No such route.
     pub const NOT_FOUND: &str = "NOT_FOUND";
     /// The route exists but not for this method.

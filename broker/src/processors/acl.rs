@@ -7,7 +7,7 @@
 //! | DELETE_ACL_CONFIG (51) | remove an account (an absent one is already removed: success) |
 //! | UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53) | replace `globalWhiteRemoteAddresses` |
 //! | GET_BROKER_CLUSTER_ACL_INFO (52) | this replica's ACL file version (`dataVersion`) |
-//! | GET_BROKER_CLUSTER_ACL_CONFIG (54) | this replica's file in force: white addresses, accounts (an admin account only: it holds the secrets) |
+//! | GET_BROKER_CLUSTER_ACL_CONFIG (54) | this replica's file in force: white addresses, accounts with secret keys masked (an admin account only) |
 //!
 //! An edit runs on the leader (a follower relays it there once, signature intact): it takes the
 //! group's last replicated file (before the first edit, the leader's own), applies the change,
@@ -23,7 +23,7 @@
 //!   only on top of the edit it was built from (a compare-and-set every replica decides alike), so
 //!   none is lost across a leader change and versions only grow.
 //! - An edit that would write a file this broker cannot read back is refused before it is proposed.
-//! - Stricter than Java: the three edit codes and the read of the whole file (54, secrets included)
+//! - Stricter than Java: the three edit codes and the read of the whole file (54, secret keys masked)
 //!   need a signed `admin` account whatever the peer's address (`crate::acl::ADMIN_CODES`,
 //!   `ACL_EDIT_CODES`); Java lets any signed account create accounts. Without `aclEnable` they are refused with a
 //!   remark saying so, where Java fails on a null validator.
@@ -48,6 +48,7 @@ use crate::acl::AclDocument;
 use crate::acl::AclSource;
 use crate::acl::AclVersion;
 use crate::config::broker_config::BrokerConfig;
+use crate::config::broker_config::SECRET_MASK;
 use crate::processors::client_manage::forward;
 use crate::processors::refusal::refuse;
 use crate::services::replica::Replica;
@@ -152,10 +153,15 @@ pub fn broker_cluster_acl_info(ctx: &AclHandles) -> Result<RemotingCommand, Remo
 }
 
 /// GET_BROKER_CLUSTER_ACL_CONFIG (`mqadmin getAccessConfigSubCommand`, the dashboard's ACL page):
-/// the file in force on this replica, every account with its secret, as Java answers.
+/// the file in force on this replica, every account with its secret key masked (Java sends the
+/// secrets; a signed request without a timestamp can be replayed by whoever captured it, so a
+/// secret never travels in an answer). Secrets are set with UPDATE_ACL_CONFIG, never read back.
 pub fn broker_cluster_acl_config(ctx: &AclHandles) -> Result<RemotingCommand, RemotingCommand> {
     let acl = acl(ctx, ResponseCode::SystemError)?;
-    let body = acl.current().source.to_response_body();
+    let mut body = acl.current().source.to_response_body();
+    for account in &mut body.plain_access_configs {
+        account.secret_key = SECRET_MASK.to_owned();
+    }
     let encoded = body.encode().map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
     Ok(RemotingCommand::success().with_body(encoded))
 }

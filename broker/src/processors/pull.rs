@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
+use raftmq_common::limits::PULL_REQUEST_HEADER_MAX_BYTES;
 use raftmq_common::message::validate::validate_consumer_group;
 use raftmq_common::message::validate::validate_stored_topic;
 use raftmq_common::protocol::RemotingCommand;
@@ -181,6 +182,7 @@ fn filter_of(ctx: &PullHandles, h: &PullMessageRequestHeader) -> Result<MessageF
 }
 
 async fn pull(ctx: &PullHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    check_frame_size(request)?;
     let h: PullMessageRequestHeader = request
         .decode_header()
         .map_err(|e| refuse(ResponseCode::SystemError, format!("the pull request header is invalid: {e}")))?;
@@ -247,6 +249,27 @@ async fn pull(ctx: &PullHandles, request: &RemotingCommand) -> Result<RemotingCo
     }
     (response, _) = run(ctx, &h, &filter, false);
     Ok(response)
+}
+
+/// A pull may be parked for its suspend timeout with its request: it carries no body (RocketMQ's
+/// clients send none) and at most [`PULL_REQUEST_HEADER_MAX_BYTES`] of header fields, so parked
+/// pulls hold little memory however a peer builds its frames.
+fn check_frame_size(request: &RemotingCommand) -> Result<(), RemotingCommand> {
+    if !request.body.is_empty() {
+        return Err(refuse(
+            ResponseCode::SystemError,
+            format!("PULL_MESSAGE carries no body; this one has {} bytes", request.body.len()),
+        ));
+    }
+    let fields = request.ext_fields.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
+    let header = fields + request.remark.as_ref().map_or(0, String::len);
+    if header > PULL_REQUEST_HEADER_MAX_BYTES {
+        return Err(refuse(
+            ResponseCode::SystemError,
+            format!("the pull request header has {header} bytes, more than {PULL_REQUEST_HEADER_MAX_BYTES}"),
+        ));
+    }
+    Ok(())
 }
 
 fn request_peer(request: &RemotingCommand) -> String {

@@ -104,6 +104,7 @@ impl RemotingClient {
             on_closed: None,
             coalesce_writes,
             credentials,
+            limits: None,
         };
         Self {
             inner: Arc::new(ClientInner {

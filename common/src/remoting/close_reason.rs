@@ -17,6 +17,10 @@ pub enum CloseReason {
     Local,
     /// The server is shutting down.
     Shutdown,
+    /// The peer let more response bytes queue than the server holds for it (it does not read).
+    SlowReader(usize),
+    /// Nothing read or written, and no request in progress, for this long (seconds).
+    Idle(u64),
 }
 
 impl std::fmt::Display for CloseReason {
@@ -27,6 +31,8 @@ impl std::fmt::Display for CloseReason {
             CloseReason::BadFrame(e) => write!(f, "bad frame: {e}"),
             CloseReason::Local => f.write_str("closed locally"),
             CloseReason::Shutdown => f.write_str("server shutdown"),
+            CloseReason::SlowReader(bytes) => write!(f, "the peer does not read: {bytes} response bytes queued"),
+            CloseReason::Idle(secs) => write!(f, "idle for {secs} s"),
         }
     }
 }

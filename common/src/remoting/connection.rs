@@ -26,10 +26,14 @@ use std::sync::Mutex;
 use std::sync::MutexGuard;
 use std::sync::OnceLock;
 use std::sync::atomic::AtomicI32;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::Bytes;
+use tokio::sync::Notify;
+use tokio::sync::Semaphore;
 use tokio::sync::mpsc;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -39,6 +43,7 @@ pub use super::close_reason::CloseReason;
 pub use super::close_reason::ConnectionClosed;
 pub use super::close_reason::ConnectionClosedHook;
 use super::error::RemotingError;
+use super::server_limits::ServerLimits;
 use crate::limits::CONNECTION_INFLIGHT_MAX_COUNT;
 use crate::protocol::RemotingCommand;
 use crate::protocol::acl::SessionCredentials;
@@ -67,6 +72,19 @@ pub(crate) struct ConnectionInner {
     pub(crate) coalesce_writes: bool,
     /// See [`ConnectionSetup::credentials`].
     pub(crate) credentials: Option<Arc<SessionCredentials>>,
+    /// Server connections only: queued bytes, idle time (see `connection_tasks`).
+    pub(crate) limits: Option<ServerLimits>,
+    /// Bytes of the frames queued for the writer and not yet written.
+    pub(crate) queued_bytes: AtomicUsize,
+    /// Woken by the writer after each flush (a reader paused on `queued_bytes` waits on it).
+    pub(crate) drained: Notify,
+    /// When the connection started; `last_active_ms` counts from it.
+    pub(crate) born: Instant,
+    /// Last frame read or flush written, in ms since `born`.
+    pub(crate) last_active_ms: AtomicU64,
+    /// Requests from the peer being processed now (permits of at most
+    /// `CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT`).
+    pub(crate) requests: Arc<Semaphore>,
 }
 
 #[derive(Default)]
@@ -203,11 +221,26 @@ impl Connection {
     }
 
     async fn queue_frame(&self, frame: Bytes, deadline: Instant, timeout: Duration) -> Result<(), RemotingError> {
-        match tokio::time::timeout_at(deadline, self.inner.frames.send(frame)).await {
-            Ok(Ok(())) => Ok(()),
+        let len = frame.len();
+        self.inner.queued_bytes.fetch_add(len, Ordering::Relaxed);
+        let result = match tokio::time::timeout_at(deadline, self.inner.frames.send(frame)).await {
+            Ok(Ok(())) => return Ok(()),
             Ok(Err(_)) => Err(self.not_connected()),
             Err(_) => Err(RemotingError::SendTimeout { addr: self.inner.peer.clone(), timeout_ms: millis(timeout) }),
-        }
+        };
+        self.inner.queued_bytes.fetch_sub(len, Ordering::Relaxed);
+        result
+    }
+
+    /// Bytes queued for the writer and not yet written.
+    pub fn queued_bytes(&self) -> usize {
+        self.inner.queued_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Records that the connection made progress (a frame read, a flush written).
+    pub(crate) fn touch(&self) {
+        let ms = u64::try_from(self.inner.born.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.inner.last_active_ms.store(ms, Ordering::Relaxed);
     }
 
     fn not_connected(&self) -> RemotingError {
@@ -306,6 +339,7 @@ pub(crate) mod tests {
             on_closed: None,
             coalesce_writes: false,
             credentials: None,
+            limits: None,
         };
         let near = Connection::spawn(near_stream.unwrap(), setup(near)).unwrap();
         let far = Connection::spawn(accepted.unwrap().0, setup(far)).unwrap();

@@ -9,6 +9,11 @@
 //!   (a processor may itself call the peer on this connection).
 //! - The transport, not the processor, ties a response to its request (opaque, serialize type,
 //!   response flag); a panicking processor is answered SYSTEM_ERROR.
+//! - A server connection ([`ServerLimits`]) stops reading the peer's requests while more than
+//!   `read_pause_queued_bytes` of responses wait for the writer, and closes when a response would
+//!   pass `queued_max_bytes` (a peer that never reads pins at most that); it closes after
+//!   `idle_max` without a read, a write or a request in progress. `queued_bytes` counts every
+//!   frame from queueing until its batch is flushed.
 //! - On close the writer flushes what is already queued (bounded by
 //!   [`CONNECTION_CLOSE_FLUSH_MAX_MS`]), so responses finished before a graceful shutdown are sent.
 
@@ -18,6 +23,7 @@ use std::sync::Mutex;
 use std::sync::OnceLock;
 use std::sync::atomic::AtomicI32;
 use std::sync::atomic::AtomicU64;
+use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -29,9 +35,11 @@ use tokio::io::BufWriter;
 use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::tcp::OwnedWriteHalf;
+use tokio::sync::Notify;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::Semaphore;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -45,6 +53,7 @@ use super::connection::ConnectionInner;
 use super::connection::PendingCalls;
 use super::processor::ConnectionContext;
 use super::processor::ProcessorTable;
+use super::server_limits::ServerLimits;
 use crate::limits::CONNECTION_CLOSE_FLUSH_MAX_MS;
 use crate::limits::CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT;
 use crate::limits::CONNECTION_WRITE_BATCH_MAX_COUNT;
@@ -91,6 +100,8 @@ pub(crate) struct ConnectionSetup {
     pub coalesce_writes: bool,
     /// Every request this side sends is signed with these (plain ACL); `None` on servers.
     pub credentials: Option<Arc<SessionCredentials>>,
+    /// A server's bounds on queued response bytes and idle time; `None` on clients.
+    pub limits: Option<ServerLimits>,
 }
 
 impl Connection {
@@ -116,20 +127,99 @@ impl Connection {
                 on_closed: setup.on_closed.clone(),
                 coalesce_writes: setup.coalesce_writes,
                 credentials: setup.credentials.clone(),
+                limits: setup.limits,
+                queued_bytes: AtomicUsize::new(0),
+                drained: Notify::new(),
+                born: Instant::now(),
+                last_active_ms: AtomicU64::new(0),
+                requests: Arc::new(Semaphore::new(CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT)),
             }),
         };
         let writer = connection.clone();
         setup.io_tasks.spawn(async move { writer.write_loop(frames_rx, write_half).await });
+        if let Some(limits) = setup.limits {
+            let watchdog = connection.clone();
+            setup.io_tasks.spawn(async move { watchdog.close_when_idle(limits.idle_max).await });
+        }
         let reader = connection.clone();
         let io_tasks = setup.io_tasks.clone();
         io_tasks.spawn(async move { reader.read_loop(read_half, setup).await });
         Ok(connection)
     }
 
+    /// Closes the connection once it has read nothing, written nothing and run no request of the
+    /// peer's for `idle_max` (Java's `IdleStateHandler` with `serverChannelMaxIdleTimeSeconds`).
+    async fn close_when_idle(self, idle_max: Duration) {
+        let idle_ms = u64::try_from(idle_max.as_millis()).unwrap_or(u64::MAX);
+        loop {
+            let last = self.inner.last_active_ms.load(Ordering::Relaxed);
+            let due = self.inner.born + Duration::from_millis(last.saturating_add(idle_ms));
+            tokio::select! {
+                _ = self.inner.closed.cancelled() => return,
+                _ = tokio::time::sleep_until(due) => {}
+            }
+            if self.inner.last_active_ms.load(Ordering::Relaxed) != last {
+                continue;
+            }
+            if self.inner.requests.available_permits() < CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT {
+                // A request in progress (a parked pull) is activity: look again a period later.
+                self.touch();
+                continue;
+            }
+            tracing::info!(peer = %self.inner.peer, connection_id = self.inner.id, idle_secs = idle_max.as_secs(),
+                "closing an idle connection");
+            self.close_with(CloseReason::Idle(idle_max.as_secs()));
+            return;
+        }
+    }
+
+    /// Waits while more than `pause_bytes` of responses are queued: a peer that does not read its
+    /// answers gets no more of its requests read. False once the connection closed.
+    async fn wait_drained(&self, pause_bytes: usize) -> bool {
+        loop {
+            let drained = self.inner.drained.notified();
+            tokio::pin!(drained);
+            drained.as_mut().enable();
+            if self.inner.queued_bytes.load(Ordering::Relaxed) <= pause_bytes {
+                return true;
+            }
+            tokio::select! {
+                _ = self.inner.closed.cancelled() => return false,
+                _ = drained => {}
+            }
+        }
+    }
+
+    /// Queues a response frame of the peer's request. On a server connection whose queue would pass
+    /// `queued_max_bytes` the connection is closed instead (the peer does not read).
+    async fn queue_response(&self, frame: Bytes) {
+        let len = frame.len();
+        let queued = self.inner.queued_bytes.fetch_add(len, Ordering::Relaxed) + len;
+        if let Some(limits) = self.inner.limits
+            && queued > limits.queued_max_bytes
+        {
+            self.inner.queued_bytes.fetch_sub(len, Ordering::Relaxed);
+            tracing::warn!(peer = %self.inner.peer, connection_id = self.inner.id, queued,
+                "closing a connection whose peer does not read its responses");
+            self.close_with(CloseReason::SlowReader(queued));
+            return;
+        }
+        // Fails only when the connection closed; the peer has nothing left to receive it.
+        if self.inner.frames.send(frame).await.is_err() {
+            self.inner.queued_bytes.fetch_sub(len, Ordering::Relaxed);
+        }
+    }
+
     async fn read_loop(self, read_half: OwnedReadHalf, setup: ConnectionSetup) {
         let mut frames = FramedRead::with_capacity(read_half, RemotingCodec::new(), READ_BUFFER_BYTES);
-        let requests = Arc::new(Semaphore::new(CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT));
+        let requests = Arc::clone(&self.inner.requests);
+        let pause_bytes = setup.limits.map(|l| l.read_pause_queued_bytes);
         let reason = loop {
+            if let Some(pause_bytes) = pause_bytes
+                && !self.wait_drained(pause_bytes).await
+            {
+                return;
+            }
             let next = tokio::select! {
                 biased;
                 _ = self.inner.closed.cancelled() => return,
@@ -143,8 +233,14 @@ impl Connection {
                         "closing connection after a bad frame");
                     break CloseReason::BadFrame(e.to_string());
                 }
-                Some(Ok(command)) if command.is_response() => self.complete_call(command),
-                Some(Ok(command)) => self.accept_request(command, &setup, &requests),
+                Some(Ok(command)) if command.is_response() => {
+                    self.touch();
+                    self.complete_call(command);
+                }
+                Some(Ok(command)) => {
+                    self.touch();
+                    self.accept_request(command, &setup, &requests);
+                }
             }
         };
         self.close_with(reason);
@@ -174,7 +270,13 @@ impl Connection {
         let response = RemotingCommand::response(code, Some(remark.to_string())).answering(request);
         match response.encode() {
             // A full queue means the peer is not reading; it will time out, as it would anyway.
-            Ok(frame) => drop(self.inner.frames.try_send(frame.freeze())),
+            Ok(frame) => {
+                let frame = frame.freeze();
+                let len = frame.len();
+                if self.inner.frames.try_send(frame).is_ok() {
+                    self.inner.queued_bytes.fetch_add(len, Ordering::Relaxed);
+                }
+            }
             Err(e) => tracing::warn!(peer = %self.inner.peer, error = %e, "cannot encode a refusal"),
         }
     }
@@ -223,8 +325,7 @@ impl Connection {
                 }
             }
         };
-        // Fails only when the connection closed; the peer has nothing left to receive it.
-        drop(self.inner.frames.send(frame).await);
+        self.queue_response(frame).await;
     }
 
     async fn write_loop(self, frames: mpsc::Receiver<Bytes>, write_half: OwnedWriteHalf) {
@@ -278,10 +379,15 @@ impl Connection {
                     }
                 }
             }
+            let mut written = 0;
             for frame in batch.drain(..) {
                 out.write_all(&frame).await?;
+                written += frame.len();
             }
             out.flush().await?;
+            self.inner.queued_bytes.fetch_sub(written, Ordering::Relaxed);
+            self.touch();
+            self.inner.drained.notify_waiters();
         }
         out.shutdown().await
     }

@@ -17,8 +17,11 @@
 //! - [`server`]: [`RemotingServer`]: accept, dispatch, connection-closed hook, graceful shutdown.
 //! - [`client`]: [`RemotingClient`]: lazy connections per address, reconnect after failure.
 //! - [`error`]: [`RemotingError`], with `is_outcome_unknown()` and `is_retryable()`.
+//! - [`admission`]: [`admission::Admission`], connections counted in all and per host.
+//! - [`server_limits`]: [`ServerLimits`], connections, queued response bytes and idle time per peer.
 //! - [`refusal_log`]: [`RefusalLog`], refused requests logged once per connection and code.
 
+pub mod admission;
 pub mod client;
 pub mod close_reason;
 pub mod codec;
@@ -28,6 +31,7 @@ pub mod error;
 pub mod processor;
 pub mod refusal_log;
 pub mod server;
+pub mod server_limits;
 
 pub use client::RemotingClient;
 pub use close_reason::CloseReason;
@@ -46,3 +50,4 @@ pub use processor::processor_fn;
 pub use refusal_log::RefusalLog;
 pub use server::RemotingServer;
 pub use server::ServerOptions;
+pub use server_limits::ServerLimits;

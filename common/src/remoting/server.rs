@@ -15,6 +15,10 @@
 //!   requests up to [`SHUTDOWN_DRAIN_MAX_MS`], close every connection (queued responses are still
 //!   flushed), wait for the connection tasks. It is idempotent.
 //! - Dropping the server without `shutdown` stops accepting and closes connections at once.
+//! - Every connection holds an admission slot while it is listed: at most
+//!   `connections_max_count` in all and `connections_per_host_max_count` from one address
+//!   ([`ServerLimits`]); one more is closed at accept, before any of its bytes is read. Queued
+//!   response bytes and idle time are bounded per connection (`connection_tasks`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -31,12 +35,15 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::admission::Admission;
+use super::admission::AdmissionSlot;
 use super::close_reason::CloseReason;
 use super::close_reason::ConnectionClosed;
 use super::close_reason::ConnectionClosedHook;
 use super::connection::Connection;
 use super::connection_tasks::ConnectionSetup;
 use super::processor::ProcessorTable;
+use super::server_limits::ServerLimits;
 use crate::limits::CONNECTION_CLOSE_FLUSH_MAX_MS;
 use crate::limits::SERVER_ACCEPT_BACKLOG_COUNT;
 use crate::limits::SERVER_ACCEPT_ERROR_BACKOFF_MS;
@@ -47,6 +54,7 @@ use crate::limits::SHUTDOWN_DRAIN_MAX_MS;
 pub struct ServerOptions {
     on_connection_closed: Option<ConnectionClosedHook>,
     coalesce_writes: bool,
+    limits: ServerLimits,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -54,6 +62,7 @@ impl std::fmt::Debug for ServerOptions {
         f.debug_struct("ServerOptions")
             .field("on_connection_closed", &self.on_connection_closed.is_some())
             .field("coalesce_writes", &self.coalesce_writes)
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -73,9 +82,16 @@ impl ServerOptions {
         self.coalesce_writes = on;
         self
     }
+
+    /// Connection limits other than the defaults (tests of the limits themselves).
+    pub fn limits(mut self, limits: ServerLimits) -> Self {
+        self.limits = limits;
+        self
+    }
 }
 
-type ConnectionTable = Arc<Mutex<HashMap<u64, Connection>>>;
+/// Open connections, each with its admission slot (freed when the entry goes).
+type ConnectionTable = Arc<Mutex<HashMap<u64, (Connection, AdmissionSlot)>>>;
 
 /// A listening remoting server.
 pub struct RemotingServer {
@@ -147,8 +163,11 @@ impl RemotingServer {
             on_closed: Some(on_closed),
             coalesce_writes,
             credentials: None,
+            limits: Some(options.limits),
         };
-        let accept = accept_loop(listener, setup, connections, server.stop_accepting.clone());
+        let admission =
+            Admission::new(options.limits.connections_max_count, options.limits.connections_per_host_max_count);
+        let accept = accept_loop(listener, setup, connections, admission, server.stop_accepting.clone());
         *lock(&server.accept_task) = Some(tokio::spawn(accept));
         tracing::info!(%local_addr, "remoting server listening");
         Ok(server)
@@ -166,7 +185,7 @@ impl RemotingServer {
 
     /// Handles to the open connections.
     pub fn connections(&self) -> Vec<Connection> {
-        lock(&self.connections).values().cloned().collect()
+        lock(&self.connections).values().map(|(c, _)| c.clone()).collect()
     }
 
     /// The remark of the SERVICE_NOT_AVAILABLE answers to requests that arrive during
@@ -222,6 +241,7 @@ async fn accept_loop(
     listener: TcpListener,
     setup: ConnectionSetup,
     connections: ConnectionTable,
+    admission: Admission,
     stop: CancellationToken,
 ) {
     loop {
@@ -231,17 +251,18 @@ async fn accept_loop(
             accepted = listener.accept() => accepted,
         };
         match accepted {
-            Ok((stream, peer)) => match Connection::spawn(stream, setup.clone()) {
-                Ok(connection) => {
-                    tracing::debug!(%peer, connection_id = connection.id(), "connection accepted");
-                    lock(&connections).insert(connection.id(), connection.clone());
-                    // It may have closed before it was listed; the hook then found nothing to remove.
-                    if connection.is_closed() {
-                        lock(&connections).remove(&connection.id());
+            Ok((stream, peer)) => {
+                let slot = match admission.admit(peer.ip()) {
+                    Ok(slot) => slot,
+                    Err(refused) => {
+                        // Closed before a byte is read: the peer sees its connection closed at once.
+                        tracing::debug!(%peer, %refused, "connection closed at accept");
+                        drop(stream);
+                        continue;
                     }
-                }
-                Err(e) => tracing::warn!(%peer, error = %e, "cannot set up an accepted connection"),
-            },
+                };
+                accepted_connection(stream, peer, slot, &setup, &connections);
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "accept failed");
                 tokio::select! {
@@ -250,6 +271,26 @@ async fn accept_loop(
                 }
             }
         }
+    }
+}
+
+fn accepted_connection(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    slot: AdmissionSlot,
+    setup: &ConnectionSetup,
+    connections: &ConnectionTable,
+) {
+    match Connection::spawn(stream, setup.clone()) {
+        Ok(connection) => {
+            tracing::debug!(%peer, connection_id = connection.id(), "connection accepted");
+            lock(connections).insert(connection.id(), (connection.clone(), slot));
+            // It may have closed before it was listed; the hook then found nothing to remove.
+            if connection.is_closed() {
+                lock(connections).remove(&connection.id());
+            }
+        }
+        Err(e) => tracing::warn!(%peer, error = %e, "cannot set up an accepted connection"),
     }
 }
 
