@@ -82,11 +82,7 @@ struct Compose {
 impl Compose {
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(self.tool[0]);
-        cmd.args(&self.tool[1..])
-            .args(["-p", PROJECT])
-            .args(args)
-            .current_dir(root())
-            .env("RAFTMQ_IMAGE", IMAGE);
+        cmd.args(&self.tool[1..]).args(["-p", PROJECT]).args(args).current_dir(root()).env("RAFTMQ_IMAGE", IMAGE);
         cmd
     }
 
