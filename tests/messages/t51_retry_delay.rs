@@ -356,8 +356,9 @@ async fn wait_level_progress(cluster: &Cluster, queue_id: i32, offset: i64) -> R
 /// Delayed messages that come due together and add up to more than one Raft RPC can carry (20 of
 /// 1 MiB) are delivered in requests of at most a group-commit entry each, every one intact; the
 /// group keeps committing. Before the cap a round proposed every due message of a level as one
-/// entry, which a leader could store and never replicate. Delivery is held back (a full disk on the
-/// leader) until all twenty are due, so one round finds them all.
+/// entry, which a leader could store and never replicate. Delivery is held back (a full disk on every
+/// replica, so that a full leader cannot hand delivery to another) until all twenty are due, so one
+/// round finds them all.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_delayed_messages_due_together_are_delivered_in_bounded_entries() -> Result<()> {
     const DELAY_MS: i64 = 5_000;
@@ -376,8 +377,10 @@ async fn large_delayed_messages_due_together_are_delivered_in_bounded_entries() 
         Producer::builder("p53").namesrv_addr(&cluster.namesrv_addr).compress_over_bytes(usize::MAX).build()?;
     producer.start().await?;
     let producer = Arc::new(producer);
-    let leader = cluster.wait_leader(WAIT).await?;
-    let store = cluster.broker(leader).context("the leader runs")?.store();
+    // Every replica's disk is marked full, not only the leader's: a full leader hands leadership
+    // to a replica with room (disk_guard), which would then deliver.
+    let stores: Vec<_> =
+        cluster.running().into_iter().filter_map(|id| cluster.broker(id).map(|b| b.store().clone())).collect();
     let big: Vec<String> = (0..20).map(|i| format!("big-{i:02}:{}", "x".repeat((1 << 20) - 8))).collect();
     let sends = big.iter().map(|b| {
         let producer = Arc::clone(&producer);
@@ -391,13 +394,17 @@ async fn large_delayed_messages_due_together_are_delivered_in_bounded_entries() 
         result?;
     }
     // Well within the first message's 5 s: nothing was delivered yet.
-    store.set_disk_full(Some(0.99));
-    ensure!(log.all().is_empty(), "delivered before the disk was marked full");
+    for store in &stores {
+        store.set_disk_full(Some(0.99));
+    }
+    ensure!(log.all().is_empty(), "delivered before the disks were marked full");
     let all_due_ms = stored_ms.iter().max().copied().unwrap_or(0) + DELAY_MS;
     // Waiting for the delay itself to pass: the behaviour under test is a point in time.
     tokio::time::sleep(Duration::from_millis(u64::try_from(all_due_ms - wall_ms()).unwrap_or(0) + 100)).await;
-    ensure!(log.all().is_empty(), "delivered while the disk was full");
-    store.set_disk_full(None);
+    ensure!(log.all().is_empty(), "delivered while the disks were full");
+    for store in &stores {
+        store.set_disk_full(None);
+    }
 
     log.wait_bodies(&big).await?;
     wait_level_progress(&cluster, 0, big.len() as i64).await?;
