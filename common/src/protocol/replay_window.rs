@@ -97,7 +97,7 @@ impl ReplayWindow {
     /// Accepts `seq` of `session` at `now_ms` if it was not seen and is not below the window;
     /// records it.
     pub fn accept(&mut self, session: u64, seq: u64, now_ms: u64) -> Result<(), ReplayError> {
-        if !self.sessions.contains_key(&session) {
+        let Some(s) = self.sessions.get_mut(&session) else {
             if self.sessions.len() >= CLUSTER_AUTH_SESSIONS_MAX_COUNT {
                 self.sessions.retain(|_, s| now_ms.saturating_sub(s.last_ms) <= CLUSTER_AUTH_SESSION_IDLE_MAX_MS);
             }
@@ -106,8 +106,7 @@ impl ReplayWindow {
             }
             self.sessions.insert(session, Session::new(seq, now_ms));
             return Ok(());
-        }
-        let s = self.sessions.get_mut(&session).expect("checked above");
+        };
         if seq > s.top {
             s.shift(seq - s.top);
             s.top = seq;
