@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! 127.0.0.1        the harness's clients (producers, consumers, admin)
-//! 127.0.0.2:9876   the NameServer                         gid 6002
+//! 127.0.0.2:9876   the NameServer (`namesrv`)             gid 6002
+//! 127.0.0.3:9876   the second NameServer (`namesrv2`, `--namesrvs 2`)  gid 6003
 //! 127.0.0.1g r     group g (broker-a, broker-b), replica r = 1..=5, e.g. 127.0.0.11..13   gid 60gr
 //! 127.0.0.1g k     spare k of group g (0-based), k < SPARE_NODES_PER_GROUP: 127.0.0.100..109 for
 //!                  broker-a, 127.0.0.110.. for broker-b; Raft id replicas + 1 + k; gid 6000 + N
@@ -112,15 +113,35 @@ impl NodeSpec {
     }
 }
 
+/// One NameServer. NameServers share nothing: every broker registers with each, every client may
+/// ask any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamesrvSpec {
+    /// `namesrv`, `namesrv2`.
+    pub name: String,
+    /// Its own address (port [`NAMESRV_PORT`]).
+    pub ip: Ipv4Addr,
+    /// Group id its process runs with.
+    pub gid: u32,
+    /// Its directory (log).
+    pub dir: PathBuf,
+}
+
+impl NamesrvSpec {
+    /// `ip:9876`.
+    pub fn addr(&self) -> String {
+        format!("{}:{NAMESRV_PORT}", self.ip)
+    }
+}
+
+/// Most NameServers a run starts (their addresses must stay below the groups' `127.0.0.11`).
+pub const NAMESRVS_MAX: usize = 8;
+
 /// Every process of one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
-    /// The NameServer's address.
-    pub namesrv_ip: Ipv4Addr,
-    /// The NameServer's gid.
-    pub namesrv_gid: u32,
-    /// The NameServer's directory (log).
-    pub namesrv_dir: PathBuf,
+    /// The NameServers, `127.0.0.2` first.
+    pub namesrvs: Vec<NamesrvSpec>,
     /// Every initial broker replica, group by group.
     pub nodes: Vec<NodeSpec>,
     /// Every spare (not started until the `membership` nemesis adds it), group by group, in the
@@ -130,6 +151,18 @@ pub struct Layout {
     pub unsafe_ack_before_fsync: bool,
     /// Size of the tmpfs every node's `disk/` gets (`disk-full`); `None`: the results folder's disk.
     pub node_disk_bytes: Option<u64>,
+}
+
+/// NameServer `i` (0-based): `namesrv` at 127.0.0.2, `namesrv2` at 127.0.0.3, ...
+fn namesrv_spec(root: &Path, i: usize) -> NamesrvSpec {
+    let last = 2 + i as u8;
+    let name = if i == 0 { "namesrv".to_owned() } else { format!("namesrv{}", i + 1) };
+    NamesrvSpec {
+        ip: Ipv4Addr::new(127, 0, 0, last),
+        gid: GID_BASE + u32::from(last),
+        dir: root.join("nodes").join(&name),
+        name,
+    }
 }
 
 /// The name of group `g` (0-based): `broker-a`, `broker-b`, ...
@@ -167,20 +200,28 @@ impl Layout {
             spares
                 .extend((0..SPARE_NODES_PER_GROUP).map(|k| spec(g, SPARE_ADDRESS_BASE + 10 * g + k, replicas + 1 + k)));
         }
-        Layout {
-            namesrv_ip: Ipv4Addr::new(127, 0, 0, 2),
-            namesrv_gid: GID_BASE + 2,
-            namesrv_dir: root.join("nodes").join("namesrv"),
-            nodes,
-            spares,
-            unsafe_ack_before_fsync,
-            node_disk_bytes: None,
-        }
+        Layout { namesrvs: vec![namesrv_spec(root, 0)], nodes, spares, unsafe_ack_before_fsync, node_disk_bytes: None }
     }
 
-    /// `ip:9876`.
+    /// `count` NameServers (1..=[`NAMESRVS_MAX`]) instead of one.
+    pub fn with_namesrvs(mut self, root: &Path, count: usize) -> Self {
+        self.namesrvs = (0..count.clamp(1, NAMESRVS_MAX)).map(|i| namesrv_spec(root, i)).collect();
+        self
+    }
+
+    /// Every NameServer as RocketMQ's `namesrvAddr` lists them: `ip:9876;ip:9876`.
     pub fn namesrv_addr(&self) -> String {
-        format!("{}:{NAMESRV_PORT}", self.namesrv_ip)
+        self.namesrvs.iter().map(NamesrvSpec::addr).collect::<Vec<_>>().join(";")
+    }
+
+    /// The NameServers' process names.
+    pub fn namesrv_names(&self) -> Vec<String> {
+        self.namesrvs.iter().map(|n| n.name.clone()).collect()
+    }
+
+    /// Whether `name` is a NameServer's process.
+    pub fn is_namesrv(&self, name: &str) -> bool {
+        self.namesrvs.iter().any(|n| n.name == name)
     }
 
     /// The group names, in order.
@@ -291,17 +332,19 @@ mod tests {
 
     #[test]
     fn two_groups_of_five_get_distinct_addresses_ports_and_gids() {
-        let l = Layout::new(Path::new("/tmp/x"), 2, 5, false);
+        let l = Layout::new(Path::new("/tmp/x"), 2, 5, false).with_namesrvs(Path::new("/tmp/x"), 2);
         assert_eq!((l.nodes.len(), l.spares.len()), (10, 2 * SPARE_NODES_PER_GROUP));
         assert_eq!(l.groups(), vec!["broker-a".to_owned(), "broker-b".to_owned()]);
         let all: Vec<&NodeSpec> = l.all_nodes().collect();
         let n = all.len();
-        let ips: BTreeSet<_> = all.iter().map(|n| n.ip).chain([l.namesrv_ip]).collect();
+        let ips: BTreeSet<_> = all.iter().map(|n| n.ip).chain(l.namesrvs.iter().map(|ns| ns.ip)).collect();
         let ports: BTreeSet<_> =
             all.iter().flat_map(|n| [n.listen_port, n.raft_port, n.admin_port]).chain([NAMESRV_PORT]).collect();
-        let gids: BTreeSet<_> = all.iter().map(|n| n.gid).chain([l.namesrv_gid]).collect();
+        let gids: BTreeSet<_> = all.iter().map(|n| n.gid).chain(l.namesrvs.iter().map(|ns| ns.gid)).collect();
         let names: BTreeSet<_> = all.iter().map(|n| n.name.as_str()).collect();
-        assert_eq!((ips.len(), ports.len(), gids.len(), names.len()), (n + 1, 3 * n + 1, n + 1, n));
+        assert_eq!((ips.len(), ports.len(), gids.len(), names.len()), (n + 2, 3 * n + 1, n + 2, n));
+        assert_eq!(l.namesrv_addr(), "127.0.0.2:9876;127.0.0.3:9876");
+        assert_eq!(l.namesrvs[1].name, "namesrv2");
         assert_eq!(l.nodes[0].remoting_addr(), "127.0.0.11:10111");
         assert_eq!(l.nodes[5].ip, Ipv4Addr::new(127, 0, 0, 21));
         assert_eq!(l.node_by_addr("127.0.0.22:10221").map(|n| n.name.as_str()), Some("n22"));

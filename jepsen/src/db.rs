@@ -30,8 +30,6 @@ use crate::node::ProcessSpec;
 pub const NAMESRV_BOOT_MARKER: &str = "The Name Server boot success";
 /// The broker's boot line (after `The broker[name, addr]`).
 pub const BROKER_BOOT_MARKER: &str = "boot success";
-/// Name of the NameServer process.
-pub const NAMESRV: &str = "namesrv";
 
 /// Why the cluster could not be set up or controlled.
 #[derive(Debug, thiserror::Error)]
@@ -112,28 +110,30 @@ impl Db {
     /// Writes every config, sets up source addresses in `ns`, and prepares (does not start) processes.
     pub fn new(layout: Layout, ns: NetNs, raftmq: &Path) -> Result<Self, DbError> {
         let fw = Firewall::new(&ns);
-        fw.source_by_gid(layout.namesrv_gid, layout.namesrv_ip)?;
         let mut procs = BTreeMap::new();
-        std::fs::create_dir_all(&layout.namesrv_dir)
-            .map_err(|source| DbError::Io { path: layout.namesrv_dir.display().to_string(), source })?;
-        procs.insert(
-            NAMESRV.to_owned(),
-            NodeProcess::new(ProcessSpec {
-                name: NAMESRV.to_owned(),
-                program: raftmq.to_owned(),
-                // Its own loopback address (the NameServer binds 127.0.0.1 unless told).
-                args: vec![
-                    "namesrv".into(),
-                    "--listenPort".into(),
-                    NAMESRV_PORT.to_string(),
-                    "-D".into(),
-                    format!("bindAddress={}", layout.namesrv_ip),
-                ],
-                gid: layout.namesrv_gid,
-                log: layout.namesrv_dir.join("namesrv.log"),
-                boot_marker: NAMESRV_BOOT_MARKER.to_owned(),
-            }),
-        );
+        for namesrv in &layout.namesrvs {
+            fw.source_by_gid(namesrv.gid, namesrv.ip)?;
+            std::fs::create_dir_all(&namesrv.dir)
+                .map_err(|source| DbError::Io { path: namesrv.dir.display().to_string(), source })?;
+            procs.insert(
+                namesrv.name.clone(),
+                NodeProcess::new(ProcessSpec {
+                    name: namesrv.name.clone(),
+                    program: raftmq.to_owned(),
+                    // Its own loopback address (the NameServer binds 127.0.0.1 unless told).
+                    args: vec![
+                        "namesrv".into(),
+                        "--listenPort".into(),
+                        NAMESRV_PORT.to_string(),
+                        "-D".into(),
+                        format!("bindAddress={}", namesrv.ip),
+                    ],
+                    gid: namesrv.gid,
+                    log: namesrv.dir.join(format!("{}.log", namesrv.name)),
+                    boot_marker: NAMESRV_BOOT_MARKER.to_owned(),
+                }),
+            );
+        }
         if let Some(bytes) = layout.node_disk_bytes {
             for node in layout.all_nodes() {
                 crate::disk::mount_tmpfs(&node.disk_dir(), bytes)?;
@@ -201,7 +201,7 @@ impl Db {
     pub fn running_brokers(&mut self) -> Vec<String> {
         let mut out = Vec::new();
         for (name, p) in self.procs.iter_mut() {
-            if name != NAMESRV && p.is_running() {
+            if !self.layout.is_namesrv(name) && p.is_running() {
                 out.push(name.clone());
             }
         }
@@ -232,9 +232,11 @@ impl Db {
         self.procs.get_mut(name).ok_or_else(|| DbError::UnknownNode(name.to_owned()))
     }
 
-    /// Starts the NameServer, then every broker, and waits for every boot line.
+    /// Starts the NameServers, then every broker, and waits for every boot line.
     pub async fn start_all(&mut self, timeout: Duration) -> Result<(), DbError> {
-        self.start(NAMESRV, timeout).await?;
+        for name in self.layout.namesrv_names() {
+            self.start(&name, timeout).await?;
+        }
         let names: Vec<String> = self.layout.nodes.iter().map(|n| n.name.clone()).collect();
         for name in &names {
             let ns = &self.ns;
@@ -282,7 +284,7 @@ impl Db {
         Ok(self.proc(name)?.resume()?)
     }
 
-    /// Resumes every paused process, starts every stopped member and the NameServer, and removes
+    /// Resumes every paused process, starts every stopped member and NameServer, and removes
     /// every clock skew (the final heal). Removed nodes stay stopped.
     pub async fn restore_all(&mut self, timeout: Duration) -> Result<(), DbError> {
         for node in self.layout.all_nodes() {
@@ -298,7 +300,7 @@ impl Db {
             self.resume(name)?;
         }
         let wanted =
-            [NAMESRV.to_owned()].into_iter().chain(self.members.values().flatten().cloned()).collect::<Vec<_>>();
+            self.layout.namesrv_names().into_iter().chain(self.members.values().flatten().cloned()).collect::<Vec<_>>();
         for name in &wanted {
             if !self.proc(name)?.is_running() {
                 self.start(name, timeout).await?;
@@ -309,14 +311,14 @@ impl Db {
 
     /// Freezes every broker at once (SIGSTOP), then SIGTERMs them one by one (each resumed alone, so
     /// no group can commit anything new while the others shut down and the dumps see one instant),
-    /// then the NameServer; SIGKILL after `grace`.
+    /// then the NameServers; SIGKILL after `grace`.
     pub async fn stop_all(&mut self, grace: Duration) -> Result<(), DbError> {
-        let names: Vec<String> = self.procs.keys().filter(|n| *n != NAMESRV).cloned().collect();
+        let names: Vec<String> = self.procs.keys().filter(|n| !self.layout.is_namesrv(n)).cloned().collect();
         for name in &names {
             self.pause(name)?;
         }
-        for name in names.iter().map(String::as_str).chain([NAMESRV]) {
-            self.proc(name)?.terminate(grace).await?;
+        for name in names.into_iter().chain(self.layout.namesrv_names()) {
+            self.proc(&name)?.terminate(grace).await?;
         }
         Ok(())
     }

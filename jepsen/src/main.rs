@@ -45,6 +45,9 @@ struct Args {
     /// Replicas per group.
     #[arg(long, default_value_t = 3)]
     replicas: usize,
+    /// NameServers (every broker registers with each; clients get all of them).
+    #[arg(long, default_value_t = 1)]
+    namesrvs: usize,
     /// Seconds of quiet after the final heal, before the drain.
     #[arg(long, default_value_t = 20)]
     quiet: u64,
@@ -134,6 +137,7 @@ fn main() -> ExitCode {
             raftmq: raftmq.clone(),
             groups: args.groups,
             replicas: args.replicas,
+            namesrvs: args.namesrvs,
             quiet: Duration::from_secs(args.quiet),
             workload: WorkloadConfig {
                 topic: "jepsen".into(),

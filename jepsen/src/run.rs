@@ -72,6 +72,8 @@ pub struct RunOptions {
     pub raftmq: PathBuf,
     /// Broker groups (1 or 2).
     pub groups: usize,
+    /// NameServers (1 or 2; each isolated alone or all together by the `namesrv` nemesis).
+    pub namesrvs: usize,
     /// Replicas per group (3 or 5).
     pub replicas: usize,
     /// Quiet period after healing.
@@ -142,7 +144,8 @@ pub fn run_blocking(opts: &RunOptions) -> Result<RunOutcome, RunError> {
 
 async fn run_inside(opts: &RunOptions, ns: NetNs) -> Result<RunOutcome, RunError> {
     let out = opts.out.clone();
-    let mut layout = Layout::new(&out, opts.groups, opts.replicas, opts.unsafe_ack_before_fsync);
+    let mut layout =
+        Layout::new(&out, opts.groups, opts.replicas, opts.unsafe_ack_before_fsync).with_namesrvs(&out, opts.namesrvs);
     if opts.nemeses.contains(&NemesisKind::DiskFull) {
         layout.node_disk_bytes = Some(crate::disk::NODE_DISK_BYTES);
     }

@@ -75,6 +75,7 @@ fn options(name: &str, nemesis: &str, seed: u64, out: &Path, bin: &Path) -> RunO
         raftmq: bin.to_owned(),
         groups: 1,
         replicas: 3,
+        namesrvs: 1,
         quiet: Duration::from_secs(10),
         workload: WorkloadConfig {
             topic: "jepsen".into(),
@@ -115,14 +116,16 @@ fn smoke_schedules_pass_and_the_self_test_finds_loss() {
     }
     // Transactions ride the kill schedule: leaders die with halves unknown, and the new leader's
     // checks must commit and roll them back as the producers answer. Delayed and timer messages
-    // ride lose-unfsynced: leaders die with messages waiting in the levels and between hops.
-    for (name, nemesis, tx_producers, delay_producers) in [
-        ("partition", "partition", 0, 0),
-        ("kill", "kill", 2, 0),
-        ("pause", "pause", 0, 0),
-        ("lose-unfsynced", "lose-unfsynced,kill", 0, 1),
+    // ride lose-unfsynced: leaders die with messages waiting in the levels and between hops. Pauses
+    // run with two NameServers, one or both cut at times: clients go on with the one left.
+    for (name, nemesis, tx_producers, delay_producers, namesrvs) in [
+        ("partition", "partition", 0, 0, 1),
+        ("kill", "kill", 2, 0, 1),
+        ("pause", "pause,namesrv", 0, 0, 2),
+        ("lose-unfsynced", "lose-unfsynced,kill", 0, 1, 1),
     ] {
         let mut opts = options(name, nemesis, seed, &out, &bin);
+        opts.namesrvs = namesrvs;
         opts.workload.tx_producers = tx_producers;
         opts.workload.delay_producers = delay_producers;
         let outcome = run_blocking(&opts)

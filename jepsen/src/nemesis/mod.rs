@@ -5,7 +5,7 @@
 //! ```
 //!
 //! - `partition`: iptables DROP per node pair inside a group ([`partition`] shapes);
-//! - `namesrv`: the NameServer cut from every node and client;
+//! - `namesrv`: a NameServer (one or all of them) cut from every node and client;
 //! - `kill`: kill -9 a node, the leader, and restart it after the hold;
 //! - `pause`: SIGSTOP, SIGCONT after the hold;
 //! - `lose-unfsynced`: kill -9, cut the CommitLog back to its durable watermark ([`lose_unfsynced`]),
@@ -318,11 +318,18 @@ pub async fn apply(
             Ok((Applied::Partitioned, format!("cut {}", desc.join(" "))))
         }
         Fault::IsolateNamesrv => {
-            let ns_ip = db.layout.namesrv_ip;
-            let cuts: Vec<(Ipv4Addr, Ipv4Addr)> =
-                db.layout.all_nodes().map(|n| (ns_ip, n.ip)).chain([(ns_ip, CLIENT_IP)]).collect();
+            // With several NameServers, one of them or all at once: clients and brokers must go on
+            // with any NameServer left, and find every route again once all come back.
+            let all = &db.layout.namesrvs;
+            let pick = rng.random_range(0..if all.len() > 1 { all.len() + 1 } else { 1 });
+            let cut: Vec<_> = if pick < all.len() && all.len() > 1 { vec![&all[pick]] } else { all.iter().collect() };
+            let cuts: Vec<(Ipv4Addr, Ipv4Addr)> = cut
+                .iter()
+                .flat_map(|ns| db.layout.all_nodes().map(|n| (ns.ip, n.ip)).chain([(ns.ip, CLIENT_IP)]))
+                .collect();
             db.firewall().partition(&cuts)?;
-            Ok((Applied::Partitioned, "namesrv cut from all".to_owned()))
+            let names = cut.iter().map(|ns| ns.name.as_str()).collect::<Vec<_>>().join(" ");
+            Ok((Applied::Partitioned, format!("{names} cut from all")))
         }
         Fault::Kill(t) => {
             let names = resolve(db, t, rng).await;
