@@ -11,8 +11,9 @@
 //!        connection refused, or SERVICE_NOT_AVAILABLE without a usable hint, and no other group →
 //!        failover step: the group's route is refreshed (rate-limited, shared) and the same queue
 //!        tried at the new leader, or at another replica, which names the leader or takes the write
-//!        timeout / connection lost after sending → outcome unknown: returned, never retried (the
-//!        group's route is refreshed in the background, a dropped address made suspect)
+//!        timeout / connection lost after sending / no answer while the group's route moved to
+//!        another leader (probed every PRODUCER_SEND_STALL_PROBE_MS) → outcome unknown: returned,
+//!        never retried (the group's route is refreshed, a dropped address made suspect)
 //! ```
 //!
 //! Invariants:
@@ -1070,12 +1071,16 @@ impl Producer {
             biased;
             response = call => response.map_err(|e| ClientError::remoting("send", e))?,
             leader = self.leader_moved_away(mq, addr) => {
-                // Answered as the stopping leader would: the hint sends the next attempt there.
-                let remark = format!(
-                    "no answer from {addr} while the group elected a new leader; {}",
-                    raftmq_common::protocol::leader_hint::format_leader_hint(&leader)
-                );
-                return Err(ClientError::broker("send", ResponseCode::ServiceNotAvailable, Some(remark)));
+                // The old leader may have committed the message before it stopped answering (a new
+                // leader then holds it), so this is not a refusal: the caller learns the outcome is
+                // unknown at once instead of after the send timeout, and the refreshed route sends
+                // its next message to `leader`. Resending here would store it twice.
+                return Err(ClientError::new(
+                    ErrorKind::OutcomeUnknown,
+                    "send",
+                    format!("no answer from {addr} while the group elected a new leader ({leader}); the message may or may not be stored"),
+                )
+                .with_context("addr", addr));
             }
         };
         let result = process_send_response(&response, &out.topic, &mq.broker_name, &out.msg_id);

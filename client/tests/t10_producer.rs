@@ -316,6 +316,46 @@ async fn hanging_broker_gives_an_outcome_unknown_timeout_not_a_failure() -> Resu
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_stalled_while_the_leader_moved_is_outcome_unknown_and_never_resent() -> Result<()> {
+    // The old leader may have committed the message before it stopped answering (a SIGSTOPped
+    // leader, a killed container): resending it to the new leader stores it twice (jepsen soak 25,
+    // seed 34002). The stall ends early, outcome unknown; the next message goes to the new leader.
+    let ns = start_namesrv().await?;
+    let ns_addr = ns.local_addr().to_string();
+    let old = FakeBroker::start("broker-a", 0).await?;
+    let new = FakeBroker::start("broker-a", 1).await?;
+    old.register(&ns_addr, &[(TOPIC, 2, RW)]).await?;
+    new.register(&ns_addr, &[(TOPIC, 2, RW)]).await?;
+    old.set_behavior(Behavior::Hang);
+    // Default settings: the 3 s send timeout and the stall probe as users have them.
+    let producer = start_producer(&ns_addr, |b| b).await?;
+
+    let stalled = tokio::spawn({
+        let producer = producer.clone();
+        async move { producer.send(msg("maybe stored")).await }
+    });
+    old.wait_for_requests(1).await?;
+    // The group elects `new`: it now registers as the writable node (brokerId 0).
+    let namesrv_client = raftmq_common::remoting::RemotingClient::new();
+    common::register_broker(&namesrv_client, &ns_addr, "broker-a", 0, &new.addr, &[(TOPIC, 2, RW)]).await?;
+
+    let err = stalled.await?.expect_err("the stalled send has no answer");
+    assert_eq!(err.kind, ErrorKind::OutcomeUnknown, "{err}");
+    assert!(err.to_string().contains(&new.addr), "names the new leader: {err}");
+    assert!(new.sends().is_empty(), "the stalled message must not be resent");
+
+    let next = producer.send(msg("next")).await?;
+    assert_eq!(next.message_queue.broker_name, "broker-a");
+    assert_eq!((old.sends().len(), new.sends().len()), (1, 1));
+
+    producer.shutdown().await;
+    old.shutdown().await;
+    new.shutdown().await;
+    ns.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn validation_fails_before_any_network_call() -> Result<()> {
     // Nothing listens at the NameServer address: any network call would be a Connection error.
     let producer = start_producer(&closed_addr()?, |b| b.max_message_size_bytes(1024)).await?;

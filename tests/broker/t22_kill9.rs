@@ -11,11 +11,7 @@
 #[path = "../harness/mod.rs"]
 mod harness;
 
-use std::collections::BTreeMap;
 use std::collections::HashSet;
-use std::path::Path;
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
@@ -33,7 +29,7 @@ use harness::group::free_port;
 use harness::group::query_offset;
 use harness::group::replica_configs;
 use harness::group::update_offset;
-use raftmq_broker::BrokerConfig;
+use harness::processes::BrokerProcesses;
 use raftmq_client::Admin;
 use raftmq_client::Producer;
 use raftmq_common::message::Message;
@@ -43,8 +39,6 @@ use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::remoting::RemotingClient;
 use raftmq_namesrv::NameServer;
 use raftmq_namesrv::NamesrvConfig;
-use tokio::process::Child;
-use tokio::process::Command;
 
 const WAIT: Duration = Duration::from_secs(30);
 const TOPIC: &str = "T25_KILL9";
@@ -54,76 +48,8 @@ const SENDERS: usize = 8;
 /// SEND_OKs before the kill, and again after the new leader took over.
 const ACKS_PER_PHASE: usize = 300;
 
-/// One `raftmq broker -c FILE` child per replica, restartable on the same files.
-struct Processes {
-    dir: PathBuf,
-    configs: BTreeMap<u64, BrokerConfig>,
-    children: BTreeMap<u64, Child>,
-    starts: usize,
-}
-
-impl Processes {
-    fn new(dir: &Path, namesrv_addr: &str, n: u64) -> Result<Self> {
-        let mut configs = replica_configs(dir, namesrv_addr, n)?;
-        // Separate processes: a fixed free admin port per replica, so a restart keeps it.
-        configs.values_mut().for_each(|c| c.admin_port = free_port());
-        Ok(Processes { dir: dir.to_owned(), configs, children: BTreeMap::new(), starts: 0 })
-    }
-
-    fn start(&mut self, id: u64) -> Result<()> {
-        let config = &self.configs[&id];
-        let file = self.dir.join(format!("broker-{id}.toml"));
-        std::fs::write(&file, config.to_toml_string())?;
-        self.starts += 1;
-        let log = std::fs::File::create(self.dir.join(format!("broker-{id}-{}.log", self.starts)))?;
-        let child = Command::new(env!("CARGO_BIN_EXE_raftmq"))
-            .arg("broker")
-            .arg("-c")
-            .arg(&file)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::from(log.try_clone()?))
-            .stderr(Stdio::from(log))
-            .kill_on_drop(true)
-            .spawn()
-            .with_context(|| format!("spawning broker {id}"))?;
-        self.children.insert(id, child);
-        Ok(())
-    }
-
-    async fn kill9(&mut self, id: u64) -> Result<()> {
-        let mut child = self.children.remove(&id).context("not running")?;
-        child.start_kill()?;
-        child.wait().await?;
-        Ok(())
-    }
-
-    fn id_of(&self, addr: &str) -> Option<u64> {
-        self.configs.iter().find(|(_, c)| c.broker_addr() == addr).map(|(id, _)| *id)
-    }
-
-    fn addr(&self, id: u64) -> String {
-        self.configs[&id].broker_addr()
-    }
-
-    /// The broker logs, for a failing run.
-    fn dump_logs(&self) {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else { return };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.extension().is_some_and(|e| e == "log") {
-                let text = std::fs::read_to_string(&path).unwrap_or_default();
-                let tail: Vec<&str> = text.lines().rev().take(40).collect();
-                eprintln!("==== {} (last lines)", path.display());
-                for line in tail.iter().rev() {
-                    eprintln!("{line}");
-                }
-            }
-        }
-    }
-}
-
 /// The group's leader as the NameServer routes it (brokerId 0), once it is not `not`.
-async fn routed_leader(admin: &Admin, procs: &Processes, not: Option<u64>) -> Result<u64> {
+async fn routed_leader(admin: &Admin, procs: &BrokerProcesses, not: Option<u64>) -> Result<u64> {
     let deadline = Instant::now() + WAIT;
     loop {
         if let Ok(addr) = admin.master_addr_of_group(BROKER_NAME).await
@@ -176,19 +102,20 @@ async fn leader_sigkilled_mid_stream_then_restarted_loses_nothing() -> Result<()
     .await?;
     let namesrv_addr = namesrv.local_addr().to_string();
     let dir = tempfile::tempdir()?;
-    let mut procs = Processes::new(dir.path(), &namesrv_addr, 3)?;
+    let mut configs = replica_configs(dir.path(), &namesrv_addr, 3)?;
+    // Separate processes: a fixed free admin port per replica, so a restart keeps it.
+    configs.values_mut().for_each(|c| c.admin_port = free_port());
+    let mut procs = BrokerProcesses::new(dir.path(), configs);
     let result = scenario(&mut procs, &namesrv_addr).await;
     if result.is_err() {
         procs.dump_logs();
     }
-    for id in procs.children.keys().copied().collect::<Vec<_>>() {
-        procs.kill9(id).await?;
-    }
+    procs.kill_all().await?;
     namesrv.shutdown().await;
     result
 }
 
-async fn scenario(procs: &mut Processes, namesrv_addr: &str) -> Result<()> {
+async fn scenario(procs: &mut BrokerProcesses, namesrv_addr: &str) -> Result<()> {
     for id in 1..=3 {
         procs.start(id)?;
     }
@@ -299,7 +226,7 @@ async fn scenario(procs: &mut Processes, namesrv_addr: &str) -> Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    for id in procs.configs.keys().copied() {
+    for id in procs.ids() {
         assert_eq!(identities(&read_all(&client, &procs.addr(id)).await?), want, "replica {id}");
     }
     eprintln!(

@@ -24,7 +24,6 @@ use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
@@ -34,12 +33,12 @@ use std::time::Instant;
 
 use anyhow::Context;
 use anyhow::Result;
-use anyhow::bail;
 use anyhow::ensure;
 use harness::group::BROKER_NAME;
 use harness::group::drain_queue;
 use harness::group::free_port;
 use harness::group::replica_configs;
+use harness::processes::BrokerProcesses;
 use raftmq_broker::BrokerConfig;
 use raftmq_client::Admin;
 use raftmq_client::Producer;
@@ -53,8 +52,6 @@ use raftmq_raft::config::SEGMENT_ZERO_STEP_BYTES;
 use rand::RngCore;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
-use tokio::process::Child;
-use tokio::process::Command;
 
 const WAIT: Duration = Duration::from_secs(60);
 const TOPIC: &str = "T24_DISK_FULL";
@@ -121,107 +118,26 @@ fn write_file(path: &Path, bytes: u64) -> Result<()> {
     std::fs::write(path, vec![0u8; usize::try_from(bytes)?]).with_context(|| format!("writing {}", path.display()))
 }
 
-/// One `raftmq broker -c FILE` child per replica, each storing on its own tmpfs.
-struct Processes {
-    dir: PathBuf,
-    configs: BTreeMap<u64, BrokerConfig>,
-    children: BTreeMap<u64, Child>,
-    starts: usize,
+/// The mount point of replica `id`'s file system.
+fn disk(dir: &Path, id: u64) -> PathBuf {
+    dir.join(format!("disk-{id}"))
 }
 
-impl Processes {
-    fn new(dir: &Path, namesrv_addr: &str, n: u64) -> Result<Self> {
-        let mut configs = replica_configs(dir, namesrv_addr, n)?;
-        let defaults = BrokerConfig::default();
-        for (id, c) in configs.iter_mut() {
-            // The settings users have, except addresses: the harness shrinks segments and index
-            // files and checkpoints often, which this scenario must not depend on.
-            c.mapped_file_size_commit_log = defaults.mapped_file_size_commit_log;
-            c.max_hash_slot_num = defaults.max_hash_slot_num;
-            c.max_index_num = defaults.max_index_num;
-            c.raft_checkpoint_interval_ms = defaults.raft_checkpoint_interval_ms;
-            c.admin_port = free_port();
-            c.store_path_root_dir = Self::disk(dir, *id).join("store");
-        }
-        Ok(Processes { dir: dir.to_owned(), configs, children: BTreeMap::new(), starts: 0 })
+/// Three replicas with the settings users have, except addresses, each storing on its own tmpfs.
+fn replicas(dir: &Path, namesrv_addr: &str) -> Result<BrokerProcesses> {
+    let mut configs = replica_configs(dir, namesrv_addr, 3)?;
+    let defaults = BrokerConfig::default();
+    for (id, c) in configs.iter_mut() {
+        // The harness shrinks segments and index files and checkpoints often, which this scenario
+        // must not depend on.
+        c.mapped_file_size_commit_log = defaults.mapped_file_size_commit_log;
+        c.max_hash_slot_num = defaults.max_hash_slot_num;
+        c.max_index_num = defaults.max_index_num;
+        c.raft_checkpoint_interval_ms = defaults.raft_checkpoint_interval_ms;
+        c.admin_port = free_port();
+        c.store_path_root_dir = disk(dir, *id).join("store");
     }
-
-    /// The mount point of replica `id`'s file system.
-    fn disk(dir: &Path, id: u64) -> PathBuf {
-        dir.join(format!("disk-{id}"))
-    }
-
-    fn disk_of(&self, id: u64) -> PathBuf {
-        Self::disk(&self.dir, id)
-    }
-
-    fn start(&mut self, id: u64) -> Result<()> {
-        let config = &self.configs[&id];
-        let file = self.dir.join(format!("broker-{id}.toml"));
-        std::fs::write(&file, config.to_toml_string())?;
-        self.starts += 1;
-        let log = std::fs::File::create(self.dir.join(format!("broker-{id}-{}.log", self.starts)))?;
-        let child = Command::new(env!("CARGO_BIN_EXE_raftmq"))
-            .arg("broker")
-            .arg("-c")
-            .arg(&file)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::from(log.try_clone()?))
-            .stderr(Stdio::from(log))
-            .kill_on_drop(true)
-            .spawn()
-            .with_context(|| format!("spawning broker {id}"))?;
-        self.children.insert(id, child);
-        Ok(())
-    }
-
-    /// Fails naming the replica that exited (and how: a signal shows in the status).
-    fn all_alive(&mut self) -> Result<()> {
-        for (id, child) in self.children.iter_mut() {
-            if let Some(status) = child.try_wait()? {
-                bail!("broker {id} exited: {status}");
-            }
-        }
-        Ok(())
-    }
-
-    fn pids(&self) -> BTreeMap<u64, Option<u32>> {
-        self.children.iter().map(|(id, c)| (*id, c.id())).collect()
-    }
-
-    async fn kill9(&mut self, id: u64) -> Result<()> {
-        let mut child = self.children.remove(&id).context("not running")?;
-        child.start_kill()?;
-        child.wait().await?;
-        Ok(())
-    }
-
-    fn id_of(&self, addr: &str) -> Option<u64> {
-        self.configs.iter().find(|(_, c)| c.broker_addr() == addr).map(|(id, _)| *id)
-    }
-
-    fn addr(&self, id: u64) -> String {
-        self.configs[&id].broker_addr()
-    }
-
-    fn admin_http(&self, id: u64) -> String {
-        format!("127.0.0.1:{}", self.configs[&id].admin_port)
-    }
-
-    fn dump_logs(&self) {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else { return };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.extension().is_some_and(|e| e == "log") {
-                let text = std::fs::read_to_string(&path).unwrap_or_default();
-                let tail: Vec<&str> = text.lines().rev().take(40).collect();
-                eprintln!("==== {} (last lines)", path.display());
-                for line in tail.iter().rev() {
-                    eprintln!("{line}");
-                }
-            }
-        }
-    }
+    Ok(BrokerProcesses::new(dir, configs))
 }
 
 /// The whole answer (status line, headers, body) to `GET path` on an admin HTTP address.
@@ -255,7 +171,7 @@ impl Deadline {
 }
 
 /// The routed leader, polled until there is one other than `not`.
-async fn wait_leader(admin: &Admin, procs: &mut Processes, not: Option<u64>) -> Result<u64> {
+async fn wait_leader(admin: &Admin, procs: &mut BrokerProcesses, not: Option<u64>) -> Result<u64> {
     let d = Deadline::new(format!("a routed leader other than {not:?}"));
     loop {
         procs.all_alive()?;
@@ -268,7 +184,7 @@ async fn wait_leader(admin: &Admin, procs: &mut Processes, not: Option<u64>) -> 
 
 /// Polls the senders' outcomes until `done` holds, every broker alive meanwhile.
 async fn wait_seen(
-    procs: &mut Processes,
+    procs: &mut BrokerProcesses,
     seen: &Mutex<Outcomes>,
     what: &str,
     done: impl Fn(&Outcomes) -> bool,
@@ -287,7 +203,7 @@ async fn wait_seen(
 
 /// Polls until replica `addr` holds exactly `want`.
 async fn wait_identical(
-    procs: &mut Processes,
+    procs: &mut BrokerProcesses,
     client: &RemotingClient,
     id: u64,
     want: &[Vec<(i64, String)>],
@@ -304,7 +220,7 @@ async fn wait_identical(
 }
 
 /// The group's leader as the NameServer routes it (brokerId 0).
-async fn routed_leader(admin: &Admin, procs: &Processes) -> Option<u64> {
+async fn routed_leader(admin: &Admin, procs: &BrokerProcesses) -> Option<u64> {
     let addr = admin.master_addr_of_group(BROKER_NAME).await.ok()?;
     procs.id_of(&addr)
 }
@@ -383,7 +299,7 @@ async fn a_group_on_full_disks_refuses_hands_over_serves_again_once_freed_and_lo
     }
     let dir = tempfile::tempdir()?;
     for id in 1..=3 {
-        if let Err(why) = mount_tmpfs(&Processes::disk(dir.path(), id), DISK_BYTES) {
+        if let Err(why) = mount_tmpfs(&disk(dir.path(), id), DISK_BYTES) {
             eprintln!("SKIP: t24 cannot mount a {DISK_BYTES}-byte tmpfs: {why}");
             return Ok(());
         }
@@ -396,19 +312,17 @@ async fn a_group_on_full_disks_refuses_hands_over_serves_again_once_freed_and_lo
     })
     .await?;
     let namesrv_addr = namesrv.local_addr().to_string();
-    let mut procs = Processes::new(dir.path(), &namesrv_addr, 3)?;
+    let mut procs = replicas(dir.path(), &namesrv_addr)?;
     let result = scenario(&mut procs, &namesrv_addr).await;
     if result.is_err() {
         procs.dump_logs();
     }
-    for id in procs.children.keys().copied().collect::<Vec<_>>() {
-        procs.kill9(id).await?;
-    }
+    procs.kill_all().await?;
     namesrv.shutdown().await;
     result
 }
 
-async fn scenario(procs: &mut Processes, namesrv_addr: &str) -> Result<()> {
+async fn scenario(procs: &mut BrokerProcesses, namesrv_addr: &str) -> Result<()> {
     for id in 1..=3 {
         procs.start(id)?;
     }
@@ -438,7 +352,7 @@ async fn scenario(procs: &mut Processes, namesrv_addr: &str) -> Result<()> {
     // The leader's disk gets LEADER_ROOM free, the others more; each holds FREEABLE_BYTES to free from.
     let leader = wait_leader(&admin, procs, None).await?;
     for id in 1..=3 {
-        let disk = procs.disk_of(id);
+        let disk = disk(procs.dir(), id);
         let room = if id == leader { LEADER_ROOM_BYTES } else { LEADER_ROOM_BYTES + FOLLOWER_EXTRA_ROOM_BYTES };
         let free = free_bytes(&disk)?;
         ensure!(free > room + FREEABLE_BYTES, "replica {id}: only {free} bytes free at the start");
@@ -484,7 +398,7 @@ async fn scenario(procs: &mut Processes, namesrv_addr: &str) -> Result<()> {
     let freed = written.min(FREEABLE_BYTES);
     eprintln!("the sends wrote {written} bytes; freeing {freed} bytes on each disk");
     for id in 1..=3 {
-        let file = std::fs::OpenOptions::new().write(true).open(procs.disk_of(id).join("freed-later"))?;
+        let file = std::fs::OpenOptions::new().write(true).open(disk(procs.dir(), id).join("freed-later"))?;
         file.set_len(FREEABLE_BYTES - freed)?;
     }
     let freed_at = Instant::now();
@@ -520,10 +434,10 @@ async fn scenario(procs: &mut Processes, namesrv_addr: &str) -> Result<()> {
     let mut before = BTreeMap::new();
     for id in 1..=3 {
         procs.kill9(id).await?;
-        let disk = procs.disk_of(id);
+        let disk = disk(procs.dir(), id);
         let free = free_bytes(&disk)?;
         write_file(&disk.join("more-data"), free.saturating_sub(RESTART_FREE_BYTES))?;
-        before.insert(id, allocated_bytes(&procs.configs[&id].store_path_root_dir));
+        before.insert(id, allocated_bytes(&procs.config(id).store_path_root_dir));
     }
     for id in 1..=3 {
         procs.start(id)?;
@@ -532,7 +446,7 @@ async fn scenario(procs: &mut Processes, namesrv_addr: &str) -> Result<()> {
         wait_identical(procs, &client, id, &want).await?;
     }
     for id in 1..=3 {
-        let after = allocated_bytes(&procs.configs[&id].store_path_root_dir);
+        let after = allocated_bytes(&procs.config(id).store_path_root_dir);
         let was = before[&id];
         eprintln!("replica {id}: store allocated {was} bytes before the restart, {after} after");
         // Recovery allocates nothing; the zero-filled window ahead of the log end, refilled in

@@ -4,7 +4,8 @@
 //! - [`ports`]: loopback ports chosen free at runtime, outside the ephemeral range;
 //! - [`group`]: a NameServer and an in-process Raft broker group, spoken to on the wire;
 //! - [`cluster`]: the same driven through the SDK, with replicas that can be killed;
-//! - [`cli`]: fake broker nodes and a runner for the real `raftmq` binary.
+//! - [`cli`]: fake broker nodes and a runner for the real `raftmq` binary;
+//! - [`processes`]: broker replicas as real `raftmq broker` child processes (kill -9, restart).
 //!
 //! Each binary uses only part of it.
 
@@ -14,3 +15,4 @@ pub mod cli;
 pub mod cluster;
 pub mod group;
 pub mod ports;
+pub mod processes;
