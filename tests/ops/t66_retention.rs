@@ -63,6 +63,7 @@ fn small_store(c: &mut BrokerConfig, ratio_file: &Path, interval_ms: u64) {
     c.clean_resource_interval = Duration::from_millis(interval_ms);
     c.disk_max_used_space_ratio = 75;
     c.disk_space_clean_forcibly_ratio = 85;
+    c.clean_file_forcibly_enable = true;
     c.disk_space_warning_level_ratio = 90;
     c.disk_used_ratio_file = Some(ratio_file.to_path_buf());
 }

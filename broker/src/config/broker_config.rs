@@ -167,6 +167,11 @@ pub struct BrokerConfig {
     /// Disk usage (%) at or above which the oldest sealed segments are deleted even when not expired
     /// (RocketMQ 5's `diskSpaceCleanForciblyRatio`, default 85; at least `diskMaxUsedSpaceRatio`).
     pub disk_space_clean_forcibly_ratio: u32,
+    /// Whether `diskSpaceCleanForciblyRatio` deletes the oldest segments before `fileReservedTime`
+    /// (RocketMQ's `cleanFileForciblyEnable`). Default false, unlike Java's true: raftmq never drops
+    /// an acknowledged message nobody may have read to make room; a full disk refuses writes
+    /// (`diskSpaceWarningLevelRatio`) until space is freed. Set true for RocketMQ's trade.
+    pub clean_file_forcibly_enable: bool,
     /// Disk usage (%) at or above which sends are refused (SERVICE_NOT_AVAILABLE, "the broker's disk
     /// is full") until it drops again (RocketMQ 5's `diskSpaceWarningLevelRatio`, default 90; 10–99,
     /// at least `diskSpaceCleanForciblyRatio`).
@@ -320,6 +325,7 @@ impl Default for BrokerConfig {
             delete_when: "04".to_owned(),
             disk_max_used_space_ratio: 75,
             disk_space_clean_forcibly_ratio: 85,
+            clean_file_forcibly_enable: false,
             disk_space_warning_level_ratio: 90,
             clean_resource_interval: Duration::from_secs(10),
             file_reserved_time_ms: None,
@@ -452,6 +458,7 @@ pub const RUNTIME_UPDATABLE_KEYS: &[&str] = &[
     "deleteWhen",
     "diskMaxUsedSpaceRatio",
     "diskSpaceCleanForciblyRatio",
+    "cleanFileForciblyEnable",
     "diskSpaceWarningLevelRatio",
     "transactionTimeOut",
     "transactionCheckMax",

@@ -74,6 +74,10 @@ pub struct RetentionPolicy {
     pub delete_hours: Vec<u8>,
     /// Disk thresholds.
     pub watermarks: Watermarks,
+    /// `cleanFileForciblyEnable`: whether `diskSpaceCleanForciblyRatio` may delete unexpired
+    /// segments. Off by default (Java: on): an acknowledged message stays until `fileReservedTime`,
+    /// and a disk that fills refuses writes instead of dropping messages nobody may have read.
+    pub clean_forcibly: bool,
 }
 
 /// A sealed CommitLog segment (no entry will be appended to it again).
@@ -105,7 +109,8 @@ fn reaches(ratio: Option<f64>, pct: u32) -> bool {
 /// RocketMQ's `CleanCommitLogService.deleteExpiredFiles`: when it is a `deleteWhen` hour, the disk
 /// is at or above `diskMaxUsedSpaceRatio`, or an operator asked (`manual`, DELETE_EXPIRED_COMMITLOG
 /// within its last [`RETENTION_MANUAL_DELETE_ROUNDS_COUNT`] rounds), delete sealed segments oldest first while they are
-/// expired — or regardless of age at or above `diskSpaceCleanForciblyRatio` — at most
+/// expired — or, with `cleanFileForciblyEnable`, regardless of age at or above
+/// `diskSpaceCleanForciblyRatio` — at most
 /// `RETENTION_SEGMENTS_PER_ROUND_MAX_COUNT`, stopping at the first one that stays (never a hole).
 /// `segments` are the sealed segments in position order; `disk_used_ratio` is a fraction (`None`:
 /// unknown, treated as no pressure).
@@ -123,7 +128,7 @@ pub fn decide_purge(
     if !time_up && !space_full {
         return None;
     }
-    let forced = reaches(disk_used_ratio, policy.watermarks.force_pct);
+    let forced = policy.clean_forcibly && reaches(disk_used_ratio, policy.watermarks.force_pct);
     let chosen = segments
         .iter()
         .take(RETENTION_SEGMENTS_PER_ROUND_MAX_COUNT)
@@ -201,6 +206,7 @@ impl RetentionSettings {
                     force_pct: config.disk_space_clean_forcibly_ratio,
                     refuse_pct: config.disk_space_warning_level_ratio,
                 },
+                clean_forcibly: config.clean_file_forcibly_enable,
             },
             interval: config.clean_resource_interval,
             segment_size: config.mapped_file_size_commit_log,
@@ -444,6 +450,7 @@ mod tests {
             reserved_ms: 72 * HOUR_MS,
             delete_hours: vec![4],
             watermarks: Watermarks { clean_pct: 75, force_pct: 85, refuse_pct: 90 },
+            clean_forcibly: true,
         }
     }
 
@@ -487,6 +494,13 @@ mod tests {
         for c in cases {
             assert_eq!(decide_purge(&policy(), &segs, now, c.hour, c.ratio, false), c.want, "{}", c.name);
         }
+        // Without cleanFileForciblyEnable (raftmq's default) a full disk deletes expired segments
+        // only: an acknowledged message is never dropped before fileReservedTime.
+        let kept = RetentionPolicy { clean_forcibly: false, ..policy() };
+        for ratio in [0.85, 0.99, 1.0] {
+            assert_eq!(decide_purge(&kept, &segs, now, 13, Some(ratio), false), expired, "ratio {ratio}");
+        }
+        assert_eq!(decide_purge(&kept, &segments(&[99]), now, 13, Some(1.0), false), None);
         // An operator's DELETE_EXPIRED_COMMITLOG makes any hour a deleteWhen hour: expired ones go,
         // the others stay.
         assert_eq!(decide_purge(&policy(), &segs, now, 3, Some(0.5), true), expired);
