@@ -283,6 +283,12 @@ pub struct BrokerConfig {
     /// refused. Default false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub test_only_unsafe_ack_before_fsync_loses_data: bool,
+    /// TEST ONLY, BREAKS ORDERLY CONSUMPTION ACROSS FAILOVER (`testOnlyLocalQueueLocksUnsafe`): queue
+    /// locks are kept in the leader's memory as RocketMQ's master keeps them, not replicated, so a
+    /// new leader grants queues the old one had locked (the jepsen `order` self-test shows its
+    /// checker catches that). Default false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub test_only_local_queue_locks_unsafe: bool,
     /// This node's Raft id (default 0).
     pub raft_self_id: u64,
     /// The Raft group (default: this broker alone, at `brokerIP1` (default 127.0.0.1):`listenPort`,
@@ -357,6 +363,7 @@ impl Default for BrokerConfig {
             raft_page_cache_follower_window_bytes: RaftConfig::default().page_cache_follower_window_bytes,
             test_clock_skew_file: None,
             test_only_unsafe_ack_before_fsync_loses_data: false,
+            test_only_local_queue_locks_unsafe: false,
             raft_self_id: 0,
             raft_peers: vec![RaftPeer {
                 id: 0,
