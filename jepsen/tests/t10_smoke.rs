@@ -85,9 +85,11 @@ fn options(name: &str, nemesis: &str, seed: u64, out: &Path, bin: &Path) -> RunO
             tx_producers: 0,
             delay_producers: 0,
             consumers: 2,
+            orderly_consumers: 0,
             group: "jepsen_consumers".into(),
         },
         unsafe_ack_before_fsync: false,
+        unsafe_local_queue_locks: false,
     }
 }
 
