@@ -1,12 +1,10 @@
 //! `DefaultPullConsumer` (RocketMQ's `DefaultMQPullConsumer`) against a real NameServer and the fake
 //! broker of t30: the topic's queues, pulls by queue and offset (tag filter, no new message, an
-//! offset out of range), a blocking pull woken by an arrival, and offsets stored and read back
+//! offset out of range), a blocking pull held by the broker, and offsets stored and read back
 //! only when the caller says so.
 
 mod common;
 mod t30_consumer_fake;
-
-use std::time::Duration;
 
 use anyhow::Result;
 use raftmq_client::DefaultPullConsumer;
@@ -51,19 +49,14 @@ async fn t50_pull_by_queue_and_offset_with_caller_kept_offsets() -> Result<()> {
         assert!(!data.codes.contains(&RequestCode::HeartBeat));
     }
 
-    // A blocking pull waits for the next message and returns it.
-    let waiting = {
-        let consumer = consumer.clone();
-        let q1 = q1.clone();
-        tokio::spawn(async move { consumer.pull_block_if_not_found(&q1, "*", 5, 32).await })
-    };
-    broker
-        .wait_until("the blocking pull arrived", |d| {
-            d.pulls.iter().any(|p| p.queue_offset == 5 && pull_sys_flag::has_suspend(p.sys_flag))
-        })
-        .await?;
+    // A blocking pull asks the broker to hold it (the fake holds it at most 300 ms): nothing new
+    // at the end, the next message once there is one.
+    let held = consumer.pull_block_if_not_found(&q1, "*", 5, 32).await?;
+    assert_eq!((held.status, held.msgs.len()), (PullStatus::NoNewMsg, 0));
+    let last = broker.data().pulls.last().cloned().expect("a pull");
+    assert!(pull_sys_flag::has_suspend(last.sys_flag) && last.suspend_timeout_millis > 0);
     broker.append("TopicP", 1, None, "k5");
-    let woken = tokio::time::timeout(Duration::from_secs(20), waiting).await???;
+    let woken = consumer.pull_block_if_not_found(&q1, "*", 5, 32).await?;
     assert_eq!(woken.msgs.iter().map(|m| m.queue_offset).collect::<Vec<_>>(), vec![5]);
 
     // Offsets: none stored until the caller stores one.
