@@ -251,6 +251,13 @@ impl Broker {
         let stats = Arc::new(crate::observability::stats::StatsTable::new(config.broker_cluster_name.clone()));
         let broker_totals = Arc::new(crate::observability::stats::BrokerTotals::new(crate::state::store::now_ms()));
         let writer = RecordWriter::new(group_commit.clone(), Arc::clone(&broker_totals), Arc::clone(&stats));
+        if config.test_only_local_queue_locks_unsafe {
+            warn!("TEST ONLY: queue locks stay in the leader's memory (testOnlyLocalQueueLocksUnsafe)");
+        }
+        let locks = Arc::new(crate::services::rebalance_lock::RebalanceLocks::new(
+            Arc::clone(&replica),
+            config.test_only_local_queue_locks_unsafe,
+        ));
         let ctx = Arc::new(BrokerContext {
             pull_limits: PullLimits {
                 max_transfer_bytes_in_memory: u64::from(config.max_transfer_bytes_on_message_in_memory),
@@ -267,6 +274,7 @@ impl Broker {
             writer,
             offsets,
             clients: Arc::new(ClientManager::new()),
+            locks,
             store_host,
             forwarder,
             membership,

@@ -15,6 +15,7 @@ use crate::services::client_manager::ClientManager;
 use crate::services::group_commit::GroupCommit;
 use crate::services::membership::GroupMembership;
 use crate::services::offset_commit::OffsetCommitter;
+use crate::services::rebalance_lock::RebalanceLocks;
 use crate::services::record_writer::RecordWriter;
 use crate::services::replica::Replica;
 use crate::state::pull::PullLimits;
@@ -40,8 +41,10 @@ pub struct BrokerContext {
     pub offsets: OffsetCommitter,
     /// Adding and removing nodes, leadership transfer, the group's status.
     pub membership: Arc<GroupMembership>,
-    /// Connected clients and queue locks.
+    /// Connected clients.
     pub clients: Arc<ClientManager>,
+    /// Orderly consumers' queue locks, through Raft.
+    pub locks: Arc<RebalanceLocks>,
     /// STOREHOST (`brokerIP1:listenPort`).
     pub store_host: SocketAddr,
     /// Client for requests a follower relays to the leader: unsigned, so a relayed request keeps

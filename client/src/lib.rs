@@ -10,12 +10,14 @@
 //! - [`fault_strategy`]: latency-based avoidance of failed or slow broker groups.
 //! - [`selector`]: queue selectors for partition-ordered sends.
 //! - [`send_result`]: [`SendResult`], [`SendStatus`], response mapping.
-//! - [`producer`]: [`Producer`] / [`ProducerBuilder`].
+//! - [`producer`]: [`Producer`] / [`ProducerBuilder`]; [`body_compression`]: which bodies it
+//!   compresses (zlib, LZ4, ZSTD).
 //! - [`transaction`]: [`TransactionProducer`] and [`TransactionListener`]: half messages,
 //!   END_TRANSACTION, answers to the broker's CHECK_TRANSACTION_STATE.
 //! - `trace`: message trace (`enableMsgTrace`): the dispatcher that sends trace records.
 //! - [`admin`]: [`Admin`]: NameServer and broker administration calls.
-//! - [`consumer`]: [`PushConsumer`] and [`PullConsumer`] (rebalance, offsets, listeners).
+//! - [`consumer`]: [`PushConsumer`], [`PullConsumer`] and [`DefaultPullConsumer`] (rebalance,
+//!   offsets, listeners).
 //!
 //! ```no_run
 //! # async fn demo() -> raftmq_client::Result<()> {
@@ -32,6 +34,7 @@
 //! ```
 
 pub mod admin;
+pub mod body_compression;
 mod client_config;
 mod clock;
 pub mod consumer;
@@ -48,6 +51,7 @@ pub(crate) mod trace;
 pub mod transaction;
 
 pub use admin::Admin;
+pub use consumer::DefaultPullConsumer;
 pub use consumer::PullConsumer;
 pub use consumer::PushConsumer;
 pub use error::ClientError;
@@ -55,6 +59,7 @@ pub use error::ErrorKind;
 pub use error::Result;
 pub use producer::Producer;
 pub use producer::ProducerBuilder;
+pub use raftmq_common::message::sys_flag::CompressionType;
 pub use raftmq_common::protocol::acl::SessionCredentials;
 pub use selector::MessageQueueSelector;
 pub use selector::SelectMessageQueueByHash;

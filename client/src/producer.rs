@@ -49,7 +49,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use raftmq_common::limits::CLIENT_HEARTBEAT_INTERVAL_DEFAULT_MS;
-use raftmq_common::limits::COMPRESS_BODY_OVER_BYTES;
 use raftmq_common::limits::MESSAGE_BODY_SIZE_MAX_BYTES;
 use raftmq_common::limits::PRODUCER_HEARTBEAT_ROUTE_CHECK_MS;
 use raftmq_common::limits::PRODUCER_SEND_ATTEMPTS_MAX_COUNT;
@@ -61,7 +60,6 @@ use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
 use raftmq_common::message::batch::encode_batch;
 use raftmq_common::message::batch::validate_batch;
-use raftmq_common::message::compress::compress_body;
 use raftmq_common::message::msg_id::UniqIdGenerator;
 use raftmq_common::message::msg_id::UniqIdSeed;
 use raftmq_common::message::properties;
@@ -91,6 +89,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::body_compression::BodyCompression;
 use crate::client_config::ClientConfig;
 use crate::client_config::client_config_setters;
 use crate::clock::now_ms;
@@ -132,7 +131,7 @@ pub struct ProducerBuilder {
     send_timeout: Duration,
     retry_times_when_send_failed: u32,
     retry_times_when_send_async_failed: u32,
-    compress_over_bytes: usize,
+    pub(crate) compression: BodyCompression,
     max_message_size_bytes: usize,
     create_topic_key: String,
     default_topic_queue_nums: i32,
@@ -153,7 +152,7 @@ impl ProducerBuilder {
             send_timeout: Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS),
             retry_times_when_send_failed: RETRY_TIMES_WHEN_SEND_FAILED_DEFAULT,
             retry_times_when_send_async_failed: RETRY_TIMES_WHEN_SEND_FAILED_DEFAULT,
-            compress_over_bytes: COMPRESS_BODY_OVER_BYTES,
+            compression: BodyCompression::default(),
             max_message_size_bytes: MESSAGE_BODY_SIZE_MAX_BYTES,
             create_topic_key: AUTO_CREATE_TOPIC_KEY_TOPIC.to_owned(),
             default_topic_queue_nums: DEFAULT_TOPIC_QUEUE_NUMS_DEFAULT,
@@ -186,9 +185,10 @@ impl ProducerBuilder {
         self
     }
 
-    /// Bodies of at least this many bytes are zlib-compressed (`compressMsgBodyOverHowmuch`, 4 KiB).
+    /// Bodies of at least this many bytes are compressed (`compressMsgBodyOverHowmuch`, 4 KiB;
+    /// the algorithm: [`ProducerBuilder::compress_type`]).
     pub fn compress_over_bytes(mut self, bytes: usize) -> Self {
-        self.compress_over_bytes = bytes;
+        self.compression.over_bytes = bytes;
         self
     }
 
@@ -783,9 +783,8 @@ impl Producer {
         self.complete_properties(msg);
         let mut sys_flag = 0;
         let mut body = msg.body.clone();
-        if body.len() >= self.inner.config.compress_over_bytes {
-            body = Bytes::from(compress_body(&body));
-            sys_flag |= sys_flag::COMPRESSED | sys_flag::COMPRESSION_ZLIB_TYPE;
+        if let Some((packed, flags)) = self.inner.config.compression.apply(&body) {
+            (body, sys_flag) = (packed, sys_flag | flags);
         }
         if msg.is_transaction_prepared() {
             sys_flag |= sys_flag::TRANSACTION_PREPARED_TYPE;
@@ -1333,6 +1332,7 @@ mod tests {
     use std::net::Ipv4Addr;
 
     use super::*;
+    use raftmq_common::limits::COMPRESS_BODY_OVER_BYTES;
 
     fn producer() -> Producer {
         Producer::builder("PG")

@@ -237,10 +237,29 @@ pub const BROKER_MAX_MESSAGE_SIZE_MAX_BYTES: usize =
 const HEADER_ROOM_BYTES: usize = 64 * 1024;
 /// Longest remark a heartbeat refusal carries (it names the refused consumer groups).
 pub const HEARTBEAT_REFUSAL_REMARK_MAX_BYTES: usize = 1024;
-/// A queue lock not renewed this long is free again (`RebalanceLockManager`, 60 s).
+/// A queue lock not renewed this long is free again (`RebalanceLockManager`, 60 s,
+/// `rocketmq.broker.rebalance.lockMaxLiveTime`), measured on the replicated lock table's clock.
 pub const BROKER_REBALANCE_LOCK_MAX_LIVE_MS: u64 = 60_000;
+/// Most queues one LOCK_BATCH_MQ / UNLOCK_BATCH_MQ may name (a client asks for the queues it was
+/// allocated on one broker; the Raft entry of a batch stays far below `RAFT_ENTRY_MAX_BYTES`).
+pub const BROKER_REBALANCE_LOCK_BATCH_MAX_COUNT: usize = 1_024;
+/// Most queue locks the replicated lock table holds over all groups; past it, after expired locks
+/// are purged, a new lock is refused (a renewal never is).
+pub const BROKER_REBALANCE_LOCK_TABLE_MAX_COUNT: usize = 65_536;
+/// Longest `clientId` a queue lock records.
+pub const BROKER_REBALANCE_LOCK_CLIENT_ID_MAX_BYTES: usize = 255;
+/// Longest `brokerName` a queue lock records.
+pub const BROKER_NAME_MAX_BYTES: usize = 255;
 
 const _: () = assert!(BROKER_GROUP_COMMIT_MAX_COUNT <= BROKER_SEND_QUEUE_MAX_COUNT);
+// A lock batch (names of at most 255 bytes each) fits one Raft entry.
+const _: () = assert!(
+    BROKER_REBALANCE_LOCK_BATCH_MAX_COUNT * (2 * 2 + TOPIC_STORE_NAME_MAX_BYTES + BROKER_NAME_MAX_BYTES + 4)
+        < RAFT_ENTRY_MAX_BYTES / 4
+);
+// A client trusts its lock for less time than the broker keeps it: the margin that absorbs a
+// renewal in flight and the lock clock's lag after a leader change (docs/broker.md#queue-locks).
+const _: () = assert!(CONSUMER_LOCK_MAX_LIVE_MS < BROKER_REBALANCE_LOCK_MAX_LIVE_MS);
 const _: () = assert!(BROKER_GROUP_COMMIT_MAX_COUNT <= CONSUMER_OFFSET_BATCH_MAX_COUNT);
 const _: () = assert!(BROKER_GROUP_COMMIT_MAX_BYTES < RAFT_ENTRY_MAX_BYTES);
 const _: () = assert!(BROKER_OFFSET_BATCH_MAX_BYTES < RAFT_ENTRY_MAX_BYTES);

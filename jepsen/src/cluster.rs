@@ -43,6 +43,8 @@ pub const PAGE_CACHE_LEADER_WINDOW_BYTES: u64 = 8 * 1024 * 1024;
 pub const PAGE_CACHE_FOLLOWER_WINDOW_BYTES: u64 = 4 * 1024 * 1024;
 /// Broker config key of the test-only unsafe mode (acknowledge before fsync) the self-test needs.
 pub const UNSAFE_ACK_KEY: &str = "testOnlyUnsafeAckBeforeFsyncLosesData";
+/// The broker's test-only key keeping queue locks in the leader's memory (the `order` self-test).
+pub const UNSAFE_LOCAL_LOCKS_KEY: &str = "testOnlyLocalQueueLocksUnsafe";
 /// Broker config key of the test-only injectable clock offset the `clock` nemesis drives.
 pub const CLOCK_SKEW_KEY: &str = "testClockSkewFile";
 /// Where the harness's clients connect from.
@@ -149,6 +151,8 @@ pub struct Layout {
     pub spares: Vec<NodeSpec>,
     /// Test-only unsafe acknowledgement (self-test).
     pub unsafe_ack_before_fsync: bool,
+    /// Test-only queue locks in the leader's memory (the `order` self-test).
+    pub unsafe_local_queue_locks: bool,
     /// Size of the tmpfs every node's `disk/` gets (`disk-full`); `None`: the results folder's disk.
     pub node_disk_bytes: Option<u64>,
 }
@@ -200,7 +204,14 @@ impl Layout {
             spares
                 .extend((0..SPARE_NODES_PER_GROUP).map(|k| spec(g, SPARE_ADDRESS_BASE + 10 * g + k, replicas + 1 + k)));
         }
-        Layout { namesrvs: vec![namesrv_spec(root, 0)], nodes, spares, unsafe_ack_before_fsync, node_disk_bytes: None }
+        Layout {
+            namesrvs: vec![namesrv_spec(root, 0)],
+            nodes,
+            spares,
+            unsafe_ack_before_fsync,
+            unsafe_local_queue_locks: false,
+            node_disk_bytes: None,
+        }
     }
 
     /// `count` NameServers (1..=[`NAMESRVS_MAX`]) instead of one.
@@ -308,6 +319,9 @@ impl Layout {
         t.insert("transactionCheckInterval".into(), s(&format!("{TRANSACTION_CHECK_INTERVAL_MS}ms")));
         if self.unsafe_ack_before_fsync {
             t.insert(UNSAFE_ACK_KEY.into(), toml::Value::Boolean(true));
+        }
+        if self.unsafe_local_queue_locks {
+            t.insert(UNSAFE_LOCAL_LOCKS_KEY.into(), toml::Value::Boolean(true));
         }
         let peers = peers
             .iter()

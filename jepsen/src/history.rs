@@ -70,6 +70,9 @@ pub enum OpF {
     Assign,
     /// A fault: `invoke` when it starts, `ok` when it was healed; `value` names it.
     Nemesis,
+    /// An orderly consumer processing one message: `invoke` when its listener starts it, `ok` when
+    /// it finished it; both carry `queue`, `offset` and `value`.
+    Process,
 }
 
 /// One message a read returned.

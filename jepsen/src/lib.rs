@@ -15,6 +15,7 @@
 //! - [`transaction`]: transaction producers, their commit/rollback rule, the wait for checks to settle;
 //! - [`delay`]: delay producers (delay levels and timers), each value's delay, the wait for the
 //!   delay levels to drain;
+//! - [`orderly`]: orderly push consumers (restarted every few seconds) recording what they process;
 //! - [`timeline`]: the SVG picture of operations and faults.
 
 pub mod checker;
@@ -27,6 +28,7 @@ pub mod history;
 pub mod nemesis;
 pub mod net;
 pub mod node;
+pub mod orderly;
 pub mod run;
 pub mod timeline;
 pub mod transaction;

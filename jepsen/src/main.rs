@@ -69,12 +69,19 @@ struct Args {
     /// Consumers in the consumer group.
     #[arg(long, default_value_t = 2)]
     consumers: usize,
+    /// Orderly push consumers, restarted every 6–15 s (the `order` checker; 0 = none).
+    #[arg(long = "orderly-consumers", default_value_t = 0)]
+    orderly_consumers: usize,
     /// Runs, each with the next seed, each in `<out>/<i>`.
     #[arg(long = "test-count", default_value_t = 1)]
     test_count: u32,
     /// TEST ONLY: brokers acknowledge before fsync (the self-test's deliberately unsafe mode).
     #[arg(long = "unsafe-ack-before-fsync")]
     unsafe_ack_before_fsync: bool,
+    /// TEST ONLY: brokers keep queue locks in the leader's memory, unreplicated (the `order`
+    /// self-test: RocketMQ's master behaviour, which breaks orderly consumption across failover).
+    #[arg(long = "unsafe-local-queue-locks")]
+    unsafe_local_queue_locks: bool,
     /// Re-check a finished run's folder (history.jsonl, dumps.json) and exit.
     #[arg(long)]
     recheck: Option<PathBuf>,
@@ -148,9 +155,11 @@ fn main() -> ExitCode {
                 tx_producers: args.tx_producers,
                 delay_producers: args.delay_producers,
                 consumers: args.consumers,
+                orderly_consumers: args.orderly_consumers,
                 group: "jepsen_consumers".into(),
             },
             unsafe_ack_before_fsync: args.unsafe_ack_before_fsync,
+            unsafe_local_queue_locks: args.unsafe_local_queue_locks,
         };
         match run_blocking(&opts) {
             Ok(outcome) => {

@@ -44,6 +44,7 @@ use crate::nemesis::schedule;
 use crate::net;
 use crate::net::EnvError;
 use crate::net::NetNs;
+use crate::orderly;
 use crate::transaction;
 use crate::workload;
 use crate::workload::WorkloadConfig;
@@ -82,6 +83,8 @@ pub struct RunOptions {
     pub workload: WorkloadConfig,
     /// Test-only: brokers acknowledge before fsync (the self-test's unsafe mode).
     pub unsafe_ack_before_fsync: bool,
+    /// Test-only: brokers keep queue locks in the leader's memory (the `order` self-test).
+    pub unsafe_local_queue_locks: bool,
 }
 
 /// Why a run could not produce a verdict.
@@ -146,6 +149,7 @@ async fn run_inside(opts: &RunOptions, ns: NetNs) -> Result<RunOutcome, RunError
     let out = opts.out.clone();
     let mut layout =
         Layout::new(&out, opts.groups, opts.replicas, opts.unsafe_ack_before_fsync).with_namesrvs(&out, opts.namesrvs);
+    layout.unsafe_local_queue_locks = opts.unsafe_local_queue_locks;
     if opts.nemeses.contains(&NemesisKind::DiskFull) {
         layout.node_disk_bytes = Some(crate::disk::NODE_DISK_BYTES);
     }
@@ -221,6 +225,7 @@ async fn phases(opts: &RunOptions, db: &mut Db, rec: &Recorder, steps: &[schedul
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = workload::spawn(db, &opts.workload, rec, &stop_rx)?;
     delay::spawn_into(&mut tasks, &db.layout.namesrv_addr(), &opts.workload, rec, &stop_rx);
+    orderly::spawn_into(&mut tasks, &db.layout.namesrv_addr(), &opts.workload, rec, &stop_rx, opts.seed);
     // Transaction producers outlive the workload: they answer checks until the final wait is over.
     let (tx_done_tx, tx_done_rx) = watch::channel(false);
     let mut tx_tasks = transaction::spawn(db, &opts.workload, rec, &stop_rx, &tx_done_rx);

@@ -7,6 +7,7 @@
 //! tx producers    t<i>.<incarnation>: transactional sends, one at a time (crate::transaction; spawned apart)
 //! delay producers d<i>.<incarnation>: delayed and timer sends, one at a time (crate::delay; spawned apart)
 //! consumers       c<i>:       subscribe (rebalance), poll, record reads, commit every second
+//! orderly         o<i>.<incarnation>: orderly push consumers, restarted every 6–15 s (crate::orderly; spawned apart)
 //! monitor:                    the broker's stored consumer offset of every queue, every second
 //! final drain:                a fresh consumer assigned every queue, seek 0, read to the max offset
 //! ```
@@ -69,6 +70,8 @@ pub struct WorkloadConfig {
     pub delay_producers: usize,
     /// Consumers in the group.
     pub consumers: usize,
+    /// Orderly push consumers (`o<i>`, [`crate::orderly`]); 0 = none.
+    pub orderly_consumers: usize,
     /// The consumer group.
     pub group: String,
 }

@@ -86,9 +86,11 @@ fn options(name: &str, nemesis: &str, seed: u64, out: &Path, bin: &Path) -> RunO
             tx_producers: 0,
             delay_producers: 0,
             consumers: 2,
+            orderly_consumers: 0,
             group: "jepsen_consumers".into(),
         },
         unsafe_ack_before_fsync: false,
+        unsafe_local_queue_locks: false,
     }
 }
 
@@ -116,18 +118,20 @@ fn smoke_schedules_pass_and_the_self_test_finds_loss() {
     }
     // Transactions ride the kill schedule: leaders die with halves unknown, and the new leader's
     // checks must commit and roll them back as the producers answer. Delayed and timer messages
-    // ride lose-unfsynced: leaders die with messages waiting in the levels and between hops. Pauses
-    // run with two NameServers, one or both cut at times: clients go on with the one left.
-    for (name, nemesis, tx_producers, delay_producers, namesrvs) in [
-        ("partition", "partition", 0, 0, 1),
-        ("kill", "kill", 2, 0, 1),
-        ("pause", "pause,namesrv", 0, 0, 2),
-        ("lose-unfsynced", "lose-unfsynced,kill", 0, 1, 1),
+    // ride lose-unfsynced: leaders die with messages waiting in the levels and between hops.
+    // Orderly consumers ride partition: isolated leaders, and queues moving between consumers.
+    // Pauses run with two NameServers, one or both cut at times: clients go on with the one left.
+    for (name, nemesis, tx_producers, delay_producers, orderly_consumers, namesrvs) in [
+        ("partition", "partition", 0, 0, 2, 1),
+        ("kill", "kill", 2, 0, 0, 1),
+        ("pause", "pause,namesrv", 0, 0, 0, 2),
+        ("lose-unfsynced", "lose-unfsynced,kill", 0, 1, 0, 1),
     ] {
         let mut opts = options(name, nemesis, seed, &out, &bin);
         opts.namesrvs = namesrvs;
         opts.workload.tx_producers = tx_producers;
         opts.workload.delay_producers = delay_producers;
+        opts.workload.orderly_consumers = orderly_consumers;
         let outcome = run_blocking(&opts)
             .unwrap_or_else(|e| panic!("{name} (seed {seed}): run failed: {e}; see {}", out.join(name).display()));
         assert!(outcome.report.valid, "{name} (seed {seed}):\n{}", outcome.report.summary());
@@ -135,6 +139,15 @@ fn smoke_schedules_pass_and_the_self_test_finds_loss() {
             // Valid alone could mean no delayed value was ever acknowledged.
             let acked = outcome.report.result("lost").map_or(0, |r| r.get("delay_acked"));
             assert!(acked > 0, "{name} (seed {seed}): no delayed send was acknowledged:\n{}", outcome.report.summary());
+        }
+        if orderly_consumers > 0 {
+            // Valid alone could mean no orderly consumer ever processed a message.
+            let processed = outcome.report.result("order").map_or(0, |r| r.get("processed"));
+            assert!(
+                processed > 0,
+                "{name} (seed {seed}): no message processed in order:\n{}",
+                outcome.report.summary()
+            );
         }
     }
     if let Err(e) = broker_accepts(&bin, true) {

@@ -189,6 +189,11 @@ pub struct BrokerConfig {
     pub disk_used_ratio_file: Option<PathBuf>,
     /// Suspend pulls that find nothing (default true); off = short polling.
     pub long_polling_enable: bool,
+    /// Followers' reads (`slaveReadEnable`, default false): a pull answer suggests a follower
+    /// (the group's `whichBrokerWhenConsumeSlowly`) to a consumer reading past the tail kept in
+    /// memory (`accessMessageInMemoryMaxRatio`), and the group's `brokerId` (0: the leader) to one
+    /// that is not; off, every answer suggests the leader.
+    pub slave_read_enable: bool,
     /// Wait of a suspended pull when long polling is off (default 1 s).
     #[serde(with = "raftmq_common::config_duration")]
     pub short_polling_time_mills: Duration,
@@ -288,6 +293,12 @@ pub struct BrokerConfig {
     /// refused. Default false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub test_only_unsafe_ack_before_fsync_loses_data: bool,
+    /// TEST ONLY, BREAKS ORDERLY CONSUMPTION ACROSS FAILOVER (`testOnlyLocalQueueLocksUnsafe`): queue
+    /// locks are kept in the leader's memory as RocketMQ's master keeps them, not replicated, so a
+    /// new leader grants queues the old one had locked (the jepsen `order` self-test shows its
+    /// checker catches that). Default false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub test_only_local_queue_locks_unsafe: bool,
     /// This node's Raft id (default 0).
     pub raft_self_id: u64,
     /// The Raft group (default: this broker alone, at `brokerIP1` (default 127.0.0.1):`listenPort`,
@@ -331,6 +342,7 @@ impl Default for BrokerConfig {
             file_reserved_time_ms: None,
             disk_used_ratio_file: None,
             long_polling_enable: true,
+            slave_read_enable: false,
             short_polling_time_mills: Duration::from_secs(1),
             max_transfer_bytes_on_message_in_memory: 256 * 1024,
             max_transfer_count_on_message_in_memory: 32,
@@ -363,6 +375,7 @@ impl Default for BrokerConfig {
             raft_page_cache_follower_window_bytes: RaftConfig::default().page_cache_follower_window_bytes,
             test_clock_skew_file: None,
             test_only_unsafe_ack_before_fsync_loses_data: false,
+            test_only_local_queue_locks_unsafe: false,
             raft_self_id: 0,
             raft_peers: vec![RaftPeer {
                 id: 0,
@@ -435,7 +448,7 @@ fn refuse_legacy_unsafe_ack(table: &toml::Table) -> Result<(), ConfigError> {
 ///   (re-registered at once, as Java does);
 /// - `maxMessageSize`, `autoCreateTopicEnable`, `rejectTransactionMessage`: sends;
 /// - `autoCreateSubscriptionGroup`, `enablePropertyFilter`, `longPollingEnable`,
-///   `shortPollingTimeMills`: pulls, heartbeats and send-backs;
+///   `shortPollingTimeMills`, `slaveReadEnable`: pulls, heartbeats and send-backs;
 /// - `fileReservedTime`, `deleteWhen` and the three disk ratios: the retention task's next round;
 /// - `transactionTimeOut`, `transactionCheckMax`: the transaction check's next round;
 /// - `regionId`, `traceOn`: the next SEND_OK (its MSG_REGION and TRACE_ON).
@@ -454,6 +467,7 @@ pub const RUNTIME_UPDATABLE_KEYS: &[&str] = &[
     "enablePropertyFilter",
     "longPollingEnable",
     "shortPollingTimeMills",
+    "slaveReadEnable",
     "fileReservedTime",
     "deleteWhen",
     "diskMaxUsedSpaceRatio",

@@ -766,16 +766,15 @@ pub fn update_broker_config(ctx: &AdminHandles, request: &RemotingCommand) -> Re
 
 /// Keys of Java's `BrokerConfig` / `MessageStoreConfig` that a Raft group has no setting for, as
 /// they hold here: the id and role this replica registers with (leader 0, SYNC_MASTER), every send
-/// fsynced before SEND_OK, followers serving pulls. `mqadmin exportConfigs` reads them and fails
+/// fsynced before SEND_OK (`slaveReadEnable` is a key of ours). `mqadmin exportConfigs` reads them and fails
 /// on a missing one.
-fn java_role_keys(broker_id: i64) -> [(&'static str, String); 6] {
+fn java_role_keys(broker_id: i64) -> [(&'static str, String); 5] {
     let role = if broker_id == 0 { "SYNC_MASTER" } else { "SLAVE" };
     [
         ("brokerId", broker_id.to_string()),
         ("brokerRole", role.to_owned()),
         ("flushDiskType", "SYNC_FLUSH".to_owned()),
         ("filterServerNums", "0".to_owned()),
-        ("slaveReadEnable", "true".to_owned()),
         ("useTLS", "false".to_owned()),
     ]
 }

@@ -37,6 +37,7 @@ use raftmq_common::protocol::body::heartbeat::HeartbeatData;
 use raftmq_common::protocol::body::lock_batch::LockBatchRequestBody;
 use raftmq_common::protocol::body::lock_batch::LockBatchResponseBody;
 use raftmq_common::protocol::body::lock_batch::UnlockBatchRequestBody;
+use raftmq_common::protocol::body::message_queue::MessageQueue;
 use raftmq_common::protocol::header::admin::GetConsumerConnectionListRequestHeader;
 use raftmq_common::protocol::header::admin::GetConsumerRunningInfoRequestHeader;
 use raftmq_common::protocol::header::admin::GetProducerConnectionListRequestHeader;
@@ -65,6 +66,7 @@ use crate::processors::send_back::retry_topic_config;
 use crate::services::client_manager::ClientChannel;
 use crate::services::client_manager::ClientManager;
 use crate::services::offset_commit::OffsetCommitter;
+use crate::services::rebalance_lock::RebalanceLocks;
 use crate::services::replica::Replica;
 use crate::services::replica::WriteError;
 use crate::state::commit_log::record_at;
@@ -72,7 +74,9 @@ use crate::state::entry::BrokerCommand;
 use crate::state::entry::OffsetCommit;
 use crate::state::offsets::query_offset_answer;
 use crate::state::pull::SqlFilterCache;
+use crate::state::rebalance_lock::LockedQueue;
 use crate::state::store::MessageStore;
+use crate::state::store::check_lock_names;
 use crate::state::store::now_ms;
 
 fn body<B: JsonBody>(request: &RemotingCommand) -> Result<B, RemotingCommand> {
@@ -92,8 +96,10 @@ pub struct ClientHandles {
     pub replica: Arc<Replica>,
     /// Topics, groups, offsets and the committed CommitLog.
     pub store: Arc<MessageStore>,
-    /// Connected clients and queue locks.
+    /// Connected clients.
     pub clients: Arc<ClientManager>,
+    /// Orderly consumers' queue locks, through Raft.
+    pub locks: Arc<RebalanceLocks>,
     /// Replication of consumer offsets.
     pub offsets: OffsetCommitter,
     /// Unsigned client relaying a follower's request to the leader.
@@ -497,24 +503,50 @@ pub(crate) async fn forward(
     Ok(response)
 }
 
-/// LOCK_BATCH_MQ.
-pub fn lock_batch(ctx: &ClientHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
-    let req: LockBatchRequestBody = body(request)?;
-    if ctx.replica.ready_term().is_none() {
-        return Err(
-            WriteError::NotLeader { leader_addr: ctx.replica.leader_addr() }.to_response(&ctx.config.broker_name)
-        );
+/// The queues of a lock request that this broker locks, deduplicated: only its own (a client
+/// locks each broker's queues there); the names checked as apply checks them, so a request
+/// LOCK_BATCH_MQ takes never makes an entry that every replica refuses.
+fn lock_request(
+    ctx: &ClientHandles,
+    group: &str,
+    client_id: &str,
+    mqs: &[MessageQueue],
+) -> Result<Vec<LockedQueue>, RemotingCommand> {
+    let mut queues: Vec<LockedQueue> = Vec::with_capacity(mqs.len());
+    for mq in mqs.iter().filter(|mq| mq.broker_name == ctx.config.broker_name) {
+        let q = LockedQueue { topic: mq.topic.clone(), broker_name: mq.broker_name.clone(), queue_id: mq.queue_id };
+        if !queues.contains(&q) {
+            queues.push(q);
+        }
     }
-    let locked = ctx.clients.try_lock_batch(&req.consumer_group, &req.mq_set, &req.client_id, now_ms());
-    let body = LockBatchResponseBody { lock_ok_mq_set: locked }
+    check_lock_names(group, client_id, &queues).map_err(|why| refuse(ResponseCode::SystemError, why))?;
+    Ok(queues)
+}
+
+/// LOCK_BATCH_MQ: one QUEUE_LOCKS entry; the answer lists the queues the client holds once it is
+/// applied (a follower or a leader not yet ready refuses with the leader hint).
+pub async fn lock_batch(ctx: &ClientHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    let req: LockBatchRequestBody = body(request)?;
+    let queues = lock_request(ctx, &req.consumer_group, &req.client_id, &req.mq_set)?;
+    let locked = ctx
+        .locks
+        .lock_batch(&req.consumer_group, &req.client_id, queues)
+        .await
+        .map_err(|e| e.to_response(&ctx.config.broker_name))?;
+    let lock_ok_mq_set = locked.into_iter().map(|q| MessageQueue::new(q.topic, q.broker_name, q.queue_id)).collect();
+    let body = LockBatchResponseBody { lock_ok_mq_set }
         .encode()
         .map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))?;
     Ok(RemotingCommand::success().with_body(body))
 }
 
-/// UNLOCK_BATCH_MQ.
-pub fn unlock_batch(ctx: &ClientHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+/// UNLOCK_BATCH_MQ: one QUEUE_LOCKS entry releasing the client's own locks.
+pub async fn unlock_batch(ctx: &ClientHandles, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
     let req: UnlockBatchRequestBody = body(request)?;
-    ctx.clients.unlock_batch(&req.consumer_group, &req.mq_set, &req.client_id);
+    let queues = lock_request(ctx, &req.consumer_group, &req.client_id, &req.mq_set)?;
+    ctx.locks
+        .unlock_batch(&req.consumer_group, &req.client_id, queues)
+        .await
+        .map_err(|e| e.to_response(&ctx.config.broker_name))?;
     Ok(RemotingCommand::success())
 }

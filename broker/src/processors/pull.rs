@@ -46,6 +46,7 @@ use crate::state::pull::OffsetCheck;
 use crate::state::pull::PullLimits;
 use crate::state::pull::PullOutcome;
 use crate::state::pull::PullPolicy;
+use crate::state::pull::SlaveRead;
 use crate::state::pull::SqlFilterCache;
 use crate::state::pull::build_subscription;
 use crate::state::pull::get_message;
@@ -300,12 +301,22 @@ fn run(
         let req = GetMessageRequest { offset: h.queue_offset, max_msg_nums: h.max_msg_nums, filter, offset_check };
         get_message(queues.get(&h.topic, h.queue_id), &req, ctx.store.commit_log(), &ctx.pull_limits)
     };
-    let (long_polling_enable, short_polling) = ctx.live.read(|c| (c.long_polling_enable, c.short_polling_time_mills));
+    let (long_polling_enable, short_polling, slave_read_enable) =
+        ctx.live.read(|c| (c.long_polling_enable, c.short_polling_time_mills, c.slave_read_enable));
+    let slave_read = slave_read_enable.then(|| {
+        let meta = ctx.store.metadata();
+        let group = meta.groups.get(&h.consumer_group);
+        SlaveRead {
+            when_slow: group.map_or(1, |g| g.which_broker_when_consume_slowly),
+            otherwise: group.map_or(0, |g| g.broker_id),
+        }
+    });
     let policy = PullPolicy {
         broker_allow_suspend: allow_suspend,
         long_polling_enable,
         short_polling_ms: u64::try_from(short_polling.as_millis()).unwrap_or(u64::MAX),
         offset_check,
+        slave_read,
     };
     let outcome = pull_outcome(&result, h.queue_offset, h.sys_flag, h.suspend_timeout_millis, &policy);
     if outcome.offset_moved_event {

@@ -1,21 +1,18 @@
 //! `ClientManager`: the clients connected to this broker (RocketMQ's `ConsumerManager` +
-//! `ProducerManager` + `ClientHousekeepingService`) and the queue locks of orderly consumers
-//! (`RebalanceLockManager`). Local, not replicated: clients heartbeat every broker of the group, and
-//! locks are leader-side state that clients renew every 20 s.
+//! `ProducerManager` + `ClientHousekeepingService`). Local, not replicated: clients heartbeat every
+//! broker of the group. Orderly consumers' queue locks are replicated instead
+//! ([`crate::services::rebalance_lock`]).
 //!
 //! Invariants: a channel is keyed by its connection id, so a reconnecting client replaces nothing it
 //! should not; a channel silent for [`BROKER_CLIENT_CHANNEL_EXPIRED_MS`] or whose connection closed is
 //! removed, and a consumer group whose client set changed is reported so its members are notified
 //! (NOTIFY_CONSUMER_IDS_CHANGED) and rebalance at once; a group with no channel left is forgotten.
-//! A queue lock belongs to one client until it is released or not renewed for
-//! [`BROKER_REBALANCE_LOCK_MAX_LIVE_MS`].
 
 use std::collections::BTreeSet;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use raftmq_common::limits::BROKER_CLIENT_CHANNEL_EXPIRED_MS;
-use raftmq_common::limits::BROKER_REBALANCE_LOCK_MAX_LIVE_MS;
 use raftmq_common::message::validate::is_retry_topic;
 use raftmq_common::protocol::LanguageCode;
 use raftmq_common::protocol::body::connection::Connection as ConnectionBody;
@@ -24,7 +21,6 @@ use raftmq_common::protocol::body::heartbeat::ConsumeType;
 use raftmq_common::protocol::body::heartbeat::ConsumerData;
 use raftmq_common::protocol::body::heartbeat::MessageModel;
 use raftmq_common::protocol::body::heartbeat::SubscriptionData;
-use raftmq_common::protocol::body::message_queue::MessageQueue;
 use raftmq_common::remoting::Connection;
 use raftmq_common::sync::lock;
 
@@ -78,15 +74,11 @@ impl ConsumerGroupInfo {
     }
 }
 
-/// A group's queue locks: queue → (owner client id, last lock or renewal in ms).
-type QueueLocks = HashMap<MessageQueue, (String, u64)>;
-
-/// Connected producers and consumers, and queue locks.
+/// Connected producers and consumers.
 #[derive(Debug, Default)]
 pub struct ClientManager {
     consumers: Mutex<HashMap<String, ConsumerGroupInfo>>,
     producers: Mutex<HashMap<String, HashMap<u64, ClientChannel>>>,
-    locks: Mutex<HashMap<String, QueueLocks>>,
     /// Rotates [`ClientManager::producer_connection`]'s choice.
     producer_turn: std::sync::atomic::AtomicUsize,
 }
@@ -293,38 +285,6 @@ impl ClientManager {
     pub fn producer_groups(&self) -> Vec<String> {
         lock(&self.producers).keys().cloned().collect()
     }
-
-    /// LOCK_BATCH_MQ: the queues now locked by `client_id` (free, expired, or already its own).
-    pub fn try_lock_batch(&self, group: &str, mqs: &[MessageQueue], client_id: &str, now_ms: u64) -> Vec<MessageQueue> {
-        let mut locks = lock(&self.locks);
-        let table = locks.entry(group.to_owned()).or_default();
-        let mut locked = Vec::new();
-        for mq in mqs {
-            let free = match table.get(mq) {
-                None => true,
-                Some((owner, last)) => {
-                    owner == client_id || now_ms.saturating_sub(*last) > BROKER_REBALANCE_LOCK_MAX_LIVE_MS
-                }
-            };
-            if free {
-                table.insert(mq.clone(), (client_id.to_owned(), now_ms));
-                locked.push(mq.clone());
-            }
-        }
-        locked
-    }
-
-    /// UNLOCK_BATCH_MQ: releases the queues `client_id` holds.
-    pub fn unlock_batch(&self, group: &str, mqs: &[MessageQueue], client_id: &str) {
-        let mut locks = lock(&self.locks);
-        if let Some(table) = locks.get_mut(group) {
-            for mq in mqs {
-                if table.get(mq).is_some_and(|(owner, _)| owner == client_id) {
-                    table.remove(mq);
-                }
-            }
-        }
-    }
 }
 
 /// Why a pull has no registered subscription.
@@ -334,25 +294,4 @@ pub enum SubscriptionMissing {
     Group,
     /// The group does not subscribe to the topic.
     Topic,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn queue_locks_expire_and_belong_to_one_client() {
-        let m = ClientManager::new();
-        let q = |i| MessageQueue::new("T", "b", i);
-        assert_eq!(m.try_lock_batch("g", &[q(0), q(1)], "c1", 1_000), vec![q(0), q(1)]);
-        assert_eq!(m.try_lock_batch("g", &[q(1), q(2)], "c2", 2_000), vec![q(2)]);
-        assert_eq!(m.try_lock_batch("g", &[q(1)], "c1", 3_000), vec![q(1)], "renewal by the owner");
-        let later = 3_000 + BROKER_REBALANCE_LOCK_MAX_LIVE_MS + 1;
-        assert_eq!(m.try_lock_batch("g", &[q(0)], "c2", later), vec![q(0)], "expired");
-        assert_eq!(m.try_lock_batch("g", &[q(2)], "c2", later), vec![q(2)], "renewal after expiry");
-        m.unlock_batch("g", &[q(2)], "c1");
-        assert!(m.try_lock_batch("g", &[q(2)], "c1", later).is_empty(), "only the owner unlocks");
-        m.unlock_batch("g", &[q(2)], "c2");
-        assert_eq!(m.try_lock_batch("g", &[q(2)], "c1", later), vec![q(2)]);
-    }
 }

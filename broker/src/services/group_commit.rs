@@ -271,7 +271,9 @@ impl Batcher {
                 ApplyOutcome::Rejected(why) => Err(WriteError::Rejected(why)),
                 // Committed, but not applied here: stored on the others, so never "not stored".
                 ApplyOutcome::LocalFailure(why) => Err(WriteError::OutcomeUnknown(why)),
-                ApplyOutcome::Done => Err(WriteError::Rejected("MESSAGES entry applied as metadata".into())),
+                ApplyOutcome::Done | ApplyOutcome::Granted(_) => {
+                    Err(WriteError::Rejected("MESSAGES entry applied as metadata".into()))
+                }
             },
             Err(e) => Err(self.replica.propose_error(e)),
         };

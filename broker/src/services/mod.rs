@@ -1,7 +1,8 @@
 //! Background services of a replica, each started with the handles it uses: group commit and
 //! offset commit (batching into Raft entries), the replica's leadership view, membership changes,
 //! NameServer registration, delay and timer delivery, retention, the disk guard (a leader with a
-//! full disk hands leadership over), the transaction check-back and the connected-client table.
+//! full disk hands leadership over), the transaction check-back, the connected-client table and
+//! orderly consumers' queue locks through Raft.
 
 pub mod client_manager;
 pub mod disk_guard;
@@ -9,6 +10,7 @@ pub mod group_commit;
 pub mod membership;
 pub mod namesrv_registration;
 pub mod offset_commit;
+pub mod rebalance_lock;
 pub mod record_writer;
 pub mod replica;
 pub mod retention;

@@ -282,13 +282,19 @@ impl Replica {
 
     /// Proposes a metadata command (offsets, topic, group) and waits until it is applied here.
     pub async fn propose(&self, command: &BrokerCommand) -> Result<(), WriteError> {
+        self.propose_for_outcome(command).await.map(|_| ())
+    }
+
+    /// [`Replica::propose`], answering what apply said when it was applied (QUEUE_LOCKS: which
+    /// queues were granted).
+    pub async fn propose_for_outcome(&self, command: &BrokerCommand) -> Result<ApplyOutcome, WriteError> {
         self.check_writable()?;
         let (tag, body) = command.encode().map_err(|e| WriteError::Rejected(e.to_string()))?;
         let applied = self.node.propose(AppPayload::new(tag, body)).await.map_err(|e| self.propose_error(e))?;
         match ApplyOutcome::decode(&applied.reply) {
             ApplyOutcome::Rejected(why) => Err(WriteError::Rejected(why)),
             ApplyOutcome::LocalFailure(why) => Err(WriteError::OutcomeUnknown(why)),
-            ApplyOutcome::Done | ApplyOutcome::Stored { .. } => Ok(()),
+            outcome @ (ApplyOutcome::Done | ApplyOutcome::Stored { .. } | ApplyOutcome::Granted(_)) => Ok(outcome),
         }
     }
 }

@@ -109,6 +109,8 @@ mod tests {
             delay_offsets: vec![],
             used_node_ids: vec![1, 2, 3],
             acl: None,
+            lock_clock_ms: 0,
+            locks: Vec::new(),
         }
         .encode()
         .expect("encode")

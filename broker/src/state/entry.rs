@@ -15,7 +15,8 @@
 //! | 10 | [`BrokerCommand::RetentionPurge`] | `version u8 = 1 \| index u64 \| term u64 \| next_pos u64` |
 //! | 11 | [`BrokerCommand::AclDocument`] | `version u8 = 1 \| counter i64 \| timestamp i64 \| has_base u8 (0/1) \| base_counter i64 \| base_timestamp i64 \| plain_acl.yml text UTF-8` |
 //! | 12 | [`BrokerCommand::GroupOffsetsDelete`] | `version u8 = 1 \| proposed_at_ms i64 \| group UTF-8` |
-//! | 0, 13–255 | unassigned (0 is what raft/ uses for blank and membership entries) | |
+//! | 13 | [`BrokerCommand::QueueLocks`] | `version u8 = 1 \| op u8 (1 lock, 2 unlock) \| stamp_ms u64 \| group_len u16, group \| client_len u16, client_id \| count u32 \| count × (topic_len u16, topic, broker_len u16, broker_name, queue_id i32)` |
+//! | 0, 14–255 | unassigned (0 is what raft/ uses for blank and membership entries) | |
 //!
 //! Tag numbers are on-disk values: never renumber, never reuse. Config bodies are RocketMQ's own JSON
 //! types (the same bytes `topics.json` / UPDATE_AND_CREATE_TOPIC carry), read leniently as fastjson does;
@@ -32,6 +33,7 @@
 use bytes::BufMut;
 use bytes::Bytes;
 use bytes::BytesMut;
+use raftmq_common::limits::BROKER_REBALANCE_LOCK_BATCH_MAX_COUNT;
 use raftmq_common::limits::CONSUMER_OFFSET_BATCH_MAX_COUNT;
 use raftmq_common::limits::DELAY_PROGRESS_BATCH_MAX_COUNT;
 use raftmq_common::limits::RAFT_NODE_IDS_MAX_COUNT;
@@ -52,6 +54,7 @@ use thiserror::Error;
 
 use crate::acl::AclDocument;
 use crate::acl::AclVersion;
+use crate::state::rebalance_lock::LockedQueue;
 
 /// Application tags of broker entries.
 pub mod tag {
@@ -79,7 +82,23 @@ pub mod tag {
     pub const ACL_DOCUMENT: u8 = 11;
     /// Drop a consumer group's committed offsets (`deleteSubGroup -r true`).
     pub const GROUP_OFFSETS_DELETE: u8 = 12;
+    /// Lock or unlock a batch of queues for an orderly consumer ([`crate::state::rebalance_lock`]).
+    pub const QUEUE_LOCKS: u8 = 13;
 }
+
+/// What a QUEUE_LOCKS entry does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LockOp {
+    /// LOCK_BATCH_MQ: grant or renew.
+    Lock,
+    /// UNLOCK_BATCH_MQ: release the client's own.
+    Unlock,
+}
+
+const LOCK_OP_LOCK: u8 = 1;
+const LOCK_OP_UNLOCK: u8 = 2;
+/// Smallest encoded queue of a QUEUE_LOCKS entry: two empty names and the queue id.
+const LOCKED_QUEUE_MIN_BYTES: usize = 2 + 2 + 4;
 
 /// Layout version of the non-record payloads.
 const LAYOUT_VERSION: u8 = 1;
@@ -189,6 +208,19 @@ pub enum BrokerCommand {
         /// The group.
         group: String,
     },
+    /// A LOCK_BATCH_MQ or UNLOCK_BATCH_MQ of one client, applied to the replicated lock table.
+    QueueLocks {
+        /// Lock or unlock.
+        op: LockOp,
+        /// The leader's lock-clock stamp (ms): the table time the batch happens at.
+        stamp_ms: u64,
+        /// Consumer group.
+        group: String,
+        /// The requesting client.
+        client_id: String,
+        /// The queues, in the request's order (the apply reply answers per queue).
+        queues: Vec<LockedQueue>,
+    },
 }
 
 /// Why an entry payload could not be encoded or decoded.
@@ -230,6 +262,9 @@ pub enum EntryError {
     /// More delay levels than one progress entry may carry, or more than the payload can hold.
     #[error("delay progress claims {0} levels")]
     TooManyDelayLevels(u64),
+    /// More queues than one lock batch may carry, or more than the payload can hold.
+    #[error("queue lock batch claims {0} queues")]
+    TooManyLockedQueues(u64),
     /// A name is not UTF-8, or is empty, or too long for its length field.
     #[error("tag {tag}: bad {field}")]
     BadName {
@@ -270,6 +305,7 @@ impl BrokerCommand {
             BrokerCommand::RetentionPurge { .. } => tag::RETENTION_PURGE,
             BrokerCommand::AclDocument { .. } => tag::ACL_DOCUMENT,
             BrokerCommand::GroupOffsetsDelete { .. } => tag::GROUP_OFFSETS_DELETE,
+            BrokerCommand::QueueLocks { .. } => tag::QUEUE_LOCKS,
         }
     }
 
@@ -301,6 +337,9 @@ impl BrokerCommand {
                 config_payload(*proposed_at_ms, name.as_bytes())
             }
             BrokerCommand::DelayProgress(levels) => encode_delay_progress(levels)?,
+            BrokerCommand::QueueLocks { op, stamp_ms, group, client_id, queues } => {
+                encode_queue_locks(*op, *stamp_ms, group, client_id, queues)?
+            }
             BrokerCommand::NodeIdsUsed { members, new_id } => encode_node_ids(members, *new_id)?,
             BrokerCommand::RetentionPurge { index, term, next_pos } => {
                 let mut out = BytesMut::with_capacity(1 + 3 * 8);
@@ -360,6 +399,7 @@ impl BrokerCommand {
                 Ok(BrokerCommand::GroupOffsetsDelete { proposed_at_ms, group: name(tag, body)? })
             }
             tag::DELAY_PROGRESS => decode_delay_progress(&payload).map(BrokerCommand::DelayProgress),
+            tag::QUEUE_LOCKS => decode_queue_locks(&payload),
             tag::NODE_IDS_USED => decode_node_ids(&payload),
             tag::RETENTION_PURGE => decode_retention_purge(&payload),
             tag::ACL_DOCUMENT => {
@@ -404,7 +444,11 @@ fn split_config_payload(tag: u8, payload: &[u8]) -> Result<(i64, &[u8]), EntryEr
 }
 
 fn put_name(out: &mut BytesMut, value: &str, field: &'static str) -> Result<(), EntryError> {
-    let len = u16::try_from(value.len()).map_err(|_| EntryError::BadName { tag: tag::CONSUMER_OFFSETS, field })?;
+    put_tagged_name(out, tag::CONSUMER_OFFSETS, value, field)
+}
+
+fn put_tagged_name(out: &mut BytesMut, tag: u8, value: &str, field: &'static str) -> Result<(), EntryError> {
+    let len = u16::try_from(value.len()).map_err(|_| EntryError::BadName { tag, field })?;
     out.put_u16(len);
     out.put_slice(value.as_bytes());
     Ok(())
@@ -487,6 +531,68 @@ fn decode_delay_progress(payload: &[u8]) -> Result<Vec<DelayProgress>, EntryErro
         return Err(EntryError::TrailingBytes { tag, count: r.buf.len() });
     }
     Ok(levels)
+}
+
+fn encode_queue_locks(
+    op: LockOp,
+    stamp_ms: u64,
+    group: &str,
+    client_id: &str,
+    queues: &[LockedQueue],
+) -> Result<Bytes, EntryError> {
+    let tag = tag::QUEUE_LOCKS;
+    if queues.len() > BROKER_REBALANCE_LOCK_BATCH_MAX_COUNT {
+        return Err(EntryError::TooManyLockedQueues(queues.len() as u64));
+    }
+    let names: usize = queues.iter().map(|q| LOCKED_QUEUE_MIN_BYTES + q.topic.len() + q.broker_name.len()).sum();
+    let mut out = BytesMut::with_capacity(1 + 1 + 8 + 4 + group.len() + client_id.len() + 4 + names);
+    out.put_u8(LAYOUT_VERSION);
+    out.put_u8(match op {
+        LockOp::Lock => LOCK_OP_LOCK,
+        LockOp::Unlock => LOCK_OP_UNLOCK,
+    });
+    out.put_u64(stamp_ms);
+    put_tagged_name(&mut out, tag, group, "group")?;
+    put_tagged_name(&mut out, tag, client_id, "client_id")?;
+    // Bounded by BROKER_REBALANCE_LOCK_BATCH_MAX_COUNT above.
+    out.put_u32(queues.len() as u32);
+    for q in queues {
+        put_tagged_name(&mut out, tag, &q.topic, "topic")?;
+        put_tagged_name(&mut out, tag, &q.broker_name, "broker_name")?;
+        out.put_i32(q.queue_id);
+    }
+    Ok(out.freeze())
+}
+
+fn decode_queue_locks(payload: &[u8]) -> Result<BrokerCommand, EntryError> {
+    let tag = tag::QUEUE_LOCKS;
+    let mut r = Reader { tag, buf: payload };
+    r.version()?;
+    let op = match r.u8("op")? {
+        LOCK_OP_LOCK => LockOp::Lock,
+        LOCK_OP_UNLOCK => LockOp::Unlock,
+        _ => return Err(EntryError::BadName { tag, field: "op" }),
+    };
+    let stamp_ms = u64::from_be_bytes(r.array("stamp_ms")?);
+    let group = r.string("group")?;
+    let client_id = r.string("client_id")?;
+    let count = r.u32("count")?;
+    // Never allocate for more queues than the bytes can hold.
+    let fits = r.buf.len() / LOCKED_QUEUE_MIN_BYTES;
+    if count as usize > BROKER_REBALANCE_LOCK_BATCH_MAX_COUNT || count as usize > fits {
+        return Err(EntryError::TooManyLockedQueues(u64::from(count)));
+    }
+    let mut queues = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let topic = r.string("topic")?;
+        let broker_name = r.string("broker_name")?;
+        let queue_id = r.i32("queue_id")?;
+        queues.push(LockedQueue { topic, broker_name, queue_id });
+    }
+    if !r.buf.is_empty() {
+        return Err(EntryError::TrailingBytes { tag, count: r.buf.len() });
+    }
+    Ok(BrokerCommand::QueueLocks { op, stamp_ms, group, client_id, queues })
 }
 
 fn encode_node_ids(members: &[u64], new_id: Option<u64>) -> Result<Bytes, EntryError> {
@@ -739,6 +845,23 @@ mod tests {
                 b'a', b':', b' ', b'1',
             ][..]
         );
+        let locks = BrokerCommand::QueueLocks {
+            op: LockOp::Lock,
+            stamp_ms: 0x0102,
+            group: "g".into(),
+            client_id: "c".into(),
+            queues: vec![LockedQueue { topic: "T".into(), broker_name: "b".into(), queue_id: 3 }],
+        };
+        let (tag, bytes) = locks.encode().unwrap();
+        assert_eq!(tag, 13);
+        assert_eq!(
+            bytes.as_ref(),
+            &[
+                1, 1, 0, 0, 0, 0, 0, 0, 1, 2, // version, op, stamp
+                0, 1, b'g', 0, 1, b'c', 0, 0, 0, 1, // group, client, count
+                0, 1, b'T', 0, 1, b'b', 0, 0, 0, 3, // topic, broker, queue id
+            ][..]
+        );
         let ids = BrokerCommand::NodeIdsUsed { members: vec![1, 2], new_id: Some(4) };
         let (tag, bytes) = ids.encode().unwrap();
         assert_eq!(tag, 9);
@@ -750,7 +873,12 @@ mod tests {
 
     #[test]
     fn decode_errors() {
-        assert!(matches!(BrokerCommand::decode(13, Bytes::new()), Err(EntryError::UnknownTag(13))));
+        assert!(matches!(BrokerCommand::decode(14, Bytes::new()), Err(EntryError::UnknownTag(14))));
+        assert!(matches!(BrokerCommand::decode(13, Bytes::from_static(&[1, 3])), Err(EntryError::BadName { .. })));
+        assert!(matches!(
+            BrokerCommand::decode(13, Bytes::from_static(&[1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9])),
+            Err(EntryError::TooManyLockedQueues(9))
+        ));
         assert!(matches!(BrokerCommand::decode(11, Bytes::from_static(&[1, 0, 0])), Err(EntryError::Truncated { .. })));
         assert!(matches!(BrokerCommand::decode(10, Bytes::from_static(&[1, 0])), Err(EntryError::Truncated { .. })));
         assert!(matches!(
@@ -827,6 +955,23 @@ mod tests {
                 .prop_map(|(members, new_id)| BrokerCommand::NodeIdsUsed { members, new_id }),
             (any::<u64>(), any::<u64>(), any::<u64>())
                 .prop_map(|(index, term, next_pos)| BrokerCommand::RetentionPurge { index, term, next_pos }),
+            (
+                any::<bool>(),
+                any::<u64>(),
+                name_strategy(),
+                ".{0,20}",
+                proptest::collection::vec((name_strategy(), name_strategy(), any::<i32>()), 0..6)
+            )
+                .prop_map(|(lock, stamp_ms, group, client_id, queues)| BrokerCommand::QueueLocks {
+                    op: if lock { LockOp::Lock } else { LockOp::Unlock },
+                    stamp_ms,
+                    group,
+                    client_id,
+                    queues: queues
+                        .into_iter()
+                        .map(|(topic, broker_name, queue_id)| LockedQueue { topic, broker_name, queue_id })
+                        .collect(),
+                }),
             (any::<i64>(), any::<i64>(), proptest::option::of((any::<i64>(), any::<i64>())), ".*").prop_map(
                 |(counter, timestamp, base, yaml)| BrokerCommand::AclDocument {
                     based_on: base.map(|(counter, timestamp)| AclVersion { counter, timestamp }),
@@ -844,7 +989,7 @@ mod tests {
         }
 
         #[test]
-        fn decoding_garbage_never_panics(tag in 0u8..12, bytes in proptest::collection::vec(any::<u8>(), 0..128)) {
+        fn decoding_garbage_never_panics(tag in 0u8..15, bytes in proptest::collection::vec(any::<u8>(), 0..128)) {
             // Only the absence of a panic is checked: garbage may decode or fail.
             let _ = BrokerCommand::decode(tag, Bytes::from(bytes.clone()));
             let mut b = bytes.clone();

@@ -6,16 +6,20 @@
 //! Manifest layout (inside raft's snapshot data, whose CRC covers it; big-endian):
 //!
 //! ```text
-//! magic u32 "RMQM" | version u8 (1, or 2 with the ACL section) | boundary_index u64 | boundary_term u64 | next_pos u64 | meta_index u64
+//! magic u32 "RMQM" | version u8 (1; 2 with the ACL section; 3 with the lock section) | boundary_index u64 | boundary_term u64 | next_pos u64 | meta_index u64
 //! | queue_count u32 | queue_count × (topic_len u16 | topic UTF-8 | queue_id i32 | next_offset u64)
 //! | topics_len u32 | TopicConfigSerializeWrapper JSON | groups_len u32 | SubscriptionGroupWrapper JSON
 //! | offsets_len u32 | ConsumerOffsetSerializeWrapper JSON
 //! | delay_count u32 | delay_count × (queue_id i32 | offset i64) | node_id_count u32 | node_id_count × u64
 //! | version 2 only: acl_counter i64 | acl_timestamp i64 | acl_len u32 | plain_acl.yml text UTF-8
+//! | version 3 only: has_acl u8 (0/1) | the ACL fields of version 2 if has_acl
+//! |                 lock_clock_ms u64 | lock_count u32 | lock_count × (group_len u16 | group |
+//! |                 topic_len u16 | topic | broker_len u16 | broker_name | queue_id i32 |
+//! |                 client_len u16 | client_id | last_update_ms u64)
 //! ```
 //!
-//! A manifest without a replicated ACL edit is written as version 1, so brokers from before the
-//! ACL section still read it. Invariants: decoding never panics and never allocates beyond what the
+//! A manifest without a replicated ACL edit is written as version 1, and one without a queue lock
+//! as version 1 or 2, so brokers from before those sections still read it. Invariants: decoding never panics and never allocates beyond what the
 //! bytes can hold; every count is bounded by `raftmq_common::limits`.
 //!
 //! Queues are given as of P (everything at or below P is purged, so a queue's minimum equals its
@@ -25,6 +29,7 @@ use bytes::BufMut;
 use bytes::Bytes;
 use bytes::BytesMut;
 use raftmq_common::limits::ACL_FILE_SIZE_MAX_BYTES;
+use raftmq_common::limits::BROKER_REBALANCE_LOCK_TABLE_MAX_COUNT;
 use raftmq_common::limits::DELAY_PROGRESS_BATCH_MAX_COUNT;
 use raftmq_common::limits::RAFT_NODE_IDS_MAX_COUNT;
 use raftmq_common::limits::RETENTION_MANIFEST_QUEUES_MAX_COUNT;
@@ -38,6 +43,9 @@ use thiserror::Error;
 use crate::acl::AclDocument;
 use crate::acl::AclVersion;
 use crate::state::entry::DelayProgress;
+use crate::state::rebalance_lock::LockEntry;
+use crate::state::rebalance_lock::LockRecord;
+use crate::state::rebalance_lock::LockedQueue;
 
 /// The retention boundary P: the last Raft entry to purge, with the position right after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -93,6 +101,10 @@ pub struct Manifest {
     pub used_node_ids: Vec<u64>,
     /// The last replicated plain ACL edit.
     pub acl: Option<AclDocument>,
+    /// The queue-lock table's clock (largest stamp applied).
+    pub lock_clock_ms: u64,
+    /// The queue locks of orderly consumers, sorted by (group, queue).
+    pub locks: Vec<LockRecord>,
 }
 
 /// Why a manifest could not be encoded or decoded.
@@ -126,6 +138,25 @@ const MANIFEST_MAGIC: u32 = 0x524D_514D;
 const MANIFEST_VERSION_1: u8 = 1;
 /// With the ACL section.
 const MANIFEST_VERSION_2: u8 = 2;
+/// With an optional ACL section and the lock section.
+const MANIFEST_VERSION_3: u8 = 3;
+/// Smallest lock record: four empty names, queue id, last update.
+const LOCK_RECORD_MIN_BYTES: usize = 4 * 2 + 4 + 8;
+
+fn put_name(out: &mut BytesMut, value: &str, what: &'static str) -> Result<(), ManifestError> {
+    out.put_u16(u16::try_from(value.len()).map_err(|_| ManifestError::OutOfRange(what))?);
+    out.put_slice(value.as_bytes());
+    Ok(())
+}
+
+fn put_acl(out: &mut BytesMut, acl: &AclDocument) -> Result<(), ManifestError> {
+    if acl.yaml.len() as u64 > ACL_FILE_SIZE_MAX_BYTES {
+        return Err(ManifestError::OutOfRange("ACL file length"));
+    }
+    out.put_i64(acl.version.counter);
+    out.put_i64(acl.version.timestamp);
+    put_section(out, acl.yaml.as_bytes(), "ACL file length")
+}
 
 fn put_section(out: &mut BytesMut, json: &[u8], what: &'static str) -> Result<(), ManifestError> {
     out.put_u32(u32::try_from(json.len()).map_err(|_| ManifestError::OutOfRange(what))?);
@@ -145,9 +176,17 @@ impl Manifest {
         if self.used_node_ids.len() > RAFT_NODE_IDS_MAX_COUNT {
             return Err(ManifestError::OutOfRange("node id count"));
         }
+        if self.locks.len() > BROKER_REBALANCE_LOCK_TABLE_MAX_COUNT {
+            return Err(ManifestError::OutOfRange("lock count"));
+        }
+        let version = match (self.locks.is_empty(), self.acl.is_some()) {
+            (false, _) => MANIFEST_VERSION_3,
+            (true, true) => MANIFEST_VERSION_2,
+            (true, false) => MANIFEST_VERSION_1,
+        };
         let mut out = BytesMut::new();
         out.put_u32(MANIFEST_MAGIC);
-        out.put_u8(if self.acl.is_some() { MANIFEST_VERSION_2 } else { MANIFEST_VERSION_1 });
+        out.put_u8(version);
         out.put_u64(self.boundary.index);
         out.put_u64(self.boundary.term);
         out.put_u64(self.boundary.next_pos);
@@ -172,13 +211,24 @@ impl Manifest {
         for id in &self.used_node_ids {
             out.put_u64(*id);
         }
+        if version == MANIFEST_VERSION_3 {
+            out.put_u8(u8::from(self.acl.is_some()));
+        }
         if let Some(acl) = &self.acl {
-            if acl.yaml.len() as u64 > ACL_FILE_SIZE_MAX_BYTES {
-                return Err(ManifestError::OutOfRange("ACL file length"));
+            put_acl(&mut out, acl)?;
+        }
+        if version == MANIFEST_VERSION_3 {
+            out.put_u64(self.lock_clock_ms);
+            // Bounded by the check above.
+            out.put_u32(self.locks.len() as u32);
+            for l in &self.locks {
+                put_name(&mut out, &l.group, "lock group length")?;
+                put_name(&mut out, &l.queue.topic, "lock topic length")?;
+                put_name(&mut out, &l.queue.broker_name, "lock broker name length")?;
+                out.put_i32(l.queue.queue_id);
+                put_name(&mut out, &l.entry.client_id, "lock client id length")?;
+                out.put_u64(l.entry.last_update_ms);
             }
-            out.put_i64(acl.version.counter);
-            out.put_i64(acl.version.timestamp);
-            put_section(&mut out, acl.yaml.as_bytes(), "ACL file length")?;
         }
         Ok(out.freeze())
     }
@@ -190,7 +240,7 @@ impl Manifest {
             return Err(ManifestError::Format);
         }
         let [version] = r.array::<1>("version")?;
-        if version != MANIFEST_VERSION_1 && version != MANIFEST_VERSION_2 {
+        if !matches!(version, MANIFEST_VERSION_1 | MANIFEST_VERSION_2 | MANIFEST_VERSION_3) {
             return Err(ManifestError::Format);
         }
         let boundary = RetentionBoundary {
@@ -224,7 +274,16 @@ impl Manifest {
         for _ in 0..id_count {
             used_node_ids.push(r.u64("node id")?);
         }
-        let acl = if version == MANIFEST_VERSION_2 {
+        let has_acl = match version {
+            MANIFEST_VERSION_2 => true,
+            MANIFEST_VERSION_3 => match r.array::<1>("has ACL")? {
+                [0] => false,
+                [1] => true,
+                _ => return Err(ManifestError::OutOfRange("has ACL")),
+            },
+            _ => false,
+        };
+        let acl = if has_acl {
             let counter = i64::from_be_bytes(r.array("ACL counter")?);
             let timestamp = i64::from_be_bytes(r.array("ACL timestamp")?);
             let text = r.section("ACL file")?;
@@ -236,10 +295,41 @@ impl Manifest {
         } else {
             None
         };
+        let (mut lock_clock_ms, mut locks) = (0, Vec::new());
+        if version == MANIFEST_VERSION_3 {
+            lock_clock_ms = r.u64("lock clock")?;
+            let count = r.count("lock count", BROKER_REBALANCE_LOCK_TABLE_MAX_COUNT, LOCK_RECORD_MIN_BYTES)?;
+            locks.reserve_exact(count);
+            for _ in 0..count {
+                let group = r.name("lock group")?;
+                let topic = r.name("lock topic")?;
+                let broker_name = r.name("lock broker name")?;
+                let queue_id = i32::from_be_bytes(r.array("lock queue id")?);
+                let client_id = r.name("lock client id")?;
+                let last_update_ms = r.u64("lock last update")?;
+                locks.push(LockRecord {
+                    group,
+                    queue: LockedQueue { topic, broker_name, queue_id },
+                    entry: LockEntry { client_id, last_update_ms },
+                });
+            }
+        }
         if !r.0.is_empty() {
             return Err(ManifestError::TrailingBytes(r.0.len()));
         }
-        Ok(Manifest { boundary, meta_index, queues, topics, groups, offsets, delay_offsets, used_node_ids, acl })
+        Ok(Manifest {
+            boundary,
+            meta_index,
+            queues,
+            topics,
+            groups,
+            offsets,
+            delay_offsets,
+            used_node_ids,
+            acl,
+            lock_clock_ms,
+            locks,
+        })
     }
 }
 
@@ -261,6 +351,11 @@ impl<'a> Reader<'a> {
 
     fn u64(&mut self, field: &'static str) -> Result<u64, ManifestError> {
         self.array(field).map(u64::from_be_bytes)
+    }
+
+    fn name(&mut self, field: &'static str) -> Result<String, ManifestError> {
+        let len = usize::from(u16::from_be_bytes(self.array(field)?));
+        std::str::from_utf8(self.take(len, field)?).map(str::to_owned).map_err(|_| ManifestError::BadName)
     }
 
     /// A u32 count of records of at least `min_bytes` each, checked against `max` and the bytes left.
@@ -310,7 +405,45 @@ mod tests {
             delay_offsets: vec![DelayProgress { queue_id: 2, offset: 5 }],
             used_node_ids: vec![1, 2, 3],
             acl: None,
+            lock_clock_ms: 0,
+            locks: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_manifest_with_queue_locks_is_version_3_with_or_without_an_acl_edit() {
+        let v1 = manifest().encode().unwrap();
+        let lock = LockRecord {
+            group: "g".into(),
+            queue: LockedQueue { topic: "T".into(), broker_name: "b".into(), queue_id: 2 },
+            entry: LockEntry { client_id: "c".into(), last_update_ms: 5 },
+        };
+        let m = Manifest { lock_clock_ms: 9, locks: vec![lock.clone()], ..manifest() };
+        let v3 = m.encode().unwrap();
+        assert_eq!(v3[4], 3);
+        assert_eq!(&v3[5..v1.len()], &v1[5..], "the lock section follows the version 1 layout");
+        assert_eq!(
+            &v3[v1.len()..],
+            &[
+                0, // no ACL
+                0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 1, // clock, count
+                0, 1, b'g', 0, 1, b'T', 0, 1, b'b', 0, 0, 0, 2, 0, 1, b'c', 0, 0, 0, 0, 0, 0, 0, 5,
+            ][..]
+        );
+        assert_eq!(Manifest::decode(&v3).unwrap(), m);
+        for cut in v1.len()..v3.len() {
+            assert!(Manifest::decode(&v3[..cut]).is_err(), "cut at {cut}");
+        }
+        let with_acl = Manifest {
+            acl: Some(AclDocument { version: AclVersion { counter: 3, timestamp: 9 }, yaml: "a: 1\n".into() }),
+            ..m
+        };
+        let both = with_acl.encode().unwrap();
+        assert_eq!((both[4], both[v1.len()]), (3, 1));
+        assert_eq!(Manifest::decode(&both).unwrap(), with_acl);
+        let mut bad = both.to_vec();
+        bad[v1.len()] = 2;
+        assert!(Manifest::decode(&bad).is_err());
     }
 
     #[test]
@@ -331,7 +464,7 @@ mod tests {
             assert!(Manifest::decode(&v2[..cut]).is_err(), "cut at {cut}");
         }
         let mut v3 = v2.to_vec();
-        v3[4] = 3;
+        v3[4] = 4;
         assert!(matches!(Manifest::decode(&v3), Err(ManifestError::Format)));
     }
 

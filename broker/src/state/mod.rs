@@ -18,6 +18,7 @@ pub mod offsets;
 pub mod pull;
 pub mod queue_offset;
 pub mod real_queue;
+pub mod rebalance_lock;
 pub mod store;
 pub mod subscription_group;
 pub mod topic_config;

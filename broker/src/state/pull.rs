@@ -25,7 +25,9 @@
 //!
 //! Differences from 4.9.8, deliberate: the tag of each record read is re-checked exactly
 //! ([`MessageFilter::matches_tag`]) so hash collisions are dropped here rather than by the client (same
-//! consumer-visible result, same nextBeginOffset); `suggestWhichBrokerId` is always 0 (no slave reads);
+//! consumer-visible result, same nextBeginOffset); `suggestWhichBrokerId` follows Java's
+//! `slaveReadEnable` rule on every replica (a follower serves pulls whatever the key says: it holds
+//! only committed data);
 //! a record that could not be read now (EIO, EMFILE: [`CommitLogReader::try_read`] fails) ends the
 //! scan before it, so nextBeginOffset never passes it (NO_MATCHED_MESSAGE when nothing was read:
 //! the consumer asks again), where 4.9.8 would treat it as a removed segment and skip it.
@@ -362,6 +364,15 @@ pub struct GetMessageRequest<'f> {
     pub offset_check: OffsetCheck,
 }
 
+/// Where `slaveReadEnable` sends a group's consumers (`SubscriptionGroupConfig`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlaveRead {
+    /// `whichBrokerWhenConsumeSlowly` (default 1: the SDK then takes the first follower).
+    pub when_slow: i64,
+    /// `brokerId` (default 0: the leader).
+    pub otherwise: i64,
+}
+
 fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
@@ -537,6 +548,9 @@ pub struct PullPolicy {
     pub short_polling_ms: u64,
     /// Which corrections of the client's offset this replica may make.
     pub offset_check: OffsetCheck,
+    /// `slaveReadEnable` with the group's `whichBrokerWhenConsumeSlowly` and `brokerId`: the
+    /// brokerIds to suggest to a lagging and to a caught-up consumer; `None`: always the leader.
+    pub slave_read: Option<SlaveRead>,
 }
 
 /// Maps a `getMessage` result to the response (`PullMessageProcessor`, 4.9.8).
@@ -577,7 +591,13 @@ pub fn pull_outcome(
     PullOutcome {
         code,
         remark: result.status.as_str(),
-        suggest_which_broker_id: 0,
+        // `PullMessageProcessor`: with slaveReadEnable a consumer reading past the tail kept in
+        // memory is sent to a follower, one at the tail to the group's brokerId; else the leader.
+        suggest_which_broker_id: match policy.slave_read {
+            Some(s) if result.suggest_pulling_from_slave => s.when_slow,
+            Some(s) => s.otherwise,
+            None => 0,
+        },
         next_begin_offset: result.next_begin_offset,
         min_offset: result.min_offset,
         max_offset: result.max_offset,
@@ -737,6 +757,7 @@ mod tests {
         long_polling_enable: true,
         short_polling_ms: 1000,
         offset_check: OffsetCheck::All,
+        slave_read: None,
     };
     const FOLLOWER: PullPolicy = PullPolicy { offset_check: OffsetCheck::Keep, ..LEADER };
     const SUSPEND: i32 = pull_sys_flag::SUSPEND;
@@ -1049,6 +1070,19 @@ mod tests {
         let r = pull(Some(&q), &log, 0, 64, &MessageFilter::all(), true);
         assert_eq!((r.messages.len(), r.next_begin_offset), (8, 8));
         assert!(r.suggest_pulling_from_slave);
+        // slaveReadEnable: the slow consumer is sent to whichBrokerWhenConsumeSlowly; off, or once it
+        // reads the tail in memory again, to the group's brokerId / the leader.
+        let slave_read = Some(SlaveRead { when_slow: 1, otherwise: 0 });
+        assert_eq!(pull_outcome(&r, 0, 0, 0, &LEADER).suggest_which_broker_id, 0);
+        assert_eq!(pull_outcome(&r, 0, 0, 0, &PullPolicy { slave_read, ..LEADER }).suggest_which_broker_id, 1);
+        assert_eq!(pull_outcome(&r, 0, 0, 0, &PullPolicy { slave_read, ..FOLLOWER }).suggest_which_broker_id, 1);
+        let caught_up = pull(Some(&q), &log, 39, 64, &MessageFilter::all(), true);
+        let at_tail = PullPolicy { slave_read: Some(SlaveRead { when_slow: 1, otherwise: 0 }), ..FOLLOWER };
+        log.max -= 10 * 1024 * 1024 * 1024;
+        let back = pull(Some(&q), &log, 39, 64, &MessageFilter::all(), true);
+        assert!(caught_up.suggest_pulling_from_slave && !back.suggest_pulling_from_slave);
+        assert_eq!(pull_outcome(&back, 39, 0, 0, &at_tail).suggest_which_broker_id, 0, "back to the leader");
+        log.max += 10 * 1024 * 1024 * 1024;
         // The byte limit: 64 KiB on disk holds fewer records when records are large.
         let limits = PullLimits { max_transfer_bytes_in_disk: 300, ..PullLimits::default() };
         let req = GetMessageRequest {

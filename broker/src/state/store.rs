@@ -9,7 +9,8 @@
 //!                                              │                                   ─▶ long-poll notify
 //!                                              └rejected─▶ reply Rejected (writer resets offsets)
 //!                  CONSUMER_OFFSETS / TOPIC_* / SUBSCRIPTION_GROUP_* / DELAY_PROGRESS / NODE_IDS_USED /
-//!                  ACL_DOCUMENT (compare-and-set on the last edit) / GROUP_OFFSETS_DELETE: metadata
+//!                  ACL_DOCUMENT (compare-and-set on the last edit) / GROUP_OFFSETS_DELETE /
+//!                  QUEUE_LOCKS (the lock table; the reply says which queues were granted): metadata
 //!                  RETENTION_PURGE: the retention boundary P (crate::services::retention snapshots and purges there)
 //!                  blank / membership: applied position only
 //! raft snapshot ──▶ build_manifest: (P, Manifest) ─── install_snapshot ──▶ install_manifest (wipe, load)
@@ -55,8 +56,13 @@ use std::sync::atomic::Ordering;
 use bytes::BufMut;
 use bytes::Bytes;
 use bytes::BytesMut;
+use raftmq_common::limits::BROKER_NAME_MAX_BYTES;
+use raftmq_common::limits::BROKER_REBALANCE_LOCK_BATCH_MAX_COUNT;
+use raftmq_common::limits::BROKER_REBALANCE_LOCK_CLIENT_ID_MAX_BYTES;
 use raftmq_common::limits::RAFT_NODE_IDS_MAX_COUNT;
 use raftmq_common::message::sys_flag::TransactionType;
+use raftmq_common::message::validate::validate_consumer_group;
+use raftmq_common::message::validate::validate_stored_topic;
 use raftmq_raft::AppReply;
 use raftmq_raft::ApplyHandler;
 use raftmq_raft::CommittedEntry;
@@ -84,6 +90,7 @@ use crate::state::dispatch::plan;
 use crate::state::dispatch::write_units;
 use crate::state::entry::BrokerCommand;
 use crate::state::entry::DelayProgress;
+use crate::state::entry::LockOp;
 use crate::state::entry::patch_physical_offsets;
 use crate::state::entry::tag;
 use crate::state::index_file::IndexError;
@@ -99,6 +106,8 @@ use crate::state::manifest::QueueStart;
 use crate::state::manifest::RetentionBoundary;
 use crate::state::offsets::ConsumerOffsetTable;
 use crate::state::pull::MessageFilter;
+use crate::state::rebalance_lock::LockedQueue;
+use crate::state::rebalance_lock::RebalanceLockTable;
 use crate::state::subscription_group::SubscriptionGroupTable;
 use crate::state::topic_config::SystemTopicOptions;
 use crate::state::topic_config::TopicConfigTable;
@@ -139,6 +148,8 @@ pub struct Metadata {
     pub used_node_ids: BTreeSet<u64>,
     /// The last plain ACL edit replicated (ACL_DOCUMENT), if any.
     pub acl: Option<Arc<AclDocument>>,
+    /// Orderly consumers' queue locks (QUEUE_LOCKS).
+    pub locks: RebalanceLockTable,
 }
 
 /// The last applied log position.
@@ -160,6 +171,8 @@ pub enum ApplyOutcome {
     },
     /// A metadata command was applied.
     Done,
+    /// A QUEUE_LOCKS lock batch was applied: for each queue of the entry, whether it was granted.
+    Granted(Vec<bool>),
     /// The entry was not applied (deterministically, on every replica); the reason.
     Rejected(String),
     /// This replica could not apply the committed entry to its local storage (the others may
@@ -171,6 +184,7 @@ const REPLY_STORED: u8 = 0;
 const REPLY_DONE: u8 = 1;
 const REPLY_REJECTED: u8 = 2;
 const REPLY_LOCAL_FAILURE: u8 = 3;
+const REPLY_GRANTED: u8 = 4;
 
 impl ApplyOutcome {
     /// The reply bytes handed back through raft.
@@ -182,6 +196,10 @@ impl ApplyOutcome {
                 out.put_u64(*payload_pos);
             }
             ApplyOutcome::Done => out.put_u8(REPLY_DONE),
+            ApplyOutcome::Granted(granted) => {
+                out.put_u8(REPLY_GRANTED);
+                out.extend(granted.iter().map(|g| u8::from(*g)));
+            }
             ApplyOutcome::Rejected(reason) => {
                 out.put_u8(REPLY_REJECTED);
                 out.put_slice(reason.as_bytes());
@@ -202,6 +220,7 @@ impl ApplyOutcome {
                 Err(_) => ApplyOutcome::Rejected("malformed apply reply".to_owned()),
             },
             Some((&REPLY_DONE, _)) => ApplyOutcome::Done,
+            Some((&REPLY_GRANTED, rest)) => ApplyOutcome::Granted(rest.iter().map(|b| *b == 1).collect()),
             Some((&REPLY_REJECTED, rest)) => ApplyOutcome::Rejected(String::from_utf8_lossy(rest).into_owned()),
             Some((&REPLY_LOCAL_FAILURE, rest)) => {
                 ApplyOutcome::LocalFailure(String::from_utf8_lossy(rest).into_owned())
@@ -281,6 +300,7 @@ impl MessageStore {
             delay_offsets: DelayOffsetTable::new(),
             used_node_ids: BTreeSet::new(),
             acl: None,
+            locks: RebalanceLockTable::new(),
         };
         let commit_log = CommitLogFiles::new(&settings.store_root, settings.segment_size);
         let (applied, _) = watch::channel(AppliedPosition::default());
@@ -615,11 +635,43 @@ impl MessageStore {
                 drop(meta);
                 self.publish_acl(Some(doc));
             }
+            BrokerCommand::QueueLocks { op, stamp_ms, group, client_id, queues } => {
+                // Deterministic on every replica: a batch with a name no door lets through is refused
+                // whole (the table never holds what LOCK_BATCH_MQ would refuse).
+                if let Err(why) = check_lock_names(&group, &client_id, &queues) {
+                    return ApplyOutcome::Rejected(why);
+                }
+                return match op {
+                    LockOp::Lock => ApplyOutcome::Granted(meta.locks.lock(&group, &queues, &client_id, stamp_ms)),
+                    LockOp::Unlock => {
+                        meta.locks.unlock(&group, &queues, &client_id, stamp_ms);
+                        ApplyOutcome::Done
+                    }
+                };
+            }
             // Handled above.
             BrokerCommand::RetentionPurge { .. } => {}
         }
         ApplyOutcome::Done
     }
+}
+
+/// Whether the names of a lock batch are ones LOCK_BATCH_MQ takes (`Err`: why not).
+pub fn check_lock_names(group: &str, client_id: &str, queues: &[LockedQueue]) -> Result<(), String> {
+    validate_consumer_group(group).map_err(|e| format!("consumer group: {e}"))?;
+    if client_id.is_empty() || client_id.len() > BROKER_REBALANCE_LOCK_CLIENT_ID_MAX_BYTES {
+        return Err(format!("clientId must be 1 to {BROKER_REBALANCE_LOCK_CLIENT_ID_MAX_BYTES} bytes"));
+    }
+    if queues.len() > BROKER_REBALANCE_LOCK_BATCH_MAX_COUNT {
+        return Err(format!("at most {BROKER_REBALANCE_LOCK_BATCH_MAX_COUNT} queues per batch"));
+    }
+    for q in queues {
+        validate_stored_topic(&q.topic).map_err(|e| format!("topic: {e}"))?;
+        if q.broker_name.is_empty() || q.broker_name.len() > BROKER_NAME_MAX_BYTES {
+            return Err(format!("brokerName must be 1 to {BROKER_NAME_MAX_BYTES} bytes"));
+        }
+    }
+    Ok(())
 }
 
 /// Retention: the boundary, the manifest, file deletion below it, the disk-full flag.
@@ -691,6 +743,7 @@ impl MessageStore {
             meta.delay_offsets = delay_offsets;
             meta.used_node_ids = m.used_node_ids.into_iter().collect();
             meta.acl = m.acl.map(Arc::new);
+            meta.locks = RebalanceLockTable::from_records(m.lock_clock_ms, m.locks);
             self.publish_acl(meta.acl.clone());
         }
         // Topics may have changed under the leader's queue-offset cache.
@@ -717,6 +770,8 @@ impl MessageStore {
                 .collect(),
             used_node_ids: meta.used_node_ids.iter().copied().collect(),
             acl: meta.acl.as_deref().cloned(),
+            lock_clock_ms: meta.locks.clock_ms(),
+            locks: meta.locks.records(),
         }
     }
 
@@ -1056,6 +1111,69 @@ mod tests {
         assert_eq!(store.metadata().offsets.query("T", "h", 0), Some(3));
     }
 
+    /// QUEUE_LOCKS: grants come back per queue, a bad name refuses the batch on every replica,
+    /// and a checkpoint and a snapshot manifest carry the table (a restarted or new replica has it).
+    #[test]
+    fn queue_locks_apply_answer_per_queue_and_survive_checkpoint_and_manifest() {
+        use crate::state::rebalance_lock::LockedQueue;
+        let dir = tempfile::tempdir().unwrap();
+        let store = MessageStore::open(settings(dir.path()), 0).unwrap();
+        let q = |queue_id| LockedQueue { topic: "T".into(), broker_name: "b".into(), queue_id };
+        let locks = |op, client: &str, stamp_ms, queues: Vec<LockedQueue>| BrokerCommand::QueueLocks {
+            op,
+            stamp_ms,
+            group: "g".into(),
+            client_id: client.into(),
+            queues,
+        };
+        let apply = |store: &MessageStore, index: u64, command: BrokerCommand| {
+            let (t, b) = command.encode().unwrap();
+            ApplyOutcome::decode(&store.apply(entry(index, 0, t, b)))
+        };
+        assert_eq!(
+            apply(&store, 1, locks(LockOp::Lock, "c1", 1_000, vec![q(0), q(1)])),
+            ApplyOutcome::Granted(vec![true, true])
+        );
+        assert_eq!(
+            apply(&store, 2, locks(LockOp::Lock, "c2", 2_000, vec![q(1), q(2)])),
+            ApplyOutcome::Granted(vec![false, true])
+        );
+        assert_eq!(apply(&store, 3, locks(LockOp::Unlock, "c2", 2_500, vec![q(2)])), ApplyOutcome::Done);
+        let bad = BrokerCommand::QueueLocks {
+            op: LockOp::Lock,
+            stamp_ms: 3_000,
+            group: "g/../x".into(),
+            client_id: "c3".into(),
+            queues: vec![q(3)],
+        };
+        assert!(matches!(apply(&store, 4, bad), ApplyOutcome::Rejected(_)));
+        let bad_topic = locks(LockOp::Lock, "c3", 3_000, vec![LockedQueue { topic: String::new(), ..q(3) }]);
+        assert!(matches!(apply(&store, 5, bad_topic), ApplyOutcome::Rejected(_)));
+        let no_client = locks(LockOp::Lock, "", 3_000, vec![q(3)]);
+        assert!(matches!(apply(&store, 6, no_client), ApplyOutcome::Rejected(_)));
+        assert_eq!(store.metadata().locks.len(), 2);
+
+        let at = log_id(1, 6);
+        let data = store.checkpoint(at).unwrap().expect("the store keeps checkpoints");
+        let restarted = MessageStore::open(settings(dir.path()), 0).unwrap();
+        restarted.restore_checkpoint(data, at).unwrap();
+        assert_eq!(restarted.metadata().locks, store.metadata().locks);
+        assert_eq!(restarted.metadata().locks.clock_ms(), 2_500);
+        // The restarted replica answers from the table: c1 still holds queue 1.
+        assert_eq!(
+            apply(&restarted, 7, locks(LockOp::Lock, "c2", 3_000, vec![q(1)])),
+            ApplyOutcome::Granted(vec![false])
+        );
+
+        let manifest = store.tables_now(6);
+        assert_eq!(manifest.locks.len(), 2);
+        let bytes = manifest.encode().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let installed = MessageStore::open(settings(other.path()), 0).unwrap();
+        installed.load_tables(Manifest::decode(&bytes).unwrap());
+        assert_eq!(installed.metadata().locks, store.metadata().locks);
+    }
+
     /// A checkpoint restores the tables as of its applied index and is refused when a queue's
     /// files end short of what it counted (here: the topic deleted after it), leaving the
     /// state as it was so the replica re-applies from further back instead.
@@ -1298,6 +1416,8 @@ mod tests {
         for outcome in [
             ApplyOutcome::Stored { payload_pos: 48 },
             ApplyOutcome::Done,
+            ApplyOutcome::Granted(vec![true, false, true]),
+            ApplyOutcome::Granted(Vec::new()),
             ApplyOutcome::Rejected("deterministic".into()),
             ApplyOutcome::LocalFailure("ConsumeQueue write failed".into()),
         ] {

@@ -541,50 +541,63 @@ impl ClientInstance {
         let body =
             LockBatchRequestBody { client_id: self.client_id.clone(), consumer_group: self.group.clone(), mq_set: mqs };
         let body = body.encode().map_err(|e| protocol_error("lockBatchMQ", e))?;
-        let mut retried = false;
-        loop {
-            let found = self.find_broker_addr_in_subscribe(broker_name, MASTER_ID, true).ok_or_else(|| {
-                ClientError::new(ErrorKind::NoRoute, "lockBatchMQ", "no master address")
-                    .with_context("broker", broker_name)
-            })?;
-            let request = RemotingCommand::request(RequestCode::LockBatchMq).with_body(body.clone());
-            let response = match self.call_ok("lockBatchMQ", &found.addr, request).await {
-                Ok(response) => response,
-                Err(e) => {
-                    let topic = self.routes.cached_topics().into_iter().find(|t| {
-                        self.routes
-                            .cached_route(t)
-                            .is_some_and(|r| r.broker_datas.iter().any(|b| b.broker_name == broker_name))
-                    });
-                    let Some(topic) = topic.filter(|_| !retried) else { return Err(e) };
-                    let mq = MessageQueue::new(&topic, broker_name, 0);
-                    if !self.failover_after(&mq, &found.addr, &e).await {
-                        return Err(e);
-                    }
-                    retried = true;
-                    continue;
-                }
-            };
-            return LockBatchResponseBody::decode(&response.body)
-                .map(|b| b.lock_ok_mq_set.into_iter().collect())
-                .map_err(|e| protocol_error("lockBatchMQ", e));
-        }
+        let response = self.call_master("lockBatchMQ", RequestCode::LockBatchMq, broker_name, body).await?;
+        LockBatchResponseBody::decode(&response.body)
+            .map(|b| b.lock_ok_mq_set.into_iter().collect())
+            .map_err(|e| protocol_error("lockBatchMQ", e))
     }
 
-    /// UNLOCK_BATCH_MQ at `broker_name`'s master.
+    /// UNLOCK_BATCH_MQ at `broker_name`'s master, retried once at the group's new leader as
+    /// [`Self::lock_batch`] is: an unlock lost in a leader change holds the queues from their next
+    /// owner until the broker's lock expires (60 s).
     pub async fn unlock_batch(&self, broker_name: &str, mqs: Vec<MessageQueue>) -> Result<()> {
-        let found = self.find_broker_addr_in_subscribe(broker_name, MASTER_ID, true).ok_or_else(|| {
-            ClientError::new(ErrorKind::NoRoute, "unlockBatchMQ", "no master address")
-                .with_context("broker", broker_name)
-        })?;
         let body = UnlockBatchRequestBody {
             client_id: self.client_id.clone(),
             consumer_group: self.group.clone(),
             mq_set: mqs,
         };
         let body = body.encode().map_err(|e| protocol_error("unlockBatchMQ", e))?;
-        let request = RemotingCommand::request(RequestCode::UnlockBatchMq).with_body(body);
-        self.call_ok("unlockBatchMQ", &found.addr, request).await.map(|_| ())
+        self.call_master("unlockBatchMQ", RequestCode::UnlockBatchMq, broker_name, body).await.map(|_| ())
+    }
+
+    /// `code` with `body` at `broker_name`'s master; a failure that says the leader moved (the route
+    /// then follows it) is tried once more at the new leader.
+    async fn call_master(
+        &self,
+        op: &'static str,
+        code: RequestCode,
+        broker_name: &str,
+        body: Vec<u8>,
+    ) -> Result<RemotingCommand> {
+        let topic = self.routes.cached_topics().into_iter().find(|t| {
+            self.routes.cached_route(t).is_some_and(|r| r.broker_datas.iter().any(|b| b.broker_name == broker_name))
+        });
+        let mut retried = false;
+        loop {
+            let Some(found) = self.find_broker_addr_in_subscribe(broker_name, MASTER_ID, true) else {
+                let e =
+                    ClientError::new(ErrorKind::NoRoute, op, "no master address").with_context("broker", broker_name);
+                // Mid-election the route may name no leader yet: read it again once.
+                let Some(topic) = topic.as_deref().filter(|_| !retried) else { return Err(e) };
+                retried = true;
+                if self.routes.update_route(topic).await.is_err() {
+                    return Err(e);
+                }
+                continue;
+            };
+            let request = RemotingCommand::request(code).with_body(body.clone());
+            match self.call_ok(op, &found.addr, request).await {
+                Ok(response) => return Ok(response),
+                Err(e) => {
+                    let Some(topic) = topic.as_deref().filter(|_| !retried) else { return Err(e) };
+                    let mq = MessageQueue::new(topic, broker_name, 0);
+                    if !self.failover_after(&mq, &found.addr, &e).await {
+                        return Err(e);
+                    }
+                    retried = true;
+                }
+            }
+        }
     }
 
     /// CONSUMER_SEND_MSG_BACK of `msg` (read from `mq`) to the group's master, or to the message's
@@ -632,6 +645,13 @@ pub(crate) fn pick_broker_addr(
     }
     if only_this_broker {
         return None;
+    }
+    // A follower was asked for (a broker's `suggestWhichBrokerId`): raftmq's followers register as
+    // their Raft node id + 1, so Java's "1, else 2" may name none of them; any follower serves it.
+    if broker_id != MASTER_ID
+        && let Some((id, addr)) = addrs.iter().find(|(id, _)| **id != MASTER_ID)
+    {
+        return Some(FindBrokerResult { addr: addr.clone(), slave: *id != MASTER_ID });
     }
     addrs.iter().next().map(|(id, addr)| FindBrokerResult { addr: addr.clone(), slave: *id != MASTER_ID })
 }
@@ -832,7 +852,11 @@ mod tests {
         assert_eq!(pick(0, true), Some(("m".into(), false)));
         assert_eq!(pick(1, true), Some(("s1".into(), true)));
         assert_eq!(pick(5, true), None);
-        assert_eq!(pick(5, false), Some(("m".into(), false)));
+        assert_eq!(pick(5, false), Some(("s1".into(), true)), "a follower was asked for: any follower");
+        // raftmq's followers register as node id + 1: node 1 leads, 2 and 3 follow as 3 and 4.
+        let raft: BTreeMap<i64, String> = [(0, "m".to_owned()), (3, "s3".to_owned()), (4, "s4".to_owned())].into();
+        assert_eq!(pick_broker_addr(&raft, 1, false).map(|f| (f.addr, f.slave)), Some(("s3".into(), true)));
+        assert_eq!(pick_broker_addr(&raft, 0, false).map(|f| (f.addr, f.slave)), Some(("m".into(), false)));
         let leaderless: BTreeMap<i64, String> = [(2, "s2".to_owned()), (3, "s3".to_owned())].into_iter().collect();
         assert_eq!(pick_broker_addr(&leaderless, 0, true), None);
         assert_eq!(pick_broker_addr(&leaderless, 0, false).map(|f| (f.addr, f.slave)), Some(("s2".into(), true)));

@@ -12,10 +12,12 @@
 //! - [`listener`]: listener traits and statuses.
 //! - [`send_back`]: the retry message sent when CONSUMER_SEND_MSG_BACK fails.
 //! - [`push`]: [`PushConsumer`]; [`pull`]: [`PullConsumer`] (folders, one file per concept).
+//! - [`default_pull`]: [`DefaultPullConsumer`] (`DefaultMQPullConsumer`): pulls by queue and offset.
 
 pub(crate) mod client_instance;
 pub(crate) mod consume_pool;
 pub(crate) mod consumer_config;
+pub mod default_pull;
 pub mod listener;
 pub mod offset_store;
 pub(crate) mod process_queue;
@@ -27,6 +29,8 @@ pub mod send_back;
 pub mod subscription;
 pub(crate) mod topic_rates;
 
+pub use default_pull::DefaultPullConsumer;
+pub use default_pull::DefaultPullConsumerBuilder;
 pub use listener::ConsumeConcurrentlyContext;
 pub use listener::ConsumeConcurrentlyStatus;
 pub use listener::ConsumeOrderlyContext;
@@ -43,4 +47,5 @@ pub use push::PushConsumer;
 pub use push::PushConsumerBuilder;
 pub use raftmq_common::protocol::body::heartbeat::MessageModel;
 pub use rebalance::AllocateStrategy;
+pub use rebalance::MachineRoomResolver;
 pub use subscription::MessageSelector;

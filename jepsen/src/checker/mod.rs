@@ -11,6 +11,7 @@
 //! - [`consumer_offset`]: consumer offsets moving backwards without a reset.
 //! - [`divergence`]: replicas (each group's final members) whose committed logs differ.
 //! - [`early`]: delayed values read before their time.
+//! - [`order`]: orderly consumers processing one queue at once, or against its stored order.
 //!
 //! Invariant: a checker is valid only when it had the input to decide (e.g. `lost` with no final read
 //! is invalid): a harness that cannot fail proves nothing.
@@ -22,6 +23,7 @@ pub mod duplicated;
 pub mod early;
 pub mod lost;
 pub mod offsets;
+pub mod order;
 pub mod reorder;
 pub mod unexpected;
 
@@ -85,6 +87,7 @@ pub fn check_all(ops: &[Op], dumps: &[ReplicaDump]) -> Report {
         offsets::check(ops),
         consumer_offset::check(ops),
         early::check(ops),
+        order::check(ops),
         divergence::check_members(dumps, &crate::history::final_members(ops)),
     ])
 }

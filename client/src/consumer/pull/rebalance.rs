@@ -31,7 +31,7 @@ impl LiteInner {
                     _ => continue,
                 };
                 let all: Vec<MessageQueue> = mqs.into_iter().collect();
-                allocate(self.config.consumer.allocate_strategy, &self.client.client_id, &all, &cids)
+                allocate(&self.config.consumer.allocate_strategy, &self.client.client_id, &all, &cids)
                     .into_iter()
                     .collect()
             } else {
