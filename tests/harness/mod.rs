@@ -4,7 +4,8 @@
 //! - [`ports`]: loopback ports chosen free at runtime, outside the ephemeral range;
 //! - [`group`]: a NameServer and an in-process Raft broker group, spoken to on the wire;
 //! - [`cluster`]: the same driven through the SDK, with replicas that can be killed;
-//! - [`cli`]: fake broker nodes and a runner for the real `raftmq` binary.
+//! - [`cli`]: fake broker nodes and a runner for the real `raftmq` binary;
+//! - [`tls`]: certificates made at test time (with [`dev_certs`], `raftmq dev --tls`'s code).
 //!
 //! Each binary uses only part of it.
 
@@ -12,5 +13,8 @@
 
 pub mod cli;
 pub mod cluster;
+#[path = "../../src/dev_certs.rs"]
+pub mod dev_certs;
 pub mod group;
 pub mod ports;
+pub mod tls;
