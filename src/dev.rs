@@ -27,8 +27,8 @@ use clap::Args;
 use raftmq_broker::Broker;
 use raftmq_broker::BrokerConfig;
 use raftmq_broker::config::broker_config::RaftPeer;
-use raftmq_namesrv::NameServer;
 use raftmq_common::tls_settings::TlsMode;
+use raftmq_namesrv::NameServer;
 use raftmq_namesrv::NamesrvConfig;
 
 use crate::dev_certs::DevCertFiles;
@@ -239,7 +239,10 @@ pub async fn run(args: DevArgs) -> Result<()> {
     if args.tls {
         let (files, made) = crate::dev_certs::ensure_dev_certs(&args.data.join("tls"))?;
         if made {
-            println!("made a TLS CA and server certificate in {}", files.ca_cert.parent().unwrap_or(&args.data).display());
+            println!(
+                "made a TLS CA and server certificate in {}",
+                files.ca_cert.parent().unwrap_or(&args.data).display()
+            );
         }
     }
     let mut namesrvs = Vec::new();
@@ -367,7 +370,10 @@ fn print_banner(
     if args.tls {
         let ca = tls_files(&args.data).ca_cert;
         println!("  TLS           enforcing on every remoting port; CA certificate {}", ca.display());
-        println!("    raftmq CLI  --tls --tlsTrustCertPath {0}  (or RAFTMQ_TLS=true RAFTMQ_TLS_TRUST_CERT_PATH={0})", ca.display());
+        println!(
+            "    raftmq CLI  --tls --tlsTrustCertPath {0}  (or RAFTMQ_TLS=true RAFTMQ_TLS_TRUST_CERT_PATH={0})",
+            ca.display()
+        );
         println!("    Rust SDK    .use_tls(true).tls_trust_cert_path(\"{}\")", ca.display());
         println!(
             "    Java client -Dtls.enable=true -Dtls.client.authServer=true -Dtls.client.trustCertPath={}",
@@ -491,11 +497,8 @@ mod tests {
         assert!(made);
         let (_, again) = crate::dev_certs::ensure_dev_certs(dir.path()).unwrap();
         assert!(!again, "existing certificates are kept");
-        raftmq_common::remoting::tls_files::certified_key(
-            ("cert", &files.server_cert),
-            ("key", &files.server_key),
-        )
-        .expect("the pair loads and matches");
+        raftmq_common::remoting::tls_files::certified_key(("cert", &files.server_cert), ("key", &files.server_key))
+            .expect("the pair loads and matches");
         raftmq_common::remoting::tls_files::read_roots("ca", &files.ca_cert).expect("the CA loads");
     }
 

@@ -218,7 +218,8 @@ async fn a_client_checks_the_server_certificate_against_its_trust_root() -> Resu
         other => bail!("an untrusted server certificate must fail the handshake, got {other:?}"),
     }
     // Without checking (`tls.client.authServer=false`), it is served.
-    let unchecked = ClientTls::from_settings(&TlsClientSettings { auth_server: false, ..TlsClientSettings::default() })?;
+    let unchecked =
+        ClientTls::from_settings(&TlsClientSettings { auth_server: false, ..TlsClientSettings::default() })?;
     assert_served(&tls_client(unchecked), addr, "unchecked client").await?;
     server.shutdown().await;
     Ok(())

@@ -422,8 +422,9 @@ mod tests {
         assert_eq!(NamesrvConfig::load(Some(&toml), &[]).expect("toml"), c);
         let overrides = NamesrvConfig::parse_overrides(["tls.server.mode=disabled"]).expect("ok");
         assert_eq!(NamesrvConfig::load(Some(&props), &overrides).expect("override").tls_server_mode, TlsMode::Disabled);
-        let err = NamesrvConfig::load(None, &NamesrvConfig::parse_overrides(["tls.server.mode=enforcing"]).expect("ok"))
-            .unwrap_err();
+        let err =
+            NamesrvConfig::load(None, &NamesrvConfig::parse_overrides(["tls.server.mode=enforcing"]).expect("ok"))
+                .unwrap_err();
         assert!(err.to_string().contains("tls.server.certPath"), "{err}");
         assert!(c.to_properties().contains_key("tls.server.mode"));
     }

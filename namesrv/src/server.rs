@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::RemotingServer;
-use raftmq_common::remoting::ServerTls;
 use raftmq_common::remoting::ServerOptions;
+use raftmq_common::remoting::ServerTls;
 use thiserror::Error;
 use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;

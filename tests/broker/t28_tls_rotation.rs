@@ -67,7 +67,8 @@ async fn t28_a_rotated_certificate_is_served_to_the_next_connection_and_admin_ht
     ensure!(pki.presented_cert(&broker).await? == first, "remoting presents the configured certificate");
 
     // A client connected before the rotation.
-    let producer = Producer::builder("t28_producer").namesrv_addr(&group.namesrv_addr).tls(Some(pki.client())).build()?;
+    let producer =
+        Producer::builder("t28_producer").namesrv_addr(&group.namesrv_addr).tls(Some(pki.client())).build()?;
     producer.start().await?;
     let send = |body: &'static str| {
         let producer = &producer;

@@ -33,8 +33,8 @@ use super::processor::RequestProcessor;
 use super::stream::RemotingStream;
 use super::tls_client::ClientTls;
 use crate::limits::CONNECT_TIMEOUT_MS;
-use crate::limits::TLS_HANDSHAKE_TIMEOUT_MS;
 use crate::limits::CONNECTION_CLOSE_FLUSH_MAX_MS;
+use crate::limits::TLS_HANDSHAKE_TIMEOUT_MS;
 use crate::protocol::RemotingCommand;
 use crate::protocol::acl::SessionCredentials;
 

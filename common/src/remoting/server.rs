@@ -280,7 +280,8 @@ async fn accept_loop(
                     None => accepted_connection(stream.into(), peer, slot, &setup, &connections),
                     Some(tls) => {
                         // The first byte and the handshake are awaited off the accept loop.
-                        let (tls, setup, connections, stop) = (tls.clone(), setup.clone(), connections.clone(), stop.clone());
+                        let (tls, setup, connections, stop) =
+                            (tls.clone(), setup.clone(), connections.clone(), stop.clone());
                         setup.io_tasks.clone().spawn(async move {
                             let first_byte_wait = setup.limits.map_or(Duration::MAX, |l| l.idle_max);
                             let decided = tokio::select! {
@@ -292,7 +293,9 @@ async fn accept_loop(
                                 Err(refusal @ TlsRefusal::Silent(_)) => {
                                     tracing::debug!(%peer, %refusal, "connection closed before it was served");
                                 }
-                                Err(refusal) => tracing::info!(%peer, %refusal, "connection closed before it was served"),
+                                Err(refusal) => {
+                                    tracing::info!(%peer, %refusal, "connection closed before it was served")
+                                }
                             }
                         });
                     }

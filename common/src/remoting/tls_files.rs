@@ -53,8 +53,8 @@ pub enum TlsError {
     Rustls(#[from] rustls::Error),
 }
 
-/// The crypto provider of every TLS configuration here: rustls' `ring` (it builds with the C
-/// compiler already needed; `aws-lc-rs` would also need cmake). rustls 0.23.48 deprecates it for
+/// The crypto provider of every TLS configuration here: rustls' `ring` (small, built with the C
+/// compiler already here, where the default `aws-lc-rs` builds a large C library). rustls 0.23.48 deprecates it for
 /// lacking post-quantum key exchange: classical X25519/P-256 key exchange is what RocketMQ's Java
 /// peers offer too; moving to `aws-lc-rs` is the way to hybrid post-quantum groups.
 #[allow(deprecated)]
@@ -66,9 +66,11 @@ fn read_bounded(what: &'static str, path: &Path) -> Result<Vec<u8>, TlsError> {
     let shown = || path.display().to_string();
     let file = std::fs::File::open(path).map_err(|source| TlsError::Read { what, path: shown(), source })?;
     let mut bytes = Vec::new();
-    file.take(TLS_PEM_FILE_MAX_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|source| TlsError::Read { what, path: shown(), source })?;
+    file.take(TLS_PEM_FILE_MAX_BYTES + 1).read_to_end(&mut bytes).map_err(|source| TlsError::Read {
+        what,
+        path: shown(),
+        source,
+    })?;
     if bytes.len() as u64 > TLS_PEM_FILE_MAX_BYTES {
         return Err(TlsError::Content {
             what,

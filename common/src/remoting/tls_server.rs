@@ -184,8 +184,8 @@ async fn refuse_plaintext(mut stream: TcpStream) {
         if request.is_response() || request.is_oneway() {
             return Ok(());
         }
-        let response =
-            RemotingCommand::response(ResponseCode::SystemError, Some(TLS_REQUIRED_REMARK.to_owned())).answering(&request);
+        let response = RemotingCommand::response(ResponseCode::SystemError, Some(TLS_REQUIRED_REMARK.to_owned()))
+            .answering(&request);
         if let Ok(bytes) = response.encode() {
             stream.write_all(&bytes).await?;
             stream.shutdown().await?;
