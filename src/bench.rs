@@ -422,6 +422,7 @@ async fn produce(a: ProduceArgs) -> Result<()> {
         .send_timeout(a.run.namesrv.timeout)
         .serialize_type(a.serialize.serialize_type())
         .credentials(a.run.namesrv.credentials()?)
+        .tls(a.run.namesrv.tls())
         .build()?;
     producer.start().await?;
     // Java's benchmark sends the same body every time; its content does not matter to the broker.
@@ -629,6 +630,7 @@ async fn consume(a: ConsumeBenchArgs) -> Result<()> {
         .consume_message_batch_max_size(a.consume_batch)
         .rpc_timeout(a.run.namesrv.timeout)
         .credentials(a.run.namesrv.credentials()?)
+        .tls(a.run.namesrv.tls())
         .listener_concurrently(listener)
         .build()?;
     stop.arm(a.run.duration);

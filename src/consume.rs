@@ -94,6 +94,7 @@ pub async fn run(args: ConsumeArgs) -> Result<()> {
         .consume_from(from)
         .rpc_timeout(args.namesrv.timeout)
         .credentials(args.namesrv.credentials()?)
+        .tls(args.namesrv.tls())
         .enable_msg_trace(args.msg_trace);
     if let Some(topic) = &args.trace_topic {
         builder = builder.customized_trace_topic(topic.as_str());

@@ -14,6 +14,10 @@
 //! 0600, kept across restarts) and every member uses it, as a deployment beyond loopback must:
 //! Raft RPCs and NameServer registrations are signed; `raftmq admin --clusterSecretFile` signs
 //! the NameServer writes an operator sends.
+//!
+//! `--tls` makes a self-signed CA and a server certificate in `<data>/tls/` (kept across restarts)
+//! and runs every NameServer and broker remoting port TLS-enforcing, the brokers' own calls over
+//! TLS; the banner prints what a client must set.
 
 use std::path::PathBuf;
 
@@ -23,8 +27,11 @@ use clap::Args;
 use raftmq_broker::Broker;
 use raftmq_broker::BrokerConfig;
 use raftmq_broker::config::broker_config::RaftPeer;
+use raftmq_common::tls_settings::TlsMode;
 use raftmq_namesrv::NameServer;
 use raftmq_namesrv::NamesrvConfig;
+
+use crate::dev_certs::DevCertFiles;
 
 /// `raftmq dev` flags.
 #[derive(Debug, Args)]
@@ -89,6 +96,11 @@ pub struct DevArgs {
     /// cluster is on loopback; for measuring what authentication costs).
     #[arg(long)]
     pub insecure_no_cluster_secret: bool,
+
+    /// TLS on every remoting port (`tls.server.mode=enforcing`), with a CA and certificate made in
+    /// `<data>/tls/`; clients need `--tls --tlsTrustCertPath <data>/tls/ca.pem`.
+    #[arg(long)]
+    pub tls: bool,
 
     /// Override a broker config key on every replica, e.g. `-D raftCheckpointIntervalMs=0`;
     /// repeatable.
@@ -160,6 +172,7 @@ pub fn broker_configs(args: &DevArgs, namesrv_addr: &str) -> Result<Vec<BrokerCo
                 cluster_secret_file: (!args.insecure_no_cluster_secret).then(|| cluster_secret_path(&args.data)),
                 ..BrokerConfig::default()
             };
+            let config = if args.tls { with_tls(config, &tls_files(&args.data)) } else { config };
             configs.push(config.with_overrides(&overrides).with_context(|| format!("-D overrides for {name} n{i}"))?);
         }
     }
@@ -174,7 +187,11 @@ pub fn namesrv_configs(args: &DevArgs) -> Result<Vec<NamesrvConfig>> {
             let listen_port = u16::try_from(u64::from(args.namesrv_port) + j)
                 .context("a NameServer port beyond 65535: choose a lower --namesrv-port")?;
             let dir = if j == 0 { "namesrv".to_owned() } else { format!("namesrv-{}", j + 1) };
+            let tls = tls_files(&args.data);
             Ok(NamesrvConfig {
+                tls_server_mode: if args.tls { TlsMode::Enforcing } else { TlsMode::default() },
+                tls_server_cert_path: args.tls.then(|| tls.server_cert.clone()),
+                tls_server_key_path: args.tls.then(|| tls.server_key.clone()),
                 listen_port,
                 bind_address: "127.0.0.1".to_owned(),
                 kv_config_path: args.data.join(dir).join("kvConfig.json").display().to_string(),
@@ -189,6 +206,23 @@ pub fn namesrv_configs(args: &DevArgs) -> Result<Vec<NamesrvConfig>> {
         .collect()
 }
 
+/// A broker config serving and calling TLS only, with the dev certificates.
+fn with_tls(config: BrokerConfig, tls: &DevCertFiles) -> BrokerConfig {
+    BrokerConfig {
+        tls_server_mode: TlsMode::Enforcing,
+        tls_server_cert_path: Some(tls.server_cert.clone()),
+        tls_server_key_path: Some(tls.server_key.clone()),
+        tls_enable: true,
+        tls_client_trust_cert_path: Some(tls.ca_cert.clone()),
+        ..config
+    }
+}
+
+/// Where the dev cluster keeps its TLS files.
+pub fn tls_files(data: &std::path::Path) -> DevCertFiles {
+    DevCertFiles::in_dir(&data.join("tls"))
+}
+
 /// Where the dev cluster keeps its cluster secret.
 pub fn cluster_secret_path(data: &std::path::Path) -> PathBuf {
     data.join("cluster.secret")
@@ -201,6 +235,15 @@ pub async fn run(args: DevArgs) -> Result<()> {
     std::fs::create_dir_all(&args.data).with_context(|| format!("creating {}", args.data.display()))?;
     if !args.insecure_no_cluster_secret {
         crate::cluster_secret_file::ensure(&cluster_secret_path(&args.data))?;
+    }
+    if args.tls {
+        let (files, made) = crate::dev_certs::ensure_dev_certs(&args.data.join("tls"))?;
+        if made {
+            println!(
+                "made a TLS CA and server certificate in {}",
+                files.ca_cert.parent().unwrap_or(&args.data).display()
+            );
+        }
     }
     let mut namesrvs = Vec::new();
     for config in namesrv_configs(&args)? {
@@ -324,6 +367,19 @@ fn print_banner(
             secret.display()
         );
     }
+    if args.tls {
+        let ca = tls_files(&args.data).ca_cert;
+        println!("  TLS           enforcing on every remoting port; CA certificate {}", ca.display());
+        println!(
+            "    raftmq CLI  --tls --tlsTrustCertPath {0}  (or RAFTMQ_TLS=true RAFTMQ_TLS_TRUST_CERT_PATH={0})",
+            ca.display()
+        );
+        println!("    Rust SDK    .use_tls(true).tls_trust_cert_path(\"{}\")", ca.display());
+        println!(
+            "    Java client -Dtls.enable=true -Dtls.client.authServer=true -Dtls.client.trustCertPath={}",
+            ca.display()
+        );
+    }
     if let Some(file) = &args.acl_file {
         println!(
             "  plain ACL     {} (sign with --accessKey/--secretKey or RAFTMQ_ACCESS_KEY/RAFTMQ_SECRET_KEY)",
@@ -332,10 +388,15 @@ fn print_banner(
     }
     println!();
     println!("Try it (another terminal):");
-    println!("  raftmq admin updateTopic -n {namesrv_addr} -c DefaultCluster -t TopicTest");
-    println!("  raftmq send -n {namesrv_addr} -t TopicTest --tag TagA --count 3 'hello raftmq'");
-    println!("  raftmq consume -n {namesrv_addr} -t TopicTest -g demo-group --from-first --count 3");
-    println!("  raftmq bench produce -n {namesrv_addr} -t TopicTest --count 10000");
+    let n = if args.tls {
+        format!("{namesrv_addr} --tls --tlsTrustCertPath {}", tls_files(&args.data).ca_cert.display())
+    } else {
+        namesrv_addr.to_owned()
+    };
+    println!("  raftmq admin updateTopic -n {n} -c DefaultCluster -t TopicTest");
+    println!("  raftmq send -n {n} -t TopicTest --tag TagA --count 3 'hello raftmq'");
+    println!("  raftmq consume -n {n} -t TopicTest -g demo-group --from-first --count 3");
+    println!("  raftmq bench produce -n {n} -t TopicTest --count 10000");
     println!();
     println!("Ctrl-C stops the cluster; run `raftmq dev` again to continue with the same data.");
 }
@@ -360,6 +421,7 @@ mod tests {
             inner_access_key: None,
             inner_secret_key: None,
             insecure_no_cluster_secret: false,
+            tls: false,
             overrides: overrides.iter().map(|s| (*s).to_owned()).collect(),
         }
     }
@@ -410,6 +472,34 @@ mod tests {
         assert_eq!(group_name("broker-a", 2), "broker-c");
         assert_eq!(group_name("orders", 0), "orders");
         assert_eq!(group_name("orders", 1), "orders-2");
+    }
+
+    #[test]
+    fn dev_tls_enforces_tls_everywhere_with_its_own_certificates() {
+        let args = DevArgs { tls: true, ..default_args(&[]) };
+        for c in broker_configs(&args, "127.0.0.1:9876").unwrap() {
+            assert_eq!(c.tls_server_mode, TlsMode::Enforcing);
+            assert_eq!(c.tls_server_cert_path, Some(PathBuf::from("d/tls/server.pem")));
+            assert_eq!(c.tls_client().and_then(|t| t.trust_cert_path), Some(PathBuf::from("d/tls/ca.pem")));
+        }
+        for n in namesrv_configs(&args).unwrap() {
+            assert_eq!(n.tls_server_mode, TlsMode::Enforcing);
+            n.validate().expect("valid");
+        }
+        let plain = broker_configs(&default_args(&[]), "127.0.0.1:9876").unwrap();
+        assert!(plain.iter().all(|c| !c.tls_server().serves_tls() && c.tls_client().is_none()));
+    }
+
+    #[test]
+    fn dev_certs_are_made_once_and_load_as_a_server_pair() {
+        let dir = tempfile::tempdir().unwrap();
+        let (files, made) = crate::dev_certs::ensure_dev_certs(dir.path()).unwrap();
+        assert!(made);
+        let (_, again) = crate::dev_certs::ensure_dev_certs(dir.path()).unwrap();
+        assert!(!again, "existing certificates are kept");
+        raftmq_common::remoting::tls_files::certified_key(("cert", &files.server_cert), ("key", &files.server_key))
+            .expect("the pair loads and matches");
+        raftmq_common::remoting::tls_files::read_roots("ca", &files.ca_cert).expect("the CA loads");
     }
 
     #[test]

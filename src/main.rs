@@ -11,6 +11,7 @@ mod cli;
 mod cluster_secret_file;
 mod consume;
 mod dev;
+mod dev_certs;
 mod healthcheck;
 mod logging;
 mod namesrv_addr;

@@ -1,6 +1,7 @@
 //! The flags every client command shares: `-n/--namesrvAddr` (mqadmin's spelling, `NAMESRV_ADDR`,
 //! then `127.0.0.1:9876`), the per-call deadline, and the plain-ACL account every request is signed
-//! with (`--accessKey` / `--secretKey`, or `RAFTMQ_ACCESS_KEY` / `RAFTMQ_SECRET_KEY`).
+//! with (`--accessKey` / `--secretKey`, or `RAFTMQ_ACCESS_KEY` / `RAFTMQ_SECRET_KEY`), and TLS
+//! (`--tls` with `--tlsTrustCertPath`, or `RAFTMQ_TLS` / `RAFTMQ_TLS_TRUST_CERT_PATH`).
 //!
 //! Invariant: the address list is passed to the SDK verbatim (`ip:port;ip:port`); the SDK parses and
 //! fails over, so no command has its own notion of "which NameServer".
@@ -10,6 +11,7 @@ use std::time::Duration;
 use clap::Args;
 use raftmq_client::Admin;
 use raftmq_client::SessionCredentials;
+use raftmq_client::TlsClientSettings;
 
 /// Where a command finds the NameServers and how long each call may take.
 #[derive(Debug, Clone, Args)]
@@ -48,6 +50,16 @@ pub struct NamesrvAddrArgs {
     /// NameServer that has one refuses its writes (updateKvConfig, wipeWritePerm, ...) without it.
     #[arg(long = "clusterSecretFile", value_name = "FILE", env = "RAFTMQ_CLUSTER_SECRET_FILE", global = true)]
     pub cluster_secret_file: Option<std::path::PathBuf>,
+
+    /// Connect to NameServers and brokers with TLS (their `tls.server.mode` permissive or
+    /// enforcing), as a Java client with `tls.enable=true`.
+    #[arg(long = "tls", env = "RAFTMQ_TLS", global = true)]
+    pub tls: bool,
+
+    /// The CA certificate (PEM) the servers' certificates are checked against
+    /// (`tls.client.trustCertPath`); `raftmq dev --tls` prints the one it made.
+    #[arg(long = "tlsTrustCertPath", value_name = "FILE", env = "RAFTMQ_TLS_TRUST_CERT_PATH", global = true)]
+    pub tls_trust_cert_path: Option<std::path::PathBuf>,
 }
 
 impl NamesrvAddrArgs {
@@ -60,11 +72,19 @@ impl NamesrvAddrArgs {
         }
     }
 
+    /// The TLS settings when `--tls` is on.
+    pub fn tls(&self) -> Option<TlsClientSettings> {
+        self.tls.then(|| TlsClientSettings {
+            trust_cert_path: self.tls_trust_cert_path.clone(),
+            ..TlsClientSettings::default()
+        })
+    }
+
     /// An admin client for these NameServers, deadline and account.
     pub fn admin(&self) -> anyhow::Result<Admin> {
         let file = self.cluster_secret_file.as_ref().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
         let key = raftmq_common::cluster_secret::ClusterSecret::from_config("", &file)?.map(|s| s.key());
-        Ok(Admin::with_credentials(&self.namesrv_addr, self.credentials()?)?
+        Ok(Admin::with_tls(&self.namesrv_addr, self.credentials()?, self.tls())?
             .with_timeout(self.timeout)
             .with_cluster_key(key))
     }

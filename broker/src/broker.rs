@@ -28,11 +28,13 @@ use std::time::Duration;
 use raftmq_common::protocol::cluster_signature::ClusterSigner;
 use raftmq_common::protocol::cluster_signature::ClusterVerifier;
 use raftmq_common::protocol::leader_hint::format_leader_hint;
+use raftmq_common::remoting::ClientTls;
 use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::RemotingClient;
 use raftmq_common::remoting::RemotingServer;
 use raftmq_common::remoting::SHUTTING_DOWN_REMARK;
 use raftmq_common::remoting::ServerOptions;
+use raftmq_common::remoting::ServerTls;
 use raftmq_raft::ApplyHandler;
 use raftmq_raft::Leadership;
 use raftmq_raft::LogStore;
@@ -235,8 +237,16 @@ impl Broker {
                  transfer, removal notices) pass only if the peers list it in globalWhiteRemoteAddresses"
             );
         }
-        let peer_client = RemotingClient::with_credentials(ProcessorTable::new(), false, inner);
-        let forwarder = RemotingClient::new();
+        // `tls.enable`: every call this replica makes on a remoting port (its peers', the
+        // NameServers') is TLS; the Raft port stays plain, authenticated by the cluster secret.
+        let client_tls = match config.tls_client() {
+            Some(settings) => {
+                Some(ClientTls::from_settings(&settings).map_err(|e| BrokerError::Config(format!("TLS client: {e}")))?)
+            }
+            None => None,
+        };
+        let peer_client = RemotingClient::with_tls(ProcessorTable::new(), false, inner, client_tls.clone());
+        let forwarder = RemotingClient::with_tls(ProcessorTable::new(), false, None, client_tls.clone());
         let register_now = Arc::new(Notify::new());
         let membership = Arc::new(GroupMembership {
             config: config.clone(),
@@ -314,7 +324,20 @@ impl Broker {
         if ctx.config.admin_token.is_none() {
             tracing::info!(%admin_listen, "admin HTTP on loopback only: set adminToken to serve other hosts");
         }
-        let admin = AdminServer::bind(
+        let admin_tls = match ctx.config.admin_https_files() {
+            Some((cert, key)) => Some(
+                ServerTls::https(("adminHttpsCertPath", "adminHttpsKeyPath"), &cert, &key)
+                    .map_err(|e| BrokerError::Config(format!("admin HTTPS: {e}")))?,
+            ),
+            None => None,
+        };
+        let remoting_tls =
+            ServerTls::from_settings(&ctx.config.tls_server()).map_err(|e| BrokerError::Config(format!("TLS: {e}")))?;
+        if let Some(tls) = &remoting_tls {
+            tracing::info!(mode = tls.mode().name(), "remoting port serves TLS");
+        }
+        let options = options.tls(remoting_tls);
+        let admin = AdminServer::bind_with_tls(
             Arc::new(HttpHandles {
                 config: Arc::clone(&ctx.config),
                 live: Arc::clone(&ctx.live),
@@ -328,6 +351,7 @@ impl Broker {
                 acl: ctx.acl.clone(),
             }),
             admin_listen,
+            admin_tls,
         )
         .await
         .map_err(|source| BrokerError::Bind { addr: admin_listen.to_string(), source })?;
@@ -336,7 +360,13 @@ impl Broker {
             .await
             .map_err(|source| BrokerError::Bind { addr: listen.to_string(), source })?;
 
-        let namesrv_client = RemotingClient::new();
+        let namesrv_tls = match ctx.config.tls_client() {
+            Some(settings) => {
+                Some(ClientTls::from_settings(&settings).map_err(|e| BrokerError::Config(format!("TLS client: {e}")))?)
+            }
+            None => None,
+        };
+        let namesrv_client = RemotingClient::with_tls(ProcessorTable::new(), false, None, namesrv_tls);
         let mut tasks = vec![
             group_commit_task,
             offsets_task,

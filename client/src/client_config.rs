@@ -1,6 +1,6 @@
 //! [`ClientConfig`]: the options every SDK client shares, as Java's `ClientConfig`: NameServers,
-//! the client id (`ip@instanceName`), route polling and the NameServer deadline, ACL credentials
-//! and message trace. [`ProducerBuilder`](crate::ProducerBuilder), the push and the pull consumer
+//! the client id (`ip@instanceName`), route polling and the NameServer deadline, ACL credentials,
+//! TLS (`useTLS`) and message trace. [`ProducerBuilder`](crate::ProducerBuilder), the push and the pull consumer
 //! builders each hold one and expose its setters through [`client_config_setters`], so the shared
 //! options are written once.
 //!
@@ -13,6 +13,11 @@ use std::time::SystemTime;
 use std::time::UNIX_EPOCH;
 
 use raftmq_common::protocol::acl::SessionCredentials;
+use raftmq_common::remoting::ClientTls;
+use raftmq_common::tls_settings::TlsClientSettings;
+
+use crate::error::ClientError;
+use crate::error::Result;
 
 use crate::route::RouteConfig;
 use crate::trace::TraceSettings;
@@ -32,6 +37,10 @@ pub(crate) struct ClientConfig {
     pub(crate) credentials: Option<Arc<SessionCredentials>>,
     /// `enableMsgTrace`, `customizedTraceTopic`.
     pub(crate) trace: TraceSettings,
+    /// `useTLS`: every connection, to NameServers and brokers, is TLS.
+    pub(crate) use_tls: bool,
+    /// How TLS checks the servers (trust root, client certificate) when `use_tls`.
+    pub(crate) tls: TlsClientSettings,
 }
 
 impl ClientConfig {
@@ -43,6 +52,17 @@ impl ClientConfig {
     /// The instance name: the configured one, else `default`.
     pub(crate) fn instance_name_or(&self, default: impl FnOnce() -> String) -> String {
         self.instance_name.clone().unwrap_or_else(default)
+    }
+
+    /// The TLS connector when `use_tls` (trust root and client certificate read now); an invalid
+    /// setting is `InvalidArgument` for `op`.
+    pub(crate) fn client_tls(&self, op: &'static str) -> Result<Option<ClientTls>> {
+        if !self.use_tls {
+            return Ok(None);
+        }
+        ClientTls::from_settings(&self.tls)
+            .map(Some)
+            .map_err(|e| ClientError::invalid_argument(op, format!("use_tls: {e}")))
     }
 
     /// The credentials, owned (for a client built from this one: the trace or retry producer).
@@ -112,6 +132,50 @@ macro_rules! client_config_setters {
         /// How often cached routes are refreshed (`pollNameServerInterval`, 30 s).
         pub fn route_poll_interval(mut self, interval: ::std::time::Duration) -> Self {
             self.$config.route_config.poll_interval = interval;
+            self
+        }
+
+        /// Connects to NameServers and brokers with TLS (Java's `ClientConfig.useTLS`, off by
+        /// default): servers must run `tls.server.mode` permissive or enforcing. The server's
+        /// certificate is checked against [`tls_trust_cert_path`](Self::tls_trust_cert_path), which
+        /// is then needed, unless [`tls_auth_server`](Self::tls_auth_server) is false.
+        pub fn use_tls(mut self, enable: bool) -> Self {
+            self.$config.use_tls = enable;
+            self
+        }
+
+        /// The CA certificates (PEM) the servers' certificates must chain to
+        /// (`tls.client.trustCertPath`). A certificate must also name the address dialled (an IP
+        /// address SAN for `ip:port` addresses).
+        pub fn tls_trust_cert_path(mut self, path: impl Into<::std::path::PathBuf>) -> Self {
+            self.$config.tls.trust_cert_path = Some(path.into());
+            self
+        }
+
+        /// Whether the servers' certificates are checked (`tls.client.authServer`, default true).
+        /// False takes any certificate: encrypted, but open to a man in the middle (test networks).
+        pub fn tls_auth_server(mut self, check: bool) -> Self {
+            self.$config.tls.auth_server = check;
+            self
+        }
+
+        /// A client certificate and key (PEM) for servers that require one
+        /// (`tls.client.certPath`, `tls.client.keyPath`; `tls.server.need.client.auth=require`).
+        pub fn tls_client_cert(
+            mut self,
+            cert_path: impl Into<::std::path::PathBuf>,
+            key_path: impl Into<::std::path::PathBuf>,
+        ) -> Self {
+            self.$config.tls.cert_path = Some(cert_path.into());
+            self.$config.tls.key_path = Some(key_path.into());
+            self
+        }
+
+        /// TLS with these settings (`Some`: as [`use_tls`](Self::use_tls)`(true)` with the
+        /// settings' trust root, client certificate and `authServer`), or none (`None`).
+        pub fn tls(mut self, settings: Option<::raftmq_common::tls_settings::TlsClientSettings>) -> Self {
+            self.$config.use_tls = settings.is_some();
+            self.$config.tls = settings.unwrap_or_default();
             self
         }
 

@@ -61,6 +61,7 @@ pub use producer::Producer;
 pub use producer::ProducerBuilder;
 pub use raftmq_common::message::sys_flag::CompressionType;
 pub use raftmq_common::protocol::acl::SessionCredentials;
+pub use raftmq_common::tls_settings::TlsClientSettings;
 pub use selector::MessageQueueSelector;
 pub use selector::SelectMessageQueueByHash;
 pub use send_result::SendResult;

@@ -143,6 +143,14 @@ pub struct ProducerBuilder {
 }
 
 impl ProducerBuilder {
+    /// The TLS settings of `config`: a producer a client builds for itself (trace, send-back)
+    /// reaches the same servers the same way.
+    pub(crate) fn tls_of(mut self, config: &ClientConfig) -> Self {
+        self.client.use_tls = config.use_tls;
+        self.client.tls = config.tls.clone();
+        self
+    }
+
     /// A builder for `producer_group` with RocketMQ's defaults (3 s timeout, 2 retries, compress
     /// ≥ 4 KiB, 4 MiB max, TBW102 with 4 queues) and latency fault avoidance on.
     pub fn new(producer_group: impl Into<String>) -> Self {
@@ -289,7 +297,8 @@ impl ProducerBuilder {
         let ip = self.client.ip();
         let trace = trace_dispatcher(&self.client, "buildProducer", &self.producer_group, TraceRole::Produce, ip)?;
         // Many senders share one connection per broker: requests made together leave in one write.
-        let remoting = RemotingClient::with_credentials(processors, true, self.client.credentials.clone());
+        let tls = self.client.client_tls("buildProducer")?;
+        let remoting = RemotingClient::with_tls(processors, true, self.client.credentials.clone(), tls);
         let namesrv = NamesrvClient::new(remoting.clone(), self.client.namesrv_addrs.clone())?;
         let routes = TopicRouteManager::new(namesrv, self.client.route_config.clone());
         let instance = self.client.instance_name_or(|| std::process::id().to_string());
@@ -323,6 +332,7 @@ pub(crate) fn trace_dispatcher(
     let producer = Producer::builder(trace::trace_producer_group(group, role))
         .namesrv_addrs(config.namesrv_addrs.clone())
         .credentials(config.owned_credentials())
+        .tls_of(config)
         .send_timeout(Duration::from_millis(TRACE_SEND_TIMEOUT_MS))
         .build()?;
     Ok(Some(Arc::new(TraceDispatcher::new(topic, Arc::new(producer), client_ip))))

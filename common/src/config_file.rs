@@ -10,6 +10,10 @@
 //! - Back to text (GET_*_CONFIG): [`property_text`] writes a value as Java's
 //!   `properties2String` would, durations in milliseconds.
 //!
+//! - RocketMQ's dotted TLS keys (`tls.server.mode`) are flat keys of the table. A TOML file may
+//!   write them as tables (`[tls.server]` with `mode = ...`, or `tls.server.mode = ...`, which TOML
+//!   reads as nested tables): [`read_table`] flattens everything under `tls` back into dotted keys.
+//!
 //! Pure but for [`read_table`]'s one `std::fs::read_to_string`; no tokio. Errors carry the file's
 //! `origin` (` in <path>`) so each server words them in its own error type.
 
@@ -61,11 +65,34 @@ pub fn read_table(
     let text = std::fs::read_to_string(path).map_err(|source| FileError::Read { path: path.to_owned(), source })?;
     let origin = format!(" in {}", path.display());
     let table = if properties_text::is_toml_file(path) {
-        text.parse::<toml::Table>().map_err(|source| FileError::Toml { origin: origin.clone(), source })?
+        let mut table =
+            text.parse::<toml::Table>().map_err(|source| FileError::Toml { origin: origin.clone(), source })?;
+        flatten_dotted(&mut table, "tls");
+        table
     } else {
         properties(&text).map_err(|message| FileError::Properties { origin: origin.clone(), message })?
     };
     Ok((table, origin))
+}
+
+/// Replaces a table under `prefix` by its leaves as dotted keys (`tls = {server = {mode = "x"}}`
+/// becomes `"tls.server.mode" = "x"`), so a TOML file can write RocketMQ's dotted keys as tables.
+pub fn flatten_dotted(table: &mut toml::Table, prefix: &str) {
+    fn leaves(prefix: String, value: toml::Value, out: &mut Vec<(String, toml::Value)>) {
+        match value {
+            toml::Value::Table(t) => {
+                for (k, v) in t {
+                    leaves(format!("{prefix}.{k}"), v, out);
+                }
+            }
+            leaf => out.push((prefix, leaf)),
+        }
+    }
+    if let Some(nested @ toml::Value::Table(_)) = table.remove(prefix) {
+        let mut out = Vec::new();
+        leaves(prefix.to_owned(), nested, &mut out);
+        table.extend(out);
+    }
 }
 
 /// Java properties text as a table, each value typed by `value(key, raw)` (trailing blanks of a
@@ -155,6 +182,16 @@ pub fn properties_of(table: toml::Table, duration_keys: &[&str]) -> BTreeMap<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dotted_tls_tables_become_rocketmqs_flat_keys() {
+        let mut t: toml::Table =
+            "listenPort = 1\n[tls.server]\nmode = \"enforcing\"\n[tls]\nenable = true\n".parse().expect("toml");
+        flatten_dotted(&mut t, "tls");
+        assert_eq!(t.get("tls.server.mode").and_then(|v| v.as_str()), Some("enforcing"));
+        assert_eq!(t.get("tls.enable").and_then(toml::Value::as_bool), Some(true));
+        assert!(!t.contains_key("tls") && t.contains_key("listenPort"));
+    }
 
     #[test]
     fn values_are_typed_by_key_then_by_toml() {

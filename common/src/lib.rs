@@ -26,3 +26,4 @@ pub mod protocol;
 #[cfg(feature = "remoting")]
 pub mod remoting;
 pub mod sync;
+pub mod tls_settings;

@@ -529,3 +529,19 @@ const _: () = assert!(CLUSTER_SECRET_MIN_BYTES <= CLUSTER_SECRET_MAX_BYTES);
 const _: () = assert!(RAFT_TERM_AHEAD_MAX_COUNT < RAFT_TERM_MAX);
 const _: () = assert!(TOPIC_STORE_NAME_MAX_BYTES <= PATH_COMPONENT_MAX_BYTES);
 const _: () = assert!(KV_CONFIG_VALUE_MAX_BYTES <= KV_CONFIG_TOTAL_MAX_BYTES);
+
+/// Longest a TLS handshake may take once its first byte arrived (Netty's `SslHandler`
+/// `handshakeTimeoutMillis`, 10 s): a peer that starts one and never finishes is closed, its
+/// admission slot counted meanwhile. A client's handshake is bounded by its connect deadline too.
+pub const TLS_HANDSHAKE_TIMEOUT_MS: u64 = 10_000;
+/// Largest first frame a TLS-enforcing server reads from a plaintext client in order to answer it
+/// with an error naming the mode (a heartbeat or a send header fits); a larger one is just closed.
+pub const TLS_PLAINTEXT_REFUSAL_FRAME_MAX_BYTES: usize = 64 * 1024;
+/// How often the certificate and key files of a TLS server are checked for a change (Java's
+/// `FileWatchService` polls every 500 ms): a rotated certificate is served to the next connection.
+pub const TLS_CERT_RELOAD_POLL_MS: u64 = 500;
+/// Largest certificate or key file read (a chain of a few certificates is a few KiB).
+pub const TLS_PEM_FILE_MAX_BYTES: u64 = 1024 * 1024;
+
+const _: () = assert!(TLS_HANDSHAKE_TIMEOUT_MS < SERVER_CONNECTION_IDLE_MAX_SECS * 1_000);
+const _: () = assert!(TLS_PLAINTEXT_REFUSAL_FRAME_MAX_BYTES < FRAME_SIZE_MAX_BYTES);

@@ -31,6 +31,9 @@ use raftmq_common::cluster_secret::ClusterSecret;
 use raftmq_common::cluster_secret::ClusterSecretError;
 use raftmq_common::config_file;
 use raftmq_common::config_file::FileError;
+use raftmq_common::tls_settings::ClientAuth;
+use raftmq_common::tls_settings::TlsMode;
+use raftmq_common::tls_settings::TlsServerSettings;
 use serde::Deserialize;
 use serde::Serialize;
 use thiserror::Error;
@@ -75,6 +78,22 @@ pub struct NamesrvConfig {
     pub enable_all_topic_list: bool,
     /// Serve GET_TOPICS_BY_CLUSTER (default true).
     pub enable_topic_list: bool,
+    /// `tls.server.mode`: disabled, permissive (default: TLS and plaintext on one port, TLS only
+    /// with a certificate) or enforcing.
+    #[serde(rename = "tls.server.mode")]
+    pub tls_server_mode: TlsMode,
+    /// `tls.server.certPath`: the certificate chain (PEM), re-read when it changes.
+    #[serde(rename = "tls.server.certPath", skip_serializing_if = "Option::is_none")]
+    pub tls_server_cert_path: Option<PathBuf>,
+    /// `tls.server.keyPath`: its private key (PEM, unencrypted).
+    #[serde(rename = "tls.server.keyPath", skip_serializing_if = "Option::is_none")]
+    pub tls_server_key_path: Option<PathBuf>,
+    /// `tls.server.trustCertPath`: the CA client certificates are checked against.
+    #[serde(rename = "tls.server.trustCertPath", skip_serializing_if = "Option::is_none")]
+    pub tls_server_trust_cert_path: Option<PathBuf>,
+    /// `tls.server.need.client.auth`: none (default), optional or require.
+    #[serde(rename = "tls.server.need.client.auth")]
+    pub tls_server_need_client_auth: ClientAuth,
 }
 
 impl Default for NamesrvConfig {
@@ -93,6 +112,11 @@ impl Default for NamesrvConfig {
             delete_topic_with_broker_registration: false,
             enable_all_topic_list: true,
             enable_topic_list: true,
+            tls_server_mode: TlsMode::default(),
+            tls_server_cert_path: None,
+            tls_server_key_path: None,
+            tls_server_trust_cert_path: None,
+            tls_server_need_client_auth: ClientAuth::None,
         }
     }
 }
@@ -192,6 +216,7 @@ impl NamesrvConfig {
             ClusterSecret::new(self.cluster_secret.as_bytes().to_vec())
                 .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         }
+        self.tls_server().validate().map_err(|e| ConfigError::Invalid(e.0))?;
         let configured = !self.cluster_secret.is_empty() || !self.cluster_secret_file.trim().is_empty();
         cluster_secret::require_secret(
             None,
@@ -199,6 +224,17 @@ impl NamesrvConfig {
             [("bindAddress", self.bind_address.trim())],
         )
         .map_err(|e| ConfigError::Invalid(e.to_string()))
+    }
+
+    /// The `tls.server.*` keys as one value.
+    pub fn tls_server(&self) -> TlsServerSettings {
+        TlsServerSettings {
+            mode: self.tls_server_mode,
+            cert_path: self.tls_server_cert_path.clone(),
+            key_path: self.tls_server_key_path.clone(),
+            trust_cert_path: self.tls_server_trust_cert_path.clone(),
+            need_client_auth: self.tls_server_need_client_auth,
+        }
     }
 
     /// The cluster secret (`clusterSecret`, or read from `clusterSecretFile`); `None` when neither.
@@ -369,6 +405,28 @@ mod tests {
             NamesrvConfig::load(Some(Path::new("/nonexistent/namesrv.toml")), &[]),
             Err(ConfigError::Read { .. })
         ));
+    }
+
+    #[test]
+    fn tls_keys_read_as_rocketmq_names_them_from_properties_toml_and_overrides() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let props = dir.path().join("namesrv.properties");
+        std::fs::write(&props, "tls.server.mode=enforcing\ntls.server.certPath=/c.pem\ntls.server.keyPath=/k.pem\n")
+            .expect("write");
+        let c = NamesrvConfig::load(Some(&props), &[]).expect("properties");
+        assert_eq!(c.tls_server_mode, TlsMode::Enforcing);
+        assert_eq!(c.tls_server_cert_path.as_deref(), Some(Path::new("/c.pem")));
+        let toml = dir.path().join("namesrv.toml");
+        std::fs::write(&toml, "[tls.server]\nmode = \"enforcing\"\ncertPath = \"/c.pem\"\nkeyPath = \"/k.pem\"\n")
+            .expect("write");
+        assert_eq!(NamesrvConfig::load(Some(&toml), &[]).expect("toml"), c);
+        let overrides = NamesrvConfig::parse_overrides(["tls.server.mode=disabled"]).expect("ok");
+        assert_eq!(NamesrvConfig::load(Some(&props), &overrides).expect("override").tls_server_mode, TlsMode::Disabled);
+        let err =
+            NamesrvConfig::load(None, &NamesrvConfig::parse_overrides(["tls.server.mode=enforcing"]).expect("ok"))
+                .unwrap_err();
+        assert!(err.to_string().contains("tls.server.certPath"), "{err}");
+        assert!(c.to_properties().contains_key("tls.server.mode"));
     }
 
     #[test]

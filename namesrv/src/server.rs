@@ -22,6 +22,7 @@ use std::time::Duration;
 use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::RemotingServer;
 use raftmq_common::remoting::ServerOptions;
+use raftmq_common::remoting::ServerTls;
 use thiserror::Error;
 use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;
@@ -54,6 +55,9 @@ pub enum NamesrvError {
         #[source]
         source: std::io::Error,
     },
+    /// The TLS certificate, key or trust roots could not be loaded.
+    #[error("NameServer TLS: {0}")]
+    Tls(#[source] raftmq_common::remoting::TlsError),
 }
 
 /// A running NameServer.
@@ -91,6 +95,11 @@ impl NameServer {
         let options = ServerOptions::default().on_connection_closed(move |event| {
             on_closed.connection_closed(event.connection_id);
         });
+        let tls = ServerTls::from_settings(&config.tls_server()).map_err(NamesrvError::Tls)?;
+        if let Some(tls) = &tls {
+            tracing::info!(mode = tls.mode().name(), "NameServer serves TLS");
+        }
+        let options = options.tls(tls);
         let remoting = RemotingServer::bind_with(addr, table, options)
             .await
             .map_err(|source| NamesrvError::Bind { addr, source })?;

@@ -93,6 +93,7 @@ async fn tools_producer(namesrv: &NamesrvAddrArgs) -> Result<raftmq_client::Prod
         .namesrv_addr(&namesrv.namesrv_addr)
         .send_timeout(namesrv.timeout)
         .credentials(namesrv.credentials()?)
+        .tls(namesrv.tls())
         .build()?;
     producer.start().await?;
     Ok(producer)

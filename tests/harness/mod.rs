@@ -5,7 +5,8 @@
 //! - [`group`]: a NameServer and an in-process Raft broker group, spoken to on the wire;
 //! - [`cluster`]: the same driven through the SDK, with replicas that can be killed;
 //! - [`cli`]: fake broker nodes and a runner for the real `raftmq` binary;
-//! - [`processes`]: broker replicas as real `raftmq broker` child processes (kill -9, restart).
+//! - [`processes`]: broker replicas as real `raftmq broker` child processes (kill -9, restart);
+//! - [`tls`]: certificates made at test time (with [`dev_certs`], `raftmq dev --tls`'s code).
 //!
 //! Each binary uses only part of it.
 
@@ -13,6 +14,9 @@
 
 pub mod cli;
 pub mod cluster;
+#[path = "../../src/dev_certs.rs"]
+pub mod dev_certs;
 pub mod group;
 pub mod ports;
 pub mod processes;
+pub mod tls;

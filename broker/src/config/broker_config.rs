@@ -25,6 +25,12 @@
 //! innerSecretKey = "…"                     #   to its peers (masked in GET_BROKER_CONFIG)
 //! clusterSecretFile = "/etc/raftmq/cluster.secret"  # signs Raft RPCs and NameServer registrations;
 //!                                          #   required when raftAddr or namesrvAddr is not loopback
+//! "tls.server.mode" = "enforcing"          # client remoting TLS, RocketMQ's keys (docs/security.md):
+//! "tls.server.certPath" = "/etc/raftmq/tls/broker.pem"  # disabled | permissive | enforcing;
+//! "tls.server.keyPath" = "/etc/raftmq/tls/broker.key"   #   the pair is re-read when it changes
+//! "tls.enable" = true                      # this broker's own calls (NameServers, peers) use TLS,
+//! "tls.client.trustCertPath" = "/etc/raftmq/tls/ca.pem" #   checking servers against this CA
+//! adminHttpsEnable = true                  # optional: the admin API over HTTPS (same certificate)
 //!
 //! [[raftPeers]]
 //! id = 0
@@ -60,6 +66,10 @@ use raftmq_common::limits::BROKER_PULL_TRANSFER_MAX_BYTES;
 use raftmq_common::limits::DELAY_PROGRESS_BATCH_MAX_COUNT;
 use raftmq_common::protocol::body::properties_text;
 use raftmq_common::protocol::body::topic::perm;
+use raftmq_common::tls_settings::ClientAuth;
+use raftmq_common::tls_settings::TlsClientSettings;
+use raftmq_common::tls_settings::TlsMode;
+use raftmq_common::tls_settings::TlsServerSettings;
 use raftmq_raft::RaftConfig;
 use serde::Deserialize;
 use serde::Serialize;
@@ -263,6 +273,49 @@ pub struct BrokerConfig {
     /// anyone who reaches the Raft port can then rewrite the group. For trusted test networks only.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub insecure_cluster_without_secret: bool,
+    /// `tls.server.mode` of the remoting port: disabled, permissive (default: TLS and plaintext on
+    /// one port; TLS only with a certificate) or enforcing (TLS only). The Raft port is not TLS.
+    #[serde(rename = "tls.server.mode")]
+    pub tls_server_mode: TlsMode,
+    /// `tls.server.certPath`: the certificate chain (PEM, leaf first); re-read when it changes.
+    #[serde(rename = "tls.server.certPath", skip_serializing_if = "Option::is_none")]
+    pub tls_server_cert_path: Option<PathBuf>,
+    /// `tls.server.keyPath`: its private key (PEM, unencrypted).
+    #[serde(rename = "tls.server.keyPath", skip_serializing_if = "Option::is_none")]
+    pub tls_server_key_path: Option<PathBuf>,
+    /// `tls.server.trustCertPath`: the CA client certificates are checked against.
+    #[serde(rename = "tls.server.trustCertPath", skip_serializing_if = "Option::is_none")]
+    pub tls_server_trust_cert_path: Option<PathBuf>,
+    /// `tls.server.need.client.auth`: none (default), optional or require (mutual TLS).
+    #[serde(rename = "tls.server.need.client.auth")]
+    pub tls_server_need_client_auth: ClientAuth,
+    /// `tls.enable`: this broker's own remoting calls (NameServer registration, its peers'
+    /// remoting ports) use TLS (default false). Needed when the NameServers or peers enforce TLS.
+    #[serde(rename = "tls.enable")]
+    pub tls_enable: bool,
+    /// `tls.client.trustCertPath`: the CA the servers' certificates are checked against.
+    #[serde(rename = "tls.client.trustCertPath", skip_serializing_if = "Option::is_none")]
+    pub tls_client_trust_cert_path: Option<PathBuf>,
+    /// `tls.client.certPath`: a client certificate for servers that require one.
+    #[serde(rename = "tls.client.certPath", skip_serializing_if = "Option::is_none")]
+    pub tls_client_cert_path: Option<PathBuf>,
+    /// `tls.client.keyPath`: its key.
+    #[serde(rename = "tls.client.keyPath", skip_serializing_if = "Option::is_none")]
+    pub tls_client_key_path: Option<PathBuf>,
+    /// `tls.client.authServer`: check the servers' certificates (default true; false accepts any,
+    /// as Java's default does: test networks only).
+    #[serde(rename = "tls.client.authServer")]
+    pub tls_client_auth_server: bool,
+    /// Serve the admin HTTP API over HTTPS (default false), with `adminHttpsCertPath` and
+    /// `adminHttpsKeyPath`, else the remoting certificate (`tls.server.certPath`/`keyPath`);
+    /// re-read when it changes.
+    pub admin_https_enable: bool,
+    /// The admin HTTPS certificate chain (PEM); default `tls.server.certPath`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admin_https_cert_path: Option<PathBuf>,
+    /// Its key (PEM); default `tls.server.keyPath`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admin_https_key_path: Option<PathBuf>,
     /// Raft heartbeat period in ms (default 150).
     pub raft_heartbeat_interval_ms: u64,
     /// Lower bound of openraft's election timeout in ms (default 200). A follower campaigns
@@ -367,6 +420,19 @@ impl Default for BrokerConfig {
             cluster_secret: None,
             cluster_secret_file: None,
             insecure_cluster_without_secret: false,
+            tls_server_mode: TlsMode::default(),
+            tls_server_cert_path: None,
+            tls_server_key_path: None,
+            tls_server_trust_cert_path: None,
+            tls_server_need_client_auth: ClientAuth::None,
+            tls_enable: false,
+            tls_client_trust_cert_path: None,
+            tls_client_cert_path: None,
+            tls_client_key_path: None,
+            tls_client_auth_server: true,
+            admin_https_enable: false,
+            admin_https_cert_path: None,
+            admin_https_key_path: None,
             raft_heartbeat_interval_ms: RaftConfig::default().heartbeat_interval_ms,
             raft_election_timeout_min_ms: RaftConfig::default().election_timeout_min_ms,
             raft_election_timeout_max_ms: RaftConfig::default().election_timeout_max_ms,
@@ -624,7 +690,60 @@ impl BrokerConfig {
         self.validate_times()?;
         self.validate_peers()?;
         self.validate_cluster_secret()?;
+        self.validate_tls()?;
         self.raft_config().validate().map_err(|e| invalid(format!("raft settings: {e}")))?;
+        Ok(())
+    }
+
+    /// The `tls.server.*` keys as one value.
+    pub fn tls_server(&self) -> TlsServerSettings {
+        TlsServerSettings {
+            mode: self.tls_server_mode,
+            cert_path: self.tls_server_cert_path.clone(),
+            key_path: self.tls_server_key_path.clone(),
+            trust_cert_path: self.tls_server_trust_cert_path.clone(),
+            need_client_auth: self.tls_server_need_client_auth,
+        }
+    }
+
+    /// The `tls.client.*` keys when `tls.enable` is on.
+    pub fn tls_client(&self) -> Option<TlsClientSettings> {
+        self.tls_enable.then(|| TlsClientSettings {
+            trust_cert_path: self.tls_client_trust_cert_path.clone(),
+            cert_path: self.tls_client_cert_path.clone(),
+            key_path: self.tls_client_key_path.clone(),
+            auth_server: self.tls_client_auth_server,
+        })
+    }
+
+    /// The admin HTTPS certificate and key files when `adminHttpsEnable` is on.
+    pub fn admin_https_files(&self) -> Option<(PathBuf, PathBuf)> {
+        if !self.admin_https_enable {
+            return None;
+        }
+        let cert = self.admin_https_cert_path.clone().or_else(|| self.tls_server_cert_path.clone())?;
+        let key = self.admin_https_key_path.clone().or_else(|| self.tls_server_key_path.clone())?;
+        Some((cert, key))
+    }
+
+    /// TLS settings that cannot work are refused by the keys to set.
+    fn validate_tls(&self) -> Result<(), ConfigError> {
+        self.tls_server().validate().map_err(|e| invalid(e.0))?;
+        if let Some(client) = self.tls_client() {
+            client.validate().map_err(|e| invalid(e.0))?;
+        }
+        if self.tls_server_mode == TlsMode::Enforcing && !self.tls_enable && self.raft_peers.len() > 1 {
+            return Err(invalid(
+                "tls.server.mode=enforcing needs tls.enable=true (and tls.client.trustCertPath): the replicas of \
+                 a group call each other's remoting port",
+            ));
+        }
+        if self.admin_https_enable && self.admin_https_files().is_none() {
+            return Err(invalid(
+                "adminHttpsEnable needs a certificate: adminHttpsCertPath and adminHttpsKeyPath, or \
+                 tls.server.certPath and tls.server.keyPath",
+            ));
+        }
         Ok(())
     }
 
@@ -990,6 +1109,14 @@ fn text_keys() -> BTreeSet<String> {
         "clusterSecret",
         "clusterSecretFile",
         "testClockSkewFile",
+        "tls.server.certPath",
+        "tls.server.keyPath",
+        "tls.server.trustCertPath",
+        "tls.client.trustCertPath",
+        "tls.client.certPath",
+        "tls.client.keyPath",
+        "adminHttpsCertPath",
+        "adminHttpsKeyPath",
     ] {
         keys.insert(k.to_owned());
     }
@@ -1245,6 +1372,37 @@ raftAddr = "10.0.0.3:40911"
     fn a_text_key_override_keeps_its_text() {
         let c = BrokerConfig::load(None, &[("deleteWhen".to_owned(), "4".to_owned())]).expect("load");
         assert_eq!(c.delete_when, "4");
+    }
+
+    #[test]
+    fn tls_keys_are_rocketmqs_and_settings_that_cannot_work_are_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let conf = dir.path().join("broker.conf");
+        std::fs::write(
+            &conf,
+            "tls.server.mode=enforcing\ntls.server.certPath=/t/b.pem\ntls.server.keyPath=/t/b.key\n\
+             tls.enable=true\ntls.client.trustCertPath=/t/ca.pem\nadminHttpsEnable=true\n",
+        )
+        .expect("write");
+        let c = BrokerConfig::load(Some(&conf), &[]).expect("properties");
+        assert_eq!(c.tls_server().mode, TlsMode::Enforcing);
+        assert_eq!(c.tls_client().and_then(|t| t.trust_cert_path), Some(PathBuf::from("/t/ca.pem")));
+        assert_eq!(c.admin_https_files(), Some((PathBuf::from("/t/b.pem"), PathBuf::from("/t/b.key"))));
+        let toml = dir.path().join("broker.toml");
+        std::fs::write(
+            &toml,
+            "adminHttpsEnable = true\n[tls]\nenable = true\nclient.trustCertPath = \"/t/ca.pem\"\n\
+             [tls.server]\nmode = \"enforcing\"\ncertPath = \"/t/b.pem\"\nkeyPath = \"/t/b.key\"\n",
+        )
+        .expect("write");
+        assert_eq!(BrokerConfig::load(Some(&toml), &[]).expect("toml"), c);
+        assert_eq!(BrokerConfig::from_toml_str(&c.to_toml_string()).expect("round trip"), c);
+        let o = |kv: &[&str]| BrokerConfig::parse_overrides(kv.iter().copied()).expect("pairs");
+        let refused = |kv: &[&str]| BrokerConfig::load(None, &o(kv)).unwrap_err().to_string();
+        assert!(refused(&["tls.server.mode=enforcing"]).contains("tls.server.certPath"));
+        assert!(refused(&["tls.enable=true"]).contains("tls.client.trustCertPath"));
+        assert!(refused(&["adminHttpsEnable=true"]).contains("adminHttpsCertPath"));
+        assert!(BrokerConfig::load(None, &o(&["tls.enable=true", "tls.client.authServer=false"])).is_ok());
     }
 
     #[test]

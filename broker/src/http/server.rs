@@ -14,6 +14,9 @@
 //!   a handler, its body read included, at most the request deadline (`router`); a connection lives
 //!   at most [`ADMIN_HTTP_CONNECTION_MAX_MS`], then finishes its call and closes (or is dropped when
 //!   its peer does not read the answer).
+//! - With HTTPS (`adminHttpsEnable`) every connection is TLS: the handshake runs inside the
+//!   connection's task, holding its admission slot, within `TLS_HANDSHAKE_TIMEOUT_MS`; the
+//!   certificate is re-read when its files change (`CertReloader`).
 //! - [`AdminServer::shutdown`] stops accepting, lets running calls finish, then returns within
 //!   [`ADMIN_HTTP_SHUTDOWN_MAX_MS`].
 
@@ -30,10 +33,10 @@ use raftmq_common::limits::ADMIN_HTTP_CONNECTIONS_PER_HOST_MAX_COUNT;
 use raftmq_common::limits::ADMIN_HTTP_HEADER_READ_TIMEOUT_MS;
 use raftmq_common::limits::ADMIN_HTTP_REQUEST_TIMEOUT_MS;
 use raftmq_common::limits::ADMIN_HTTP_SHUTDOWN_MAX_MS;
+use raftmq_common::remoting::ServerTls;
 use raftmq_common::remoting::admission::Admission;
 use raftmq_common::remoting::admission::AdmissionSlot;
 use tokio::net::TcpListener;
-use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -55,11 +58,17 @@ pub struct AdminServer {
 impl AdminServer {
     /// Binds `addr` (port 0: an ephemeral port) and serves [`router`] over `ctx`.
     pub async fn bind(ctx: Shared, addr: SocketAddr) -> std::io::Result<AdminServer> {
+        Self::bind_with_tls(ctx, addr, None).await
+    }
+
+    /// [`Self::bind`], over HTTPS when `tls` is set.
+    pub async fn bind_with_tls(ctx: Shared, addr: SocketAddr, tls: Option<ServerTls>) -> std::io::Result<AdminServer> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let cancel = CancellationToken::new();
-        let task = tokio::spawn(accept_loop(listener, router(ctx), cancel.clone()));
-        info!(%addr, "admin HTTP server listening");
+        let https = tls.is_some();
+        let task = tokio::spawn(accept_loop(listener, router(ctx), tls, cancel.clone()));
+        info!(%addr, https, "admin HTTP server listening");
         Ok(AdminServer { addr, cancel, task })
     }
 
@@ -80,7 +89,7 @@ impl AdminServer {
     }
 }
 
-async fn accept_loop(listener: TcpListener, app: Router, stop: CancellationToken) {
+async fn accept_loop(listener: TcpListener, app: Router, tls: Option<ServerTls>, stop: CancellationToken) {
     let admission = Admission::new(ADMIN_HTTP_CONNECTIONS_MAX_COUNT, ADMIN_HTTP_CONNECTIONS_PER_HOST_MAX_COUNT);
     let connections = TaskTracker::new();
     loop {
@@ -108,14 +117,30 @@ async fn accept_loop(listener: TcpListener, app: Router, stop: CancellationToken
                 continue;
             }
         };
-        connections.spawn(serve_connection(stream, app.clone(), slot, stop.clone()));
+        let (app, stop) = (app.clone(), stop.clone());
+        match tls.clone() {
+            None => connections.spawn(serve_connection(stream, app, slot, stop)),
+            Some(tls) => connections.spawn(async move {
+                let handshake = tokio::select! {
+                    _ = stop.cancelled() => return,
+                    handshake = tls.handshake(stream) => handshake,
+                };
+                match handshake {
+                    Ok(stream) => serve_connection(stream, app, slot, stop).await,
+                    Err(e) => debug!(%peer, error = %e, "admin HTTPS connection closed"),
+                }
+            }),
+        };
     }
     drop(listener);
     connections.close();
     connections.wait().await;
 }
 
-async fn serve_connection(stream: TcpStream, app: Router, slot: AdmissionSlot, stop: CancellationToken) {
+async fn serve_connection<S>(stream: S, app: Router, slot: AdmissionSlot, stop: CancellationToken)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let _slot = slot;
     let service = TowerToHyperService::new(app);
     let mut builder = hyper::server::conn::http1::Builder::new();

@@ -11,8 +11,10 @@ use raftmq_common::protocol::acl::SessionCredentials;
 use raftmq_common::protocol::cluster_signature::ClusterKey;
 use raftmq_common::protocol::cluster_signature::ClusterSigner;
 use raftmq_common::protocol::cluster_signature::wall_clock_ms;
+use raftmq_common::remoting::ClientTls;
 use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::RemotingClient;
+use raftmq_common::tls_settings::TlsClientSettings;
 
 use super::response::success;
 use crate::error::ClientError;
@@ -39,7 +41,24 @@ impl Admin {
     /// [`Self::new`] signing every request with `credentials` (plain ACL; admin requests need an
     /// account with `admin: true` on a broker with `aclEnable`).
     pub fn with_credentials(namesrv_addr: &str, credentials: Option<SessionCredentials>) -> Result<Self> {
-        let remoting = RemotingClient::with_credentials(ProcessorTable::new(), false, credentials.map(Arc::new));
+        Self::with_tls(namesrv_addr, credentials, None)
+    }
+
+    /// [`Self::with_credentials`] connecting with TLS when `tls` is set (`useTLS`; the settings'
+    /// trust root checks the servers).
+    pub fn with_tls(
+        namesrv_addr: &str,
+        credentials: Option<SessionCredentials>,
+        tls: Option<TlsClientSettings>,
+    ) -> Result<Self> {
+        let tls = match tls {
+            Some(settings) => Some(
+                ClientTls::from_settings(&settings)
+                    .map_err(|e| ClientError::invalid_argument("buildAdmin", format!("use_tls: {e}")))?,
+            ),
+            None => None,
+        };
+        let remoting = RemotingClient::with_tls(ProcessorTable::new(), false, credentials.map(Arc::new), tls);
         let namesrv = NamesrvClient::new(remoting.clone(), parse_namesrv_addrs(namesrv_addr))?;
         let timeout = Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS);
         Ok(Admin { remoting, namesrv, timeout, cluster_signer: None })

@@ -71,6 +71,7 @@ use raftmq_common::protocol::header::offset::SearchOffsetRequestHeader;
 use raftmq_common::protocol::header::offset::SearchOffsetResponseHeader;
 use raftmq_common::protocol::header::offset::UpdateConsumerOffsetRequestHeader;
 use raftmq_common::protocol::header::pull::PullMessageRequestHeader;
+use raftmq_common::remoting::ClientTls;
 use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::RemotingClient;
 use raftmq_common::remoting::processor_fn;
@@ -124,6 +125,7 @@ impl ClientInstance {
         route_config: RouteConfig,
         rpc_timeout: Duration,
         credentials: Option<Arc<SessionCredentials>>,
+        tls: Option<ClientTls>,
     ) -> Result<Self> {
         let rebalance_signal = Arc::new(Notify::new());
         let offset_resets = Arc::new(Mutex::new(BTreeMap::new()));
@@ -163,7 +165,7 @@ impl ClientInstance {
                 }
             })),
         );
-        let remoting = RemotingClient::with_credentials(table, false, credentials);
+        let remoting = RemotingClient::with_tls(table, false, credentials, tls);
         let namesrv = NamesrvClient::new(remoting.clone(), namesrv_addrs)?;
         let routes = TopicRouteManager::new(namesrv, route_config);
         Ok(ClientInstance {

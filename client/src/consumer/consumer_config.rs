@@ -108,6 +108,7 @@ impl ConsumerConfig {
             client.route_config.clone(),
             self.rpc_timeout,
             client.credentials.clone(),
+            client.client_tls("buildConsumer")?,
         )?))
     }
 

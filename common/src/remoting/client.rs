@@ -9,6 +9,8 @@
 //! - Requests the server sends on a connection (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE,
 //!   ...) go to the client's processor, or are answered REQUEST_CODE_NOT_SUPPORTED without one.
 //! - Opaques come from one counter per client, so they are unique across its connections in logs.
+//! - A client with TLS ([`RemotingClient::with_tls`]) opens every connection with a handshake,
+//!   within the call's deadline and [`TLS_HANDSHAKE_TIMEOUT_MS`]; it never falls back to plaintext.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -28,8 +30,11 @@ use super::connection_tasks::ConnectionSetup;
 use super::error::RemotingError;
 use super::processor::ProcessorTable;
 use super::processor::RequestProcessor;
+use super::stream::RemotingStream;
+use super::tls_client::ClientTls;
 use crate::limits::CONNECT_TIMEOUT_MS;
 use crate::limits::CONNECTION_CLOSE_FLUSH_MAX_MS;
+use crate::limits::TLS_HANDSHAKE_TIMEOUT_MS;
 use crate::protocol::RemotingCommand;
 use crate::protocol::acl::SessionCredentials;
 
@@ -45,6 +50,7 @@ struct ClientInner {
     connect_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     setup: ConnectionSetup,
     closed: CancellationToken,
+    tls: Option<ClientTls>,
 }
 
 impl std::fmt::Debug for RemotingClient {
@@ -92,6 +98,16 @@ impl RemotingClient {
         coalesce_writes: bool,
         credentials: Option<Arc<SessionCredentials>>,
     ) -> Self {
+        Self::with_tls(processors, coalesce_writes, credentials, None)
+    }
+
+    /// [`Self::with_credentials`] whose connections are TLS when `tls` is set (`useTLS`).
+    pub fn with_tls(
+        processors: ProcessorTable,
+        coalesce_writes: bool,
+        credentials: Option<Arc<SessionCredentials>>,
+        tls: Option<ClientTls>,
+    ) -> Self {
         let tasks = TaskTracker::new();
         let setup = ConnectionSetup {
             processors: Arc::new(processors),
@@ -112,6 +128,7 @@ impl RemotingClient {
                 connect_locks: Mutex::default(),
                 setup,
                 closed: CancellationToken::new(),
+                tls,
             }),
         }
     }
@@ -151,6 +168,11 @@ impl RemotingClient {
         lock(&self.inner.connections).get(addr).filter(|c| !c.is_closed()).cloned()
     }
 
+    /// Whether connections are TLS.
+    pub fn uses_tls(&self) -> bool {
+        self.inner.tls.is_some()
+    }
+
     /// Closes every connection and refuses further calls. Frames already queued are flushed
     /// (bounded by [`CONNECTION_CLOSE_FLUSH_MAX_MS`]) before this returns.
     pub async fn close(&self) {
@@ -185,6 +207,17 @@ impl RemotingClient {
             Ok(Ok(stream)) => stream,
             Ok(Err(source)) => return Err(RemotingError::Connect { addr: addr.to_string(), source }),
             Err(_) => return Err(timed_out()),
+        };
+        let stream = match &self.inner.tls {
+            None => RemotingStream::Plain(stream),
+            Some(tls) => {
+                let handshake_deadline = deadline.min(Instant::now() + Duration::from_millis(TLS_HANDSHAKE_TIMEOUT_MS));
+                match tokio::time::timeout_at(handshake_deadline, tls.connect(addr, stream)).await {
+                    Ok(Ok(stream)) => stream,
+                    Ok(Err(source)) => return Err(RemotingError::Connect { addr: addr.to_string(), source }),
+                    Err(_) => return Err(timed_out()),
+                }
+            }
         };
         let connection = Connection::spawn(stream, self.inner.setup.clone())
             .map_err(|source| RemotingError::Connect { addr: addr.to_string(), source })?;

@@ -32,9 +32,6 @@ use futures::FutureExt;
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
 use tokio::io::BufWriter;
-use tokio::net::TcpStream;
-use tokio::net::tcp::OwnedReadHalf;
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::Notify;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::Semaphore;
@@ -54,6 +51,9 @@ use super::connection::PendingCalls;
 use super::processor::ConnectionContext;
 use super::processor::ProcessorTable;
 use super::server_limits::ServerLimits;
+use super::stream::ReadHalf;
+use super::stream::RemotingStream;
+use super::stream::WriteHalf;
 use crate::limits::CONNECTION_CLOSE_FLUSH_MAX_MS;
 use crate::limits::CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT;
 use crate::limits::CONNECTION_WRITE_BATCH_MAX_COUNT;
@@ -105,10 +105,11 @@ pub(crate) struct ConnectionSetup {
 }
 
 impl Connection {
-    /// Starts the reader and writer tasks of `stream`.
-    pub(crate) fn spawn(stream: TcpStream, setup: ConnectionSetup) -> std::io::Result<Connection> {
+    /// Starts the reader and writer tasks of `stream` (plain or TLS, handshake done).
+    pub(crate) fn spawn(stream: impl Into<RemotingStream>, setup: ConnectionSetup) -> std::io::Result<Connection> {
+        let stream = stream.into();
         // Nagle would hold small responses back for the peer's delayed ACK.
-        stream.set_nodelay(true)?;
+        stream.tcp().set_nodelay(true)?;
         let peer_addr = stream.peer_addr()?;
         let local_addr = stream.local_addr()?;
         let (read_half, write_half) = stream.into_split();
@@ -210,7 +211,7 @@ impl Connection {
         }
     }
 
-    async fn read_loop(self, read_half: OwnedReadHalf, setup: ConnectionSetup) {
+    async fn read_loop(self, read_half: ReadHalf, setup: ConnectionSetup) {
         let mut frames = FramedRead::with_capacity(read_half, RemotingCodec::new(), READ_BUFFER_BYTES);
         let requests = Arc::clone(&self.inner.requests);
         let pause_bytes = setup.limits.map(|l| l.read_pause_queued_bytes);
@@ -328,7 +329,7 @@ impl Connection {
         self.queue_response(frame).await;
     }
 
-    async fn write_loop(self, frames: mpsc::Receiver<Bytes>, write_half: OwnedWriteHalf) {
+    async fn write_loop(self, frames: mpsc::Receiver<Bytes>, write_half: WriteHalf) {
         let flush_deadline = async {
             self.inner.closed.cancelled().await;
             tokio::time::sleep(Duration::from_millis(CONNECTION_CLOSE_FLUSH_MAX_MS)).await;
@@ -343,7 +344,7 @@ impl Connection {
         }
     }
 
-    async fn write_frames(&self, mut frames: mpsc::Receiver<Bytes>, write_half: OwnedWriteHalf) -> std::io::Result<()> {
+    async fn write_frames(&self, mut frames: mpsc::Receiver<Bytes>, write_half: WriteHalf) -> std::io::Result<()> {
         let coalesce = self.inner.coalesce_writes;
         let mut out = BufWriter::with_capacity(WRITE_BUFFER_BYTES, write_half);
         let mut batch = Vec::with_capacity(CONNECTION_WRITE_BATCH_MAX_COUNT);

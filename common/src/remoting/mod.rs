@@ -20,8 +20,13 @@
 //! - [`admission`]: [`admission::Admission`], connections counted in all and per host.
 //! - [`server_limits`]: [`ServerLimits`], connections, queued response bytes and idle time per peer.
 //! - [`refusal_log`]: [`RefusalLog`], refused requests logged once per connection and code.
+//! - [`stream`]: [`RemotingStream`], plain TCP or TLS under a connection.
+//! - [`tls_server`]: [`ServerTls`], `tls.server.mode` (disabled / permissive / enforcing) by the
+//!   first byte; [`tls_client`]: [`ClientTls`] (`tls.enable`, the SDK's `use_tls`);
+//!   [`cert_reloader`]: certificates re-read on change; [`tls_files`]: PEM files. rustls with `ring`.
 
 pub mod admission;
+pub mod cert_reloader;
 pub mod client;
 pub mod close_reason;
 pub mod codec;
@@ -32,6 +37,10 @@ pub mod processor;
 pub mod refusal_log;
 pub mod server;
 pub mod server_limits;
+pub mod stream;
+pub mod tls_client;
+pub mod tls_files;
+pub mod tls_server;
 
 pub use client::RemotingClient;
 pub use close_reason::CloseReason;
@@ -51,3 +60,7 @@ pub use refusal_log::RefusalLog;
 pub use server::RemotingServer;
 pub use server::ServerOptions;
 pub use server_limits::ServerLimits;
+pub use stream::RemotingStream;
+pub use tls_client::ClientTls;
+pub use tls_files::TlsError;
+pub use tls_server::ServerTls;

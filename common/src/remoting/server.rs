@@ -19,6 +19,9 @@
 //!   `connections_max_count` in all and `connections_per_host_max_count` from one address
 //!   ([`ServerLimits`]); one more is closed at accept, before any of its bytes is read. Queued
 //!   response bytes and idle time are bounded per connection (`connection_tasks`).
+//! - With TLS ([`ServerOptions::tls`]) a connection is listed once its first byte decided what it
+//!   is and its handshake finished (`tls_server`); it holds its admission slot from accept on, and
+//!   the wait is bounded (first byte: the idle limit; handshake: `TLS_HANDSHAKE_TIMEOUT_MS`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -44,6 +47,9 @@ use super::connection::Connection;
 use super::connection_tasks::ConnectionSetup;
 use super::processor::ProcessorTable;
 use super::server_limits::ServerLimits;
+use super::stream::RemotingStream;
+use super::tls_server::ServerTls;
+use super::tls_server::TlsRefusal;
 use crate::limits::CONNECTION_CLOSE_FLUSH_MAX_MS;
 use crate::limits::SERVER_ACCEPT_BACKLOG_COUNT;
 use crate::limits::SERVER_ACCEPT_ERROR_BACKOFF_MS;
@@ -55,6 +61,7 @@ pub struct ServerOptions {
     on_connection_closed: Option<ConnectionClosedHook>,
     coalesce_writes: bool,
     limits: ServerLimits,
+    tls: Option<ServerTls>,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -63,6 +70,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("on_connection_closed", &self.on_connection_closed.is_some())
             .field("coalesce_writes", &self.coalesce_writes)
             .field("limits", &self.limits)
+            .field("tls", &self.tls.as_ref().map(ServerTls::mode))
             .finish()
     }
 }
@@ -86,6 +94,12 @@ impl ServerOptions {
     /// Connection limits other than the defaults (tests of the limits themselves).
     pub fn limits(mut self, limits: ServerLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Serves TLS as `tls.server.mode` says (`None`: plaintext only, the default).
+    pub fn tls(mut self, tls: Option<ServerTls>) -> Self {
+        self.tls = tls;
         self
     }
 }
@@ -167,7 +181,7 @@ impl RemotingServer {
         };
         let admission =
             Admission::new(options.limits.connections_max_count, options.limits.connections_per_host_max_count);
-        let accept = accept_loop(listener, setup, connections, admission, server.stop_accepting.clone());
+        let accept = accept_loop(listener, setup, connections, admission, options.tls, server.stop_accepting.clone());
         *lock(&server.accept_task) = Some(tokio::spawn(accept));
         tracing::info!(%local_addr, "remoting server listening");
         Ok(server)
@@ -242,6 +256,7 @@ async fn accept_loop(
     setup: ConnectionSetup,
     connections: ConnectionTable,
     admission: Admission,
+    tls: Option<ServerTls>,
     stop: CancellationToken,
 ) {
     loop {
@@ -261,7 +276,30 @@ async fn accept_loop(
                         continue;
                     }
                 };
-                accepted_connection(stream, peer, slot, &setup, &connections);
+                match &tls {
+                    None => accepted_connection(stream.into(), peer, slot, &setup, &connections),
+                    Some(tls) => {
+                        // The first byte and the handshake are awaited off the accept loop.
+                        let (tls, setup, connections, stop) =
+                            (tls.clone(), setup.clone(), connections.clone(), stop.clone());
+                        setup.io_tasks.clone().spawn(async move {
+                            let first_byte_wait = setup.limits.map_or(Duration::MAX, |l| l.idle_max);
+                            let decided = tokio::select! {
+                                _ = stop.cancelled() => return,
+                                decided = tls.accept(stream, first_byte_wait) => decided,
+                            };
+                            match decided {
+                                Ok(stream) => accepted_connection(stream, peer, slot, &setup, &connections),
+                                Err(refusal @ TlsRefusal::Silent(_)) => {
+                                    tracing::debug!(%peer, %refusal, "connection closed before it was served");
+                                }
+                                Err(refusal) => {
+                                    tracing::info!(%peer, %refusal, "connection closed before it was served")
+                                }
+                            }
+                        });
+                    }
+                }
             }
             Err(e) => {
                 tracing::warn!(error = %e, "accept failed");
@@ -275,15 +313,16 @@ async fn accept_loop(
 }
 
 fn accepted_connection(
-    stream: tokio::net::TcpStream,
+    stream: RemotingStream,
     peer: SocketAddr,
     slot: AdmissionSlot,
     setup: &ConnectionSetup,
     connections: &ConnectionTable,
 ) {
+    let is_tls = stream.is_tls();
     match Connection::spawn(stream, setup.clone()) {
         Ok(connection) => {
-            tracing::debug!(%peer, connection_id = connection.id(), "connection accepted");
+            tracing::debug!(%peer, connection_id = connection.id(), tls = is_tls, "connection accepted");
             lock(connections).insert(connection.id(), (connection.clone(), slot));
             // It may have closed before it was listed; the hook then found nothing to remove.
             if connection.is_closed() {

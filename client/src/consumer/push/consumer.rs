@@ -95,6 +95,7 @@ impl PushConsumerBuilder {
             .client_ip(ip)
             .route_poll_interval(self.client.route_config.poll_interval)
             .credentials(self.client.owned_credentials())
+            .tls_of(&self.client)
             .build()?;
         let trace =
             trace_dispatcher(&self.client, "buildPushConsumer", &self.consumer.consumer_group, TraceRole::Consume, ip)?;
