@@ -4,7 +4,8 @@
 //! - [`ports`]: loopback ports chosen free at runtime, outside the ephemeral range;
 //! - [`group`]: a NameServer and an in-process Raft broker group, spoken to on the wire;
 //! - [`cluster`]: the same driven through the SDK, with replicas that can be killed;
-//! - [`cli`]: fake broker nodes and a runner for the real `raftmq` binary.
+//! - [`cli`]: fake broker nodes and a runner for the real `raftmq` binary;
+//! - [`dev`]: the real `raftmq dev` (NameServer, a 3-replica group, the web console) as a process.
 //!
 //! Each binary uses only part of it.
 
@@ -12,5 +13,6 @@
 
 pub mod cli;
 pub mod cluster;
+pub mod dev;
 pub mod group;
 pub mod ports;

@@ -55,11 +55,18 @@ pub struct AdminServer {
 impl AdminServer {
     /// Binds `addr` (port 0: an ephemeral port) and serves [`router`] over `ctx`.
     pub async fn bind(ctx: Shared, addr: SocketAddr) -> std::io::Result<AdminServer> {
+        let server = AdminServer::bind_router(router(ctx), addr).await?;
+        info!(addr = %server.addr, "admin HTTP server listening");
+        Ok(server)
+    }
+
+    /// Binds `addr` and serves `app` under this listener's bounds (connections, header read
+    /// timeout, lifetime, shutdown): the web console (`console/`) serves its page through it too.
+    pub async fn bind_router(app: Router, addr: SocketAddr) -> std::io::Result<AdminServer> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let cancel = CancellationToken::new();
-        let task = tokio::spawn(accept_loop(listener, router(ctx), cancel.clone()));
-        info!(%addr, "admin HTTP server listening");
+        let task = tokio::spawn(accept_loop(listener, app, cancel.clone()));
         Ok(AdminServer { addr, cancel, task })
     }
 
