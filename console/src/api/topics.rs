@@ -116,7 +116,9 @@ pub async fn get_one(State(s): State<Arc<ConsoleState>>, ApiPath(topic): ApiPath
             .collect();
         if config.is_null() {
             config = answer.body.clone();
-            config.as_object_mut().map(|o| o.remove("queues"));
+            if let Some(o) = config.as_object_mut() {
+                o.remove("queues");
+            }
         }
         groups.push(json!({ "name": group.name, "queues": queues }));
     }
