@@ -56,7 +56,8 @@ impl History {
     pub fn record(&self, kind: Kind, name: &str, t_ms: i64, value: f64) {
         let mut series = lock(&self.series);
         let key = (kind, name.to_owned());
-        if !series.contains_key(&key) && series.keys().filter(|(k, _)| *k == kind).count() >= CONSOLE_SAMPLED_SERIES_MAX_COUNT
+        if !series.contains_key(&key)
+            && series.keys().filter(|(k, _)| *k == kind).count() >= CONSOLE_SAMPLED_SERIES_MAX_COUNT
         {
             return;
         }
@@ -72,7 +73,10 @@ impl History {
     /// subscription group) samples it as it is viewed, at the sampler's pace at most.
     pub fn record_if_due(&self, kind: Kind, name: &str, t_ms: i64, value: f64) {
         let interval = i64::try_from(CONSOLE_SAMPLE_INTERVAL_MS).unwrap_or(i64::MAX);
-        let due = lock(&self.series).get(&(kind, name.to_owned())).and_then(|p| p.back()).is_none_or(|p| t_ms - p.t >= interval);
+        let due = lock(&self.series)
+            .get(&(kind, name.to_owned()))
+            .and_then(|p| p.back())
+            .is_none_or(|p| t_ms - p.t >= interval);
         if due {
             self.record(kind, name, t_ms, value);
         }

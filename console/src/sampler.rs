@@ -52,8 +52,12 @@ async fn sample(s: &ConsoleState) {
                 let Ok(detail) = s.read_ok(broker, &format!("/api/v1/topics/{}", encode_component(name))).await else {
                     continue;
                 };
-                let sum: u64 =
-                    detail["queues"].as_array().into_iter().flatten().map(|q| q["max_offset"].as_u64().unwrap_or(0)).sum();
+                let sum: u64 = detail["queues"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|q| q["max_offset"].as_u64().unwrap_or(0))
+                    .sum();
                 *offsets.entry(name.to_owned()).or_default() += sum;
             }
         }

@@ -63,7 +63,8 @@ impl ConsoleState {
     }
 
     async fn start_resend_producer(&self) -> ApiResult<raftmq_client::Producer> {
-        let mut builder = raftmq_client::Producer::builder(RESEND_PRODUCER_GROUP).namesrv_addr(&self.config.namesrv_addr);
+        let mut builder =
+            raftmq_client::Producer::builder(RESEND_PRODUCER_GROUP).namesrv_addr(&self.config.namesrv_addr);
         if let Some((ak, sk)) = &self.config.credentials {
             let credentials = raftmq_client::SessionCredentials::new(ak.clone(), sk.clone())
                 .map_err(|e| ApiError::invalid(e.to_string()))?;
@@ -95,7 +96,11 @@ impl ConsoleState {
             }
         }
         for r in group.replicas.iter().filter(|r| r.admin_addr.is_none()) {
-            errors.push(format!("{}: {}", r.remoting_addr, r.admin_error.as_deref().unwrap_or("admin address unknown")));
+            errors.push(format!(
+                "{}: {}",
+                r.remoting_addr,
+                r.admin_error.as_deref().unwrap_or("admin address unknown")
+            ));
         }
         Err(ApiError::upstream(format!("no replica of {} answered: {}", group.name, errors.join("; "))))
     }

@@ -106,7 +106,10 @@ impl Discovery {
         let missing: Vec<String> =
             { known.iter().filter(|a| !lock(&self.admin_addrs).contains_key(*a)).cloned().collect() };
         let learnt = futures::future::join_all(missing.iter().map(|addr| async move {
-            (addr.clone(), admin.broker_config(addr).await.map_err(|e| e.to_string()).and_then(|c| admin_addr(addr, &c)))
+            (
+                addr.clone(),
+                admin.broker_config(addr).await.map_err(|e| e.to_string()).and_then(|c| admin_addr(addr, &c)),
+            )
         }))
         .await;
         let mut errors = HashMap::new();

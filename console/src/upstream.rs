@@ -110,8 +110,9 @@ impl BrokerHttp {
     ) -> Result<Answer, UpstreamError> {
         let unreachable = |reason: String| UpstreamError::Unreachable { addr: addr.to_owned(), reason };
         let stream = TcpStream::connect(addr).await.map_err(|e| unreachable(e.to_string()))?;
-        let (mut sender, connection) =
-            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| unreachable(e.to_string()))?;
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| unreachable(e.to_string()))?;
         // The connection task ends with the exchange (or when the deadline drops `sender`).
         tokio::spawn(async move {
             let _ = connection.await;

@@ -75,8 +75,12 @@ async fn scenario(f: &Fixture) -> Result<()> {
         b.open_page(base, hash, page).await?;
         b.wait_css(data).await?;
         if page == "backlog" {
-            b.wait_text("section[data-group] tr[data-level=\"18\"] td:last-child", "the delayed message waiting", |t| t == "1")
-                .await?;
+            b.wait_text(
+                "section[data-group] tr[data-level=\"18\"] td:last-child",
+                "the delayed message waiting",
+                |t| t == "1",
+            )
+            .await?;
         }
         if page == "group" {
             b.wait_text("#lag-total", "the group's lag after consuming everything", |t| t == "0").await?;
@@ -91,9 +95,8 @@ async fn scenario(f: &Fixture) -> Result<()> {
 
     // Keyboard: "2" on the cluster page opens the topics page.
     b.open_page(base, "#/cluster", "cluster").await?;
-    let keys = KeyActions::new("keys".to_owned())
-        .then(KeyAction::Down { value: '2' })
-        .then(KeyAction::Up { value: '2' });
+    let keys =
+        KeyActions::new("keys".to_owned()).then(KeyAction::Down { value: '2' }).then(KeyAction::Up { value: '2' });
     b.client().perform_actions(keys).await?;
     b.wait_css("body[data-loaded=\"topics\"] tr[data-topic=\"T90_CONSOLE\"]").await?;
 

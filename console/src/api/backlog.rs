@@ -26,14 +26,18 @@ pub async fn backlog(State(s): State<Arc<ConsoleState>>) -> ApiResult<Json<Value
         let Some(addr) = broker.leader_remoting_addr() else { continue };
         let mut errors = Vec::new();
         let names: Vec<String> = match tokio::time::timeout(read_deadline(), s.admin.broker_config(addr)).await {
-            Ok(Ok(c)) => c.get("messageDelayLevel").map(|l| l.split_whitespace().map(str::to_owned).collect()).unwrap_or_default(),
+            Ok(Ok(c)) => c
+                .get("messageDelayLevel")
+                .map(|l| l.split_whitespace().map(str::to_owned).collect())
+                .unwrap_or_default(),
             _ => Vec::new(),
         };
         let mut levels = Vec::new();
         match tokio::time::timeout(read_deadline(), s.admin.broker_runtime_info(addr)).await {
             Ok(Ok(kv)) => {
                 for (key, value) in &kv.table {
-                    let Some(level) = key.strip_prefix("scheduleMessageOffset_").and_then(|l| l.parse::<usize>().ok()) else {
+                    let Some(level) = key.strip_prefix("scheduleMessageOffset_").and_then(|l| l.parse::<usize>().ok())
+                    else {
                         continue;
                     };
                     let mut parts = value.split(',').map(|p| p.trim().parse::<i64>().unwrap_or(0));
@@ -69,7 +73,9 @@ pub async fn backlog(State(s): State<Arc<ConsoleState>>) -> ApiResult<Json<Value
                         .as_array()
                         .into_iter()
                         .flatten()
-                        .map(|q| q["max_offset"].as_u64().unwrap_or(0).saturating_sub(q["min_offset"].as_u64().unwrap_or(0)))
+                        .map(|q| {
+                            q["max_offset"].as_u64().unwrap_or(0).saturating_sub(q["min_offset"].as_u64().unwrap_or(0))
+                        })
                         .sum();
                     json!({ "waiting": waiting, "checked": false })
                 }

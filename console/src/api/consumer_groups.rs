@@ -42,12 +42,11 @@ const TOOLS_GROUP: &str = "TOOLS_CONSUMER";
 /// `GET /console/api/consumer-groups`.
 pub async fn list(State(s): State<Arc<ConsoleState>>) -> ApiResult<Json<Value>> {
     let topology = s.topology().await?;
-    let answers =
-        futures::future::join_all(topology.groups.iter().map(|g| {
-            let s = &s;
-            async move { (g, s.read_ok(g, "/api/v1/groups").await) }
-        }))
-            .await;
+    let answers = futures::future::join_all(topology.groups.iter().map(|g| {
+        let s = &s;
+        async move { (g, s.read_ok(g, "/api/v1/groups").await) }
+    }))
+    .await;
     let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut errors = Vec::new();
     for (broker, answer) in answers {
@@ -77,8 +76,15 @@ fn is_system_group(name: &str) -> bool {
     name.starts_with("CID_RMQ_SYS_")
         || matches!(
             name,
-            "TOOLS_CONSUMER" | "FILTERSRV_CONSUMER" | "SELF_TEST_C_GROUP" | "CID_ONSAPI_OWNER" | "CID_ONSAPI_PERMISSION"
-                | "CID_ONSAPI_PULL" | "CID_ONS-HTTP-PROXY" | "__MONITOR_CONSUMER" | "CID_SYS_RMQ_TRANS"
+            "TOOLS_CONSUMER"
+                | "FILTERSRV_CONSUMER"
+                | "SELF_TEST_C_GROUP"
+                | "CID_ONSAPI_OWNER"
+                | "CID_ONSAPI_PERMISSION"
+                | "CID_ONSAPI_PULL"
+                | "CID_ONS-HTTP-PROXY"
+                | "__MONITOR_CONSUMER"
+                | "CID_SYS_RMQ_TRANS"
         )
 }
 
@@ -136,7 +142,8 @@ pub async fn get_one(State(s): State<Arc<ConsoleState>>, ApiPath(group): ApiPath
             );
         }
         for (topic, sub) in &c.subscription_table {
-            subscriptions.insert(topic.clone(), format!("{} {}", sub.expression_type, sub.sub_string).trim().to_owned());
+            subscriptions
+                .insert(topic.clone(), format!("{} {}", sub.expression_type, sub.sub_string).trim().to_owned());
         }
         if let Some(m) = &c.message_model {
             model = serde_json::to_value(m).unwrap_or(Value::Null);
@@ -154,8 +161,10 @@ pub async fn get_one(State(s): State<Arc<ConsoleState>>, ApiPath(group): ApiPath
             _ => {}
         }
     }
-    let subscriptions: Vec<Value> =
-        subscriptions.into_iter().map(|(topic, expression)| json!({ "topic": topic, "expression": expression })).collect();
+    let subscriptions: Vec<Value> = subscriptions
+        .into_iter()
+        .map(|(topic, expression)| json!({ "topic": topic, "expression": expression }))
+        .collect();
     Ok(Json(json!({
         "group": group,
         "queues": queues,
@@ -341,5 +350,7 @@ pub async fn resend(
     }
     let producer = s.resend_producer().await?;
     let sent = producer.send(message).await?;
-    Ok(Json(json!({ "resent": body.msg_id, "to": format!("{RETRY_GROUP_TOPIC_PREFIX}{group}"), "original_topic": original, "msg_id": sent.msg_id })))
+    Ok(Json(
+        json!({ "resent": body.msg_id, "to": format!("{RETRY_GROUP_TOPIC_PREFIX}{group}"), "original_topic": original, "msg_id": sent.msg_id }),
+    ))
 }

@@ -31,9 +31,10 @@ const TOOLS_GROUP: &str = "TOOLS_CONSUMER";
 /// Every 2xx answer of `path` over the groups, each with its group's name; errors apart.
 async fn ask_every_group(s: &ConsoleState, path: &str) -> ApiResult<(Vec<(String, Value)>, Vec<String>)> {
     let topology = s.topology().await?;
-    let answers =
-        futures::future::join_all(topology.groups.iter().map(|g| async move { (g.name.clone(), s.read(g, path).await) }))
-            .await;
+    let answers = futures::future::join_all(
+        topology.groups.iter().map(|g| async move { (g.name.clone(), s.read(g, path).await) }),
+    )
+    .await;
     let mut found = Vec::new();
     let mut errors = Vec::new();
     for (name, answer) in answers {
@@ -158,14 +159,11 @@ pub async fn by_time(State(s): State<Arc<ConsoleState>>, ApiQuery(q): ApiQuery<B
             .await;
             match pulled {
                 Ok(Ok(r)) if r.status == PullStatus::Found => messages.extend(
-                    r.msgs
-                        .iter()
-                        .filter(|m| (q.begin_ms..=q.end_ms).contains(&m.store_timestamp))
-                        .map(|m| {
-                            let mut v = message_json(m);
-                            v["broker"] = json!(broker.name);
-                            v
-                        }),
+                    r.msgs.iter().filter(|m| (q.begin_ms..=q.end_ms).contains(&m.store_timestamp)).map(|m| {
+                        let mut v = message_json(m);
+                        v["broker"] = json!(broker.name);
+                        v
+                    }),
                 ),
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => errors.push(e.to_string()),

@@ -28,12 +28,11 @@ use crate::upstream::encode_component;
 /// `GET /console/api/topics`.
 pub async fn list(State(s): State<Arc<ConsoleState>>) -> ApiResult<Json<Value>> {
     let topology = s.topology().await?;
-    let answers =
-        futures::future::join_all(topology.groups.iter().map(|g| {
-            let s = &s;
-            async move { (g, s.read_ok(g, "/api/v1/topics").await) }
-        }))
-            .await;
+    let answers = futures::future::join_all(topology.groups.iter().map(|g| {
+        let s = &s;
+        async move { (g, s.read_ok(g, "/api/v1/topics").await) }
+    }))
+    .await;
     let mut topics: BTreeMap<String, Value> = BTreeMap::new();
     let mut errors = Vec::new();
     for (group, answer) in answers {
@@ -153,7 +152,11 @@ impl TopicBody {
         if let Some(t) = &self.topic {
             v["topic"] = json!(t);
         }
-        for (k, x) in [("read_queue_nums", self.read_queue_nums), ("write_queue_nums", self.write_queue_nums), ("perm", self.perm)] {
+        for (k, x) in [
+            ("read_queue_nums", self.read_queue_nums),
+            ("write_queue_nums", self.write_queue_nums),
+            ("perm", self.perm),
+        ] {
             if let Some(x) = x {
                 v[k] = json!(x);
             }
@@ -196,9 +199,7 @@ pub async fn create(State(s): State<Arc<ConsoleState>>, ApiJson(body): ApiJson<T
     }
     let topology = s.topology().await?;
     let targets: Vec<&BrokerGroup> = match &body.groups {
-        Some(names) if !names.is_empty() => {
-            topology.groups.iter().filter(|g| names.contains(&g.name)).collect()
-        }
+        Some(names) if !names.is_empty() => topology.groups.iter().filter(|g| names.contains(&g.name)).collect(),
         _ => topology.groups.iter().collect(),
     };
     let payload = body.broker_body();
