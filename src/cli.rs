@@ -60,6 +60,8 @@ pub enum Command {
     Healthcheck(crate::healthcheck::HealthcheckArgs),
     /// Make a cluster secret file (32 random bytes as hex, owner-only) unless it exists.
     ClusterSecret(crate::cluster_secret_file::ClusterSecretArgs),
+    /// Serve the web console for the cluster of these NameServers.
+    Console(crate::console::ConsoleArgs),
 }
 
 impl Command {
@@ -67,7 +69,7 @@ impl Command {
     pub fn quietness(&self) -> crate::logging::Quietness {
         use crate::logging::Quietness;
         match self {
-            Command::Namesrv(_) | Command::Broker(_) => Quietness::Server,
+            Command::Namesrv(_) | Command::Broker(_) | Command::Console(_) => Quietness::Server,
             Command::Dev(_) => Quietness::Dev,
             Command::Admin(_)
             | Command::Send(_)
@@ -86,7 +88,7 @@ impl Command {
     /// core. `TOKIO_WORKER_THREADS` still wins.
     pub fn runtime_worker_threads(&self) -> Option<usize> {
         match self {
-            Command::Namesrv(_) | Command::Broker(_) | Command::Dev(_) => None,
+            Command::Namesrv(_) | Command::Broker(_) | Command::Dev(_) | Command::Console(_) => None,
             Command::Admin(_)
             | Command::Send(_)
             | Command::Consume(_)
@@ -152,6 +154,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Bench(args) => crate::bench::run(args).await,
         Command::Healthcheck(args) => crate::healthcheck::run(&args),
         Command::ClusterSecret(args) => crate::cluster_secret_file::run(&args),
+        Command::Console(args) => crate::console::run(args).await,
     }
 }
 

@@ -68,6 +68,15 @@ pub struct DevArgs {
     #[arg(long, default_value_t = 8080)]
     pub admin_port: u16,
 
+    /// Port of the web console (`raftmq console`) on 127.0.0.1; 0 picks a free one (the banner
+    /// prints it).
+    #[arg(long, default_value_t = 8000)]
+    pub console_port: u16,
+
+    /// Start no web console.
+    #[arg(long)]
+    pub no_console: bool,
+
     /// The first broker group's name (`brokerName`); with `--groups`, a name ending in `-a` counts
     /// on (`-b`, `-c`, …) and any other gets `-2`, `-3`, … appended.
     #[arg(long, default_value = "broker-a")]
@@ -290,9 +299,19 @@ pub async fn run(args: DevArgs) -> Result<()> {
         _ = &mut shutdown => None,
         leaders = ready_leaders(&brokers, &configs) => Some(leaders),
     };
+    let mut console = None;
     if let Some(leaders) = leaders {
-        print_banner(&args, &namesrv_addr, &configs, &leaders);
+        if !args.no_console {
+            match raftmq_console::Console::start(console_config(&args, &namesrv_addr, &configs)?).await {
+                Ok(c) => console = Some(c),
+                Err(e) => println!("web console not started: {e} (choose another --console-port)"),
+            }
+        }
+        print_banner(&args, &namesrv_addr, &configs, &leaders, console.as_ref().map(|c| c.local_addr()));
         shutdown.await;
+    }
+    if let Some(c) = console {
+        c.shutdown().await;
     }
     for broker in brokers {
         broker.shutdown().await;
@@ -302,6 +321,29 @@ pub async fn run(args: DevArgs) -> Result<()> {
     }
     println!("raftmq dev stopped; data kept in {}", args.data.display());
     Ok(())
+}
+
+/// The web console of the dev cluster: on loopback, with the brokers' `adminToken` when `-D` gave
+/// one, the cluster secret (so deleting a topic also clears its NameServer routes) and the inner
+/// ACL account when the cluster runs the plain ACL.
+fn console_config(
+    args: &DevArgs,
+    namesrv_addr: &str,
+    configs: &[BrokerConfig],
+) -> Result<raftmq_console::ConsoleConfig> {
+    let cluster_key = if args.insecure_no_cluster_secret {
+        None
+    } else {
+        let file = cluster_secret_path(&args.data).display().to_string();
+        raftmq_common::cluster_secret::ClusterSecret::from_config("", &file)?.map(|s| s.key())
+    };
+    Ok(raftmq_console::ConsoleConfig {
+        namesrv_addr: namesrv_addr.to_owned(),
+        listen: std::net::SocketAddr::from(([127, 0, 0, 1], args.console_port)),
+        token: configs.first().and_then(|c| c.admin_token.clone()),
+        credentials: args.inner_access_key.clone().zip(args.inner_secret_key.clone()),
+        cluster_key,
+    })
 }
 
 /// Waits until every group has a replica that leads and takes writes; per group, by name, its
@@ -338,6 +380,7 @@ fn print_banner(
     namesrv_addr: &str,
     configs: &[BrokerConfig],
     leaders: &std::collections::BTreeMap<String, (u64, u64)>,
+    console: Option<std::net::SocketAddr>,
 ) {
     println!();
     let shape: Vec<String> = leaders
@@ -347,6 +390,9 @@ fn print_banner(
     println!("raftmq dev cluster is up ({}), data in {}", shape.join("; "), args.data.display());
     // One line with every NameServer, as `-n` takes them.
     println!("  NameServer    {namesrv_addr}");
+    if let Some(addr) = console {
+        println!("  web console   http://{addr}/");
+    }
     for c in configs {
         println!(
             "  {} n{}  remoting 127.0.0.1:{}  raft {}  admin http://127.0.0.1:{}",
@@ -416,6 +462,8 @@ mod tests {
             broker_port: 10911,
             raft_port: 40911,
             admin_port: 8080,
+            console_port: 8000,
+            no_console: false,
             broker_name: "broker-a".into(),
             acl_file: None,
             inner_access_key: None,

@@ -9,6 +9,7 @@ mod admin;
 mod bench;
 mod cli;
 mod cluster_secret_file;
+mod console;
 mod consume;
 mod dev;
 mod dev_certs;

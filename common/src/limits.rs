@@ -343,6 +343,39 @@ const _: () = assert!(ADMIN_HTTP_CONNECTIONS_PER_HOST_MAX_COUNT < ADMIN_HTTP_CON
 const _: () = assert!(ADMIN_HTTP_HEADER_READ_TIMEOUT_MS < ADMIN_HTTP_CONNECTION_MAX_MS);
 const _: () = assert!(ADMIN_PROGRESS_QUEUES_MAX_COUNT <= CONSUMER_OFFSET_BATCH_MAX_COUNT);
 
+// ---- Web console (`console/`) ----
+
+/// Deadline of one call the console makes to a broker's admin API, a NameServer or a broker's
+/// remoting port: a broker that is down shows as an error on the page, not as a page that hangs.
+pub const CONSOLE_UPSTREAM_TIMEOUT_MS: u64 = 3_000;
+/// Deadline of a change the console relays (leader transfer, adding a node): the broker's own
+/// request deadline plus the way there and back.
+pub const CONSOLE_CHANGE_TIMEOUT_MS: u64 = ADMIN_HTTP_REQUEST_TIMEOUT_MS + 2_000;
+/// Largest answer the console reads from a broker's admin API (a consumer progress of
+/// `ADMIN_PROGRESS_QUEUES_MAX_COUNT` rows stays below it).
+pub const CONSOLE_UPSTREAM_ANSWER_MAX_BYTES: usize = 16 * 1024 * 1024;
+/// Request body the console takes from the page.
+pub const CONSOLE_BODY_MAX_BYTES: usize = 16 * 1024;
+/// How often the console samples topic offsets and consumer lag for its charts.
+pub const CONSOLE_SAMPLE_INTERVAL_MS: u64 = 5_000;
+/// Samples one chart keeps (at `CONSOLE_SAMPLE_INTERVAL_MS`: the last 10 minutes).
+pub const CONSOLE_HISTORY_SAMPLES_MAX_COUNT: usize = 120;
+/// Topics and consumer groups the sampler follows; the rest have no chart.
+pub const CONSOLE_SAMPLED_SERIES_MAX_COUNT: usize = 512;
+/// Logged-in browser sessions kept at once; a new login beyond it ends the oldest.
+pub const CONSOLE_SESSIONS_MAX_COUNT: usize = 64;
+/// How long a console login lasts.
+pub const CONSOLE_SESSION_TTL_MS: u64 = 12 * 60 * 60 * 1_000;
+/// Messages of one queue a time-range search or a DLQ listing reads.
+pub const CONSOLE_MESSAGES_PER_QUEUE_MAX_COUNT: i32 = 32;
+/// Messages one console search answers in all.
+pub const CONSOLE_MESSAGES_LISTED_MAX_COUNT: usize = 256;
+/// Deadline of one call to the console (a page's data gathered from every group, or a relayed
+/// change); beyond it the call is answered 504.
+pub const CONSOLE_REQUEST_TIMEOUT_MS: u64 = CONSOLE_CHANGE_TIMEOUT_MS + 1_000;
+
+const _: () = assert!(CONSOLE_CHANGE_TIMEOUT_MS > ADMIN_HTTP_REQUEST_TIMEOUT_MS);
+
 // ---- Message trace (client SDK; `AsyncTraceDispatcher` defaults) ----
 
 /// Trace contexts a client holds before it drops new ones (`queueSize`, 2048): tracing never slows

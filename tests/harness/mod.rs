@@ -6,7 +6,8 @@
 //! - [`cluster`]: the same driven through the SDK, with replicas that can be killed;
 //! - [`cli`]: fake broker nodes and a runner for the real `raftmq` binary;
 //! - [`processes`]: broker replicas as real `raftmq broker` child processes (kill -9, restart);
-//! - [`tls`]: certificates made at test time (with [`dev_certs`], `raftmq dev --tls`'s code).
+//! - [`tls`]: certificates made at test time (with [`dev_certs`], `raftmq dev --tls`'s code);
+//! - [`dev`]: the real `raftmq dev` (NameServer, a 3-replica group, the web console) as a process.
 //!
 //! Each binary uses only part of it.
 
@@ -16,6 +17,7 @@ pub mod cli;
 pub mod cluster;
 #[path = "../../src/dev_certs.rs"]
 pub mod dev_certs;
+pub mod dev;
 pub mod group;
 pub mod ports;
 pub mod processes;

@@ -122,6 +122,19 @@ pub async fn gate_api(State(ctx): State<Shared>, request: Request, next: Next) -
     }
 }
 
+/// The site and media-type rules alone (no token, no draining): what a browser-facing server of
+/// the same family (the web console, `console/`) applies before its own login check. `token_set`:
+/// the server has a token, so it may serve hosts beyond loopback.
+pub fn check_browser_request(headers: &HeaderMap, token_set: bool) -> Result<(), Refusal> {
+    check_site(headers, token_set)?;
+    check_media_type(headers)
+}
+
+/// The status and JSON body `{code, message}` a refusal is answered with.
+pub fn refusal_response(refusal: Refusal) -> Response {
+    refusal.into_error().into_response()
+}
+
 fn check_token(headers: &HeaderMap, token: &str) -> Result<(), Refusal> {
     let given = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| {
         let (scheme, rest) = v.split_once(' ')?;

@@ -58,16 +58,23 @@ pub struct AdminServer {
 impl AdminServer {
     /// Binds `addr` (port 0: an ephemeral port) and serves [`router`] over `ctx`.
     pub async fn bind(ctx: Shared, addr: SocketAddr) -> std::io::Result<AdminServer> {
-        Self::bind_with_tls(ctx, addr, None).await
+        Self::bind_router(router(ctx), addr, None).await
     }
 
     /// [`Self::bind`], over HTTPS when `tls` is set.
     pub async fn bind_with_tls(ctx: Shared, addr: SocketAddr, tls: Option<ServerTls>) -> std::io::Result<AdminServer> {
+        Self::bind_router(router(ctx), addr, tls).await
+    }
+
+    /// Binds `addr` and serves `app` under this listener's bounds (connections, header read
+    /// timeout, lifetime, shutdown), over HTTPS when `tls` is set: the web console (`console/`)
+    /// serves its page through it too.
+    pub async fn bind_router(app: Router, addr: SocketAddr, tls: Option<ServerTls>) -> std::io::Result<AdminServer> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let cancel = CancellationToken::new();
         let https = tls.is_some();
-        let task = tokio::spawn(accept_loop(listener, router(ctx), tls, cancel.clone()));
+        let task = tokio::spawn(accept_loop(listener, app, tls, cancel.clone()));
         info!(%addr, https, "admin HTTP server listening");
         Ok(AdminServer { addr, cancel, task })
     }
