@@ -109,8 +109,9 @@ impl Console {
             .layer(axum::middleware::from_fn(bounded))
             .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), crate::gate::gate))
             .with_state(Arc::clone(&state));
-        let server =
-            AdminServer::bind_router(app, listen, None).await.map_err(|source| StartError::Bind { addr: listen, source })?;
+        let server = AdminServer::bind_router(app, listen, None)
+            .await
+            .map_err(|source| StartError::Bind { addr: listen, source })?;
         let addr = server.local_addr();
         let stop = CancellationToken::new();
         let sampler = tokio::spawn(crate::sampler::run(Arc::clone(&state), stop.clone()));

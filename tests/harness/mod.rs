@@ -15,9 +15,9 @@
 
 pub mod cli;
 pub mod cluster;
+pub mod dev;
 #[path = "../../src/dev_certs.rs"]
 pub mod dev_certs;
-pub mod dev;
 pub mod group;
 pub mod ports;
 pub mod processes;
