@@ -11,8 +11,6 @@ use raftmq_common::message::compress::compress_body_as;
 use raftmq_common::message::compress::compressed_sys_flag;
 use raftmq_common::message::sys_flag::CompressionType;
 
-use crate::producer::ProducerBuilder;
-
 /// A producer's body compression settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BodyCompression {
@@ -38,20 +36,6 @@ impl BodyCompression {
     }
 }
 
-impl ProducerBuilder {
-    /// The compression of large bodies (`compressType`: ZLIB by default, LZ4 or ZSTD as RocketMQ 5).
-    pub fn compress_type(mut self, kind: CompressionType) -> Self {
-        self.compression.kind = kind;
-        self
-    }
-
-    /// The ZSTD level (`compressLevel`, 5).
-    pub fn compress_level(mut self, level: i32) -> Self {
-        self.compression.level = level;
-        self
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use raftmq_common::message::compress::uncompress_stored_body;
@@ -71,7 +55,5 @@ mod tests {
             assert_eq!(uncompress_stored_body(sys_flag, &packed).unwrap(), body);
             assert!(c.apply(&body[..4095]).is_none(), "below the threshold");
         }
-        let b = ProducerBuilder::new("g").compress_type(CompressionType::Lz4).compress_level(3);
-        assert_eq!((b.compression.kind, b.compression.level), (CompressionType::Lz4, 3));
     }
 }

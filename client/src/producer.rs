@@ -200,6 +200,18 @@ impl ProducerBuilder {
         self
     }
 
+    /// The compression of large bodies (`compressType`: ZLIB by default, LZ4 or ZSTD as RocketMQ 5).
+    pub fn compress_type(mut self, kind: sys_flag::CompressionType) -> Self {
+        self.compression.kind = kind;
+        self
+    }
+
+    /// The ZSTD level (`compressLevel`, 5).
+    pub fn compress_level(mut self, level: i32) -> Self {
+        self.compression.level = level;
+        self
+    }
+
     /// Largest body (or encoded batch) accepted (`maxMessageSize`, 4 MiB).
     pub fn max_message_size_bytes(mut self, bytes: usize) -> Self {
         self.max_message_size_bytes = bytes;
@@ -1351,6 +1363,12 @@ mod tests {
             .instance_name("i1")
             .build()
             .unwrap()
+    }
+
+    #[test]
+    fn compression_is_chosen_on_the_builder() {
+        let b = ProducerBuilder::new("g").compress_type(sys_flag::CompressionType::Lz4).compress_level(3);
+        assert_eq!((b.compression.kind, b.compression.level), (sys_flag::CompressionType::Lz4, 3));
     }
 
     #[test]
