@@ -26,6 +26,7 @@ use raftmq_common::protocol::header::pull::PullMessageRequestHeader;
 use raftmq_common::protocol::header::pull::PullMessageResponseHeader;
 use raftmq_common::protocol::header::pull::pull_sys_flag;
 use tracing::debug;
+use tracing::warn;
 
 use crate::config::broker_config::BrokerConfig;
 use crate::config::live_config::LiveConfig;
@@ -319,7 +320,18 @@ fn run(
         slave_read,
     };
     let outcome = pull_outcome(&result, h.queue_offset, h.sys_flag, h.suspend_timeout_millis, &policy);
-    if outcome.offset_moved_event {
+    if outcome.offset_moved_event && outcome.next_begin_offset < h.queue_offset {
+        // A move backwards re-delivers what the consumer already read: rare by design (the queue
+        // ends below an offset the consumer reached), so everything that explains it is logged.
+        let status = node.status();
+        let committed = ctx.store.metadata().offsets.query(&h.topic, &h.consumer_group, h.queue_id);
+        warn!(topic = %h.topic, queue_id = h.queue_id, group = %h.consumer_group,
+            requested = h.queue_offset, next = outcome.next_begin_offset, min = result.min_offset,
+            max = result.max_offset, status = ?result.status, ?offset_check, group_committed = ?committed,
+            term = status.leadership.term, log_end = ?status.last_log_index, committed_index = ?status.committed,
+            applied = ?status.applied, store_applied = ?*ctx.store.applied().borrow(),
+            "consumer offset moved backwards");
+    } else if outcome.offset_moved_event {
         debug!(topic = %h.topic, queue_id = h.queue_id, group = %h.consumer_group, requested = h.queue_offset,
             next = outcome.next_begin_offset, "consumer offset moved");
     }
