@@ -1,4 +1,5 @@
-//! `raftmq bench produce|consume`: RocketMQ's `benchmark/Producer.java` and `Consumer.java`.
+//! `raftmq bench produce|consume`: RocketMQ's `benchmark/Producer.java` and `Consumer.java`
+//! (`bench e2e`, send-to-delivery latency at a fixed rate: `bench_e2e.rs`).
 //!
 //! Every interval (1 s by default) one line in RocketMQ's format; at the end a `[Complete]` line
 //! with P50/P99/P999 (hdrhistogram, microsecond resolution) appended; `--json` replaces the final
@@ -59,7 +60,7 @@ use crate::namesrv_addr::human_time_ms;
 use crate::namesrv_addr::now_ms;
 
 /// Highest latency the histograms hold (µs); longer ones are clamped to it.
-const RT_MAX_US: u64 = 3_600_000_000;
+pub(crate) const RT_MAX_US: u64 = 3_600_000_000;
 
 /// `raftmq bench` flags.
 #[derive(Debug, Args)]
@@ -74,6 +75,8 @@ enum BenchKind {
     Produce(ProduceArgs),
     /// Consume and report TPS and born/store-to-consume latency (`benchmark/Consumer.java`).
     Consume(ConsumeBenchArgs),
+    /// Send at a fixed rate while a push consumer reads the same topic; report send-to-delivery latency.
+    E2e(crate::bench_e2e::E2eArgs),
 }
 
 /// Flags both benchmarks share.
@@ -150,6 +153,9 @@ struct ProduceArgs {
     /// Header encoding of the sends: the SDK's binary default, or JSON as Java clients send it.
     #[arg(long = "serialize", value_enum, default_value_t = HeaderEncoding::Rocketmq)]
     serialize: HeaderEncoding,
+    /// Send at most this many messages per second in all (default: as fast as the senders go).
+    #[arg(long = "rate", value_parser = clap::value_parser!(u64).range(1..))]
+    rate: Option<u64>,
 }
 
 /// `rocketmq.serialize.type`.
@@ -200,25 +206,26 @@ pub async fn run(args: BenchArgs) -> Result<()> {
     match args.kind {
         BenchKind::Produce(a) => produce(a).await,
         BenchKind::Consume(a) => consume(a).await,
+        BenchKind::E2e(a) => crate::bench_e2e::run(a).await,
     }
 }
 
 /// A latency histogram in microseconds.
-fn histogram() -> Histogram<u64> {
+pub(crate) fn histogram() -> Histogram<u64> {
     // Bounds are constants that hdrhistogram accepts (low 1, high > 2 × low, 3 digits).
     Histogram::new_with_bounds(1, RT_MAX_US, 3).expect("constant histogram bounds are valid")
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panicking recorder leaves the histogram consistent (one `record` call), so keep using it.
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn us_of(d: Duration) -> u64 {
+pub(crate) fn us_of(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX).clamp(1, RT_MAX_US)
 }
 
-fn ms_of_us(us: u64) -> f64 {
+pub(crate) fn ms_of_us(us: u64) -> f64 {
     us as f64 / 1000.0
 }
 
@@ -266,27 +273,27 @@ impl Reporter {
 }
 
 /// Why a run stops: the count (claimed by workers), the duration or a signal set `stop`.
-struct StopWhen {
+pub(crate) struct StopWhen {
     stop: AtomicBool,
     stopped: Notify,
 }
 
 impl StopWhen {
-    fn new() -> Arc<Self> {
+    pub(crate) fn new() -> Arc<Self> {
         Arc::new(StopWhen { stop: AtomicBool::new(false), stopped: Notify::new() })
     }
 
-    fn is_stopped(&self) -> bool {
+    pub(crate) fn is_stopped(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }
 
-    fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.stop.store(true, Ordering::Release);
         self.stopped.notify_waiters();
     }
 
     /// Stops after `duration` or on the first signal.
-    fn arm(self: &Arc<Self>, duration: Option<Duration>) {
+    pub(crate) fn arm(self: &Arc<Self>, duration: Option<Duration>) {
         let me = Arc::clone(self);
         tokio::spawn(async move {
             let timer = async {
@@ -301,6 +308,34 @@ impl StopWhen {
             }
             me.stop();
         });
+    }
+}
+
+/// Holds senders to a rate (`--rate`): each send takes the next free slot, `1 / rate` after the
+/// previous one. A sender that fell behind takes the slot at once and the schedule moves on from
+/// there, so a rate above capacity runs at capacity and never bursts to catch up.
+pub(crate) struct Pacer {
+    per_message: Duration,
+    next: Mutex<Instant>,
+}
+
+impl Pacer {
+    pub(crate) fn new(rate_per_s: u64) -> Self {
+        Pacer {
+            per_message: Duration::from_secs(1) / u32::try_from(rate_per_s).unwrap_or(u32::MAX),
+            next: Mutex::new(Instant::now()),
+        }
+    }
+
+    /// Waits for the slot of the next `n` messages.
+    pub(crate) async fn wait(&self, n: u64) {
+        let slot = {
+            let mut next = lock(&self.next);
+            let slot = (*next).max(Instant::now());
+            *next = slot + self.per_message * u32::try_from(n).unwrap_or(u32::MAX);
+            slot
+        };
+        tokio::time::sleep_until(slot).await;
     }
 }
 
@@ -360,6 +395,8 @@ struct ProduceCtx {
     counters: SendCounters,
     rt: Mutex<Histogram<u64>>,
     stop: Arc<StopWhen>,
+    /// `--rate`.
+    pacer: Option<Pacer>,
 }
 
 impl ProduceCtx {
@@ -441,6 +478,7 @@ async fn produce(a: ProduceArgs) -> Result<()> {
         counters: SendCounters::default(),
         rt: Mutex::new(histogram()),
         stop: Arc::clone(&stop),
+        pacer: a.rate.map(Pacer::new),
     });
     stop.arm(a.run.duration);
     let reporter = Reporter::new(a.run.json, a.run.count);
@@ -489,6 +527,9 @@ fn spawn_senders(ctx: &Arc<ProduceCtx>, a: &ProduceArgs) -> Vec<tokio::task::Joi
 async fn send_loop(ctx: Arc<ProduceCtx>, mode: SendMode, batch: u64) {
     while let Some(range) = ctx.claim(batch) {
         let n = range.end - range.start;
+        if let Some(pacer) = &ctx.pacer {
+            pacer.wait(n).await;
+        }
         let began = Instant::now();
         let outcome = match (mode, n) {
             (SendMode::Oneway, _) => ctx.producer.send_oneway(ctx.message(range.start)).await,
@@ -503,6 +544,9 @@ async fn drive_async(ctx: Arc<ProduceCtx>, window: usize) {
     let in_flight = Arc::new(Semaphore::new(window));
     while let Some(range) = ctx.claim(1) {
         let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else { break };
+        if let Some(pacer) = &ctx.pacer {
+            pacer.wait(1).await;
+        }
         let began = Instant::now();
         let send = ctx.producer.send_async(ctx.message(range.start));
         let ctx = Arc::clone(&ctx);
@@ -563,7 +607,7 @@ fn summarize_produce(ctx: &ProduceCtx, a: &ProduceArgs, elapsed: Duration) -> Re
         let summary = json!({
             "max_send_gap_ms": max_gap_ms, "failed_sends": failed,
             "kind": "produce", "mode": a.mode.name(), "serialize": a.serialize.name(), "topic": a.run.topic, "size": a.size,
-            "concurrency": a.concurrency, "batch": a.batch, "elapsed_s": secs, "sent": ok, "failed": failed,
+            "concurrency": a.concurrency, "batch": a.batch, "rate": a.rate, "elapsed_s": secs, "sent": ok, "failed": failed,
             "send_failed": send_failed, "response_failed": response_failed, "tps": tps, "avg_ms": avg,
             "p50_ms": p50, "p99_ms": p99, "p999_ms": p999, "max_ms": max_ms,
         });

@@ -7,6 +7,7 @@
 
 mod admin;
 mod bench;
+mod bench_e2e;
 mod cli;
 mod cluster_secret_file;
 mod console;
