@@ -5,10 +5,11 @@
 //! A signed request carries five `extFields`: [`CLUSTER_SENDER`] (who signs: a node id or a broker
 //! address), [`CLUSTER_TIME`] (ms since the epoch), [`CLUSTER_SESSION`] and [`CLUSTER_SEQ`] (a
 //! random number per signer and a counter, together the nonce) and [`CLUSTER_SIGNATURE`]:
-//! HMAC-SHA256 keyed by the cluster secret, Base64 with padding, over
+//! BLAKE3 in keyed mode (its MAC), keyed by `derive_key(KEY_CONTEXT, cluster secret)`, Base64 with
+//! padding, over
 //!
 //! ```text
-//! "raftmq-cluster-v1\n" code(i32 BE)
+//! "raftmq-cluster-v2\n" code(i32 BE)
 //!   for each extFields entry but the signature, in byte order of keys: len(u32 BE) key len(u32 BE) value
 //!   len(u64 BE) body
 //! ```
@@ -18,8 +19,11 @@
 //! so a request for one replica is refused by another.
 //!
 //! Invariants:
-//! - The signature is compared in constant time (`Mac::verify_slice`), before anything else of the
-//!   request is believed.
+//! - The signature is compared in constant time (`blake3::Hash`'s equality), before anything else
+//!   of the request is believed.
+//! - BLAKE3, not HMAC-SHA256 (v1): every Raft RPC's whole body is authenticated, and with SHA-NI
+//!   HMAC-SHA256 still took a tenth of a 3-node group's CPU at full rate; BLAKE3 runs several times
+//!   faster on the same core (SIMD over the body's chunks). Members must run the same version.
 //! - A request is accepted at most once: its time must be within [`CLUSTER_AUTH_CLOCK_SKEW_MAX_MS`]
 //!   of the receiver's clock, and its (session, seq) must be new to the [`ReplayWindow`], which is
 //!   only updated by requests whose signature checked.
@@ -31,8 +35,6 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 
 use base64::Engine as _;
-use hmac::KeyInit;
-use hmac::Mac;
 
 use super::command::RemotingCommand;
 use super::ext_fields::FieldStr;
@@ -53,14 +55,15 @@ pub const CLUSTER_TARGET: &str = "clusterTarget";
 /// `extFields` key: the signature.
 pub const CLUSTER_SIGNATURE: &str = "clusterSignature";
 
-const DOMAIN: &[u8] = b"raftmq-cluster-v1\n";
+const DOMAIN: &[u8] = b"raftmq-cluster-v2\n";
 
-type HmacSha256 = hmac::Hmac<sha2::Sha256>;
+/// BLAKE3's key derivation context for the MAC key (BLAKE3 asks for a unique, hard-coded string).
+const KEY_CONTEXT: &str = "raftmq 2026-12-06 cluster secret to request MAC key v2";
 
-/// The cluster secret as an HMAC key, set up once.
+/// The cluster secret as a BLAKE3 MAC key, derived once.
 #[derive(Clone)]
 pub struct ClusterKey {
-    mac: HmacSha256,
+    key: [u8; blake3::KEY_LEN],
 }
 
 impl std::fmt::Debug for ClusterKey {
@@ -72,13 +75,12 @@ impl std::fmt::Debug for ClusterKey {
 impl ClusterKey {
     /// The key of `secret` (its bytes as configured).
     pub fn new(secret: &[u8]) -> Self {
-        // HMAC takes a key of any length.
-        let mac = <HmacSha256 as KeyInit>::new_from_slice(secret).expect("HMAC accepts every key length");
-        ClusterKey { mac }
+        // A secret of any length becomes the 32-byte key keyed BLAKE3 takes.
+        ClusterKey { key: blake3::derive_key(KEY_CONTEXT, secret) }
     }
 
-    fn mac_of(&self, request: &RemotingCommand) -> HmacSha256 {
-        let mut mac = self.mac.clone();
+    fn mac_of(&self, request: &RemotingCommand) -> blake3::Hash {
+        let mut mac = blake3::Hasher::new_keyed(&self.key);
         mac.update(DOMAIN);
         mac.update(&request.code.to_be_bytes());
         let mut fields: Vec<(&FieldStr, &FieldStr)> =
@@ -93,7 +95,7 @@ impl ClusterKey {
         }
         mac.update(&(request.body.len() as u64).to_be_bytes());
         mac.update(&request.body);
-        mac
+        mac.finalize()
     }
 }
 
@@ -127,8 +129,8 @@ impl ClusterSigner {
         fields.insert(CLUSTER_SESSION.into(), FieldStr::from(self.session.to_string()));
         fields.insert(CLUSTER_SEQ.into(), FieldStr::from(seq.to_string()));
         fields.shift_remove(CLUSTER_SIGNATURE);
-        let tag = self.key.mac_of(request).finalize().into_bytes();
-        let signature = base64::engine::general_purpose::STANDARD.encode(tag);
+        let tag = self.key.mac_of(request);
+        let signature = base64::engine::general_purpose::STANDARD.encode(tag.as_bytes());
         request.ext_fields.insert(CLUSTER_SIGNATURE.into(), FieldStr::from(signature));
     }
 
@@ -212,7 +214,11 @@ impl ClusterVerifier {
         let tag = base64::engine::general_purpose::STANDARD
             .decode(signature.as_bytes())
             .map_err(|_| AuthError::Malformed(CLUSTER_SIGNATURE))?;
-        self.key.mac_of(request).verify_slice(&tag).map_err(|_| AuthError::BadSignature)?;
+        let tag: [u8; blake3::OUT_LEN] = tag.try_into().map_err(|_| AuthError::BadSignature)?;
+        // `Hash` compares in constant time.
+        if self.key.mac_of(request) != blake3::Hash::from_bytes(tag) {
+            return Err(AuthError::BadSignature);
+        }
         let time_ms = number(request, CLUSTER_TIME)?;
         let session = number(request, CLUSTER_SESSION)?;
         let seq = number(request, CLUSTER_SEQ)?;
