@@ -7,6 +7,7 @@
 #   RAFTMQ_BIN=target/release/raftmq   the binary (default); LEADER_CPU=0 OTHERS_CPU=1 the cores;
 #   MODES="alone on off"               the runs of a round (default; `lag` is a fourth, below);
 #   CONSUMER_NICE=0                    the consumer's nice value (19: it takes only CPU the rest leave)
+#   LAYOUT=leader-alone                or `split` (which process runs on which core, below)
 #
 # What it runs: one `raftmq namesrv` and three `raftmq broker -c FILE` processes (one group,
 # `raftPeers` inline, loopback, free ports chosen at start, a cluster secret made with
@@ -55,6 +56,12 @@
 # first catch-up reads come from the disk, later rounds find them cached again). Other processes
 # on the machine are not kept off either core. If leadership moves during a run the line says so
 # and the pinning no longer matches the roles; every run pins the roles it finds again.
+# LAYOUT=split moves the write path to LEADER_CPU and the read path to OTHERS_CPU: the leader,
+# the follower the SDK does not read from (it picks the follower of the lowest node id) and the
+# producer on one core; the follower that serves the catch-up, the consumer and the NameServer on
+# the other. It asks whether the catch-up leaves the write path alone when it has machines of its
+# own; the leader's core then also carries one follower's replication and the producer, so sends
+# alone are bounded by that core.
 set -euo pipefail
 
 rounds=${1:-3}
@@ -63,6 +70,8 @@ stored=${3:-1000000}
 bin=${RAFTMQ_BIN:-target/release/raftmq}
 leader_cpu=${LEADER_CPU:-0}
 others_cpu=${OTHERS_CPU:-1}
+layout=${LAYOUT:-leader-alone}
+case $layout in leader-alone | split) ;; *) echo "LAYOUT is leader-alone or split, not $layout" >&2; exit 2 ;; esac
 consumer_nice=${CONSUMER_NICE:-0}
 read -r -a modes <<<"${MODES:-alone on off}"
 for mode in "${modes[@]}"; do
@@ -179,7 +188,7 @@ def find(v):
 print(int(find(json.load(sys.stdin)) or 0))'
 }
 
-# A client on OTHERS_CPU: NAME RAFTMQ_ARGS... (at nice $client_nice); the raftmq process's pid goes
+# A client on core $client_cpu (default OTHERS_CPU): NAME RAFTMQ_ARGS... (at nice $client_nice); the raftmq process's pid goes
 # to $dir/NAME.pid (removed by the caller before), and a SIGINT or SIGTERM to this wrapper is passed
 # on to it.
 cat >"$dir/client.py" <<'EOF'
@@ -199,7 +208,7 @@ EOF
 client() {
     local name=$1
     shift
-    exec nice -n "${client_nice:-0}" taskset -c "$others_cpu" python3 "$dir/client.py" "$dir/$name.pid" "$bin" "$@"
+    exec nice -n "${client_nice:-0}" taskset -c "${client_cpu:-$others_cpu}" python3 "$dir/client.py" "$dir/$name.pid" "$bin" "$@"
 }
 client_pid() {
     local deadline=$((SECONDS + 10))
@@ -211,12 +220,14 @@ client_pid() {
 }
 
 # Samples every 100 ms, until SIGTERM: OUT NAME=PID...; one JSON line per sample: the time, each
-# process's CPU ticks (utime + stime; the last seen once it has exited) and each core's busy ticks.
+# process's CPU ticks (utime + stime; the last seen once it has exited) and bytes it made the
+# kernel read from the disk (`read_bytes` of /proc/PID/io: page-cache misses), each core's busy ticks.
 cat >"$dir/sampler.py" <<'EOF'
 import json, signal, sys, time
 out = open(sys.argv[1], "w")
 procs = dict(a.split("=") for a in sys.argv[2:])
 last = {}
+io = {}
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 while True:
     t = time.time()
@@ -224,6 +235,9 @@ while True:
         try:
             fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
             last[name] = int(fields[11]) + int(fields[12])
+            for line in open(f"/proc/{pid}/io"):
+                if line.startswith("read_bytes:"):
+                    io[name] = int(line.split()[1])
         except (OSError, IndexError, ValueError):
             pass
     cores = {}
@@ -231,7 +245,7 @@ while True:
         f = line.split()
         if f[0].startswith("cpu") and f[0] != "cpu":
             cores[f[0]] = sum(int(x) for x in (f[1], f[2], f[3], f[6], f[7]))
-    out.write(json.dumps({"t": t, "ticks": dict(last), "cores": cores}) + "\n")
+    out.write(json.dumps({"t": t, "ticks": dict(last), "io": dict(io), "cores": cores}) + "\n")
     out.flush()
     time.sleep(0.1)
 EOF
@@ -255,12 +269,21 @@ pin() {
         now=$(leader)
     done
     [[ $now == "$lead" ]] && return 0
+    # The follower the SDK reads from: the lowest node id that does not lead.
+    local serving=1
+    [[ $now == 1 ]] && serving=2
     for id in 1 2 3; do
-        if [[ $id == "$now" ]]; then cpu=$leader_cpu; else cpu=$others_cpu; fi
+        cpu=$others_cpu
+        if [[ $id == "$now" ]] || [[ $layout == split && $id != "$serving" ]]; then cpu=$leader_cpu; fi
         taskset -a -p -c "$cpu" "${pid[$id]}" >/dev/null
     done
     lead=$now
-    echo "leader n$lead pinned to cpu $leader_cpu; the followers, the NameServer and the clients to cpu $others_cpu"
+    if [[ $layout == split ]]; then
+        echo "leader n$lead, the other follower and the producer pinned to cpu $leader_cpu;" \
+            "the follower n$serving (read from), the NameServer and the consumer to cpu $others_cpu"
+    else
+        echo "leader n$lead pinned to cpu $leader_cpu; the followers, the NameServer and the clients to cpu $others_cpu"
+    fi
 }
 wait_whole
 echo "binary $bin ($("$bin" --version)); logs in $dir; $(nproc) cores"
@@ -273,7 +296,7 @@ done
 
 pin
 t0=$(date +%s.%N)
-taskset -c "$others_cpu" "$bin" bench produce -n "$ns" -t CatchUp --count "$stored" --size 1024 --concurrency 256 \
+taskset -c "$([[ $layout == split ]] && echo "$leader_cpu" || echo "$others_cpu")" "$bin" bench produce -n "$ns" -t CatchUp --count "$stored" --size 1024 --concurrency 256 \
     --mode sync --json >"$dir/store.json" 2>/dev/null
 t1=$(date +%s.%N)
 # The consumers read exactly what was stored: a send that failed would leave them waiting.
@@ -303,7 +326,9 @@ run() {
     local limit=$duration consume= consume_launch=0 sampler
     [[ $mode == alone ]] || limit=$cap
     rm -f "$dir/produce.pid" "$dir/consume.pid" "$dir/consume.json"
-    client produce bench produce -n "$ns" -t Sends --duration "$limit" --size 1024 --concurrency 256 --mode sync \
+    local producer_cpu=$others_cpu
+    if [[ $layout == split ]]; then producer_cpu=$leader_cpu; fi
+    client_cpu=$producer_cpu client produce bench produce -n "$ns" -t Sends --duration "$limit" --size 1024 --concurrency 256 --mode sync \
         --interval 100ms --json >"$dir/produce.json" 2>"$dir/produce.err" &
     local produce=$!
     local procs=("n1=${pid[1]}" "n2=${pid[2]}" "n3=${pid[3]}" "namesrv=${pid[ns]}" "producer=$(client_pid produce)")

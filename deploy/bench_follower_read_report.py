@@ -64,6 +64,7 @@ def run(argv):
         dt = b["t"] - a["t"]
         r["cores"] = {k: (b["ticks"][k] - a["ticks"][k]) / 100 / dt for k in b["ticks"] if k in a["ticks"]}
         r["busy"] = {k: (b["cores"][k] - a["cores"][k]) / 100 / dt for k in b["cores"]}
+        r["disk_read_mb"] = {k: (b["io"][k] - a["io"][k]) / 1e6 for k in b.get("io", {}) if k in a.get("io", {})}
         if r["send_tps"]:
             r["leader_us_per_sent"] = r["cores"][r["leader"]] * 1e6 / r["send_tps"]
     print(json.dumps(r))
@@ -83,6 +84,8 @@ def line(r):
         procs = roles + [k for k in ("namesrv", "producer", "consumer") if k in r["cores"]]
         out += " | cores " + " ".join(f"{name(k)} {r['cores'][k]:.2f}" for k in procs if k in r["cores"])
         out += " | busy " + " ".join(f"{k} {v:.2f}" for k, v in sorted(r["busy"].items()))
+    if r.get("disk_read_mb"):
+        out += " | disk reads MB " + " ".join(f"{name(k)} {r['disk_read_mb'][k]:.0f}" for k in roles + ["producer", "consumer"] if k in r["disk_read_mb"])
     if "leader_us_per_sent" in r:
         out += f" | leader {r['leader_us_per_sent']:.1f} us per message sent"
     if r["leader_after"] != lead:
