@@ -27,7 +27,9 @@
 #   lag    (not by default) `slaveReadEnable=true` and the group's default settings (`brokerId` 0,
 #          `whichBrokerWhenConsumeSlowly` 1): RocketMQ's rule, a follower only for a consumer
 #          further behind the CommitLog's end than the tail assumed cached
-#          (`accessMessageInMemoryMaxRatio` of RAM); 1 M x 1 KiB is far less, so the leader serves it.
+#          (`accessMessageInMemoryMaxRatio` of RAM); 1 M x 1 KiB is far less, so the leader serves it;
+#   hog    (not by default) sends alone while two busy loops run on OTHERS_CPU: no reads at all,
+#          only the CPU of the processes there taken (is a starved follower alone what slows sends?).
 # The send rate compared is the rate inside a window, from the producer's 100 ms reports
 # (`--interval 100ms`): for a catch-up run, from the consumer's first report with messages to its
 # last message (`elapsed_s` after its start); for `alone`, after the same first second of
@@ -75,7 +77,7 @@ case $layout in leader-alone | split) ;; *) echo "LAYOUT is leader-alone or spli
 consumer_nice=${CONSUMER_NICE:-0}
 read -r -a modes <<<"${MODES:-alone on off}"
 for mode in "${modes[@]}"; do
-    case $mode in alone | on | off | lag) ;; *) echo "unknown mode $mode (alone, on, off, lag)" >&2; exit 2 ;; esac
+    case $mode in alone | on | off | lag | hog) ;; *) echo "unknown mode $mode (alone, on, off, lag, hog)" >&2; exit 2 ;; esac
 done
 [[ ${modes[0]} == alone ]] || { echo "MODES must start with alone (the ratios' base)" >&2; exit 2; }
 [[ -x $bin ]] || { echo "no raftmq binary at $bin (cargo build --release -p raftmq)" >&2; exit 1; }
@@ -323,8 +325,8 @@ run() {
     pin
     local -A g_before g_after
     for id in 1 2 3; do g_before[$id]=$(gets "$id"); done
-    local limit=$duration consume= consume_launch=0 sampler
-    [[ $mode == alone ]] || limit=$cap
+    local limit=$duration consume= consume_launch=0 sampler hogs=()
+    [[ $mode == alone || $mode == hog ]] || limit=$cap
     rm -f "$dir/produce.pid" "$dir/consume.pid" "$dir/consume.json"
     local producer_cpu=$others_cpu
     if [[ $layout == split ]]; then producer_cpu=$leader_cpu; fi
@@ -334,7 +336,12 @@ run() {
     local procs=("n1=${pid[1]}" "n2=${pid[2]}" "n3=${pid[3]}" "namesrv=${pid[ns]}" "producer=$(client_pid produce)")
     # The senders' warm-up (connections, 256 sends in flight) before the catch-up starts.
     sleep 1
-    if [[ $mode != alone ]]; then
+    if [[ $mode == hog ]]; then
+        for _ in 1 2; do
+            taskset -c "$others_cpu" python3 -c 'while True: pass' &
+            hogs+=("$!")
+        done
+    elif [[ $mode != alone ]]; then
         consume_launch=$(date +%s.%N)
         client_nice=$consumer_nice client consume bench consume -n "$ns" -t CatchUp -g "$group" --from-first --count "$stored" \
             --duration "$cap" --interval 100ms --json >"$dir/consume.json" 2>"$dir/consume.err" &
@@ -348,6 +355,7 @@ run() {
         kill -INT "$produce" 2>/dev/null || true
     fi
     wait "$produce" || { echo "bench produce failed:" >&2; cat "$dir/produce.err" >&2; exit 1; }
+    for id in "${hogs[@]}"; do kill -TERM "$id"; wait "$id" 2>/dev/null || true; done
     kill -TERM "$sampler"
     wait "$sampler" || true
     for id in 1 2 3; do g_after[$id]=$(gets "$id"); done

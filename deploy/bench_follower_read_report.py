@@ -46,7 +46,7 @@ def run(argv):
     r = {"mode": mode, "round": int(rnd), "leader": f"n{lead}", "leader_after": f"n{lead_after}",
          "whole_tps": p["tps"], "p50_ms": p["p50_ms"], "p99_ms": p["p99_ms"], "failed": p["failed"],
          "served": {f"n{i + 1}": g[2 * i + 1] - g[2 * i] for i in range(3)}}
-    if mode == "alone":
+    if mode in ("alone", "hog"):
         start, end = sends[0][0] - REPORT_S + WARM_UP_S, sends[-1][0]
     else:
         c = json.load(open(os.path.join(d, "consume.json")))
@@ -106,7 +106,10 @@ def summary(path):
         parts = [f"alone {base:,.0f}"]
         for m in modes[1:]:
             v = get(m, "send_tps")
-            parts.append(f"{m} {v:,.0f} ({v / base:.3f}), catch-up {get(m, 'catchup_tps'):,.0f}")
+            part = f"{m} {v:,.0f} ({v / base:.3f})"
+            if m != "hog":
+                part += f", catch-up {get(m, 'catchup_tps'):,.0f}"
+            parts.append(part)
         print(f"{name}: " + "; ".join(parts))
 
     for rnd, m in sorted(by.items()):
