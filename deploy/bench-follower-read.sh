@@ -5,7 +5,7 @@
 #
 #   deploy/bench-follower-read.sh [ROUNDS] [DURATION] [STORED]    # defaults: 3 10s 1000000
 #   RAFTMQ_BIN=target/release/raftmq   the binary (default); LEADER_CPU=0 OTHERS_CPU=1 the cores;
-#   MODES="alone on off"               the runs of a round (default; `lag` is a fourth, below);
+#   MODES="alone on off"               the runs of a round (default; `lag` and `hog` below);
 #   CONSUMER_NICE=0                    the consumer's nice value (19: it takes only CPU the rest leave)
 #   LAYOUT=leader-alone                or `split` (which process runs on which core, below)
 #
@@ -37,8 +37,8 @@
 # catch-up's msg/s (`bench consume`'s figure: STORED over its time from start, rebalance
 # included) and window, the messages each replica served (`msgGetTotalTodayNow`), and in the
 # window each process's cores (/proc/PID/stat ticks sampled every 100 ms: brokers, NameServer,
-# producer, consumer) and how busy each of the two cores was (/proc/stat: every process on the
-# machine). Then the ratio of each mode's send rate to the same round's sends alone, per round and
+# producer, consumer), the bytes each made the kernel read from the disk (read_bytes) and how
+# busy each of the two cores was (/proc/stat: every process on the machine). Then the ratio of each mode's send rate to the same round's sends alone, per round and
 # over the means.
 #
 # Emulating three machines on two cores: with every replica in one process (`raftmq dev`), or
@@ -56,7 +56,8 @@
 # far less than a network; the disk and the page cache are one, shared by the three replicas (a
 # follower keeps only the last `raftPageCacheFollowerWindowBytes`, 64 MiB, of its log cached: its
 # first catch-up reads come from the disk, later rounds find them cached again). Other processes
-# on the machine are not kept off either core. If leadership moves during a run the line says so
+# on the machine are not kept off either core: run it on an otherwise idle machine (a libFuzzer run
+# at nice 10 filling idle time cut the sends by half in every mode, BENCHMARKS.md). If leadership moves during a run the line says so
 # and the pinning no longer matches the roles; every run pins the roles it finds again.
 # LAYOUT=split moves the write path to LEADER_CPU and the read path to OTHERS_CPU: the leader,
 # the follower the SDK does not read from (it picks the follower of the lowest node id) and the
