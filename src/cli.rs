@@ -169,7 +169,22 @@ async fn broker(args: BrokerArgs) -> Result<()> {
         print!("{}", config.to_toml_string());
         return Ok(());
     }
-    raftmq_broker::broker::run(config, crate::signal::shutdown()).await.context("running the broker")?;
+    let shutdown = crate::signal::shutdown();
+    let broker = raftmq_broker::Broker::start(config).await.context("running the broker")?;
+    // `grpcServerPort` (0: off): RocketMQ 5 clients' MessagingService next to the broker.
+    let grpc = match raftmq_grpc::GrpcServer::start(broker.bridge()).await {
+        Ok(grpc) => grpc,
+        Err(e) => {
+            broker.shutdown().await;
+            return Err(anyhow::Error::new(e).context("starting the gRPC server"));
+        }
+    };
+    shutdown.await;
+    // Before the broker: the gRPC server holds handles on it until it stops.
+    if let Some(grpc) = grpc {
+        grpc.shutdown().await;
+    }
+    broker.shutdown().await;
     Ok(())
 }
 

@@ -28,6 +28,7 @@ use raftmq_broker::Broker;
 use raftmq_broker::BrokerConfig;
 use raftmq_broker::config::broker_config::RaftPeer;
 use raftmq_common::tls_settings::TlsMode;
+use raftmq_grpc::GrpcServer;
 use raftmq_namesrv::NameServer;
 use raftmq_namesrv::NamesrvConfig;
 
@@ -67,6 +68,11 @@ pub struct DevArgs {
     /// Admin HTTP port of the first broker; broker `i` uses this + i.
     #[arg(long, default_value_t = 8080)]
     pub admin_port: u16,
+
+    /// gRPC MessagingService port (RocketMQ 5 clients; `grpcServerPort`) of the first broker;
+    /// broker `i` of group `g` uses this + 10·g + i; 0 picks free ones (the banner prints them).
+    #[arg(long, default_value_t = 8085)]
+    pub grpc_port: u16,
 
     /// Port of the web console (`raftmq console`) on 127.0.0.1; 0 picks a free one (the banner
     /// prints it).
@@ -169,6 +175,7 @@ pub fn broker_configs(args: &DevArgs, namesrv_addr: &str) -> Result<Vec<BrokerCo
                 namesrv_addr: namesrv_addr.to_owned(),
                 store_path_root_dir: args.data.join(&name).join(format!("n{i}")),
                 admin_port: port(args.admin_port, 1, 10 * g + i)?,
+                grpc_server_port: if args.grpc_port == 0 { 0 } else { port(args.grpc_port, 1, 10 * g + i)? },
                 raft_self_id: i,
                 raft_peers: peers.clone(),
                 // A development cluster serves every subscription a client may try (RocketMQ's
@@ -282,7 +289,30 @@ pub async fn run(args: DevArgs) -> Result<()> {
             }
         }
     }
+    let mut grpc_servers = Vec::new();
+    if failure.is_none() {
+        for broker in &brokers {
+            // `--grpc-port 0`: an ephemeral port per replica (the banner prints it).
+            let started = if broker_grpc_port(broker) == 0 && args.grpc_port == 0 {
+                GrpcServer::bind(broker.bridge(), std::net::SocketAddr::from(([0, 0, 0, 0], 0))).await.map(Some)
+            } else {
+                GrpcServer::start(broker.bridge()).await
+            };
+            match started {
+                Ok(server) => grpc_servers.push(server),
+                Err(e) => {
+                    failure = Some(
+                        anyhow::Error::new(e).context(format!("starting the gRPC server of node {}", broker.node_id())),
+                    );
+                    break;
+                }
+            }
+        }
+    }
     if let Some(error) = failure {
+        for server in grpc_servers.into_iter().flatten() {
+            server.shutdown().await;
+        }
         for broker in brokers {
             broker.shutdown().await;
         }
@@ -307,11 +337,17 @@ pub async fn run(args: DevArgs) -> Result<()> {
                 Err(e) => println!("web console not started: {e} (choose another --console-port)"),
             }
         }
-        print_banner(&args, &namesrv_addr, &configs, &leaders, console.as_ref().map(|c| c.local_addr()));
+        let grpc: Vec<Option<std::net::SocketAddr>> =
+            grpc_servers.iter().map(|s| s.as_ref().map(GrpcServer::local_addr)).collect();
+        print_banner(&args, &namesrv_addr, &configs, &leaders, &grpc, console.as_ref().map(|c| c.local_addr()));
         shutdown.await;
     }
     if let Some(c) = console {
         c.shutdown().await;
+    }
+    // Before the brokers: a gRPC server holds handles on its replica until it stops.
+    for server in grpc_servers.into_iter().flatten() {
+        server.shutdown().await;
     }
     for broker in brokers {
         broker.shutdown().await;
@@ -370,6 +406,11 @@ async fn ready_leaders(brokers: &[Broker], configs: &[BrokerConfig]) -> std::col
     }
 }
 
+/// The `grpcServerPort` a replica was started with.
+fn broker_grpc_port(broker: &Broker) -> u16 {
+    broker.bridge().config().grpc_server_port
+}
+
 /// How often start-up checks whether the group is ready.
 const DEV_LEADER_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 /// When start-up says that it is still waiting for a leader.
@@ -380,6 +421,7 @@ fn print_banner(
     namesrv_addr: &str,
     configs: &[BrokerConfig],
     leaders: &std::collections::BTreeMap<String, (u64, u64)>,
+    grpc: &[Option<std::net::SocketAddr>],
     console: Option<std::net::SocketAddr>,
 ) {
     println!();
@@ -393,9 +435,13 @@ fn print_banner(
     if let Some(addr) = console {
         println!("  web console   http://{addr}/");
     }
-    for c in configs {
+    for (i, c) in configs.iter().enumerate() {
+        let grpc = match grpc.get(i).copied().flatten() {
+            Some(addr) => format!("  grpc 127.0.0.1:{}", addr.port()),
+            None => String::new(),
+        };
         println!(
-            "  {} n{}  remoting 127.0.0.1:{}  raft {}  admin http://127.0.0.1:{}",
+            "  {} n{}  remoting 127.0.0.1:{}  raft {}  admin http://127.0.0.1:{}{grpc}",
             c.broker_name,
             c.raft_self_id,
             c.listen_port,
@@ -462,6 +508,7 @@ mod tests {
             broker_port: 10911,
             raft_port: 40911,
             admin_port: 8080,
+            grpc_port: 8085,
             console_port: 8000,
             no_console: false,
             broker_name: "broker-a".into(),
@@ -512,8 +559,9 @@ mod tests {
         assert_eq!(b[1].store_path_root_dir, PathBuf::from("d/broker-b/n1"));
         assert!(configs.iter().all(|c| c.namesrv_addrs().count() == 2));
         let ports: std::collections::BTreeSet<u16> =
-            configs.iter().flat_map(|c| [c.listen_port, c.admin_port]).collect();
-        assert_eq!(ports.len(), 12, "no port is used twice");
+            configs.iter().flat_map(|c| [c.listen_port, c.admin_port, c.grpc_server_port]).collect();
+        assert_eq!(ports.len(), 18, "no port is used twice");
+        assert_eq!(b.iter().map(|c| c.grpc_server_port).collect::<Vec<_>>(), [8095, 8096, 8097]);
         let ns = namesrv_configs(&args).unwrap();
         assert_eq!(ns.iter().map(|n| n.listen_port).collect::<Vec<_>>(), [9876, 9877]);
         assert!(ns[1].kv_config_path.ends_with("namesrv-2/kvConfig.json"));

@@ -60,6 +60,7 @@ use crate::context::BrokerContext;
 use crate::http::handles::HttpHandles;
 use crate::http::server::AdminServer;
 use crate::observability::metrics::BrokerMetrics;
+use crate::processors::bridge::Bridge;
 use crate::processors::client_manage::notify_consumer_ids_changed;
 use crate::processors::router::BrokerProcessor;
 use crate::processors::router::SERVED_CODES;
@@ -124,6 +125,8 @@ pub struct Broker {
     raft_server: RaftServer,
     transport: Arc<TcpTransport>,
     remoting: RemotingServer,
+    /// The processors as the gRPC MessagingService (`raftmq-grpc`) reaches them.
+    bridge: Bridge,
     admin: AdminServer,
     namesrv_client: RemotingClient,
     cancel: CancellationToken,
@@ -306,6 +309,7 @@ impl Broker {
         for code in SERVED_CODES {
             table.register(*code, Arc::clone(&processor));
         }
+        let bridge = Bridge::new(Arc::clone(&ctx), (*processor).clone());
         let hook_ctx = Arc::downgrade(&ctx);
         // Runs on a connection task: removes the channels and spawns the notifications.
         let options = ServerOptions::default()
@@ -453,12 +457,17 @@ impl Broker {
         );
         info!("{line}");
         println!("{line}");
-        Ok(Broker { ctx, raft_server, transport, remoting, admin, namesrv_client, cancel, tasks, raft_runtime })
+        Ok(Broker { ctx, raft_server, transport, remoting, bridge, admin, namesrv_client, cancel, tasks, raft_runtime })
     }
 
     /// The bound remoting address.
     pub fn local_addr(&self) -> SocketAddr {
         self.remoting.local_addr()
+    }
+
+    /// The processors as another protocol reaches them (the gRPC MessagingService).
+    pub fn bridge(&self) -> Bridge {
+        self.bridge.clone()
     }
 
     /// The bound admin HTTP address (`adminPort`; port 0 binds an ephemeral one).
@@ -511,7 +520,20 @@ impl Broker {
     /// from the NameServers, stop accepting and drain requests, stop the tasks, leave the Raft
     /// group's RPC, shut Raft down (the log is flushed), flush the ConsumeQueues.
     pub async fn shutdown(self) {
-        let Broker { ctx, raft_server, transport, remoting, admin, namesrv_client, cancel, tasks, raft_runtime } = self;
+        let Broker {
+            ctx,
+            raft_server,
+            transport,
+            remoting,
+            bridge,
+            admin,
+            namesrv_client,
+            cancel,
+            tasks,
+            raft_runtime,
+        } = self;
+        // Holds the context; the gRPC server stopped before shutdown was called.
+        drop(bridge);
         // First: `/readyz` answers 503 and admin changes are refused while everything drains.
         ctx.draining.store(true, Ordering::Release);
         // A leader hands over while it still answers: sends in flight and after it are refused with

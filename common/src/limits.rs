@@ -578,3 +578,33 @@ pub const TLS_PEM_FILE_MAX_BYTES: u64 = 1024 * 1024;
 
 const _: () = assert!(TLS_HANDSHAKE_TIMEOUT_MS < SERVER_CONNECTION_IDLE_MAX_SECS * 1_000);
 const _: () = assert!(TLS_PLAINTEXT_REFUSAL_FRAME_MAX_BYTES < FRAME_SIZE_MAX_BYTES);
+
+// ---- gRPC MessagingService (grpc/) ----
+
+/// Longest one unary gRPC call may take on the server (a send waits for commit and apply, or a
+/// relay to the leader); past it the call is answered DEADLINE_EXCEEDED, never left hanging.
+pub const GRPC_REQUEST_TIMEOUT_MS: u64 = 10_000;
+/// Largest gRPC message the server decodes: a send carries at most a frame's worth.
+pub const GRPC_DECODING_MESSAGE_MAX_BYTES: usize = FRAME_SIZE_MAX_BYTES;
+/// Longest a request bridged from gRPC waits for its replica to know a ready leader (an election
+/// or a new leader's catch-up running) before it is refused; the clients of 5.x do not retry
+/// EndTransaction, so a refusal there leaves the half to the check-back.
+pub const BRIDGE_LEADER_WAIT_MAX_MS: u64 = 3_000;
+/// How often a bridged request looks again for a ready leader while it waits.
+pub const BRIDGE_LEADER_POLL_MS: u64 = 20;
+/// Messages one SendMessage request may carry (each is stored as one remoting send).
+pub const GRPC_SEND_MESSAGES_MAX_COUNT: usize = 1_024;
+/// Concurrent gRPC streams (calls) on one client connection.
+pub const GRPC_STREAMS_PER_CONNECTION_MAX_COUNT: u32 = 1_024;
+/// Bytes of the user properties of one message sent over gRPC (RocketMQ proxy's
+/// `maxUserPropertySize`, 16 KiB).
+pub const GRPC_USER_PROPERTIES_MAX_BYTES: usize = 16 * 1024;
+/// Longest message group (`__SHARDINGKEY`), as RocketMQ proxy's `maxMessageGroupSize`.
+pub const GRPC_MESSAGE_GROUP_MAX_BYTES: usize = 64;
+/// Longest client-assigned message id (`UNIQ_KEY`) accepted over gRPC.
+pub const GRPC_MESSAGE_ID_MAX_BYTES: usize = 128;
+
+const _: () = assert!(GRPC_DECODING_MESSAGE_MAX_BYTES >= MESSAGE_BODY_SIZE_MAX_BYTES);
+// A bridged send may wait for a leader and then be relayed; both fit in one call's deadline.
+const _: () = assert!(BRIDGE_LEADER_WAIT_MAX_MS + RPC_TIMEOUT_DEFAULT_MS < GRPC_REQUEST_TIMEOUT_MS);
+const _: () = assert!(GRPC_USER_PROPERTIES_MAX_BYTES < PROPERTIES_SIZE_MAX_BYTES);

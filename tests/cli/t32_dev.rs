@@ -70,6 +70,8 @@ impl Dev {
             .args(["--broker-port", &ports.broker.to_string()])
             .args(["--raft-port", &ports.raft.to_string()])
             .args(["--admin-port", &ports.admin.to_string()])
+            // Ephemeral gRPC ports (the banner prints them): parallel tests never collide.
+            .args(["--grpc-port", "0"])
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -95,6 +97,8 @@ impl Dev {
         dev.wait_line("the banner", |l| l.starts_with("raftmq dev cluster is up")).await?;
         let line = dev.wait_line("the NameServer line", |l| l.trim_start().starts_with("NameServer")).await?;
         dev.namesrv = line.split_whitespace().nth(1).context("NameServer address")?.to_owned();
+        // Every replica's line names its gRPC MessagingService (RocketMQ 5 clients).
+        dev.wait_line("a replica line with its gRPC port", |l| l.contains("  grpc 127.0.0.1:")).await?;
         Ok(dev)
     }
 

@@ -49,6 +49,8 @@ impl DevCluster {
             .args(["--broker-port", &broker.to_string()])
             .args(["--raft-port", &raft.to_string()])
             .args(["--admin-port", &admin.to_string()])
+            // Ephemeral gRPC ports: parallel tests never collide on the default 8085.
+            .args(["--grpc-port", "0"])
             .env("RUST_LOG", "info")
             .env_remove("NAMESRV_ADDR")
             .stdin(Stdio::null())

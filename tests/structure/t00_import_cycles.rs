@@ -14,7 +14,7 @@ use std::path::PathBuf;
 fn crate_sources() -> Vec<(String, PathBuf)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut out = vec![("raftmq".to_string(), root.join("src"))];
-    for name in ["common", "raft", "broker", "namesrv", "client", "console", "jepsen", "tests/compat"] {
+    for name in ["common", "raft", "broker", "namesrv", "client", "console", "grpc", "jepsen", "tests/compat"] {
         out.push((name.to_string(), root.join(name).join("src")));
     }
     out

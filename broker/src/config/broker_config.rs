@@ -19,6 +19,7 @@
 //! raftSelfId = 0
 //! adminPort = 8080                         # /livez, /readyz, /metrics, admin API (0: ephemeral)
 //! adminToken = "…"                         # optional: Bearer token of every /api/v1/ call; without it adminPort is loopback only
+//! grpcServerPort = 8081                    # optional: RocketMQ 5 gRPC MessagingService (0: off)
 //! aclEnable = true                         # optional: plain ACL (RocketMQ's plain_acl.yml)
 //! aclFile = "/etc/raftmq/plain_acl.yml"    # default <storePathRootDir>/config/plain_acl.yml
 //! innerAccessKey = "groupPeers"            # an admin account of the ACL: signs this replica's calls
@@ -246,6 +247,9 @@ pub struct BrokerConfig {
     /// listens on every interface; probes and `/metrics` need no token.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub admin_token: Option<String>,
+    /// Port of the RocketMQ 5 gRPC MessagingService (`grpcServerPort`, RocketMQ proxy's key;
+    /// default 0: not served). Served by `raftmq-grpc` next to the broker, on every interface.
+    pub grpc_server_port: u16,
     /// Check every remoting request against the plain ACL (`aclEnable`, default false): accounts
     /// signed with `AccessKey` / `Signature`, per-topic and per-group permissions (`crate::acl`).
     pub acl_enable: bool,
@@ -413,6 +417,7 @@ impl Default for BrokerConfig {
             enable_property_filter: false,
             admin_port: ADMIN_PORT_DEFAULT,
             admin_token: None,
+            grpc_server_port: 0,
             acl_enable: false,
             acl_file: None,
             inner_access_key: None,

@@ -9,6 +9,7 @@
 pub mod acl;
 #[allow(clippy::result_large_err)]
 pub mod admin;
+pub mod bridge;
 #[allow(clippy::result_large_err)]
 pub mod client_manage;
 #[allow(clippy::result_large_err)]

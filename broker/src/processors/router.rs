@@ -210,6 +210,33 @@ impl RequestProcessor for BrokerProcessor {
 }
 
 impl BrokerProcessor {
+    /// The response to a request that came over another protocol (`crate::processors::bridge`):
+    /// the ACL check, then the codes that need no connection (sends, END_TRANSACTION).
+    pub(crate) async fn answer_bridged(
+        &self,
+        peer: std::net::SocketAddr,
+        request: &RemotingCommand,
+    ) -> RemotingCommand {
+        if let Some(acl) = &self.ctx.acl
+            && let Err(denied) = acl.check(request, peer.ip())
+        {
+            tracing::debug!(%peer, code = request.code, reason = %denied, "bridged request refused by the plain ACL");
+            return RemotingCommand::response(
+                raftmq_common::protocol::ResponseCode::SystemError,
+                Some(format!("AclException: {denied}")),
+            );
+        }
+        match request.request_code() {
+            RequestCode::SendMessage | RequestCode::SendMessageV2 => {
+                send::process_send(&self.send, peer, request).await
+            }
+            RequestCode::EndTransaction => {
+                crate::processors::end_transaction::end_transaction(&self.send, request).await
+            }
+            _ => raftmq_common::remoting::processor::not_supported(request),
+        }
+    }
+
     /// The response to `request`, refusals included.
     async fn answer(&self, conn: &ConnectionContext, request: &RemotingCommand) -> RemotingCommand {
         let ctx = &self.ctx;

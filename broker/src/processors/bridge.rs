@@ -1,0 +1,105 @@
+//! `Bridge`: the requests that reach a replica over another protocol (the gRPC MessagingService
+//! of `raftmq-grpc`), answered as remoting requests by the same processors, so a message sent over
+//! gRPC takes exactly the remoting path: validation, the replicated send (acknowledged after quorum
+//! fsync and apply), timer and half redirects, END_TRANSACTION.
+//!
+//! ```text
+//! gRPC adapter ──RemotingCommand──▶ Bridge::answer
+//!    ready leader ─▶ BrokerProcessor (ACL check, send / end_transaction)
+//!    follower, leader known ─▶ relayed once to the leader's remoting port (FLAG_RELAYED)
+//!    no ready leader known ─▶ waits (bounded) for one, then SERVICE_NOT_AVAILABLE naming the leader
+//! ```
+//!
+//! Invariants: only [`BRIDGED_CODES`] are answered (anything else is REQUEST_CODE_NOT_SUPPORTED);
+//! a bridged request has no connection, so nothing here registers a client channel; a relayed
+//! request is never relayed again.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use std::time::Instant;
+
+use raftmq_common::limits::BRIDGE_LEADER_POLL_MS;
+use raftmq_common::limits::BRIDGE_LEADER_WAIT_MAX_MS;
+use raftmq_common::protocol::RemotingCommand;
+use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::body::topic::TopicConfig;
+
+use crate::config::broker_config::BrokerConfig;
+use crate::context::BrokerContext;
+use crate::processors::client_manage::forward;
+use crate::processors::router::BrokerProcessor;
+
+/// The request codes a bridge answers.
+pub const BRIDGED_CODES: &[RequestCode] = &[RequestCode::SendMessage, RequestCode::EndTransaction];
+
+/// One replica's processors as another protocol reaches them.
+#[derive(Debug, Clone)]
+pub struct Bridge {
+    ctx: Arc<BrokerContext>,
+    processor: BrokerProcessor,
+}
+
+impl Bridge {
+    pub(crate) fn new(ctx: Arc<BrokerContext>, processor: BrokerProcessor) -> Self {
+        Bridge { ctx, processor }
+    }
+
+    /// The config the replica booted with.
+    pub fn config(&self) -> &BrokerConfig {
+        &self.ctx.config
+    }
+
+    /// The topic's config, when the topic exists.
+    pub fn topic(&self, topic: &str) -> Option<TopicConfig> {
+        self.ctx.store.metadata().topics.get(topic).cloned()
+    }
+
+    /// Whether this replica leads and takes writes now.
+    pub fn is_ready_leader(&self) -> bool {
+        self.ctx.replica.ready_term().is_some()
+    }
+
+    /// The leader's remoting address, as far as this replica knows.
+    pub fn leader_addr(&self) -> Option<String> {
+        self.ctx.replica.leader_addr()
+    }
+
+    /// `maxMessageSize` now (UPDATE_BROKER_CONFIG may have changed it).
+    pub fn max_message_size_bytes(&self) -> u32 {
+        self.ctx.live.current().max_message_size
+    }
+
+    /// The answer to `request` (one of [`BRIDGED_CODES`]) from a client at `peer`: served here
+    /// when this replica is the ready leader, else relayed once to the leader; while no ready
+    /// leader is known (an election, a new leader catching up) it waits up to
+    /// `BRIDGE_LEADER_WAIT_MAX_MS` first. Nothing is retried after a serve or relay, so no
+    /// message is stored twice by the bridge.
+    pub async fn answer(&self, peer: SocketAddr, request: RemotingCommand) -> RemotingCommand {
+        if !BRIDGED_CODES.contains(&request.request_code()) {
+            return raftmq_common::remoting::processor::not_supported(&request);
+        }
+        let broker_name = &self.ctx.config.broker_name;
+        let own = self.ctx.config.broker_addr();
+        let deadline = Instant::now() + Duration::from_millis(BRIDGE_LEADER_WAIT_MAX_MS);
+        loop {
+            if self.is_ready_leader() {
+                return self.processor.answer_bridged(peer, &request).await;
+            }
+            if let Some(leader) = self.leader_addr().filter(|leader| *leader != own) {
+                return forward(&self.ctx.forwarder, &self.ctx.replica, broker_name, &leader, &request)
+                    .await
+                    .unwrap_or_else(|refusal| refusal);
+            }
+            if Instant::now() >= deadline {
+                // The replica's own refusal, which names the leader when it knows one.
+                return match self.ctx.replica.check_writable() {
+                    Ok(_) => self.processor.answer_bridged(peer, &request).await,
+                    Err(e) => e.to_response(broker_name),
+                };
+            }
+            // Leadership and apply readiness have no joint subscription: look again shortly.
+            tokio::time::sleep(Duration::from_millis(BRIDGE_LEADER_POLL_MS)).await;
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! The Telemetry stream: each command a client sends gets one answer. A client's `Settings` are
+//! answered with the server's view of them (RocketMQ proxy's `GrpcClientSettingsManager`: retry
+//! policy, request timeout, the broker's max body size, consumer batch and long-polling defaults).
+//! raftmq sends no server-initiated command yet (transaction check-back, stack traces, message
+//! verification), so a client's reply to one, or a server-side command sent by a client, is
+//! refused with a status saying so; the stream stays open. Pure.
+
+use std::time::Duration;
+
+use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
+
+use crate::pb::Code;
+use crate::pb::ExponentialBackoff;
+use crate::pb::Metric;
+use crate::pb::RetryPolicy;
+use crate::pb::Settings;
+use crate::pb::TelemetryCommand;
+use crate::pb::settings::PubSub;
+use crate::pb::telemetry_command::Command;
+use crate::status::ok;
+use crate::status::status;
+
+/// Attempts a client makes for one request (the proxy's `maxAttempts` for producers).
+const CLIENT_ATTEMPTS_MAX_COUNT: i32 = 3;
+/// First retry backoff.
+const BACKOFF_INITIAL_MS: u64 = 10;
+/// Longest retry backoff.
+const BACKOFF_MAX_MS: u64 = 1_000;
+/// Backoff growth per attempt.
+const BACKOFF_MULTIPLIER: f32 = 2.0;
+/// Messages one receive returns at most (the proxy's default `receiveBatchSize`).
+const RECEIVE_BATCH_COUNT: i32 = 32;
+/// A receive's long-polling time (the proxy's default).
+const LONG_POLLING_TIMEOUT_MS: u64 = 30_000;
+
+/// What the server tells every client.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerSettings {
+    /// The broker's `maxMessageSize`.
+    pub max_body_bytes: u32,
+}
+
+fn duration(ms: u64) -> prost_types::Duration {
+    let d = Duration::from_millis(ms);
+    prost_types::Duration { seconds: d.as_secs() as i64, nanos: d.subsec_nanos() as i32 }
+}
+
+/// The client's settings as the server fills them in.
+pub fn settings_answer(client: &Settings, server: ServerSettings) -> Settings {
+    let mut answer = client.clone();
+    answer.backoff_policy = Some(RetryPolicy {
+        max_attempts: CLIENT_ATTEMPTS_MAX_COUNT,
+        strategy: Some(crate::pb::retry_policy::Strategy::ExponentialBackoff(ExponentialBackoff {
+            initial: Some(duration(BACKOFF_INITIAL_MS)),
+            max: Some(duration(BACKOFF_MAX_MS)),
+            multiplier: BACKOFF_MULTIPLIER,
+        })),
+    });
+    answer.request_timeout = Some(duration(RPC_TIMEOUT_DEFAULT_MS));
+    answer.metric = Some(Metric { on: false, endpoints: None });
+    match &mut answer.pub_sub {
+        Some(PubSub::Publishing(p)) => {
+            p.max_body_size = i32::try_from(server.max_body_bytes).unwrap_or(i32::MAX);
+            p.validate_message_type = false;
+        }
+        Some(PubSub::Subscription(s)) => {
+            s.fifo = Some(s.fifo.unwrap_or(false));
+            s.receive_batch_size = Some(RECEIVE_BATCH_COUNT);
+            s.long_polling_timeout = Some(duration(LONG_POLLING_TIMEOUT_MS));
+        }
+        None => {}
+    }
+    answer
+}
+
+/// The answer to one command of a client's Telemetry stream.
+pub fn answer(command: TelemetryCommand, server: ServerSettings) -> TelemetryCommand {
+    let refuse = |code: Code, why: &str| TelemetryCommand { status: Some(status(code, why.to_owned())), command: None };
+    match command.command {
+        Some(Command::Settings(settings)) => TelemetryCommand {
+            status: Some(ok()),
+            command: Some(Command::Settings(settings_answer(&settings, server))),
+        },
+        Some(Command::ThreadStackTrace(_)) | Some(Command::VerifyMessageResult(_)) => refuse(
+            Code::Unsupported,
+            "raftmq sent no such command: thread stack traces and message verification are not supported",
+        ),
+        Some(
+            Command::RecoverOrphanedTransactionCommand(_)
+            | Command::PrintThreadStackTraceCommand(_)
+            | Command::VerifyMessageCommand(_)
+            | Command::ReconnectEndpointsCommand(_)
+            | Command::NotifyUnsubscribeLiteCommand(_),
+        ) => refuse(Code::BadRequest, "this command goes from the server to a client, not the other way"),
+        None => refuse(Code::BadRequest, "the telemetry command is empty"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pb::Publishing;
+    use crate::pb::Subscription;
+    use crate::pb::ThreadStackTrace;
+
+    const SERVER: ServerSettings = ServerSettings { max_body_bytes: 4 << 20 };
+
+    #[test]
+    fn settings_are_answered_with_the_servers_view() {
+        let client = Settings {
+            pub_sub: Some(PubSub::Publishing(Publishing {
+                topics: vec![],
+                max_body_size: 0,
+                validate_message_type: true,
+            })),
+            ..Default::default()
+        };
+        let a = answer(TelemetryCommand { status: None, command: Some(Command::Settings(client)) }, SERVER);
+        assert_eq!(a.status.unwrap().code, Code::Ok as i32);
+        let Some(Command::Settings(s)) = a.command else { panic!("no settings answered") };
+        let Some(PubSub::Publishing(p)) = s.pub_sub else { panic!("publishing lost") };
+        assert_eq!(p.max_body_size, 4 << 20);
+        assert_eq!(s.backoff_policy.unwrap().max_attempts, CLIENT_ATTEMPTS_MAX_COUNT);
+
+        let consumer = Settings { pub_sub: Some(PubSub::Subscription(Subscription::default())), ..Default::default() };
+        let a = answer(TelemetryCommand { status: None, command: Some(Command::Settings(consumer)) }, SERVER);
+        let Some(Command::Settings(s)) = a.command else { panic!("no settings answered") };
+        let Some(PubSub::Subscription(sub)) = s.pub_sub else { panic!("subscription lost") };
+        assert_eq!(sub.receive_batch_size, Some(RECEIVE_BATCH_COUNT));
+    }
+
+    #[test]
+    fn other_commands_are_refused_with_a_status() {
+        let trace = TelemetryCommand {
+            status: None,
+            command: Some(Command::ThreadStackTrace(ThreadStackTrace { nonce: "n".into(), thread_stack_trace: None })),
+        };
+        assert_eq!(answer(trace, SERVER).status.unwrap().code, Code::Unsupported as i32);
+        let empty = TelemetryCommand { status: None, command: None };
+        let a = answer(empty, SERVER);
+        assert_eq!(a.status.unwrap().code, Code::BadRequest as i32);
+        assert!(a.command.is_none());
+    }
+}

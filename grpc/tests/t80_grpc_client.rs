@@ -1,0 +1,298 @@
+//! t80: the official RocketMQ 5 Rust client (`rocketmq` 5.0.0 from crates.io, apache/rocketmq-clients)
+//! against a 3-replica raftmq group serving the gRPC MessagingService on every replica.
+//!
+//! Its `Producer` sends normal, FIFO (message group), delay (delivery timestamp) and
+//! transactional messages (one committed, one rolled back) through the leader's gRPC port, and
+//! normal messages through a follower's port (relayed to the leader). (rocketmq 5.0.0 cannot be
+//! given a list of addresses as its access point: it builds one URI of the whole list.) Then raftmq's own remoting pulls read the topics back from the leader:
+//! exactly the acknowledged and committed messages are stored, once each, with RocketMQ's
+//! properties (UNIQ_KEY = the client's message id, TAGS, KEYS, __SHARDINGKEY, TIMER_DELIVER_MS),
+//! each message group in one queue in send order, the delayed message not stored before its time.
+//! Its `SimpleConsumer` is refused at once (UNIMPLEMENTED, with the reason) while POP is not served.
+//! Waits poll with a deadline; nothing sleeps to synchronise.
+
+#[path = "../../tests/harness/group.rs"]
+mod group;
+#[path = "../../tests/harness/ports.rs"]
+mod ports;
+
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
+use std::collections::HashMap;
+use std::time::Duration;
+use std::time::Instant;
+
+use anyhow::Context;
+use anyhow::Result;
+use anyhow::bail;
+use group::Group;
+use group::drain_queue;
+use raftmq_client::Admin;
+use raftmq_common::message::MessageExt;
+use raftmq_common::message::properties;
+use raftmq_common::protocol::body::topic::TopicConfig;
+use raftmq_common::remoting::RemotingClient;
+use raftmq_grpc::GrpcServer;
+use rocketmq::Producer;
+use rocketmq::SimpleConsumer;
+use rocketmq::conf::ClientOption;
+use rocketmq::conf::ProducerOption;
+use rocketmq::conf::SimpleConsumerOption;
+use rocketmq::model::common::FilterExpression;
+use rocketmq::model::common::FilterType;
+use rocketmq::model::message::MessageBuilder;
+use rocketmq::model::transaction::Transaction;
+use rocketmq::model::transaction::TransactionResolution;
+
+const TOPIC: &str = "GrpcTopic";
+const FIFO_TOPIC: &str = "GrpcFifoTopic";
+const QUEUES: i32 = 4;
+/// How long the whole exchange may take on a loaded 2-core machine.
+const WAIT: Duration = Duration::from_secs(60);
+/// How far in the future the delayed message is due.
+const DELAY_MS: i64 = 2_000;
+/// RocketMQ's timer precision (`timerPrecisionMs`, 1 s): a timer message is never stored in its
+/// topic earlier than its time minus this.
+const TIMER_PRECISION_MS: i64 = 1_000;
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+fn client_option(access_url: &str) -> ClientOption {
+    let mut option = ClientOption::default();
+    option.set_access_url(access_url);
+    option.set_timeout(Duration::from_secs(10));
+    option
+}
+
+fn producer_option() -> ProducerOption {
+    let mut option = ProducerOption::default();
+    option.set_topics(vec![TOPIC, FIFO_TOPIC]);
+    option
+}
+
+async fn start_producer(access_url: &str) -> Result<Producer> {
+    let mut producer =
+        Producer::new(producer_option(), client_option(access_url)).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    producer.start().await.map_err(|e| anyhow::anyhow!("producer start via {access_url}: {e:?}"))?;
+    Ok(producer)
+}
+
+/// Every message of `topic` on the leader, by UNIQ_KEY (fails on a duplicate).
+async fn stored(client: &RemotingClient, leader: &str, topic: &str) -> Result<BTreeMap<String, MessageExt>> {
+    let mut out = BTreeMap::new();
+    for queue_id in 0..QUEUES {
+        for m in drain_queue(client, leader, topic, queue_id).await? {
+            let id = m.message.property(properties::UNIQ_KEY).context("a stored message has no UNIQ_KEY")?.to_owned();
+            if let Some(first) = out.insert(id.clone(), m) {
+                bail!("{id} is stored twice (first at queue {} offset {})", first.queue_id, first.queue_offset);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Polls `topic` on the current leader until exactly `expected` ids are stored, or fails naming
+/// what is missing or extra.
+async fn wait_stored(
+    client: &RemotingClient,
+    group: &Group,
+    topic: &str,
+    expected: &BTreeSet<String>,
+) -> Result<BTreeMap<String, MessageExt>> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let leader = group.addr(group.wait_leader(WAIT).await?);
+        let now = stored(client, &leader, topic).await?;
+        let ids: BTreeSet<String> = now.keys().cloned().collect();
+        if let Some(extra) = ids.difference(expected).next() {
+            bail!("{topic} holds {extra}, which was never acknowledged or was rolled back");
+        }
+        if ids == *expected {
+            return Ok(now);
+        }
+        if Instant::now() > deadline {
+            bail!("{topic} still misses {:?}", expected.difference(&ids).collect::<Vec<_>>());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// One transactional half of `body`, not yet ended.
+async fn send_half(producer: &Producer, body: &str) -> Result<impl Transaction> {
+    let message = MessageBuilder::transaction_message_builder(TOPIC, body.as_bytes().to_vec())
+        .set_tag("TagT")
+        .build()
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    producer.send_transaction_message(message).await.map_err(|e| anyhow::anyhow!("half send: {e:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn t80_rocketmq5_producer_normal_fifo_delay_transactional_through_grpc() -> Result<()> {
+    let group = Group::start(3).await?;
+    let leader_id = group.wait_leader(WAIT).await?;
+    let leader = group.addr(leader_id);
+    let mut servers = BTreeMap::new();
+    for (id, broker) in &group.brokers {
+        let server = GrpcServer::bind(broker.bridge(), "127.0.0.1:0".parse()?).await?;
+        servers.insert(*id, server);
+    }
+    let grpc_url = |id: u64| format!("127.0.0.1:{}", servers[&id].local_addr().port());
+    let follower_id = *group.brokers.keys().find(|id| **id != leader_id).context("no follower")?;
+
+    let admin = Admin::new(&group.namesrv_addr)?;
+    for topic in [TOPIC, FIFO_TOPIC] {
+        let config = TopicConfig { read_queue_nums: QUEUES, write_queue_nums: QUEUES, ..TopicConfig::new(topic) };
+        admin.create_topic(&leader, &config).await?;
+    }
+    admin.shutdown().await;
+    // A follower answers QueryRoute from its own applied state: wait until it has both topics.
+    let deadline = Instant::now() + WAIT;
+    while [TOPIC, FIFO_TOPIC].iter().any(|t| group.brokers.values().any(|b| b.bridge().topic(t).is_none())) {
+        if Instant::now() > deadline {
+            bail!("the topics never reached every replica");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let producer = start_producer(&grpc_url(leader_id)).await?;
+    let mut expected = BTreeSet::new();
+    let mut normal = BTreeMap::new();
+
+    // Normal messages: tag, two keys, a user property.
+    for i in 0..8 {
+        let message = MessageBuilder::builder()
+            .set_topic(TOPIC)
+            .set_tag("TagA")
+            .set_keys(vec![format!("key-{i}"), format!("order-{i}")])
+            .set_properties(HashMap::from([("color", "blue")]))
+            .set_body(format!("normal-{i} ☃").into_bytes())
+            .build()
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let receipt = producer.send(message).await.map_err(|e| anyhow::anyhow!("normal send {i}: {e:?}"))?;
+        normal.insert(receipt.message_id().to_owned(), i);
+        expected.insert(receipt.message_id().to_owned());
+    }
+
+    // Delay: due DELAY_MS from now (rocketmq 5.0.0 takes the delivery time in whole seconds).
+    let deliver_at_secs = (now_ms() + DELAY_MS) / 1_000 + 1;
+    let deliver_at_ms = deliver_at_secs * 1_000;
+    let delayed = MessageBuilder::delay_message_builder(TOPIC, b"delayed".to_vec(), deliver_at_secs)
+        .set_tag("TagD")
+        .build()
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let delayed_id =
+        producer.send(delayed).await.map_err(|e| anyhow::anyhow!("delay send: {e:?}"))?.message_id().to_owned();
+    expected.insert(delayed_id.clone());
+
+    // FIFO: two message groups, five messages each, interleaved.
+    let mut fifo: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for step in 0..5 {
+        for g in ["order-A", "order-B"] {
+            let message = MessageBuilder::fifo_message_builder(FIFO_TOPIC, format!("{g}/{step}").into_bytes(), g)
+                .set_tag("TagF")
+                .build()
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            let receipt = producer.send(message).await.map_err(|e| anyhow::anyhow!("fifo send {g}/{step}: {e:?}"))?;
+            fifo.entry(g.to_owned()).or_default().push(receipt.message_id().to_owned());
+        }
+    }
+
+    // Transactions: one committed, one rolled back (the checker is never asked: both end at once).
+    let mut tx_producer = Producer::new_transaction_producer(
+        producer_option(),
+        client_option(&grpc_url(leader_id)),
+        Box::new(|_, _| TransactionResolution::ROLLBACK),
+    )
+    .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    tx_producer.start().await.map_err(|e| anyhow::anyhow!("transaction producer start: {e:?}"))?;
+    let committed = send_half(&tx_producer, "committed").await?;
+    let committed_id = committed.message_id().to_owned();
+    assert!(!committed.transaction_id().is_empty(), "a half's receipt carries a transaction id");
+    committed.commit().await.map_err(|e| anyhow::anyhow!("commit: {e:?}"))?;
+    expected.insert(committed_id.clone());
+    let rolled_back = send_half(&tx_producer, "rolled back").await?;
+    let rolled_back_id = rolled_back.message_id().to_owned();
+    rolled_back.rollback().await.map_err(|e| anyhow::anyhow!("rollback: {e:?}"))?;
+
+    // Through a follower: relayed to the leader.
+    let mut relayed = Vec::new();
+    for url in [grpc_url(follower_id)] {
+        let p = start_producer(&url).await?;
+        for i in 0..3 {
+            let message = MessageBuilder::builder()
+                .set_topic(TOPIC)
+                .set_tag("TagR")
+                .set_body(format!("relayed-{i}").into_bytes())
+                .build()
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            let id =
+                p.send(message).await.map_err(|e| anyhow::anyhow!("send via {url}: {e:?}"))?.message_id().to_owned();
+            expected.insert(id.clone());
+            relayed.push(id);
+        }
+        p.shutdown().await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    }
+
+    let client = RemotingClient::new();
+    let topic = wait_stored(&client, &group, TOPIC, &expected).await?;
+    assert!(!topic.contains_key(&rolled_back_id), "the rolled-back message is never stored in its topic");
+    for (id, i) in &normal {
+        let m = &topic[id].message;
+        assert_eq!(m.property(properties::TAGS), Some("TagA"));
+        assert_eq!(m.property(properties::KEYS), Some(format!("key-{i} order-{i}").as_str()));
+        assert_eq!(m.property("color"), Some("blue"));
+        assert_eq!(m.body.as_ref(), format!("normal-{i} ☃").as_bytes());
+    }
+    let d = &topic[&delayed_id];
+    assert_eq!(d.message.property(properties::TIMER_DELIVER_MS), Some(deliver_at_ms.to_string().as_str()));
+    assert!(
+        d.store_timestamp >= deliver_at_ms - TIMER_PRECISION_MS,
+        "the delayed message was stored at {}, before its time {deliver_at_ms}",
+        d.store_timestamp
+    );
+    assert_eq!(topic[&committed_id].message.body.as_ref(), b"committed");
+    for id in &relayed {
+        assert_eq!(topic[id].message.property(properties::TAGS), Some("TagR"));
+    }
+
+    let fifo_expected: BTreeSet<String> = fifo.values().flatten().cloned().collect();
+    let stored_fifo = wait_stored(&client, &group, FIFO_TOPIC, &fifo_expected).await?;
+    for (g, ids) in &fifo {
+        let queues: BTreeSet<i32> = ids.iter().map(|id| stored_fifo[id].queue_id).collect();
+        assert_eq!(queues.len(), 1, "message group {g} is in one queue, not {queues:?}");
+        let offsets: Vec<i64> = ids.iter().map(|id| stored_fifo[id].queue_offset).collect();
+        assert!(offsets.windows(2).all(|w| w[0] < w[1]), "group {g} is stored in send order: {offsets:?}");
+        for id in ids {
+            assert_eq!(stored_fifo[id].message.property(properties::SHARDING_KEY), Some(g.as_str()));
+        }
+    }
+    println!(
+        "t80: {} messages in {TOPIC} and {} in {FIFO_TOPIC} as sent by rocketmq 5.0.0 over gRPC; rolled back {rolled_back_id} absent",
+        topic.len(),
+        stored_fifo.len()
+    );
+
+    // POP is not served yet: a receive is answered at once with UNIMPLEMENTED and a reason.
+    let mut consumer_option = SimpleConsumerOption::default();
+    consumer_option.set_consumer_group("GrpcPopGroup");
+    consumer_option.set_topics(vec![TOPIC]);
+    let mut consumer = SimpleConsumer::new(consumer_option, client_option(&grpc_url(leader_id)))
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    consumer.start().await.map_err(|e| anyhow::anyhow!("simple consumer start: {e:?}"))?;
+    let asked = Instant::now();
+    let refused = consumer.receive(TOPIC, &FilterExpression::new(FilterType::Tag, "*")).await;
+    let error = format!("{:?}", refused.err().context("a receive must be refused while POP is not served")?);
+    assert!(error.contains("does not serve ReceiveMessage"), "the refusal says why: {error}");
+    assert!(asked.elapsed() < Duration::from_secs(5), "the refusal came at once, not after {:?}", asked.elapsed());
+    consumer.shutdown().await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+
+    producer.shutdown().await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    tx_producer.shutdown().await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    for server in servers.into_values() {
+        server.shutdown().await;
+    }
+    group.shutdown().await;
+    Ok(())
+}
