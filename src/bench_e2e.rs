@@ -41,13 +41,13 @@ use raftmq_common::message::MessageExt;
 use serde_json::json;
 use tokio::time::Instant;
 
-use crate::bench::Pacer;
-use crate::bench::RT_MAX_US;
-use crate::bench::StopWhen;
-use crate::bench::histogram;
-use crate::bench::lock;
-use crate::bench::ms_of_us;
-use crate::bench::us_of;
+use crate::bench_run::Pacer;
+use crate::bench_run::RT_MAX_US;
+use crate::bench_run::StopWhen;
+use crate::bench_run::histogram;
+use crate::bench_run::lock;
+use crate::bench_run::ms_of_us;
+use crate::bench_run::us_of;
 use crate::namesrv_addr::NamesrvAddrArgs;
 
 /// First 8 bytes of a measured body ("raftmqE2"); the next 8 are the send time.

@@ -8,6 +8,7 @@
 mod admin;
 mod bench;
 mod bench_e2e;
+mod bench_run;
 mod cli;
 mod cluster_secret_file;
 mod console;

@@ -147,6 +147,19 @@ async fn resolve(addr: &str) -> Result<SocketAddr, BrokerError> {
     found.next().ok_or_else(|| BrokerError::Config(format!("{addr} resolves to no address")))
 }
 
+/// The pull limits of `config` on this machine (`accessMessageInMemoryMaxRatio` of its RAM, read
+/// with `sysinfo`); if the RAM cannot be read, the default tail ([`PullLimits::default`]).
+fn pull_limits(config: &BrokerConfig) -> PullLimits {
+    match nix::sys::sysinfo::sysinfo() {
+        Ok(info) => config.pull_limits(info.ram_total()),
+        Err(e) => {
+            let fallback = PullLimits::default().memory_bytes;
+            warn!(error = %e, fallback, "cannot read the machine's RAM; accessMessageInMemoryMaxRatio not applied");
+            PullLimits { memory_bytes: fallback, ..config.pull_limits(0) }
+        }
+    }
+}
+
 impl Broker {
     /// Recovers the store, joins (or on first boot, forms) the Raft group and starts serving.
     pub async fn start(config: BrokerConfig) -> Result<Broker, BrokerError> {
@@ -272,13 +285,7 @@ impl Broker {
             config.test_only_local_queue_locks_unsafe,
         ));
         let ctx = Arc::new(BrokerContext {
-            pull_limits: PullLimits {
-                max_transfer_bytes_in_memory: u64::from(config.max_transfer_bytes_on_message_in_memory),
-                max_transfer_count_in_memory: u64::from(config.max_transfer_count_on_message_in_memory),
-                max_transfer_bytes_in_disk: u64::from(config.max_transfer_bytes_on_message_in_disk),
-                max_transfer_count_in_disk: u64::from(config.max_transfer_count_on_message_in_disk),
-                ..PullLimits::default()
-            },
+            pull_limits: pull_limits(&config),
             config: Arc::new(config),
             live: Arc::new(live),
             replica,

@@ -80,6 +80,7 @@ use crate::state::consume_queue::CQ_STORE_UNIT_SIZE_BYTES;
 use crate::state::index_file::INDEX_ENTRY_DEFAULT_COUNT;
 use crate::state::index_file::INDEX_SLOT_DEFAULT_COUNT;
 use crate::state::index_file::IndexFileSizes;
+use crate::state::pull::PullLimits;
 
 /// RocketMQ's broker remoting port.
 pub const LISTEN_PORT_DEFAULT: u16 = 10911;
@@ -809,6 +810,21 @@ impl BrokerConfig {
         }
     }
 
+    /// The transfer limits of one pull these keys describe. The tail assumed cached is
+    /// `accessMessageInMemoryMaxRatio` percent of `total_memory_bytes`, the machine's RAM (Java:
+    /// `TOTAL_PHYSICAL_MEMORY_SIZE * ratio / 100`): a consumer further behind reads "from disk"
+    /// (smaller pulls) and, with `slaveReadEnable`, is sent to `whichBrokerWhenConsumeSlowly`.
+    pub fn pull_limits(&self, total_memory_bytes: u64) -> PullLimits {
+        let tail = u128::from(total_memory_bytes) * u128::from(self.access_message_in_memory_max_ratio) / 100;
+        PullLimits {
+            max_transfer_bytes_in_memory: u64::from(self.max_transfer_bytes_on_message_in_memory),
+            max_transfer_count_in_memory: u64::from(self.max_transfer_count_on_message_in_memory),
+            max_transfer_bytes_in_disk: u64::from(self.max_transfer_bytes_on_message_in_disk),
+            max_transfer_count_in_disk: u64::from(self.max_transfer_count_on_message_in_disk),
+            memory_bytes: i64::try_from(tail).unwrap_or(i64::MAX),
+        }
+    }
+
     fn validate_names(&self) -> Result<(), ConfigError> {
         if self.broker_cluster_name.trim().is_empty() {
             return Err(invalid("brokerClusterName is empty"));
@@ -1196,6 +1212,25 @@ id = 2
 remotingAddr = "10.0.0.3:10911"
 raftAddr = "10.0.0.3:40911"
 "#;
+
+    #[test]
+    fn the_tail_a_pull_counts_as_cached_is_access_message_in_memory_max_ratio_of_ram() {
+        const GIB: u64 = 1 << 30;
+        // Java's default, 40 % of a 24 GiB machine: a 1 M x 1 KiB backlog (≈ 1.2 GB) is "in memory".
+        let limits = BrokerConfig::default().pull_limits(24 * GIB);
+        assert_eq!(limits.memory_bytes, (24 * GIB * 40 / 100) as i64);
+        assert_eq!(
+            (limits.max_transfer_count_in_memory, limits.max_transfer_bytes_in_memory),
+            (32, 256 * 1024),
+            "the transfer keys' defaults"
+        );
+        assert_eq!((limits.max_transfer_count_in_disk, limits.max_transfer_bytes_in_disk), (8, 64 * 1024));
+        // The key was read and validated but never used: every broker assumed a fixed 4 GiB.
+        let one_percent = BrokerConfig { access_message_in_memory_max_ratio: 1, ..BrokerConfig::default() };
+        assert_eq!(one_percent.pull_limits(24 * GIB).memory_bytes, (24 * GIB / 100) as i64);
+        let all = BrokerConfig { access_message_in_memory_max_ratio: 100, ..BrokerConfig::default() };
+        assert_eq!(all.pull_limits(u64::MAX).memory_bytes, i64::MAX, "no overflow");
+    }
 
     #[test]
     fn the_properties_read_out_shows_durations_in_ms_and_masks_secrets() {

@@ -1,43 +1,22 @@
 //! [`ProducerBuilder`]: a producer's options, with `DefaultMQProducer`'s names and defaults, checked
 //! once by `build` (a built producer never meets an invalid option).
 
-use std::sync::Arc;
-use std::sync::Mutex;
-use std::sync::atomic::AtomicU8;
 use std::time::Duration;
 
 use raftmq_common::limits::MESSAGE_BODY_SIZE_MAX_BYTES;
-use raftmq_common::limits::PRODUCER_SEND_ATTEMPTS_MAX_COUNT;
 use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
-use raftmq_common::message::msg_id::UniqIdGenerator;
-use raftmq_common::message::msg_id::UniqIdSeed;
 use raftmq_common::message::sys_flag;
 use raftmq_common::message::validate::AUTO_CREATE_TOPIC_KEY_TOPIC;
-use raftmq_common::message::validate::validate_group;
-use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::SerializeType;
-use raftmq_common::remoting::ProcessorTable;
-use raftmq_common::remoting::RemotingClient;
-use raftmq_common::remoting::processor_fn;
-use tokio::time::Instant;
 
 use crate::body_compression::BodyCompression;
 use crate::client_config::ClientConfig;
 use crate::client_config::client_config_setters;
-use crate::error::ClientError;
-use crate::error::Result;
-use crate::fault_strategy::MqFaultStrategy;
-use crate::namesrv::NamesrvClient;
-use crate::route::TopicRouteManager;
-use crate::trace::TraceRole;
 
-use super::DEFAULT_TOPIC_QUEUE_NUMS_DEFAULT;
-use super::Producer;
-use super::ProducerInner;
-use super::RETRY_TIMES_WHEN_SEND_FAILED_DEFAULT;
-use super::STATE_CREATED;
-use super::heartbeat::HeartbeatState;
-use super::trace_dispatcher;
+/// `DefaultMQProducer.retryTimesWhenSendFailed` (and `…AsyncFailed`): 2 retries, 3 attempts.
+pub const RETRY_TIMES_WHEN_SEND_FAILED_DEFAULT: u32 = 2;
+/// `DefaultMQProducer.defaultTopicQueueNums`: queues a topic auto-created by a send gets per group.
+pub const DEFAULT_TOPIC_QUEUE_NUMS_DEFAULT: i32 = 4;
 
 /// Builds a [`Producer`]; options mirror `DefaultMQProducer`'s fields and defaults.
 #[derive(Debug, Clone)]
@@ -187,61 +166,5 @@ impl ProducerBuilder {
     /// The producer group this builder is for.
     pub(crate) fn group(&self) -> &str {
         &self.producer_group
-    }
-
-    /// Checks the options and builds the producer (not started).
-    pub fn build(self) -> Result<Producer> {
-        self.build_with_processors(ProcessorTable::new())
-    }
-
-    /// [`Self::build`], with `processors` handling the requests brokers send on the producer's
-    /// connections (CHECK_TRANSACTION_STATE for a transaction producer); PUSH_REPLY_MESSAGE_TO_CLIENT
-    /// is always handled, for [`Producer::request`].
-    pub(crate) fn build_with_processors(self, mut processors: ProcessorTable) -> Result<Producer> {
-        let invalid = |m: String| ClientError::invalid_argument("buildProducer", m);
-        validate_group(&self.producer_group).map_err(|e| invalid(e.to_string()))?;
-        if self.send_timeout.is_zero() {
-            return Err(invalid("send timeout must be positive".into()));
-        }
-        if self.retry_times_when_send_failed >= PRODUCER_SEND_ATTEMPTS_MAX_COUNT
-            || self.retry_times_when_send_async_failed >= PRODUCER_SEND_ATTEMPTS_MAX_COUNT
-        {
-            return Err(invalid(format!("at most {} retries", PRODUCER_SEND_ATTEMPTS_MAX_COUNT - 1)));
-        }
-        if self.default_topic_queue_nums <= 0 {
-            return Err(invalid("defaultTopicQueueNums must be positive".into()));
-        }
-        if self.max_message_size_bytes == 0 || self.max_message_size_bytes > MESSAGE_BODY_SIZE_MAX_BYTES {
-            return Err(invalid(format!("maxMessageSize must be 1..={MESSAGE_BODY_SIZE_MAX_BYTES} bytes")));
-        }
-        processors.register(
-            RequestCode::PushReplyMessageToClient,
-            Arc::new(processor_fn(move |_ctx, request| {
-                let answer = crate::reply::accept_push(crate::reply::process_waiters(), &request);
-                async move { Some(answer) }
-            })),
-        );
-        // One probe of the outward address (a UDP socket) serves the dispatcher and the client id.
-        let ip = self.client.ip();
-        let trace = trace_dispatcher(&self.client, "buildProducer", &self.producer_group, TraceRole::Produce, ip)?;
-        // Many senders share one connection per broker: requests made together leave in one write.
-        let tls = self.client.client_tls("buildProducer")?;
-        let remoting = RemotingClient::with_tls(processors, true, self.client.credentials.clone(), tls);
-        let namesrv = NamesrvClient::new(remoting.clone(), self.client.namesrv_addrs.clone())?;
-        let routes = TopicRouteManager::new(namesrv, self.client.route_config.clone());
-        let instance = self.client.instance_name_or(|| std::process::id().to_string());
-        let inner = ProducerInner {
-            client_id: format!("{ip}@{instance}"),
-            uniq: Mutex::new(UniqIdGenerator::new(UniqIdSeed::for_this_process(ip))),
-            fault: Mutex::new(MqFaultStrategy::new(self.send_latency_fault_enable)),
-            state: AtomicU8::new(STATE_CREATED),
-            epoch: Instant::now(),
-            heartbeat: HeartbeatState::default(),
-            remoting,
-            routes,
-            trace,
-            config: self,
-        };
-        Ok(Producer { inner: Arc::new(inner) })
     }
 }

@@ -3,9 +3,7 @@
 //! address changes; and the synchronous round before a request to brokers not heartbeated yet.
 
 use std::collections::BTreeSet;
-use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -18,23 +16,9 @@ use raftmq_common::protocol::body::JsonBody;
 use raftmq_common::protocol::body::heartbeat::HeartbeatData;
 use raftmq_common::protocol::body::heartbeat::ProducerData;
 use raftmq_common::sync::lock;
-use tokio::sync::Notify;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::Producer;
-
-/// The heartbeat task and what wakes it early.
-#[derive(Default)]
-pub(super) struct HeartbeatState {
-    /// Topics whose route has already triggered a heartbeat.
-    pub(super) topics: Mutex<HashSet<String>>,
-    /// Woken when a topic's route is first used, so its brokers learn the group before any check.
-    pub(super) wake: Arc<Notify>,
-    /// Brokers a request has heartbeated before sending: they can push replies to this client.
-    pub(super) request_ready: Mutex<BTreeSet<String>>,
-    pub(super) task: Mutex<Option<JoinHandle<()>>>,
-}
+use super::inner::Producer;
 
 impl Producer {
     /// Heartbeats the brokers of the cached routes that no request has heartbeated yet, and waits

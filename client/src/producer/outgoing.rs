@@ -29,7 +29,7 @@ use crate::error::Result;
 use crate::send_result::SendResult;
 use crate::send_result::SendStatus;
 
-use super::Producer;
+use super::inner::Producer;
 
 /// A message ready for the wire: what every attempt of one send reuses.
 #[derive(Debug, Clone)]

@@ -25,7 +25,7 @@ use crate::send_result::SendResult;
 use crate::send_result::SendStatus;
 use crate::send_result::process_send_response;
 
-use super::Producer;
+use super::inner::Producer;
 use super::outgoing::Outgoing;
 
 impl Producer {
