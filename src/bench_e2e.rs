@@ -1,7 +1,9 @@
 //! `raftmq bench e2e`: send-to-delivery latency at a fixed rate. One process runs a paced producer
-//! and a push consumer of the same topic; every body starts with a magic number and the time it was
-//! handed to `send` (µs since the epoch, one clock for both ends), so the latency is measured at
-//! microsecond resolution, not the millisecond `bornTimestamp`.
+//! and a push consumer of the same topic; every body starts with a magic number, this run's id and
+//! the time it was handed to `send` (µs since the epoch, one clock for both ends), so the latency is
+//! measured at microsecond resolution, not the millisecond `bornTimestamp`. A new group may start
+//! at a queue's first message (RocketMQ's broker answers offset 0 while that message is still in
+//! memory), so messages of earlier runs are read too: the run id keeps them out of the figures.
 //!
 //! ```text
 //!  consumer start ─▶ probes until one is delivered (the consumer owns its queues, offsets known)
@@ -50,12 +52,12 @@ use crate::bench_run::ms_of_us;
 use crate::bench_run::us_of;
 use crate::namesrv_addr::NamesrvAddrArgs;
 
-/// First 8 bytes of a measured body ("raftmqE2"); the next 8 are the send time.
+/// First 8 bytes of a measured body ("raftmqE2"); then the run's id and the send time.
 const STAMP_MAGIC: u64 = u64::from_be_bytes(*b"raftmqE2");
 /// First 8 bytes of a probe: delivered only to learn that the consumer reads.
 const PROBE_MAGIC: u64 = u64::from_be_bytes(*b"raftmqPr");
-/// Magic and send time.
-const STAMP_BYTES: u64 = 16;
+/// Magic, run id and send time.
+const STAMP_BYTES: u64 = 24;
 /// How long the consumer may take to read its first probe.
 const PROBE_WAIT: Duration = Duration::from_secs(60);
 /// Between two probes.
@@ -77,7 +79,7 @@ pub struct E2eArgs {
     /// How long to send, e.g. `20s`.
     #[arg(long = "duration", default_value = "20s", value_parser = humantime::parse_duration)]
     duration: Duration,
-    /// Body size in bytes (at least the 16-byte stamp).
+    /// Body size in bytes (at least the 24-byte stamp).
     #[arg(short = 's', long = "size", default_value_t = 1024,
           value_parser = clap::value_parser!(u64).range(STAMP_BYTES..=MESSAGE_BODY_SIZE_MAX_BYTES as u64))]
     size: u64,
@@ -97,19 +99,19 @@ fn now_us() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
-fn body(magic: u64, size: u64) -> Bytes {
+fn body(magic: u64, run: u64, size: u64) -> Bytes {
     let mut b = BytesMut::with_capacity(usize::try_from(size).unwrap_or(0));
     b.put_u64(magic);
+    b.put_u64(run);
     b.put_u64(now_us());
     b.resize(usize::try_from(size).unwrap_or(0), b'e');
     b.freeze()
 }
 
-/// `(magic, stamp)` of a body written by [`body`].
-fn read_stamp(body: &[u8]) -> Option<(u64, u64)> {
-    let magic = u64::from_be_bytes(body.get(0..8)?.try_into().ok()?);
-    let stamp = u64::from_be_bytes(body.get(8..16)?.try_into().ok()?);
-    Some((magic, stamp))
+/// `(magic, run, stamp)` of a body written by [`body`].
+fn read_stamp(body: &[u8]) -> Option<(u64, u64, u64)> {
+    let word = |at: usize| body.get(at..at + 8).and_then(|w| w.try_into().ok()).map(u64::from_be_bytes);
+    Some((word(0)?, word(8)?, word(16)?))
 }
 
 #[derive(Default)]
@@ -125,6 +127,8 @@ struct SendSide {
 }
 
 pub async fn run(a: E2eArgs) -> Result<()> {
+    // Unique enough per run: the process id and the start time.
+    let run = (u64::from(std::process::id()) << 40) ^ now_us();
     let delivered = Arc::new(Delivered::default());
     let e2e = Arc::new(Mutex::new(histogram()));
     let listener = {
@@ -133,11 +137,11 @@ pub async fn run(a: E2eArgs) -> Result<()> {
             let now = now_us();
             for m in msgs {
                 match read_stamp(&m.message.body) {
-                    Some((STAMP_MAGIC, sent)) => {
+                    Some((STAMP_MAGIC, r, sent)) if r == run => {
                         let _ = lock(&e2e).record(now.saturating_sub(sent).clamp(1, RT_MAX_US));
                         delivered.measured.fetch_add(1, Ordering::AcqRel);
                     }
-                    Some((PROBE_MAGIC, _)) => {
+                    Some((PROBE_MAGIC, r, _)) if r == run => {
                         delivered.probes.fetch_add(1, Ordering::AcqRel);
                     }
                     _ => {}
@@ -163,7 +167,7 @@ pub async fn run(a: E2eArgs) -> Result<()> {
         .build()?;
     consumer.start().await?;
     producer.start().await?;
-    let outcome = measure(&a, &producer, &delivered, &e2e).await;
+    let outcome = measure(&a, run, &producer, &delivered, &e2e).await;
     producer.shutdown().await;
     consumer.shutdown().await;
     outcome
@@ -171,6 +175,7 @@ pub async fn run(a: E2eArgs) -> Result<()> {
 
 async fn measure(
     a: &E2eArgs,
+    run: u64,
     producer: &Producer,
     delivered: &Arc<Delivered>,
     e2e: &Arc<Mutex<Histogram<u64>>>,
@@ -182,7 +187,7 @@ async fn measure(
         if probing.elapsed() > PROBE_WAIT {
             bail!("the consumer read no probe within {PROBE_WAIT:?}: is the topic readable?");
         }
-        if let Err(e) = producer.send(Message::new(a.topic.as_str(), body(PROBE_MAGIC, STAMP_BYTES))).await {
+        if let Err(e) = producer.send(Message::new(a.topic.as_str(), body(PROBE_MAGIC, run, STAMP_BYTES))).await {
             tracing::debug!(error = %e, "probe send failed");
         }
         tokio::time::sleep(PROBE_INTERVAL).await;
@@ -204,7 +209,7 @@ async fn measure(
                         break;
                     }
                     let began = Instant::now();
-                    match producer.send(Message::new(topic.as_str(), body(STAMP_MAGIC, size))).await {
+                    match producer.send(Message::new(topic.as_str(), body(STAMP_MAGIC, run, size))).await {
                         Ok(_) => {
                             side.ok.fetch_add(1, Ordering::AcqRel);
                             let _ = lock(&side.rt).record(us_of(began.elapsed()).clamp(1, RT_MAX_US));
@@ -273,11 +278,11 @@ mod tests {
     #[test]
     fn a_stamped_body_reads_back_its_magic_and_time() {
         let before = now_us();
-        let b = body(STAMP_MAGIC, 64);
+        let b = body(STAMP_MAGIC, 42, 64);
         assert_eq!(b.len(), 64);
-        let (magic, stamp) = read_stamp(&b).unwrap();
-        assert_eq!(magic, STAMP_MAGIC);
+        let (magic, run, stamp) = read_stamp(&b).unwrap();
+        assert_eq!((magic, run), (STAMP_MAGIC, 42));
         assert!(stamp >= before && stamp <= now_us());
-        assert_eq!(read_stamp(&b[..15]), None, "a body shorter than the stamp is not measured");
+        assert_eq!(read_stamp(&b[..23]), None, "a body shorter than the stamp is not measured");
     }
 }
