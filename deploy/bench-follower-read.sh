@@ -111,9 +111,8 @@ for s in socks:
 EOF
 )
 ns=127.0.0.1:${ports[0]}
-remoting() { echo "127.0.0.1:${ports[$1]}"; }
-raft() { echo "127.0.0.1:${ports[$(($1 + 3))]}"; }
-admin() { echo "127.0.0.1:${ports[$(($1 + 6))]}"; }
+# shellcheck source=deploy/replicas.sh
+. "$(dirname "$0")/replicas.sh"
 
 "$bin" cluster-secret "$dir/cluster.secret" >/dev/null
 # Admin commands that write to a NameServer need it too.
@@ -140,30 +139,6 @@ for id in 1 2 3; do
     } >"$dir/broker-$id.toml"
 done
 
-role_of() {
-    curl -sf --max-time 1 "http://$(admin "$1")/api/v1/status" |
-        python3 -c 'import json,sys; print(json.load(sys.stdin)["role"])' 2>/dev/null || echo down
-}
-leader() {
-    local id
-    for id in 1 2 3; do
-        if [[ $(role_of "$id") == leader ]]; then echo "$id"; return; fi
-    done
-    echo none
-}
-wait_whole() {
-    local deadline=$((SECONDS + 60)) id ok
-    while ((SECONDS < deadline)); do
-        ok=1
-        for id in 1 2 3; do
-            curl -sf --max-time 1 -o /dev/null "http://$(admin "$id")/readyz" || ok=0
-        done
-        ((ok)) && [[ $(leader) != none ]] && return 0
-        sleep 0.2
-    done
-    echo "the group did not become whole within 60 s (logs: $dir)" >&2
-    exit 1
-}
 # Waits until the NameServer routes topic $1 (it learns a new topic with the next registration).
 wait_route() {
     local deadline=$((SECONDS + 60))

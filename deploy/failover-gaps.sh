@@ -62,9 +62,8 @@ for s in socks:
 EOF
 )
 ns=127.0.0.1:${ports[0]}
-remoting() { echo "127.0.0.1:${ports[$1]}"; }
-raft() { echo "127.0.0.1:${ports[$(($1 + 3))]}"; }
-admin() { echo "127.0.0.1:${ports[$(($1 + 6))]}"; }
+# shellcheck source=deploy/replicas.sh
+. "$(dirname "$0")/replicas.sh"
 
 for id in 1 2 3; do
     {
@@ -95,34 +94,6 @@ start_broker() {
     pid[$1]=$!
 }
 
-# Role of replica $1 ("leader", "follower", ...), or "down".
-role_of() {
-    curl -sf --max-time 1 "http://$(admin "$1")/api/v1/status" |
-        python3 -c 'import json,sys; print(json.load(sys.stdin)["role"])' 2>/dev/null || echo down
-}
-
-leader() {
-    local id
-    for id in 1 2 3; do
-        if [[ $(role_of "$id") == leader ]]; then echo "$id"; return; fi
-    done
-    echo none
-}
-
-# Waits (60 s at most) until every replica is ready: a member, caught up, a leader known.
-wait_whole() {
-    local deadline=$((SECONDS + 60)) id ok
-    while ((SECONDS < deadline)); do
-        ok=1
-        for id in 1 2 3; do
-            curl -sf --max-time 1 -o /dev/null "http://$(admin "$id")/readyz" || ok=0
-        done
-        ((ok)) && [[ $(leader) != none ]] && return 0
-        sleep 0.2
-    done
-    echo "the group did not become whole within 60 s (logs: $dir)" >&2
-    exit 1
-}
 
 "$bin" namesrv --listenPort "${ports[0]}" >>"$dir/namesrv.log" 2>&1 &
 pid[ns]=$!
