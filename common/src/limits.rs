@@ -608,3 +608,28 @@ const _: () = assert!(GRPC_DECODING_MESSAGE_MAX_BYTES >= MESSAGE_BODY_SIZE_MAX_B
 // A bridged send may wait for a leader and then be relayed; both fit in one call's deadline.
 const _: () = assert!(BRIDGE_LEADER_WAIT_MAX_MS + RPC_TIMEOUT_DEFAULT_MS < GRPC_REQUEST_TIMEOUT_MS);
 const _: () = assert!(GRPC_USER_PROPERTIES_MAX_BYTES < PROPERTIES_SIZE_MAX_BYTES);
+
+// POP consumption (RocketMQ 5's POP_MESSAGE / ACK_MESSAGE / CHANGE_MESSAGE_INVISIBLETIME and the
+// gRPC ReceiveMessage that rides on them; docs/broker.md#pop).
+
+/// Most messages one pop may return (`PopMessageProcessor`: "pop message's num is greater than 32").
+pub const POP_BATCH_MAX_COUNT: usize = 32;
+/// Shortest invisible time a pop or change may ask for: below it a consumer could not even ack
+/// before its message came back.
+pub const POP_INVISIBLE_MIN_MS: i64 = 1_000;
+/// Longest invisible time (the proxy's `maxInvisibleTimeMills`, 12 h).
+pub const POP_INVISIBLE_MAX_MS: i64 = 12 * 3_600 * 1_000;
+/// Messages the replicated POP table holds in flight (received, neither acked nor revived) over
+/// all groups of a broker group; past it a pop finds nothing until acks or revives free room, so
+/// a group that never acks cannot grow the replicated state without bound.
+pub const POP_IN_FLIGHT_MAX_COUNT: usize = 262_144;
+/// Longest receipt (`extraInfo`) a request may carry: eight numbers and a broker name.
+pub const POP_RECEIPT_HANDLE_MAX_BYTES: usize = 8 * 20 + BROKER_NAME_MAX_BYTES;
+/// How often the leader looks for popped messages whose invisible time has ended.
+pub const POP_REVIVE_INTERVAL_MS: u64 = 1_000;
+/// Most expired messages one revive pass re-puts into retry topics (the rest wait for the next).
+pub const POP_REVIVE_BATCH_MAX_COUNT: usize = 256;
+/// Longest a pop may be held waiting for messages (`pollTime`), bounded like a pull's suspension.
+pub const POP_POLL_TIME_MAX_MS: i64 = 60_000;
+/// Most acks one POP entry carries (acks of many requests are batched into one entry).
+pub const POP_ACK_BATCH_MAX_COUNT: usize = 1_024;

@@ -276,6 +276,12 @@ pub fn retry_topic(group: &str) -> String {
     format!("{RETRY_GROUP_TOPIC_PREFIX}{group}")
 }
 
+/// `%RETRY%<group>_<topic>`: where popped messages of `topic` not acked in time are re-put
+/// (`KeyBuilder.buildPopRetryTopicV1`).
+pub fn pop_retry_topic(group: &str, topic: &str) -> String {
+    format!("{RETRY_GROUP_TOPIC_PREFIX}{group}_{topic}")
+}
+
 /// `%DLQ%<group>` (`MixAll.getDLQTopic`).
 pub fn dlq_topic(group: &str) -> String {
     format!("{DLQ_GROUP_TOPIC_PREFIX}{group}")

@@ -163,6 +163,12 @@ numbered_codes! {
         PushReplyMessageToClient = 326 => "PUSH_REPLY_MESSAGE_TO_CLIENT",
         AddWritePermOfBroker = 327 => "ADD_WRITE_PERM_OF_BROKER",
         DeleteExpiredCommitlog = 329 => "DELETE_EXPIRED_COMMITLOG",
+        /// 5.x POP: receive messages that stay invisible until acked or their time ends.
+        PopMessage = 200_050 => "POP_MESSAGE",
+        /// 5.x POP: ack one popped message by its extraInfo (receipt handle).
+        AckMessage = 200_051 => "ACK_MESSAGE",
+        /// 5.x POP: renew or shorten a popped message's invisible time.
+        ChangeMessageInvisibletime = 200_053 => "CHANGE_MESSAGE_INVISIBLETIME",
         /// raftmq private: Raft AppendEntries between the nodes of one broker group (bincode body).
         RaftAppendEntries = 20_001 => "RAFT_APPEND_ENTRIES",
         /// raftmq private: Raft RequestVote.

@@ -16,6 +16,7 @@ pub mod client;
 pub(crate) mod ext_header;
 pub mod namesrv;
 pub mod offset;
+pub mod pop;
 pub mod pull;
 pub mod query;
 pub mod reply;
