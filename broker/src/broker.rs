@@ -284,6 +284,15 @@ impl Broker {
             Arc::clone(&replica),
             config.test_only_local_queue_locks_unsafe,
         ));
+        let pop = Arc::new(crate::services::pop::PopService::new(crate::services::pop::PopHandles {
+            replica: Arc::clone(&replica),
+            store: Arc::clone(&store),
+            writer: writer.clone(),
+            broker_name: config.broker_name.clone(),
+            store_host,
+            register_now: Arc::clone(&register_now),
+            pull_limits: pull_limits(&config),
+        }));
         let ctx = Arc::new(BrokerContext {
             pull_limits: pull_limits(&config),
             config: Arc::new(config),
@@ -295,6 +304,7 @@ impl Broker {
             offsets,
             clients: Arc::new(ClientManager::new()),
             locks,
+            pop,
             store_host,
             forwarder,
             membership,
@@ -382,6 +392,7 @@ impl Broker {
             group_commit_task,
             offsets_task,
             tokio::spawn(housekeeping(Arc::clone(&ctx), cancel.child_token())),
+            ctx.pop.spawn_revive(cancel.child_token()),
             tokio::spawn({
                 let ctx = Arc::clone(&ctx);
                 let cancel = cancel.child_token();

@@ -45,6 +45,8 @@ pub struct BrokerContext {
     pub clients: Arc<ClientManager>,
     /// Orderly consumers' queue locks, through Raft.
     pub locks: Arc<RebalanceLocks>,
+    /// POP consumption (the leader side), through Raft.
+    pub pop: Arc<crate::services::pop::PopService>,
     /// STOREHOST (`brokerIP1:listenPort`).
     pub store_host: SocketAddr,
     /// Client for requests a follower relays to the leader: unsigned, so a relayed request keeps

@@ -31,7 +31,13 @@ use crate::processors::client_manage::forward;
 use crate::processors::router::BrokerProcessor;
 
 /// The request codes a bridge answers.
-pub const BRIDGED_CODES: &[RequestCode] = &[RequestCode::SendMessage, RequestCode::EndTransaction];
+pub const BRIDGED_CODES: &[RequestCode] = &[
+    RequestCode::SendMessage,
+    RequestCode::EndTransaction,
+    RequestCode::PopMessage,
+    RequestCode::AckMessage,
+    RequestCode::ChangeMessageInvisibletime,
+];
 
 /// One replica's processors as another protocol reaches them.
 #[derive(Debug, Clone)]

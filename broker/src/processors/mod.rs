@@ -16,6 +16,7 @@ pub mod client_manage;
 pub mod end_transaction;
 pub mod offset_reset;
 #[allow(clippy::result_large_err)]
+pub mod pop;
 pub mod pull;
 #[allow(clippy::result_large_err)]
 pub mod query;

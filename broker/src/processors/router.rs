@@ -9,6 +9,7 @@
 //!    SEND_MESSAGE(_V2) / SEND_BATCH_MESSAGE ─▶ send ─▶ group_commit ─▶ raft
 //!    CONSUMER_SEND_MSG_BACK ───────────────▶ send_back (%RETRY% via SCHEDULE_TOPIC_XXXX, or %DLQ%)
 //!    PULL_MESSAGE ─────────────────────────▶ pull (long polling on the store)
+//!    POP_MESSAGE, ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME ─▶ pop ─▶ services::pop ─▶ raft
 //!    HEART_BEAT, UNREGISTER_CLIENT, offsets, locks ─▶ client_manage (offsets ─▶ offset_commit ─▶ raft)
 //!    topics, groups, queue offsets ────────▶ admin (changes ─▶ raft)
 //!    QUERY_MESSAGE, VIEW_MESSAGE_BY_ID, offsets by time ─▶ query (IndexFile, CommitLog reads)
@@ -28,6 +29,8 @@ use crate::processors::admin;
 use crate::processors::admin::AdminHandles;
 use crate::processors::client_manage;
 use crate::processors::client_manage::ClientHandles;
+use crate::processors::pop;
+use crate::processors::pop::PopProcessorHandles;
 use crate::processors::pull;
 use crate::processors::pull::PullHandles;
 use crate::processors::query;
@@ -44,6 +47,9 @@ pub const SERVED_CODES: &[RequestCode] = &[
     RequestCode::SendReplyMessageV2,
     RequestCode::ConsumerSendMsgBack,
     RequestCode::PullMessage,
+    RequestCode::PopMessage,
+    RequestCode::AckMessage,
+    RequestCode::ChangeMessageInvisibletime,
     RequestCode::HeartBeat,
     RequestCode::UnregisterClient,
     RequestCode::GetConsumerListByGroup,
@@ -107,6 +113,7 @@ pub struct BrokerProcessor {
     ctx: Arc<BrokerContext>,
     send: Arc<SendHandles>,
     pull: Arc<PullHandles>,
+    pop: Arc<PopProcessorHandles>,
     client: Arc<ClientHandles>,
     admin: Arc<AdminHandles>,
     acl: Arc<AclHandles>,
@@ -119,6 +126,14 @@ impl BrokerProcessor {
     pub fn new(ctx: Arc<BrokerContext>) -> Self {
         let send = Arc::new(send_handles(&ctx));
         let pull = Arc::new(pull_handles(&ctx));
+        let pop = Arc::new(PopProcessorHandles {
+            config: Arc::clone(&ctx.config),
+            live: Arc::clone(&ctx.live),
+            replica: Arc::clone(&ctx.replica),
+            store: Arc::clone(&ctx.store),
+            service: Arc::clone(&ctx.pop),
+            sql_filters: Arc::clone(&ctx.sql_filters),
+        });
         let client = Arc::new(client_handles(&ctx));
         let admin = Arc::new(admin_handles(&ctx));
         let acl = Arc::new(AclHandles {
@@ -128,7 +143,7 @@ impl BrokerProcessor {
             store: Arc::clone(&ctx.store),
             forwarder: ctx.forwarder.clone(),
         });
-        BrokerProcessor { ctx, send, pull, client, admin, acl, refusals: Arc::new(RefusalLog::default()) }
+        BrokerProcessor { ctx, send, pull, pop, client, admin, acl, refusals: Arc::new(RefusalLog::default()) }
     }
 }
 
@@ -233,6 +248,9 @@ impl BrokerProcessor {
             RequestCode::EndTransaction => {
                 crate::processors::end_transaction::end_transaction(&self.send, request).await
             }
+            RequestCode::PopMessage => pop::pop_message(&self.pop, request).await,
+            RequestCode::AckMessage => pop::ack_message(&self.pop, request).await,
+            RequestCode::ChangeMessageInvisibletime => pop::change_invisible_time(&self.pop, request).await,
             _ => raftmq_common::remoting::processor::not_supported(request),
         }
     }
@@ -266,6 +284,9 @@ impl BrokerProcessor {
             }
             RequestCode::ConsumerSendMsgBack => Ok(send_back::consumer_send_back(&self.send, request).await),
             RequestCode::PullMessage => Ok(pull::process_pull(&self.pull, request).await),
+            RequestCode::PopMessage => Ok(pop::pop_message(&self.pop, request).await),
+            RequestCode::AckMessage => Ok(pop::ack_message(&self.pop, request).await),
+            RequestCode::ChangeMessageInvisibletime => Ok(pop::change_invisible_time(&self.pop, request).await),
             RequestCode::HeartBeat => client_manage::heart_beat(&self.client, conn, request),
             RequestCode::UnregisterClient => client_manage::unregister_client(&self.client, conn, request),
             RequestCode::GetConsumerListByGroup => client_manage::consumer_list(&self.client, request),

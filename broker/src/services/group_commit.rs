@@ -271,7 +271,7 @@ impl Batcher {
                 ApplyOutcome::Rejected(why) => Err(WriteError::Rejected(why)),
                 // Committed, but not applied here: stored on the others, so never "not stored".
                 ApplyOutcome::LocalFailure(why) => Err(WriteError::OutcomeUnknown(why)),
-                ApplyOutcome::Done | ApplyOutcome::Granted(_) => {
+                ApplyOutcome::Done | ApplyOutcome::Granted(_) | ApplyOutcome::Issued(_) => {
                     Err(WriteError::Rejected("MESSAGES entry applied as metadata".into()))
                 }
             },

@@ -10,11 +10,13 @@ pub mod group_commit;
 pub mod membership;
 pub mod namesrv_registration;
 pub mod offset_commit;
+pub mod pop;
 pub mod rebalance_lock;
 pub mod record_writer;
 pub mod replica;
 pub mod retention;
 pub mod schedule;
+pub mod table_clock;
 pub mod timer;
 pub mod topic_create;
 #[allow(clippy::result_large_err)]

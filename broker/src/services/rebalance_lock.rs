@@ -3,13 +3,8 @@
 //! replicated table ([`crate::state::rebalance_lock`]). A new leader thus holds every lock its
 //! predecessors granted and refuses their queues to other clients until they expire.
 //!
-//! The lock clock (docs/broker.md#queue-locks): when this replica first stamps in a term, it takes
-//! the table's clock (the largest stamp applied, every earlier term's entries applied by then: the
-//! readiness gate) as its base, and from then on stamps `base + monotonic time elapsed`, never
-//! below the table's clock. Invariant: a lock ages no faster than real time, whatever the
-//! replicas' wall clocks say — a leader's stamps move at its monotonic clock's rate, and each
-//! leader starts from a stamp some predecessor made no later than that moment. The wall clock only
-//! seeds the very first base of a table that never held a lock.
+//! Stamps come from the lock table's [`TableClock`] (docs/broker.md#queue-locks): a lock ages no
+//! faster than real time, whatever the replicas' wall clocks say.
 //!
 //! Test only (`testOnlyLocalQueueLocksUnsafe`): the same table kept in this replica's memory and
 //! stamped with its wall clock, as RocketMQ's master keeps it, never replicated: what the jepsen
@@ -17,12 +12,12 @@
 
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::time::Instant;
 
 use raftmq_common::sync::lock;
 
 use crate::services::replica::Replica;
 use crate::services::replica::WriteError;
+use crate::services::table_clock::TableClock;
 use crate::state::entry::BrokerCommand;
 use crate::state::entry::LockOp;
 use crate::state::rebalance_lock::LockedQueue;
@@ -30,51 +25,26 @@ use crate::state::rebalance_lock::RebalanceLockTable;
 use crate::state::store::ApplyOutcome;
 use crate::state::store::now_ms;
 
-/// Where this replica's lock clock of a term started.
-#[derive(Debug, Clone, Copy)]
-struct TermBase {
-    term: u64,
-    base_ms: u64,
-    started: Instant,
-}
-
 /// The leader side of queue locks: stamps and proposes lock batches.
 #[derive(Debug)]
 pub struct RebalanceLocks {
     replica: Arc<Replica>,
-    base: Mutex<Option<TermBase>>,
+    clock: TableClock,
     /// `Some` only with `testOnlyLocalQueueLocksUnsafe`: the unreplicated table.
     local: Option<Mutex<RebalanceLockTable>>,
-}
-
-/// The stamp at `elapsed_ms` after a term's base, given the table clock now.
-fn stamp_at(base_ms: u64, elapsed_ms: u64, table_clock_ms: u64) -> u64 {
-    base_ms.saturating_add(elapsed_ms).max(table_clock_ms)
 }
 
 impl RebalanceLocks {
     /// Lock batches through `replica` (`local_unsafe`: test only, in this replica's memory).
     pub fn new(replica: Arc<Replica>, local_unsafe: bool) -> Self {
         let local = local_unsafe.then(|| Mutex::new(RebalanceLockTable::new()));
-        RebalanceLocks { replica, base: Mutex::new(None), local }
+        RebalanceLocks { replica, clock: TableClock::new(), local }
     }
 
     /// The stamp of a batch proposed now in `term`.
     fn stamp(&self, term: u64) -> u64 {
         let table_clock = self.replica.store().metadata().locks.clock_ms();
-        let mut base = lock(&self.base);
-        let b = match *base {
-            Some(b) if b.term == term => b,
-            _ => {
-                // A table that never held a lock protects nothing: the wall clock seeds it.
-                let base_ms = if table_clock == 0 { now_ms() } else { table_clock };
-                let b = TermBase { term, base_ms, started: Instant::now() };
-                *base = Some(b);
-                b
-            }
-        };
-        let elapsed = u64::try_from(b.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        stamp_at(b.base_ms, elapsed, table_clock)
+        self.clock.stamp(term, table_clock)
     }
 
     /// LOCK_BATCH_MQ: the queues of `queues` that `client_id` holds once the batch is applied.
@@ -127,20 +97,5 @@ impl RebalanceLocks {
             queues,
         };
         self.replica.propose(&command).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stamps_move_with_elapsed_time_from_the_base_and_never_below_the_table_clock() {
-        assert_eq!(stamp_at(100_000, 0, 100_000), 100_000);
-        assert_eq!(stamp_at(100_000, 2_500, 100_000), 102_500);
-        // Entries of this term applied meanwhile moved the table clock past the base's reckoning
-        // (another stamp of the same term raced ahead): never go below it.
-        assert_eq!(stamp_at(100_000, 2_500, 103_000), 103_000);
-        assert_eq!(stamp_at(u64::MAX - 1, 5, 0), u64::MAX);
     }
 }

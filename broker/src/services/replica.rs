@@ -294,7 +294,10 @@ impl Replica {
         match ApplyOutcome::decode(&applied.reply) {
             ApplyOutcome::Rejected(why) => Err(WriteError::Rejected(why)),
             ApplyOutcome::LocalFailure(why) => Err(WriteError::OutcomeUnknown(why)),
-            outcome @ (ApplyOutcome::Done | ApplyOutcome::Stored { .. } | ApplyOutcome::Granted(_)) => Ok(outcome),
+            outcome @ (ApplyOutcome::Done
+            | ApplyOutcome::Stored { .. }
+            | ApplyOutcome::Granted(_)
+            | ApplyOutcome::Issued(_)) => Ok(outcome),
         }
     }
 }

@@ -111,6 +111,8 @@ mod tests {
             acl: None,
             lock_clock_ms: 0,
             locks: Vec::new(),
+            pop_clock_ms: 0,
+            pop_queues: Vec::new(),
         }
         .encode()
         .expect("encode")

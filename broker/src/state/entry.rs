@@ -16,7 +16,8 @@
 //! | 11 | [`BrokerCommand::AclDocument`] | `version u8 = 1 \| counter i64 \| timestamp i64 \| has_base u8 (0/1) \| base_counter i64 \| base_timestamp i64 \| plain_acl.yml text UTF-8` |
 //! | 12 | [`BrokerCommand::GroupOffsetsDelete`] | `version u8 = 1 \| proposed_at_ms i64 \| group UTF-8` |
 //! | 13 | [`BrokerCommand::QueueLocks`] | `version u8 = 1 \| op u8 (1 lock, 2 unlock) \| stamp_ms u64 \| group_len u16, group \| client_len u16, client_id \| count u32 \| count × (topic_len u16, topic, broker_len u16, broker_name, queue_id i32)` |
-//! | 0, 14–255 | unassigned (0 is what raft/ uses for blank and membership entries) | |
+//! | 14 | [`BrokerCommand::Pop`] | `version u8 = 1 \| op u8 \| stamp_ms u64 \|` op 1 pop: `plan_count u32 \| plan_count × (group_len u16, group \| topic_len u16, topic \| queue_id i32 \| from i64 \| to i64 \| invisible_ms u64 \| fifo u8 \| count u32 \| count × offset i64 \| again_count u32 \| again_count × offset i64)`; op 2 ack: `count u32 \| count × (group_len u16, group, topic_len u16, topic, queue_id i32, offset i64, epoch_ms u64)`; op 3 change: `group_len u16, group, topic_len u16, topic, queue_id i32, offset i64, epoch_ms u64, invisible_ms u64` |
+//! | 0, 15–255 | unassigned (0 is what raft/ uses for blank and membership entries) | |
 //!
 //! Tag numbers are on-disk values: never renumber, never reuse. Config bodies are RocketMQ's own JSON
 //! types (the same bytes `topics.json` / UPDATE_AND_CREATE_TOPIC carry), read leniently as fastjson does;
@@ -36,7 +37,10 @@ use bytes::BytesMut;
 use raftmq_common::limits::BROKER_REBALANCE_LOCK_BATCH_MAX_COUNT;
 use raftmq_common::limits::CONSUMER_OFFSET_BATCH_MAX_COUNT;
 use raftmq_common::limits::DELAY_PROGRESS_BATCH_MAX_COUNT;
+use raftmq_common::limits::POP_ACK_BATCH_MAX_COUNT;
+use raftmq_common::limits::POP_BATCH_MAX_COUNT;
 use raftmq_common::limits::RAFT_NODE_IDS_MAX_COUNT;
+use raftmq_common::limits::TOPIC_QUEUE_NUMS_MAX_COUNT;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::record::DecodeOptions;
 use raftmq_common::message::record::RecordEncodeError;
@@ -54,6 +58,9 @@ use thiserror::Error;
 
 use crate::acl::AclDocument;
 use crate::acl::AclVersion;
+use crate::state::pop::PopPlan;
+use crate::state::pop::PopQueue;
+use crate::state::pop::Receipt;
 use crate::state::rebalance_lock::LockedQueue;
 
 /// Application tags of broker entries.
@@ -84,6 +91,8 @@ pub mod tag {
     pub const GROUP_OFFSETS_DELETE: u8 = 12;
     /// Lock or unlock a batch of queues for an orderly consumer ([`crate::state::rebalance_lock`]).
     pub const QUEUE_LOCKS: u8 = 13;
+    /// POP consumption: a pop, a batch of acks or an invisible-time change ([`crate::state::pop`]).
+    pub const POP: u8 = 14;
 }
 
 /// What a QUEUE_LOCKS entry does.
@@ -99,6 +108,28 @@ const LOCK_OP_LOCK: u8 = 1;
 const LOCK_OP_UNLOCK: u8 = 2;
 /// Smallest encoded queue of a QUEUE_LOCKS entry: two empty names and the queue id.
 const LOCKED_QUEUE_MIN_BYTES: usize = 2 + 2 + 4;
+
+/// What a POP entry does ([`crate::state::pop::PopTable`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PopOp {
+    /// POP_MESSAGE: hand out the plans' messages (one queue each), under one epoch.
+    Pop(Vec<PopPlan>),
+    /// ACK_MESSAGE (a batch): each receipt's message leaves the table.
+    Ack(Vec<Receipt>),
+    /// CHANGE_MESSAGE_INVISIBLETIME: a new epoch and invisible time for one receipt.
+    ChangeInvisible {
+        /// The receipt renewed.
+        receipt: Receipt,
+        /// The new invisible time from the stamp, ms.
+        invisible_ms: u64,
+    },
+}
+
+const POP_OP_POP: u8 = 1;
+const POP_OP_ACK: u8 = 2;
+const POP_OP_CHANGE: u8 = 3;
+/// Smallest encoded ack: two empty names, queue id, offset, epoch.
+const POP_ACK_MIN_BYTES: usize = 2 + 2 + 4 + 8 + 8;
 
 /// Layout version of the non-record payloads.
 const LAYOUT_VERSION: u8 = 1;
@@ -221,6 +252,13 @@ pub enum BrokerCommand {
         /// The queues, in the request's order (the apply reply answers per queue).
         queues: Vec<LockedQueue>,
     },
+    /// A POP table change, at the leader's POP-clock stamp.
+    Pop {
+        /// The leader's stamp (ms): the table time the change happens at.
+        stamp_ms: u64,
+        /// The change.
+        op: PopOp,
+    },
 }
 
 /// Why an entry payload could not be encoded or decoded.
@@ -262,6 +300,9 @@ pub enum EntryError {
     /// More delay levels than one progress entry may carry, or more than the payload can hold.
     #[error("delay progress claims {0} levels")]
     TooManyDelayLevels(u64),
+    /// More POP offsets or acks than one entry may carry, or more than the payload can hold.
+    #[error("POP entry claims {0} items")]
+    TooManyPopItems(u64),
     /// More queues than one lock batch may carry, or more than the payload can hold.
     #[error("queue lock batch claims {0} queues")]
     TooManyLockedQueues(u64),
@@ -306,6 +347,7 @@ impl BrokerCommand {
             BrokerCommand::AclDocument { .. } => tag::ACL_DOCUMENT,
             BrokerCommand::GroupOffsetsDelete { .. } => tag::GROUP_OFFSETS_DELETE,
             BrokerCommand::QueueLocks { .. } => tag::QUEUE_LOCKS,
+            BrokerCommand::Pop { .. } => tag::POP,
         }
     }
 
@@ -341,6 +383,7 @@ impl BrokerCommand {
                 encode_queue_locks(*op, *stamp_ms, group, client_id, queues)?
             }
             BrokerCommand::NodeIdsUsed { members, new_id } => encode_node_ids(members, *new_id)?,
+            BrokerCommand::Pop { stamp_ms, op } => encode_pop(*stamp_ms, op)?,
             BrokerCommand::RetentionPurge { index, term, next_pos } => {
                 let mut out = BytesMut::with_capacity(1 + 3 * 8);
                 out.put_u8(LAYOUT_VERSION);
@@ -400,6 +443,7 @@ impl BrokerCommand {
             }
             tag::DELAY_PROGRESS => decode_delay_progress(&payload).map(BrokerCommand::DelayProgress),
             tag::QUEUE_LOCKS => decode_queue_locks(&payload),
+            tag::POP => decode_pop(&payload),
             tag::NODE_IDS_USED => decode_node_ids(&payload),
             tag::RETENTION_PURGE => decode_retention_purge(&payload),
             tag::ACL_DOCUMENT => {
@@ -595,6 +639,129 @@ fn decode_queue_locks(payload: &[u8]) -> Result<BrokerCommand, EntryError> {
     Ok(BrokerCommand::QueueLocks { op, stamp_ms, group, client_id, queues })
 }
 
+fn put_pop_queue(out: &mut BytesMut, queue: &PopQueue) -> Result<(), EntryError> {
+    put_tagged_name(out, tag::POP, &queue.group, "group")?;
+    put_tagged_name(out, tag::POP, &queue.topic, "topic")?;
+    out.put_i32(queue.queue_id);
+    Ok(())
+}
+
+fn put_offsets(out: &mut BytesMut, offsets: &[i64]) -> Result<(), EntryError> {
+    if offsets.len() > POP_OFFSETS_MAX_COUNT {
+        return Err(EntryError::TooManyPopItems(offsets.len() as u64));
+    }
+    out.put_u32(offsets.len() as u32);
+    offsets.iter().for_each(|o| out.put_i64(*o));
+    Ok(())
+}
+
+/// Most offsets one plan may name (a pop hands out at most `POP_BATCH_MAX_COUNT`).
+const POP_OFFSETS_MAX_COUNT: usize = 4 * POP_BATCH_MAX_COUNT;
+/// Most queues one pop entry plans (a topic's queues and its retry topic's).
+const POP_PLANS_MAX_COUNT: usize = TOPIC_QUEUE_NUMS_MAX_COUNT as usize + 1;
+/// Smallest encoded plan: two empty names, queue id, from, to, invisible, fifo, two counts.
+const POP_PLAN_MIN_BYTES: usize = 2 + 2 + 4 + 8 + 8 + 8 + 1 + 4 + 4;
+
+fn encode_pop(stamp_ms: u64, op: &PopOp) -> Result<Bytes, EntryError> {
+    let mut out = BytesMut::with_capacity(64);
+    out.put_u8(LAYOUT_VERSION);
+    match op {
+        PopOp::Pop(plans) => {
+            if plans.len() > POP_PLANS_MAX_COUNT {
+                return Err(EntryError::TooManyPopItems(plans.len() as u64));
+            }
+            out.put_u8(POP_OP_POP);
+            out.put_u64(stamp_ms);
+            out.put_u32(plans.len() as u32);
+            for plan in plans {
+                put_pop_queue(&mut out, &plan.queue)?;
+                out.put_i64(plan.from);
+                out.put_i64(plan.to);
+                out.put_u64(plan.invisible_ms);
+                out.put_u8(u8::from(plan.fifo));
+                put_offsets(&mut out, &plan.offsets)?;
+                put_offsets(&mut out, &plan.again)?;
+            }
+        }
+        PopOp::Ack(receipts) => {
+            if receipts.len() > POP_ACK_BATCH_MAX_COUNT {
+                return Err(EntryError::TooManyPopItems(receipts.len() as u64));
+            }
+            out.put_u8(POP_OP_ACK);
+            out.put_u64(stamp_ms);
+            out.put_u32(receipts.len() as u32);
+            for r in receipts {
+                put_pop_queue(&mut out, &r.queue)?;
+                out.put_i64(r.offset);
+                out.put_u64(r.epoch_ms);
+            }
+        }
+        PopOp::ChangeInvisible { receipt, invisible_ms } => {
+            out.put_u8(POP_OP_CHANGE);
+            out.put_u64(stamp_ms);
+            put_pop_queue(&mut out, &receipt.queue)?;
+            out.put_i64(receipt.offset);
+            out.put_u64(receipt.epoch_ms);
+            out.put_u64(*invisible_ms);
+        }
+    }
+    Ok(out.freeze())
+}
+
+fn decode_pop(payload: &[u8]) -> Result<BrokerCommand, EntryError> {
+    let tag = tag::POP;
+    let mut r = Reader { tag, buf: payload };
+    r.version()?;
+    let op = r.u8("op")?;
+    let stamp_ms = r.u64("stamp_ms")?;
+    let op = match op {
+        POP_OP_POP => {
+            let count = r.u32("plan count")? as usize;
+            if count > POP_PLANS_MAX_COUNT || count > r.buf.len() / POP_PLAN_MIN_BYTES {
+                return Err(EntryError::TooManyPopItems(count as u64));
+            }
+            let mut plans = Vec::with_capacity(count);
+            for _ in 0..count {
+                let queue = r.pop_queue()?;
+                let from = r.i64("from")?;
+                let to = r.i64("to")?;
+                let invisible_ms = r.u64("invisible_ms")?;
+                let fifo = match r.u8("fifo")? {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(EntryError::BadName { tag, field: "fifo" }),
+                };
+                let offsets = r.offsets()?;
+                let again = r.offsets()?;
+                plans.push(PopPlan { queue, from, to, offsets, again, invisible_ms, fifo });
+            }
+            PopOp::Pop(plans)
+        }
+        POP_OP_ACK => {
+            let count = r.u32("count")? as usize;
+            if count > POP_ACK_BATCH_MAX_COUNT || count > r.buf.len() / POP_ACK_MIN_BYTES {
+                return Err(EntryError::TooManyPopItems(count as u64));
+            }
+            let mut receipts = Vec::with_capacity(count);
+            for _ in 0..count {
+                let queue = r.pop_queue()?;
+                receipts.push(Receipt { queue, offset: r.i64("offset")?, epoch_ms: r.u64("epoch_ms")? });
+            }
+            PopOp::Ack(receipts)
+        }
+        POP_OP_CHANGE => {
+            let queue = r.pop_queue()?;
+            let receipt = Receipt { queue, offset: r.i64("offset")?, epoch_ms: r.u64("epoch_ms")? };
+            PopOp::ChangeInvisible { receipt, invisible_ms: r.u64("invisible_ms")? }
+        }
+        _ => return Err(EntryError::BadName { tag, field: "op" }),
+    };
+    if !r.buf.is_empty() {
+        return Err(EntryError::TrailingBytes { tag, count: r.buf.len() });
+    }
+    Ok(BrokerCommand::Pop { stamp_ms, op })
+}
+
 fn encode_node_ids(members: &[u64], new_id: Option<u64>) -> Result<Bytes, EntryError> {
     if members.len() > RAFT_NODE_IDS_MAX_COUNT {
         return Err(EntryError::TooManyNodeIds(members.len() as u64));
@@ -689,6 +856,22 @@ impl<'a> Reader<'a> {
 
     fn i64(&mut self, field: &'static str) -> Result<i64, EntryError> {
         self.array(field).map(i64::from_be_bytes)
+    }
+
+    fn u64(&mut self, field: &'static str) -> Result<u64, EntryError> {
+        self.array(field).map(u64::from_be_bytes)
+    }
+
+    fn pop_queue(&mut self) -> Result<PopQueue, EntryError> {
+        Ok(PopQueue { group: self.string("group")?, topic: self.string("topic")?, queue_id: self.i32("queue_id")? })
+    }
+
+    fn offsets(&mut self) -> Result<Vec<i64>, EntryError> {
+        let count = self.u32("offset count")? as usize;
+        if count > POP_OFFSETS_MAX_COUNT || count > self.buf.len() / 8 {
+            return Err(EntryError::TooManyPopItems(count as u64));
+        }
+        (0..count).map(|_| self.i64("offset")).collect()
     }
 
     fn string(&mut self, field: &'static str) -> Result<String, EntryError> {
@@ -873,7 +1056,14 @@ mod tests {
 
     #[test]
     fn decode_errors() {
-        assert!(matches!(BrokerCommand::decode(14, Bytes::new()), Err(EntryError::UnknownTag(14))));
+        assert!(matches!(BrokerCommand::decode(15, Bytes::new()), Err(EntryError::UnknownTag(15))));
+        assert!(matches!(BrokerCommand::decode(14, Bytes::from_static(&[1, 9])), Err(EntryError::Truncated { .. })));
+        // A pop claiming more plans than its bytes hold allocates nothing.
+        let huge = [1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9];
+        assert!(matches!(
+            BrokerCommand::decode(14, Bytes::copy_from_slice(&huge)),
+            Err(EntryError::TooManyPopItems(9))
+        ));
         assert!(matches!(BrokerCommand::decode(13, Bytes::from_static(&[1, 3])), Err(EntryError::BadName { .. })));
         assert!(matches!(
             BrokerCommand::decode(13, Bytes::from_static(&[1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9])),
@@ -971,6 +1161,39 @@ mod tests {
                         .into_iter()
                         .map(|(topic, broker_name, queue_id)| LockedQueue { topic, broker_name, queue_id })
                         .collect(),
+                }),
+            (
+                any::<u64>(),
+                name_strategy(),
+                name_strategy(),
+                any::<i32>(),
+                proptest::collection::vec(any::<i64>(), 0..5),
+                any::<bool>()
+            )
+                .prop_map(|(stamp_ms, group, topic, queue_id, offsets, fifo)| {
+                    let queue = PopQueue { group, topic, queue_id };
+                    let op = match stamp_ms % 3 {
+                        0 => PopOp::Pop(vec![PopPlan {
+                            queue,
+                            from: 1,
+                            to: 9,
+                            offsets: offsets.clone(),
+                            again: offsets,
+                            invisible_ms: stamp_ms / 7,
+                            fifo,
+                        }]),
+                        1 => PopOp::Ack(
+                            offsets
+                                .iter()
+                                .map(|o| Receipt { queue: queue.clone(), offset: *o, epoch_ms: stamp_ms })
+                                .collect(),
+                        ),
+                        _ => PopOp::ChangeInvisible {
+                            receipt: Receipt { queue, offset: 3, epoch_ms: stamp_ms },
+                            invisible_ms: 5,
+                        },
+                    };
+                    BrokerCommand::Pop { stamp_ms, op }
                 }),
             (any::<i64>(), any::<i64>(), proptest::option::of((any::<i64>(), any::<i64>())), ".*").prop_map(
                 |(counter, timestamp, base, yaml)| BrokerCommand::AclDocument {

@@ -6,7 +6,7 @@
 //! Manifest layout (inside raft's snapshot data, whose CRC covers it; big-endian):
 //!
 //! ```text
-//! magic u32 "RMQM" | version u8 (1; 2 with the ACL section; 3 with the lock section) | boundary_index u64 | boundary_term u64 | next_pos u64 | meta_index u64
+//! magic u32 "RMQM" | version u8 (1; 2 with the ACL section; 3 with the lock section; 4 with the POP section) | boundary_index u64 | boundary_term u64 | next_pos u64 | meta_index u64
 //! | queue_count u32 | queue_count × (topic_len u16 | topic UTF-8 | queue_id i32 | next_offset u64)
 //! | topics_len u32 | TopicConfigSerializeWrapper JSON | groups_len u32 | SubscriptionGroupWrapper JSON
 //! | offsets_len u32 | ConsumerOffsetSerializeWrapper JSON
@@ -16,10 +16,15 @@
 //! |                 lock_clock_ms u64 | lock_count u32 | lock_count × (group_len u16 | group |
 //! |                 topic_len u16 | topic | broker_len u16 | broker_name | queue_id i32 |
 //! |                 client_len u16 | client_id | last_update_ms u64)
+//! | version 4: the sections of version 3, then pop_clock_ms u64 | pop_queue_count u32 |
+//! |                 pop_queue_count × (group_len u16 | group | topic_len u16 | topic | queue_id i32 |
+//! |                 cursor i64 | in_flight_count u32 | in_flight_count × (offset i64 | epoch_ms u64 |
+//! |                 invisible_until_ms u64 | attempt u32 | fifo u8))
 //! ```
 //!
 //! A manifest without a replicated ACL edit is written as version 1, and one without a queue lock
-//! as version 1 or 2, so brokers from before those sections still read it. Invariants: decoding never panics and never allocates beyond what the
+//! as version 1 or 2, and one without POP state as version 3 at most, so brokers from before those
+//! sections still read it. Invariants: decoding never panics and never allocates beyond what the
 //! bytes can hold; every count is bounded by `raftmq_common::limits`.
 //!
 //! Queues are given as of P (everything at or below P is purged, so a queue's minimum equals its
@@ -31,6 +36,8 @@ use bytes::BytesMut;
 use raftmq_common::limits::ACL_FILE_SIZE_MAX_BYTES;
 use raftmq_common::limits::BROKER_REBALANCE_LOCK_TABLE_MAX_COUNT;
 use raftmq_common::limits::DELAY_PROGRESS_BATCH_MAX_COUNT;
+use raftmq_common::limits::POP_IN_FLIGHT_MAX_COUNT;
+use raftmq_common::limits::POP_QUEUES_MAX_COUNT;
 use raftmq_common::limits::RAFT_NODE_IDS_MAX_COUNT;
 use raftmq_common::limits::RETENTION_MANIFEST_QUEUES_MAX_COUNT;
 use raftmq_common::protocol::body::BodyError;
@@ -43,6 +50,9 @@ use thiserror::Error;
 use crate::acl::AclDocument;
 use crate::acl::AclVersion;
 use crate::state::entry::DelayProgress;
+use crate::state::pop::InFlight;
+use crate::state::pop::PopQueue;
+use crate::state::pop::QueueState;
 use crate::state::rebalance_lock::LockEntry;
 use crate::state::rebalance_lock::LockRecord;
 use crate::state::rebalance_lock::LockedQueue;
@@ -105,6 +115,10 @@ pub struct Manifest {
     pub lock_clock_ms: u64,
     /// The queue locks of orderly consumers, sorted by (group, queue).
     pub locks: Vec<LockRecord>,
+    /// The POP table's clock.
+    pub pop_clock_ms: u64,
+    /// The POP table's queues, sorted by key.
+    pub pop_queues: Vec<(PopQueue, QueueState)>,
 }
 
 /// Why a manifest could not be encoded or decoded.
@@ -140,6 +154,12 @@ const MANIFEST_VERSION_1: u8 = 1;
 const MANIFEST_VERSION_2: u8 = 2;
 /// With an optional ACL section and the lock section.
 const MANIFEST_VERSION_3: u8 = 3;
+/// With the sections of version 3 and the POP section.
+const MANIFEST_VERSION_4: u8 = 4;
+/// Smallest POP queue record: two empty names, queue id, cursor, in-flight count.
+const POP_QUEUE_MIN_BYTES: usize = 2 * 2 + 4 + 8 + 4;
+/// One in-flight record: offset, epoch, invisible until, attempt, fifo.
+const POP_IN_FLIGHT_BYTES: usize = 8 + 8 + 8 + 4 + 1;
 /// Smallest lock record: four empty names, queue id, last update.
 const LOCK_RECORD_MIN_BYTES: usize = 4 * 2 + 4 + 8;
 
@@ -179,11 +199,16 @@ impl Manifest {
         if self.locks.len() > BROKER_REBALANCE_LOCK_TABLE_MAX_COUNT {
             return Err(ManifestError::OutOfRange("lock count"));
         }
-        let version = match (self.locks.is_empty(), self.acl.is_some()) {
-            (false, _) => MANIFEST_VERSION_3,
-            (true, true) => MANIFEST_VERSION_2,
-            (true, false) => MANIFEST_VERSION_1,
+        if self.pop_queues.len() > POP_QUEUES_MAX_COUNT {
+            return Err(ManifestError::OutOfRange("POP queue count"));
+        }
+        let version = match (self.pop_queues.is_empty(), self.locks.is_empty(), self.acl.is_some()) {
+            (false, _, _) => MANIFEST_VERSION_4,
+            (true, false, _) => MANIFEST_VERSION_3,
+            (true, true, true) => MANIFEST_VERSION_2,
+            (true, true, false) => MANIFEST_VERSION_1,
         };
+        let sections_of_3 = version >= MANIFEST_VERSION_3;
         let mut out = BytesMut::new();
         out.put_u32(MANIFEST_MAGIC);
         out.put_u8(version);
@@ -211,13 +236,13 @@ impl Manifest {
         for id in &self.used_node_ids {
             out.put_u64(*id);
         }
-        if version == MANIFEST_VERSION_3 {
+        if sections_of_3 {
             out.put_u8(u8::from(self.acl.is_some()));
         }
         if let Some(acl) = &self.acl {
             put_acl(&mut out, acl)?;
         }
-        if version == MANIFEST_VERSION_3 {
+        if sections_of_3 {
             out.put_u64(self.lock_clock_ms);
             // Bounded by the check above.
             out.put_u32(self.locks.len() as u32);
@@ -230,6 +255,27 @@ impl Manifest {
                 out.put_u64(l.entry.last_update_ms);
             }
         }
+        if version == MANIFEST_VERSION_4 {
+            out.put_u64(self.pop_clock_ms);
+            // Bounded by the check above.
+            out.put_u32(self.pop_queues.len() as u32);
+            for (q, state) in &self.pop_queues {
+                put_name(&mut out, &q.group, "POP group length")?;
+                put_name(&mut out, &q.topic, "POP topic length")?;
+                out.put_i32(q.queue_id);
+                out.put_i64(state.cursor);
+                let count =
+                    u32::try_from(state.in_flight.len()).map_err(|_| ManifestError::OutOfRange("POP in flight"))?;
+                out.put_u32(count);
+                for (offset, f) in &state.in_flight {
+                    out.put_i64(*offset);
+                    out.put_u64(f.epoch_ms);
+                    out.put_u64(f.invisible_until_ms);
+                    out.put_u32(f.attempt);
+                    out.put_u8(u8::from(f.fifo));
+                }
+            }
+        }
         Ok(out.freeze())
     }
 
@@ -240,7 +286,7 @@ impl Manifest {
             return Err(ManifestError::Format);
         }
         let [version] = r.array::<1>("version")?;
-        if !matches!(version, MANIFEST_VERSION_1 | MANIFEST_VERSION_2 | MANIFEST_VERSION_3) {
+        if !matches!(version, MANIFEST_VERSION_1 | MANIFEST_VERSION_2 | MANIFEST_VERSION_3 | MANIFEST_VERSION_4) {
             return Err(ManifestError::Format);
         }
         let boundary = RetentionBoundary {
@@ -276,7 +322,7 @@ impl Manifest {
         }
         let has_acl = match version {
             MANIFEST_VERSION_2 => true,
-            MANIFEST_VERSION_3 => match r.array::<1>("has ACL")? {
+            MANIFEST_VERSION_3 | MANIFEST_VERSION_4 => match r.array::<1>("has ACL")? {
                 [0] => false,
                 [1] => true,
                 _ => return Err(ManifestError::OutOfRange("has ACL")),
@@ -296,7 +342,7 @@ impl Manifest {
             None
         };
         let (mut lock_clock_ms, mut locks) = (0, Vec::new());
-        if version == MANIFEST_VERSION_3 {
+        if version >= MANIFEST_VERSION_3 {
             lock_clock_ms = r.u64("lock clock")?;
             let count = r.count("lock count", BROKER_REBALANCE_LOCK_TABLE_MAX_COUNT, LOCK_RECORD_MIN_BYTES)?;
             locks.reserve_exact(count);
@@ -314,6 +360,35 @@ impl Manifest {
                 });
             }
         }
+        let (mut pop_clock_ms, mut pop_queues) = (0, Vec::new());
+        if version == MANIFEST_VERSION_4 {
+            pop_clock_ms = r.u64("POP clock")?;
+            let count = r.count("POP queue count", POP_QUEUES_MAX_COUNT, POP_QUEUE_MIN_BYTES)?;
+            pop_queues.reserve_exact(count);
+            let mut in_flight_total = 0usize;
+            for _ in 0..count {
+                let group = r.name("POP group")?;
+                let topic = r.name("POP topic")?;
+                let queue_id = i32::from_be_bytes(r.array("POP queue id")?);
+                let cursor = i64::from_be_bytes(r.array("POP cursor")?);
+                let n = r.count("POP in flight", POP_IN_FLIGHT_MAX_COUNT - in_flight_total, POP_IN_FLIGHT_BYTES)?;
+                in_flight_total += n;
+                let mut in_flight = std::collections::BTreeMap::new();
+                for _ in 0..n {
+                    let offset = i64::from_be_bytes(r.array("POP offset")?);
+                    let epoch_ms = r.u64("POP epoch")?;
+                    let invisible_until_ms = r.u64("POP invisible until")?;
+                    let attempt = u32::from_be_bytes(r.array("POP attempt")?);
+                    let fifo = match r.array::<1>("POP fifo")? {
+                        [0] => false,
+                        [1] => true,
+                        _ => return Err(ManifestError::OutOfRange("POP fifo")),
+                    };
+                    in_flight.insert(offset, InFlight { epoch_ms, invisible_until_ms, attempt, fifo });
+                }
+                pop_queues.push((PopQueue { group, topic, queue_id }, QueueState { cursor, in_flight }));
+            }
+        }
         if !r.0.is_empty() {
             return Err(ManifestError::TrailingBytes(r.0.len()));
         }
@@ -329,6 +404,8 @@ impl Manifest {
             acl,
             lock_clock_ms,
             locks,
+            pop_clock_ms,
+            pop_queues,
         })
     }
 }
@@ -407,6 +484,25 @@ mod tests {
             acl: None,
             lock_clock_ms: 0,
             locks: Vec::new(),
+            pop_clock_ms: 0,
+            pop_queues: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_manifest_with_pop_state_is_version_4_and_round_trips() {
+        let v1 = manifest().encode().unwrap();
+        let mut in_flight = std::collections::BTreeMap::new();
+        in_flight.insert(7, InFlight { epoch_ms: 11, invisible_until_ms: 40, attempt: 2, fifo: true });
+        let queue = PopQueue { group: "g".into(), topic: "T".into(), queue_id: 1 };
+        let m =
+            Manifest { pop_clock_ms: 12, pop_queues: vec![(queue, QueueState { cursor: 9, in_flight })], ..manifest() };
+        let v4 = m.encode().unwrap();
+        assert_eq!(v4[4], 4);
+        assert_eq!(&v4[5..v1.len()], &v1[5..], "the POP section follows the version 1 layout");
+        assert_eq!(Manifest::decode(&v4).unwrap(), m);
+        for cut in v1.len()..v4.len() {
+            assert!(Manifest::decode(&v4[..cut]).is_err(), "cut at {cut}");
         }
     }
 
@@ -463,9 +559,9 @@ mod tests {
         for cut in v1.len()..v2.len() {
             assert!(Manifest::decode(&v2[..cut]).is_err(), "cut at {cut}");
         }
-        let mut v3 = v2.to_vec();
-        v3[4] = 4;
-        assert!(matches!(Manifest::decode(&v3), Err(ManifestError::Format)));
+        let mut v5 = v2.to_vec();
+        v5[4] = 5;
+        assert!(matches!(Manifest::decode(&v5), Err(ManifestError::Format)));
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod index_file;
 pub mod long_poll;
 pub mod manifest;
 pub mod offsets;
+pub mod pop;
 pub mod pull;
 pub mod queue_offset;
 pub mod real_queue;

@@ -46,6 +46,7 @@ use raftmq_common::limits::PULL_FILTER_SCAN_MIN_BYTES;
 use raftmq_common::limits::SQL_FILTER_CACHE_MAX_COUNT;
 use raftmq_common::message::properties;
 use raftmq_common::message::properties::Properties;
+use raftmq_common::message::properties::property_of;
 use raftmq_common::message::record::DecodeOptions;
 use raftmq_common::message::record::parse_record;
 use raftmq_common::protocol::ResponseCode;
@@ -488,14 +489,6 @@ fn collect(
     }
     result.suggest_pulling_from_slave = max_offset_py.saturating_sub(max_phy_offset_pulling) > limits.memory_bytes;
     (status, scanned)
-}
-
-/// One property of a record's raw properties string.
-fn property_of<'a>(raw: &'a str, key: &str) -> Option<&'a str> {
-    raw.split(properties::PROPERTY_SEPARATOR)
-        .filter_map(|pair| pair.split_once(properties::NAME_VALUE_SEPARATOR))
-        .find(|(k, _)| *k == key)
-        .map(|(_, v)| v)
 }
 
 /// `DefaultMessageStore.isTheBatchFull`: the first message always fits.

@@ -10,7 +10,9 @@
 //!                                              └rejected─▶ reply Rejected (writer resets offsets)
 //!                  CONSUMER_OFFSETS / TOPIC_* / SUBSCRIPTION_GROUP_* / DELAY_PROGRESS / NODE_IDS_USED /
 //!                  ACL_DOCUMENT (compare-and-set on the last edit) / GROUP_OFFSETS_DELETE /
-//!                  QUEUE_LOCKS (the lock table; the reply says which queues were granted): metadata
+//!                  QUEUE_LOCKS (the lock table; the reply says which queues were granted) /
+//!                  POP (the POP table; the reply is the epoch, or per ack whether it took): metadata
+//!                  MESSAGES records re-put by the POP revive (POP_REVIVE_OF) leave the POP table
 //!                  RETENTION_PURGE: the retention boundary P (crate::services::retention snapshots and purges there)
 //!                  blank / membership: applied position only
 //! raft snapshot ──▶ build_manifest: (P, Manifest) ─── install_snapshot ──▶ install_manifest (wipe, load)
@@ -60,7 +62,11 @@ use raftmq_common::limits::BROKER_NAME_MAX_BYTES;
 use raftmq_common::limits::BROKER_REBALANCE_LOCK_BATCH_MAX_COUNT;
 use raftmq_common::limits::BROKER_REBALANCE_LOCK_CLIENT_ID_MAX_BYTES;
 use raftmq_common::limits::RAFT_NODE_IDS_MAX_COUNT;
+use raftmq_common::message::properties;
+use raftmq_common::message::properties::property_of;
 use raftmq_common::message::sys_flag::TransactionType;
+use raftmq_common::message::validate::dlq_topic;
+use raftmq_common::message::validate::pop_retry_topic;
 use raftmq_common::message::validate::validate_consumer_group;
 use raftmq_common::message::validate::validate_stored_topic;
 use raftmq_raft::AppReply;
@@ -91,6 +97,7 @@ use crate::state::dispatch::write_units;
 use crate::state::entry::BrokerCommand;
 use crate::state::entry::DelayProgress;
 use crate::state::entry::LockOp;
+use crate::state::entry::PopOp;
 use crate::state::entry::patch_physical_offsets;
 use crate::state::entry::tag;
 use crate::state::index_file::IndexError;
@@ -105,6 +112,10 @@ use crate::state::manifest::Manifest;
 use crate::state::manifest::QueueStart;
 use crate::state::manifest::RetentionBoundary;
 use crate::state::offsets::ConsumerOffsetTable;
+use crate::state::pop::PopQueue;
+use crate::state::pop::PopReviveMark;
+use crate::state::pop::PopTable;
+use crate::state::pop::Receipt;
 use crate::state::pull::MessageFilter;
 use crate::state::rebalance_lock::LockedQueue;
 use crate::state::rebalance_lock::RebalanceLockTable;
@@ -150,6 +161,8 @@ pub struct Metadata {
     pub acl: Option<Arc<AclDocument>>,
     /// Orderly consumers' queue locks (QUEUE_LOCKS).
     pub locks: RebalanceLockTable,
+    /// POP consumers' messages in flight and read cursors (POP).
+    pub pop: PopTable,
 }
 
 /// The last applied log position.
@@ -171,8 +184,10 @@ pub enum ApplyOutcome {
     },
     /// A metadata command was applied.
     Done,
-    /// A QUEUE_LOCKS lock batch was applied: for each queue of the entry, whether it was granted.
+    /// A QUEUE_LOCKS lock batch or a POP ack batch was applied: for each item, whether it took.
     Granted(Vec<bool>),
+    /// A POP pop or invisible-time change was applied: the epoch of the receipts it issued.
+    Issued(u64),
     /// The entry was not applied (deterministically, on every replica); the reason.
     Rejected(String),
     /// This replica could not apply the committed entry to its local storage (the others may
@@ -185,6 +200,7 @@ const REPLY_DONE: u8 = 1;
 const REPLY_REJECTED: u8 = 2;
 const REPLY_LOCAL_FAILURE: u8 = 3;
 const REPLY_GRANTED: u8 = 4;
+const REPLY_ISSUED: u8 = 5;
 
 impl ApplyOutcome {
     /// The reply bytes handed back through raft.
@@ -199,6 +215,10 @@ impl ApplyOutcome {
             ApplyOutcome::Granted(granted) => {
                 out.put_u8(REPLY_GRANTED);
                 out.extend(granted.iter().map(|g| u8::from(*g)));
+            }
+            ApplyOutcome::Issued(epoch_ms) => {
+                out.put_u8(REPLY_ISSUED);
+                out.put_u64(*epoch_ms);
             }
             ApplyOutcome::Rejected(reason) => {
                 out.put_u8(REPLY_REJECTED);
@@ -221,6 +241,10 @@ impl ApplyOutcome {
             },
             Some((&REPLY_DONE, _)) => ApplyOutcome::Done,
             Some((&REPLY_GRANTED, rest)) => ApplyOutcome::Granted(rest.iter().map(|b| *b == 1).collect()),
+            Some((&REPLY_ISSUED, rest)) => match <[u8; 8]>::try_from(rest) {
+                Ok(b) => ApplyOutcome::Issued(u64::from_be_bytes(b)),
+                Err(_) => ApplyOutcome::Rejected("malformed apply reply".to_owned()),
+            },
             Some((&REPLY_REJECTED, rest)) => ApplyOutcome::Rejected(String::from_utf8_lossy(rest).into_owned()),
             Some((&REPLY_LOCAL_FAILURE, rest)) => {
                 ApplyOutcome::LocalFailure(String::from_utf8_lossy(rest).into_owned())
@@ -301,6 +325,7 @@ impl MessageStore {
             used_node_ids: BTreeSet::new(),
             acl: None,
             locks: RebalanceLockTable::new(),
+            pop: PopTable::new(),
         };
         let commit_log = CommitLogFiles::new(&settings.store_root, settings.segment_size);
         let (applied, _) = watch::channel(AppliedPosition::default());
@@ -514,6 +539,7 @@ impl MessageStore {
                 self.mark_failed(why.clone());
                 return ApplyOutcome::LocalFailure(why);
             }
+            self.apply_revives(&planned);
             for req in planned.iter().filter(|r| r.action == CqAction::Append) {
                 let key = (req.topic().to_owned(), req.queue_id());
                 let arrival = Arrival { tags_code: req.unit.tags_code, properties: req.record.properties };
@@ -558,6 +584,31 @@ impl MessageStore {
         }
     }
 
+    /// Records the POP revive re-put (into a POP retry topic or a DLQ) leave the POP table: the
+    /// message they carry is no longer in flight. Only the epoch the revive saw is removed, so a
+    /// replay after a restart or a manifest load changes nothing.
+    fn apply_revives(&self, planned: &[DispatchRequest<'_>]) {
+        let mut revived = planned
+            .iter()
+            .filter(|r| r.topic().starts_with('%'))
+            .filter_map(|r| Some((r.topic(), property_of(r.record.properties, properties::POP_REVIVE_OF)?)))
+            .peekable();
+        if revived.peek().is_none() {
+            return;
+        }
+        let mut meta = unpoison(self.meta.write());
+        for (topic, value) in revived {
+            match revive_receipt(topic, value) {
+                Some(receipt) => {
+                    if meta.pop.remove(&receipt).is_ok() {
+                        sync_pop_offset(&mut meta, &receipt.queue);
+                    }
+                }
+                None => warn!(topic, value, "ignoring a POP revive mark that names another group or is malformed"),
+            }
+        }
+    }
+
     fn apply_metadata(&self, command: BrokerCommand, index: u64) -> ApplyOutcome {
         let in_manifest = unpoison(self.retention.lock()).meta_as_of.is_some_and(|m| index <= m);
         match &command {
@@ -595,6 +646,7 @@ impl MessageStore {
             }
             BrokerCommand::SubscriptionGroupDelete { proposed_at_ms, group } => {
                 meta.groups.delete(&group, proposed_at_ms);
+                meta.pop.remove_group(&group);
             }
             BrokerCommand::GroupOffsetsDelete { group, .. } => meta.offsets.remove_group(&group),
             BrokerCommand::DelayProgress(levels) => meta.delay_offsets.apply(&levels),
@@ -649,11 +701,77 @@ impl MessageStore {
                     }
                 };
             }
+            BrokerCommand::Pop { stamp_ms, op } => return apply_pop(&mut meta, stamp_ms, op),
             // Handled above.
             BrokerCommand::RetentionPurge { .. } => {}
         }
         ApplyOutcome::Done
     }
+}
+
+/// Applies a POP entry to the table, keeping the group's committed offsets in step.
+fn apply_pop(meta: &mut Metadata, stamp_ms: u64, op: PopOp) -> ApplyOutcome {
+    match op {
+        PopOp::Pop(plans) => {
+            if let Err(why) = plans.iter().try_for_each(|p| check_pop_names(&p.queue)) {
+                return ApplyOutcome::Rejected(why);
+            }
+            match meta.pop.pop(&plans, stamp_ms) {
+                Ok(epoch_ms) => {
+                    for plan in &plans {
+                        sync_pop_offset(meta, &plan.queue);
+                    }
+                    ApplyOutcome::Issued(epoch_ms)
+                }
+                Err(refusal) => ApplyOutcome::Rejected(refusal.to_string()),
+            }
+        }
+        PopOp::Ack(receipts) => {
+            let taken = receipts
+                .iter()
+                .map(|r| {
+                    let ok = meta.pop.ack(r, stamp_ms).is_ok();
+                    if ok {
+                        sync_pop_offset(meta, &r.queue);
+                    }
+                    ok
+                })
+                .collect();
+            ApplyOutcome::Granted(taken)
+        }
+        PopOp::ChangeInvisible { receipt, invisible_ms } => {
+            match meta.pop.change_invisible(&receipt, invisible_ms, stamp_ms) {
+                Ok(epoch_ms) => ApplyOutcome::Issued(epoch_ms),
+                Err(refusal) => ApplyOutcome::Rejected(refusal.to_string()),
+            }
+        }
+    }
+}
+
+/// The group's committed offset of a popped queue follows the POP table (lowest in flight, else
+/// the cursor), so lag, admin tools and a 4.x consumer of the same group see where it stands.
+fn sync_pop_offset(meta: &mut Metadata, queue: &PopQueue) {
+    if let Some(offset) = meta.pop.committed_offset(queue) {
+        meta.offsets.commit(&queue.topic, &queue.group, queue.queue_id, offset);
+    }
+}
+
+/// Whether a POP queue's names are ones POP_MESSAGE takes (`Err`: why not).
+pub fn check_pop_names(queue: &PopQueue) -> Result<(), String> {
+    validate_consumer_group(&queue.group).map_err(|e| format!("consumer group: {e}"))?;
+    validate_stored_topic(&queue.topic).map_err(|e| format!("topic: {e}"))?;
+    if queue.queue_id < 0 {
+        return Err(format!("queue id {} is negative", queue.queue_id));
+    }
+    Ok(())
+}
+
+/// The receipt a revive mark names, when the record that carries it is in that group's POP retry
+/// topic or DLQ (a mark anywhere else is ignored: only the revive service writes marks there).
+fn revive_receipt(record_topic: &str, value: &str) -> Option<Receipt> {
+    let mark = PopReviveMark::parse(value)?;
+    let home = pop_retry_topic(&mark.group, &mark.origin_topic);
+    (record_topic == home || record_topic == dlq_topic(&mark.group)).then(|| mark.receipt())
 }
 
 /// Whether the names of a lock batch are ones LOCK_BATCH_MQ takes (`Err`: why not).
@@ -744,6 +862,7 @@ impl MessageStore {
             meta.used_node_ids = m.used_node_ids.into_iter().collect();
             meta.acl = m.acl.map(Arc::new);
             meta.locks = RebalanceLockTable::from_records(m.lock_clock_ms, m.locks);
+            meta.pop = PopTable::from_parts(m.pop_clock_ms, m.pop_queues);
             self.publish_acl(meta.acl.clone());
         }
         // Topics may have changed under the leader's queue-offset cache.
@@ -772,6 +891,8 @@ impl MessageStore {
             acl: meta.acl.as_deref().cloned(),
             lock_clock_ms: meta.locks.clock_ms(),
             locks: meta.locks.records(),
+            pop_clock_ms: meta.pop.clock_ms(),
+            pop_queues: meta.pop.queues().map(|(q, s)| (q.clone(), s.clone())).collect(),
         }
     }
 
@@ -1109,6 +1230,64 @@ mod tests {
         );
         assert_eq!(store.metadata().offsets.query("T", "g", 0), None);
         assert_eq!(store.metadata().offsets.query("T", "h", 0), Some(3));
+    }
+
+    /// POP: a pop answers its epoch and moves the group's committed offset to the lowest message
+    /// in flight; an ack takes once; a record re-put by the revive with its mark removes exactly
+    /// that delivery; a snapshot manifest (and so a checkpoint) carries the table.
+    #[test]
+    fn pop_entries_and_revive_records_keep_the_table_and_the_group_offset_in_step() {
+        use crate::state::pop::PopPlan;
+        use crate::state::pop::PopQueue;
+        use crate::state::pop::PopReviveMark;
+        let dir = tempfile::tempdir().unwrap();
+        let store = MessageStore::open(settings(dir.path()), 0).unwrap();
+        let apply = |store: &MessageStore, index: u64, command: BrokerCommand| {
+            let (t, b) = command.encode().unwrap();
+            ApplyOutcome::decode(&store.apply(entry(index, 0, t, b)))
+        };
+        let queue = PopQueue { group: "g".into(), topic: "T".into(), queue_id: 0 };
+        let plan = PopPlan {
+            queue: queue.clone(),
+            from: 0,
+            to: 3,
+            offsets: vec![0, 1, 2],
+            again: vec![],
+            invisible_ms: 1_000,
+            fifo: false,
+        };
+        let epoch = match apply(&store, 1, BrokerCommand::Pop { stamp_ms: 5_000, op: PopOp::Pop(vec![plan]) }) {
+            ApplyOutcome::Issued(epoch) => epoch,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(store.metadata().offsets.query("T", "g", 0), Some(0));
+        let receipt = |offset| Receipt { queue: queue.clone(), offset, epoch_ms: epoch };
+        let ack = BrokerCommand::Pop { stamp_ms: 5_100, op: PopOp::Ack(vec![receipt(0), receipt(0), receipt(7)]) };
+        assert_eq!(apply(&store, 2, ack), ApplyOutcome::Granted(vec![true, false, false]));
+        assert_eq!(store.metadata().offsets.query("T", "g", 0), Some(1));
+        // Offset 1 expired and was re-put into the group's POP retry topic.
+        let mark = PopReviveMark {
+            group: "g".into(),
+            origin_topic: "T".into(),
+            read_topic: "T".into(),
+            queue_id: 0,
+            offset: 1,
+            epoch_ms: epoch,
+        };
+        let mut revived = record(0);
+        revived.message.topic = pop_retry_topic("g", "T").as_str().into();
+        revived.message.properties.insert(properties::POP_REVIVE_OF, mark.value());
+        let payload = encode_messages(&[revived]).unwrap();
+        assert!(
+            matches!(store.apply(entry(3, 4096, tag::MESSAGES, payload)), r if matches!(ApplyOutcome::decode(&r), ApplyOutcome::Stored { .. }))
+        );
+        assert_eq!(store.metadata().offsets.query("T", "g", 0), Some(2));
+        assert_eq!(store.metadata().pop.in_flight_count(), 1);
+        let bytes = store.tables_now(3).encode().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let installed = MessageStore::open(settings(other.path()), 0).unwrap();
+        installed.load_tables(Manifest::decode(&bytes).unwrap());
+        assert_eq!(installed.metadata().pop, store.metadata().pop);
     }
 
     /// QUEUE_LOCKS: grants come back per queue, a bad name refuses the batch on every replica,

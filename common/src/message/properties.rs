@@ -119,6 +119,19 @@ pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
 /// Timer message (5.x): cancel the timer message with this unique key (not supported here).
 pub const TIMER_DEL_UNIQKEY: &str = "TIMER_DEL_UNIQKEY";
 
+/// raftmq: on a message the POP revive re-put into a POP retry topic or a DLQ, the in-flight
+/// message it replaces: `group topic queueId queueOffset epochMs` (space separated). Applying the
+/// record removes exactly that delivery from the replicated POP table.
+pub const POP_REVIVE_OF: &str = "__RAFTMQ_POP_REVIVE_OF";
+
+/// One property of a record's raw (wire form) properties string, without parsing the rest.
+pub fn property_of<'a>(raw: &'a str, key: &str) -> Option<&'a str> {
+    raw.split(PROPERTY_SEPARATOR)
+        .filter_map(|pair| pair.split_once(NAME_VALUE_SEPARATOR))
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v)
+}
+
 /// Keys a user may not set through `putUserProperty` (`MessageConst.STRING_HASH_SET`, 4.9.8).
 pub const RESERVED_KEYS: &[&str] = &[
     TRACE_ON,

@@ -376,6 +376,44 @@ pub fn patch_physical_offset(record: &mut [u8], offset: i64) -> Result<(), Recor
     patch_i64_at(record, PHYSICAL_OFFSET_POSITION, offset, "PHYSICALOFFSET")
 }
 
+/// Overwrites RECONSUMETIMES of the record starting at `record[0]` (after SYSFLAG at byte 36, the
+/// born timestamp and host and the store timestamp and host, whose widths SYSFLAG gives).
+pub fn patch_reconsume_times(record: &mut [u8], times: i32) -> Result<(), RecordError> {
+    let sys_flag_bytes: [u8; 4] = record.get(36..40).and_then(|b| b.try_into().ok()).ok_or(RecordError::Truncated {
+        field: "SYSFLAG",
+        at: 36,
+        needed: 4,
+        available: record.len().saturating_sub(36),
+    })?;
+    let sys_flag = i32::from_be_bytes(sys_flag_bytes);
+    let host_len = |v6: bool| if v6 { 20 } else { 8 };
+    let at = 40
+        + 8
+        + host_len(super::sys_flag::is_born_host_v6(sys_flag))
+        + 8
+        + host_len(super::sys_flag::is_store_host_v6(sys_flag));
+    let available = record.len().saturating_sub(at);
+    match record.get_mut(at..at + 4) {
+        Some(slot) => {
+            slot.copy_from_slice(&times.to_be_bytes());
+            Ok(())
+        }
+        None => Err(RecordError::Truncated { field: "RECONSUMETIMES", at, needed: 4, available }),
+    }
+}
+
+/// QUEUEOFFSET (byte 20) of the message record starting at `record[0]`.
+pub fn peek_queue_offset(record: &[u8]) -> Result<i64, RecordError> {
+    match peek_record(record)? {
+        RecordKind::Message { .. } => {}
+        RecordKind::Blank { total_size } => return Err(RecordError::Blank { total_size }),
+    }
+    let at = QUEUE_OFFSET_POSITION;
+    record.get(at..at + 8).and_then(|b| <[u8; 8]>::try_from(b).ok()).map(i64::from_be_bytes).ok_or(
+        RecordError::Truncated { field: "QUEUEOFFSET", at, needed: 8, available: record.len().saturating_sub(at) },
+    )
+}
+
 /// Overwrites QUEUEOFFSET (byte 20) of the record starting at `record[0]`.
 pub fn patch_queue_offset(record: &mut [u8], offset: i64) -> Result<(), RecordError> {
     patch_i64_at(record, QUEUE_OFFSET_POSITION, offset, "QUEUEOFFSET")
@@ -914,5 +952,26 @@ mod tests {
                 Ok(())
             })
             .unwrap();
+    }
+
+    #[test]
+    fn reconsume_times_are_patched_in_place_for_either_host_width() {
+        for v6 in [false, true] {
+            let mut msg = MessageExt::default();
+            msg.message.topic = "t".into();
+            msg.message.body = bytes::Bytes::from_static(b"b");
+            msg.reconsume_times = 1;
+            if v6 {
+                msg.born_host = "[::1]:1".parse().unwrap();
+                msg.store_host = "[::1]:2".parse().unwrap();
+                msg.sys_flag = super::super::sys_flag::with_born_host_v6(msg.sys_flag, true);
+                msg.sys_flag = super::super::sys_flag::with_store_host_v6(msg.sys_flag, true);
+            }
+            let mut out = bytes::BytesMut::new();
+            encode_record_into(&msg, &mut out).unwrap();
+            patch_reconsume_times(&mut out, 7).unwrap();
+            assert_eq!(parse_record(&out, DecodeOptions::default()).unwrap().reconsume_times, 7, "v6 {v6}");
+        }
+        assert!(patch_reconsume_times(&mut [0u8; 30], 1).is_err());
     }
 }

@@ -39,6 +39,14 @@ pub struct SubscriptionGroupConfig {
     pub retry_queue_nums: i32,
     /// brokerId suggested to a consumer that falls behind (with `slaveReadEnable`).
     pub which_broker_when_consume_slowly: i64,
+    /// 5.x: the group consumes in order (FIFO): POP holds a queue while a message of it is in
+    /// flight. Written only when set, so 4.x documents stay byte-identical.
+    #[serde(skip_serializing_if = "is_false")]
+    pub consume_message_orderly: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Default for SubscriptionGroupConfig {
@@ -53,6 +61,7 @@ impl Default for SubscriptionGroupConfig {
             retry_max_times: RETRY_MAX_TIMES_DEFAULT_COUNT,
             retry_queue_nums: 1,
             which_broker_when_consume_slowly: 1,
+            consume_message_orderly: false,
         }
     }
 }
@@ -104,6 +113,7 @@ mod tests {
                 retry_max_times,
                 retry_queue_nums,
                 which_broker_when_consume_slowly: slow,
+                consume_message_orderly: flags[1] && !flags[2],
             },
         )
     }
