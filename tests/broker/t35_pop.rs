@@ -8,6 +8,7 @@
 //! - the group's committed offsets follow (lag and admin tools see POP groups);
 //! - the leader stopped while a message is in flight: the new leader hands out nothing acked and
 //!   gives the unacked message back after its time.
+//!
 //! Waits poll with a deadline (the pop's own long polling); nothing sleeps to synchronise.
 
 #[path = "../harness/mod.rs"]
