@@ -73,6 +73,13 @@ pub enum OpF {
     /// An orderly consumer processing one message: `invoke` when its listener starts it, `ok` when
     /// it finished it; both carry `queue`, `offset` and `value`.
     Process,
+    /// A POP consumer's POP_MESSAGE to one broker group (`queue` = the group); `ok` carries the
+    /// messages handed out in `msgs` (none: nothing ready).
+    Pop,
+    /// A POP consumer's ACK_MESSAGE of one popped `value`: `ok` acked, `fail` a stale receipt.
+    Ack,
+    /// The final POP settle: `ok` once every group stayed quiet past the invisible time.
+    PopSettle,
 }
 
 /// One message a read returned.

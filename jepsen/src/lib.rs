@@ -29,6 +29,7 @@ pub mod nemesis;
 pub mod net;
 pub mod node;
 pub mod orderly;
+pub mod pop;
 pub mod run;
 pub mod timeline;
 pub mod transaction;

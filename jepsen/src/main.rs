@@ -72,6 +72,9 @@ struct Args {
     /// Orderly push consumers, restarted every 6–15 s (the `order` checker; 0 = none).
     #[arg(long = "orderly-consumers", default_value_t = 0)]
     orderly_consumers: usize,
+    /// POP consumers: pop, ack most, let some invisible times expire (the `pop` checker; 0 = none).
+    #[arg(long = "pop-consumers", default_value_t = 0)]
+    pop_consumers: usize,
     /// Runs, each with the next seed, each in `<out>/<i>`.
     #[arg(long = "test-count", default_value_t = 1)]
     test_count: u32,
@@ -156,6 +159,7 @@ fn main() -> ExitCode {
                 delay_producers: args.delay_producers,
                 consumers: args.consumers,
                 orderly_consumers: args.orderly_consumers,
+                pop_consumers: args.pop_consumers,
                 group: "jepsen_consumers".into(),
             },
             unsafe_ack_before_fsync: args.unsafe_ack_before_fsync,

@@ -226,6 +226,7 @@ async fn phases(opts: &RunOptions, db: &mut Db, rec: &Recorder, steps: &[schedul
     let mut tasks = workload::spawn(db, &opts.workload, rec, &stop_rx)?;
     delay::spawn_into(&mut tasks, &db.layout.namesrv_addr(), &opts.workload, rec, &stop_rx);
     orderly::spawn_into(&mut tasks, &db.layout.namesrv_addr(), &opts.workload, rec, &stop_rx, opts.seed);
+    crate::pop::spawn_into(&mut tasks, &db.layout, &opts.workload, rec, &stop_rx, opts.seed);
     // Transaction producers outlive the workload: they answer checks until the final wait is over.
     let (tx_done_tx, tx_done_rx) = watch::channel(false);
     let mut tx_tasks = transaction::spawn(db, &opts.workload, rec, &stop_rx, &tx_done_rx);
@@ -300,6 +301,11 @@ async fn phases(opts: &RunOptions, db: &mut Db, rec: &Recorder, steps: &[schedul
     .await;
     if joined.is_err() {
         tx_tasks.abort_all();
+    }
+    if opts.workload.pop_consumers > 0 {
+        // Messages left in flight by the stopped consumers come back after their invisible time.
+        let deadline = settle_deadline(opts, crate::pop::POP_SETTLE_TIMEOUT_MS);
+        crate::pop::settle(&db.layout, &opts.workload.topic, rec, deadline).await;
     }
     workload::final_drain(db, &opts.workload, rec, Instant::now() + Duration::from_millis(DRAIN_TIMEOUT_MS)).await?;
     match fault_error {

@@ -8,6 +8,7 @@
 //! delay producers d<i>.<incarnation>: delayed and timer sends, one at a time (crate::delay; spawned apart)
 //! consumers       c<i>:       subscribe (rebalance), poll, record reads, commit every second
 //! orderly         o<i>.<incarnation>: orderly push consumers, restarted every 6–15 s (crate::orderly; spawned apart)
+//! pop             q<i>:       POP consumers: pop, ack most, let some expire (crate::pop; spawned apart)
 //! monitor:                    the broker's stored consumer offset of every queue, every second
 //! final drain:                a fresh consumer assigned every queue, seek 0, read to the max offset
 //! ```
@@ -72,6 +73,8 @@ pub struct WorkloadConfig {
     pub consumers: usize,
     /// Orderly push consumers (`o<i>`, [`crate::orderly`]); 0 = none.
     pub orderly_consumers: usize,
+    /// POP consumers (`q<i>`, [`crate::pop`]); 0 = none.
+    pub pop_consumers: usize,
     /// The consumer group.
     pub group: String,
 }

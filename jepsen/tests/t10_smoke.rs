@@ -87,6 +87,7 @@ fn options(name: &str, nemesis: &str, seed: u64, out: &Path, bin: &Path) -> RunO
             delay_producers: 0,
             consumers: 2,
             orderly_consumers: 0,
+            pop_consumers: 0,
             group: "jepsen_consumers".into(),
         },
         unsafe_ack_before_fsync: false,

@@ -12,6 +12,7 @@
 //! - [`divergence`]: replicas (each group's final members) whose committed logs differ.
 //! - [`early`]: delayed values read before their time.
 //! - [`order`]: orderly consumers processing one queue at once, or against its stored order.
+//! - [`pop`]: POP consumers missing an acknowledged send, or handed an acked message again.
 //!
 //! Invariant: a checker is valid only when it had the input to decide (e.g. `lost` with no final read
 //! is invalid): a harness that cannot fail proves nothing.
@@ -24,6 +25,7 @@ pub mod early;
 pub mod lost;
 pub mod offsets;
 pub mod order;
+pub mod pop;
 pub mod reorder;
 pub mod unexpected;
 
@@ -88,6 +90,7 @@ pub fn check_all(ops: &[Op], dumps: &[ReplicaDump]) -> Report {
         consumer_offset::check(ops),
         early::check(ops),
         order::check(ops),
+        pop::check(ops),
         divergence::check_members(dumps, &crate::history::final_members(ops)),
     ])
 }
