@@ -7,6 +7,8 @@
 //!         per message (seeded): ack now (most) │ never ack (its invisible time expires, it comes
 //!         back) │ ack after the invisible time (a stale receipt: the ack fails, it comes back)
 //!         invoke ack ─▶ ok (acked for good) │ fail (stale receipt) │ info (unknown)
+//!         the acks of one pop go out at once, from processes q<i>a<k> (one ack each at a time),
+//!         as a client acks a batch; late acks from q<i>l<n>
 //! settle (after the final heal): one process pops and acks everything until every group answered
 //!         nothing for longer than the invisible time plus a revive pass
 //! ```
@@ -52,7 +54,7 @@ pub const POP_INVISIBLE_MS: i64 = 4_000;
 /// How long one pop may wait for messages.
 pub const POP_POLL_MS: i64 = 1_000;
 /// Messages per pop.
-pub const POP_BATCH_COUNT: i32 = 16;
+pub const POP_BATCH_COUNT: i32 = 32;
 /// Deadline of one pop or ack beyond its poll time.
 pub const POP_RPC_TIMEOUT_MS: u64 = 3_000;
 /// Per mille of messages never acked (they come back after their invisible time).
@@ -60,7 +62,7 @@ pub const POP_SKIP_PER_MILLE: u32 = 80;
 /// Per mille of messages acked only after their invisible time (a stale receipt, usually).
 pub const POP_LATE_PER_MILLE: u32 = 20;
 /// How long the final settle may take.
-pub const POP_SETTLE_TIMEOUT_MS: u64 = 90_000;
+pub const POP_SETTLE_TIMEOUT_MS: u64 = 180_000;
 /// The settle is done once every group answered nothing for this long: longer than the invisible
 /// time plus a revive pass, so nothing left in flight can still come back.
 pub const POP_SETTLE_QUIET_MS: u64 = POP_INVISIBLE_MS as u64 + 3_000;
@@ -127,6 +129,7 @@ impl PopConsumer {
 
     async fn run(mut self, mut stop: watch::Receiver<bool>, mut rng: StdRng) {
         let mut late = JoinSet::new();
+        let mut late_count = 0u64;
         while !*stop.borrow() {
             for g in 0..self.groups.len() {
                 let group = self.groups[g].0.clone();
@@ -134,27 +137,39 @@ impl PopConsumer {
                     p = self.pop_recorded(&group) => p,
                     _ = stop.wait_for(|s| *s) => break,
                 };
+                let addr = self.leaders.get(&group).cloned().unwrap_or_default();
+                let mut now = Vec::new();
                 for p in popped {
                     let roll = rng.random_range(0..1_000);
                     if roll < POP_SKIP_PER_MILLE {
                         continue;
                     }
                     if roll < POP_SKIP_PER_MILLE + POP_LATE_PER_MILLE {
-                        let (client, rec, process, topic) =
-                            (self.client.clone(), self.rec.clone(), self.process.clone(), self.topic.clone());
-                        let addr = self.leaders.get(&group).cloned().unwrap_or_default();
+                        let (client, rec, topic, addr) =
+                            (self.client.clone(), self.rec.clone(), self.topic.clone(), addr.clone());
+                        let process = format!("{}l{late_count}", self.process);
+                        late_count += 1;
                         late.spawn(async move {
                             tokio::time::sleep(Duration::from_millis(POP_INVISIBLE_MS as u64 + 500)).await;
                             ack_recorded(&client, &rec, &process, &topic, &addr, &p).await;
                         });
                         continue;
                     }
-                    let addr = self.leaders.get(&group).cloned().unwrap_or_default();
-                    ack_recorded(&self.client, &self.rec, &self.process, &self.topic, &addr, &p).await;
+                    now.push(p);
                 }
+                self.ack_all(&addr, &now).await;
             }
         }
         late.abort_all();
+    }
+
+    /// Acks `popped` at once, each from its own ack process.
+    async fn ack_all(&self, addr: &str, popped: &[Popped]) {
+        let acks = popped.iter().enumerate().map(|(k, p)| {
+            let process = format!("{}a{k}", self.process);
+            async move { ack_recorded(&self.client, &self.rec, &process, &self.topic, addr, p).await }
+        });
+        futures::future::join_all(acks).await;
     }
 
     /// One recorded pop from `group`'s leader; the messages it handed out.
@@ -306,9 +321,7 @@ pub async fn settle(layout: &Layout, topic: &str, rec: &Recorder, deadline: Inst
                 quiet_since.remove(group);
             }
             let addr = c.leaders.get(group).cloned().unwrap_or_default();
-            for p in &popped {
-                ack_recorded(&c.client, rec, "qsettle", topic, &addr, p).await;
-            }
+            c.ack_all(&addr, &popped).await;
         }
         let quiet = Duration::from_millis(POP_SETTLE_QUIET_MS);
         if groups.iter().all(|g| quiet_since.get(g).is_some_and(|t| t.elapsed() >= quiet)) {
