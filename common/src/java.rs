@@ -8,11 +8,18 @@
 
 /// `String.hashCode()`: `h = 31 * h + c` over UTF-16 code units, wrapping at 32 bits.
 pub fn string_hash_code(s: &str) -> i32 {
+    string_hash_code_after(0, s)
+}
+
+/// `String.hashCode()` of `prefix + s`, where `h` is the hash code of `prefix`: the hash of a
+/// concatenation without building it (the apply path hashes an IndexFile key `topic#key` per
+/// message and allocated each one before).
+pub fn string_hash_code_after(h: i32, s: &str) -> i32 {
     if s.is_ascii() {
         // One UTF-16 unit per byte: the common case (header keys, most tags) without the decoder.
-        return s.bytes().fold(0i32, |h, b| h.wrapping_mul(31).wrapping_add(b as i32));
+        return s.bytes().fold(h, |h, b| h.wrapping_mul(31).wrapping_add(b as i32));
     }
-    s.encode_utf16().fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(unit as i32))
+    s.encode_utf16().fold(h, |h, unit| h.wrapping_mul(31).wrapping_add(unit as i32))
 }
 
 /// Orders `keys` as a `java.util.HashMap` with default capacity and load factor iterates them

@@ -162,5 +162,7 @@ fn de_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
             Ok(Bytes::from(out))
         }
     }
-    d.deserialize_byte_buf(V)
+    // `deserialize_bytes`: a borrowing decoder hands the bytes over in place (`visit_bytes`,
+    // one copy); an owning one still decodes a vector (`visit_byte_buf`).
+    d.deserialize_bytes(V)
 }

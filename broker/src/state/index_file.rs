@@ -39,6 +39,7 @@ use memmap2::MmapOptions;
 use raftmq_common::limits::INDEX_FILE_RESERVE_STEP_BYTES;
 use raftmq_common::message::properties;
 use raftmq_common::message::tag::index_key_hash;
+use raftmq_common::message::tag::topic_key_hash;
 use thiserror::Error;
 
 use crate::state::disk_space::DiskReservation;
@@ -245,12 +246,16 @@ impl IndexFile {
     /// when the file is full (the caller rolls a new one); an error when the disk has no room for
     /// the entry (nothing is written then).
     pub fn put_key(&mut self, key: &str, phy_offset: i64, store_timestamp_ms: i64) -> Result<bool, IndexError> {
+        self.put_hash(index_key_hash(key), phy_offset, store_timestamp_ms)
+    }
+
+    /// [`Self::put_key`] of a key given by its [`index_key_hash`] (all the file keeps of it).
+    pub fn put_hash(&mut self, key_hash: i32, phy_offset: i64, store_timestamp_ms: i64) -> Result<bool, IndexError> {
         if self.is_full() {
             return Ok(false);
         }
         let entry_end = self.entry_pos(self.header.index_count) + INDEX_ENTRY_SIZE_BYTES;
         self.space.reserve_through(entry_end as u64).map_err(|e| io_err("fallocate", &self.path, e))?;
-        let key_hash = index_key_hash(key);
         let slot = key_hash as u32 % self.sizes.slot_count;
         let slot_pos = INDEX_HEADER_SIZE_BYTES + slot as usize * INDEX_SLOT_SIZE_BYTES;
         let mut head = self.read_i32(slot_pos);
@@ -383,6 +388,24 @@ pub fn record_index_keys(topic: &str, properties: &str) -> Vec<String> {
     index_keys(topic, keys.unwrap_or("").split(properties::KEY_SEPARATOR), uniq).collect()
 }
 
+/// The [`index_key_hash`]es of [`record_index_keys`], in the same order, into `out` (cleared
+/// first): what the apply path indexes, with no key string built.
+pub fn record_index_key_hashes(topic: &str, properties: &str, out: &mut Vec<i32>) {
+    out.clear();
+    let (mut keys, mut uniq) = (None, None);
+    for (name, value) in
+        properties.split(properties::PROPERTY_SEPARATOR).filter_map(|p| p.split_once(properties::NAME_VALUE_SEPARATOR))
+    {
+        match name {
+            properties::KEYS => keys = Some(value),
+            properties::UNIQ_KEY => uniq = Some(value).filter(|u| !u.is_empty()),
+            _ => {}
+        }
+    }
+    let keys = keys.unwrap_or("").split(properties::KEY_SEPARATOR).filter(|k| !k.is_empty());
+    out.extend(keys.chain(uniq).map(|k| topic_key_hash(topic, k)));
+}
+
 /// The index directory: files oldest to newest, the newest one written.
 #[derive(Debug)]
 pub struct IndexService {
@@ -425,19 +448,31 @@ impl IndexService {
         store_timestamp_ms: i64,
         now_ms: i64,
     ) -> Result<(), IndexError> {
+        let hashes: Vec<i32> = keys.into_iter().map(|k| index_key_hash(&k)).collect();
+        self.put_hashes(&hashes, phy_offset, store_timestamp_ms, now_ms)
+    }
+
+    /// [`Self::put`] of keys given by their [`index_key_hash`]es.
+    pub fn put_hashes(
+        &mut self,
+        hashes: &[i32],
+        phy_offset: i64,
+        store_timestamp_ms: i64,
+        now_ms: i64,
+    ) -> Result<(), IndexError> {
         if phy_offset <= self.end_phy_offset() {
             return Ok(());
         }
-        for key in keys {
+        for &key_hash in hashes {
             let fits = match self.files.last_mut() {
-                Some(f) => f.put_key(&key, phy_offset, store_timestamp_ms)?,
+                Some(f) => f.put_hash(key_hash, phy_offset, store_timestamp_ms)?,
                 None => false,
             };
             if !fits {
                 self.roll(now_ms)?;
                 let file =
                     self.files.last_mut().ok_or_else(|| IndexError::InvalidSizes("no file after roll".into()))?;
-                if !file.put_key(&key, phy_offset, store_timestamp_ms)? {
+                if !file.put_hash(key_hash, phy_offset, store_timestamp_ms)? {
                     return Err(IndexError::InvalidSizes(format!("{:?} cannot hold one key", self.sizes)));
                 }
             }
@@ -645,6 +680,12 @@ mod tests {
         assert_eq!(record_index_keys("T", props), ["T#k1", "T#k2", "T#ABCD"]);
         assert_eq!(record_index_keys("T", "TAGS\u{1}a"), Vec::<String>::new());
         assert_eq!(record_index_keys("T", "garbage\u{2}\u{1}"), Vec::<String>::new());
+        let mut hashes = vec![7];
+        for props in [props, "TAGS\u{1}a", "garbage\u{2}\u{1}", "UNIQ_KEY\u{1}\u{2}KEYS\u{1} é x "] {
+            record_index_key_hashes("主题", props, &mut hashes);
+            let keys = record_index_keys("主题", props);
+            assert_eq!(hashes, keys.iter().map(|k| index_key_hash(k)).collect::<Vec<_>>(), "{props:?}");
+        }
     }
 
     #[test]

@@ -41,7 +41,6 @@
 //!   skipping, not replaying, keeps every replica's `DataVersion` equal). Their ConsumeQueue effects
 //!   (units, a deleted topic's queues) are applied, because queues are restored as of P.
 
-use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::io;
 use std::path::Path;
@@ -103,7 +102,7 @@ use crate::state::entry::tag;
 use crate::state::index_file::IndexError;
 use crate::state::index_file::IndexFileSizes;
 use crate::state::index_file::IndexService;
-use crate::state::index_file::record_index_keys;
+use crate::state::index_file::record_index_key_hashes;
 use crate::state::long_poll::Arrival;
 use crate::state::long_poll::Full;
 use crate::state::long_poll::LongPollRegistry;
@@ -517,7 +516,9 @@ impl MessageStore {
     }
 
     fn apply_messages(&self, payload: &[u8], payload_pos: u64) -> ApplyOutcome {
-        let mut arrived: BTreeMap<(String, i32), (u64, Vec<Arrival<'_>>)> = BTreeMap::new();
+        // Per queue of the entry, in first-arrival order: (topic, queue, max offset, arrivals).
+        // Borrowed from the payload: no owned topic per message.
+        let mut arrived: Vec<(&str, i32, u64, Vec<Arrival<'_>>)> = Vec::new();
         let planned = {
             let mut cq = unpoison(self.cq.write());
             let planned = match plan(payload, payload_pos, &*cq, &self.settings.delay_levels_ms) {
@@ -540,12 +541,25 @@ impl MessageStore {
                 return ApplyOutcome::LocalFailure(why);
             }
             self.apply_revives(&planned);
+            // The last queue found first: a run of one queue's records costs one compare each.
+            let mut last = 0;
             for req in planned.iter().filter(|r| r.action == CqAction::Append) {
-                let key = (req.topic().to_owned(), req.queue_id());
-                let arrival = Arrival { tags_code: req.unit.tags_code, properties: req.record.properties };
-                arrived.entry(key).or_default().1.push(arrival);
+                // The record's own field: borrowed from the payload, not from `planned`.
+                let (topic, queue_id) = (req.record.topic, req.queue_id());
+                let at = match arrived.get(last) {
+                    Some(a) if a.0 == topic && a.1 == queue_id => last,
+                    _ => match arrived.iter().position(|a| a.0 == topic && a.1 == queue_id) {
+                        Some(i) => i,
+                        None => {
+                            arrived.push((topic, queue_id, 0, Vec::new()));
+                            arrived.len() - 1
+                        }
+                    },
+                };
+                last = at;
+                arrived[at].3.push(Arrival { tags_code: req.unit.tags_code, properties: req.record.properties });
             }
-            for ((topic, queue_id), (max, _)) in arrived.iter_mut() {
+            for (topic, queue_id, max, _) in arrived.iter_mut() {
                 *max = cq.offsets(topic, *queue_id).1;
             }
             planned
@@ -554,7 +568,7 @@ impl MessageStore {
         if !arrived.is_empty() {
             let now = now_ms();
             let mut registry = self.long_poll();
-            for ((topic, queue_id), (max, arrivals)) in &arrived {
+            for (topic, queue_id, max, arrivals) in &arrived {
                 let max = i64::try_from(*max).unwrap_or(i64::MAX);
                 for woken in registry.notify(topic, *queue_id, max, Some(arrivals), now) {
                     // The waiter may have given up meanwhile; nothing to do then.
@@ -570,15 +584,17 @@ impl MessageStore {
     fn build_index(&self, planned: &[DispatchRequest<'_>]) {
         let mut index = unpoison(self.index.write());
         let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
+        // One buffer for the whole entry: the keys are hashed in place, no string per key.
+        let mut hashes = Vec::new();
         for req in planned {
             if TransactionType::of(req.record.sys_flag) == TransactionType::Rollback {
                 continue;
             }
-            let keys = record_index_keys(req.topic(), req.record.properties);
-            if keys.is_empty() {
+            record_index_key_hashes(req.topic(), req.record.properties, &mut hashes);
+            if hashes.is_empty() {
                 continue;
             }
-            if let Err(e) = index.put(keys, req.phy_offset(), req.record.store_timestamp, now) {
+            if let Err(e) = index.put_hashes(&hashes, req.phy_offset(), req.record.store_timestamp, now) {
                 error!(phy_offset = req.phy_offset(), error = %e, "IndexFile write failed; the record is not indexed");
             }
         }

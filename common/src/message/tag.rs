@@ -6,6 +6,7 @@
 //! (docs/store-format.md#tag-hash-code). The table test below pins those values for this module.
 
 use crate::java::string_hash_code;
+use crate::java::string_hash_code_after;
 
 /// The ConsumeQueue tags code (`MessageExtBrokerInner.tagsString2tagsCode`): the tag's hash code
 /// sign-extended to `i64`; no tag or an empty tag is 0.
@@ -20,6 +21,12 @@ pub fn tags_code(tags: Option<&str>) -> i64 {
 /// still negative in Java, becomes 0. Never negative, so `hash % slot_count` is a valid slot.
 pub fn index_key_hash(key: &str) -> i32 {
     string_hash_code(key).checked_abs().unwrap_or(0)
+}
+
+/// [`index_key_hash`] of the key `topic#key` RocketMQ's `IndexService` builds, without building it.
+pub fn topic_key_hash(topic: &str, key: &str) -> i32 {
+    let h = string_hash_code_after(string_hash_code_after(string_hash_code(topic), "#"), key);
+    h.checked_abs().unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -69,6 +76,10 @@ mod tests {
     #[test]
     fn index_key_hash_is_abs_with_min_to_zero() {
         assert_eq!(index_key_hash("TopicTest#OrderID188"), 1_231_271_670);
+        assert_eq!(topic_key_hash("TopicTest", "OrderID188"), 1_231_271_670);
+        for (topic, key) in [("T", ""), ("", "k"), ("主题", "键😀"), ("polygenelubricant", "s")] {
+            assert_eq!(topic_key_hash(topic, key), index_key_hash(&format!("{topic}#{key}")), "{topic}#{key}");
+        }
         assert_eq!(index_key_hash("polygenelubricants"), 0);
         assert_eq!(index_key_hash("TagA"), 2_598_919);
         assert_eq!(index_key_hash(""), 0);

@@ -168,9 +168,12 @@ pub fn encode_sized<T: Serialize>(msg: &T, capacity: usize) -> Result<Bytes, Wir
     Ok(Bytes::from(buf))
 }
 
-/// Decode a message; the whole input must be consumed.
-pub fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, WireError> {
-    let (msg, used) = bincode::serde::decode_from_slice(bytes, config()).map_err(|e| WireError(e.to_string()))?;
+/// Decode a message; the whole input must be consumed. Borrowing decode: a payload is copied once
+/// out of `bytes`, where the owning decode first zero-filled a fresh vector for it (bincode's
+/// `Vec<u8>`), a `memset` of every replicated byte on each follower.
+pub fn decode<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, WireError> {
+    let (msg, used) =
+        bincode::serde::borrow_decode_from_slice(bytes, config()).map_err(|e| WireError(e.to_string()))?;
     if used != bytes.len() {
         return Err(WireError(format!("{} trailing bytes", bytes.len() - used)));
     }
