@@ -1,5 +1,6 @@
 //! CI smoke test: four short schedules and the self-test against real `raftmq` processes; the
-//! `kill` schedule also runs two transaction producers (commit, rollback, check-resolved halves).
+//! `kill` schedule also runs two transaction producers (commit, rollback, check-resolved halves)
+//! and two POP consumers (judged by the `pop` checker).
 //!
 //! Skips, printing why, when the machine cannot run the harness (not root, no `ip netns`, no
 //! iptables), when the `raftmq` binary is missing (build it first: `cargo build -p raftmq`), when the
@@ -122,17 +123,19 @@ fn smoke_schedules_pass_and_the_self_test_finds_loss() {
     // ride lose-unfsynced: leaders die with messages waiting in the levels and between hops.
     // Orderly consumers ride partition: isolated leaders, and queues moving between consumers.
     // Pauses run with two NameServers, one or both cut at times: clients go on with the one left.
-    for (name, nemesis, tx_producers, delay_producers, orderly_consumers, namesrvs) in [
-        ("partition", "partition", 0, 0, 2, 1),
-        ("kill", "kill", 2, 0, 0, 1),
-        ("pause", "pause,namesrv", 0, 0, 0, 2),
-        ("lose-unfsynced", "lose-unfsynced,kill", 0, 1, 0, 1),
+    // POP consumers ride kill too: leaders die with messages in flight and acks on the way.
+    for (name, nemesis, tx_producers, delay_producers, orderly_consumers, pop_consumers, namesrvs) in [
+        ("partition", "partition", 0, 0, 2, 0, 1),
+        ("kill", "kill", 2, 0, 0, 2, 1),
+        ("pause", "pause,namesrv", 0, 0, 0, 0, 2),
+        ("lose-unfsynced", "lose-unfsynced,kill", 0, 1, 0, 0, 1),
     ] {
         let mut opts = options(name, nemesis, seed, &out, &bin);
         opts.namesrvs = namesrvs;
         opts.workload.tx_producers = tx_producers;
         opts.workload.delay_producers = delay_producers;
         opts.workload.orderly_consumers = orderly_consumers;
+        opts.workload.pop_consumers = pop_consumers;
         let outcome = run_blocking(&opts)
             .unwrap_or_else(|e| panic!("{name} (seed {seed}): run failed: {e}; see {}", out.join(name).display()));
         assert!(outcome.report.valid, "{name} (seed {seed}):\n{}", outcome.report.summary());
@@ -149,6 +152,11 @@ fn smoke_schedules_pass_and_the_self_test_finds_loss() {
                 "{name} (seed {seed}): no message processed in order:\n{}",
                 outcome.report.summary()
             );
+        }
+        if pop_consumers > 0 {
+            // Valid alone could mean no POP consumer ever acked a message.
+            let acks = outcome.report.result("pop").map_or(0, |r| r.get("acks"));
+            assert!(acks > 0, "{name} (seed {seed}): no message popped and acked:\n{}", outcome.report.summary());
         }
     }
     if let Err(e) = broker_accepts(&bin, true) {
