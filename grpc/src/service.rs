@@ -12,7 +12,6 @@
 
 use std::net::SocketAddr;
 
-use futures::StreamExt;
 use futures::stream::BoxStream;
 use raftmq_broker::processors::bridge::Bridge;
 use raftmq_broker::state::store::now_ms;
@@ -37,6 +36,7 @@ use crate::status::of_remoting;
 use crate::status::ok;
 use crate::status::status;
 use crate::telemetry::ServerSettings;
+use crate::telemetry_stream;
 use crate::transaction::end_transaction_command;
 
 /// A call's gRPC result.
@@ -214,12 +214,13 @@ impl messaging_service_server::MessagingService for Messaging {
     type TelemetryStream = BoxStream<'static, Result<TelemetryCommand, tonic::Status>>;
 
     async fn telemetry(&self, request: Request<Streaming<TelemetryCommand>>) -> Answer<Self::TelemetryStream> {
-        let server = self.server_settings();
-        let answers = request
-            .into_inner()
-            .map(move |command| command.map(|c| crate::telemetry::answer(c, server)))
-            .take_until(self.stopping.clone().cancelled_owned());
-        Ok(Response::new(answers.boxed()))
+        let stream = telemetry_stream::open(
+            self.bridge.clone(),
+            self.server_settings(),
+            request.into_inner(),
+            self.stopping.clone(),
+        );
+        Ok(Response::new(stream))
     }
 
     async fn notify_client_termination(

@@ -2,7 +2,9 @@
 //! against a 3-replica raftmq group serving the gRPC MessagingService on every replica.
 //!
 //! Its `Producer` sends normal, FIFO (message group), delay (delivery timestamp) and
-//! transactional messages (one committed, one rolled back) through the leader's gRPC port, and
+//! transactional messages (one committed, one rolled back, one left open that the broker's
+//! check-back asks about on the producer's Telemetry stream and the checker commits) through the
+//! leader's gRPC port, and
 //! normal messages through a follower's port (relayed to the leader). (rocketmq 5.0.0 cannot be
 //! given a list of addresses as its access point: it builds one URI of the whole list.) Then raftmq's own remoting pulls read the topics back from the leader:
 //! exactly the acknowledged and committed messages are stored, once each, with RocketMQ's
@@ -19,6 +21,8 @@ mod ports;
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
 use std::time::Instant;
 
@@ -41,6 +45,7 @@ use rocketmq::conf::SimpleConsumerOption;
 use rocketmq::model::common::FilterExpression;
 use rocketmq::model::common::FilterType;
 use rocketmq::model::message::MessageBuilder;
+use rocketmq::model::message::MessageView;
 use rocketmq::model::transaction::Transaction;
 use rocketmq::model::transaction::TransactionResolution;
 
@@ -130,7 +135,12 @@ async fn send_half(producer: &Producer, body: &str) -> Result<impl Transaction> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn t80_rocketmq5_producer_normal_fifo_delay_transactional_through_grpc() -> Result<()> {
-    let group = Group::start(3).await?;
+    let group = Group::start_with(3, |c| {
+        // Check-back soon after a half is left open, so the orphaned transaction is recovered quickly.
+        c.transaction_time_out = Duration::from_secs(1);
+        c.transaction_check_interval = Duration::from_millis(300);
+    })
+    .await?;
     let leader_id = group.wait_leader(WAIT).await?;
     let leader = group.addr(leader_id);
     let mut servers = BTreeMap::new();
@@ -199,13 +209,25 @@ async fn t80_rocketmq5_producer_normal_fifo_delay_transactional_through_grpc() -
         }
     }
 
-    // Transactions: one committed, one rolled back (the checker is never asked: both end at once).
-    let mut tx_producer = Producer::new_transaction_producer(
-        producer_option(),
-        client_option(&grpc_url(leader_id)),
-        Box::new(|_, _| TransactionResolution::ROLLBACK),
-    )
-    .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    // Transactions: one committed, one rolled back at once; one left open (its local transaction
+    // "unknown") that the broker's check-back asks about on the producer's Telemetry stream, and
+    // the checker commits. Only that one may be asked: the checker rolls back any other.
+    let to_commit_on_check: Arc<Mutex<BTreeSet<String>>> = Arc::default();
+    let checked: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let checker = {
+        let (to_commit_on_check, checked) = (Arc::clone(&to_commit_on_check), Arc::clone(&checked));
+        Box::new(move |transaction_id: String, message: MessageView| {
+            let id = message.message_id().to_owned();
+            let commit = to_commit_on_check.lock().is_ok_and(|ids| ids.contains(&id));
+            if let Ok(mut checked) = checked.lock() {
+                checked.push((id, transaction_id));
+            }
+            if commit { TransactionResolution::COMMIT } else { TransactionResolution::ROLLBACK }
+        })
+    };
+    let mut tx_producer =
+        Producer::new_transaction_producer(producer_option(), client_option(&grpc_url(leader_id)), checker)
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     tx_producer.start().await.map_err(|e| anyhow::anyhow!("transaction producer start: {e:?}"))?;
     let committed = send_half(&tx_producer, "committed").await?;
     let committed_id = committed.message_id().to_owned();
@@ -215,6 +237,13 @@ async fn t80_rocketmq5_producer_normal_fifo_delay_transactional_through_grpc() -
     let rolled_back = send_half(&tx_producer, "rolled back").await?;
     let rolled_back_id = rolled_back.message_id().to_owned();
     rolled_back.rollback().await.map_err(|e| anyhow::anyhow!("rollback: {e:?}"))?;
+    let orphan = send_half(&tx_producer, "committed on check-back").await?;
+    let orphan_id = orphan.message_id().to_owned();
+    let orphan_transaction_id = orphan.transaction_id().to_owned();
+    to_commit_on_check.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.insert(orphan_id.clone());
+    // Neither committed nor rolled back: the producer's local transaction is UNKNOWN.
+    drop(orphan);
+    expected.insert(orphan_id.clone());
 
     // Through a follower: relayed to the leader.
     let mut relayed = Vec::new();
@@ -253,6 +282,14 @@ async fn t80_rocketmq5_producer_normal_fifo_delay_transactional_through_grpc() -
         d.store_timestamp
     );
     assert_eq!(topic[&committed_id].message.body.as_ref(), b"committed");
+    assert_eq!(topic[&orphan_id].message.body.as_ref(), b"committed on check-back");
+    let checked = checked.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.clone();
+    assert!(checked.iter().all(|(id, _)| *id == orphan_id), "only the open transaction is checked, not {checked:?}");
+    let (_, check_transaction_id) = checked.first().context("the open transaction was committed without a check")?;
+    assert_ne!(
+        *check_transaction_id, orphan_transaction_id,
+        "a check names the check copy of the half, not the half itself"
+    );
     for id in &relayed {
         assert_eq!(topic[id].message.property(properties::TAGS), Some("TagR"));
     }
