@@ -9,6 +9,9 @@
 //!    EndTransaction ─▶ transaction (pure: transaction id ↔ half offsets) ─▶ Bridge ─▶ END_TRANSACTION
 //!    Telemetry ─▶ telemetry_stream ─▶ telemetry (Settings answered; stack traces, verification refused)
 //!       ◀─ check_back (RecoverOrphanedTransactionCommand) ◀─ the broker's transaction check service
+//!    ReceiveMessage ─▶ receive (pure: POP_MESSAGE; records → a status and the messages) ─▶ Bridge
+//!    AckMessage / ChangeInvisibleDuration / ForwardMessageToDeadLetterQueue ─▶ ack (pure: receipt
+//!       handles as extraInfo) ─▶ Bridge ─▶ ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, CONSUMER_SEND_MSG_BACK
 //!    stored records ─▶ message (pure: MessageExt → pb Message, the proxy's system properties)
 //!    response codes ◀─ status (remoting ResponseCode → apache.rocketmq.v2.Code, as the proxy maps)
 //! ```
@@ -18,6 +21,7 @@
 //! `raftmq_broker::processors::bridge::Bridge`, and a message sent over gRPC is stored by exactly the
 //! remoting path (acknowledged after quorum fsync and apply).
 
+pub mod ack;
 pub mod check_back;
 pub mod error;
 pub mod message;

@@ -6,6 +6,7 @@
 //! message verification are not supported, so a client's reply to one, or such a command sent by a
 //! client, is refused with a status saying so; the stream stays open. Pure.
 
+use raftmq_common::limits::GRPC_LONG_POLLING_MAX_MS;
 use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
 
 use crate::message::duration;
@@ -30,8 +31,6 @@ const BACKOFF_MAX_MS: u64 = 1_000;
 const BACKOFF_MULTIPLIER: f32 = 2.0;
 /// Messages one receive returns at most (the proxy's default `receiveBatchSize`).
 const RECEIVE_BATCH_COUNT: i32 = 32;
-/// A receive's long-polling time (the proxy's default).
-const LONG_POLLING_TIMEOUT_MS: u64 = 30_000;
 
 /// What the server tells every client.
 #[derive(Debug, Clone, Copy)]
@@ -71,7 +70,7 @@ pub fn settings_answer(client: &Settings, server: ServerSettings, group: Option<
         Some(PubSub::Subscription(s)) => {
             s.fifo = Some(group.is_some_and(|g| g.fifo));
             s.receive_batch_size = Some(RECEIVE_BATCH_COUNT);
-            s.long_polling_timeout = Some(duration(LONG_POLLING_TIMEOUT_MS));
+            s.long_polling_timeout = Some(duration(GRPC_LONG_POLLING_MAX_MS));
             if let (Some(g), Some(policy)) = (group, answer.backoff_policy.as_mut()) {
                 policy.max_attempts = g.retry_max_times.saturating_add(1);
             }

@@ -43,6 +43,8 @@ pub const BRIDGED_CODES: &[RequestCode] = &[
     RequestCode::PopMessage,
     RequestCode::AckMessage,
     RequestCode::ChangeMessageInvisibletime,
+    // A gRPC consumer's ForwardMessageToDeadLetterQueue (straight to `%DLQ%<group>`).
+    RequestCode::ConsumerSendMsgBack,
 ];
 
 /// One replica's processors as another protocol reaches them.
@@ -70,6 +72,14 @@ impl Bridge {
     /// The subscription group's config, when the group exists.
     pub fn subscription_group(&self, group: &str) -> Option<SubscriptionGroupConfig> {
         self.ctx.store.metadata().groups.get(group).cloned()
+    }
+
+    /// The CommitLog offset of message `queue_offset` of (`topic`, `queue_id`), when this replica
+    /// has applied it (a gRPC dead-letter forward names a message by its queue and offset).
+    pub fn commit_log_offset(&self, topic: &str, queue_id: i32, queue_offset: u64) -> Option<i64> {
+        let queues = self.ctx.store.consume_queues();
+        let unit = queues.get(topic, queue_id)?.unit_at(queue_offset)?;
+        unit.is_message().then_some(unit.phy_offset)
     }
 
     /// Whether this replica leads and takes writes now.
