@@ -603,6 +603,15 @@ pub const GRPC_USER_PROPERTIES_MAX_BYTES: usize = 16 * 1024;
 pub const GRPC_MESSAGE_GROUP_MAX_BYTES: usize = 64;
 /// Longest client-assigned message id (`UNIQ_KEY`) accepted over gRPC.
 pub const GRPC_MESSAGE_ID_MAX_BYTES: usize = 128;
+/// Commands queued for one client's Telemetry stream (settings answers, transaction checks); a
+/// check that finds it full is not delivered and the half is checked again in a later round.
+pub const GRPC_TELEMETRY_OUTBOX_MAX_COUNT: usize = 64;
+/// Longest a gRPC receive waits for messages (the proxy's `grpcClientConsumerMaxLongPollingTimeoutMillis`);
+/// also what a receive naming no time waits, and the time the consumers' settings announce.
+pub const GRPC_LONG_POLLING_MAX_MS: u64 = 20_000;
+/// Invisible time of a receive that names none because its client renews it (`auto_renew`; the
+/// proxy's `defaultInvisibleTimeMills`).
+pub const GRPC_RECEIVE_INVISIBLE_DEFAULT_MS: u64 = 60_000;
 
 const _: () = assert!(GRPC_DECODING_MESSAGE_MAX_BYTES >= MESSAGE_BODY_SIZE_MAX_BYTES);
 // A bridged send may wait for a leader and then be relayed; both fit in one call's deadline.

@@ -7,7 +7,12 @@
 //!    QueryRoute / QueryAssignment ─▶ route (pure: topic config → queues, endpoints)
 //!    SendMessage ─▶ send (pure: pb Message → SEND_MESSAGE) ─▶ Bridge ─▶ the broker's send path
 //!    EndTransaction ─▶ transaction (pure: transaction id ↔ half offsets) ─▶ Bridge ─▶ END_TRANSACTION
-//!    Telemetry ─▶ telemetry (Settings answered, other commands refused with a status)
+//!    Telemetry ─▶ telemetry_stream ─▶ telemetry (Settings answered; stack traces, verification refused)
+//!       ◀─ check_back (RecoverOrphanedTransactionCommand) ◀─ the broker's transaction check service
+//!    ReceiveMessage ─▶ receive (pure: POP_MESSAGE; records → a status and the messages) ─▶ Bridge
+//!    AckMessage / ChangeInvisibleDuration / ForwardMessageToDeadLetterQueue ─▶ ack (pure: receipt
+//!       handles as extraInfo) ─▶ Bridge ─▶ ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, CONSUMER_SEND_MSG_BACK
+//!    stored records ─▶ message (pure: MessageExt → pb Message, the proxy's system properties)
 //!    response codes ◀─ status (remoting ResponseCode → apache.rocketmq.v2.Code, as the proxy maps)
 //! ```
 //!
@@ -16,14 +21,19 @@
 //! `raftmq_broker::processors::bridge::Bridge`, and a message sent over gRPC is stored by exactly the
 //! remoting path (acknowledged after quorum fsync and apply).
 
+pub mod ack;
+pub mod check_back;
 pub mod error;
+pub mod message;
 pub mod pb;
+pub mod receive;
 pub mod route;
 pub mod send;
 pub mod server;
 pub mod service;
 pub mod status;
 pub mod telemetry;
+pub mod telemetry_stream;
 pub mod transaction;
 
 pub use error::GrpcError;

@@ -2,21 +2,27 @@
 //! with a proto `Status` in its response, as RocketMQ's proxy does; an RPC raftmq does not serve
 //! yet answers gRPC UNIMPLEMENTED with a message at once, so no call hangs.
 //!
-//! Served: QueryRoute, Heartbeat, SendMessage, QueryAssignment, EndTransaction, Telemetry,
-//! NotifyClientTermination. Not yet (POP consumption and offsets, issue 33's next slices):
-//! ReceiveMessage, AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue,
-//! PullMessage, UpdateOffset, GetOffset, QueryOffset, RecallMessage, SyncLiteSubscription.
+//! Served: QueryRoute, Heartbeat, SendMessage, QueryAssignment, EndTransaction, Telemetry (with
+//! transaction check-back), NotifyClientTermination, and POP consumption: ReceiveMessage,
+//! AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue. Not yet: PullMessage,
+//! UpdateOffset, GetOffset, QueryOffset, RecallMessage, SyncLiteSubscription.
 //!
-//! Writes go through `raftmq_broker`'s `Bridge`: the remoting processors on the leader, relayed
-//! there by a follower.
+//! Requests go through `raftmq_broker`'s `Bridge`: the remoting processors on the leader, relayed
+//! there by a follower. ReceiveMessage answers its stream at once and waits inside it, so its long
+//! polling is bounded by the call's own deadline, not the server's per-call timeout; a follower
+//! relays within the relay timeout, so its long polling is bounded by that.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use raftmq_broker::processors::bridge::Bridge;
 use raftmq_broker::state::store::now_ms;
+use raftmq_common::limits::GRPC_LONG_POLLING_MAX_MS;
+use raftmq_common::limits::GRPC_RECEIVE_INVISIBLE_DEFAULT_MS;
 use raftmq_common::limits::GRPC_SEND_MESSAGES_MAX_COUNT;
+use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
 use raftmq_common::message::validate::validate_group;
 use raftmq_common::message::validate::validate_topic;
 use tokio_util::sync::CancellationToken;
@@ -24,7 +30,10 @@ use tonic::Request;
 use tonic::Response;
 use tonic::Streaming;
 
+use crate::ack;
 use crate::pb::*;
+use crate::receive;
+use crate::receive::ReceiveLimits;
 use crate::route::assignments;
 use crate::route::endpoints_of;
 use crate::route::message_queues;
@@ -37,10 +46,18 @@ use crate::status::of_remoting;
 use crate::status::ok;
 use crate::status::status;
 use crate::telemetry::ServerSettings;
+use crate::telemetry_stream;
 use crate::transaction::end_transaction_command;
 
 /// A call's gRPC result.
 type Answer<T> = Result<Response<T>, tonic::Status>;
+
+/// How a receive is bounded.
+const RECEIVE_LIMITS: ReceiveLimits = ReceiveLimits {
+    polling_default_ms: GRPC_LONG_POLLING_MAX_MS,
+    polling_max_ms: GRPC_LONG_POLLING_MAX_MS,
+    invisible_default_ms: GRPC_RECEIVE_INVISIBLE_DEFAULT_MS,
+};
 
 /// The MessagingService of one replica.
 #[derive(Debug, Clone)]
@@ -55,8 +72,7 @@ pub struct Messaging {
 /// UNIMPLEMENTED for an RPC raftmq does not serve yet.
 fn not_served<T>(rpc: &str) -> Answer<T> {
     Err(tonic::Status::unimplemented(format!(
-        "raftmq does not serve {rpc} yet: POP consumption over gRPC is not implemented; \
-         consume with a remoting (4.x) consumer"
+        "raftmq does not serve {rpc} yet: consume with POP (ReceiveMessage) or a remoting (4.x) consumer"
     )))
 }
 
@@ -132,6 +148,106 @@ impl Messaging {
         SendMessageResponse { status: Some(overall_status(&entries)), entries }
     }
 
+    /// The responses of one receive.
+    async fn receive(
+        bridge: Bridge,
+        peer: SocketAddr,
+        request: ReceiveMessageRequest,
+        deadline: Option<Duration>,
+    ) -> Vec<ReceiveMessageResponse> {
+        let group = request.group.as_ref().map(|g| g.name.as_str()).unwrap_or_default();
+        let fifo = bridge.subscription_group(group).is_some_and(|c| receive::is_fifo(&c));
+        // A follower relays within the relay timeout: it may hold the request only that long.
+        let deadline = if bridge.is_ready_leader() {
+            deadline
+        } else {
+            let relay = Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS);
+            Some(deadline.map_or(relay, |d| d.min(relay)))
+        };
+        match receive::pop_command(&request, fifo, deadline, RECEIVE_LIMITS, now_ms() as i64) {
+            Ok(command) => {
+                let answer = bridge.answer(peer, command).await;
+                receive::receive_responses(&answer, &bridge.config().broker_name)
+            }
+            Err(refused) => vec![receive::status_response(refused)],
+        }
+    }
+
+    async fn ack(&self, peer: SocketAddr, request: AckMessageRequest) -> AckMessageResponse {
+        let refused = |s: Status| AckMessageResponse { status: Some(s), entries: Vec::new() };
+        let group = match receive::group_of(request.group.as_ref()) {
+            Ok(g) => g,
+            Err(s) => return refused(s),
+        };
+        let topic = match receive::topic_name(request.topic.as_ref()) {
+            Ok(t) => t,
+            Err(s) => return refused(s),
+        };
+        if request.entries.is_empty() {
+            return refused(status(Code::BadRequest, "no entry to acknowledge"));
+        }
+        let broker_name = &self.bridge.config().broker_name;
+        let entries = futures::future::join_all(request.entries.iter().map(|entry| async move {
+            let status = match ack::receipt(&entry.receipt_handle, broker_name) {
+                Ok(receipt) => {
+                    let answer = self.bridge.answer(peer, ack::ack_command(group, topic, &receipt)).await;
+                    ack::receipt_answer_status(&answer)
+                }
+                Err(invalid) => invalid,
+            };
+            ack::ack_result(&entry.message_id, &entry.receipt_handle, status)
+        }))
+        .await;
+        AckMessageResponse { status: Some(ack::overall_status(&entries)), entries }
+    }
+
+    async fn change_invisible(
+        &self,
+        peer: SocketAddr,
+        request: &ChangeInvisibleDurationRequest,
+    ) -> Result<ChangeInvisibleDurationResponse, Status> {
+        let group = receive::group_of(request.group.as_ref())?;
+        let topic = receive::topic_name(request.topic.as_ref())?;
+        let (command, old) = ack::change_command(request, group, topic, &self.bridge.config().broker_name)?;
+        let answer = self.bridge.answer(peer, command).await;
+        let (status, receipt_handle) = ack::change_answer(&answer, &old);
+        Ok(ChangeInvisibleDurationResponse { status: Some(status), receipt_handle })
+    }
+
+    /// The proxy's dead-letter forward: the message sent back straight to `%DLQ%<group>`, then
+    /// its handle acked.
+    async fn dead_letter(&self, peer: SocketAddr, request: &ForwardMessageToDeadLetterQueueRequest) -> Status {
+        let checked = receive::group_of(request.group.as_ref())
+            .and_then(|g| receive::topic_name(request.topic.as_ref()).map(|t| (g, t)))
+            .and_then(|(g, t)| {
+                ack::receipt(&request.receipt_handle, &self.bridge.config().broker_name).map(|r| (g, t, r))
+            });
+        let (group, topic, receipt) = match checked {
+            Ok(c) => c,
+            Err(refused) => return refused,
+        };
+        let stored_topic = receipt.stored_topic(group, topic);
+        let Some(commit_log_offset) = u64::try_from(receipt.queue_offset)
+            .ok()
+            .and_then(|offset| self.bridge.commit_log_offset(&stored_topic, receipt.info.queue_id, offset))
+        else {
+            return status(Code::InvalidReceiptHandle, "the message the receipt handle names is not stored here");
+        };
+        let command = ack::dead_letter_command(group, topic, &request.message_id, commit_log_offset);
+        let answer = self.bridge.answer(peer, command).await;
+        let sent = of_remoting(answer.response_code(), answer.remark.as_deref());
+        if sent.code != Code::Ok as i32 {
+            return sent;
+        }
+        let acked = self.bridge.answer(peer, ack::ack_command(group, topic, &receipt)).await;
+        let acked = ack::receipt_answer_status(&acked);
+        if acked.code != Code::Ok as i32 {
+            // Already in the dead-letter queue; the handle was stale, so it may be delivered again.
+            tracing::debug!(status = ?acked, "dead-lettered message not acked");
+        }
+        sent
+    }
+
     fn server_settings(&self) -> ServerSettings {
         ServerSettings { max_body_bytes: self.bridge.max_message_size_bytes() }
     }
@@ -166,19 +282,29 @@ impl messaging_service_server::MessagingService for Messaging {
 
     type ReceiveMessageStream = BoxStream<'static, Result<ReceiveMessageResponse, tonic::Status>>;
 
-    async fn receive_message(&self, _request: Request<ReceiveMessageRequest>) -> Answer<Self::ReceiveMessageStream> {
-        not_served("ReceiveMessage")
+    async fn receive_message(&self, request: Request<ReceiveMessageRequest>) -> Answer<Self::ReceiveMessageStream> {
+        let peer = Self::peer(&request);
+        let deadline =
+            request.metadata().get("grpc-timeout").and_then(|v| v.to_str().ok()).and_then(receive::grpc_timeout);
+        let responses = Self::receive(self.bridge.clone(), peer, request.into_inner(), deadline);
+        let stream = futures::stream::once(responses)
+            .flat_map(|responses| futures::stream::iter(responses.into_iter().map(Ok)))
+            .take_until(self.stopping.clone().cancelled_owned());
+        Ok(Response::new(stream.boxed()))
     }
 
-    async fn ack_message(&self, _request: Request<AckMessageRequest>) -> Answer<AckMessageResponse> {
-        not_served("AckMessage")
+    async fn ack_message(&self, request: Request<AckMessageRequest>) -> Answer<AckMessageResponse> {
+        let peer = Self::peer(&request);
+        Ok(Response::new(self.ack(peer, request.into_inner()).await))
     }
 
     async fn forward_message_to_dead_letter_queue(
         &self,
-        _request: Request<ForwardMessageToDeadLetterQueueRequest>,
+        request: Request<ForwardMessageToDeadLetterQueueRequest>,
     ) -> Answer<ForwardMessageToDeadLetterQueueResponse> {
-        not_served("ForwardMessageToDeadLetterQueue")
+        let peer = Self::peer(&request);
+        let status = self.dead_letter(peer, request.get_ref()).await;
+        Ok(Response::new(ForwardMessageToDeadLetterQueueResponse { status: Some(status) }))
     }
 
     type PullMessageStream = BoxStream<'static, Result<PullMessageResponse, tonic::Status>>;
@@ -214,12 +340,13 @@ impl messaging_service_server::MessagingService for Messaging {
     type TelemetryStream = BoxStream<'static, Result<TelemetryCommand, tonic::Status>>;
 
     async fn telemetry(&self, request: Request<Streaming<TelemetryCommand>>) -> Answer<Self::TelemetryStream> {
-        let server = self.server_settings();
-        let answers = request
-            .into_inner()
-            .map(move |command| command.map(|c| crate::telemetry::answer(c, server)))
-            .take_until(self.stopping.clone().cancelled_owned());
-        Ok(Response::new(answers.boxed()))
+        let stream = telemetry_stream::open(
+            self.bridge.clone(),
+            self.server_settings(),
+            request.into_inner(),
+            self.stopping.clone(),
+        );
+        Ok(Response::new(stream))
     }
 
     async fn notify_client_termination(
@@ -231,9 +358,13 @@ impl messaging_service_server::MessagingService for Messaging {
 
     async fn change_invisible_duration(
         &self,
-        _request: Request<ChangeInvisibleDurationRequest>,
+        request: Request<ChangeInvisibleDurationRequest>,
     ) -> Answer<ChangeInvisibleDurationResponse> {
-        not_served("ChangeInvisibleDuration")
+        let peer = Self::peer(&request);
+        let response = self.change_invisible(peer, request.get_ref()).await.unwrap_or_else(|refused| {
+            ChangeInvisibleDurationResponse { status: Some(refused), receipt_handle: String::new() }
+        });
+        Ok(Response::new(response))
     }
 
     async fn recall_message(&self, _request: Request<RecallMessageRequest>) -> Answer<RecallMessageResponse> {

@@ -1,14 +1,15 @@
-//! The Telemetry stream: each command a client sends gets one answer. A client's `Settings` are
+//! The Telemetry stream's answers: each command a client sends gets one. A client's `Settings` are
 //! answered with the server's view of them (RocketMQ proxy's `GrpcClientSettingsManager`: retry
-//! policy, request timeout, the broker's max body size, consumer batch and long-polling defaults).
-//! raftmq sends no server-initiated command yet (transaction check-back, stack traces, message
-//! verification), so a client's reply to one, or a server-side command sent by a client, is
-//! refused with a status saying so; the stream stays open. Pure.
+//! policy, request timeout, the broker's max body size; for consumers the receive batch size, the
+//! long-polling time, `fifo` and the attempts from the subscription group). The one command the
+//! server sends on its own is the transaction check ([`crate::check_back`]); thread stack traces and
+//! message verification are not supported, so a client's reply to one, or such a command sent by a
+//! client, is refused with a status saying so; the stream stays open. Pure.
 
-use std::time::Duration;
-
+use raftmq_common::limits::GRPC_LONG_POLLING_MAX_MS;
 use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
 
+use crate::message::duration;
 use crate::pb::Code;
 use crate::pb::ExponentialBackoff;
 use crate::pb::Metric;
@@ -30,8 +31,6 @@ const BACKOFF_MAX_MS: u64 = 1_000;
 const BACKOFF_MULTIPLIER: f32 = 2.0;
 /// Messages one receive returns at most (the proxy's default `receiveBatchSize`).
 const RECEIVE_BATCH_COUNT: i32 = 32;
-/// A receive's long-polling time (the proxy's default).
-const LONG_POLLING_TIMEOUT_MS: u64 = 30_000;
 
 /// What the server tells every client.
 #[derive(Debug, Clone, Copy)]
@@ -40,13 +39,18 @@ pub struct ServerSettings {
     pub max_body_bytes: u32,
 }
 
-fn duration(ms: u64) -> prost_types::Duration {
-    let d = Duration::from_millis(ms);
-    prost_types::Duration { seconds: d.as_secs() as i64, nanos: d.subsec_nanos() as i32 }
+/// What a consumer's subscription group decides (the proxy's `mergeSubscriptionData`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupSettings {
+    /// `consumeMessageOrderly`: messages of one message group are received in order.
+    pub fifo: bool,
+    /// `retryMaxTimes`: deliveries after the first before the dead-letter queue.
+    pub retry_max_times: i32,
 }
 
-/// The client's settings as the server fills them in.
-pub fn settings_answer(client: &Settings, server: ServerSettings) -> Settings {
+/// The client's settings as the server fills them in; `group` is the consumer's subscription group
+/// when it exists.
+pub fn settings_answer(client: &Settings, server: ServerSettings, group: Option<GroupSettings>) -> Settings {
     let mut answer = client.clone();
     answer.backoff_policy = Some(RetryPolicy {
         max_attempts: CLIENT_ATTEMPTS_MAX_COUNT,
@@ -64,31 +68,37 @@ pub fn settings_answer(client: &Settings, server: ServerSettings) -> Settings {
             p.validate_message_type = false;
         }
         Some(PubSub::Subscription(s)) => {
-            s.fifo = Some(s.fifo.unwrap_or(false));
+            s.fifo = Some(group.is_some_and(|g| g.fifo));
             s.receive_batch_size = Some(RECEIVE_BATCH_COUNT);
-            s.long_polling_timeout = Some(duration(LONG_POLLING_TIMEOUT_MS));
+            s.long_polling_timeout = Some(duration(GRPC_LONG_POLLING_MAX_MS));
+            if let (Some(g), Some(policy)) = (group, answer.backoff_policy.as_mut()) {
+                policy.max_attempts = g.retry_max_times.saturating_add(1);
+            }
         }
         None => {}
     }
     answer
 }
 
-/// The answer to one command of a client's Telemetry stream.
-pub fn answer(command: TelemetryCommand, server: ServerSettings) -> TelemetryCommand {
+/// The answer to one command of a client's Telemetry stream (`group`: see [`settings_answer`]).
+pub fn answer(command: TelemetryCommand, server: ServerSettings, group: Option<GroupSettings>) -> TelemetryCommand {
     let refuse = |code: Code, why: &str| TelemetryCommand { status: Some(status(code, why.to_owned())), command: None };
     match command.command {
         Some(Command::Settings(settings)) => TelemetryCommand {
             status: Some(ok()),
-            command: Some(Command::Settings(settings_answer(&settings, server))),
+            command: Some(Command::Settings(settings_answer(&settings, server, group))),
         },
-        Some(Command::ThreadStackTrace(_)) | Some(Command::VerifyMessageResult(_)) => refuse(
+        Some(
+            Command::ThreadStackTrace(_)
+            | Command::VerifyMessageResult(_)
+            | Command::PrintThreadStackTraceCommand(_)
+            | Command::VerifyMessageCommand(_),
+        ) => refuse(
             Code::Unsupported,
-            "raftmq sent no such command: thread stack traces and message verification are not supported",
+            "raftmq does not support thread stack traces or message verification over gRPC, and never asks for them",
         ),
         Some(
             Command::RecoverOrphanedTransactionCommand(_)
-            | Command::PrintThreadStackTraceCommand(_)
-            | Command::VerifyMessageCommand(_)
             | Command::ReconnectEndpointsCommand(_)
             | Command::NotifyUnsubscribeLiteCommand(_),
         ) => refuse(Code::BadRequest, "this command goes from the server to a client, not the other way"),
@@ -99,9 +109,11 @@ pub fn answer(command: TelemetryCommand, server: ServerSettings) -> TelemetryCom
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pb::PrintThreadStackTraceCommand;
     use crate::pb::Publishing;
     use crate::pb::Subscription;
     use crate::pb::ThreadStackTrace;
+    use crate::pb::VerifyMessageCommand;
 
     const SERVER: ServerSettings = ServerSettings { max_body_bytes: 4 << 20 };
 
@@ -115,7 +127,7 @@ mod tests {
             })),
             ..Default::default()
         };
-        let a = answer(TelemetryCommand { status: None, command: Some(Command::Settings(client)) }, SERVER);
+        let a = answer(TelemetryCommand { status: None, command: Some(Command::Settings(client)) }, SERVER, None);
         assert_eq!(a.status.unwrap().code, Code::Ok as i32);
         let Some(Command::Settings(s)) = a.command else { panic!("no settings answered") };
         let Some(PubSub::Publishing(p)) = s.pub_sub else { panic!("publishing lost") };
@@ -123,10 +135,18 @@ mod tests {
         assert_eq!(s.backoff_policy.unwrap().max_attempts, CLIENT_ATTEMPTS_MAX_COUNT);
 
         let consumer = Settings { pub_sub: Some(PubSub::Subscription(Subscription::default())), ..Default::default() };
-        let a = answer(TelemetryCommand { status: None, command: Some(Command::Settings(consumer)) }, SERVER);
+        let a =
+            answer(TelemetryCommand { status: None, command: Some(Command::Settings(consumer.clone())) }, SERVER, None);
         let Some(Command::Settings(s)) = a.command else { panic!("no settings answered") };
         let Some(PubSub::Subscription(sub)) = s.pub_sub else { panic!("subscription lost") };
         assert_eq!(sub.receive_batch_size, Some(RECEIVE_BATCH_COUNT));
+        assert_eq!(sub.fifo, Some(false));
+
+        let orderly = GroupSettings { fifo: true, retry_max_times: 3 };
+        let s = settings_answer(&consumer, SERVER, Some(orderly));
+        let Some(PubSub::Subscription(sub)) = s.pub_sub else { panic!("subscription lost") };
+        assert_eq!(sub.fifo, Some(true), "fifo is the group's consumeMessageOrderly");
+        assert_eq!(s.backoff_policy.unwrap().max_attempts, 4, "attempts are retryMaxTimes + 1");
     }
 
     #[test]
@@ -135,9 +155,18 @@ mod tests {
             status: None,
             command: Some(Command::ThreadStackTrace(ThreadStackTrace { nonce: "n".into(), thread_stack_trace: None })),
         };
-        assert_eq!(answer(trace, SERVER).status.unwrap().code, Code::Unsupported as i32);
+        assert_eq!(answer(trace, SERVER, None).status.unwrap().code, Code::Unsupported as i32);
+        for command in [
+            Command::PrintThreadStackTraceCommand(PrintThreadStackTraceCommand { nonce: "n".into() }),
+            Command::VerifyMessageCommand(VerifyMessageCommand { nonce: "n".into(), message: None }),
+        ] {
+            let a = answer(TelemetryCommand { status: None, command: Some(command) }, SERVER, None);
+            let status = a.status.unwrap();
+            assert_eq!(status.code, Code::Unsupported as i32);
+            assert!(status.message.contains("not support"), "{}", status.message);
+        }
         let empty = TelemetryCommand { status: None, command: None };
-        let a = answer(empty, SERVER);
+        let a = answer(empty, SERVER, None);
         assert_eq!(a.status.unwrap().code, Code::BadRequest as i32);
         assert!(a.command.is_none());
     }

@@ -2,13 +2,24 @@
 //! against a 3-replica raftmq group serving the gRPC MessagingService on every replica.
 //!
 //! Its `Producer` sends normal, FIFO (message group), delay (delivery timestamp) and
-//! transactional messages (one committed, one rolled back) through the leader's gRPC port, and
+//! transactional messages (one committed, one rolled back, one left open that the broker's
+//! check-back asks about on the producer's Telemetry stream and the checker commits) through the
+//! leader's gRPC port, and
 //! normal messages through a follower's port (relayed to the leader). (rocketmq 5.0.0 cannot be
 //! given a list of addresses as its access point: it builds one URI of the whole list.) Then raftmq's own remoting pulls read the topics back from the leader:
 //! exactly the acknowledged and committed messages are stored, once each, with RocketMQ's
 //! properties (UNIQ_KEY = the client's message id, TAGS, KEYS, __SHARDINGKEY, TIMER_DELIVER_MS),
 //! each message group in one queue in send order, the delayed message not stored before its time.
-//! Its `SimpleConsumer` is refused at once (UNIMPLEMENTED, with the reason) while POP is not served.
+//!
+//! Its `SimpleConsumer` consumes over POP (ReceiveMessage → the broker's replicated POP_MESSAGE):
+//! every message received once with its properties and delivery attempt 1 and acked; a message
+//! left unacked comes back after its invisible time from the retry topic with delivery attempt 2;
+//! ChangeInvisibleDuration answers a new receipt handle and the old one is then stale
+//! (INVALID_RECEIPT_HANDLE), as is an acked one; ForwardMessageToDeadLetterQueue puts a message in
+//! `%DLQ%<group>`; a group with `consumeMessageOrderly` receives each message group in send order.
+//! The RPCs rocketmq 5.0.0 does not call (ChangeInvisibleDuration, forwarding to the DLQ, acks of
+//! stale handles) are called on the replica's `Messaging` service in process, with the receipt
+//! handles the client received. rocketmq 5.0.0 has no PushConsumer.
 //! Waits poll with a deadline; nothing sleeps to synchronise.
 
 #[path = "../../tests/harness/group.rs"]
@@ -19,6 +30,8 @@ mod ports;
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
 use std::time::Instant;
 
@@ -30,9 +43,12 @@ use group::drain_queue;
 use raftmq_client::Admin;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::properties;
+use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::remoting::RemotingClient;
 use raftmq_grpc::GrpcServer;
+use raftmq_grpc::pb::messaging_service_server::MessagingService;
+use raftmq_grpc::service::Messaging;
 use rocketmq::Producer;
 use rocketmq::SimpleConsumer;
 use rocketmq::conf::ClientOption;
@@ -40,7 +56,9 @@ use rocketmq::conf::ProducerOption;
 use rocketmq::conf::SimpleConsumerOption;
 use rocketmq::model::common::FilterExpression;
 use rocketmq::model::common::FilterType;
+use rocketmq::model::message::AckMessageEntry;
 use rocketmq::model::message::MessageBuilder;
+use rocketmq::model::message::MessageView;
 use rocketmq::model::transaction::Transaction;
 use rocketmq::model::transaction::TransactionResolution;
 
@@ -130,7 +148,12 @@ async fn send_half(producer: &Producer, body: &str) -> Result<impl Transaction> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn t80_rocketmq5_producer_normal_fifo_delay_transactional_through_grpc() -> Result<()> {
-    let group = Group::start(3).await?;
+    let group = Group::start_with(3, |c| {
+        // Check-back soon after a half is left open, so the orphaned transaction is recovered quickly.
+        c.transaction_time_out = Duration::from_secs(1);
+        c.transaction_check_interval = Duration::from_millis(300);
+    })
+    .await?;
     let leader_id = group.wait_leader(WAIT).await?;
     let leader = group.addr(leader_id);
     let mut servers = BTreeMap::new();
@@ -199,13 +222,25 @@ async fn t80_rocketmq5_producer_normal_fifo_delay_transactional_through_grpc() -
         }
     }
 
-    // Transactions: one committed, one rolled back (the checker is never asked: both end at once).
-    let mut tx_producer = Producer::new_transaction_producer(
-        producer_option(),
-        client_option(&grpc_url(leader_id)),
-        Box::new(|_, _| TransactionResolution::ROLLBACK),
-    )
-    .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    // Transactions: one committed, one rolled back at once; one left open (its local transaction
+    // "unknown") that the broker's check-back asks about on the producer's Telemetry stream, and
+    // the checker commits. Only that one may be asked: the checker rolls back any other.
+    let to_commit_on_check: Arc<Mutex<BTreeSet<String>>> = Arc::default();
+    let checked: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let checker = {
+        let (to_commit_on_check, checked) = (Arc::clone(&to_commit_on_check), Arc::clone(&checked));
+        Box::new(move |transaction_id: String, message: MessageView| {
+            let id = message.message_id().to_owned();
+            let commit = to_commit_on_check.lock().is_ok_and(|ids| ids.contains(&id));
+            if let Ok(mut checked) = checked.lock() {
+                checked.push((id, transaction_id));
+            }
+            if commit { TransactionResolution::COMMIT } else { TransactionResolution::ROLLBACK }
+        })
+    };
+    let mut tx_producer =
+        Producer::new_transaction_producer(producer_option(), client_option(&grpc_url(leader_id)), checker)
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     tx_producer.start().await.map_err(|e| anyhow::anyhow!("transaction producer start: {e:?}"))?;
     let committed = send_half(&tx_producer, "committed").await?;
     let committed_id = committed.message_id().to_owned();
@@ -215,6 +250,13 @@ async fn t80_rocketmq5_producer_normal_fifo_delay_transactional_through_grpc() -
     let rolled_back = send_half(&tx_producer, "rolled back").await?;
     let rolled_back_id = rolled_back.message_id().to_owned();
     rolled_back.rollback().await.map_err(|e| anyhow::anyhow!("rollback: {e:?}"))?;
+    let orphan = send_half(&tx_producer, "committed on check-back").await?;
+    let orphan_id = orphan.message_id().to_owned();
+    let orphan_transaction_id = orphan.transaction_id().to_owned();
+    to_commit_on_check.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.insert(orphan_id.clone());
+    // Neither committed nor rolled back: the producer's local transaction is UNKNOWN.
+    drop(orphan);
+    expected.insert(orphan_id.clone());
 
     // Through a follower: relayed to the leader.
     let mut relayed = Vec::new();
@@ -253,6 +295,14 @@ async fn t80_rocketmq5_producer_normal_fifo_delay_transactional_through_grpc() -
         d.store_timestamp
     );
     assert_eq!(topic[&committed_id].message.body.as_ref(), b"committed");
+    assert_eq!(topic[&orphan_id].message.body.as_ref(), b"committed on check-back");
+    let checked = checked.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.clone();
+    assert!(checked.iter().all(|(id, _)| *id == orphan_id), "only the open transaction is checked, not {checked:?}");
+    let (_, check_transaction_id) = checked.first().context("the open transaction was committed without a check")?;
+    assert_ne!(
+        *check_transaction_id, orphan_transaction_id,
+        "a check names the check copy of the half, not the half itself"
+    );
     for id in &relayed {
         assert_eq!(topic[id].message.property(properties::TAGS), Some("TagR"));
     }
@@ -274,22 +324,262 @@ async fn t80_rocketmq5_producer_normal_fifo_delay_transactional_through_grpc() -
         stored_fifo.len()
     );
 
-    // POP is not served yet: a receive is answered at once with UNIMPLEMENTED and a reason.
-    let mut consumer_option = SimpleConsumerOption::default();
-    consumer_option.set_consumer_group("GrpcPopGroup");
-    consumer_option.set_topics(vec![TOPIC]);
-    let mut consumer = SimpleConsumer::new(consumer_option, client_option(&grpc_url(leader_id)))
-        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
-    consumer.start().await.map_err(|e| anyhow::anyhow!("simple consumer start: {e:?}"))?;
-    let asked = Instant::now();
-    let refused = consumer.receive(TOPIC, &FilterExpression::new(FilterType::Tag, "*")).await;
-    let error = format!("{:?}", refused.err().context("a receive must be refused while POP is not served")?);
-    assert!(error.contains("does not serve ReceiveMessage"), "the refusal says why: {error}");
-    assert!(asked.elapsed() < Duration::from_secs(5), "the refusal came at once, not after {:?}", asked.elapsed());
-    consumer.shutdown().await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
-
     producer.shutdown().await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
     tx_producer.shutdown().await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    for server in servers.into_values() {
+        server.shutdown().await;
+    }
+    group.shutdown().await;
+    Ok(())
+}
+
+const POP_TOPIC: &str = "GrpcPopTopic";
+const POP_FIFO_TOPIC: &str = "GrpcPopFifoTopic";
+const POP_GROUP: &str = "GrpcPopGroup";
+const FIFO_GROUP: &str = "GrpcFifoGroup";
+/// How long a message received and not acked stays invisible.
+const INVISIBLE: Duration = Duration::from_secs(3);
+
+fn any_tag() -> FilterExpression {
+    FilterExpression::new(FilterType::Tag, "*")
+}
+
+fn resource(name: &str) -> Option<raftmq_grpc::pb::Resource> {
+    Some(raftmq_grpc::pb::Resource { resource_namespace: String::new(), name: name.to_owned() })
+}
+
+async fn start_consumer(access_url: &str, group: &str, topic: &str) -> Result<SimpleConsumer> {
+    let mut option = SimpleConsumerOption::default();
+    option.set_consumer_group(group);
+    option.set_topics(vec![topic]);
+    let mut client = client_option(access_url);
+    // A receive finding nothing returns within this (the server holds it for a second less).
+    client.set_long_polling_timeout(Duration::from_secs(4));
+    let mut consumer = SimpleConsumer::new(option, client).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    consumer.start().await.map_err(|e| anyhow::anyhow!("simple consumer start: {e:?}"))?;
+    Ok(consumer)
+}
+
+/// Acks `handle` of a message of `POP_TOPIC` through the service in process; the entry's code.
+async fn ack_code(service: &Messaging, message_id: &str, handle: &str) -> Result<i32> {
+    let request = raftmq_grpc::pb::AckMessageRequest {
+        group: resource(POP_GROUP),
+        topic: resource(POP_TOPIC),
+        entries: vec![raftmq_grpc::pb::AckMessageEntry {
+            message_id: message_id.to_owned(),
+            receipt_handle: handle.to_owned(),
+            lite_topic: None,
+        }],
+    };
+    let response = service.ack_message(tonic::Request::new(request)).await?.into_inner();
+    let entry = response.entries.first().context("an ack answers each entry")?;
+    Ok(entry.status.as_ref().context("an entry has a status")?.code)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn t80_rocketmq5_simple_consumer_pop_ack_change_retry_dlq_fifo_through_grpc() -> Result<()> {
+    use raftmq_grpc::pb::Code;
+
+    let group = Group::start(3).await?;
+    let leader_id = group.wait_leader(WAIT).await?;
+    let leader = group.addr(leader_id);
+    let mut servers = BTreeMap::new();
+    for (id, broker) in &group.brokers {
+        servers.insert(*id, GrpcServer::bind(broker.bridge(), "127.0.0.1:0".parse()?).await?);
+    }
+    let url = format!("127.0.0.1:{}", servers[&leader_id].local_addr().port());
+    let service = Messaging::new(
+        group.brokers[&leader_id].bridge(),
+        servers[&leader_id].local_addr().port(),
+        tokio_util::sync::CancellationToken::new(),
+    );
+
+    let admin = Admin::new(&group.namesrv_addr)?;
+    for topic in [POP_TOPIC, POP_FIFO_TOPIC] {
+        let config = TopicConfig { read_queue_nums: QUEUES, write_queue_nums: QUEUES, ..TopicConfig::new(topic) };
+        admin.create_topic(&leader, &config).await?;
+    }
+    let orderly = SubscriptionGroupConfig { consume_message_orderly: true, ..SubscriptionGroupConfig::new(FIFO_GROUP) };
+    admin.create_subscription_group(&leader, &orderly).await?;
+    admin.shutdown().await;
+
+    let mut option = ProducerOption::default();
+    option.set_topics(vec![POP_TOPIC, POP_FIFO_TOPIC]);
+    let mut producer = Producer::new(option, client_option(&url)).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    producer.start().await.map_err(|e| anyhow::anyhow!("producer start: {e:?}"))?;
+    let mut sent = BTreeMap::new();
+    for i in 0..12 {
+        let message = MessageBuilder::builder()
+            .set_topic(POP_TOPIC)
+            .set_tag("TagP")
+            .set_keys(vec![format!("pop-{i}")])
+            .set_body(format!("pop-{i}").into_bytes())
+            .build()
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let id = producer.send(message).await.map_err(|e| anyhow::anyhow!("send {i}: {e:?}"))?.message_id().to_owned();
+        sent.insert(id, format!("pop-{i}"));
+    }
+
+    // Receive everything once: the first message is left unacked, the second renewed first.
+    let consumer = start_consumer(&url, POP_GROUP, POP_TOPIC).await?;
+    let mut received: BTreeMap<String, MessageView> = BTreeMap::new();
+    let mut left: Option<String> = None;
+    let mut renewed: Option<(String, String, String)> = None;
+    let deadline = Instant::now() + WAIT;
+    while received.len() < sent.len() {
+        if Instant::now() > deadline {
+            bail!("received only {} of {} messages", received.len(), sent.len());
+        }
+        let batch = consumer
+            .receive_with(POP_TOPIC, &any_tag(), 32, INVISIBLE)
+            .await
+            .map_err(|e| anyhow::anyhow!("receive: {e:?}"))?;
+        for m in batch {
+            let id = m.message_id().to_owned();
+            if left.as_ref() == Some(&id) {
+                continue; // its invisible time ended already: it is the retry checked below
+            }
+            assert!(!received.contains_key(&id), "{id} was received twice before its invisible time ended");
+            assert_eq!(sent.get(&id).map(|b| b.as_bytes()), Some(m.body()), "{id}'s body");
+            assert_eq!((m.topic(), m.tag()), (POP_TOPIC, Some("TagP")));
+            assert_eq!(m.delivery_attempt(), 1, "{id} is delivered for the first time");
+            assert!(!m.receipt_handle().is_empty(), "a received message carries its receipt handle");
+            if left.is_none() {
+                left = Some(id.clone());
+            } else if renewed.is_none() {
+                let old = m.receipt_handle();
+                let request = raftmq_grpc::pb::ChangeInvisibleDurationRequest {
+                    group: resource(POP_GROUP),
+                    topic: resource(POP_TOPIC),
+                    receipt_handle: old.clone(),
+                    invisible_duration: Some(prost_types::Duration { seconds: 30, nanos: 0 }),
+                    message_id: id.clone(),
+                    lite_topic: None,
+                    suspend: None,
+                };
+                let changed = service.change_invisible_duration(tonic::Request::new(request)).await?.into_inner();
+                assert_eq!(changed.status.as_ref().map(|s| s.code), Some(Code::Ok as i32), "{changed:?}");
+                assert!(!changed.receipt_handle.is_empty() && changed.receipt_handle != old, "a new receipt handle");
+                renewed = Some((id.clone(), old, changed.receipt_handle));
+            } else {
+                consumer.ack(&m).await.map_err(|e| anyhow::anyhow!("ack {id}: {e:?}"))?;
+            }
+            received.insert(id, m);
+        }
+    }
+    let (renewed_id, old_handle, new_handle) = renewed.context("no message was renewed")?;
+    assert_eq!(
+        ack_code(&service, &renewed_id, &old_handle).await?,
+        Code::InvalidReceiptHandle as i32,
+        "renewed: stale"
+    );
+    assert_eq!(ack_code(&service, &renewed_id, &new_handle).await?, Code::Ok as i32);
+    assert_eq!(ack_code(&service, &renewed_id, &new_handle).await?, Code::InvalidReceiptHandle as i32, "acked: stale");
+    assert_eq!(ack_code(&service, &renewed_id, "not a handle").await?, Code::InvalidReceiptHandle as i32);
+
+    // The unacked message comes back from the retry topic, its second attempt; nothing else does.
+    let left = left.context("no message was left unacked")?;
+    let deadline = Instant::now() + WAIT;
+    let again = loop {
+        if Instant::now() > deadline {
+            bail!("the unacked message {left} never came back");
+        }
+        let batch = consumer
+            .receive_with(POP_TOPIC, &any_tag(), 32, INVISIBLE)
+            .await
+            .map_err(|e| anyhow::anyhow!("receive: {e:?}"))?;
+        let mut found = None;
+        for m in batch {
+            assert_eq!(m.message_id(), left, "only the unacked message is delivered again");
+            found = Some(m);
+        }
+        if let Some(m) = found {
+            break m;
+        }
+    };
+    assert_eq!(again.delivery_attempt(), 2, "the second delivery is attempt 2");
+    assert_eq!((again.topic(), again.body()), (POP_TOPIC, sent[&left].as_bytes()), "the original topic and body");
+    consumer.ack(&again).await.map_err(|e| anyhow::anyhow!("ack of the retry: {e:?}"))?;
+
+    // Forwarded to the dead-letter queue: stored in %DLQ%<group>, and acked.
+    let message = MessageBuilder::builder()
+        .set_topic(POP_TOPIC)
+        .set_body(b"dead letter".to_vec())
+        .build()
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let dead_id = producer.send(message).await.map_err(|e| anyhow::anyhow!("send: {e:?}"))?.message_id().to_owned();
+    let deadline = Instant::now() + WAIT;
+    let dead = loop {
+        if Instant::now() > deadline {
+            bail!("{dead_id} was never received");
+        }
+        let batch = consumer
+            .receive_with(POP_TOPIC, &any_tag(), 32, Duration::from_secs(30))
+            .await
+            .map_err(|e| anyhow::anyhow!("receive: {e:?}"))?;
+        if let Some(m) = batch.into_iter().find(|m| m.message_id() == dead_id) {
+            break m;
+        }
+    };
+    let request = raftmq_grpc::pb::ForwardMessageToDeadLetterQueueRequest {
+        group: resource(POP_GROUP),
+        topic: resource(POP_TOPIC),
+        receipt_handle: dead.receipt_handle(),
+        message_id: dead_id.clone(),
+        delivery_attempt: 1,
+        max_delivery_attempts: 16,
+        lite_topic: None,
+    };
+    let forwarded = service.forward_message_to_dead_letter_queue(tonic::Request::new(request)).await?.into_inner();
+    assert_eq!(forwarded.status.as_ref().map(|s| s.code), Some(Code::Ok as i32), "{forwarded:?}");
+    assert_eq!(ack_code(&service, &dead_id, &dead.receipt_handle()).await?, Code::InvalidReceiptHandle as i32, "acked");
+    let client = RemotingClient::new();
+    let dlq = format!("%DLQ%{POP_GROUP}");
+    let in_dlq = drain_queue(&client, &leader, &dlq, 0).await?;
+    assert!(
+        in_dlq.iter().any(|m| m.message.property(properties::UNIQ_KEY) == Some(dead_id.as_str())),
+        "{dead_id} is in {dlq}"
+    );
+    consumer.shutdown().await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+
+    // FIFO: a group with consumeMessageOrderly receives each message group in send order.
+    let mut fifo_sent: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for step in 0..5 {
+        for g in ["fifo-A", "fifo-B"] {
+            let message = MessageBuilder::fifo_message_builder(POP_FIFO_TOPIC, format!("{g}/{step}").into_bytes(), g)
+                .build()
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            let id =
+                producer.send(message).await.map_err(|e| anyhow::anyhow!("fifo send: {e:?}"))?.message_id().to_owned();
+            fifo_sent.entry(g.to_owned()).or_default().push(id);
+        }
+    }
+    let fifo_consumer = start_consumer(&url, FIFO_GROUP, POP_FIFO_TOPIC).await?;
+    let mut fifo_received: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let deadline = Instant::now() + WAIT;
+    while fifo_received.values().map(Vec::len).sum::<usize>() < 10 {
+        if Instant::now() > deadline {
+            bail!("FIFO consumer received only {fifo_received:?}");
+        }
+        let batch = fifo_consumer
+            .receive_with(POP_FIFO_TOPIC, &any_tag(), 32, Duration::from_secs(30))
+            .await
+            .map_err(|e| anyhow::anyhow!("fifo receive: {e:?}"))?;
+        for m in batch {
+            let g = m.message_group().context("a FIFO message carries its message group")?.to_owned();
+            fifo_received.entry(g).or_default().push(m.message_id().to_owned());
+            fifo_consumer.ack(&m).await.map_err(|e| anyhow::anyhow!("fifo ack: {e:?}"))?;
+        }
+    }
+    assert_eq!(fifo_received, fifo_sent, "each message group is received once, in send order");
+    fifo_consumer.shutdown().await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    println!(
+        "t80 POP: {} received and acked, one retried with attempt 2, one renewed, one dead-lettered, FIFO in order",
+        received.len()
+    );
+
+    producer.shutdown().await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    drop(service);
     for server in servers.into_values() {
         server.shutdown().await;
     }

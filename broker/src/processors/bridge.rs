@@ -10,6 +10,9 @@
 //!    no ready leader known ─▶ waits (bounded) for one, then SERVICE_NOT_AVAILABLE naming the leader
 //! ```
 //!
+//! Transaction check-back reaches a gRPC producer through the checker its adapter registers
+//! ([`Bridge::register_transaction_checker`]).
+//!
 //! Invariants: only [`BRIDGED_CODES`] are answered (anything else is REQUEST_CODE_NOT_SUPPORTED);
 //! a bridged request has no connection, so nothing here registers a client channel; a relayed
 //! request is never relayed again.
@@ -23,12 +26,15 @@ use raftmq_common::limits::BRIDGE_LEADER_POLL_MS;
 use raftmq_common::limits::BRIDGE_LEADER_WAIT_MAX_MS;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use raftmq_common::protocol::body::topic::TopicConfig;
 
 use crate::config::broker_config::BrokerConfig;
 use crate::context::BrokerContext;
 use crate::processors::client_manage::forward;
 use crate::processors::router::BrokerProcessor;
+use crate::services::transaction_checker::CheckerRegistration;
+use crate::services::transaction_checker::TransactionChecker;
 
 /// The request codes a bridge answers.
 pub const BRIDGED_CODES: &[RequestCode] = &[
@@ -37,6 +43,8 @@ pub const BRIDGED_CODES: &[RequestCode] = &[
     RequestCode::PopMessage,
     RequestCode::AckMessage,
     RequestCode::ChangeMessageInvisibletime,
+    // A gRPC consumer's ForwardMessageToDeadLetterQueue (straight to `%DLQ%<group>`).
+    RequestCode::ConsumerSendMsgBack,
 ];
 
 /// One replica's processors as another protocol reaches them.
@@ -61,6 +69,19 @@ impl Bridge {
         self.ctx.store.metadata().topics.get(topic).cloned()
     }
 
+    /// The subscription group's config, when the group exists.
+    pub fn subscription_group(&self, group: &str) -> Option<SubscriptionGroupConfig> {
+        self.ctx.store.metadata().groups.get(group).cloned()
+    }
+
+    /// The CommitLog offset of message `queue_offset` of (`topic`, `queue_id`), when this replica
+    /// has applied it (a gRPC dead-letter forward names a message by its queue and offset).
+    pub fn commit_log_offset(&self, topic: &str, queue_id: i32, queue_offset: u64) -> Option<i64> {
+        let queues = self.ctx.store.consume_queues();
+        let unit = queues.get(topic, queue_id)?.unit_at(queue_offset)?;
+        unit.is_message().then_some(unit.phy_offset)
+    }
+
     /// Whether this replica leads and takes writes now.
     pub fn is_ready_leader(&self) -> bool {
         self.ctx.replica.ready_term().is_some()
@@ -69,6 +90,17 @@ impl Bridge {
     /// The leader's remoting address, as far as this replica knows.
     pub fn leader_addr(&self) -> Option<String> {
         self.ctx.replica.leader_addr()
+    }
+
+    /// Registers `checker` as a producer of `group` for transaction check-back until the
+    /// registration is dropped (a gRPC producer's Telemetry stream). Only the leader checks, so
+    /// only producers whose stream reaches the leader's adapter are asked.
+    pub fn register_transaction_checker(
+        &self,
+        group: &str,
+        checker: Arc<dyn TransactionChecker>,
+    ) -> CheckerRegistration {
+        self.ctx.clients.transaction_checkers().register(group, checker)
     }
 
     /// `maxMessageSize` now (UPDATE_BROKER_CONFIG may have changed it).

@@ -251,6 +251,7 @@ impl BrokerProcessor {
             RequestCode::PopMessage => pop::pop_message(&self.pop, request).await,
             RequestCode::AckMessage => pop::ack_message(&self.pop, request).await,
             RequestCode::ChangeMessageInvisibletime => pop::change_invisible_time(&self.pop, request).await,
+            RequestCode::ConsumerSendMsgBack => send_back::consumer_send_back(&self.send, request).await,
             _ => raftmq_common::remoting::processor::not_supported(request),
         }
     }

@@ -1,5 +1,6 @@
 //! `ClientManager`: the clients connected to this broker (RocketMQ's `ConsumerManager` +
-//! `ProducerManager` + `ClientHousekeepingService`). Local, not replicated: clients heartbeat every
+//! `ProducerManager` + `ClientHousekeepingService`), and the gRPC producers reachable for
+//! transaction check-back ([`TransactionCheckers`]). Local, not replicated: clients heartbeat every
 //! broker of the group. Orderly consumers' queue locks are replicated instead
 //! ([`crate::services::rebalance_lock`]).
 //!
@@ -23,6 +24,8 @@ use raftmq_common::protocol::body::heartbeat::MessageModel;
 use raftmq_common::protocol::body::heartbeat::SubscriptionData;
 use raftmq_common::remoting::Connection;
 use raftmq_common::sync::lock;
+
+use crate::services::transaction_checker::TransactionCheckers;
 
 /// One client connection of a group.
 #[derive(Debug, Clone)]
@@ -81,6 +84,8 @@ pub struct ClientManager {
     producers: Mutex<HashMap<String, HashMap<u64, ClientChannel>>>,
     /// Rotates [`ClientManager::producer_connection`]'s choice.
     producer_turn: std::sync::atomic::AtomicUsize,
+    /// Producers asked over another protocol (gRPC Telemetry streams).
+    checkers: TransactionCheckers,
 }
 
 impl ClientManager {
@@ -124,9 +129,15 @@ impl ClientManager {
         lock(&self.producers).entry(group.to_owned()).or_default().insert(channel.connection.id(), channel);
     }
 
-    /// Whether a producer of `group` is connected.
+    /// Whether a producer of `group` is connected, over remoting or as a registered checker.
     pub fn has_producer(&self, group: &str) -> bool {
         lock(&self.producers).get(group).is_some_and(|channels| channels.values().any(|c| !c.connection.is_closed()))
+            || self.checkers.has_open(group)
+    }
+
+    /// The producers reached for check-back over another protocol (gRPC).
+    pub fn transaction_checkers(&self) -> &TransactionCheckers {
+        &self.checkers
     }
 
     /// The live channels of a producer group, by client id; `None` when the group never connected

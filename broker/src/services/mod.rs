@@ -1,7 +1,7 @@
 //! Background services of a replica, each started with the handles it uses: group commit and
 //! offset commit (batching into Raft entries), the replica's leadership view, membership changes,
 //! NameServer registration, delay and timer delivery, retention, the disk guard (a leader with a
-//! full disk hands leadership over), the transaction check-back, the connected-client table and
+//! full disk hands leadership over), the transaction check-back (and the producers it reaches over gRPC), the connected-client table and
 //! orderly consumers' queue locks through Raft.
 
 pub mod client_manager;
@@ -21,3 +21,4 @@ pub mod timer;
 pub mod topic_create;
 #[allow(clippy::result_large_err)]
 pub mod transaction_check;
+pub mod transaction_checker;

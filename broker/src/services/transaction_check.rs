@@ -1,7 +1,8 @@
 //! The transaction check-back service (RocketMQ's `TransactionalMessageCheckService`): every
 //! `transactionCheckInterval` the ready leader reads the half queue from its check progress, passes
 //! ended chains, gives up halves checked `transactionCheckMax` times, re-puts due halves as copies
-//! and asks a producer of their group with CHECK_TRANSACTION_STATE; the progress is replicated as
+//! and asks a producer of their group with CHECK_TRANSACTION_STATE (a gRPC producer through its
+//! registered checker, [`crate::services::transaction_checker`]); the progress is replicated as
 //! consumer offsets of `CID_RMQ_SYS_TRANS`. Decisions and bookkeeping are
 //! [`crate::state::transaction`]. Invariant: the progress passes a half only after its copy (or its
 //! discard copy) is committed, or once its chain is ended.
@@ -40,6 +41,7 @@ use crate::services::group_commit::StoredRecord;
 use crate::services::record_writer::RecordWriter;
 use crate::services::replica::Replica;
 use crate::services::topic_create::ensure_topic;
+use crate::services::transaction_checker::CheckRequest;
 use crate::state::commit_log::RecordAtError;
 use crate::state::entry::BrokerCommand;
 use crate::state::entry::OffsetCommit;
@@ -359,13 +361,17 @@ async fn propose_progress(h: &CheckHandles, term: u64) {
     }
 }
 
-/// `sendCheckMessage`: asks one producer of the half's group about the copy just stored, oneway.
+/// `sendCheckMessage`: asks one producer of the half's group about the copy just stored: over its
+/// remoting connection (CHECK_TRANSACTION_STATE, oneway) or, with none, a registered checker (a gRPC
+/// producer's Telemetry stream).
 fn send_check(h: &CheckHandles, mut copy: MessageExt, at: StoredRecord) {
     let group = copy.message.property(properties::PGROUP).unwrap_or_default().to_owned();
-    let Some(connection) = h.clients.producer_connection(&group) else {
+    let connection = h.clients.producer_connection(&group);
+    let checker = if connection.is_none() { h.clients.transaction_checkers().pick(&group) } else { None };
+    if connection.is_none() && checker.is_none() {
         debug!(group, half = at.queue_offset, "no producer of the group connected; the half is checked again later");
         return;
-    };
+    }
     let offset_msg_id = OffsetMsgId::new(h.store_host, at.phy_offset).to_string();
     let uniq = copy.message.uniq_key().map(str::to_owned);
     let header = CheckTransactionStateRequestHeader {
@@ -383,6 +389,14 @@ fn send_check(h: &CheckHandles, mut copy: MessageExt, at: StoredRecord) {
     }
     copy.queue_offset = at.queue_offset;
     copy.commit_log_offset = at.phy_offset;
+    let Some(connection) = connection else {
+        if let Some(checker) = checker
+            && !checker.check(CheckRequest { header, message: copy })
+        {
+            debug!(group, half = at.queue_offset, "check not delivered to the gRPC producer; checked again later");
+        }
+        return;
+    };
     let mut body = BytesMut::new();
     if let Err(e) = encode_record_into(&copy, &mut body) {
         warn!(error = %e, "check message cannot be encoded");
