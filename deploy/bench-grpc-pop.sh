@@ -4,14 +4,16 @@
 #   remoting   `bench produce` (1 KiB, 256 sync senders) for DURATION to topic Rem
 #   grpc       `bench grpc-send` (1 KiB, 256 calls in flight) to the leader's gRPC endpoint, topic Grpc
 #   grpc-all   the same through every replica's endpoint in turn (followers relay to the leader)
-#   pop-drain  `bench pop --drain` (8 poppers, batch 32, 1 s long polling, one ACK_MESSAGE per
-#              message) by a new group: the catch-up of everything Rem holds
+#   pop-drain  `bench pop --drain` (POPPERS poppers, 8 by default, batch 32, 1 s long polling,
+#              one ACK_MESSAGE per message) by a new group: the catch-up of everything Rem holds
 #   push-drain `bench consume --from-first` (push consumer, 1 per listener call) by a new group,
 #              the same messages: the remoting catch-up to compare with
 #   live       `bench pop` beside `bench produce` (128 senders) on a fresh topic for DURATION
-# Prints one line per run: msg/s, p50/p99 ms, failures, the broker's cores and CPU per message.
+# Prints one line per run: msg/s, p50/p99 ms (pops: the pop's RT; push-drain: born-to-consume,
+# meaningless for a backlog), failures, the broker's cores and CPU per message (live-pop: the
+# producer's share included).
 #
-#   deploy/bench-grpc-pop.sh NODES DURATION ROUNDS [BIN]
+#   [POPPERS=N] deploy/bench-grpc-pop.sh NODES DURATION ROUNDS [BIN]
 #   flock /work/cargo.lock deploy/bench-grpc-pop.sh 3 10s 3 target/release/raftmq
 set -euo pipefail
 
@@ -20,6 +22,7 @@ duration=$2
 rounds=$3
 bin=${4:-target/release/raftmq}
 ns=127.0.0.1:19876
+poppers=${POPPERS:-8}
 data=$(mktemp -d /tmp/raftmq-bench.XXXXXX)
 
 # shellcheck source=deploy/dev-up.sh
@@ -78,12 +81,12 @@ for r in $(seq 1 "$rounds"); do
         --concurrency 256
     # Rem$r holds what the remoting run stored: the catch-up's backlog.
     stored=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sent"])' "$data/remoting.json")
-    run pop-drain "$bin" bench pop -n $ns -t "Rem$r" -g "pop_$r" --drain --concurrency 8 --batch 32 --poll 1s
+    run pop-drain "$bin" bench pop -n $ns -t "Rem$r" -g "pop_$r" --drain --concurrency "$poppers" --batch 32 --poll 1s
     run push-drain "$bin" bench consume -n $ns -t "Rem$r" -g "push_$r" --from-first --count "$stored"
     "$bin" bench produce -n $ns -t "Live$r" --duration "$duration" --size 1024 --concurrency 128 --json \
         >"$data/live-produce.json" 2>/dev/null &
     producer=$!
-    run live-pop "$bin" bench pop -n $ns -t "Live$r" -g "live_$r" --duration "$duration" --concurrency 8 --batch 32 \
+    run live-pop "$bin" bench pop -n $ns -t "Live$r" -g "live_$r" --duration "$duration" --concurrency "$poppers" --batch 32 \
         --poll 1s
     wait $producer
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("live-produce n=%d msg/s=%.0f p50_ms=%.2f p99_ms=%.2f failed=%d" % (d["sent"], d["tps"], d["p50_ms"], d["p99_ms"], d["failed"]))' \
