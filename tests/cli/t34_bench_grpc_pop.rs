@@ -30,7 +30,9 @@ async fn grpc_endpoints(dev: &mut DevCluster) -> Result<Vec<String>> {
     let mut endpoints = Vec::new();
     for n in 0..3 {
         let line = dev
-            .wait_line(&format!("replica n{n}'s gRPC line"), |l| l.contains(&format!(" n{n}  remoting ")) && l.contains("  grpc "))
+            .wait_line(&format!("replica n{n}'s gRPC line"), |l| {
+                l.contains(&format!(" n{n}  remoting ")) && l.contains("  grpc ")
+            })
             .await?;
         let addr = line.rsplit_once("  grpc ").map(|(_, a)| a.trim().to_owned()).context("gRPC address")?;
         endpoints.push(addr);
@@ -72,10 +74,27 @@ async fn grpc_send_and_pop_count_every_message() -> Result<()> {
     create_topic(&ns).await?;
 
     let count = SENT.to_string();
-    let args =
-        ["bench", "grpc-send", "--endpoints", &endpoints, "-t", TOPIC, "--count", &count, "-w", "8", "-s", "256", "--json"];
+    let args = [
+        "bench",
+        "grpc-send",
+        "--endpoints",
+        &endpoints,
+        "-t",
+        TOPIC,
+        "--count",
+        &count,
+        "-w",
+        "8",
+        "-s",
+        "256",
+        "--json",
+    ];
     let sent = raftmq(&ns, &args).await?.ok()?.json()?;
-    assert_eq!((sent["kind"].as_str(), sent["sent"].as_u64(), sent["failed"].as_u64()), (Some("grpc-send"), Some(SENT), Some(0)), "{sent}");
+    assert_eq!(
+        (sent["kind"].as_str(), sent["sent"].as_u64(), sent["failed"].as_u64()),
+        (Some("grpc-send"), Some(SENT), Some(0)),
+        "{sent}"
+    );
     assert_eq!(sent["size"].as_u64(), Some(256), "{sent}");
     for key in ["tps", "p50_ms", "p99_ms", "p999_ms"] {
         assert!(sent[key].as_f64().is_some_and(|x| x > 0.0), "{key} in {sent}");
