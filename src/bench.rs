@@ -1,6 +1,7 @@
 //! `raftmq bench produce|consume`: RocketMQ's `benchmark/Producer.java` and `Consumer.java`
 //! (`bench e2e`, send-to-delivery latency at a fixed rate: `bench_e2e.rs`; `bench grpc-send`, the
-//! produce run over gRPC SendMessage: `bench_grpc.rs`; `bench pop`, POP consumption: `bench_pop.rs`).
+//! produce run over gRPC SendMessage, its sender in `bench_grpc.rs`; `bench pop`, POP consumption:
+//! `bench_pop.rs`).
 //!
 //! Every interval (1 s by default) one line in RocketMQ's format; at the end a `[Complete]` line
 //! with P50/P99/P999 (hdrhistogram, microsecond resolution) appended; `--json` replaces the final
@@ -23,7 +24,6 @@
 //! Invariants: with `--count N` exactly N messages are attempted (claims are atomic); the run stops
 //! at the count, the duration or the first SIGINT/SIGTERM, whichever comes first.
 
-use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
@@ -37,9 +37,6 @@ use clap::Args;
 use clap::Subcommand;
 use clap::ValueEnum;
 use hdrhistogram::Histogram;
-use indicatif::ProgressBar;
-use indicatif::ProgressStyle;
-use raftmq_client::ClientError;
 use raftmq_client::Producer;
 use raftmq_client::PushConsumer;
 use raftmq_client::consumer::ConsumeConcurrentlyContext;
@@ -55,9 +52,13 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use crate::bench_grpc::GrpcSender;
+use crate::bench_run::Outcome;
 use crate::bench_run::Pacer;
 use crate::bench_run::RT_MAX_US;
+use crate::bench_run::Reporter;
 use crate::bench_run::StopWhen;
+use crate::bench_run::futures_join;
 use crate::bench_run::histogram;
 use crate::bench_run::lock;
 use crate::bench_run::ms_of_us;
@@ -82,7 +83,7 @@ enum BenchKind {
     /// Send at a fixed rate while a push consumer reads the same topic; report send-to-delivery latency.
     E2e(crate::bench_e2e::E2eArgs),
     /// `produce` over RocketMQ 5's gRPC SendMessage, against gRPC endpoints.
-    GrpcSend(crate::bench_grpc::GrpcSendArgs),
+    GrpcSend(GrpcSendArgs),
     /// Consume with POP_MESSAGE and ACK_MESSAGE (RocketMQ 5's POP over remoting); report TPS and pop RT.
     Pop(crate::bench_pop::PopArgs),
 }
@@ -111,7 +112,7 @@ struct RunArgs {
 
 /// How the producer benchmark sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum SendMode {
+enum SendMode {
     /// `send`, N workers each waiting for its answer.
     Sync,
     /// `send_async`, up to N sends in flight.
@@ -121,7 +122,7 @@ pub(crate) enum SendMode {
 }
 
 impl SendMode {
-    pub(crate) fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             SendMode::Sync => "sync",
             SendMode::Async => "async",
@@ -209,57 +210,57 @@ struct ConsumeBenchArgs {
     consume_batch: usize,
 }
 
+/// `raftmq bench grpc-send` flags: `bench produce`'s, with gRPC endpoints instead of NameServers.
+#[derive(Debug, Args)]
+struct GrpcSendArgs {
+    /// gRPC endpoints, `host:port;host:port` (RocketMQ 5's `endpoints`); `,` separates too.
+    #[arg(long = "endpoints", value_name = "ADDRS")]
+    endpoints: String,
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Stop after this many messages.
+    #[arg(long = "count", value_parser = clap::value_parser!(u64).range(1..))]
+    count: Option<u64>,
+    /// Stop after this long, e.g. `30s`.
+    #[arg(long = "duration", value_parser = humantime::parse_duration)]
+    duration: Option<Duration>,
+    /// Reporting interval.
+    #[arg(long = "interval", default_value = "1s", value_parser = humantime::parse_duration)]
+    interval: Duration,
+    /// Print one JSON summary object on stdout (interval lines go to stderr).
+    #[arg(long)]
+    json: bool,
+    /// Deadline of each call (and of connecting), e.g. `3s`.
+    #[arg(long = "timeout", default_value = "3s", value_parser = humantime::parse_duration)]
+    timeout: Duration,
+    /// Body size in bytes.
+    #[arg(short = 's', long = "size", default_value_t = 1024,
+          value_parser = clap::value_parser!(u64).range(1..=MESSAGE_BODY_SIZE_MAX_BYTES as u64))]
+    size: u64,
+    /// Calls in flight (workers, each waiting for its answer).
+    #[arg(short = 'w', long = "concurrency", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(1..=BENCH_CONCURRENCY_MAX_COUNT as u64))]
+    concurrency: u64,
+    /// Tag of every message.
+    #[arg(long = "tag")]
+    tag: Option<String>,
+    /// Give every message a key (its index).
+    #[arg(short = 'k', long = "keys")]
+    keys: bool,
+    /// Send at most this many messages per second in all (default: as fast as the workers go).
+    #[arg(long = "rate", value_parser = clap::value_parser!(u64).range(1..))]
+    rate: Option<u64>,
+}
+
 /// Runs the chosen benchmark.
 pub async fn run(args: BenchArgs) -> Result<()> {
     match args.kind {
         BenchKind::Produce(a) => produce(a).await,
         BenchKind::Consume(a) => consume(a).await,
         BenchKind::E2e(a) => crate::bench_e2e::run(a).await,
-        BenchKind::GrpcSend(a) => crate::bench_grpc::run(a).await,
+        BenchKind::GrpcSend(a) => grpc_send(a).await,
         BenchKind::Pop(a) => crate::bench_pop::run(a).await,
-    }
-}
-
-/// Where the interval lines go and how progress is drawn.
-pub(crate) struct Reporter {
-    json: bool,
-    bar: Option<ProgressBar>,
-}
-
-impl Reporter {
-    pub(crate) fn new(json: bool, count: Option<u64>) -> Self {
-        let bar = (!json && std::io::stdout().is_terminal()).then(|| {
-            let bar = match count {
-                Some(n) => ProgressBar::new(n).with_style(
-                    ProgressStyle::with_template("{bar:40} {pos}/{len} msgs {per_sec} eta {eta}")
-                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-                ),
-                None => ProgressBar::new_spinner(),
-            };
-            bar.enable_steady_tick(Duration::from_millis(200));
-            bar
-        });
-        Reporter { json, bar }
-    }
-
-    pub(crate) fn line(&self, text: &str) {
-        match (&self.bar, self.json) {
-            (Some(bar), _) => bar.println(text),
-            (None, true) => eprintln!("{text}"),
-            (None, false) => println!("{text}"),
-        }
-    }
-
-    pub(crate) fn position(&self, done: u64) {
-        if let Some(bar) = &self.bar {
-            bar.set_position(done);
-        }
-    }
-
-    pub(crate) fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
     }
 }
 
@@ -307,49 +308,30 @@ impl SuccessGaps {
 }
 
 /// What a produce run sends through.
-pub(crate) enum Sender {
+enum Sender {
     /// The SDK's producer over remoting.
     Remoting(Producer),
     /// SendMessage calls over gRPC.
-    Grpc(crate::bench_grpc::GrpcSender),
-}
-
-/// How one call ended, in RocketMQ's benchmark terms.
-pub(crate) enum Outcome {
-    Ok,
-    /// The server answered with an error (RocketMQ's "Response Failed", MQBrokerException).
-    ResponseFailed,
-    /// No answer: no route, a timeout, the connection ("Send Failed").
-    SendFailed,
-}
-
-impl Outcome {
-    fn of_client<T>(result: &Result<T, ClientError>) -> Outcome {
-        match result {
-            Ok(_) => Outcome::Ok,
-            Err(e) if e.response_code().is_some() => Outcome::ResponseFailed,
-            Err(_) => Outcome::SendFailed,
-        }
-    }
+    Grpc(GrpcSender),
 }
 
 /// What a produce run reports about itself (the JSON summary's settings).
-pub(crate) struct ProduceShape {
+struct ProduceShape {
     /// `produce` or `grpc-send`.
-    pub(crate) kind: &'static str,
-    pub(crate) mode: &'static str,
-    pub(crate) serialize: &'static str,
-    pub(crate) topic: String,
-    pub(crate) size: u64,
-    pub(crate) concurrency: u64,
-    pub(crate) batch: u64,
-    pub(crate) rate: Option<u64>,
-    pub(crate) count: Option<u64>,
-    pub(crate) duration: Option<Duration>,
-    pub(crate) interval: Duration,
-    pub(crate) json: bool,
+    kind: &'static str,
+    mode: &'static str,
+    serialize: &'static str,
+    topic: String,
+    size: u64,
+    concurrency: u64,
+    batch: u64,
+    rate: Option<u64>,
+    count: Option<u64>,
+    duration: Option<Duration>,
+    interval: Duration,
+    json: bool,
     /// Each call's deadline: sends in flight at the stop get this long (and a second) to end.
-    pub(crate) timeout: Duration,
+    timeout: Duration,
 }
 
 struct ProduceCtx {
@@ -448,8 +430,29 @@ async fn produce(a: ProduceArgs) -> Result<()> {
     run_produce(Sender::Remoting(producer), &shape, a.tag.clone(), a.keys, a.mode).await
 }
 
+/// Runs `raftmq bench grpc-send`.
+async fn grpc_send(a: GrpcSendArgs) -> Result<()> {
+    let sender = GrpcSender::connect(&a.endpoints, a.timeout).await?;
+    let shape = ProduceShape {
+        kind: "grpc-send",
+        mode: SendMode::Sync.name(),
+        serialize: "PROTOBUF",
+        topic: a.topic.clone(),
+        size: a.size,
+        concurrency: a.concurrency,
+        batch: 1,
+        rate: a.rate,
+        count: a.count,
+        duration: a.duration,
+        interval: a.interval,
+        json: a.json,
+        timeout: a.timeout,
+    };
+    run_produce(Sender::Grpc(sender), &shape, a.tag, a.keys, SendMode::Sync).await
+}
+
 /// Runs a produce benchmark through `sender`, then shuts it down and prints the summary.
-pub(crate) async fn run_produce(
+async fn run_produce(
     sender: Sender,
     shape: &ProduceShape,
     tag: Option<String>,
@@ -497,15 +500,6 @@ pub(crate) async fn run_produce(
         producer.shutdown().await;
     }
     summarize_produce(&ctx, shape, elapsed)
-}
-
-/// Waits for every task; a panicked worker only loses its own sends.
-pub(crate) async fn futures_join(handles: Vec<tokio::task::JoinHandle<()>>) {
-    for h in handles {
-        if let Err(e) = h.await {
-            tracing::warn!("a benchmark task failed: {e}");
-        }
-    }
 }
 
 fn spawn_senders(

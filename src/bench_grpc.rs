@@ -1,6 +1,7 @@
-//! `raftmq bench grpc-send`: the `bench produce` run (same workers, pacing, stop conditions,
-//! interval lines and `[Complete]` summary) over RocketMQ 5's gRPC `MessagingService.SendMessage`,
-//! one message per call, as the official 5.x clients send a single message.
+//! The sender of `raftmq bench grpc-send` (the `bench produce` run of `bench.rs`: same workers,
+//! pacing, stop conditions, interval lines and `[Complete]` summary) over RocketMQ 5's gRPC
+//! `MessagingService.SendMessage`, one message per call, as the official 5.x clients send a
+//! single message.
 //!
 //! Endpoints: every address given gets one HTTP/2 channel (the 5.x clients' one connection per
 //! endpoint, its calls multiplexed as streams), and calls go round the channels in turn. Any
@@ -21,9 +22,6 @@ use anyhow::Context;
 use anyhow::Result;
 use anyhow::bail;
 use bytes::Bytes;
-use clap::Args;
-use raftmq_common::limits::BENCH_CONCURRENCY_MAX_COUNT;
-use raftmq_common::limits::MESSAGE_BODY_SIZE_MAX_BYTES;
 use raftmq_grpc::pb::Code;
 use raftmq_grpc::pb::Encoding;
 use raftmq_grpc::pb::Message;
@@ -35,54 +33,7 @@ use raftmq_grpc::pb::messaging_service_client::MessagingServiceClient;
 use tonic::transport::Channel;
 use tonic::transport::Endpoint;
 
-use crate::bench::Outcome;
-use crate::bench::ProduceShape;
-use crate::bench::SendMode;
-use crate::bench::Sender;
-use crate::bench::run_produce;
-
-/// `raftmq bench grpc-send` flags: `bench produce`'s, with gRPC endpoints instead of NameServers.
-#[derive(Debug, Args)]
-pub struct GrpcSendArgs {
-    /// gRPC endpoints, `host:port;host:port` (RocketMQ 5's `endpoints`); `,` separates too.
-    #[arg(long = "endpoints", value_name = "ADDRS")]
-    endpoints: String,
-    /// Topic.
-    #[arg(short = 't', long = "topic")]
-    topic: String,
-    /// Stop after this many messages.
-    #[arg(long = "count", value_parser = clap::value_parser!(u64).range(1..))]
-    count: Option<u64>,
-    /// Stop after this long, e.g. `30s`.
-    #[arg(long = "duration", value_parser = humantime::parse_duration)]
-    duration: Option<Duration>,
-    /// Reporting interval.
-    #[arg(long = "interval", default_value = "1s", value_parser = humantime::parse_duration)]
-    interval: Duration,
-    /// Print one JSON summary object on stdout (interval lines go to stderr).
-    #[arg(long)]
-    json: bool,
-    /// Deadline of each call (and of connecting), e.g. `3s`.
-    #[arg(long = "timeout", default_value = "3s", value_parser = humantime::parse_duration)]
-    timeout: Duration,
-    /// Body size in bytes.
-    #[arg(short = 's', long = "size", default_value_t = 1024,
-          value_parser = clap::value_parser!(u64).range(1..=MESSAGE_BODY_SIZE_MAX_BYTES as u64))]
-    size: u64,
-    /// Calls in flight (workers, each waiting for its answer).
-    #[arg(short = 'w', long = "concurrency", default_value_t = 64,
-          value_parser = clap::value_parser!(u64).range(1..=BENCH_CONCURRENCY_MAX_COUNT as u64))]
-    concurrency: u64,
-    /// Tag of every message.
-    #[arg(long = "tag")]
-    tag: Option<String>,
-    /// Give every message a key (its index).
-    #[arg(short = 'k', long = "keys")]
-    keys: bool,
-    /// Send at most this many messages per second in all (default: as fast as the workers go).
-    #[arg(long = "rate", value_parser = clap::value_parser!(u64).range(1..))]
-    rate: Option<u64>,
-}
+use crate::bench_run::Outcome;
 
 /// SendMessage calls over one channel per endpoint, in turn.
 pub(crate) struct GrpcSender {
@@ -96,7 +47,7 @@ pub(crate) struct GrpcSender {
 
 impl GrpcSender {
     /// Connects to every endpoint (each within `timeout`).
-    async fn connect(endpoints: &str, timeout: Duration) -> Result<GrpcSender> {
+    pub(crate) async fn connect(endpoints: &str, timeout: Duration) -> Result<GrpcSender> {
         let addrs: Vec<&str> = endpoints.split([';', ',']).map(str::trim).filter(|a| !a.is_empty()).collect();
         if addrs.is_empty() {
             bail!("--endpoints names no address");
@@ -165,25 +116,4 @@ impl GrpcSender {
             Ok(Err(_)) | Err(_) => Outcome::SendFailed,
         }
     }
-}
-
-/// Runs `raftmq bench grpc-send`.
-pub async fn run(a: GrpcSendArgs) -> Result<()> {
-    let sender = GrpcSender::connect(&a.endpoints, a.timeout).await?;
-    let shape = ProduceShape {
-        kind: "grpc-send",
-        mode: SendMode::Sync.name(),
-        serialize: "PROTOBUF",
-        topic: a.topic.clone(),
-        size: a.size,
-        concurrency: a.concurrency,
-        batch: 1,
-        rate: a.rate,
-        count: a.count,
-        duration: a.duration,
-        interval: a.interval,
-        json: a.json,
-        timeout: a.timeout,
-    };
-    run_produce(Sender::Grpc(sender), &shape, a.tag, a.keys, SendMode::Sync).await
 }

@@ -53,9 +53,9 @@ use serde_json::json;
 use tokio::sync::RwLock;
 use tokio::time::Instant;
 
-use crate::bench::Reporter;
-use crate::bench::futures_join;
+use crate::bench_run::Reporter;
 use crate::bench_run::StopWhen;
+use crate::bench_run::futures_join;
 use crate::bench_run::histogram;
 use crate::bench_run::lock;
 use crate::bench_run::ms_of_us;
