@@ -1,5 +1,7 @@
 //! `raftmq bench produce|consume`: RocketMQ's `benchmark/Producer.java` and `Consumer.java`
-//! (`bench e2e`, send-to-delivery latency at a fixed rate: `bench_e2e.rs`).
+//! (`bench e2e`, send-to-delivery latency at a fixed rate: `bench_e2e.rs`; `bench grpc-send`, the
+//! produce run over gRPC SendMessage, its sender in `bench_grpc.rs`; `bench pop`, POP consumption:
+//! `bench_pop.rs`).
 //!
 //! Every interval (1 s by default) one line in RocketMQ's format; at the end a `[Complete]` line
 //! with P50/P99/P999 (hdrhistogram, microsecond resolution) appended; `--json` replaces the final
@@ -8,6 +10,7 @@
 //!
 //! ```text
 //!  produce: N workers ──claim a message index──► send / send_batch / oneway ──► Counters + Histogram
+//!           (grpc-send: the same workers, each send one SendMessage call)
 //!           (async: one driver, a window of N in-flight send_async futures)
 //!  consume: PushConsumer listener ──B2C = now - born, S2C = now - store──► Counters + Histogram
 //!  reporter: every interval, the counters' deltas ──► one line
@@ -21,7 +24,6 @@
 //! Invariants: with `--count N` exactly N messages are attempted (claims are atomic); the run stops
 //! at the count, the duration or the first SIGINT/SIGTERM, whichever comes first.
 
-use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
@@ -35,9 +37,6 @@ use clap::Args;
 use clap::Subcommand;
 use clap::ValueEnum;
 use hdrhistogram::Histogram;
-use indicatif::ProgressBar;
-use indicatif::ProgressStyle;
-use raftmq_client::ClientError;
 use raftmq_client::Producer;
 use raftmq_client::PushConsumer;
 use raftmq_client::consumer::ConsumeConcurrentlyContext;
@@ -53,9 +52,13 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use crate::bench_grpc::GrpcSender;
+use crate::bench_run::Outcome;
 use crate::bench_run::Pacer;
 use crate::bench_run::RT_MAX_US;
+use crate::bench_run::Reporter;
 use crate::bench_run::StopWhen;
+use crate::bench_run::futures_join;
 use crate::bench_run::histogram;
 use crate::bench_run::lock;
 use crate::bench_run::ms_of_us;
@@ -79,6 +82,10 @@ enum BenchKind {
     Consume(ConsumeBenchArgs),
     /// Send at a fixed rate while a push consumer reads the same topic; report send-to-delivery latency.
     E2e(crate::bench_e2e::E2eArgs),
+    /// `produce` over RocketMQ 5's gRPC SendMessage, against gRPC endpoints.
+    GrpcSend(GrpcSendArgs),
+    /// Consume with POP_MESSAGE and ACK_MESSAGE (RocketMQ 5's POP over remoting); report TPS and pop RT.
+    Pop(crate::bench_pop::PopArgs),
 }
 
 /// Flags both benchmarks share.
@@ -203,55 +210,57 @@ struct ConsumeBenchArgs {
     consume_batch: usize,
 }
 
+/// `raftmq bench grpc-send` flags: `bench produce`'s, with gRPC endpoints instead of NameServers.
+#[derive(Debug, Args)]
+struct GrpcSendArgs {
+    /// gRPC endpoints, `host:port;host:port` (RocketMQ 5's `endpoints`); `,` separates too.
+    #[arg(long = "endpoints", value_name = "ADDRS")]
+    endpoints: String,
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Stop after this many messages.
+    #[arg(long = "count", value_parser = clap::value_parser!(u64).range(1..))]
+    count: Option<u64>,
+    /// Stop after this long, e.g. `30s`.
+    #[arg(long = "duration", value_parser = humantime::parse_duration)]
+    duration: Option<Duration>,
+    /// Reporting interval.
+    #[arg(long = "interval", default_value = "1s", value_parser = humantime::parse_duration)]
+    interval: Duration,
+    /// Print one JSON summary object on stdout (interval lines go to stderr).
+    #[arg(long)]
+    json: bool,
+    /// Deadline of each call (and of connecting), e.g. `3s`.
+    #[arg(long = "timeout", default_value = "3s", value_parser = humantime::parse_duration)]
+    timeout: Duration,
+    /// Body size in bytes.
+    #[arg(short = 's', long = "size", default_value_t = 1024,
+          value_parser = clap::value_parser!(u64).range(1..=MESSAGE_BODY_SIZE_MAX_BYTES as u64))]
+    size: u64,
+    /// Calls in flight (workers, each waiting for its answer).
+    #[arg(short = 'w', long = "concurrency", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(1..=BENCH_CONCURRENCY_MAX_COUNT as u64))]
+    concurrency: u64,
+    /// Tag of every message.
+    #[arg(long = "tag")]
+    tag: Option<String>,
+    /// Give every message a key (its index).
+    #[arg(short = 'k', long = "keys")]
+    keys: bool,
+    /// Send at most this many messages per second in all (default: as fast as the workers go).
+    #[arg(long = "rate", value_parser = clap::value_parser!(u64).range(1..))]
+    rate: Option<u64>,
+}
+
 /// Runs the chosen benchmark.
 pub async fn run(args: BenchArgs) -> Result<()> {
     match args.kind {
         BenchKind::Produce(a) => produce(a).await,
         BenchKind::Consume(a) => consume(a).await,
         BenchKind::E2e(a) => crate::bench_e2e::run(a).await,
-    }
-}
-
-/// Where the interval lines go and how progress is drawn.
-struct Reporter {
-    json: bool,
-    bar: Option<ProgressBar>,
-}
-
-impl Reporter {
-    fn new(json: bool, count: Option<u64>) -> Self {
-        let bar = (!json && std::io::stdout().is_terminal()).then(|| {
-            let bar = match count {
-                Some(n) => ProgressBar::new(n).with_style(
-                    ProgressStyle::with_template("{bar:40} {pos}/{len} msgs {per_sec} eta {eta}")
-                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-                ),
-                None => ProgressBar::new_spinner(),
-            };
-            bar.enable_steady_tick(Duration::from_millis(200));
-            bar
-        });
-        Reporter { json, bar }
-    }
-
-    fn line(&self, text: &str) {
-        match (&self.bar, self.json) {
-            (Some(bar), _) => bar.println(text),
-            (None, true) => eprintln!("{text}"),
-            (None, false) => println!("{text}"),
-        }
-    }
-
-    fn position(&self, done: u64) {
-        if let Some(bar) = &self.bar {
-            bar.set_position(done);
-        }
-    }
-
-    fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
+        BenchKind::GrpcSend(a) => grpc_send(a).await,
+        BenchKind::Pop(a) => crate::bench_pop::run(a).await,
     }
 }
 
@@ -298,8 +307,35 @@ impl SuccessGaps {
     }
 }
 
+/// What a produce run sends through.
+enum Sender {
+    /// The SDK's producer over remoting.
+    Remoting(Producer),
+    /// SendMessage calls over gRPC.
+    Grpc(GrpcSender),
+}
+
+/// What a produce run reports about itself (the JSON summary's settings).
+struct ProduceShape {
+    /// `produce` or `grpc-send`.
+    kind: &'static str,
+    mode: &'static str,
+    serialize: &'static str,
+    topic: String,
+    size: u64,
+    concurrency: u64,
+    batch: u64,
+    rate: Option<u64>,
+    count: Option<u64>,
+    duration: Option<Duration>,
+    interval: Duration,
+    json: bool,
+    /// Each call's deadline: sends in flight at the stop get this long (and a second) to end.
+    timeout: Duration,
+}
+
 struct ProduceCtx {
-    producer: Producer,
+    sender: Sender,
     /// When the run began: success times are measured from it.
     started: Instant,
     gaps: SuccessGaps,
@@ -342,10 +378,10 @@ impl ProduceCtx {
     }
 
     /// Records one call covering `n` messages.
-    fn record(&self, n: u64, rt: Duration, outcome: Result<(), &ClientError>) {
+    fn record(&self, n: u64, rt: Duration, outcome: Outcome) {
         let c = &self.counters;
         match outcome {
-            Ok(()) => {
+            Outcome::Ok => {
                 let us = us_of(rt);
                 c.ok.fetch_add(n, Ordering::Relaxed);
                 c.rt_total_us.fetch_add(us * n, Ordering::Relaxed);
@@ -354,12 +390,10 @@ impl ProduceCtx {
                 // Clamped to the histogram's range above, so recording cannot fail.
                 let _ = lock(&self.rt).record_n(us, n);
             }
-            // A broker's error answer is RocketMQ's "Response Failed" (MQBrokerException); anything
-            // else (no route, timeout, connection) is "Send Failed".
-            Err(e) if e.response_code().is_some() => {
+            Outcome::ResponseFailed => {
                 c.response_failed.fetch_add(n, Ordering::Relaxed);
             }
-            Err(_) => {
+            Outcome::SendFailed => {
                 c.send_failed.fetch_add(n, Ordering::Relaxed);
             }
         }
@@ -378,28 +412,75 @@ async fn produce(a: ProduceArgs) -> Result<()> {
         .tls(a.run.namesrv.tls())
         .build()?;
     producer.start().await?;
+    let shape = ProduceShape {
+        kind: "produce",
+        mode: a.mode.name(),
+        serialize: a.serialize.name(),
+        topic: a.run.topic.clone(),
+        size: a.size,
+        concurrency: a.concurrency,
+        batch: a.batch,
+        rate: a.rate,
+        count: a.run.count,
+        duration: a.run.duration,
+        interval: a.run.interval,
+        json: a.run.json,
+        timeout: a.run.namesrv.timeout,
+    };
+    run_produce(Sender::Remoting(producer), &shape, a.tag.clone(), a.keys, a.mode).await
+}
+
+/// Runs `raftmq bench grpc-send`.
+async fn grpc_send(a: GrpcSendArgs) -> Result<()> {
+    let sender = GrpcSender::connect(&a.endpoints, a.timeout).await?;
+    let shape = ProduceShape {
+        kind: "grpc-send",
+        mode: SendMode::Sync.name(),
+        serialize: "PROTOBUF",
+        topic: a.topic.clone(),
+        size: a.size,
+        concurrency: a.concurrency,
+        batch: 1,
+        rate: a.rate,
+        count: a.count,
+        duration: a.duration,
+        interval: a.interval,
+        json: a.json,
+        timeout: a.timeout,
+    };
+    run_produce(Sender::Grpc(sender), &shape, a.tag, a.keys, SendMode::Sync).await
+}
+
+/// Runs a produce benchmark through `sender`, then shuts it down and prints the summary.
+async fn run_produce(
+    sender: Sender,
+    shape: &ProduceShape,
+    tag: Option<String>,
+    keys: bool,
+    mode: SendMode,
+) -> Result<()> {
     // Java's benchmark sends the same body every time; its content does not matter to the broker.
-    let body: Bytes = (0..a.size).map(|i| b'a' + (i % 26) as u8).collect::<Vec<u8>>().into();
+    let body: Bytes = (0..shape.size).map(|i| b'a' + (i % 26) as u8).collect::<Vec<u8>>().into();
     let stop = StopWhen::new();
     let started = Instant::now();
     let ctx = Arc::new(ProduceCtx {
-        producer: producer.clone(),
+        sender,
         started,
         gaps: SuccessGaps::default(),
-        topic: a.run.topic.clone(),
+        topic: shape.topic.clone(),
         body,
-        tag: a.tag.clone(),
-        keys: a.keys,
-        count: a.run.count,
+        tag,
+        keys,
+        count: shape.count,
         counters: SendCounters::default(),
         rt: Mutex::new(histogram()),
         stop: Arc::clone(&stop),
-        pacer: a.rate.map(Pacer::new),
+        pacer: shape.rate.map(Pacer::new),
     });
-    stop.arm(a.run.duration);
-    let reporter = Reporter::new(a.run.json, a.run.count);
-    let workers = spawn_senders(&ctx, &a);
-    let report = report_produce(&ctx, &reporter, a.run.interval);
+    stop.arm(shape.duration);
+    let reporter = Reporter::new(shape.json, shape.count);
+    let workers = spawn_senders(&ctx, mode, shape.concurrency, shape.batch);
+    let report = report_produce(&ctx, &reporter, shape.interval);
     tokio::pin!(report);
     let all_done = futures_join(workers);
     tokio::pin!(all_done);
@@ -410,33 +491,26 @@ async fn produce(a: ProduceArgs) -> Result<()> {
     stop.stop();
     // Sends in flight at the stop end on their own (each within the send timeout): closing the
     // producer under them would count them as failures of the run.
-    if !workers_done
-        && tokio::time::timeout(a.run.namesrv.timeout + Duration::from_secs(1), &mut all_done).await.is_err()
-    {
+    if !workers_done && tokio::time::timeout(shape.timeout + Duration::from_secs(1), &mut all_done).await.is_err() {
         tracing::warn!("sends still in flight after the send timeout; closing the producer under them");
     }
     let elapsed = started.elapsed();
     reporter.finish();
-    producer.shutdown().await;
-    summarize_produce(&ctx, &a, elapsed)
-}
-
-/// Waits for every task; a panicked worker only loses its own sends.
-async fn futures_join(handles: Vec<tokio::task::JoinHandle<()>>) {
-    for h in handles {
-        if let Err(e) = h.await {
-            tracing::warn!("a benchmark task failed: {e}");
-        }
+    if let Sender::Remoting(producer) = &ctx.sender {
+        producer.shutdown().await;
     }
+    summarize_produce(&ctx, shape, elapsed)
 }
 
-fn spawn_senders(ctx: &Arc<ProduceCtx>, a: &ProduceArgs) -> Vec<tokio::task::JoinHandle<()>> {
-    match a.mode {
-        SendMode::Async => vec![tokio::spawn(drive_async(Arc::clone(ctx), a.concurrency as usize))],
-        mode => {
-            let batch = a.batch;
-            (0..a.concurrency).map(|_| tokio::spawn(send_loop(Arc::clone(ctx), mode, batch))).collect()
-        }
+fn spawn_senders(
+    ctx: &Arc<ProduceCtx>,
+    mode: SendMode,
+    concurrency: u64,
+    batch: u64,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    match mode {
+        SendMode::Async => vec![tokio::spawn(drive_async(Arc::clone(ctx), concurrency as usize))],
+        mode => (0..concurrency).map(|_| tokio::spawn(send_loop(Arc::clone(ctx), mode, batch))).collect(),
     }
 }
 
@@ -447,28 +521,37 @@ async fn send_loop(ctx: Arc<ProduceCtx>, mode: SendMode, batch: u64) {
             pacer.wait(n).await;
         }
         let began = Instant::now();
-        let outcome = match (mode, n) {
-            (SendMode::Oneway, _) => ctx.producer.send_oneway(ctx.message(range.start)).await,
-            (_, 1) => ctx.producer.send(ctx.message(range.start)).await.map(drop),
-            _ => ctx.producer.send_batch(range.map(|i| ctx.message(i)).collect()).await.map(drop),
+        let outcome = match (&ctx.sender, mode, n) {
+            (Sender::Grpc(grpc), _, _) => {
+                grpc.send(&ctx.topic, &ctx.body, ctx.tag.as_deref(), ctx.keys, range.start).await
+            }
+            (Sender::Remoting(p), SendMode::Oneway, _) => {
+                Outcome::of_client(&p.send_oneway(ctx.message(range.start)).await)
+            }
+            (Sender::Remoting(p), _, 1) => Outcome::of_client(&p.send(ctx.message(range.start)).await),
+            (Sender::Remoting(p), _, _) => {
+                Outcome::of_client(&p.send_batch(range.map(|i| ctx.message(i)).collect()).await)
+            }
         };
-        ctx.record(n, began.elapsed(), outcome.as_ref().map(|_| ()));
+        ctx.record(n, began.elapsed(), outcome);
     }
 }
 
 async fn drive_async(ctx: Arc<ProduceCtx>, window: usize) {
     let in_flight = Arc::new(Semaphore::new(window));
+    // `--mode async` exists for the SDK's producer only (`bench grpc-send` runs sync workers).
+    let Sender::Remoting(producer) = &ctx.sender else { return };
     while let Some(range) = ctx.claim(1) {
         let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else { break };
         if let Some(pacer) = &ctx.pacer {
             pacer.wait(1).await;
         }
         let began = Instant::now();
-        let send = ctx.producer.send_async(ctx.message(range.start));
+        let send = producer.send_async(ctx.message(range.start));
         let ctx = Arc::clone(&ctx);
         tokio::spawn(async move {
             let outcome = send.await;
-            ctx.record(1, began.elapsed(), outcome.as_ref().map(drop));
+            ctx.record(1, began.elapsed(), Outcome::of_client(&outcome));
             drop(permit);
         });
     }
@@ -505,7 +588,7 @@ async fn report_produce(ctx: &ProduceCtx, reporter: &Reporter, interval: Duratio
     }
 }
 
-fn summarize_produce(ctx: &ProduceCtx, a: &ProduceArgs, elapsed: Duration) -> Result<()> {
+fn summarize_produce(ctx: &ProduceCtx, a: &ProduceShape, elapsed: Duration) -> Result<()> {
     let c = &ctx.counters;
     let ok = c.ok.load(Ordering::Relaxed);
     let (send_failed, response_failed) =
@@ -519,10 +602,10 @@ fn summarize_produce(ctx: &ProduceCtx, a: &ProduceArgs, elapsed: Duration) -> Re
     let (p50, p99, p999) = (pct(0.50), pct(0.99), pct(0.999));
     let max_ms = ms_of_us(c.rt_max_us.load(Ordering::Relaxed));
     let max_gap_ms = ms_of_us(ctx.gaps.max_gap_us(us_of(elapsed)));
-    if a.run.json {
+    if a.json {
         let summary = json!({
             "max_send_gap_ms": max_gap_ms, "failed_sends": failed,
-            "kind": "produce", "mode": a.mode.name(), "serialize": a.serialize.name(), "topic": a.run.topic, "size": a.size,
+            "kind": a.kind, "mode": a.mode, "serialize": a.serialize, "topic": a.topic, "size": a.size,
             "concurrency": a.concurrency, "batch": a.batch, "rate": a.rate, "elapsed_s": secs, "sent": ok, "failed": failed,
             "send_failed": send_failed, "response_failed": response_failed, "tps": tps, "avg_ms": avg,
             "p50_ms": p50, "p99_ms": p99, "p999_ms": p999, "max_ms": max_ms,

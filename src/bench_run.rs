@@ -1,7 +1,9 @@
 //! What every `raftmq bench` run shares: when it stops ([`StopWhen`]: a count, a duration or a
-//! signal), how fast it may send ([`Pacer`], `--rate`), and its latency histograms (hdrhistogram,
-//! microseconds, clamped to [`RT_MAX_US`]).
+//! signal), how fast it may send ([`Pacer`], `--rate`), its latency histograms (hdrhistogram,
+//! microseconds, clamped to [`RT_MAX_US`]), where its lines go ([`Reporter`]) and how a call ended
+//! ([`Outcome`]).
 
+use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
@@ -9,6 +11,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
+use indicatif::ProgressBar;
+use indicatif::ProgressStyle;
+use raftmq_client::ClientError;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -99,5 +104,76 @@ impl Pacer {
             slot
         };
         tokio::time::sleep_until(slot).await;
+    }
+}
+
+/// Where the interval lines go and how progress is drawn.
+pub(crate) struct Reporter {
+    json: bool,
+    bar: Option<ProgressBar>,
+}
+
+impl Reporter {
+    pub(crate) fn new(json: bool, count: Option<u64>) -> Self {
+        let bar = (!json && std::io::stdout().is_terminal()).then(|| {
+            let bar = match count {
+                Some(n) => ProgressBar::new(n).with_style(
+                    ProgressStyle::with_template("{bar:40} {pos}/{len} msgs {per_sec} eta {eta}")
+                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ),
+                None => ProgressBar::new_spinner(),
+            };
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        });
+        Reporter { json, bar }
+    }
+
+    pub(crate) fn line(&self, text: &str) {
+        match (&self.bar, self.json) {
+            (Some(bar), _) => bar.println(text),
+            (None, true) => eprintln!("{text}"),
+            (None, false) => println!("{text}"),
+        }
+    }
+
+    pub(crate) fn position(&self, done: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(done);
+        }
+    }
+
+    pub(crate) fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// How one call ended, in RocketMQ's benchmark terms.
+pub(crate) enum Outcome {
+    Ok,
+    /// The server answered with an error (RocketMQ's "Response Failed", MQBrokerException).
+    ResponseFailed,
+    /// No answer: no route, a timeout, the connection ("Send Failed").
+    SendFailed,
+}
+
+impl Outcome {
+    pub(crate) fn of_client<T>(result: &Result<T, ClientError>) -> Outcome {
+        match result {
+            Ok(_) => Outcome::Ok,
+            Err(e) if e.response_code().is_some() => Outcome::ResponseFailed,
+            Err(_) => Outcome::SendFailed,
+        }
+    }
+}
+
+/// Waits for every task; a panicked worker only loses its own sends.
+pub(crate) async fn futures_join(handles: Vec<tokio::task::JoinHandle<()>>) {
+    for h in handles {
+        if let Err(e) = h.await {
+            tracing::warn!("a benchmark task failed: {e}");
+        }
     }
 }

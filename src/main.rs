@@ -8,6 +8,8 @@
 mod admin;
 mod bench;
 mod bench_e2e;
+mod bench_grpc;
+mod bench_pop;
 mod bench_run;
 mod cli;
 mod cluster_secret_file;
