@@ -89,6 +89,11 @@ pub struct ReadMsg {
     pub offset: i64,
     /// The value (message body).
     pub value: String,
+    /// POP reads and acks: which stored copy of the value this is (the offsetMsgId of the record
+    /// first stored, which a retry carries as ORIGIN_MESSAGE_ID), so a value stored twice is two
+    /// messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy: Option<String>,
 }
 
 /// One history event.
@@ -358,11 +363,11 @@ mod tests {
         let rec = Recorder::create(&path)?;
         rec.record(Op::new(OpType::Invoke, OpF::Send, "p0").value("p0-0"));
         rec.record(Op::new(OpType::Ok, OpF::Send, "p0").value("p0-0").queue("broker-a:1").offset(7).node("n1"));
-        rec.record(
-            Op::new(OpType::Ok, OpF::Read, "c0")
-                .queue("broker-a:1")
-                .msgs(vec![ReadMsg { offset: 7, value: "p0-0".into() }]),
-        );
+        rec.record(Op::new(OpType::Ok, OpF::Read, "c0").queue("broker-a:1").msgs(vec![ReadMsg {
+            offset: 7,
+            value: "p0-0".into(),
+            copy: None,
+        }]));
         rec.record(Op::new(OpType::Info, OpF::Send, "p1").value("p1-0").error("timed out"));
         rec.flush()?;
         let read = read_history(&path)?;

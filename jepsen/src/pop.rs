@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use raftmq_common::message::MessageExt;
+use raftmq_common::message::properties;
 use raftmq_common::message::record::DecodeOptions;
 use raftmq_common::message::record::decode_all;
 use raftmq_common::protocol::RemotingCommand;
@@ -183,6 +184,7 @@ impl PopConsumer {
                     .map(|p| ReadMsg {
                         offset: p.message.queue_offset,
                         value: String::from_utf8_lossy(&p.message.message.body).into_owned(),
+                        copy: Some(copy_of(&p.message)),
                     })
                     .collect();
                 self.rec.record(Op::new(OpType::Ok, OpF::Pop, &self.process).queue(group).node(&addr).msgs(msgs));
@@ -280,11 +282,21 @@ async fn pop(client: &RemotingClient, addr: &str, topic: &str, group: &str) -> P
     PopEnd::Got(popped)
 }
 
+/// Which stored copy a popped message is: the offsetMsgId of the record first stored (a retry
+/// carries it as ORIGIN_MESSAGE_ID).
+fn copy_of(message: &MessageExt) -> String {
+    match message.message.properties.get(properties::ORIGIN_MESSAGE_ID) {
+        Some(origin) if !origin.is_empty() => origin.to_owned(),
+        _ => message.offset_msg_id().to_string(),
+    }
+}
+
 /// One recorded ACK_MESSAGE: `ok` acked, `fail` a stale receipt (the message comes back), `info`
 /// unknown.
 async fn ack_recorded(client: &RemotingClient, rec: &Recorder, process: &str, topic: &str, addr: &str, p: &Popped) {
     let value = String::from_utf8_lossy(&p.message.message.body).into_owned();
-    rec.record(Op::new(OpType::Invoke, OpF::Ack, process).value(&value).node(addr));
+    let acked = vec![ReadMsg { offset: p.message.queue_offset, value: value.clone(), copy: Some(copy_of(&p.message)) }];
+    rec.record(Op::new(OpType::Invoke, OpF::Ack, process).value(&value).node(addr).msgs(acked.clone()));
     let header = AckMessageRequestHeader {
         consumer_group: POP_GROUP.into(),
         topic: topic.into(),
@@ -302,7 +314,7 @@ async fn ack_recorded(client: &RemotingClient, rec: &Recorder, process: &str, to
         Ok(r) => Op::new(OpType::Info, OpF::Ack, process).error(format!("{:?}: {:?}", r.response_code(), r.remark)),
         Err(e) => Op::new(OpType::Info, OpF::Ack, process).error(e.to_string()),
     };
-    rec.record(end.value(&value).node(addr));
+    rec.record(end.value(&value).node(addr).msgs(acked));
 }
 
 /// After the final heal: pops and acks everything left until every group has been quiet for

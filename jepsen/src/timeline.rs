@@ -189,7 +189,11 @@ mod tests {
         ops.push(Op::new(OpType::Info, OpF::Send, "p1").value("p1-0").error("timed out"));
         ops.push(Op::new(OpType::Ok, OpF::Nemesis, crate::history::NEMESIS_PROCESS).value("partition halves & more"));
         ops.push(Op::new(OpType::Invoke, OpF::Nemesis, crate::history::NEMESIS_PROCESS).value("kill n2"));
-        ops.push(Op::new(OpType::Ok, OpF::FinalRead, "final").msgs(vec![ReadMsg { offset: 0, value: "x".into() }]));
+        ops.push(Op::new(OpType::Ok, OpF::FinalRead, "final").msgs(vec![ReadMsg {
+            offset: 0,
+            value: "x".into(),
+            copy: None,
+        }]));
         ops.push(Op::new(OpType::Invoke, OpF::Send, "p2").value("p2-0"));
         let svg = render(&h(ops));
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));

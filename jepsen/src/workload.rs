@@ -258,7 +258,11 @@ fn queue_of(layout: &Layout, m: &MessageExt) -> String {
 
 fn read_msgs(m: &[MessageExt]) -> Vec<ReadMsg> {
     m.iter()
-        .map(|m| ReadMsg { offset: m.queue_offset, value: String::from_utf8_lossy(&m.message.body).into_owned() })
+        .map(|m| ReadMsg {
+            offset: m.queue_offset,
+            value: String::from_utf8_lossy(&m.message.body).into_owned(),
+            copy: None,
+        })
         .collect()
 }
 
@@ -492,7 +496,9 @@ pub async fn final_drain(db: &Db, cfg: &WorkloadConfig, rec: &Recorder, deadline
         let msgs: Vec<ReadMsg> = got
             .get(&label)
             .map(|o| {
-                o.iter().flat_map(|(off, vs)| vs.iter().map(|v| ReadMsg { offset: *off, value: v.clone() })).collect()
+                o.iter()
+                    .flat_map(|(off, vs)| vs.iter().map(|v| ReadMsg { offset: *off, value: v.clone(), copy: None }))
+                    .collect()
             })
             .unwrap_or_default();
         let last = msgs.last().map_or(0, |m| m.offset + 1);

@@ -232,6 +232,8 @@ pub struct ProgressRow {
     pub consumer_offset: Option<i64>,
     /// Messages not consumed yet: broker offset − committed offset (− min offset when none).
     pub lag: u64,
+    /// POP deliveries of this queue in flight (handed out, neither acked nor revived).
+    pub pop_in_flight: usize,
 }
 
 /// `GET /api/v1/groups/{group}/progress`.
@@ -247,17 +249,29 @@ pub struct Progress {
     pub consumer_offset_total: u64,
     /// Sum of lags (`Consume Diff Total`).
     pub lag_total: u64,
+    /// POP deliveries of the group in flight, over every queue (its POP retry topics included).
+    pub pop_in_flight_total: usize,
     /// Rows were cut at the limit.
     pub truncated: bool,
 }
+
+/// A topic's committed offsets of a group, and the queues to show.
+type QueuesOfTopic = (BTreeMap<i32, i64>, BTreeSet<i32>);
 
 /// A group's progress on every topic it has offsets for (its committed queues and the topic's read
 /// queues), read from applied state: any replica answers.
 pub fn progress_of(ctx: &HttpHandles, group: &str) -> Progress {
     // Offsets and topic configs first, then the queues: never two store locks at once.
-    let wanted: BTreeMap<String, (BTreeMap<i32, i64>, BTreeSet<i32>)> = {
+    let (wanted, in_flight): (BTreeMap<String, QueuesOfTopic>, BTreeMap<(String, i32), usize>) = {
         let meta = ctx.store.metadata();
-        meta.offsets
+        let in_flight = meta
+            .pop
+            .queues()
+            .filter(|(q, s)| q.group == group && !s.in_flight.is_empty())
+            .map(|(q, s)| ((q.topic.clone(), q.queue_id), s.in_flight.len()))
+            .collect();
+        let wanted = meta
+            .offsets
             .topics_of_group(group)
             .into_iter()
             .map(|topic| {
@@ -267,7 +281,8 @@ pub fn progress_of(ctx: &HttpHandles, group: &str) -> Progress {
                 queues.extend((0..read).take(ADMIN_PROGRESS_QUEUES_MAX_COUNT));
                 (topic.to_owned(), (committed, queues))
             })
-            .collect()
+            .collect();
+        (wanted, in_flight)
     };
     let cq = ctx.store.consume_queues();
     let mut p = Progress {
@@ -276,6 +291,7 @@ pub fn progress_of(ctx: &HttpHandles, group: &str) -> Progress {
         broker_offset_total: 0,
         consumer_offset_total: 0,
         lag_total: 0,
+        pop_in_flight_total: in_flight.values().sum(),
         truncated: false,
     };
     'topics: for (topic, (committed, queues)) in wanted {
@@ -292,7 +308,15 @@ pub fn progress_of(ctx: &HttpHandles, group: &str) -> Progress {
             p.consumer_offset_total =
                 p.consumer_offset_total.saturating_add(consumer_offset.map_or(0, |o| u64::try_from(o).unwrap_or(0)));
             p.lag_total = p.lag_total.saturating_add(lag);
-            p.queues.push(ProgressRow { topic: topic.clone(), queue_id, broker_offset: max, consumer_offset, lag });
+            let pop_in_flight = in_flight.get(&(topic.clone(), queue_id)).copied().unwrap_or(0);
+            p.queues.push(ProgressRow {
+                topic: topic.clone(),
+                queue_id,
+                broker_offset: max,
+                consumer_offset,
+                lag,
+                pop_in_flight,
+            });
         }
     }
     p

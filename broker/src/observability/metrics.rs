@@ -81,6 +81,9 @@ pub const DISK_USED_RATIO: &str = "raftmq_disk_used_ratio";
 /// Delayed messages stored in a delay level's queue and not delivered yet, timer messages between
 /// hops included, by level (gauge, at scrape; levels that never held a message are left out).
 pub const DELAY_MESSAGES_WAITING: &str = "raftmq_delay_messages_waiting";
+/// POP deliveries in flight (handed out, neither acked nor revived), by consumer group (gauge, at
+/// scrape; groups with none are left out).
+pub const POP_IN_FLIGHT: &str = "raftmq_pop_in_flight";
 /// 1 while the store has a fault of this `kind` (`damaged`, `poisoned`: a failed log append or
 /// fsync such as ENOSPC, `apply_failed`: a failed ConsumeQueue write), with its `reason`; else 0
 /// (gauge, at scrape). Any 1 keeps the replica unready.
@@ -254,6 +257,9 @@ pub struct Scrape {
     pub disk_used_ratio: Option<f64>,
     /// Consumer lag rows (at most [`METRICS_CONSUMER_LAG_SERIES_MAX_COUNT`]).
     pub lags: Vec<LagRow>,
+    /// (group, POP deliveries in flight) of every group with any (at most
+    /// [`METRICS_CONSUMER_LAG_SERIES_MAX_COUNT`]).
+    pub pop_in_flight: Vec<(String, usize)>,
     /// (delay level, messages waiting) of every level whose queue ever held a message.
     pub delay_waiting: Vec<(usize, u64)>,
     /// Topics.
@@ -272,9 +278,12 @@ impl Scrape {
     /// Reads everything a scrape renders (never holds two store locks at once).
     pub fn collect(store: &MessageStore, replica: &Replica) -> Scrape {
         let node = replica.node();
-        let (offsets, topics, groups) = {
+        let (offsets, topics, groups, pop_in_flight) = {
             let meta = store.metadata();
-            (meta.offsets.to_wrapper().offset_table, meta.topics.len(), meta.groups.iter().count())
+            let pop = meta.pop.in_flight_by_group();
+            let pop =
+                pop.into_iter().take(METRICS_CONSUMER_LAG_SERIES_MAX_COUNT).map(|(g, n)| (g.to_owned(), n)).collect();
+            (meta.offsets.to_wrapper().offset_table, meta.topics.len(), meta.groups.iter().count(), pop)
         };
         let status = node.status();
         Scrape {
@@ -285,6 +294,7 @@ impl Scrape {
             page_cache_dropped_bytes: node.store().page_cache_dropped_bytes(),
             disk_used_ratio: disk_used_ratio(store.store_root()),
             lags: consumer_lags(store, &offsets),
+            pop_in_flight,
             // Levels that never held a message are left out.
             delay_waiting: store
                 .level_backlogs()
@@ -423,6 +433,18 @@ pub fn render_scrape(out: &mut String, global: &[(&'static str, String)], s: &Sc
         }
     }
 
+    if !s.pop_in_flight.is_empty() {
+        header(
+            out,
+            POP_IN_FLIGHT,
+            "gauge",
+            "POP deliveries handed out and neither acked nor revived, per consumer group.",
+        );
+        for (group, n) in &s.pop_in_flight {
+            sample(out, POP_IN_FLIGHT, &labels_text(global, &[("group", group.as_str())]), *n as f64);
+        }
+    }
+
     if !s.lags.is_empty() {
         header(out, CONSUMER_LAG, "gauge", "Messages a consumer group has not consumed yet, per queue.");
         for row in &s.lags {
@@ -490,6 +512,7 @@ mod tests {
             page_cache_dropped_bytes: 4096,
             disk_used_ratio: Some(0.25),
             lags: vec![LagRow { group: "g".into(), topic: "%RETRY%g".into(), queue_id: 1, lag: 5 }],
+            pop_in_flight: vec![("g".into(), 7)],
             delay_waiting: vec![(2, 3)],
             topics: 4,
             groups: 1,
@@ -511,6 +534,7 @@ mod tests {
             format!("{FSYNC_LATENCY_SECONDS}_count{{{g}}} 3"),
             format!("{CONSUMER_LAG}{{{g},group=\"g\",topic=\"%RETRY%g\",queue=\"1\"}} 5"),
             format!("{DELAY_MESSAGES_WAITING}{{{g},level=\"2\"}} 3"),
+            format!("{POP_IN_FLIGHT}{{{g},group=\"g\"}} 7"),
         ] {
             assert!(out.lines().any(|l| l == line), "missing {line} in\n{out}");
         }
@@ -533,6 +557,7 @@ mod tests {
             page_cache_dropped_bytes: 0,
             disk_used_ratio: None,
             lags: Vec::new(),
+            pop_in_flight: Vec::new(),
             delay_waiting: Vec::new(),
             topics: 0,
             groups: 0,

@@ -140,6 +140,17 @@ impl PopTable {
         self.count
     }
 
+    /// Messages in flight per group (for metrics and the admin API).
+    pub fn in_flight_by_group(&self) -> BTreeMap<&str, usize> {
+        let mut out: BTreeMap<&str, usize> = BTreeMap::new();
+        for (q, s) in &self.queues {
+            if !s.in_flight.is_empty() {
+                *out.entry(q.group.as_str()).or_default() += s.in_flight.len();
+            }
+        }
+        out
+    }
+
     /// A queue's state, if it was ever popped.
     pub fn queue(&self, queue: &PopQueue) -> Option<&QueueState> {
         self.queues.get(queue)

@@ -89,7 +89,7 @@ mod tests {
     }
 
     fn read_at(p: &str, v: &str) -> Vec<Op> {
-        let msgs = vec![ReadMsg { offset: 0, value: v.to_owned() }];
+        let msgs = vec![ReadMsg { offset: 0, value: v.to_owned(), copy: None }];
         vec![
             Op::new(OpType::Invoke, OpF::Read, p).queue("a:0"),
             Op::new(OpType::Ok, OpF::Read, p).queue("a:0").msgs(msgs),

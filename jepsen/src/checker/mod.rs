@@ -170,7 +170,7 @@ pub(crate) mod testkit {
 
     /// An ok read or final read of `msgs` from `q`.
     pub fn read(f: OpF, p: &str, q: &str, msgs: &[(i64, &str)]) -> Vec<Op> {
-        let msgs = msgs.iter().map(|(o, v)| ReadMsg { offset: *o, value: (*v).to_owned() }).collect();
+        let msgs = msgs.iter().map(|(o, v)| ReadMsg { offset: *o, value: (*v).to_owned(), copy: None }).collect();
         vec![Op::new(OpType::Invoke, f, p).queue(q), Op::new(OpType::Ok, f, p).queue(q).msgs(msgs)]
     }
 

@@ -4,7 +4,9 @@
 //! - `unread`: an acknowledged send no pop ever handed out (the settle popped and acked
 //!   everything left, so each must have come out at least once).
 //! - `read_after_ack`: a pop invoked after an ack of one of its values completed `ok`, that
-//!   handed that value out again: an acked message came back.
+//!   handed that message out again: an acked message came back. Messages are told apart by their
+//!   stored copy (`copy`: a value stored twice, as a delayed message delivered twice across a
+//!   failover, which the `duplicated` checker judges, is two messages), else by value.
 //! - `unexpected`: a value popped that no send attempted.
 //! - `redelivered` (allowed, counted): values handed out more than once (not acked in time, a
 //!   stale ack, a pop whose answer was lost).
@@ -29,15 +31,16 @@ pub fn check(ops: &[Op]) -> CheckResult {
         return r;
     }
     let sends = Sends::of(ops);
-    // When each value was first acked (the ok's time).
+    // When each message (stored copy, else value) was first acked (the ok's time).
     let mut acked_at: HashMap<&str, u64> = HashMap::new();
     let (mut acks, mut stale) = (0usize, 0usize);
     for op in ops.iter().filter(|o| o.f == OpF::Ack) {
         let Some(v) = op.value.as_deref() else { continue };
+        let message = op.msgs.first().and_then(|m| m.copy.as_deref()).unwrap_or(v);
         match op.kind {
             OpType::Ok => {
                 acks += 1;
-                acked_at.entry(v).or_insert(op.time);
+                acked_at.entry(message).or_insert(op.time);
             }
             OpType::Fail => stale += 1,
             _ => {}
@@ -61,12 +64,13 @@ pub fn check(ops: &[Op]) -> CheckResult {
                         unexpected += 1;
                         r.sample(format!("{} popped {:?}, which no send attempted", op.process, m.value));
                     }
-                    if let Some(at) = acked_at.get(m.value.as_str())
+                    let message = m.copy.as_deref().unwrap_or(m.value.as_str());
+                    if let Some(at) = acked_at.get(message)
                         && *at < started
                     {
                         read_after_ack += 1;
                         r.sample(format!(
-                            "{} popped {:?} (offset {}) at index {}, after its ack completed at time {at}",
+                            "{} popped {:?} (offset {}, copy {message}) at index {}, after its ack completed at time {at}",
                             op.process, m.value, m.offset, op.index
                         ));
                     }
@@ -108,12 +112,22 @@ mod tests {
     use crate::history::ReadMsg;
 
     fn popped(p: &str, msgs: &[(i64, &str)]) -> Vec<Op> {
-        let msgs = msgs.iter().map(|(o, v)| ReadMsg { offset: *o, value: (*v).to_owned() }).collect();
+        let msgs = msgs.iter().map(|(o, v)| ReadMsg { offset: *o, value: (*v).to_owned(), copy: None }).collect();
+        vec![Op::new(OpType::Invoke, OpF::Pop, p), Op::new(OpType::Ok, OpF::Pop, p).msgs(msgs)]
+    }
+
+    fn popped_copy(p: &str, v: &str, copy: &str) -> Vec<Op> {
+        let msgs = vec![ReadMsg { offset: 0, value: v.to_owned(), copy: Some(copy.to_owned()) }];
         vec![Op::new(OpType::Invoke, OpF::Pop, p), Op::new(OpType::Ok, OpF::Pop, p).msgs(msgs)]
     }
 
     fn acked(p: &str, v: &str, kind: OpType) -> Vec<Op> {
         vec![Op::new(OpType::Invoke, OpF::Ack, p).value(v), Op::new(kind, OpF::Ack, p).value(v)]
+    }
+
+    fn acked_copy(p: &str, v: &str, copy: &str) -> Vec<Op> {
+        let msgs = vec![ReadMsg { offset: 0, value: v.to_owned(), copy: Some(copy.to_owned()) }];
+        vec![Op::new(OpType::Invoke, OpF::Ack, p).value(v), Op::new(OpType::Ok, OpF::Ack, p).value(v).msgs(msgs)]
     }
 
     fn settled() -> Vec<Op> {
@@ -153,6 +167,27 @@ mod tests {
         assert!(!r.valid);
         assert_eq!(r.counts["read_after_ack"], 1);
         assert_eq!(r.counts["unread"], 1);
+    }
+
+    #[test]
+    fn a_value_stored_twice_is_two_messages_each_acked_once() {
+        let base = [
+            sent("d0", "d0-0", "a:0", 0),
+            popped_copy("q0", "d0-0", "A"),
+            acked_copy("q0", "d0-0", "A"),
+            // The second stored copy (a delayed message delivered twice), not acked in time: back.
+            popped_copy("q0", "d0-0", "B"),
+            popped_copy("q1", "d0-0", "B"),
+            acked_copy("q1", "d0-0", "B"),
+            settled(),
+        ]
+        .concat();
+        let r = check(&h(base.clone()));
+        assert!(r.valid, "{r:?}");
+        let mut more = base;
+        more.extend(popped_copy("q1", "d0-0", "A"));
+        let r = check(&h(more));
+        assert_eq!(r.counts["read_after_ack"], 1);
     }
 
     #[test]
