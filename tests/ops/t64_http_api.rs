@@ -525,8 +525,10 @@ async fn messages_progress_reset_offset_and_transfer_leader() -> Result<()> {
     ensure!(ok.response_code() == ResponseCode::Success, "{:?}", ok.remark);
     let p = get(&la, &format!("/api/v1/groups/{CG}/progress")).await?.expect(200)?.json()?;
     ensure!(p["lag_total"] == 3 && p["broker_offset_total"] == 5 && p["consumer_offset_total"] == 2, "{p}");
-    let q0 = json!({ "topic": TOPIC, "queue_id": 0, "broker_offset": 5, "consumer_offset": 2, "lag": 3 });
-    let q1 = json!({ "topic": TOPIC, "queue_id": 1, "broker_offset": 0, "consumer_offset": null, "lag": 0 });
+    let q0 = json!({ "topic": TOPIC, "queue_id": 0, "broker_offset": 5, "consumer_offset": 2, "lag": 3, "pop_in_flight": 0 });
+    let q1 = json!({
+        "topic": TOPIC, "queue_id": 1, "broker_offset": 0, "consumer_offset": null, "lag": 0, "pop_in_flight": 0
+    });
     ensure!(p["queues"] == json!([q0, q1]), "{p}");
     eventually(&fa, &format!("/api/v1/groups/{CG}/progress"), "follower progress", |r| {
         r.body.contains("\"lag_total\":3")
