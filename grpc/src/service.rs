@@ -9,8 +9,8 @@
 //!
 //! Requests go through `raftmq_broker`'s `Bridge`: the remoting processors on the leader, relayed
 //! there by a follower. ReceiveMessage answers its stream at once and waits inside it, so its long
-//! polling is bounded by the call's own deadline, not the server's per-call timeout; a follower
-//! relays within the relay timeout, so its long polling is bounded by that.
+//! polling is bounded by the call's own deadline, not the server's per-call timeout; a follower's
+//! relay of it waits for the leader's long polling too.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -22,7 +22,6 @@ use raftmq_broker::state::store::now_ms;
 use raftmq_common::limits::GRPC_LONG_POLLING_MAX_MS;
 use raftmq_common::limits::GRPC_RECEIVE_INVISIBLE_DEFAULT_MS;
 use raftmq_common::limits::GRPC_SEND_MESSAGES_MAX_COUNT;
-use raftmq_common::limits::RPC_TIMEOUT_DEFAULT_MS;
 use raftmq_common::message::validate::validate_group;
 use raftmq_common::message::validate::validate_topic;
 use tokio_util::sync::CancellationToken;
@@ -157,13 +156,7 @@ impl Messaging {
     ) -> Vec<ReceiveMessageResponse> {
         let group = request.group.as_ref().map(|g| g.name.as_str()).unwrap_or_default();
         let fifo = bridge.subscription_group(group).is_some_and(|c| receive::is_fifo(&c));
-        // A follower relays within the relay timeout: it may hold the request only that long.
-        let deadline = if bridge.is_ready_leader() {
-            deadline
-        } else {
-            let relay = Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS);
-            Some(deadline.map_or(relay, |d| d.min(relay)))
-        };
+        // A follower's relay waits for the leader's long polling too (`relay_hold_ms`).
         match receive::pop_command(&request, fifo, deadline, RECEIVE_LIMITS, now_ms() as i64) {
             Ok(command) => {
                 let answer = bridge.answer(peer, command).await;

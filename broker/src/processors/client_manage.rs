@@ -475,6 +475,16 @@ pub async fn update_consumer_offset(
     Ok(RemotingCommand::success())
 }
 
+/// How long the leader may hold a relayed request before it answers: a POP_MESSAGE's long polling
+/// (its `pollTime`, bounded as the leader bounds it); nothing for anything else.
+fn relay_hold_ms(request: &RemotingCommand) -> u64 {
+    if request.request_code() != raftmq_common::protocol::RequestCode::PopMessage {
+        return 0;
+    }
+    let poll_ms = request.ext_fields.get("pollTime").and_then(|v| v.trim().parse::<i64>().ok()).unwrap_or(0);
+    poll_ms.clamp(0, raftmq_common::limits::POP_POLL_TIME_MAX_MS) as u64
+}
+
 /// Relays a request to the leader once (a relayed request is never relayed again: [`FLAG_RELAYED`]);
 /// its answer is ours.
 pub(crate) async fn forward(
@@ -490,7 +500,7 @@ pub(crate) async fn forward(
     }
     let mut relayed = request.clone();
     relayed.flag = FLAG_RELAYED;
-    let timeout = Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS);
+    let timeout = Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS + relay_hold_ms(request));
     let unavailable = |e: raftmq_common::remoting::RemotingError| {
         refuse(ResponseCode::ServiceNotAvailable, format!("forwarding to the leader {leader} failed: {e}"))
     };
