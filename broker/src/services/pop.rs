@@ -253,7 +253,7 @@ impl PopService {
         self.flush_acks_locked().await;
         let now = self.stamp(term);
         let mut plans = Vec::new();
-        let mut records: Vec<(usize, Bytes)> = Vec::new();
+        let mut records: Vec<Bytes> = Vec::new();
         let mut watched = Vec::new();
         let mut rest = 0i64;
         let mut remaining = request.max_count;
@@ -295,7 +295,7 @@ impl PopService {
                         if patch_reconsume_times(&mut bytes, f.attempt as i32).is_ok() {
                             record = bytes.freeze();
                         }
-                        records.push((plans.len(), record));
+                        records.push(record);
                         again.push(*offset);
                     }
                 }
@@ -328,7 +328,7 @@ impl PopService {
                 match peek_queue_offset(&record) {
                     Ok(offset) if offset >= start && offset < to && offsets.last().is_none_or(|l| *l < offset) => {
                         offsets.push(offset);
-                        records.push((plans.len(), record));
+                        records.push(record);
                     }
                     _ => warn!(%topic, queue_id, "a record read for a pop is not where its queue says; skipped"),
                 }
@@ -371,7 +371,6 @@ impl PopService {
                 order_count: request.fifo.then_some(0),
             })
             .collect();
-        let records = records.into_iter().map(|(_, r)| r).collect();
         Ok((Popped { epoch_ms, rest_count: rest, queues, records }, watched))
     }
 
