@@ -570,6 +570,9 @@ pub const TLS_HANDSHAKE_TIMEOUT_MS: u64 = 10_000;
 /// Largest first frame a TLS-enforcing server reads from a plaintext client in order to answer it
 /// with an error naming the mode (a heartbeat or a send header fits); a larger one is just closed.
 pub const TLS_PLAINTEXT_REFUSAL_FRAME_MAX_BYTES: usize = 64 * 1024;
+/// Most requests a TLS-enforcing server answers on one plaintext connection before closing it
+/// (a client pipelines a few on a new connection: a route lookup, a heartbeat).
+pub const TLS_PLAINTEXT_REFUSAL_REQUESTS_MAX: usize = 16;
 /// How often the certificate and key files of a TLS server are checked for a change (Java's
 /// `FileWatchService` polls every 500 ms): a rotated certificate is served to the next connection.
 pub const TLS_CERT_RELOAD_POLL_MS: u64 = 500;

@@ -2,7 +2,8 @@
 //! and real `RemotingClient`s (or raw sockets) on 127.0.0.1, certificates made at test time by a
 //! CA of the test's own (`src/dev_certs.rs`, no key committed).
 //!
-//! - enforcing: a TLS client is served, a plaintext one answered SYSTEM_ERROR naming the mode;
+//! - enforcing: a TLS client is served, a plaintext one answered SYSTEM_ERROR naming the mode,
+//!   each of its pipelined requests too;
 //! - permissive: both on one port; disabled (no TLS configured): a TLS client's handshake fails;
 //! - a handshake that never finishes holds an admission slot until `TLS_HANDSHAKE_TIMEOUT_MS`;
 //! - a certificate rotated on disk is what the next handshake presents; a bad file keeps the old;
@@ -167,6 +168,36 @@ async fn enforcing_serves_tls_and_answers_plaintext_with_an_error_naming_the_mod
     }
     let listed = server.connection_count();
     ensure!(listed == 1, "only the TLS connection is served, {listed} listed");
+    server.shutdown().await;
+    Ok(())
+}
+
+/// A plaintext client with several requests in flight on its new connection (as a producer's
+/// route lookup beside another call) gets the refusal for each one, none sees the connection
+/// closed under it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enforcing_answers_every_pipelined_plaintext_request() -> Result<()> {
+    let pki = Pki::new()?;
+    let tls = ServerTls::from_settings(&pki.server(TlsMode::Enforcing))?.context("serves TLS")?;
+    let server = server_with(Some(tls), ServerLimits::default()).await?;
+    let mut socket = TcpStream::connect(server.local_addr()).await?;
+    let requests: Vec<RemotingCommand> = (0..3).map(|_| RemotingCommand::request(RequestCode::HeartBeat)).collect();
+    let mut pipelined = Vec::new();
+    for request in &requests {
+        pipelined.extend_from_slice(&request.encode()?);
+    }
+    socket.write_all(&pipelined).await?;
+    for request in &requests {
+        let len = bounded("a refusal's length", socket.read_u32()).await??;
+        let mut frame = vec![0u8; usize::try_from(len)?];
+        bounded("a refusal's frame", socket.read_exact(&mut frame)).await??;
+        let response = RemotingCommand::decode_frame(frame.into())?;
+        ensure!(response.opaque == request.opaque, "answers in order: {response:?}");
+        ensure!(response.response_code() == ResponseCode::SystemError, "{response:?}");
+        ensure!(response.remark.as_deref() == Some(TLS_REQUIRED_REMARK), "{response:?}");
+    }
+    drop(socket);
+    ensure!(server.connection_count() == 0, "the plaintext connection is never served");
     server.shutdown().await;
     Ok(())
 }

@@ -15,9 +15,10 @@
 //! - The wait for the first byte is bounded by the server's idle limit, the handshake by
 //!   [`TLS_HANDSHAKE_TIMEOUT_MS`]; the connection holds its admission slot meanwhile, so peers
 //!   that never finish a handshake are counted and closed.
-//! - An enforcing server answers a plaintext client's first request (if it is a frame of at most
-//!   [`TLS_PLAINTEXT_REFUSAL_FRAME_MAX_BYTES`]) with SYSTEM_ERROR and a remark naming the mode, so
-//!   the client's error says what to set, then closes; nothing of the request is processed.
+//! - An enforcing server answers each of a plaintext client's requests (frames of at most
+//!   [`TLS_PLAINTEXT_REFUSAL_FRAME_MAX_BYTES`], a bounded number, within the handshake deadline)
+//!   with SYSTEM_ERROR and a remark naming the mode, so the client's error says what to set, then
+//!   closes; nothing of any request is processed.
 //! - The certificate is a [`CertReloader`]'s: new connections get a rotated one.
 
 use std::sync::Arc;
@@ -38,6 +39,7 @@ use super::tls_files::provider;
 use super::tls_files::read_roots;
 use crate::limits::TLS_HANDSHAKE_TIMEOUT_MS;
 use crate::limits::TLS_PLAINTEXT_REFUSAL_FRAME_MAX_BYTES;
+use crate::limits::TLS_PLAINTEXT_REFUSAL_REQUESTS_MAX;
 use crate::protocol::RemotingCommand;
 use crate::protocol::ResponseCode;
 use crate::tls_settings::ClientAuth;
@@ -170,29 +172,40 @@ impl ServerTls {
     }
 }
 
-/// Answers a plaintext client's first request with [`TLS_REQUIRED_REMARK`], within the handshake
-/// deadline; gives up silently on anything else.
+/// Answers each request a plaintext client sends (at most [`TLS_PLAINTEXT_REFUSAL_REQUESTS_MAX`],
+/// all within the handshake deadline) with [`TLS_REQUIRED_REMARK`], then closes. Every request is
+/// answered, not only the first: a client may have several in flight on its new connection (a
+/// route lookup beside a heartbeat), and each must learn what to set rather than see the
+/// connection closed under it.
 async fn refuse_plaintext(mut stream: TcpStream) {
     let answer = async {
-        let len = usize::try_from(stream.read_u32().await?).unwrap_or(usize::MAX);
-        if len > TLS_PLAINTEXT_REFUSAL_FRAME_MAX_BYTES {
-            return Ok(());
+        for _ in 0..TLS_PLAINTEXT_REFUSAL_REQUESTS_MAX {
+            let len = match stream.read_u32().await {
+                Ok(len) => usize::try_from(len).unwrap_or(usize::MAX),
+                // The client closed after reading its answers.
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+                Err(e) => return Err(e),
+            };
+            if len > TLS_PLAINTEXT_REFUSAL_FRAME_MAX_BYTES {
+                break;
+            }
+            let mut frame = vec![0u8; len];
+            stream.read_exact(&mut frame).await?;
+            let Ok(request) = RemotingCommand::decode_frame(Bytes::from(frame)) else { break };
+            if request.is_response() || request.is_oneway() {
+                continue;
+            }
+            let response = RemotingCommand::response(ResponseCode::SystemError, Some(TLS_REQUIRED_REMARK.to_owned()))
+                .answering(&request);
+            if let Ok(bytes) = response.encode() {
+                stream.write_all(&bytes).await?;
+            }
         }
-        let mut frame = vec![0u8; len];
-        stream.read_exact(&mut frame).await?;
-        let Ok(request) = RemotingCommand::decode_frame(Bytes::from(frame)) else { return Ok(()) };
-        if request.is_response() || request.is_oneway() {
-            return Ok(());
-        }
-        let response = RemotingCommand::response(ResponseCode::SystemError, Some(TLS_REQUIRED_REMARK.to_owned()))
-            .answering(&request);
-        if let Ok(bytes) = response.encode() {
-            stream.write_all(&bytes).await?;
-            stream.shutdown().await?;
-        }
-        std::io::Result::Ok(())
+        stream.shutdown().await
     };
-    if let Ok(Err(e)) = tokio::time::timeout(Duration::from_millis(TLS_HANDSHAKE_TIMEOUT_MS), answer).await {
-        tracing::debug!(error = %e, "plaintext client gone before its refusal");
+    match tokio::time::timeout(Duration::from_millis(TLS_HANDSHAKE_TIMEOUT_MS), answer).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::debug!(error = %e, "plaintext client gone before its refusal"),
+        Err(_) => tracing::debug!("plaintext client still connected at the refusal deadline; closed"),
     }
 }
