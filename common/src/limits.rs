@@ -645,6 +645,10 @@ pub const POP_REVIVE_BATCH_MAX_COUNT: usize = 256;
 pub const POP_POLL_TIME_MAX_MS: i64 = 60_000;
 /// Most acks one POP entry carries (acks of many requests are batched into one entry).
 pub const POP_ACK_BATCH_MAX_COUNT: usize = 1_024;
+/// Times a pop is planned again after apply refused its entry (another write changed a queue
+/// between the plan and the apply: an ack, a change, a refused pop before it); then it answers
+/// what it has.
+pub const POP_PLAN_ATTEMPTS_MAX: usize = 4;
 /// Queues (group, topic, queue) the replicated POP table keeps a cursor for; a pop of a queue
 /// beyond it is refused until a group is deleted.
 pub const POP_QUEUES_MAX_COUNT: usize = 1 << 20;

@@ -164,6 +164,38 @@ pub struct Applied {
     pub reply: AppReply,
 }
 
+/// The outcome of a [`RaftNode::submit`]ted proposal: committed and applied here, or why not.
+pub struct Submitted(std::pin::Pin<Box<dyn std::future::Future<Output = Result<Applied, ProposeError>> + Send>>);
+
+impl std::fmt::Debug for Submitted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Submitted")
+    }
+}
+
+impl std::future::Future for Submitted {
+    type Output = Result<Applied, ProposeError>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+/// openraft's refusal of a write, as a [`ProposeError`].
+fn client_write_error(e: ClientWriteError<TypeConfig>) -> ProposeError {
+    match e {
+        ClientWriteError::ForwardToLeader(f) => ProposeError::ForwardToLeader {
+            leader_id: f.leader_id,
+            leader_addr: f.leader_node.as_ref().map(|n| n.raft_addr.clone()),
+            leader_data: f.leader_node.as_ref().map(|n| n.data.clone()),
+        },
+        ClientWriteError::LogEntryDiscarded(f) => {
+            ProposeError::OutcomeUnknown(format!("entry discarded on leader change (new leader {:?})", f.leader_id))
+        }
+        other => ProposeError::Rejected(other.to_string()),
+    }
+}
+
 /// Why a proposal failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProposeError {
@@ -561,6 +593,51 @@ impl RaftNode {
 
     /// Propose `payload`; returns once it is committed and applied here.
     pub async fn propose(&self, payload: AppPayload) -> Result<Applied, ProposeError> {
+        let raft = self.writable(&payload)?;
+        // Boxed: openraft's write future is ~1.7 KiB, and inline it made every future that can
+        // propose (a send that may auto-create its topic, and so the broker's request future) that
+        // much bigger, copied on every request.
+        let write = tokio::time::timeout(self.propose_timeout, Box::pin(raft.client_write(payload))).await;
+        match write {
+            Err(_) => Err(self.not_applied_in_time()),
+            Ok(Ok(r)) => Ok(Applied { log_id: r.log_id, reply: r.data }),
+            Ok(Err(RaftError::APIError(e))) => Err(client_write_error(e)),
+            // Raft stopped while the write was in flight (its store failed): the entry may have
+            // been appended and replicated, and the others may commit it. A definite refusal here
+            // would let a client send it again.
+            Ok(Err(RaftError::Fatal(f))) => {
+                Err(ProposeError::OutcomeUnknown(format!("the replica stopped while the write was in flight: {f}")))
+            }
+        }
+    }
+
+    /// Queues `payload` for the leader's log like [`Self::propose`] and returns once it is queued,
+    /// with its outcome to await. Entries queued by successive calls are appended in call order,
+    /// so a caller may plan its next entry on the effect of one still in flight (a POP cursor)
+    /// and hold its own lock only while it plans and queues, not for a round trip.
+    pub async fn submit(&self, payload: AppPayload) -> Result<Submitted, ProposeError> {
+        let raft = self.writable(&payload)?;
+        let (responder, outcome) = openraft::impls::OneshotResponder::new_pair();
+        raft.write(payload)
+            .responder(responder)
+            .await
+            .map_err(|f| ProposeError::Fatal(format!("the replica stopped before the write was queued: {f}")))?;
+        let (timeout, late) = (self.propose_timeout, self.not_applied_in_time());
+        Ok(Submitted(Box::pin(async move {
+            match tokio::time::timeout(timeout, outcome).await {
+                Err(_) => Err(late),
+                Ok(Ok(Ok(r))) => Ok(Applied { log_id: r.log_id, reply: r.data }),
+                Ok(Ok(Err(e))) => Err(client_write_error(e)),
+                Ok(Err(_)) => {
+                    Err(ProposeError::OutcomeUnknown("the replica stopped while the write was in flight".to_owned()))
+                }
+            }
+        })))
+    }
+
+    /// The checks every proposal passes before it is queued: a store to write to, a payload one
+    /// entry holds, room on the disk.
+    fn writable(&self, payload: &AppPayload) -> Result<&Raft, ProposeError> {
         let raft = self.raft.as_ref().ok_or_else(|| {
             ProposeError::Fatal(format!("store damaged: {}", self.store.damage_reason().unwrap_or_default()))
         })?;
@@ -573,34 +650,11 @@ impl RaftNode {
         if self.leadership.borrow().role == Role::Leader {
             self.check_disk_room(payload.body.len())?;
         }
-        // Boxed: openraft's write future is ~1.7 KiB, and inline it made every future that can
-        // propose (a send that may auto-create its topic, and so the broker's request future) that
-        // much bigger, copied on every request.
-        let write = tokio::time::timeout(self.propose_timeout, Box::pin(raft.client_write(payload))).await;
-        match write {
-            Err(_) => {
-                Err(ProposeError::OutcomeUnknown(format!("not applied within {} ms", self.propose_timeout.as_millis())))
-            }
-            Ok(Ok(r)) => Ok(Applied { log_id: r.log_id, reply: r.data }),
-            Ok(Err(RaftError::APIError(e))) => Err(match e {
-                ClientWriteError::ForwardToLeader(f) => ProposeError::ForwardToLeader {
-                    leader_id: f.leader_id,
-                    leader_addr: f.leader_node.as_ref().map(|n| n.raft_addr.clone()),
-                    leader_data: f.leader_node.as_ref().map(|n| n.data.clone()),
-                },
-                ClientWriteError::LogEntryDiscarded(f) => ProposeError::OutcomeUnknown(format!(
-                    "entry discarded on leader change (new leader {:?})",
-                    f.leader_id
-                )),
-                other => ProposeError::Rejected(other.to_string()),
-            }),
-            // Raft stopped while the write was in flight (its store failed): the entry may have
-            // been appended and replicated, and the others may commit it. A definite refusal here
-            // would let a client send it again.
-            Ok(Err(RaftError::Fatal(f))) => {
-                Err(ProposeError::OutcomeUnknown(format!("the replica stopped while the write was in flight: {f}")))
-            }
-        }
+        Ok(raft)
+    }
+
+    fn not_applied_in_time(&self) -> ProposeError {
+        ProposeError::OutcomeUnknown(format!("not applied within {} ms", self.propose_timeout.as_millis()))
     }
 
     /// Whether this node leads and a quorum acknowledged it within the leader lease

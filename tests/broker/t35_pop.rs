@@ -7,7 +7,9 @@
 //!   reconsumeTimes 1 and RETRY_TOPIC naming its topic, and acks from there;
 //! - the group's committed offsets follow (lag and admin tools see POP groups);
 //! - the leader stopped while a message is in flight: the new leader hands out nothing acked and
-//!   gives the unacked message back after its time.
+//!   gives the unacked message back after its time;
+//! - poppers at once (the leader pipelines their pops): every message handed out once; FIFO
+//!   poppers of one queue get its messages in order, never two batches of it in flight.
 //!
 //! Waits poll with a deadline (the pop's own long polling); nothing sleeps to synchronise.
 
@@ -66,9 +68,20 @@ impl Delivery {
 }
 
 async fn pop(client: &RemotingClient, addr: &str, max: i32, poll_ms: i64) -> Result<(ResponseCode, Vec<Delivery>)> {
+    pop_as(client, addr, (GROUP, TOPIC, false), max, poll_ms).await
+}
+
+/// A pop by `(group, topic, fifo)`.
+async fn pop_as(
+    client: &RemotingClient,
+    addr: &str,
+    (group, topic, fifo): (&str, &str, bool),
+    max: i32,
+    poll_ms: i64,
+) -> Result<(ResponseCode, Vec<Delivery>)> {
     let header = PopMessageRequestHeader {
-        consumer_group: GROUP.into(),
-        topic: TOPIC.into(),
+        consumer_group: group.into(),
+        topic: topic.into(),
         queue_id: -1,
         max_msg_nums: max,
         invisible_time: INVISIBLE_MS,
@@ -77,7 +90,7 @@ async fn pop(client: &RemotingClient, addr: &str, max: i32, poll_ms: i64) -> Res
         init_mode: 0,
         exp_type: Some("TAG".into()),
         exp: Some("*".into()),
-        order: Some(false),
+        order: Some(fifo),
         attempt_id: None,
     };
     let request = RemotingCommand::request_with_header(RequestCode::PopMessage, &header);
@@ -91,7 +104,7 @@ async fn pop(client: &RemotingClient, addr: &str, max: i32, poll_ms: i64) -> Res
     let mut out = Vec::new();
     for message in decode_all(&response.body, DecodeOptions::verify_crc())? {
         let topic_type =
-            if message.message.topic.as_str() == TOPIC { PopTopicType::Normal } else { PopTopicType::Retry };
+            if message.message.topic.as_str() == topic { PopTopicType::Normal } else { PopTopicType::Retry };
         let ck_offset = start_offset_of(&start_info, topic_type, message.queue_id)
             .with_context(|| format!("no start offset for {:?} {}", topic_type, message.queue_id))?;
         let extra = ExtraInfo {
@@ -110,9 +123,18 @@ async fn pop(client: &RemotingClient, addr: &str, max: i32, poll_ms: i64) -> Res
 }
 
 async fn ack(client: &RemotingClient, addr: &str, d: &Delivery) -> Result<RemotingCommand> {
+    ack_as(client, addr, (GROUP, TOPIC), d).await
+}
+
+async fn ack_as(
+    client: &RemotingClient,
+    addr: &str,
+    (group, topic): (&str, &str),
+    d: &Delivery,
+) -> Result<RemotingCommand> {
     let header = AckMessageRequestHeader {
-        consumer_group: GROUP.into(),
-        topic: TOPIC.into(),
+        consumer_group: group.into(),
+        topic: topic.into(),
         queue_id: d.extra.queue_id,
         extra_info: d.extra.to_string(),
         offset: d.message.queue_offset,
@@ -232,6 +254,93 @@ async fn popped_messages_are_acked_once_come_back_when_unacked_and_survive_a_fai
         let max = group.brokers[&new_leader].store().queue_offsets(TOPIC, q).1 as i64;
         assert_eq!(query_offset(&client, &addr, GROUP, TOPIC, q).await?, Some(max), "queue {q}");
     }
+    producer.shutdown().await;
+    group.shutdown().await;
+    Ok(())
+}
+
+/// Several poppers at once, each acking what it got before it pops again.
+async fn drain_concurrently(
+    addr: &str,
+    who: (&'static str, &'static str, bool),
+    poppers: usize,
+    max: i32,
+    total: usize,
+) -> Result<Vec<Vec<String>>> {
+    let got = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..poppers {
+        let (addr, got) = (addr.to_owned(), got.clone());
+        tasks.spawn(async move {
+            let client = RemotingClient::new();
+            let deadline = Instant::now() + WAIT;
+            let mut batches = Vec::new();
+            while got.load(std::sync::atomic::Ordering::SeqCst) < total {
+                if Instant::now() > deadline {
+                    bail!("{} of {total} popped in {WAIT:?}", got.load(std::sync::atomic::Ordering::SeqCst));
+                }
+                let (code, batch) = pop_as(&client, &addr, who, max, 200).await?;
+                match code {
+                    ResponseCode::Success | ResponseCode::PollingTimeout => {}
+                    other => bail!("pop answered {other:?}"),
+                }
+                got.fetch_add(batch.len(), std::sync::atomic::Ordering::SeqCst);
+                for d in &batch {
+                    let r = ack_as(&client, &addr, (who.0, who.1), d).await?;
+                    anyhow::ensure!(r.response_code() == ResponseCode::Success, "ack: {:?}", r.remark);
+                }
+                if !batch.is_empty() {
+                    batches.push(batch.iter().map(Delivery::body).collect());
+                }
+            }
+            Ok::<_, anyhow::Error>(batches)
+        });
+    }
+    let mut all = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        all.extend(joined??);
+    }
+    Ok(all)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_poppers_get_each_message_once_and_fifo_in_order() -> Result<()> {
+    const TOPIC_C: &str = "T35_CONCURRENT";
+    const TOPIC_F: &str = "T35_FIFO";
+    const MESSAGES: usize = 400;
+    const FIFO_MESSAGES: usize = 60;
+    let mut group = Group::start(3).await?;
+    let leader = group.wait_leader(WAIT).await?;
+    let addr = group.addr(leader);
+    let admin = Admin::new(&group.namesrv_addr)?;
+    for (topic, queues) in [(TOPIC_C, 4), (TOPIC_F, 1)] {
+        let config = TopicConfig { read_queue_nums: queues, write_queue_nums: queues, ..TopicConfig::new(topic) };
+        admin.create_topic(&addr, &config).await?;
+    }
+    admin.shutdown().await;
+    let producer = Producer::builder("t35_concurrent_producer").namesrv_addr(&group.namesrv_addr).build()?;
+    producer.start().await?;
+    for i in 0..MESSAGES {
+        producer.send(Message::new(TOPIC_C, format!("c{i:04}"))).await?;
+    }
+    for i in 0..FIFO_MESSAGES {
+        producer.send(Message::new(TOPIC_F, format!("f{i:04}"))).await?;
+    }
+
+    let batches = drain_concurrently(&addr, ("t35_concurrent", TOPIC_C, false), 8, 8, MESSAGES).await?;
+    let bodies: Vec<String> = batches.into_iter().flatten().collect();
+    let unique: BTreeSet<&String> = bodies.iter().collect();
+    assert_eq!(unique.len(), MESSAGES, "every message popped");
+    assert_eq!(bodies.len(), MESSAGES, "none popped twice");
+
+    // FIFO, one queue: a batch is held until acked, so the batches, in any popper, are consecutive
+    // runs of the queue, and together they are the queue once.
+    let batches = drain_concurrently(&addr, ("t35_fifo", TOPIC_F, true), 4, 5, FIFO_MESSAGES).await?;
+    let mut runs: Vec<Vec<String>> = batches;
+    runs.sort();
+    let flat: Vec<String> = runs.into_iter().flatten().collect();
+    let expected: Vec<String> = (0..FIFO_MESSAGES).map(|i| format!("f{i:04}")).collect();
+    assert_eq!(flat, expected, "FIFO batches are the queue in order, each message once");
     producer.shutdown().await;
     group.shutdown().await;
     Ok(())

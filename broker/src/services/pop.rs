@@ -3,26 +3,33 @@
 //! replicated POP table ([`crate::state::pop`]).
 //!
 //! ```text
-//! pop ──▶ (POP write lock) read each queue from its cursor ─▶ one POP entry (every queue's plan,
-//!         one epoch) ─▶ applied ─▶ the records, with the epoch as popTime
+//! pop ──▶ (plan lock) read each queue from its projected cursor ─▶ one POP entry (every queue's
+//!         plan, one epoch) queued ─▶ (lock released) applied ─▶ the records, popTime = the epoch
 //!         nothing found ─▶ long poll on the queues' arrivals until pollTime ends
-//! ack ──▶ queued; whoever holds the POP write lock proposes every queued ack as one entry
-//! change ─▶ (POP write lock) one entry ─▶ the new epoch
-//! revive (every POP_REVIVE_INTERVAL_MS, leader) ─▶ (POP write lock) expired deliveries re-put into
+//!         refused by apply (a queue changed meanwhile) ─▶ planned again
+//! ack ──▶ queued; whoever holds the settle lock proposes every queued ack as one entry
+//! change ─▶ (settle lock) one entry ─▶ the new epoch
+//! revive (every POP_REVIVE_INTERVAL_MS, leader) ─▶ (settle lock) expired deliveries re-put into
 //!         %RETRY%{group}_{topic} with reconsumeTimes + 1 (or %DLQ%{group} past retryMaxTimes),
 //!         each record marked POP_REVIVE_OF, whose apply removes the delivery from the table
 //! ```
 //!
 //! Invariants:
-//! - Every POP write (pop, ack batch, change, revive) of this leader runs under one lock and waits
-//!   for its entry to apply, so each is planned on the applied table and none races another: a
-//!   revive never re-puts a message whose ack is in flight (the ack waits, then finds it stale).
-//!   A new leader plans only after the entries of earlier terms are applied (the readiness gate).
+//! - Pops are pipelined: each is planned on the applied table plus the pops this leader queued
+//!   and has not seen applied (the [`Projection`]: their cursors, and their queues held for FIFO),
+//!   and entries queued one after the other apply in that order. The apply checks every plan
+//!   against the table (`PopRefusal::CursorMoved`), so a projection that is wrong (a pop before
+//!   it refused, a new term) costs a retry, never a message handed out twice.
+//! - Acks, changes and revives run under one settle lock and wait for their entry to apply, so a
+//!   revive never re-puts a message whose ack or change is in flight (that one waits, then finds
+//!   it stale). A new leader writes only after the entries of earlier terms are applied (the
+//!   readiness gate).
 //! - A pop answers only after its entry applied: a failover never hands out a message the new
 //!   leader does not know is in flight.
 //! - Times are the table's ([`TableClock`]), so expiry never depends on the replicas' wall clocks.
 
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -31,6 +38,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use bytes::BytesMut;
 use raftmq_common::limits::POP_ACK_BATCH_MAX_COUNT;
+use raftmq_common::limits::POP_PLAN_ATTEMPTS_MAX;
 use raftmq_common::limits::POP_REVIVE_BATCH_MAX_COUNT;
 use raftmq_common::limits::POP_REVIVE_INTERVAL_MS;
 use raftmq_common::message::properties;
@@ -136,13 +144,77 @@ pub struct PopHandles {
 
 type AckWaiter = oneshot::Sender<Result<bool, WriteError>>;
 
+/// Pops this leader queued and has not seen applied, per queue: what the next plan starts from.
+#[derive(Debug, Default)]
+struct Projection {
+    /// The term the pops were queued in; another term's are forgotten.
+    term: u64,
+    queues: HashMap<PopQueue, Projected>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Projected {
+    /// The cursor after the newest pop queued.
+    cursor: i64,
+    /// Pops of the queue queued and not yet answered by apply.
+    pending: u32,
+    /// One of them was refused or its outcome is unknown: plan on the applied table until all
+    /// are answered.
+    broken: bool,
+}
+
+/// A pop queued for the log: counted in the [`Projection`] until dropped, which answers it
+/// (also when the pop's future is dropped while it waits: then as unknown).
+struct Queued<'a> {
+    projection: &'a Mutex<Projection>,
+    term: u64,
+    queues: Vec<PopQueue>,
+    /// Apply issued it; otherwise the projection of its queues is broken until they settle.
+    applied: bool,
+}
+
+impl<'a> Queued<'a> {
+    fn new(projection: &'a Mutex<Projection>, term: u64, plans: &[PopPlan]) -> Self {
+        let mut p = lock(projection);
+        for plan in plans {
+            let q =
+                p.queues.entry(plan.queue.clone()).or_insert(Projected { cursor: plan.to, pending: 0, broken: false });
+            q.cursor = plan.to;
+            q.pending += 1;
+        }
+        Queued { projection, term, queues: plans.iter().map(|p| p.queue.clone()).collect(), applied: false }
+    }
+}
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        let mut p = lock(self.projection);
+        if p.term != self.term {
+            return;
+        }
+        for queue in &self.queues {
+            if let Some(q) = p.queues.get_mut(queue) {
+                q.pending = q.pending.saturating_sub(1);
+                q.broken |= !self.applied;
+                if q.pending == 0 {
+                    p.queues.remove(queue);
+                }
+            }
+        }
+    }
+}
+
 /// The leader side of POP.
 #[derive(Debug)]
 pub struct PopService {
     h: PopHandles,
     clock: TableClock,
-    /// Held by every POP write while it plans, proposes and waits for apply.
-    write: tokio::sync::Mutex<()>,
+    /// Held by a pop while it plans and queues its entry, not while the entry commits.
+    plan: tokio::sync::Mutex<()>,
+    /// Pops queued and not applied (under `plan` for reading and adding; completions update it).
+    projection: Mutex<Projection>,
+    /// Held by ack batches, changes and revive passes while they plan, propose and wait for apply.
+    settle: tokio::sync::Mutex<()>,
     /// Acks waiting for the next ack entry.
     pending_acks: Mutex<Vec<(Receipt, AckWaiter)>>,
     /// Rotates where a pop of every queue starts, so no queue starves.
@@ -167,7 +239,9 @@ impl PopService {
         PopService {
             h,
             clock: TableClock::new(),
-            write: tokio::sync::Mutex::new(()),
+            plan: tokio::sync::Mutex::new(()),
+            projection: Mutex::new(Projection::default()),
+            settle: tokio::sync::Mutex::new(()),
             pending_acks: Mutex::new(Vec::new()),
             next_queue: std::sync::atomic::AtomicUsize::new(0),
         }
@@ -187,8 +261,17 @@ impl PopService {
     /// (an empty [`Popped`] then).
     pub async fn pop(&self, request: &PopRequest) -> Result<Popped, WriteError> {
         let deadline = tokio::time::Instant::now() + Duration::from_millis(request.poll_ms);
+        let mut refused = 0;
         loop {
-            let (popped, watched) = self.pop_once(request).await?;
+            let (popped, watched) = match self.pop_once(request).await {
+                // Apply refused the plan: a queue changed between the plan and the apply.
+                Err(WriteError::Rejected(why)) if refused + 1 < POP_PLAN_ATTEMPTS_MAX => {
+                    refused += 1;
+                    debug!(%why, attempt = refused, "a pop was refused by apply; planned again");
+                    continue;
+                }
+                other => other?,
+            };
             if !popped.records.is_empty() || tokio::time::Instant::now() >= deadline {
                 return Ok(popped);
             }
@@ -248,15 +331,24 @@ impl PopService {
 
     /// One attempt: the popped messages (maybe none) and the (topic, queue, cursor) looked at.
     async fn pop_once(&self, request: &PopRequest) -> Result<(Popped, Vec<(String, i32, i64)>), WriteError> {
-        let _write = self.write.lock().await;
+        let planning = self.plan.lock().await;
         let term = self.h.replica.check_writable()?;
-        self.flush_acks_locked().await;
         let now = self.stamp(term);
+        let projected: HashMap<PopQueue, Projected> = {
+            let mut projection = lock(&self.projection);
+            if projection.term != term {
+                *projection = Projection { term, queues: HashMap::new() };
+            }
+            projection.queues.clone()
+        };
         let mut plans = Vec::new();
         let mut records: Vec<Bytes> = Vec::new();
         let mut watched = Vec::new();
         let mut rest = 0i64;
         let mut remaining = request.max_count;
+        // A queue the table has no state for yet: apply takes any cursor for it, so nothing may be
+        // planned on top of this pop until it applied.
+        let mut first_pop = false;
         for (topic, queue_id, topic_type) in self.candidates(request) {
             let key = PopQueue { group: request.group.clone(), topic: topic.clone(), queue_id };
             let (state, committed) = {
@@ -265,11 +357,20 @@ impl PopService {
             };
             let (min, max) = self.h.store.queue_offsets(&topic, queue_id);
             let (min, max) = (min as i64, max as i64);
-            let cursor = match &state {
-                Some(s) => s.cursor,
-                None => initial_cursor(committed, min, max, request.init_at_max, topic_type == PopTopicType::Retry),
+            let queued = projected.get(&key).filter(|p| !p.broken);
+            let cursor = match (queued, &state) {
+                (Some(p), _) => p.cursor,
+                (None, Some(s)) => s.cursor,
+                (None, None) => {
+                    initial_cursor(committed, min, max, request.init_at_max, topic_type == PopTopicType::Retry)
+                }
             };
             if remaining == 0 {
+                rest += (max - cursor).max(0);
+                continue;
+            }
+            if request.fifo && projected.contains_key(&key) {
+                // A pop of it is on its way: held as if in flight.
                 rest += (max - cursor).max(0);
                 continue;
             }
@@ -342,6 +443,7 @@ impl PopService {
             if offsets.is_empty() {
                 watched.push((topic.clone(), queue_id, to));
             }
+            first_pop |= state.is_none();
             plans.push(PopPlan {
                 queue: key,
                 from: cursor,
@@ -356,7 +458,19 @@ impl PopService {
             return Ok((Popped { rest_count: rest, ..Popped::default() }, watched));
         }
         let command = BrokerCommand::Pop { stamp_ms: now, op: PopOp::Pop(plans.clone()) };
-        let epoch_ms = match self.h.replica.propose_for_outcome(&command).await? {
+        let applied = self.h.replica.submit_for_outcome(&command).await?;
+        let mut queued = Queued::new(&self.projection, term, &plans);
+        let held = if first_pop {
+            Some(planning)
+        } else {
+            drop(planning);
+            None
+        };
+        let outcome = applied.await;
+        drop(held);
+        queued.applied = matches!(outcome, Ok(ApplyOutcome::Issued(_)));
+        drop(queued);
+        let epoch_ms = match outcome? {
             ApplyOutcome::Issued(epoch_ms) => epoch_ms,
             other => return Err(WriteError::Rejected(format!("a pop was applied as {other:?}"))),
         };
@@ -390,13 +504,13 @@ impl PopService {
         let (tx, rx) = oneshot::channel();
         lock(&self.pending_acks).push((receipt, tx));
         {
-            let _write = self.write.lock().await;
+            let _settle = self.settle.lock().await;
             self.flush_acks_locked().await;
         }
         rx.await.unwrap_or_else(|_| Err(WriteError::OutcomeUnknown("the ack batch was dropped".into())))
     }
 
-    /// Proposes every queued ack (call with the write lock held).
+    /// Proposes every queued ack (call with the settle lock held).
     async fn flush_acks_locked(&self) {
         loop {
             let batch: Vec<(Receipt, AckWaiter)> = {
@@ -438,7 +552,7 @@ impl PopService {
 
     /// CHANGE_MESSAGE_INVISIBLETIME: the new epoch, or `None` when the receipt is stale.
     pub async fn change_invisible(&self, receipt: Receipt, invisible_ms: u64) -> Result<Option<u64>, WriteError> {
-        let _write = self.write.lock().await;
+        let _settle = self.settle.lock().await;
         let term = self.h.replica.check_writable()?;
         self.flush_acks_locked().await;
         let command =
@@ -453,7 +567,7 @@ impl PopService {
 
     /// One revive pass: re-puts up to `POP_REVIVE_BATCH_MAX_COUNT` expired deliveries; how many.
     pub async fn revive_once(&self) -> Result<usize, WriteError> {
-        let _write = self.write.lock().await;
+        let _settle = self.settle.lock().await;
         let term = self.h.replica.check_writable()?;
         self.flush_acks_locked().await;
         let now = self.stamp(term);

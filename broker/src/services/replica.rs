@@ -28,6 +28,7 @@ use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::leader_hint::format_leader_hint;
 use raftmq_raft::AppPayload;
+use raftmq_raft::Applied;
 use raftmq_raft::Leadership;
 use raftmq_raft::ProposeError;
 use raftmq_raft::RaftNode;
@@ -291,14 +292,32 @@ impl Replica {
         self.check_writable()?;
         let (tag, body) = command.encode().map_err(|e| WriteError::Rejected(e.to_string()))?;
         let applied = self.node.propose(AppPayload::new(tag, body)).await.map_err(|e| self.propose_error(e))?;
-        match ApplyOutcome::decode(&applied.reply) {
-            ApplyOutcome::Rejected(why) => Err(WriteError::Rejected(why)),
-            ApplyOutcome::LocalFailure(why) => Err(WriteError::OutcomeUnknown(why)),
-            outcome @ (ApplyOutcome::Done
-            | ApplyOutcome::Stored { .. }
-            | ApplyOutcome::Granted(_)
-            | ApplyOutcome::Issued(_)) => Ok(outcome),
-        }
+        applied_outcome(&applied)
+    }
+
+    /// [`Replica::propose_for_outcome`] in two steps: returns once the command is queued for the
+    /// log (commands queued by successive calls are applied in call order), with a future of what
+    /// apply said; see [`RaftNode::submit`].
+    pub async fn submit_for_outcome(
+        &self,
+        command: &BrokerCommand,
+    ) -> Result<impl Future<Output = Result<ApplyOutcome, WriteError>> + Send + '_, WriteError> {
+        self.check_writable()?;
+        let (tag, body) = command.encode().map_err(|e| WriteError::Rejected(e.to_string()))?;
+        let submitted = self.node.submit(AppPayload::new(tag, body)).await.map_err(|e| self.propose_error(e))?;
+        Ok(async move { applied_outcome(&submitted.await.map_err(|e| self.propose_error(e))?) })
+    }
+}
+
+/// What apply answered, as a write's result.
+fn applied_outcome(applied: &Applied) -> Result<ApplyOutcome, WriteError> {
+    match ApplyOutcome::decode(&applied.reply) {
+        ApplyOutcome::Rejected(why) => Err(WriteError::Rejected(why)),
+        ApplyOutcome::LocalFailure(why) => Err(WriteError::OutcomeUnknown(why)),
+        outcome @ (ApplyOutcome::Done
+        | ApplyOutcome::Stored { .. }
+        | ApplyOutcome::Granted(_)
+        | ApplyOutcome::Issued(_)) => Ok(outcome),
     }
 }
 
