@@ -617,7 +617,7 @@ impl RaftNode {
     /// and hold its own lock only while it plans and queues, not for a round trip.
     pub async fn submit(&self, payload: AppPayload) -> Result<Submitted, ProposeError> {
         let raft = self.writable(&payload)?;
-        let (responder, outcome) = openraft::impls::OneshotResponder::new_pair();
+        let (responder, outcome) = openraft::impls::ProgressResponder::complete_only();
         raft.write(payload)
             .responder(responder)
             .await

@@ -309,7 +309,7 @@ async fn concurrent_poppers_get_each_message_once_and_fifo_in_order() -> Result<
     const TOPIC_F: &str = "T35_FIFO";
     const MESSAGES: usize = 400;
     const FIFO_MESSAGES: usize = 60;
-    let mut group = Group::start(3).await?;
+    let group = Group::start(3).await?;
     let leader = group.wait_leader(WAIT).await?;
     let addr = group.addr(leader);
     let admin = Admin::new(&group.namesrv_addr)?;
