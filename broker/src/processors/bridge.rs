@@ -5,8 +5,9 @@
 //!
 //! ```text
 //! gRPC adapter ──RemotingCommand──▶ Bridge::answer
-//!    ready leader ─▶ BrokerProcessor (ACL check, send / end_transaction)
-//!    follower, leader known ─▶ relayed once to the leader's remoting port (FLAG_RELAYED)
+//!    ready leader ─▶ BrokerProcessor (ACL check, send / end_transaction / pop / offsets)
+//!    follower, leader known ─▶ relayed once to the leader's remoting port (FLAG_RELAYED),
+//!       except UPDATE_CONSUMER_OFFSET: the follower's own refusal, naming the leader
 //!    no ready leader known ─▶ waits (bounded) for one, then SERVICE_NOT_AVAILABLE naming the leader
 //! ```
 //!
@@ -15,7 +16,9 @@
 //!
 //! Invariants: only [`BRIDGED_CODES`] are answered (anything else is REQUEST_CODE_NOT_SUPPORTED);
 //! a bridged request has no connection, so nothing here registers a client channel; a relayed
-//! request is never relayed again.
+//! request is never relayed again; [`NEVER_RELAYED_CODES`] are served only by the ready leader (a
+//! relayed offset commit delayed in a connection could land after newer commits, docs/broker.md
+//! invariants).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -45,7 +48,16 @@ pub const BRIDGED_CODES: &[RequestCode] = &[
     RequestCode::ChangeMessageInvisibletime,
     // A gRPC consumer's ForwardMessageToDeadLetterQueue (straight to `%DLQ%<group>`).
     RequestCode::ConsumerSendMsgBack,
+    // UpdateOffset, GetOffset, QueryOffset (BEGINNING, END, TIMESTAMP).
+    RequestCode::UpdateConsumerOffset,
+    RequestCode::QueryConsumerOffset,
+    RequestCode::GetMinOffset,
+    RequestCode::GetMaxOffset,
+    RequestCode::SearchOffsetByTimestamp,
 ];
+
+/// Bridged codes a follower answers itself (with the leader hint) instead of relaying.
+pub const NEVER_RELAYED_CODES: &[RequestCode] = &[RequestCode::UpdateConsumerOffset];
 
 /// One replica's processors as another protocol reaches them.
 #[derive(Debug, Clone)]
@@ -111,7 +123,8 @@ impl Bridge {
     /// The answer to `request` (one of [`BRIDGED_CODES`]) from a client at `peer`: served here
     /// when this replica is the ready leader, else relayed once to the leader; while no ready
     /// leader is known (an election, a new leader catching up) it waits up to
-    /// `BRIDGE_LEADER_WAIT_MAX_MS` first. Nothing is retried after a serve or relay, so no
+    /// `BRIDGE_LEADER_WAIT_MAX_MS` first. One of [`NEVER_RELAYED_CODES`] is answered by a follower
+    /// itself: its refusal names the leader. Nothing is retried after a serve or relay, so no
     /// message is stored twice by the bridge.
     pub async fn answer(&self, peer: SocketAddr, request: RemotingCommand) -> RemotingCommand {
         if !BRIDGED_CODES.contains(&request.request_code()) {
@@ -125,6 +138,9 @@ impl Bridge {
                 return self.processor.answer_bridged(peer, &request).await;
             }
             if let Some(leader) = self.leader_addr().filter(|leader| *leader != own) {
+                if NEVER_RELAYED_CODES.contains(&request.request_code()) {
+                    return self.processor.answer_bridged(peer, &request).await;
+                }
                 return forward(&self.ctx.forwarder, &self.ctx.replica, broker_name, &leader, &request)
                     .await
                     .unwrap_or_else(|refusal| refusal);

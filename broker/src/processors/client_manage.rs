@@ -411,7 +411,8 @@ fn encode_body<B: JsonBody>(body: &B) -> Result<RemotingCommand, RemotingCommand
         .map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))
 }
 
-/// QUERY_CONSUMER_OFFSET: the replicated offset, 0 for a queue still starting at 0, else QUERY_NOT_FOUND.
+/// QUERY_CONSUMER_OFFSET: the replicated offset, 0 for a queue still starting at 0 (unless the
+/// request sets `setZeroIfNotFound` false), else QUERY_NOT_FOUND.
 pub async fn query_consumer_offset(
     ctx: &ClientHandles,
     request: &RemotingCommand,
@@ -430,7 +431,10 @@ pub async fn query_consumer_offset(
     }
     let stored = ctx.store.metadata().offsets.query(&h.topic, &h.consumer_group, h.queue_id);
     let (min, _) = ctx.store.queue_offsets(&h.topic, h.queue_id);
-    match query_offset_answer(stored, i64::try_from(min).unwrap_or(i64::MAX), true) {
+    // A queue's first message is always readable here (mapped); RocketMQ 5's
+    // `setZeroIfNotFound=false` asks for QUERY_NOT_FOUND instead of that 0.
+    let zero_if_not_found = h.set_zero_if_not_found != Some(false);
+    match query_offset_answer(stored, i64::try_from(min).unwrap_or(i64::MAX), zero_if_not_found) {
         Ok(offset) => Ok(RemotingCommand::success().with_header(&QueryConsumerOffsetResponseHeader { offset })),
         Err(code) => Err(refuse(code, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")),
     }
