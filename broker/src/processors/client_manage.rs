@@ -489,8 +489,66 @@ fn relay_hold_ms(request: &RemotingCommand) -> u64 {
     poll_ms.clamp(0, raftmq_common::limits::POP_POLL_TIME_MAX_MS) as u64
 }
 
+/// Why a relay to the leader failed.
+#[derive(Debug)]
+pub(crate) enum RelayError {
+    /// The request was relayed already ([`FLAG_RELAYED`]): this replica's NOT_LEADER refusal.
+    Relayed(RemotingCommand),
+    /// The leader could not be reached or did not answer.
+    Remoting {
+        /// The leader's address.
+        leader: String,
+        /// What failed: [`RemotingError::is_outcome_unknown`] tells whether the leader may have
+        /// processed the request.
+        error: RemotingError,
+    },
+}
+
+impl RelayError {
+    /// Whether the request certainly did not reach the leader (so another attempt cannot apply
+    /// it twice).
+    pub(crate) fn not_sent(&self) -> bool {
+        matches!(self, RelayError::Remoting { error, .. } if !error.is_outcome_unknown())
+    }
+
+    /// The refusal a client gets.
+    pub(crate) fn into_response(self) -> RemotingCommand {
+        match self {
+            RelayError::Relayed(refusal) => refusal,
+            RelayError::Remoting { leader, error } => {
+                refuse(ResponseCode::ServiceNotAvailable, format!("forwarding to the leader {leader} failed: {error}"))
+            }
+        }
+    }
+}
+
 /// Relays a request to the leader once (a relayed request is never relayed again: [`FLAG_RELAYED`]);
 /// its answer is ours.
+pub(crate) async fn relay(
+    forwarder: &RemotingClient,
+    replica: &Replica,
+    broker_name: &str,
+    leader: &str,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RelayError> {
+    if request.flag & FLAG_RELAYED != 0 {
+        let leader_addr = replica.leader_addr();
+        return Err(RelayError::Relayed(WriteError::NotLeader { leader_addr }.to_response(broker_name)));
+    }
+    let mut relayed = request.clone();
+    relayed.flag = FLAG_RELAYED;
+    let timeout = Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS + relay_hold_ms(request));
+    let failed = |error: RemotingError| RelayError::Remoting { leader: leader.to_owned(), error };
+    if request.is_oneway() {
+        forwarder.invoke_oneway(leader, relayed.into_oneway(), timeout).await.map_err(failed)?;
+        return Ok(RemotingCommand::success());
+    }
+    let mut response = forwarder.invoke(leader, relayed, timeout).await.map_err(failed)?;
+    response.flag = 0;
+    Ok(response)
+}
+
+/// [`relay`], a failure answered as SERVICE_NOT_AVAILABLE (or the NOT_LEADER refusal).
 pub(crate) async fn forward(
     forwarder: &RemotingClient,
     replica: &Replica,
@@ -498,23 +556,7 @@ pub(crate) async fn forward(
     leader: &str,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
-    if request.flag & FLAG_RELAYED != 0 {
-        let leader_addr = replica.leader_addr();
-        return Err(WriteError::NotLeader { leader_addr }.to_response(broker_name));
-    }
-    let mut relayed = request.clone();
-    relayed.flag = FLAG_RELAYED;
-    let timeout = Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS + relay_hold_ms(request));
-    let unavailable = |e: raftmq_common::remoting::RemotingError| {
-        refuse(ResponseCode::ServiceNotAvailable, format!("forwarding to the leader {leader} failed: {e}"))
-    };
-    if request.is_oneway() {
-        forwarder.invoke_oneway(leader, relayed.into_oneway(), timeout).await.map_err(unavailable)?;
-        return Ok(RemotingCommand::success());
-    }
-    let mut response = forwarder.invoke(leader, relayed, timeout).await.map_err(unavailable)?;
-    response.flag = 0;
-    Ok(response)
+    relay(forwarder, replica, broker_name, leader, request).await.map_err(RelayError::into_response)
 }
 
 /// The queues of a lock request that this broker locks, deduplicated: only its own (a client
