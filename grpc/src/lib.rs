@@ -12,6 +12,8 @@
 //!    ReceiveMessage ─▶ receive (pure: POP_MESSAGE; records → a status and the messages) ─▶ Bridge
 //!    AckMessage / ChangeInvisibleDuration / ForwardMessageToDeadLetterQueue ─▶ ack (pure: receipt
 //!       handles as extraInfo) ─▶ Bridge ─▶ ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, CONSUMER_SEND_MSG_BACK
+//!    UpdateOffset / GetOffset / QueryOffset ─▶ offset (pure: queue checked) ─▶ Bridge ─▶
+//!       UPDATE_CONSUMER_OFFSET, QUERY_CONSUMER_OFFSET, GET_MIN/MAX_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP
 //!    stored records ─▶ message (pure: MessageExt → pb Message, the proxy's system properties)
 //!    response codes ◀─ status (remoting ResponseCode → apache.rocketmq.v2.Code, as the proxy maps)
 //! ```
@@ -25,6 +27,7 @@ pub mod ack;
 pub mod check_back;
 pub mod error;
 pub mod message;
+pub mod offset;
 pub mod pb;
 pub mod receive;
 pub mod route;

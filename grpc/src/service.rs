@@ -3,9 +3,9 @@
 //! yet answers gRPC UNIMPLEMENTED with a message at once, so no call hangs.
 //!
 //! Served: QueryRoute, Heartbeat, SendMessage, QueryAssignment, EndTransaction, Telemetry (with
-//! transaction check-back), NotifyClientTermination, and POP consumption: ReceiveMessage,
-//! AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue. Not yet: PullMessage,
-//! UpdateOffset, GetOffset, QueryOffset, RecallMessage, SyncLiteSubscription.
+//! transaction check-back), NotifyClientTermination, POP consumption (ReceiveMessage,
+//! AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue) and offsets (UpdateOffset,
+//! GetOffset, QueryOffset). Not yet: PullMessage, RecallMessage, SyncLiteSubscription.
 //!
 //! Requests go through `raftmq_broker`'s `Bridge`: the remoting processors on the leader, relayed
 //! there by a follower. ReceiveMessage answers its stream at once and waits inside it, so its long
@@ -30,6 +30,7 @@ use tonic::Response;
 use tonic::Streaming;
 
 use crate::ack;
+use crate::offset;
 use crate::pb::*;
 use crate::receive;
 use crate::receive::ReceiveLimits;
@@ -241,6 +242,44 @@ impl Messaging {
         sent
     }
 
+    /// The queue a request names, checked against this broker group and the topics here.
+    fn queue<'a>(&self, queue: Option<&'a MessageQueue>) -> Result<offset::QueueRef<'a>, Status> {
+        offset::queue_of(queue, &self.bridge.config().broker_name, |topic| self.bridge.topic(topic))
+    }
+
+    async fn commit_offset(&self, peer: SocketAddr, request: &UpdateOffsetRequest) -> Status {
+        let command = receive::group_of(request.group.as_ref()).and_then(|group| {
+            self.queue(request.message_queue.as_ref()).and_then(|q| offset::update_command(group, q, request.offset))
+        });
+        match command {
+            Ok(command) => offset::update_answer(&self.bridge.answer(peer, command).await),
+            Err(refused) => refused,
+        }
+    }
+
+    async fn committed_offset(&self, peer: SocketAddr, request: &GetOffsetRequest) -> (Status, i64) {
+        let command = receive::group_of(request.group.as_ref())
+            .and_then(|group| self.queue(request.message_queue.as_ref()).map(|q| offset::get_command(group, q)));
+        match command {
+            Ok(command) => offset::get_answer(&self.bridge.answer(peer, command).await),
+            Err(refused) => (refused, 0),
+        }
+    }
+
+    async fn offset_by_policy(&self, peer: SocketAddr, request: &QueryOffsetRequest) -> (Status, i64) {
+        let timestamp_ms = request.timestamp.as_ref().map(offset::timestamp_ms);
+        let command = self
+            .queue(request.message_queue.as_ref())
+            .and_then(|q| offset::query_command(request.query_offset_policy, timestamp_ms, q));
+        match command {
+            Ok(command) => {
+                let request_code = command.request_code();
+                offset::query_answer(&self.bridge.answer(peer, command).await, request_code)
+            }
+            Err(refused) => (refused, 0),
+        }
+    }
+
     fn server_settings(&self) -> ServerSettings {
         ServerSettings { max_body_bytes: self.bridge.max_message_size_bytes() }
     }
@@ -306,16 +345,22 @@ impl messaging_service_server::MessagingService for Messaging {
         not_served("PullMessage")
     }
 
-    async fn update_offset(&self, _request: Request<UpdateOffsetRequest>) -> Answer<UpdateOffsetResponse> {
-        not_served("UpdateOffset")
+    async fn update_offset(&self, request: Request<UpdateOffsetRequest>) -> Answer<UpdateOffsetResponse> {
+        let peer = Self::peer(&request);
+        let status = self.commit_offset(peer, request.get_ref()).await;
+        Ok(Response::new(UpdateOffsetResponse { status: Some(status) }))
     }
 
-    async fn get_offset(&self, _request: Request<GetOffsetRequest>) -> Answer<GetOffsetResponse> {
-        not_served("GetOffset")
+    async fn get_offset(&self, request: Request<GetOffsetRequest>) -> Answer<GetOffsetResponse> {
+        let peer = Self::peer(&request);
+        let (status, offset) = self.committed_offset(peer, request.get_ref()).await;
+        Ok(Response::new(GetOffsetResponse { status: Some(status), offset }))
     }
 
-    async fn query_offset(&self, _request: Request<QueryOffsetRequest>) -> Answer<QueryOffsetResponse> {
-        not_served("QueryOffset")
+    async fn query_offset(&self, request: Request<QueryOffsetRequest>) -> Answer<QueryOffsetResponse> {
+        let peer = Self::peer(&request);
+        let (status, offset) = self.offset_by_policy(peer, request.get_ref()).await;
+        Ok(Response::new(QueryOffsetResponse { status: Some(status), offset }))
     }
 
     async fn end_transaction(&self, request: Request<EndTransactionRequest>) -> Answer<EndTransactionResponse> {

@@ -312,6 +312,16 @@ impl Cluster {
         Ok(())
     }
 
+    /// Runs `future` on replica `id`'s runtime, so what it spawns (a server in front of the
+    /// replica) crashes with it on [`Self::kill`]; `None` when the replica is not running.
+    pub fn spawn_on<F>(&self, id: u64, future: F) -> Option<tokio::task::JoinHandle<F::Output>>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.nodes.get(&id).and_then(|n| n.runtime.as_ref()).map(|r| r.spawn(future))
+    }
+
     /// Crashes replica `id`: its runtime is shut down without waiting, dropping every task and socket.
     pub fn kill(&mut self, id: u64) {
         drop(self.nodes.remove(&id));

@@ -301,8 +301,13 @@ pub async fn query_offset(
     topic: &str,
     queue_id: i32,
 ) -> Result<Option<i64>> {
-    let header =
-        QueryConsumerOffsetRequestHeader { consumer_group: group.into(), topic: topic.into(), queue_id, bname: None };
+    let header = QueryConsumerOffsetRequestHeader {
+        consumer_group: group.into(),
+        topic: topic.into(),
+        queue_id,
+        set_zero_if_not_found: None,
+        bname: None,
+    };
     let request = RemotingCommand::request_with_header(RequestCode::QueryConsumerOffset, &header);
     let response = client.invoke(addr, request, RPC_TIMEOUT).await?;
     match response.response_code() {

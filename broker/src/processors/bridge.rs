@@ -5,8 +5,10 @@
 //!
 //! ```text
 //! gRPC adapter ──RemotingCommand──▶ Bridge::answer
-//!    ready leader ─▶ BrokerProcessor (ACL check, send / end_transaction)
-//!    follower, leader known ─▶ relayed once to the leader's remoting port (FLAG_RELAYED)
+//!    ready leader ─▶ BrokerProcessor (ACL check, send / end_transaction / pop / offsets)
+//!    follower, leader known ─▶ relayed once to the leader's remoting port (FLAG_RELAYED),
+//!       except UPDATE_CONSUMER_OFFSET: the follower's own refusal, naming the leader;
+//!       a relay that never reached the leader (gone) waits, as below, for the next one
 //!    no ready leader known ─▶ waits (bounded) for one, then SERVICE_NOT_AVAILABLE naming the leader
 //! ```
 //!
@@ -15,7 +17,9 @@
 //!
 //! Invariants: only [`BRIDGED_CODES`] are answered (anything else is REQUEST_CODE_NOT_SUPPORTED);
 //! a bridged request has no connection, so nothing here registers a client channel; a relayed
-//! request is never relayed again.
+//! request is never relayed again; [`NEVER_RELAYED_CODES`] are served only by the ready leader (a
+//! relayed offset commit delayed in a connection could land after newer commits, docs/broker.md
+//! invariants).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -31,7 +35,7 @@ use raftmq_common::protocol::body::topic::TopicConfig;
 
 use crate::config::broker_config::BrokerConfig;
 use crate::context::BrokerContext;
-use crate::processors::client_manage::forward;
+use crate::processors::client_manage::relay;
 use crate::processors::router::BrokerProcessor;
 use crate::services::transaction_checker::CheckerRegistration;
 use crate::services::transaction_checker::TransactionChecker;
@@ -45,7 +49,16 @@ pub const BRIDGED_CODES: &[RequestCode] = &[
     RequestCode::ChangeMessageInvisibletime,
     // A gRPC consumer's ForwardMessageToDeadLetterQueue (straight to `%DLQ%<group>`).
     RequestCode::ConsumerSendMsgBack,
+    // UpdateOffset, GetOffset, QueryOffset (BEGINNING, END, TIMESTAMP).
+    RequestCode::UpdateConsumerOffset,
+    RequestCode::QueryConsumerOffset,
+    RequestCode::GetMinOffset,
+    RequestCode::GetMaxOffset,
+    RequestCode::SearchOffsetByTimestamp,
 ];
+
+/// Bridged codes a follower answers itself (with the leader hint) instead of relaying.
+pub const NEVER_RELAYED_CODES: &[RequestCode] = &[RequestCode::UpdateConsumerOffset];
 
 /// One replica's processors as another protocol reaches them.
 #[derive(Debug, Clone)]
@@ -111,8 +124,11 @@ impl Bridge {
     /// The answer to `request` (one of [`BRIDGED_CODES`]) from a client at `peer`: served here
     /// when this replica is the ready leader, else relayed once to the leader; while no ready
     /// leader is known (an election, a new leader catching up) it waits up to
-    /// `BRIDGE_LEADER_WAIT_MAX_MS` first. Nothing is retried after a serve or relay, so no
-    /// message is stored twice by the bridge.
+    /// `BRIDGE_LEADER_WAIT_MAX_MS` first. One of [`NEVER_RELAYED_CODES`] is answered by a follower
+    /// itself: its refusal names the leader. A relay is tried again (on the next leader known,
+    /// within the same wait) only when it never reached the leader (no connection); nothing is
+    /// retried after a serve or a relay the leader may have processed, so no message is stored
+    /// twice by the bridge.
     pub async fn answer(&self, peer: SocketAddr, request: RemotingCommand) -> RemotingCommand {
         if !BRIDGED_CODES.contains(&request.request_code()) {
             return raftmq_common::remoting::processor::not_supported(&request);
@@ -125,11 +141,19 @@ impl Bridge {
                 return self.processor.answer_bridged(peer, &request).await;
             }
             if let Some(leader) = self.leader_addr().filter(|leader| *leader != own) {
-                return forward(&self.ctx.forwarder, &self.ctx.replica, broker_name, &leader, &request)
-                    .await
-                    .unwrap_or_else(|refusal| refusal);
-            }
-            if Instant::now() >= deadline {
+                if NEVER_RELAYED_CODES.contains(&request.request_code()) {
+                    return self.processor.answer_bridged(peer, &request).await;
+                }
+                match relay(&self.ctx.forwarder, &self.ctx.replica, broker_name, &leader, &request).await {
+                    Ok(answer) => return answer,
+                    // The leader this replica knows is gone (crashed, or deposed and not yet
+                    // replaced here) and the request never reached it: wait for the next leader.
+                    Err(e) if e.not_sent() && Instant::now() < deadline => {
+                        tracing::debug!(%leader, error = ?e, "bridged request not relayed; waiting for a leader");
+                    }
+                    Err(e) => return e.into_response(),
+                }
+            } else if Instant::now() >= deadline {
                 // The replica's own refusal, which names the leader when it knows one.
                 return match self.ctx.replica.check_writable() {
                     Ok(_) => self.processor.answer_bridged(peer, &request).await,

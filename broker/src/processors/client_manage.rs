@@ -411,7 +411,8 @@ fn encode_body<B: JsonBody>(body: &B) -> Result<RemotingCommand, RemotingCommand
         .map_err(|e| refuse(ResponseCode::SystemError, e.to_string()))
 }
 
-/// QUERY_CONSUMER_OFFSET: the replicated offset, 0 for a queue still starting at 0, else QUERY_NOT_FOUND.
+/// QUERY_CONSUMER_OFFSET: the replicated offset, 0 for a queue still starting at 0 (unless the
+/// request sets `setZeroIfNotFound` false), else QUERY_NOT_FOUND.
 pub async fn query_consumer_offset(
     ctx: &ClientHandles,
     request: &RemotingCommand,
@@ -430,7 +431,10 @@ pub async fn query_consumer_offset(
     }
     let stored = ctx.store.metadata().offsets.query(&h.topic, &h.consumer_group, h.queue_id);
     let (min, _) = ctx.store.queue_offsets(&h.topic, h.queue_id);
-    match query_offset_answer(stored, i64::try_from(min).unwrap_or(i64::MAX), true) {
+    // A queue's first message is always readable here (mapped); RocketMQ 5's
+    // `setZeroIfNotFound=false` asks for QUERY_NOT_FOUND instead of that 0.
+    let zero_if_not_found = h.set_zero_if_not_found != Some(false);
+    match query_offset_answer(stored, i64::try_from(min).unwrap_or(i64::MAX), zero_if_not_found) {
         Ok(offset) => Ok(RemotingCommand::success().with_header(&QueryConsumerOffsetResponseHeader { offset })),
         Err(code) => Err(refuse(code, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")),
     }
@@ -485,8 +489,66 @@ fn relay_hold_ms(request: &RemotingCommand) -> u64 {
     poll_ms.clamp(0, raftmq_common::limits::POP_POLL_TIME_MAX_MS) as u64
 }
 
+/// Why a relay to the leader failed.
+#[derive(Debug)]
+pub(crate) enum RelayError {
+    /// The request was relayed already ([`FLAG_RELAYED`]): this replica's NOT_LEADER refusal.
+    Relayed(RemotingCommand),
+    /// The leader could not be reached or did not answer.
+    Remoting {
+        /// The leader's address.
+        leader: String,
+        /// What failed: [`RemotingError::is_outcome_unknown`] tells whether the leader may have
+        /// processed the request.
+        error: RemotingError,
+    },
+}
+
+impl RelayError {
+    /// Whether the request certainly did not reach the leader (so another attempt cannot apply
+    /// it twice).
+    pub(crate) fn not_sent(&self) -> bool {
+        matches!(self, RelayError::Remoting { error, .. } if !error.is_outcome_unknown())
+    }
+
+    /// The refusal a client gets.
+    pub(crate) fn into_response(self) -> RemotingCommand {
+        match self {
+            RelayError::Relayed(refusal) => refusal,
+            RelayError::Remoting { leader, error } => {
+                refuse(ResponseCode::ServiceNotAvailable, format!("forwarding to the leader {leader} failed: {error}"))
+            }
+        }
+    }
+}
+
 /// Relays a request to the leader once (a relayed request is never relayed again: [`FLAG_RELAYED`]);
 /// its answer is ours.
+pub(crate) async fn relay(
+    forwarder: &RemotingClient,
+    replica: &Replica,
+    broker_name: &str,
+    leader: &str,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, RelayError> {
+    if request.flag & FLAG_RELAYED != 0 {
+        let leader_addr = replica.leader_addr();
+        return Err(RelayError::Relayed(WriteError::NotLeader { leader_addr }.to_response(broker_name)));
+    }
+    let mut relayed = request.clone();
+    relayed.flag = FLAG_RELAYED;
+    let timeout = Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS + relay_hold_ms(request));
+    let failed = |error: RemotingError| RelayError::Remoting { leader: leader.to_owned(), error };
+    if request.is_oneway() {
+        forwarder.invoke_oneway(leader, relayed.into_oneway(), timeout).await.map_err(failed)?;
+        return Ok(RemotingCommand::success());
+    }
+    let mut response = forwarder.invoke(leader, relayed, timeout).await.map_err(failed)?;
+    response.flag = 0;
+    Ok(response)
+}
+
+/// [`relay`], a failure answered as SERVICE_NOT_AVAILABLE (or the NOT_LEADER refusal).
 pub(crate) async fn forward(
     forwarder: &RemotingClient,
     replica: &Replica,
@@ -494,23 +556,7 @@ pub(crate) async fn forward(
     leader: &str,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {
-    if request.flag & FLAG_RELAYED != 0 {
-        let leader_addr = replica.leader_addr();
-        return Err(WriteError::NotLeader { leader_addr }.to_response(broker_name));
-    }
-    let mut relayed = request.clone();
-    relayed.flag = FLAG_RELAYED;
-    let timeout = Duration::from_millis(RPC_TIMEOUT_DEFAULT_MS + relay_hold_ms(request));
-    let unavailable = |e: raftmq_common::remoting::RemotingError| {
-        refuse(ResponseCode::ServiceNotAvailable, format!("forwarding to the leader {leader} failed: {e}"))
-    };
-    if request.is_oneway() {
-        forwarder.invoke_oneway(leader, relayed.into_oneway(), timeout).await.map_err(unavailable)?;
-        return Ok(RemotingCommand::success());
-    }
-    let mut response = forwarder.invoke(leader, relayed, timeout).await.map_err(unavailable)?;
-    response.flag = 0;
-    Ok(response)
+    relay(forwarder, replica, broker_name, leader, request).await.map_err(RelayError::into_response)
 }
 
 /// The queues of a lock request that this broker locks, deduplicated: only its own (a client

@@ -226,7 +226,8 @@ impl RequestProcessor for BrokerProcessor {
 
 impl BrokerProcessor {
     /// The response to a request that came over another protocol (`crate::processors::bridge`):
-    /// the ACL check, then the codes that need no connection (sends, END_TRANSACTION).
+    /// the ACL check, then the codes that need no connection (sends, END_TRANSACTION, POP, consumer
+    /// and queue offsets).
     pub(crate) async fn answer_bridged(
         &self,
         peer: std::net::SocketAddr,
@@ -252,6 +253,17 @@ impl BrokerProcessor {
             RequestCode::AckMessage => pop::ack_message(&self.pop, request).await,
             RequestCode::ChangeMessageInvisibletime => pop::change_invisible_time(&self.pop, request).await,
             RequestCode::ConsumerSendMsgBack => send_back::consumer_send_back(&self.send, request).await,
+            RequestCode::UpdateConsumerOffset => {
+                client_manage::update_consumer_offset(&self.client, request).await.unwrap_or_else(|refused| refused)
+            }
+            RequestCode::QueryConsumerOffset => {
+                client_manage::query_consumer_offset(&self.client, request).await.unwrap_or_else(|refused| refused)
+            }
+            RequestCode::GetMinOffset => admin::min_offset(&self.admin, request).unwrap_or_else(|refused| refused),
+            RequestCode::GetMaxOffset => admin::max_offset(&self.admin, request).unwrap_or_else(|refused| refused),
+            RequestCode::SearchOffsetByTimestamp => {
+                query::search_offset_by_timestamp(&self.ctx.store, request).unwrap_or_else(|refused| refused)
+            }
             _ => raftmq_common::remoting::processor::not_supported(request),
         }
     }

@@ -44,6 +44,7 @@ impl Admin {
             consumer_group: consumer_group.to_owned(),
             topic: topic.to_owned(),
             queue_id,
+            set_zero_if_not_found: None,
             bname: None,
         };
         let request = RemotingCommand::request_with_header(RequestCode::QueryConsumerOffset, &header);

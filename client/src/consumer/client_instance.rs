@@ -444,6 +444,7 @@ impl ClientInstance {
             consumer_group: self.group.clone(),
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,
+            set_zero_if_not_found: None,
             bname: None,
         };
         let request = RemotingCommand::request_with_header(RequestCode::QueryConsumerOffset, &header);

@@ -20,6 +20,9 @@ ext_header! {
         required topic: String => "topic",
         /// Queue.
         required queue_id: i32 => "queueId",
+        /// RocketMQ 5: `false` asks for QUERY_NOT_FOUND when the group has no offset, instead of
+        /// 0 for a queue that still starts at 0 (absent: that 0).
+        optional set_zero_if_not_found: Option<bool> => "setZeroIfNotFound",
         /// Target broker name (`RpcRequestHeader.bname`).
         optional bname: Option<String> => "bname",
     }
