@@ -295,19 +295,26 @@ async fn consumer(
     let mut assigned: BTreeSet<MessageQueue> = BTreeSet::new();
     let mut epoch = 0u64;
     let mut next_commit = Instant::now() + Duration::from_millis(OFFSET_PERIOD_MS);
-    while !*stop.borrow() {
-        // The epoch also catches a queue released and taken again between two looks: same set, but
-        // restarted from its committed offset.
+    // The epoch also catches a queue released and taken again between two looks: same set, but
+    // restarted from its committed offset.
+    let note_assignment = |assigned: &mut BTreeSet<MessageQueue>, epoch: &mut u64| {
         let (now_epoch, now_assigned) = (c.assignment_epoch(), c.assignment());
-        if now_assigned != assigned || now_epoch != epoch {
-            epoch = now_epoch;
+        if now_assigned != *assigned || now_epoch != *epoch {
+            *epoch = now_epoch;
             let names: Vec<String> = now_assigned.iter().map(mq_label).collect();
             rec.record(Op::new(OpType::Ok, OpF::Assign, &process).value(names.join(",")));
-            assigned = now_assigned;
+            *assigned = now_assigned;
         }
+    };
+    while !*stop.borrow() {
+        note_assignment(&mut assigned, &mut epoch);
         match c.poll(Duration::from_millis(POLL_TIMEOUT_MS)).await {
             Ok(msgs) if msgs.is_empty() => {}
             Ok(msgs) => {
+                // A rebalance during the poll restarted queues from their committed offsets, and
+                // the poll may return their first messages: the history shows it before the read
+                // (the poll returns only messages of the current assignment).
+                note_assignment(&mut assigned, &mut epoch);
                 let q = msgs.first().map(|m| queue_of(&layout, m)).unwrap_or_default();
                 rec.record(Op::new(OpType::Invoke, OpF::Read, &process).queue(&q));
                 rec.record(Op::new(OpType::Ok, OpF::Read, &process).queue(&q).msgs(read_msgs(&msgs)));
