@@ -4,7 +4,8 @@
 //! - every message sent is popped once; acked ones never come back; an ack or change with a stale
 //!   receipt is refused (NO_MESSAGE, "stale receipt handle"); a changed receipt acks;
 //! - a message left unacked comes back after its invisible time from `%RETRY%{group}_{topic}` with
-//!   reconsumeTimes 1 and RETRY_TOPIC naming its topic, and acks from there;
+//!   reconsumeTimes 1 and RETRY_TOPIC naming its topic, and acks from there; a pop long-polling
+//!   since before that retry topic existed is woken by the revive that makes it;
 //! - the group's committed offsets follow (lag and admin tools see POP groups);
 //! - the leader stopped while a message is in flight: the new leader hands out nothing acked and
 //!   gives the unacked message back after its time;
@@ -54,6 +55,8 @@ const SENT: usize = 10;
 /// The invisible time the consumer asks for.
 const INVISIBLE_MS: i64 = 2_000;
 const RPC: Duration = Duration::from_secs(10);
+/// The polling time of a pop that waits for a revived message.
+const LONG_POLL_MS: i64 = 20_000;
 
 /// A popped message with the receipt a client builds for it.
 struct Delivery {
@@ -226,8 +229,17 @@ async fn popped_messages_are_acked_once_come_back_when_unacked_and_survive_a_fai
     };
     assert_eq!(ack(&client, &addr, &renewed_receipt).await?.response_code(), ResponseCode::Success);
 
-    // The unacked one comes back from the retry topic, once, with reconsumeTimes 1.
-    let back = pop_until(&client, &addr, 1).await?;
+    // The unacked one comes back from the retry topic, once, with reconsumeTimes 1: to a pop parked
+    // before the group's retry topic existed, woken by the revive that makes it (as Java's pop long
+    // polling is woken by its retry topic), not at the end of its polling time.
+    let parked_at = Instant::now();
+    let (code, back) = pop(&client, &addr, 32, LONG_POLL_MS).await?;
+    assert_eq!(code, ResponseCode::Success);
+    assert!(
+        parked_at.elapsed() < Duration::from_millis(LONG_POLL_MS as u64 / 2),
+        "the revived message reached the parked pop only after {:?}",
+        parked_at.elapsed()
+    );
     assert_eq!(back.len(), 1);
     assert_eq!(back[0].body(), unacked[0].body());
     assert_eq!(back[0].message.reconsume_times, 1);
