@@ -13,7 +13,8 @@
 //! | `attempt_id` | `attemptId` |
 //!
 //! A found batch streams one OK status and then each message (the proxy's order; clients read
-//! every response whatever the order); nothing found streams MESSAGE_NOT_FOUND. Each message's
+//! every response whatever the order); nothing found streams MESSAGE_NOT_FOUND. Every stream,
+//! whatever it carried, ends with the time the server completed it ([`completed`]). Each message's
 //! receipt handle is the `extraInfo` the broker acks it by ([`ExtraInfo`]: the queue's start offset,
 //! the pop time and invisible time, whether it came from the POP retry topic, the message's own
 //! queue and offset); in FIFO mode the delivery attempt counts the queue's earlier deliveries.
@@ -42,6 +43,7 @@ use raftmq_common::protocol::header::pop::start_offset_of;
 
 use crate::message::Delivery;
 use crate::message::pb_message;
+use crate::message::timestamp;
 use crate::pb::Code;
 use crate::pb::FilterType;
 use crate::pb::ReceiveMessageRequest;
@@ -270,6 +272,14 @@ pub fn receive_responses(answer: &RemotingCommand, broker_name: &str) -> Vec<Rec
     out
 }
 
+/// `responses` with the response that ends every receive stream: the time the server completed it
+/// (the proxy's `ReceiveMessageResponseStreamWriter.onComplete`). Clients take it as the delivery
+/// time of the batch; Apache's Python client fails a PushConsumer's receive without it.
+pub fn completed(mut responses: Vec<ReceiveMessageResponse>, now_ms: i64) -> Vec<ReceiveMessageResponse> {
+    responses.push(ReceiveMessageResponse { content: Some(Content::DeliveryTimestamp(timestamp(now_ms))) });
+    responses
+}
+
 #[cfg(test)]
 mod tests {
     use bytes::BytesMut;
@@ -452,5 +462,18 @@ mod tests {
             only(RemotingCommand::response(ResponseCode::SubscriptionGroupNotExist, Some("no group".into()))),
             Code::ConsumerGroupNotFound as i32
         );
+    }
+
+    #[test]
+    fn every_stream_ends_with_the_time_it_completed() {
+        for responses in [receive_responses(&pop_answer(&[stored("T", 2, 5, 0)], None), "b"), not_found()] {
+            let before = responses.len();
+            let ended = completed(responses, 1_700_000_000_123);
+            assert_eq!(ended.len(), before + 1);
+            match &ended[before].content {
+                Some(Content::DeliveryTimestamp(t)) => assert_eq!((t.seconds, t.nanos), (1_700_000_000, 123_000_000)),
+                other => panic!("the last response is not the completion time: {other:?}"),
+            }
+        }
     }
 }

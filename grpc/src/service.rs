@@ -158,13 +158,14 @@ impl Messaging {
         let group = request.group.as_ref().map(|g| g.name.as_str()).unwrap_or_default();
         let fifo = bridge.subscription_group(group).is_some_and(|c| receive::is_fifo(&c));
         // A follower's relay waits for the leader's long polling too (`relay_hold_ms`).
-        match receive::pop_command(&request, fifo, deadline, RECEIVE_LIMITS, now_ms() as i64) {
+        let responses = match receive::pop_command(&request, fifo, deadline, RECEIVE_LIMITS, now_ms() as i64) {
             Ok(command) => {
                 let answer = bridge.answer(peer, command).await;
                 receive::receive_responses(&answer, &bridge.config().broker_name)
             }
             Err(refused) => vec![receive::status_response(refused)],
-        }
+        };
+        receive::completed(responses, now_ms() as i64)
     }
 
     async fn ack(&self, peer: SocketAddr, request: AckMessageRequest) -> AckMessageResponse {

@@ -4,7 +4,8 @@
 //! - every message sent is popped once; acked ones never come back; an ack or change with a stale
 //!   receipt is refused (NO_MESSAGE, "stale receipt handle"); a changed receipt acks;
 //! - a message left unacked comes back after its invisible time from `%RETRY%{group}_{topic}` with
-//!   reconsumeTimes 1 and RETRY_TOPIC naming its topic, and acks from there;
+//!   reconsumeTimes 1 and RETRY_TOPIC naming its topic, and acks from there; a pop long-polling
+//!   since before that retry topic existed is woken by the revive that makes it;
 //! - the group's committed offsets follow (lag and admin tools see POP groups);
 //! - the leader stopped while a message is in flight: the new leader hands out nothing acked and
 //!   gives the unacked message back after its time;
@@ -44,6 +45,7 @@ use raftmq_common::protocol::header::pop::PopMessageRequestHeader;
 use raftmq_common::protocol::header::pop::PopMessageResponseHeader;
 use raftmq_common::protocol::header::pop::PopTopicType;
 use raftmq_common::protocol::header::pop::start_offset_of;
+use raftmq_common::protocol::leader_hint::parse_leader_hint;
 use raftmq_common::remoting::RemotingClient;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -53,7 +55,12 @@ const QUEUES: i32 = 2;
 const SENT: usize = 10;
 /// The invisible time the consumer asks for.
 const INVISIBLE_MS: i64 = 2_000;
+/// The invisible time of the concurrent poppers: longer than any election, so a message they hold
+/// never comes back while its ack waits for a leader.
+const HELD_INVISIBLE_MS: i64 = 120_000;
 const RPC: Duration = Duration::from_secs(10);
+/// The polling time of a pop that waits for a revived message.
+const LONG_POLL_MS: i64 = 20_000;
 
 /// A popped message with the receipt a client builds for it.
 struct Delivery {
@@ -68,7 +75,8 @@ impl Delivery {
 }
 
 async fn pop(client: &RemotingClient, addr: &str, max: i32, poll_ms: i64) -> Result<(ResponseCode, Vec<Delivery>)> {
-    pop_as(client, addr, (GROUP, TOPIC, false), max, poll_ms).await
+    let (code, got, _) = pop_as(client, addr, (GROUP, TOPIC, false), max, poll_ms).await?;
+    Ok((code, got))
 }
 
 /// A pop by `(group, topic, fifo)`.
@@ -78,13 +86,13 @@ async fn pop_as(
     (group, topic, fifo): (&str, &str, bool),
     max: i32,
     poll_ms: i64,
-) -> Result<(ResponseCode, Vec<Delivery>)> {
+) -> Result<(ResponseCode, Vec<Delivery>, Option<String>)> {
     let header = PopMessageRequestHeader {
         consumer_group: group.into(),
         topic: topic.into(),
         queue_id: -1,
         max_msg_nums: max,
-        invisible_time: INVISIBLE_MS,
+        invisible_time: if group == GROUP { INVISIBLE_MS } else { HELD_INVISIBLE_MS },
         poll_time: poll_ms,
         born_time: 0,
         init_mode: 0,
@@ -97,7 +105,7 @@ async fn pop_as(
     let response = client.invoke(addr, request, RPC + Duration::from_millis(poll_ms as u64)).await?;
     let code = response.response_code();
     if code != ResponseCode::Success {
-        return Ok((code, Vec::new()));
+        return Ok((code, Vec::new(), response.remark));
     }
     let h: PopMessageResponseHeader = response.decode_header()?;
     let start_info = h.start_offset_info.clone().unwrap_or_default();
@@ -119,7 +127,7 @@ async fn pop_as(
         };
         out.push(Delivery { message, extra });
     }
-    Ok((code, out))
+    Ok((code, out, None))
 }
 
 async fn ack(client: &RemotingClient, addr: &str, d: &Delivery) -> Result<RemotingCommand> {
@@ -226,8 +234,17 @@ async fn popped_messages_are_acked_once_come_back_when_unacked_and_survive_a_fai
     };
     assert_eq!(ack(&client, &addr, &renewed_receipt).await?.response_code(), ResponseCode::Success);
 
-    // The unacked one comes back from the retry topic, once, with reconsumeTimes 1.
-    let back = pop_until(&client, &addr, 1).await?;
+    // The unacked one comes back from the retry topic, once, with reconsumeTimes 1: to a pop parked
+    // before the group's retry topic existed, woken by the revive that makes it (as Java's pop long
+    // polling is woken by its retry topic), not at the end of its polling time.
+    let parked_at = Instant::now();
+    let (code, back) = pop(&client, &addr, 32, LONG_POLL_MS).await?;
+    assert_eq!(code, ResponseCode::Success);
+    assert!(
+        parked_at.elapsed() < Duration::from_millis(LONG_POLL_MS as u64 / 2),
+        "the revived message reached the parked pop only after {:?}",
+        parked_at.elapsed()
+    );
     assert_eq!(back.len(), 1);
     assert_eq!(back[0].body(), unacked[0].body());
     assert_eq!(back[0].message.reconsume_times, 1);
@@ -270,24 +287,51 @@ async fn drain_concurrently(
     let got = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..poppers {
-        let (addr, got) = (addr.to_owned(), got.clone());
+        let (mut addr, got) = (addr.to_owned(), got.clone());
         tasks.spawn(async move {
             let client = RemotingClient::new();
             let deadline = Instant::now() + WAIT;
             let mut batches = Vec::new();
+            // An election under load: retried, at the leader a refusal names, after a short pause.
+            let follow = |remark: Option<&str>, addr: &mut String| {
+                if let Some(leader) = remark.and_then(parse_leader_hint) {
+                    *addr = leader.to_owned();
+                }
+            };
             while got.load(std::sync::atomic::Ordering::SeqCst) < total {
                 if Instant::now() > deadline {
                     bail!("{} of {total} popped in {WAIT:?}", got.load(std::sync::atomic::Ordering::SeqCst));
                 }
-                let (code, batch) = pop_as(&client, &addr, who, max, 200).await?;
+                let (code, batch, remark) = pop_as(&client, &addr, who, max, 200).await?;
                 match code {
                     ResponseCode::Success | ResponseCode::PollingTimeout => {}
+                    ResponseCode::ServiceNotAvailable | ResponseCode::SystemError => {
+                        follow(remark.as_deref(), &mut addr);
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
                     other => bail!("pop answered {other:?}"),
                 }
                 got.fetch_add(batch.len(), std::sync::atomic::Ordering::SeqCst);
                 for d in &batch {
-                    let r = ack_as(&client, &addr, (who.0, who.1), d).await?;
-                    anyhow::ensure!(r.response_code() == ResponseCode::Success, "ack: {:?}", r.remark);
+                    let mut retried = false;
+                    loop {
+                        let r = ack_as(&client, &addr, (who.0, who.1), d).await?;
+                        match r.response_code() {
+                            ResponseCode::Success => break,
+                            // An ack retried after an unknown outcome that had applied: its
+                            // message cannot have come back (the invisible time is longer).
+                            ResponseCode::NoMessage if retried => break,
+                            ResponseCode::ServiceNotAvailable | ResponseCode::SystemError
+                                if Instant::now() < deadline =>
+                            {
+                                retried = true;
+                                follow(r.remark.as_deref(), &mut addr);
+                                tokio::time::sleep(Duration::from_millis(50)).await
+                            }
+                            _ => bail!("ack: {:?} {:?}", r.response_code(), r.remark),
+                        }
+                    }
                 }
                 if !batch.is_empty() {
                     batches.push(batch.iter().map(Delivery::body).collect());

@@ -5,7 +5,8 @@
 //! ```text
 //! pop ──▶ (plan lock) read each queue from its projected cursor ─▶ one POP entry (every queue's
 //!         plan, one epoch) queued ─▶ (lock released) applied ─▶ the records, popTime = the epoch
-//!         nothing found ─▶ long poll on the queues' arrivals until pollTime ends
+//!         nothing found ─▶ long poll on the queues' arrivals (and the retry topic's, made or
+//!         not yet) until pollTime ends
 //!         refused by apply (a queue changed meanwhile) ─▶ planned again
 //! ack ──▶ queued; whoever holds the settle lock proposes every queued ack as one entry
 //! change ─▶ (settle lock) one entry ─▶ the new epoch
@@ -263,7 +264,7 @@ impl PopService {
         let deadline = tokio::time::Instant::now() + Duration::from_millis(request.poll_ms);
         let mut refused = 0;
         loop {
-            let (popped, watched) = match self.pop_once(request).await {
+            let (popped, mut watched) = match self.pop_once(request).await {
                 // Apply refused the plan: a queue changed between the plan and the apply.
                 Err(WriteError::Rejected(why)) if refused + 1 < POP_PLAN_ATTEMPTS_MAX => {
                     refused += 1;
@@ -274,6 +275,14 @@ impl PopService {
             };
             if !popped.records.is_empty() || tokio::time::Instant::now() >= deadline {
                 return Ok(popped);
+            }
+            // The group's retry topic is made (one queue) by the revive that puts its first message:
+            // watched before it exists, that revive wakes the pop as Java's wakes a pop of the topic.
+            if !request.fifo {
+                let retry = pop_retry_topic(&request.group, &request.topic);
+                if self.h.store.metadata().topics.get(&retry).is_none() {
+                    watched.push((retry, 0, 0));
+                }
             }
             // Park on every queue looked at: an apply that adds a unit wakes the pop.
             let wait_ms = deadline.saturating_duration_since(tokio::time::Instant::now());
