@@ -13,7 +13,8 @@
 //!
 //! The thread flusher has a helper thread (`page_cache`) keep the blocks after the log end
 //! written (`zero_ahead`), so its syncs skip the filesystem's block allocation, and hand synced
-//! bytes far behind the end back to the kernel.
+//! bytes far behind the end back to the kernel; it wakes the helper only when one of the two has
+//! a step due (`page_cache::look_due`).
 //!
 //! Appends reach the segment files with `pwrite` (see `store_state`), never through the
 //! mapping, so there is nothing to pre-fault: RocketMQ's "warm mapped file" made the kernel zero
@@ -252,7 +253,11 @@ impl Flusher {
         if result.is_ok()
             && let Some(p) = &self.page_cache
         {
-            p.poke();
+            let (end, durable, segment_size) = {
+                let st = lock(&self.state);
+                (st.end_pos, st.meta.durable_pos, st.limits.segment_size)
+            };
+            p.poke_if_due(end, durable, segment_size);
         }
         !shutdown
     }

@@ -1,6 +1,10 @@
 //! The page cache around the log end: one helper thread per store (thread flusher only) that,
-//! after each group commit, writes zeros ahead of the end (`zero_ahead`) and drops synced bytes
-//! far enough behind it from the page cache.
+//! after a group commit that made work due, writes zeros ahead of the end (`zero_ahead`) and drops
+//! synced bytes far enough behind it from the page cache.
+//!
+//! The flusher asks [`look_due`] (pure: the same plans the helper follows, on the marks the helper
+//! published) before it wakes the helper, so a group commit that leaves both plans empty (most of
+//! them: zeros are refilled per MiB, drops go per 4 MiB) costs no wake-up of a second thread.
 //!
 //! Why drop: every append lands on page-cache pages the kernel must find. Pages this store
 //! freed a moment ago are the cheapest it can get; pages the kernel has not handed out for a
@@ -30,7 +34,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::config::PAGE_CACHE_DROP_STEP_BYTES;
 use crate::store_state::{State, lock};
-use crate::zero_ahead::{untouchable, zero_ahead};
+use crate::zero_ahead::{plan, untouchable, zero_ahead};
 
 /// The windows a store keeps cached behind its durable end (0 = never drop: the kernel decides),
 /// the one in effect (the role's, read by the helper at every look), and what it dropped.
@@ -40,6 +44,10 @@ pub struct Control {
     follower_window_bytes: u64,
     window_bytes: AtomicU64,
     dropped_bytes: AtomicU64,
+    /// The helper's marks, published for [`look_due`]: zeros written up to here, dropped up to
+    /// here. Only the helper writes them; a stale read costs at most one wake-up too many.
+    zeroed_to: AtomicU64,
+    dropped_to: AtomicU64,
 }
 
 impl Control {
@@ -50,6 +58,8 @@ impl Control {
             follower_window_bytes,
             window_bytes: AtomicU64::new(follower_window_bytes),
             dropped_bytes: AtomicU64::new(0),
+            zeroed_to: AtomicU64::new(0),
+            dropped_to: AtomicU64::new(0),
         }
     }
 
@@ -83,10 +93,23 @@ pub struct Tasks {
     pub control: Arc<Control>,
 }
 
+/// Whether the helper has work after a group commit left the log end at `end_pos` and the durable
+/// watermark at `durable_pos`: a zero step ([`zero_ahead::plan`](crate::zero_ahead::plan)) or a
+/// drop step ([`drop_plan`]) is due from the marks in `control`. Pure, so the rule is tested apart
+/// from the threads.
+pub fn look_due(end_pos: u64, durable_pos: u64, segment_size: u64, zero_ahead: bool, control: &Control) -> bool {
+    let zeroed_to = control.zeroed_to.load(Ordering::Relaxed);
+    let dropped_to = control.dropped_to.load(Ordering::Relaxed);
+    (zero_ahead && plan(end_pos, zeroed_to, segment_size).is_some())
+        || drop_plan(durable_pos, dropped_to, control.window()).is_some()
+}
+
 /// The helper thread; pokes coalesce (at most one pending).
 pub struct PageCache {
     poke: Option<SyncSender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
+    zero_ahead: bool,
+    control: Arc<Control>,
 }
 
 impl PageCache {
@@ -95,8 +118,9 @@ impl PageCache {
     pub fn start(state: &Arc<Mutex<State>>, tasks: Tasks) -> Option<Self> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
         let state = Arc::clone(state);
+        let (zero_ahead, control) = (tasks.zero_ahead, Arc::clone(&tasks.control));
         match std::thread::Builder::new().name("raft-log-cache".into()).spawn(move || run(&state, &tasks, &rx)) {
-            Ok(t) => Some(Self { poke: Some(tx), thread: Some(t) }),
+            Ok(t) => Some(Self { poke: Some(tx), thread: Some(t), zero_ahead, control }),
             Err(e) => {
                 tracing::warn!(%e, "cannot start the CommitLog page-cache thread; appends land on fresh blocks");
                 None
@@ -104,8 +128,11 @@ impl PageCache {
         }
     }
 
-    /// Ask for a look at the log end (after a group commit).
-    pub fn poke(&self) {
+    /// Ask for a look at the log end after a group commit, if [`look_due`] finds work for it.
+    pub fn poke_if_due(&self, end_pos: u64, durable_pos: u64, segment_size: u64) {
+        if !look_due(end_pos, durable_pos, segment_size, self.zero_ahead, &self.control) {
+            return;
+        }
         if let Some(tx) = &self.poke {
             // Full: a look is pending and will see the new end. Disconnected: it stopped.
             let _ = tx.try_send(());
@@ -128,11 +155,14 @@ fn run(state: &Mutex<State>, tasks: &Tasks, rx: &Receiver<()>) {
     // What an earlier process left cached stays: a restarted leader's readers want its tail, and
     // the kernel evicts it under pressure as before. Only what this process syncs is dropped.
     let mut dropper = Dropper { dropped_to: lock(state).meta.durable_pos, warned: false };
+    tasks.control.dropped_to.store(dropper.dropped_to, Ordering::Relaxed);
     while rx.recv().is_ok() {
         if tasks.zero_ahead {
             zero_ahead(state, &mut zeroed_to);
+            tasks.control.zeroed_to.store(zeroed_to, Ordering::Relaxed);
         }
         dropper.drop_behind(state, &tasks.control);
+        tasks.control.dropped_to.store(dropper.dropped_to, Ordering::Relaxed);
     }
 }
 
@@ -206,6 +236,22 @@ mod tests {
     fn a_mark_above_a_lowered_watermark_waits() {
         assert_eq!(drop_plan(WINDOW + STEP, 4 * STEP, WINDOW), None, "truncated below the mark");
         assert_eq!(drop_plan(WINDOW + 5 * STEP, 4 * STEP, WINDOW), Some((4 * STEP, 5 * STEP)));
+    }
+
+    #[test]
+    fn a_look_is_due_only_when_a_zero_or_drop_step_is() {
+        use crate::config::{SEGMENT_ZERO_AHEAD_BYTES as AHEAD, SEGMENT_ZERO_STEP_BYTES as ZSTEP};
+        const SEG: u64 = 1 << 30;
+        let c = Control::new(WINDOW, WINDOW);
+        assert!(look_due(100, 100, SEG, true, &c), "nothing zeroed yet");
+        assert!(!look_due(100, 100, SEG, false, &c), "zero-ahead off, nothing to drop");
+        c.zeroed_to.store(100 + AHEAD, Ordering::Relaxed);
+        assert!(!look_due(100 + ZSTEP - 1, 100, SEG, true, &c), "less than a zero step used");
+        assert!(look_due(100 + ZSTEP, 100, SEG, true, &c), "a zero step used");
+        assert!(look_due(100, WINDOW + STEP, SEG, true, &c), "a drop step behind the window");
+        c.dropped_to.store(STEP, Ordering::Relaxed);
+        assert!(!look_due(100, WINDOW + STEP, SEG, true, &c), "that step already dropped");
+        assert!(look_due(SEG + 10, 100, SEG, true, &c), "a roll: the new segment has nothing zeroed");
     }
 
     #[test]
