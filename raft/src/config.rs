@@ -36,6 +36,9 @@ pub const SEGMENT_ZERO_AHEAD_BYTES: u64 = 8 << 20;
 pub const SEGMENT_ZERO_CHUNK_BYTES: u64 = 256 << 10;
 /// `zero_ahead` refills once this much of its window is used: one sync per step.
 pub const SEGMENT_ZERO_STEP_BYTES: u64 = 1 << 20;
+/// Blocks an append reserves (`posix_fallocate`) past its own records at a time: one call per this
+/// many appended bytes instead of one per group commit.
+pub const SEGMENT_RESERVE_AHEAD_BYTES: u64 = 1 << 20;
 /// A leader's default `page_cache_leader_window_bytes`: one default segment of the newest log,
 /// for consumers reading the tail.
 pub const PAGE_CACHE_LEADER_WINDOW_DEFAULT_BYTES: u64 = 1 << 30;

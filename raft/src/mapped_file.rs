@@ -27,6 +27,11 @@ struct Inner {
 /// A mapped file of fixed length.
 pub struct MappedFile {
     inner: Arc<Inner>,
+    /// Bytes `[lo, hi)` this process reserved with `posix_fallocate`. Blocks, once allocated, stay
+    /// for the life of the file (its length is fixed and no hole is ever punched), so reserving
+    /// inside this range again has nothing to do: skipping it saves a syscall that also dirties the
+    /// inode (its times), which the next sync then has to write.
+    reserved: (u64, u64),
 }
 
 /// Capability to persist a range of a mapped file; shareable with the flusher thread.
@@ -98,7 +103,7 @@ impl MappedFile {
         }
         let map = MmapOptions::new().len(to_usize(len)?).map_raw(&file).map_err(|e| StoreError::io("mmap", path, e))?;
         let inner = Inner { map, len, path: path.to_path_buf(), file };
-        Ok((Self { inner: Arc::new(inner) }, created))
+        Ok((Self { inner: Arc::new(inner), reserved: (0, 0) }, created))
     }
 
     /// Mapped length in bytes.
@@ -150,15 +155,36 @@ impl MappedFile {
     /// exist). A store through the mapping into a page without a block must allocate one, and on
     /// a full file system the kernel can only answer that with SIGBUS; reserving first turns the
     /// same condition into an `ENOSPC` error here.
-    pub fn reserve(&self, off: u64, len: u64) -> Result<()> {
+    /// Nothing is done for a range this process reserved before.
+    pub fn reserve(&mut self, off: u64, len: u64) -> Result<()> {
         use std::os::fd::AsRawFd;
         if self.check(off, to_usize(len)?).is_none() {
             return Err(StoreError::Contract(format!("reserve of {len} B at {off} outside {}", self.path().display())));
         }
+        if self.is_reserved(off, len) {
+            return Ok(());
+        }
+        let end = off + len;
+        let (lo, hi) = self.reserved;
         let to_off =
             |v: u64| nix::libc::off_t::try_from(v).map_err(|_| StoreError::Config(format!("{v} beyond off_t")));
         nix::fcntl::posix_fallocate(self.inner.file.as_raw_fd(), to_off(off)?, to_off(len)?)
-            .map_err(|e| StoreError::io("fallocate", &self.inner.path, e.into()))
+            .map_err(|e| StoreError::io("fallocate", &self.inner.path, e.into()))?;
+        // Kept as one range: appends reserve forward from where the last one ended.
+        self.reserved = if off <= hi && end >= lo && hi > lo { (lo.min(off), hi.max(end)) } else { (off, end) };
+        Ok(())
+    }
+
+    /// Whether [`Self::reserve`] already reserved all of `[off, off + len)`.
+    pub fn is_reserved(&self, off: u64, len: u64) -> bool {
+        let (lo, hi) = self.reserved;
+        off >= lo && off.saturating_add(len) <= hi
+    }
+
+    /// Bytes `[lo, hi)` reserved by [`Self::reserve`] so far.
+    #[cfg(test)]
+    pub(crate) fn reserved(&self) -> (u64, u64) {
+        self.reserved
     }
 
     /// The parts of `[from, to)` that may hold data: everything but the file's holes

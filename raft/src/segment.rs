@@ -11,6 +11,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::config::SEGMENT_RESERVE_AHEAD_BYTES;
 use crate::error::{Result, StoreError};
 use crate::mapped_file::{MappedFile, SyncHandle};
 
@@ -113,12 +114,21 @@ impl SegmentSet {
 
     /// Allocate the blocks of `[pos, to)` (one segment) if that segment exists; `false` when it
     /// does not (nothing is created: no segment may exist above the log end).
-    pub fn reserve(&self, pos: u64, to: u64) -> Result<bool> {
+    pub fn reserve(&mut self, pos: u64, to: u64) -> Result<bool> {
         let (base, off) = self.locate(pos);
-        match self.segs.get(&base) {
-            Some(s) => s.reserve(off, to.saturating_sub(pos)).map(|()| true),
-            None => Ok(false),
+        let segment_size = self.segment_size;
+        let Some(s) = self.segs.get_mut(&base) else { return Ok(false) };
+        let len = to.saturating_sub(pos);
+        if s.is_reserved(off, len) {
+            return Ok(true);
         }
+        // Ahead of the need, so that one `posix_fallocate` serves the appends of the next MiB; near
+        // a full disk the ahead part may not fit, and the exact need decides.
+        let ahead = len.max(SEGMENT_RESERVE_AHEAD_BYTES).min(segment_size - off);
+        if ahead > len && s.reserve(off, ahead).is_ok() {
+            return Ok(true);
+        }
+        s.reserve(off, len).map(|()| true)
     }
 
     /// Write `data` at `pos`; it must lie in one existing segment (see [`Self::ensure`]).
@@ -156,5 +166,37 @@ impl SegmentSet {
             }
         }
         Ok(doomed.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEG: u64 = 4 << 20;
+    const AHEAD: u64 = SEGMENT_RESERVE_AHEAD_BYTES;
+
+    fn reserved(set: &SegmentSet, base: u64) -> (u64, u64) {
+        set.segs.get(&base).expect("segment").reserved()
+    }
+
+    #[test]
+    fn a_reserve_goes_a_step_ahead_and_is_remembered() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut set = SegmentSet::open(dir.path(), SEG).expect("open");
+        assert!(!set.reserve(0, 100).expect("no segment yet"), "nothing is created for a reserve");
+        set.ensure(0).expect("segment");
+        assert!(set.reserve(0, 100).expect("reserve"));
+        assert_eq!(reserved(&set, 0), (0, AHEAD), "a step ahead of the need");
+        assert!(set.reserve(100, AHEAD).expect("inside"));
+        assert_eq!(reserved(&set, 0), (0, AHEAD), "inside the reserved range: nothing to do");
+        assert!(set.reserve(AHEAD - 10, AHEAD + 10).expect("across"));
+        assert_eq!(reserved(&set, 0), (0, 2 * AHEAD - 10), "extended from where the need starts");
+        assert!(set.reserve(SEG - 10, SEG).expect("tail"));
+        assert_eq!(reserved(&set, 0), (SEG - 10, SEG), "never past the segment; a gap starts a new range");
+        let big = 3 * AHEAD;
+        set.ensure(SEG).expect("second segment");
+        assert!(set.reserve(SEG, SEG + big).expect("large need"));
+        assert_eq!(reserved(&set, SEG), (0, big), "a need larger than the step is reserved whole");
     }
 }
