@@ -250,14 +250,10 @@ impl Flusher {
             st.poisoned.get_or_insert(reason);
         }
         complete(batch, &result);
-        if result.is_ok()
+        if let Ok(synced) = &result
             && let Some(p) = &self.page_cache
         {
-            let (end, durable, segment_size) = {
-                let st = lock(&self.state);
-                (st.end_pos, st.meta.durable_pos, st.limits.segment_size)
-            };
-            p.poke_if_due(end, durable, segment_size);
+            p.poke_if_due(synced.end_pos, synced.durable_pos);
         }
         !shutdown
     }
@@ -287,6 +283,7 @@ pub async fn run_task(slot: Arc<Mutex<Option<Flusher>>>, wake: Arc<Notify>) {
     }
 }
 
+/// One group commit's syscalls; see the module docs.
 fn cycle(
     state: &Mutex<State>,
     meta_file: &mut MetaFile,
@@ -295,7 +292,7 @@ fn cycle(
     last_meta_write: &mut tokio::time::Instant,
     committed_every: Duration,
     syncs: &mut u64,
-) -> Result<()> {
+) -> Result<Synced> {
     let (ranges, end, generation, dir, dir_dirty) = {
         let mut st = lock(state);
         if let Some(p) = &st.poisoned {
@@ -371,15 +368,18 @@ fn cycle(
     } else if !ranges.is_empty() && same_log {
         meta_file.write_watermark(end)?;
     }
-    Ok(())
+    Ok(Synced { end_pos: end, durable_pos: snapshot.durable_pos })
 }
 
-fn complete(batch: Vec<Request>, result: &Result<()>) {
-    let err = |r: &Result<()>| match r {
-        Ok(()) => None,
-        Err(e) => Some(e.to_string()),
-    };
-    let e = err(result);
+/// Where a cycle left the log: the end it synced to and the durable watermark after it (the
+/// same, unless a truncation or rebase set the watermark meanwhile).
+struct Synced {
+    end_pos: u64,
+    durable_pos: u64,
+}
+
+fn complete<T>(batch: Vec<Request>, result: &Result<T>) {
+    let e = result.as_ref().err().map(ToString::to_string);
     for r in batch {
         match r {
             Request::Flush(cb) => match &e {

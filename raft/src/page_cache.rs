@@ -110,6 +110,7 @@ pub struct PageCache {
     thread: Option<std::thread::JoinHandle<()>>,
     zero_ahead: bool,
     control: Arc<Control>,
+    segment_size: u64,
 }
 
 impl PageCache {
@@ -119,8 +120,10 @@ impl PageCache {
         let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
         let state = Arc::clone(state);
         let (zero_ahead, control) = (tasks.zero_ahead, Arc::clone(&tasks.control));
+        // Fixed for the store's life (recorded in its meta file).
+        let segment_size = lock(&state).limits.segment_size;
         match std::thread::Builder::new().name("raft-log-cache".into()).spawn(move || run(&state, &tasks, &rx)) {
-            Ok(t) => Some(Self { poke: Some(tx), thread: Some(t), zero_ahead, control }),
+            Ok(t) => Some(Self { poke: Some(tx), thread: Some(t), zero_ahead, control, segment_size }),
             Err(e) => {
                 tracing::warn!(%e, "cannot start the CommitLog page-cache thread; appends land on fresh blocks");
                 None
@@ -129,8 +132,8 @@ impl PageCache {
     }
 
     /// Ask for a look at the log end after a group commit, if [`look_due`] finds work for it.
-    pub fn poke_if_due(&self, end_pos: u64, durable_pos: u64, segment_size: u64) {
-        if !look_due(end_pos, durable_pos, segment_size, self.zero_ahead, &self.control) {
+    pub fn poke_if_due(&self, end_pos: u64, durable_pos: u64) {
+        if !look_due(end_pos, durable_pos, self.segment_size, self.zero_ahead, &self.control) {
             return;
         }
         if let Some(tx) = &self.poke {
