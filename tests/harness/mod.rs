@@ -7,7 +7,8 @@
 //! - [`cli`]: fake broker nodes and a runner for the real `raftmq` binary;
 //! - [`processes`]: broker replicas as real `raftmq broker` child processes (kill -9, restart);
 //! - [`tls`]: certificates made at test time (with [`dev_certs`], `raftmq dev --tls`'s code);
-//! - [`dev`]: the real `raftmq dev` (NameServer, a 3-replica group, the web console) as a process.
+//! - [`dev`]: the real `raftmq dev` (NameServer, a 3-replica group, the web console) as a process;
+//! - [`script`]: a client driver that prints JSON events, run as a child process.
 //!
 //! Each binary uses only part of it.
 
@@ -21,4 +22,5 @@ pub mod dev_certs;
 pub mod group;
 pub mod ports;
 pub mod processes;
+pub mod script;
 pub mod tls;

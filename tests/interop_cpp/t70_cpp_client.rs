@@ -14,7 +14,6 @@ mod harness;
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::OnceLock;
@@ -22,10 +21,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use anyhow::Result;
-use anyhow::bail;
 use anyhow::ensure;
 use harness::cluster::Cluster;
 use harness::group::drain_queue;
+use harness::script::ScriptOutput;
+use harness::script::run_json_lines;
 use raftmq_common::message::batch::decode_batch;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
@@ -180,17 +180,6 @@ struct Run<'a> {
     nodes: u64,
 }
 
-/// One scenario's output lines, by event.
-struct Output {
-    events: Vec<Value>,
-}
-
-impl Output {
-    fn of(&self, event: &str) -> Vec<&Value> {
-        self.events.iter().filter(|e| e["event"] == event).collect()
-    }
-}
-
 /// The last lines of every log librocketmq wrote under `home`, for a failure's message.
 fn client_log_tail(home: &std::path::Path) -> String {
     const LINES: usize = 40;
@@ -229,39 +218,21 @@ impl Run<'_> {
     }
 
     /// Creates the scenario's topic (as an operator would with `updateTopic`), runs its script.
-    async fn scenario(&self, script: &str, scenario: &str, count: usize) -> Result<Output> {
+    async fn scenario(&self, script: &str, scenario: &str, count: usize) -> Result<ScriptOutput> {
         let (topic, group) = self.names(scenario);
         self.cluster.create_topic(&topic, QUEUES).await?;
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop_cpp");
         // The client's logs go to a directory of this run (its default is ~/logs/rocketmq-cpp).
         let home = tempfile::tempdir()?;
-        let child = tokio::process::Command::new("python3")
+        let mut command = tokio::process::Command::new("python3");
+        command
             .arg(dir.join(script))
             .args(["--namesrv", &self.cluster.namesrv_addr, "--topic", &topic, "--group", &group])
             .args(["--count", &count.to_string()])
             .arg("--client-home")
             .arg(home.path())
-            .current_dir(&dir)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .context("starting python3")?;
-        let out = tokio::time::timeout(SCENARIO_TIMEOUT, child.wait_with_output())
-            .await
-            .with_context(|| format!("{script} still running after {SCENARIO_TIMEOUT:?}"))??;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let events: Vec<Value> = stdout.lines().filter_map(|line| serde_json::from_str(line).ok()).collect();
-        let output = Output { events };
-        let errors = output.of("error");
-        if !out.status.success() || !errors.is_empty() || output.of("done").len() != 1 {
-            bail!(
-                "{script} ({}): errors {errors:?}\nstdout:\n{stdout}\nstderr:\n{stderr}\nC++ client log (last lines):\n{}",
-                out.status,
-                client_log_tail(home.path())
-            );
-        }
+            .current_dir(&dir);
+        let output = run_json_lines(command, script, SCENARIO_TIMEOUT, || client_log_tail(home.path())).await?;
         println!(
             "{}-node group, {script}: {} sent, {} received",
             self.nodes,

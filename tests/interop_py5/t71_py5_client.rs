@@ -36,6 +36,8 @@ use anyhow::bail;
 use anyhow::ensure;
 use harness::cluster::Cluster;
 use harness::group::drain_queue;
+use harness::script::ScriptOutput;
+use harness::script::run_json_lines;
 use raftmq_client::Admin;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::properties;
@@ -143,16 +145,8 @@ fn body_of(kind: &str, seq: i64) -> String {
     format!("{kind}-{seq}-Grüße-消息")
 }
 
-/// The script's lines, by event.
-struct Output {
-    events: Vec<Value>,
-}
-
-impl Output {
-    fn of(&self, event: &str) -> Vec<&Value> {
-        self.events.iter().filter(|e| e["event"] == event).collect()
-    }
-
+/// The script's sent and received lines, by kind and by consumer.
+impl ScriptOutput {
     fn sent(&self, kind: &str) -> Vec<&Value> {
         self.of("sent").into_iter().filter(|e| text(e, "kind") == kind).collect()
     }
@@ -218,43 +212,25 @@ async fn run(cluster: &Cluster, servers: &BTreeMap<u64, GrpcServer>, python: &Pa
 
 /// Runs py5_client.py against `endpoint` (`tx_endpoint` for the transactional producer) with the
 /// client's log in a home of its own.
-async fn script(python: &PathBuf, endpoint: &str, tx_endpoint: &str, seed: u64) -> Result<Output> {
+async fn script(python: &PathBuf, endpoint: &str, tx_endpoint: &str, seed: u64) -> Result<ScriptOutput> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop_py5");
     // The client logs to ~/logs/rocketmq_python: a home of this run keeps it apart.
     let home = tempfile::tempdir()?;
-    let child = tokio::process::Command::new(python)
+    let mut command = tokio::process::Command::new(python);
+    command
         .arg(dir.join("py5_client.py"))
         .args(["--endpoints", endpoint, "--tx-endpoints", tx_endpoint])
         .args(["--prefix", PREFIX, "--seed", &seed.to_string()])
         .env("HOME", home.path())
         .current_dir(&dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .context("starting the Python client")?;
-    let out = tokio::time::timeout(SCRIPT_TIMEOUT, child.wait_with_output())
-        .await
-        .with_context(|| format!("py5_client.py still running after {SCRIPT_TIMEOUT:?}"))??;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let events: Vec<Value> = stdout.lines().filter_map(|line| serde_json::from_str(line).ok()).collect();
-    let output = Output { events };
-    let errors = output.of("error");
-    if !out.status.success() || !errors.is_empty() || output.of("done").len() != 1 {
-        bail!(
-            "py5_client.py ({}): errors {errors:#?}\nstdout:\n{stdout}\nstderr:\n{stderr}\nclient log (last lines):\n{}",
-            out.status,
-            client_log_tail(home.path())
-        );
-    }
+        .stdin(Stdio::null());
+    let output = run_json_lines(command, "py5_client.py", SCRIPT_TIMEOUT, || client_log_tail(home.path())).await?;
     println!("py5_client.py: {} sent, {} received", output.of("sent").len(), output.of("received").len());
     Ok(output)
 }
 
 /// The message id the script sent as the one `kind` message.
-fn only_sent<'o>(out: &'o Output, kind: &str) -> Result<&'o str> {
+fn only_sent<'o>(out: &'o ScriptOutput, kind: &str) -> Result<&'o str> {
     let sent = out.sent(kind);
     ensure!(sent.len() == 1, "{kind}: {} sends reported", sent.len());
     Ok(text(sent[0], "msg_id"))
@@ -262,7 +238,7 @@ fn only_sent<'o>(out: &'o Output, kind: &str) -> Result<&'o str> {
 
 /// Commit and rollback answered OK; only the open half was checked back, and committed; the
 /// transactional consumer received the committed and the checked half once each, never the other.
-fn check_transactions(out: &Output) -> Result<()> {
+fn check_transactions(out: &ScriptOutput) -> Result<()> {
     let committed = only_sent(out, "commit")?;
     let rolled_back = only_sent(out, "rollback")?;
     let orphan = only_sent(out, "orphan")?;
@@ -288,7 +264,7 @@ fn check_transactions(out: &Output) -> Result<()> {
 }
 
 /// Every id of `kind` the script sent, with its seq.
-fn sent_ids(out: &Output, kind: &str) -> BTreeMap<String, i64> {
+fn sent_ids(out: &ScriptOutput, kind: &str) -> BTreeMap<String, i64> {
     out.sent(kind).iter().map(|e| (text(e, "msg_id").to_owned(), int(e, "seq"))).collect()
 }
 
@@ -312,7 +288,7 @@ fn check_delivery(r: &Value, kind: &str, seq: i64, topic_name: &str, tag: &str) 
 }
 
 /// The PushConsumer got every normal message exactly once, each on its first attempt.
-fn check_push(out: &Output) -> Result<()> {
+fn check_push(out: &ScriptOutput) -> Result<()> {
     let sent = sent_ids(out, "normal");
     ensure!(sent.len() == NORMAL_COUNT, "{} normal sends", sent.len());
     let mut got: BTreeMap<&str, usize> = BTreeMap::new();
@@ -331,7 +307,7 @@ fn check_push(out: &Output) -> Result<()> {
 }
 
 /// The FIFO PushConsumer got every message exactly once, each message group in send order.
-fn check_push_fifo(out: &Output) -> Result<()> {
+fn check_push_fifo(out: &ScriptOutput) -> Result<()> {
     let sent = sent_ids(out, "fifo");
     ensure!(sent.len() == FIFO_GROUPS * FIFO_STEPS, "{} FIFO sends", sent.len());
     let mut per_group: BTreeMap<String, Vec<i64>> = BTreeMap::new();
@@ -354,7 +330,7 @@ fn check_push_fifo(out: &Output) -> Result<()> {
 /// Every message received on attempt 1; the unacked and the shortened one back on attempt 2 (the
 /// shortened one after its new invisible time, before its first one), then acked; the lengthened one acked with the
 /// handle the change answered and never back.
-fn check_simple(out: &Output) -> Result<()> {
+fn check_simple(out: &ScriptOutput) -> Result<()> {
     let plan = out.of("simple_plan");
     let plan = plan.first().context("no simple_plan line")?;
     let (unacked, shortened, lengthened) = (int(plan, "unacked"), int(plan, "shortened"), int(plan, "lengthened"));
@@ -398,7 +374,7 @@ fn check_simple(out: &Output) -> Result<()> {
 }
 
 /// The delayed message delivered once, not before its time.
-fn check_delay(out: &Output) -> Result<()> {
+fn check_delay(out: &ScriptOutput) -> Result<()> {
     let id = only_sent(out, "delay")?;
     let due = int(out.sent("delay")[0], "deliver_at_ms");
     let received = out.received("delay");
@@ -426,7 +402,7 @@ async fn stored(client: &RemotingClient, leader: &str, topic: &str) -> Result<BT
 
 /// Each topic holds exactly the acknowledged and committed messages, once each, with RocketMQ's
 /// properties; each message group in one queue in send order.
-async fn check_stored(cluster: &Cluster, out: &Output) -> Result<()> {
+async fn check_stored(cluster: &Cluster, out: &ScriptOutput) -> Result<()> {
     let leader = cluster.addr(cluster.wait_leader(harness::cluster::WAIT).await?);
     let client = RemotingClient::new();
     let ids = |kinds: &[&str]| -> BTreeSet<String> {
