@@ -41,7 +41,11 @@ pub fn run(args: &HealthcheckArgs) -> Result<()> {
         TcpStream::connect_timeout(&addr, HEALTHCHECK_TIMEOUT).with_context(|| format!("connecting to {addr}"))?;
     stream.set_read_timeout(Some(HEALTHCHECK_TIMEOUT))?;
     stream.set_write_timeout(Some(HEALTHCHECK_TIMEOUT))?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: {authority}\r\n\r\n").context("sending the request")?;
+    // One write: `write!` on an unbuffered stream sends each formatted piece as its own segment,
+    // and a server that answers after its first read then closes with the rest unread resets the
+    // connection, losing its answer.
+    let request = format!("GET {path} HTTP/1.0\r\nHost: {authority}\r\n\r\n");
+    stream.write_all(request.as_bytes()).context("sending the request")?;
     let mut answer = Vec::new();
     stream.take(HEALTHCHECK_ANSWER_MAX_BYTES).read_to_end(&mut answer).context("reading the answer")?;
     let status = status_code(&answer).with_context(|| format!("{} answered no HTTP status line", args.url))?;
@@ -105,8 +109,15 @@ mod tests {
             let addr = listener.local_addr().unwrap();
             let server = std::thread::spawn(move || {
                 let (mut s, _) = listener.accept().unwrap();
+                // The whole request is read before answering, as an HTTP server does: closing
+                // with unread bytes would reset the connection.
+                let mut request = Vec::new();
                 let mut buf = [0u8; 512];
-                let _ = s.read(&mut buf).unwrap();
+                while !request.ends_with(b"\r\n\r\n") {
+                    let n = s.read(&mut buf).unwrap();
+                    assert!(n > 0, "the probe closed before its request ended: {request:?}");
+                    request.extend_from_slice(&buf[..n]);
+                }
                 s.write_all(answer.as_bytes()).unwrap();
             });
             assert_eq!(run(&HealthcheckArgs { url: format!("http://{addr}/readyz") }).is_ok(), healthy);
