@@ -13,8 +13,7 @@
 //!   and every message stored before reads back unchanged. The same under the plain ACL: half with
 //!   a real or unknown `AccessKey` and a garbage `Signature`, half signed by the admin account.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
@@ -536,7 +535,7 @@ fn fuzz_seed(test: &str) -> Result<u64> {
         Ok(s) => s.parse().context("RAFTMQ_FUZZ_SEED")?,
         Err(_) => rand::random(),
     };
-    println!("{test} seed {seed} (replay: RAFTMQ_FUZZ_SEED={seed} cargo test --test t20_send_pull t23)");
+    println!("{test} seed {seed} (replay: RAFTMQ_FUZZ_SEED={seed} cargo test --test broker t20_send_pull::t23)");
     Ok(seed)
 }
 

@@ -5,8 +5,7 @@
 //! consumer offsets committed through the old leader are served by the new one. (SIGKILL of a
 //! leader process: `t20_broker_kill9.rs`.)
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -8,8 +8,7 @@
 //!   from the log past their last durable point), catches up, and then holds exactly the same
 //!   messages at the same offsets as the two others.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -12,8 +12,7 @@
 //!   the failure reported, the send not answered SEND_OK) and is never covered by a checkpoint, so
 //!   a restart (the fault gone) applies it again and the queue holds it.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

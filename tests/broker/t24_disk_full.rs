@@ -16,8 +16,7 @@
 //! Every child is spawned from the test's one thread (a current-thread runtime), the thread that
 //! entered the mount namespace, so the brokers see the tmpfs mounts and the host never does.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;

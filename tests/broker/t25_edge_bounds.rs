@@ -8,8 +8,7 @@
 //! (≈ 500 MiB). The hostile clients connect from other loopback addresses (127.0.0.2-4) so the
 //! per-address limits apply to them, not to the client that must still be served.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::time::Duration;
 use std::time::Instant;

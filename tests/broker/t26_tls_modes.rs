@@ -9,8 +9,7 @@
 //!
 //! Certificates are made at test time (harness `tls`).
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::time::Duration;
 

@@ -4,8 +4,7 @@
 //!
 //! Certificates are made at test time (harness `tls`).
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -7,8 +7,7 @@
 //! Certificates are made at test time (harness `tls`); the broker finds a change by polling the
 //! files (`TLS_CERT_RELOAD_POLL_MS`), so the test polls for the new certificate with a deadline.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::time::Duration;
 

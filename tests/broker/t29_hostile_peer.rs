@@ -15,8 +15,7 @@
 //!   outside the stores, and the group goes on applying.
 //! - Through it all the group serves: a send after the attacks is SEND_OK and readable.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;

@@ -14,8 +14,7 @@
 //!
 //! Waits poll with a deadline (the pop's own long polling); nothing sleeps to synchronise.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -3,8 +3,7 @@
 //! the NameServer's write-permission switches and KV config, topic perm changes, group deletion, the
 //! fallbacks Java's tools also have, and the clear error when the broker lacks a request.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use anyhow::Result;
 use harness::cli::CLUSTER;

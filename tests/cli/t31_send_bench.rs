@@ -1,8 +1,7 @@
 //! `raftmq send` and `raftmq bench produce` against an in-process NameServer and a fake broker
 //! group: what they print, what reaches the broker, and the benchmark's JSON summary.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use anyhow::Result;
 use harness::cli::Cluster;

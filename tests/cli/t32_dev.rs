@@ -8,8 +8,7 @@
 //! three ports `base, base+step, base+2·step` outside the ephemeral range (`tests/ports`), and
 //! reused by the restart.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::path::Path;
 use std::process::ExitStatus;

@@ -4,8 +4,7 @@
 //! getBrokerConfig` of single replicas, as text and as JSON; `raftmq admin statsAll` of a topic
 //! with one consumer group's backlog.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeSet;
 

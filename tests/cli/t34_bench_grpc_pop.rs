@@ -7,8 +7,7 @@
 //!   come back);
 //! - pop with `--count` pops exactly that many, fewer than the topic holds.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::time::Duration;
 

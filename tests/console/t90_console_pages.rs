@@ -4,14 +4,7 @@
 //! phone's width; a leader transfer started from the cluster page shows the new leader. Each page
 //! is saved as a screenshot under `$CARGO_TARGET_TMPDIR/console/t90_console_pages/`.
 
-#[path = "../harness/mod.rs"]
-mod harness;
-
-#[path = "browser.rs"]
-mod browser;
-
-#[path = "fixture.rs"]
-mod fixture;
+use crate::fixture;
 
 use anyhow::Result;
 use anyhow::ensure;

@@ -3,14 +3,7 @@
 //! same message is found again by its offsetMsgId. Screenshots under
 //! `$CARGO_TARGET_TMPDIR/console/t91_console_messages/`.
 
-#[path = "../harness/mod.rs"]
-mod harness;
-
-#[path = "browser.rs"]
-mod browser;
-
-#[path = "fixture.rs"]
-mod fixture;
+use crate::fixture;
 
 use std::time::Duration;
 

@@ -2,14 +2,7 @@
 //! holding messages) and falls to zero once a consumer has consumed them; the lag chart has the
 //! samples of both. Screenshots under `$CARGO_TARGET_TMPDIR/console/t92_console_lag/`.
 
-#[path = "../harness/mod.rs"]
-mod harness;
-
-#[path = "browser.rs"]
-mod browser;
-
-#[path = "fixture.rs"]
-mod fixture;
+use crate::fixture;
 
 use anyhow::Context;
 use anyhow::Result;

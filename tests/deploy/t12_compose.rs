@@ -16,8 +16,7 @@
 //! Client settings are the defaults everywhere. Skips, saying why, where no Docker daemon or no
 //! compose tool answers.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;

@@ -1,4 +1,5 @@
-//! The one harness of the end-to-end tests, included by every test binary as
+//! The one harness of the end-to-end tests, included once by each area's test binary
+//! (`tests/<area>/main.rs`) and by the standalone interop tests as
 //! `#[path = "../harness/mod.rs"] mod harness;`.
 //!
 //! - [`ports`]: loopback ports chosen free at runtime, outside the ephemeral range;

@@ -4,8 +4,7 @@
 //! `queryMsgById` resolves ids naming the stopped host), and after a full restart (IndexFiles reopen,
 //! nothing is indexed twice).
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;

@@ -22,8 +22,7 @@
 //! - hole 5 of issue 31: while the CommitLog cannot be read (an injected EIO), a due delayed message
 //!   is not skipped: the level's progress stays before it, and it is delivered once reads work.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

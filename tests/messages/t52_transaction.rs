@@ -21,8 +21,7 @@
 //!   skipped: no check, the check progress stays before it; once reads work it is checked and
 //!   committed.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;

@@ -10,8 +10,7 @@
 //!   SYSTEM_ERROR and RocketMQ's remark, at CHECK_CLIENT_CONFIG and at PULL_MESSAGE; the SDK's
 //!   consumer fails at start; a broken expression fails at build.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -8,8 +8,7 @@
 //!   stored; a reply to a client that is not connected is refused with SYSTEM_ERROR naming it; a
 //!   "reply" to a user topic is refused MESSAGE_ILLEGAL; a request nobody answers times out.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::time::Duration;
 

@@ -18,8 +18,7 @@
 //!   producer's Pub records; both change at runtime (`updateBrokerConfig`).
 //! - t78d: without `traceTopicEnable`, the first trace message creates the trace topic (TBW102).
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::any::Any;
 use std::sync::Arc;

@@ -20,8 +20,7 @@
 //!   answers the statistics a send and a pull count, and Java's error for one never counted;
 //!   GET_BROKER_CONSUME_STATS (`brokerConsumeStats`) lists every group's progress and the total lag.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::time::Duration;
 

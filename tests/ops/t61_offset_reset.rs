@@ -22,8 +22,7 @@
 //!   another, through Raft; GET_BROKER_CONSUME_STATS (`brokerConsumeStats`), SDK and CLI: the
 //!   subscription groups' progress and the broker's total lag.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

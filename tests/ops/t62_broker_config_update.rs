@@ -10,8 +10,7 @@
 //!   update undoes them; a lowered `timerMaxDelaySec` refuses longer timers; the NameServer's
 //!   write-permission switches change the group's route without touching the broker.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

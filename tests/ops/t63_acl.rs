@@ -16,8 +16,7 @@
 //!   CLI) shows every replica's file in force to an admin only; a broker without `aclEnable` refuses
 //!   with a remark saying why.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

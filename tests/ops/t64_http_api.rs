@@ -7,8 +7,7 @@
 //! The HTTP client is a few lines over `TcpStream` (`Connection: close`), so the tests depend on no
 //! HTTP client crate.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::time::Duration;
 use std::time::Instant;

@@ -8,8 +8,7 @@
 //!   is a node id used before. Every message acknowledged as SEND_OK is readable at the end from
 //!   the final leader, which is the node that joined (no acked loss).
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

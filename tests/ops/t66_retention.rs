@@ -13,8 +13,7 @@
 //! - t61: at `diskSpaceWarningLevelRatio` sends are refused with SERVICE_NOT_AVAILABLE and
 //!   RocketMQ's "disk is full" remark, and nothing is stored; below it sends resume.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;

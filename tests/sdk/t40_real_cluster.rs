@@ -12,8 +12,7 @@
 //!   consumer (no piggybacked commits) delivers nothing again; the push consumer at most its last pull
 //!   batch per queue (see `assert_resumed`).
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;

@@ -7,8 +7,7 @@
 //! - Sends succeed again within 3 s: from the kill to the first SEND_OK of a send that began after it
 //!   (and within 500 ms of the new leader being ready: the producer's part).
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

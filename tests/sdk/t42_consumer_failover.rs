@@ -8,8 +8,7 @@
 //! - Once sends succeed again, their messages reach the listener within [`DELIVERY_CATCH_UP_MAX`].
 //! - Every message acknowledged with SEND_OK is consumed.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;

@@ -9,8 +9,7 @@
 //! - Only the owner unlocks; names LOCK_BATCH_MQ would refuse are refused; queues of another
 //!   broker are never locked here.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::time::Duration;
 

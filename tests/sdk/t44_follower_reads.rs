@@ -5,8 +5,7 @@
 //! after the first pull of each queue (at the leader, whose answer sends it there).
 //! With the key off, every answer suggests the leader and followers serve nothing.
 
-#[path = "../harness/mod.rs"]
-mod harness;
+use crate::harness;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
