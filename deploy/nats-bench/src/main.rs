@@ -158,7 +158,8 @@ async fn create_stream(js: &jetstream::Context, args: &Args) -> Result<()> {
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
             Err(e) => {
-                return Err(e).with_context(|| format!("creating stream {} with {} replicas", args.stream, args.replicas));
+                return Err(e)
+                    .with_context(|| format!("creating stream {} with {} replicas", args.stream, args.replicas));
             }
         }
     }
