@@ -34,18 +34,15 @@ leader_grpc=$(grpc_of "$leader")
 all_grpc=$(for n in $(seq 0 $((nodes - 1))); do grpc_of "$n"; done | paste -sd';')
 echo "leader n$leader gRPC $leader_grpc; every replica: $all_grpc"
 
-ticks() { awk '{print $14 + $15}' "/proc/$dev/stat"; }
-busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
-
 # run LABEL CMD...: runs a `--json` bench, prints its line with the broker's CPU; its summary stays
 # in $data/LABEL.json.
 run() {
     local name=$1 out t0 t1 b0 b1 m0 m1
     shift
     out=$(mktemp)
-    t0=$(date +%s.%N) b0=$(ticks) m0=$(busy)
+    t0=$(date +%s.%N) b0=$(ticks "$dev") m0=$(busy)
     "$@" --json >"$out" 2>/dev/null || true
-    t1=$(date +%s.%N) b1=$(ticks) m1=$(busy)
+    t1=$(date +%s.%N) b1=$(ticks "$dev") m1=$(busy)
     tail -1 "$out" >"$data/$name.json"
     python3 - "$name" "$out" "$t0" "$t1" "$b0" "$b1" "$m0" "$m1" <<'PY'
 import json, sys

@@ -6,7 +6,7 @@
 #
 # Configurations (CONFIGS, space separated; default "off secret tls"):
 #   off     no cluster secret (`--insecure-no-cluster-secret`): Raft RPCs and registrations unsigned
-#   secret  the dev cluster's own cluster secret: every Raft RPC HMAC-SHA256-signed and checked
+#   secret  the dev cluster's own cluster secret: every Raft RPC signed (keyed BLAKE3) and checked
 #   tls     cluster secret + TLS (`raftmq dev --tls`: every remoting port TLS-enforcing, the
 #           brokers' own calls over TLS; the bench client and admin with `--tls`)
 #   acl     cluster secret + the plain ACL (an admin account the replicas sign with, a producer
@@ -41,7 +41,6 @@ accounts:
       - BenchTopic=PUB
 YML
 
-busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
 run() { # CONFIG
     local config=$1 data
     data=$(mktemp -d /tmp/raftmq-bench.XXXXXX)
@@ -66,12 +65,7 @@ measure() { # CONFIG DATA [ADMIN_FLAGS...] -- [BENCH_FLAGS...] --
     while [ "$1" != -- ]; do p+=("$1"); shift; done
     # `${x[@]+"${x[@]}"}`: an empty array under `set -u` on bash before 4.4.
     "$bin" admin updateTopic -n $ns -c DefaultCluster -t BenchTopic -r 8 -w 8 ${a[@]+"${a[@]}"} >/dev/null
-    local b0 b1 m0 m1 t0 t1
-    b0=$(awk '{print $14+$15}' "/proc/$dev/stat"); m0=$(busy); t0=$(date +%s.%N)
-    "$bin" bench produce -n $ns -t BenchTopic --duration "$duration" --size 1024 --concurrency 256 --mode sync \
-        --json ${p[@]+"${p[@]}"} 2>/dev/null >"$data/bench.json"
-    b1=$(awk '{print $14+$15}' "/proc/$dev/stat"); m1=$(busy); t1=$(date +%s.%N)
-    produce_report "config=$config" "$data/bench.json" "$t0" "$t1" "$b0" "$b1" "$m0" "$m1"
+    produce_measured "config=$config" "$bin" "$data" "$duration" 256 ${p[@]+"${p[@]}"}
 }
 for _ in $(seq 1 "$rounds"); do
     for config in $configs; do

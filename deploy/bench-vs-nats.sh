@@ -18,16 +18,12 @@ duration=$2
 rounds=$3
 concurrency=$4
 bin=${5:-target/release/raftmq}
-ns=127.0.0.1:19876
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=deploy/dev-up.sh
 . "$here/dev-up.sh"
 command -v nats-server >/dev/null || { echo "nats-server is not installed (apt-get install nats-server)" >&2; exit 1; }
 nats_bench="$here/nats-bench/target/release/nats-bench"
 [ -x "$nats_bench" ] || cargo build --release --quiet --manifest-path "$here/nats-bench/Cargo.toml"
-
-busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
-ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo $t; }
 
 # Starts NODES nats-servers with JetStream under DATA (client ports 14222.., routes 16222..) and
 # waits until each is ready; sets $nats_pids.
@@ -56,18 +52,7 @@ nats_up() {
 }
 
 for _ in $(seq 1 "$rounds"); do
-    data=$(mktemp -d /tmp/raftmq-bench.XXXXXX)
-    dev_up "$bin" "$nodes" "$data"
-    "$bin" admin updateTopic -n $ns -c DefaultCluster -t BenchTopic -r 8 -w 8 >/dev/null
-    s0=$(ticks "$dev"); m0=$(busy); t0=$(date +%s.%N)
-    "$bin" bench produce -n $ns -t BenchTopic --duration "${duration}s" --size 1024 --concurrency "$concurrency" \
-        --mode sync --json 2>/dev/null >"$data/bench.json"
-    t1=$(date +%s.%N); s1=$(ticks "$dev"); m1=$(busy)
-    produce_report "raftmq-${nodes}n" "$data/bench.json" "$t0" "$t1" "$s0" "$s1" "$m0" "$m1"
-    kill -TERM "$dev" 2>/dev/null || true
-    wait "$dev" 2>/dev/null || true
-    rm -rf "$data"
-    trap - EXIT
+    produce_round "raftmq-${nodes}n" "$bin" "$nodes" "${duration}s" "$concurrency"
 
     data=$(mktemp -d /tmp/nats-bench.XXXXXX)
     nats_up "$data"

@@ -1,8 +1,10 @@
 # Sourced by the benchmark drivers: starts a `raftmq dev` group on the benchmark ports and waits for
-# it (`dev_up`), and prints one line per `bench produce` run (`produce_report`).
+# it (`dev_up`), stops it (`dev_down`), runs one measured `bench produce` (`produce_measured`, or a
+# whole fresh group around it: `produce_round`) and prints its line (`produce_report`).
 #   dev_up BIN NODES DATA_DIR [DEV_FLAGS...]    sets $dev (its pid) and a trap that stops it and
 #   removes DATA_DIR; DEV_FLAGS go to `raftmq dev` (e.g. --acl-file).
 # Ports are offset from the defaults so a running `raftmq dev` is not disturbed.
+dev_ns=127.0.0.1:19876
 dev_up() {
     local bin=$1 nodes=$2 data=$3
     shift 3
@@ -17,6 +19,42 @@ dev_up() {
     done
     echo "the dev cluster did not come up in 60 s" >&2
     exit 1
+}
+
+# dev_down DATA_DIR: stops the group dev_up started and removes DATA_DIR.
+dev_down() {
+    kill -TERM "$dev" 2>/dev/null || true
+    wait "$dev" 2>/dev/null || true
+    rm -rf "$1"
+    trap - EXIT
+}
+
+# CPU of the whole machine (busy) and of processes (ticks PID...), in clock ticks from /proc.
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
+ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo $t; }
+
+# produce_measured LABEL BIN DATA_DIR DURATION CONCURRENCY [BENCH_FLAGS...]: `bench produce` of
+# 1 KiB sync sends to BenchTopic of the running group ($dev) for DURATION (e.g. 15s), CONCURRENCY
+# in flight; prints its produce_report line, the broker CPU being $dev's.
+produce_measured() {
+    local label=$1 bin=$2 data=$3 duration=$4 concurrency=$5 s0 s1 m0 m1 t0 t1
+    shift 5
+    s0=$(ticks "$dev"); m0=$(busy); t0=$(date +%s.%N)
+    "$bin" bench produce -n $dev_ns -t BenchTopic --duration "$duration" --size 1024 --concurrency "$concurrency" \
+        --mode sync --json "$@" 2>/dev/null >"$data/bench.json"
+    t1=$(date +%s.%N); s1=$(ticks "$dev"); m1=$(busy)
+    produce_report "$label" "$data/bench.json" "$t0" "$t1" "$s0" "$s1" "$m0" "$m1"
+}
+
+# produce_round LABEL BIN NODES DURATION CONCURRENCY: a fresh group of NODES replicas, BenchTopic
+# with 8 queues, produce_measured, then the group stopped and its data removed.
+produce_round() {
+    local label=$1 bin=$2 nodes=$3 duration=$4 concurrency=$5 data
+    data=$(mktemp -d /tmp/raftmq-bench.XXXXXX)
+    dev_up "$bin" "$nodes" "$data"
+    "$bin" admin updateTopic -n $dev_ns -c DefaultCluster -t BenchTopic -r 8 -w 8 >/dev/null
+    produce_measured "$label" "$bin" "$data" "$duration" "$concurrency"
+    dev_down "$data"
 }
 
 # One line for a `bench produce --json` run: LABEL JSON T0 T1 BROKER_TICKS0 BROKER_TICKS1 BUSY0 BUSY1
