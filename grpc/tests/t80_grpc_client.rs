@@ -22,10 +22,7 @@
 //! handles the client received. rocketmq 5.0.0 has no PushConsumer.
 //! Waits poll with a deadline; nothing sleeps to synchronise.
 
-#[path = "../../tests/harness/group.rs"]
-mod group;
-#[path = "../../tests/harness/ports.rs"]
-mod ports;
+use crate::group;
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;

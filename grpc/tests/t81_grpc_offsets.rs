@@ -11,10 +11,7 @@
 //! offset and a TIMESTAMP query without a timestamp are refused with their codes.
 //! Waits poll with a deadline; nothing sleeps to synchronise.
 
-#[path = "../../tests/harness/group.rs"]
-mod group;
-#[path = "../../tests/harness/ports.rs"]
-mod ports;
+use crate::group;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

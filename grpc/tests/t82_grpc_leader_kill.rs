@@ -22,10 +22,7 @@
 //! killed address: about a third of its later calls fail at its own connect. Such a send counts
 //! as not acknowledged; such an ack leaves the message to come back, and it is acked again.
 
-#[path = "../../tests/harness/cluster.rs"]
-mod cluster;
-#[path = "../../tests/harness/ports.rs"]
-mod ports;
+use crate::cluster;
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;

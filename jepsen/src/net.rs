@@ -3,7 +3,7 @@
 //! DROP, not REJECT; per-pair rules on `lo` work inside a namespace).
 //!
 //! ```text
-//! host ── ip netns add rmqj-<seed> ──▶ lo up ─▶ nat POSTROUTING: --gid-owner G_n ─▶ SNAT 127.0.0.n
+//! host ── ip netns add rmqj-<pid>-<n> ──▶ lo up ─▶ nat POSTROUTING: --gid-owner G_n ─▶ SNAT 127.0.0.n
 //!   harness thread setns()s into it; children start as `ip netns exec <ns> raftmq …` with gid G_n
 //!   partition: filter INPUT -s A -d B -j DROP (both directions); heal: flush INPUT
 //! ```
@@ -14,11 +14,15 @@
 //!
 //! Invariants: nothing here touches the host's network (every rule is inside the namespace, which
 //! [`NetNs`]'s drop deletes); [`check_environment`] runs before anything else and turns a missing
-//! privilege or tool into [`EnvError::Unsupported`], which callers report as a visible skip.
+//! privilege or tool into [`EnvError::Unsupported`], which callers report as a visible skip; every
+//! namespace name is new in this process ([`unique_name`]), so runs on several threads of one
+//! process (the CI smoke) each get their own network.
 
 use std::net::Ipv4Addr;
 use std::os::fd::AsFd;
 use std::process::Command;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
 
 use thiserror::Error;
 
@@ -66,6 +70,13 @@ pub fn run(program: &str, args: &[&str]) -> Result<String, EnvError> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// `<prefix>-<pid>-<n>`: a namespace name no other run of this process has used, and no other
+/// process either (the pid), so a stale namespace of that name can only be a dead process's.
+pub fn unique_name(prefix: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("{prefix}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
 /// Checks root, `ip netns` and iptables (by creating and deleting a probe namespace with one rule).
 pub fn check_environment() -> Result<(), EnvError> {
     match effective_uid() {
@@ -73,7 +84,7 @@ pub fn check_environment() -> Result<(), EnvError> {
         Some(uid) => return Err(EnvError::Unsupported(format!("needs root for ip netns and iptables (euid {uid})"))),
         None => return Err(EnvError::Unsupported("cannot read the effective uid from /proc/self/status".into())),
     }
-    let probe = format!("rmqj-probe-{}", std::process::id());
+    let probe = unique_name("rmqj-probe");
     run("ip", &["netns", "add", &probe])
         .map_err(|e| EnvError::Unsupported(format!("`ip netns` does not work here: {e}")))?;
     let rule = run("ip", &["netns", "exec", &probe, "iptables", "-w", "-A", "INPUT", "-s", "127.0.0.2", "-j", "DROP"]);

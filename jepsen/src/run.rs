@@ -1,7 +1,7 @@
 //! One run, end to end, and its results folder.
 //!
 //! ```text
-//! check_environment ─▶ netns rmqj-<pid> (thread enters it) ─▶ runtime
+//! check_environment ─▶ netns rmqj-<pid>-<n> (thread enters it) ─▶ runtime
 //!   Db::new (configs, SNAT) ─▶ start namesrv + brokers (boot lines) ─▶ create topic
 //!   workload ∥ nemesis schedule for --time-limit ─▶ stop workload ─▶ heal everything (rules, SIGCONT, restarts,
 //!   membership back to the replica count) ─▶ `members …` of every group
@@ -127,7 +127,7 @@ pub fn run_blocking(opts: &RunOptions) -> Result<RunOutcome, RunError> {
         )));
     }
     std::fs::create_dir_all(&opts.out).map_err(|e| RunError::Failed(format!("{}: {e}", opts.out.display())))?;
-    let ns = NetNs::create(&format!("rmqj-{}", std::process::id()))?;
+    let ns = NetNs::create(&net::unique_name("rmqj"))?;
     let guard = ns.enter_current_thread()?;
     if opts.nemeses.contains(&NemesisKind::DiskFull) {
         // Before the runtime's threads exist, so they and every node share the namespace.

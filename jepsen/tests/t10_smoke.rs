@@ -1,6 +1,7 @@
-//! CI smoke test: four short schedules and the self-test against real `raftmq` processes; the
-//! `kill` schedule also runs two transaction producers (commit, rollback, check-resolved halves)
-//! and two POP consumers (judged by the `pop` checker).
+//! CI smoke test: four short schedules and the self-test against real `raftmq` processes, two at a
+//! time (each its own cluster in its own network namespace); the `kill` schedule also runs two
+//! transaction producers (commit, rollback, check-resolved halves) and two POP consumers (judged by
+//! the `pop` checker).
 //!
 //! Skips, printing why, when the machine cannot run the harness (not root, no `ip netns`, no
 //! iptables), when the `raftmq` binary is missing (build it first: `cargo build -p raftmq`), when the
@@ -16,6 +17,7 @@
 use std::path::Path;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use raftmq_jepsen::cluster::Layout;
@@ -96,6 +98,23 @@ fn options(name: &str, nemesis: &str, seed: u64, out: &Path, bin: &Path) -> RunO
     }
 }
 
+/// One run of the smoke: its nemeses and the clients the workload adds to the base of `options`.
+struct Schedule {
+    name: &'static str,
+    nemesis: &'static str,
+    tx_producers: usize,
+    delay_producers: usize,
+    orderly_consumers: usize,
+    pop_consumers: usize,
+    namesrvs: usize,
+    /// Unsafe acks (before fsync) and power loss: the checkers must find loss.
+    self_test: bool,
+}
+
+/// Runs at once. Each run is a cluster of its own in a network namespace of its own, and most of a
+/// run is waiting (its 30 s schedule, 10 s quiet), so two overlap well on CI's 2 cores.
+const SMOKE_PARALLEL_RUNS: usize = 2;
+
 #[test]
 fn smoke_schedules_pass_and_the_self_test_finds_loss() {
     if std::env::var("RAFTMQ_JEPSEN_SMOKE").is_ok_and(|v| v == "0") {
@@ -124,55 +143,89 @@ fn smoke_schedules_pass_and_the_self_test_finds_loss() {
     // Orderly consumers ride partition: isolated leaders, and queues moving between consumers.
     // Pauses run with two NameServers, one or both cut at times: clients go on with the one left.
     // POP consumers ride kill too: leaders die with messages in flight and acks on the way.
-    for (name, nemesis, tx_producers, delay_producers, orderly_consumers, pop_consumers, namesrvs) in [
-        ("partition", "partition", 0, 0, 2, 0, 1),
-        ("kill", "kill", 2, 0, 0, 2, 1),
-        ("pause", "pause,namesrv", 0, 0, 0, 0, 2),
-        ("lose-unfsynced", "lose-unfsynced,kill", 0, 1, 0, 0, 1),
-    ] {
-        let mut opts = options(name, nemesis, seed, &out, &bin);
-        opts.namesrvs = namesrvs;
-        opts.workload.tx_producers = tx_producers;
-        opts.workload.delay_producers = delay_producers;
-        opts.workload.orderly_consumers = orderly_consumers;
-        opts.workload.pop_consumers = pop_consumers;
-        let outcome = run_blocking(&opts)
-            .unwrap_or_else(|e| panic!("{name} (seed {seed}): run failed: {e}; see {}", out.join(name).display()));
-        assert!(outcome.report.valid, "{name} (seed {seed}):\n{}", outcome.report.summary());
-        if delay_producers > 0 {
-            // Valid alone could mean no delayed value was ever acknowledged.
-            let acked = outcome.report.result("lost").map_or(0, |r| r.get("delay_acked"));
-            assert!(acked > 0, "{name} (seed {seed}): no delayed send was acknowledged:\n{}", outcome.report.summary());
-        }
-        if orderly_consumers > 0 {
-            // Valid alone could mean no orderly consumer ever processed a message.
-            let processed = outcome.report.result("order").map_or(0, |r| r.get("processed"));
-            assert!(
-                processed > 0,
-                "{name} (seed {seed}): no message processed in order:\n{}",
-                outcome.report.summary()
-            );
-        }
-        if pop_consumers > 0 {
-            // Valid alone could mean no POP consumer ever acked a message.
-            let acks = outcome.report.result("pop").map_or(0, |r| r.get("acks"));
-            assert!(acks > 0, "{name} (seed {seed}): no message popped and acked:\n{}", outcome.report.summary());
-        }
+    let base = Schedule {
+        name: "",
+        nemesis: "",
+        tx_producers: 0,
+        delay_producers: 0,
+        orderly_consumers: 0,
+        pop_consumers: 0,
+        namesrvs: 1,
+        self_test: false,
+    };
+    let mut schedules = vec![
+        Schedule { name: "partition", nemesis: "partition", orderly_consumers: 2, ..base },
+        Schedule { name: "kill", nemesis: "kill", tx_producers: 2, pop_consumers: 2, ..base },
+        Schedule { name: "pause", nemesis: "pause,namesrv", namesrvs: 2, ..base },
+        Schedule { name: "lose-unfsynced", nemesis: "lose-unfsynced,kill", delay_producers: 1, ..base },
+    ];
+    match broker_accepts(&bin, true) {
+        Ok(()) => schedules.push(Schedule { name: "self-test", nemesis: "power-loss", self_test: true, ..base }),
+        Err(e) => skip(&format!("self-test: the broker has no test-only {UNSAFE_ACK_KEY} yet: {e}")),
     }
-    if let Err(e) = broker_accepts(&bin, true) {
-        remove_default_folder(&out);
-        return skip(&format!("self-test: the broker has no test-only {UNSAFE_ACK_KEY} yet: {e}"));
-    }
-    let mut unsafe_opts = options("self-test", "power-loss", seed, &out, &bin);
-    unsafe_opts.unsafe_ack_before_fsync = true;
-    let outcome = run_blocking(&unsafe_opts).unwrap_or_else(|e| panic!("self-test (seed {seed}): run failed: {e}"));
-    let lost = outcome.report.result("lost").map_or(0, |r| r.get("lost"));
+    let next = Mutex::new(schedules.iter());
+    let failures = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..SMOKE_PARALLEL_RUNS {
+            scope.spawn(|| {
+                loop {
+                    let Some(schedule) = next.lock().unwrap_or_else(|p| p.into_inner()).next() else { break };
+                    let started = std::time::Instant::now();
+                    let verdict = run_schedule(schedule, seed, &out, &bin);
+                    let took_s = started.elapsed().as_secs();
+                    let verdict_word = if verdict.is_ok() { "passed" } else { "FAILED" };
+                    println!("{} (seed {seed}): {verdict_word} in {took_s} s", schedule.name);
+                    if let Err(e) = verdict {
+                        failures.lock().unwrap_or_else(|p| p.into_inner()).push(e);
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap_or_else(|p| p.into_inner());
     assert!(
-        lost > 0,
-        "self-test (seed {seed}): unsafe acks + power loss must lose messages:\n{}",
-        outcome.report.summary()
+        failures.is_empty(),
+        "{} of {} smoke runs failed:\n{}",
+        failures.len(),
+        schedules.len(),
+        failures.join("\n")
     );
     remove_default_folder(&out);
+}
+
+/// One schedule, judged: `Err` holds what failed and where its results are.
+fn run_schedule(s: &Schedule, seed: u64, out: &Path, bin: &Path) -> Result<(), String> {
+    let name = s.name;
+    let mut opts = options(name, s.nemesis, seed, out, bin);
+    opts.namesrvs = s.namesrvs;
+    opts.unsafe_ack_before_fsync = s.self_test;
+    opts.workload.tx_producers = s.tx_producers;
+    opts.workload.delay_producers = s.delay_producers;
+    opts.workload.orderly_consumers = s.orderly_consumers;
+    opts.workload.pop_consumers = s.pop_consumers;
+    let outcome = run_blocking(&opts)
+        .map_err(|e| format!("{name} (seed {seed}): run failed: {e}; see {}", out.join(name).display()))?;
+    let report = &outcome.report;
+    let fail = |why: &str| Err(format!("{name} (seed {seed}): {why}:\n{}", report.summary()));
+    if s.self_test {
+        // Valid would mean the checkers cannot see loss: unsafe acks and power loss must lose messages.
+        let lost = report.result("lost").map_or(0, |r| r.get("lost"));
+        return if lost > 0 { Ok(()) } else { fail("unsafe acks + power loss must lose messages") };
+    }
+    if !report.valid {
+        return fail("not valid");
+    }
+    // Valid alone could mean the clients a schedule adds never did anything.
+    if s.delay_producers > 0 && report.result("lost").map_or(0, |r| r.get("delay_acked")) == 0 {
+        return fail("no delayed send was acknowledged");
+    }
+    if s.orderly_consumers > 0 && report.result("order").map_or(0, |r| r.get("processed")) == 0 {
+        return fail("no message processed in order");
+    }
+    if s.pop_consumers > 0 && report.result("pop").map_or(0, |r| r.get("acks")) == 0 {
+        return fail("no message popped and acked");
+    }
+    Ok(())
 }
 
 /// Removes the results of a passed run unless the user named the folder (`RAFTMQ_JEPSEN_OUT`).

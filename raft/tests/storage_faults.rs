@@ -99,8 +99,13 @@ const CHILD_ENV: &str = "RAFTMQ_STORAGE_FAULT_CHILD";
 /// Run the test `name` of this binary again in a child process with `CHILD_ENV` = `arg`, so that
 /// a signal kills the child, and fail with its output unless it exits cleanly.
 fn run_in_child(name: &str, arg: &Path) -> anyhow::Result<()> {
+    // The harness names a test by its path below the crate: `storage_faults::<name>`.
+    let name = match module_path!().split_once("::") {
+        Some((_crate, module)) => format!("{module}::{name}"),
+        None => name.to_owned(),
+    };
     let out = Command::new(std::env::current_exe()?)
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .args([name.as_str(), "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, arg)
         .output()?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -127,7 +132,7 @@ async fn fill(store: &mut LogStore, n: u64, payload: usize) -> anyhow::Result<()
 
 /// Restart and follower-truncation time with the default 160 MiB index files and 1 GiB
 /// segments. Run in release: `RAFTMQ_TIMING_ENTRIES=100000,5000000 cargo test --release -p
-/// raftmq-raft --test storage_faults timing -- --ignored --nocapture`.
+/// raftmq-raft --test raft storage_faults::timing -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "timing figures, run by hand in release"]
 async fn timing_restart_and_follower_truncation_with_full_index() -> anyhow::Result<()> {

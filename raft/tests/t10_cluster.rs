@@ -3,7 +3,7 @@
 //! uncommitted tail, leadership transfer, a proposal too large for one entry. Every replica must
 //! hold the same entries at the same physical positions.
 
-mod cluster;
+use crate::cluster;
 
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! loopback TCP the requests share one connection. Either way every replica must end with the
 //! same entries at the same positions.
 
-mod cluster;
+use crate::cluster;
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! positions (nothing between P and the leader's applied index goes missing); a snapshot from a
 //! peer that contradicts the local state is refused without disturbing the node.
 
-mod cluster;
+use crate::cluster;
 
 use std::collections::BTreeSet;
 use std::path::Path;

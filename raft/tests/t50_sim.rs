@@ -33,7 +33,7 @@
 //! twice the CPU count) size the sweep; `RAFTMQ_SIM_SAME_SEEDS=<count>` makes the determinism check run
 //! seeds `0..count` instead of three.
 
-mod cluster;
+use crate::cluster;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -400,7 +400,7 @@ fn sweep(seeds: &[u64], jobs: usize) -> Vec<(u64, anyhow::Result<CrashStats>, Ve
                 });
                 if let Some(seed) = stuck {
                     println!("seed {seed} HUNG: still running after {wall_max:?} of wall time (a task spinning?)");
-                    println!("reproduce: RAFTMQ_SIM_SEED={seed} RAFTMQ_SIM_TRACE=live cargo test -p raftmq-raft --test t50_sim");
+                    println!("reproduce: RAFTMQ_SIM_SEED={seed} RAFTMQ_SIM_TRACE=live cargo test -p raftmq-raft --test raft t50_sim::");
                     std::process::exit(101);
                 }
             }
@@ -437,7 +437,7 @@ fn t50_simulated_faults_keep_raft_invariants() -> anyhow::Result<()> {
                 for l in trace.iter().skip(trace.len().saturating_sub(20)) {
                     println!("  {l}");
                 }
-                println!("reproduce: RAFTMQ_SIM_SEED={seed} cargo test -p raftmq-raft --test t50_sim");
+                println!("reproduce: RAFTMQ_SIM_SEED={seed} cargo test -p raftmq-raft --test raft t50_sim::");
                 failures.push(seed);
             }
         }
@@ -473,7 +473,7 @@ fn t50_same_seed_same_trace() -> anyhow::Result<()> {
             println!("seed {seed} diverged at trace line {i}:\n  first:  {:?}\n  second: {:?}", t1.get(i), t2.get(i));
             println!(
                 "reproduce (run twice, diff the traces): \
-                 RAFTMQ_SIM_SEED={seed} RAFTMQ_SIM_TRACE=1 cargo test -p raftmq-raft --test t50_sim t50_simulated"
+                 RAFTMQ_SIM_SEED={seed} RAFTMQ_SIM_TRACE=1 cargo test -p raftmq-raft --test raft t50_sim::t50_simulated"
             );
             diverged.push(*seed);
             continue;
