@@ -72,7 +72,13 @@ impl MqFaultStrategy {
         }
         let duration = Self::not_available_duration_ms(if isolation { ISOLATION_LATENCY_MS } else { latency_ms });
         let item = FaultItem { latency_ms, available_from_ms: now_ms.saturating_add(duration) };
-        self.items.insert(broker_name.to_owned(), item);
+        // Every answered send lands here: the group's name is copied only the first time.
+        match self.items.get_mut(broker_name) {
+            Some(known) => *known = item,
+            None => {
+                self.items.insert(broker_name.to_owned(), item);
+            }
+        }
     }
 
     /// Forgets what is known about `broker_name`.

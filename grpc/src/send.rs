@@ -34,6 +34,7 @@ use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::protocol::body::topic::TopicConfig;
+use raftmq_common::protocol::command::FieldStr;
 use raftmq_common::protocol::header::send::SendMessageRequestHeader;
 use raftmq_common::protocol::header::send::SendMessageResponseHeader;
 
@@ -257,9 +258,9 @@ pub fn send_plan(
         }
     }
     let header = SendMessageRequestHeader {
-        producer_group,
-        topic: topic_name.to_owned(),
-        default_topic: AUTO_CREATE_TOPIC_KEY_TOPIC.to_owned(),
+        producer_group: FieldStr::from(producer_group),
+        topic: FieldStr::from(topic_name),
+        default_topic: FieldStr::const_new(AUTO_CREATE_TOPIC_KEY_TOPIC),
         default_topic_queue_nums: DEFAULT_TOPIC_QUEUE_COUNT,
         queue_id: queue_id(sp, topic),
         sys_flag: sys,

@@ -115,9 +115,9 @@ async fn push(
     let store_timestamp = now_ms() as i64;
     props.insert(properties::PUSH_REPLY_TIME, store_timestamp.to_string());
     let header = ReplyMessageRequestHeader {
-        producer_group: h.producer_group.clone(),
-        topic: h.topic.clone(),
-        default_topic: h.default_topic.clone(),
+        producer_group: h.producer_group.to_string(),
+        topic: h.topic.to_string(),
+        default_topic: h.default_topic.to_string(),
         default_topic_queue_nums: h.default_topic_queue_nums,
         queue_id: h.queue_id,
         sys_flag: h.sys_flag,

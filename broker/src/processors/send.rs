@@ -195,7 +195,7 @@ async fn send(
     };
     check_send_queue_id(&config, queue_id).map_err(|(code, remark)| refuse(code, remark))?;
     let target = match dead_letter_of_retry_send(ctx, &h).await? {
-        Some(dlq) => Target { topic: dlq.topic_name, queue_id: 0, dead_letter: true, half: false },
+        Some(dlq) => Target { topic: FieldStr::from(dlq.topic_name), queue_id: 0, dead_letter: true, half: false },
         None => Target { topic: h.topic.clone(), queue_id, dead_letter: false, half },
     };
     if target.half {
@@ -232,7 +232,7 @@ async fn send(
 
 /// Where a send's records go (the DLQ instead of an exhausted retry topic).
 struct Target {
-    topic: String,
+    topic: FieldStr,
     queue_id: i32,
     dead_letter: bool,
     /// A transactional half message: stored in the half queue ([`crate::state::transaction`]).
@@ -255,7 +255,7 @@ fn encode(
     for mut message in messages {
         message.properties.insert(properties::CLUSTER, ctx.config.broker_cluster_name.as_str());
         if message.topic != target.topic {
-            message.topic = target.topic.as_str().into();
+            message.topic = target.topic.clone();
         }
         if target.dead_letter {
             message.set_delay_time_level(0);

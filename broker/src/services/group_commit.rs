@@ -152,13 +152,15 @@ struct Member {
     reply: Reply,
     /// Start of the request's records in the payload.
     base: usize,
-    /// (queue offset, position in the request's buffer) per record.
-    records: Vec<(i64, usize)>,
+    /// Its records in [`InFlight::records`].
+    records: std::ops::Range<usize>,
 }
 
-/// One proposed entry: its requests.
+/// One proposed entry: its requests, and (queue offset, position in its request's buffer) of every
+/// record, request after request (one list per entry, not one per request).
 struct InFlight {
     requests: Vec<Member>,
+    records: Vec<(i64, usize)>,
 }
 
 type Proposal = Pin<Box<dyn Future<Output = (Result<Applied, ProposeError>, InFlight)> + Send>>;
@@ -227,9 +229,10 @@ impl Batcher {
         let total: usize = batch.iter().map(|q| q.request.records.len()).sum();
         let mut payload = Vec::with_capacity(total);
         let mut requests = Vec::with_capacity(batch.len());
+        let mut offsets = Vec::with_capacity(batch.iter().map(|q| q.request.slots.len()).sum());
         for Queued { mut request, reply } in batch {
             let base = payload.len();
-            let mut offsets = Vec::with_capacity(request.slots.len());
+            let first = offsets.len();
             for slot in &request.slots {
                 let offset = if slot.has_queue_offset {
                     let next = self
@@ -247,10 +250,10 @@ impl Batcher {
                 offsets.push((offset, slot.at));
             }
             payload.extend_from_slice(&request.records);
-            requests.push(Member { reply, base, records: offsets });
+            requests.push(Member { reply, base, records: first..offsets.len() });
         }
         let node = Arc::clone(self.replica.node());
-        let entry = InFlight { requests };
+        let entry = InFlight { requests, records: offsets };
         let mut proposal: Proposal =
             Box::pin(async move { (node.propose(AppPayload::new(tag::MESSAGES, payload)).await, entry) });
         // The first poll hands the entry to raft (or queues for its channel, FIFO): from here on its
@@ -281,7 +284,10 @@ impl Batcher {
             Ok(payload_pos) => {
                 let payload_pos = i64::try_from(payload_pos).unwrap_or(i64::MAX);
                 for Member { reply, base, records } in entry.requests {
-                    let stored = records
+                    let stored = entry
+                        .records
+                        .get(records)
+                        .unwrap_or_default()
                         .iter()
                         .map(|(queue_offset, at)| StoredRecord {
                             queue_offset: *queue_offset,

@@ -39,11 +39,15 @@ impl RecordWriter {
     /// deliveries, transaction halves, commits and op records) and VIEW_BROKER_STATS_DATA (per
     /// topic, one addition per run of records of one topic, as Java adds once per put).
     pub async fn store_records(&self, request: SendRequest) -> Result<Vec<StoredRecord>, WriteError> {
-        let runs = topic_runs(&request);
+        // A client's send or batch has one topic: its run is the whole request, with no list.
+        let single = request.slots.first().filter(|first| request.slots.iter().all(|s| s.topic == first.topic));
+        let single =
+            single.map(|first| (first.topic.clone(), request.slots.len() as u64, request.records.len() as u64));
+        let runs = if single.is_some() { Vec::new() } else { topic_runs(&request) };
         let stored = self.group_commit.submit(request).await?;
         self.broker_totals.on_put(stored.len() as u64, now_ms());
         let now = self.stats.now_ms();
-        for (topic, records, bytes) in runs {
+        for (topic, records, bytes) in single.into_iter().chain(runs) {
             self.stats.on_put(&topic, records, bytes, now);
         }
         Ok(stored)

@@ -21,6 +21,7 @@ use std::collections::BTreeSet;
 use std::collections::HashMap;
 
 use raftmq_common::limits::LONG_POLL_WAITERS_MAX_COUNT;
+use raftmq_common::message::CompactString;
 
 use crate::state::pull::MessageFilter;
 
@@ -79,9 +80,10 @@ pub struct Full<T>(pub T);
 /// Suspended pulls by (topic, queueId).
 #[derive(Debug)]
 pub struct LongPollRegistry<T> {
-    by_queue: HashMap<(String, i32), Vec<Waiter<T>>>,
+    /// Keyed by an inline topic name (up to 24 bytes): every applied entry looks its queues up here.
+    by_queue: HashMap<(CompactString, i32), Vec<Waiter<T>>>,
     deadlines: BTreeSet<(u64, WaiterId)>,
-    where_is: HashMap<WaiterId, (String, i32)>,
+    where_is: HashMap<WaiterId, (CompactString, i32)>,
     next_id: u64,
     capacity: usize,
     closed: bool,
@@ -131,7 +133,7 @@ impl<T> LongPollRegistry<T> {
         }
         let id = WaiterId(self.next_id);
         self.next_id += 1;
-        let key = (topic.to_owned(), queue_id);
+        let key = (CompactString::from(topic), queue_id);
         self.by_queue.entry(key.clone()).or_default().push(Waiter {
             id,
             pull_from_offset,
@@ -159,7 +161,7 @@ impl<T> LongPollRegistry<T> {
         arrivals: Option<&[Arrival<'_>]>,
         now_ms: u64,
     ) -> Vec<Woken<T>> {
-        let key = (topic.to_owned(), queue_id);
+        let key = (CompactString::from(topic), queue_id);
         let Some(list) = self.by_queue.get_mut(&key) else { return Vec::new() };
         let mut woken = Vec::new();
         let mut kept = Vec::with_capacity(list.len());
@@ -188,7 +190,7 @@ impl<T> LongPollRegistry<T> {
             .map(|(w, reason)| {
                 self.deadlines.remove(&(w.deadline_ms, w.id));
                 self.where_is.remove(&w.id);
-                Woken { id: w.id, topic: key.0.clone(), queue_id, reason, payload: w.payload }
+                Woken { id: w.id, topic: key.0.to_string(), queue_id, reason, payload: w.payload }
             })
             .collect()
     }
@@ -234,7 +236,7 @@ impl<T> LongPollRegistry<T> {
             self.by_queue.remove(&key);
         }
         self.deadlines.remove(&(w.deadline_ms, w.id));
-        Some((key.0, key.1, w.payload))
+        Some((key.0.into_string(), key.1, w.payload))
     }
 }
 

@@ -20,6 +20,7 @@ use raftmq_common::message::validate::is_retry_topic;
 use raftmq_common::message::validate::validate_message;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::command::FieldStr;
 use raftmq_common::protocol::header::send::SendMessageRequestHeaderV2;
 use raftmq_common::sync::lock;
 
@@ -34,7 +35,8 @@ use super::inner::Producer;
 /// A message ready for the wire: what every attempt of one send reuses.
 #[derive(Debug, Clone)]
 pub(super) struct Outgoing {
-    pub(super) topic: String,
+    /// Inline up to 24 bytes: copied into every attempt's header without an allocation.
+    pub(super) topic: FieldStr,
     pub(super) body: Bytes,
     pub(super) sys_flag: i32,
     pub(super) flag: i32,
@@ -66,20 +68,23 @@ impl Producer {
             sys_flag |= sys_flag::TRANSACTION_PREPARED_TYPE;
         }
         // Messages sent back to a retry topic carry their counters in the header, not the properties.
-        let mut props = msg.properties.clone();
         let (mut reconsume_times, mut max_reconsume_times) = (0, None);
-        if is_retry_topic(&msg.topic) {
+        let wire_properties = if is_retry_topic(&msg.topic) {
+            let mut props = msg.properties.clone();
             if let Some(v) = props.remove(properties::RECONSUME_TIME) {
                 reconsume_times = v.parse().unwrap_or(0);
             }
             max_reconsume_times = props.remove(properties::MAX_RECONSUME_TIMES).and_then(|v| v.parse().ok());
-        }
+            props.to_wire_string()
+        } else {
+            msg.properties.to_wire_string()
+        };
         Ok(Outgoing {
-            topic: msg.topic.to_string(),
+            topic: FieldStr::from(msg.topic.as_str()),
             body,
             sys_flag,
             flag: msg.flag,
-            properties: props.to_wire_string(),
+            properties: wire_properties,
             batch: false,
             msg_id: msg.uniq_key().unwrap_or_default().to_owned(),
             reconsume_times,
@@ -111,7 +116,7 @@ impl Producer {
         batch_props.insert(properties::WAIT, if first.wait_store_msg_ok() { "true" } else { "false" });
         let ids: Vec<&str> = messages.iter().map(|m| m.uniq_key().unwrap_or_default()).collect();
         Ok(Outgoing {
-            topic: first.topic.to_string(),
+            topic: FieldStr::from(first.topic.as_str()),
             body,
             sys_flag: 0,
             flag: 0,
@@ -220,9 +225,9 @@ impl Producer {
     pub(super) fn send_command(&self, out: &Outgoing, mq: &MessageQueue) -> RemotingCommand {
         let config = &self.inner.config;
         let header = SendMessageRequestHeaderV2 {
-            a: config.producer_group.clone(),
+            a: FieldStr::from(config.producer_group.as_str()),
             b: out.topic.clone(),
-            c: config.create_topic_key.clone(),
+            c: FieldStr::from(config.create_topic_key.as_str()),
             d: config.default_topic_queue_nums,
             e: mq.queue_id,
             f: out.sys_flag,
@@ -233,7 +238,7 @@ impl Producer {
             k: Some(false),
             l: out.max_reconsume_times,
             m: Some(out.batch),
-            n: Some(mq.broker_name.clone()),
+            n: Some(FieldStr::from(mq.broker_name.as_str())),
         };
         let code = match (out.batch, out.reply) {
             (true, _) => RequestCode::SendBatchMessage,

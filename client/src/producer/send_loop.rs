@@ -195,9 +195,13 @@ impl Producer {
                     continue;
                 }
             };
-            tried.push(mq.broker_name.clone());
             let began = Instant::now();
-            match self.attempt(&out, &mq, &target.addr, remaining(deadline)).await {
+            let attempted = self.attempt(&out, &mq, &target.addr, remaining(deadline)).await;
+            // Named in the error if the send gives up; a send answered at once never needs it.
+            if !matches!(&attempted, Ok(result) if result.status == SendStatus::SendOk) {
+                tried.push(mq.broker_name.clone());
+            }
+            match attempted {
                 Ok(result) => {
                     self.answered(&mq, &target, began);
                     attempt += 1;

@@ -63,12 +63,6 @@ pub enum MsgIdError {
     },
 }
 
-fn hex_upper(bytes: &[u8]) -> String {
-    let mut out = String::new();
-    push_hex_upper(bytes, &mut out);
-    out
-}
-
 fn push_hex_upper(bytes: &[u8], out: &mut String) {
     out.reserve(bytes.len() * 2);
     for &b in bytes {
@@ -255,10 +249,11 @@ impl UniqIdGenerator {
         }
         let counter = self.counter;
         self.counter = self.counter.wrapping_add(1);
-        let mut bytes = self.prefix.clone();
-        bytes.extend_from_slice(&diff.to_be_bytes());
-        bytes.extend_from_slice(&counter.to_be_bytes());
-        hex_upper(&bytes)
+        let mut out = String::with_capacity((self.prefix.len() + 8) * 2);
+        push_hex_upper(&self.prefix, &mut out);
+        push_hex_upper(&diff.to_be_bytes(), &mut out);
+        push_hex_upper(&counter.to_be_bytes(), &mut out);
+        out
     }
 
     /// The next id at the system clock's current time.

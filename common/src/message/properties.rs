@@ -325,6 +325,17 @@ impl Properties {
         out
     }
 
+    /// Appends [`Self::to_wire_string`]'s bytes to `out` (a record's PROPERTIES, with no string
+    /// in between).
+    pub fn write_wire(&self, out: &mut impl bytes::BufMut) {
+        for (k, v) in &self.pairs {
+            out.put_slice(k.as_bytes());
+            out.put_u8(NAME_VALUE_SEPARATOR as u8);
+            out.put_slice(v.as_bytes());
+            out.put_u8(PROPERTY_SEPARATOR as u8);
+        }
+    }
+
     /// Length in bytes of [`Self::to_wire_string`].
     pub fn wire_len(&self) -> usize {
         self.pairs.iter().map(|(k, v)| k.len() + 1 + v.len() + 1).sum()

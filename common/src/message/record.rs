@@ -274,13 +274,14 @@ pub fn encode_record_into(msg: &MessageExt, out: &mut BytesMut) -> Result<usize,
     if topic.len() > V2_TOPIC_LENGTH_MAX_BYTES {
         return Err(RecordEncodeError::TopicTooLong { len: topic.len() });
     }
-    let properties = msg.message.properties.to_wire_string();
-    if properties.len() > PROPERTIES_SIZE_MAX_BYTES {
-        return Err(RecordEncodeError::PropertiesTooLong { len: properties.len() });
+    let properties = &msg.message.properties;
+    let properties_len = properties.wire_len();
+    if properties_len > PROPERTIES_SIZE_MAX_BYTES {
+        return Err(RecordEncodeError::PropertiesTooLong { len: properties_len });
     }
     let body = &msg.message.body;
     let sys_flag = sys_flag_for_hosts(msg.sys_flag, &msg.born_host, &msg.store_host);
-    let len = record_len(sys_flag, body.len(), topic.len(), properties.len());
+    let len = record_len(sys_flag, body.len(), topic.len(), properties_len);
     let total_size = i32::try_from(len).map_err(|_| RecordEncodeError::RecordTooLong { len })?;
     // Fits i32, so every part does too.
     let body_len = body.len() as i32;
@@ -309,8 +310,8 @@ pub fn encode_record_into(msg: &MessageExt, out: &mut BytesMut) -> Result<usize,
         MessageVersion::V2 => out.put_u16(topic.len() as u16),
     }
     out.put_slice(topic);
-    out.put_i16(properties.len() as i16);
-    out.put_slice(properties.as_bytes());
+    out.put_i16(properties_len as i16);
+    properties.write_wire(out);
     debug_assert_eq!(out.len() - start, len, "record_len and the encoder disagree");
     Ok(len)
 }

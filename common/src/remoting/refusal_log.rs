@@ -82,6 +82,10 @@ impl RefusalLog {
         request: &RemotingCommand,
         response: &RemotingCommand,
     ) -> Logged {
+        // Every response passes here: the peer is formatted only for a refusal.
+        if !Self::is_refusal(response) {
+            return Logged::NotARefusal;
+        }
         self.note_at(connection_id, &peer.to_string(), request, response, Instant::now())
     }
 

@@ -71,7 +71,7 @@ macro_rules! ext_header {
                 use ::proptest::strategy::Strategy as _;
                 let strategy = ::proptest::strategy::Just(Self::default()).boxed();
                 $(
-                    let strategy = (strategy, ::proptest::arbitrary::any::<$ty>())
+                    let strategy = (strategy, <$ty as $crate::protocol::header::ext_header::testing::ArbitraryField>::arbitrary_field())
                         .prop_map(|(mut header, value)| {
                             header.$field = value;
                             header
@@ -125,6 +125,7 @@ pub(crate) mod testing {
     use crate::protocol::RequestCode;
     use crate::protocol::SerializeType;
     use crate::protocol::ext_fields::ExtFields;
+    use crate::protocol::ext_fields::FieldStr;
     use crate::protocol::header::CommandHeader;
     use crate::protocol::header::HeaderError;
 
@@ -150,6 +151,34 @@ pub(crate) mod testing {
     pub(crate) trait Spell: Sized {
         /// Writes spelling number `choice` (modulo the count) under `key`; returns the value Java reads.
         fn spell(&self, choice: usize, key: &'static str, fields: &mut ExtFields) -> Self;
+    }
+
+    /// Any value of one field's type (proptest's `Arbitrary`, which `FieldStr` does not implement).
+    pub(crate) trait ArbitraryField: Sized + std::fmt::Debug {
+        fn arbitrary_field() -> BoxedStrategy<Self>;
+    }
+
+    macro_rules! arbitrary_field_by_any {
+        ($($t:ty),*) => {$(
+            impl ArbitraryField for $t {
+                fn arbitrary_field() -> BoxedStrategy<Self> {
+                    proptest::arbitrary::any::<$t>().boxed()
+                }
+            }
+        )*};
+    }
+    arbitrary_field_by_any!(bool, i8, i16, i32, i64, u8, u16, u32, u64, String);
+
+    impl ArbitraryField for FieldStr {
+        fn arbitrary_field() -> BoxedStrategy<Self> {
+            proptest::arbitrary::any::<String>().prop_map(FieldStr::from).boxed()
+        }
+    }
+
+    impl<T: ArbitraryField + 'static> ArbitraryField for Option<T> {
+        fn arbitrary_field() -> BoxedStrategy<Self> {
+            proptest::option::of(T::arbitrary_field()).boxed()
+        }
     }
 
     fn put_raw(fields: &mut ExtFields, key: &'static str, raw: &str) {
@@ -187,6 +216,13 @@ pub(crate) mod testing {
     spell_int!(i8, i16, i32, i64, u8, u16, u32, u64);
 
     impl Spell for String {
+        fn spell(&self, _choice: usize, key: &'static str, fields: &mut ExtFields) -> Self {
+            put_raw(fields, key, self);
+            self.clone()
+        }
+    }
+
+    impl Spell for FieldStr {
         fn spell(&self, _choice: usize, key: &'static str, fields: &mut ExtFields) -> Self {
             put_raw(fields, key, self);
             self.clone()

@@ -113,6 +113,17 @@ impl FieldValue for String {
     }
 }
 
+/// Names and other short values: held inline up to 24 bytes, so reading one allocates nothing.
+impl FieldValue for FieldStr {
+    const EXPECTED: &'static str = "string";
+    fn parse_field(raw: &str) -> Option<Self> {
+        Some(FieldStr::from(raw))
+    }
+    fn format_field(&self) -> FieldStr {
+        self.clone()
+    }
+}
+
 /// Reads a required field.
 pub fn required<T: FieldValue>(fields: &ExtFields, field: &'static str) -> Result<T, HeaderError> {
     match fields.get(field) {

@@ -12,16 +12,17 @@ use super::HeaderError;
 use super::ext_header::ext_header;
 use crate::protocol::RemotingCommand;
 use crate::protocol::RequestCode;
+use crate::protocol::ext_fields::FieldStr;
 
 ext_header! {
     /// SEND_MESSAGE (10) request, with RocketMQ's full field names.
     pub struct SendMessageRequestHeader {
         /// Producer group.
-        required producer_group: String => "producerGroup",
+        required producer_group: FieldStr => "producerGroup",
         /// Target topic.
-        required topic: String => "topic",
+        required topic: FieldStr => "topic",
         /// Template topic for auto-creation (`TBW102`).
-        required default_topic: String => "defaultTopic",
+        required default_topic: FieldStr => "defaultTopic",
         /// Queue count for an auto-created topic.
         required default_topic_queue_nums: i32 => "defaultTopicQueueNums",
         /// Target queue.
@@ -43,7 +44,7 @@ ext_header! {
         /// Retries before the DLQ (Java comment: "consumeRetryTimes").
         optional max_reconsume_times: Option<i32> => "maxReconsumeTimes",
         /// Target broker name (`RpcRequestHeader.bname`).
-        optional bname: Option<String> => "bname",
+        optional bname: Option<FieldStr> => "bname",
     }
 }
 
@@ -52,11 +53,11 @@ ext_header! {
     /// one-letter keys.
     pub struct SendMessageRequestHeaderV2 {
         /// producerGroup.
-        required a: String => "a",
+        required a: FieldStr => "a",
         /// topic.
-        required b: String => "b",
+        required b: FieldStr => "b",
         /// defaultTopic.
-        required c: String => "c",
+        required c: FieldStr => "c",
         /// defaultTopicQueueNums.
         required d: i32 => "d",
         /// queueId.
@@ -78,7 +79,7 @@ ext_header! {
         /// batch.
         optional m: Option<bool> => "m",
         /// brokerName.
-        optional n: Option<String> => "n",
+        optional n: Option<FieldStr> => "n",
     }
 }
 
