@@ -258,6 +258,8 @@ pub struct RaftNode {
     store: LogStore,
     service: RaftService,
     leadership: watch::Receiver<Leadership>,
+    /// The log id (term, index) of the membership config in effect; changes only with it.
+    membership: watch::Receiver<Option<(u64, u64)>>,
     propose_timeout: Duration,
     /// Largest proposal payload: an entry's most ([`RaftConfig::entry_max_bytes`]) less its header.
     payload_max_bytes: usize,
@@ -311,6 +313,7 @@ impl RaftNode {
         if let Some(why) = store.damage_reason() {
             tracing::error!(id, %why, "raft store damaged: this replica will not vote, lead or replicate");
             let (_tx, leadership) = watch::channel(Leadership { term: 0, leader_id: None, role: Role::Stopped });
+            let (_tx, membership) = watch::channel(None);
             let service = RaftService::refusing(id, format!("store damaged: {why}"));
             let guard = Arc::new(VoteGuard::open(id));
             let propose_timeout = cfg.propose_timeout;
@@ -320,6 +323,7 @@ impl RaftNode {
                 store,
                 service,
                 leadership,
+                membership,
                 propose_timeout,
                 payload_max_bytes,
                 guard,
@@ -377,7 +381,7 @@ impl RaftNode {
         tracing::info!(id, from = ?from.map(|f| f.index), applied = ?applied.map(|a| a.index), reapplied,
             took_ms = opening.elapsed().as_millis() as u64, "state machine recovered: entries re-applied");
         let service = RaftService::new(id, raft.clone(), &store, Arc::clone(&guard));
-        let leadership = spawn_leadership_watch(&raft, store.weak());
+        let (leadership, membership) = spawn_leadership_watch(&raft, store.weak());
         let propose_timeout = cfg.propose_timeout;
         let mut node = Self {
             id,
@@ -385,6 +389,7 @@ impl RaftNode {
             store,
             service,
             leadership,
+            membership,
             propose_timeout,
             payload_max_bytes,
             guard,
@@ -589,6 +594,12 @@ impl RaftNode {
     /// Leadership changes, as this replica sees them.
     pub fn leadership(&self) -> watch::Receiver<Leadership> {
         self.leadership.clone()
+    }
+
+    /// Changes of the membership config in effect (its log id), for who must react to this node
+    /// joining or leaving the group without waking for every entry.
+    pub fn membership_watch(&self) -> watch::Receiver<Option<(u64, u64)>> {
+        self.membership.clone()
     }
 
     /// Propose `payload`; returns once it is committed and applied here.
@@ -915,19 +926,31 @@ fn spawn_idle_checkpoints(raft: &Raft, every: Duration) -> AbortOnDrop {
     AbortOnDrop(task.abort_handle())
 }
 
-/// Mirror openraft's metrics into a `Leadership` watch, notifying only on change, and give the
-/// store the page-cache window of its role.
-fn spawn_leadership_watch(raft: &Raft, store: WeakLogStore) -> watch::Receiver<Leadership> {
+/// Mirror openraft's metrics into a `Leadership` watch and a membership watch, each notifying only
+/// on change, and give the store the page-cache window of its role.
+fn spawn_leadership_watch(
+    raft: &Raft,
+    store: WeakLogStore,
+) -> (watch::Receiver<Leadership>, watch::Receiver<Option<(u64, u64)>>) {
     // The server metrics change with the vote, role, leader or membership only; the full metrics
     // change with every append and apply, and cloning them for each woke this task thousands of
     // times a second per replica for nothing. A core that stopped drops the sender: Stopped.
     let mut server = raft.server_metrics();
     let first = leadership_of(&raft.metrics().borrow_watched());
     let (tx, rx) = watch::channel(first);
+    let (membership_tx, membership_rx) = watch::channel(membership_of_server(&server.borrow_watched()));
     tokio::spawn(async move {
         let mut cache_role = None;
         loop {
-            let l = leadership_of_server(&server.borrow_and_update());
+            let (l, membership) = {
+                let m = server.borrow_and_update();
+                (leadership_of_server(&m), membership_of_server(&m))
+            };
+            membership_tx.send_if_modified(|cur| {
+                let changed = *cur != membership;
+                *cur = membership;
+                changed
+            });
             // Before the watch: whoever sees the new role sees the store's window for it.
             if cache_role.replace(l.role) != Some(l.role)
                 && let Some(store) = store.upgrade()
@@ -949,7 +972,11 @@ fn spawn_leadership_watch(raft: &Raft, store: WeakLogStore) -> watch::Receiver<L
             }
         }
     });
-    rx
+    (rx, membership_rx)
+}
+
+fn membership_of_server(m: &RaftServerMetrics<TypeConfig>) -> Option<(u64, u64)> {
+    m.membership_config.log_id().as_ref().map(|id| (id.leader_id.term, id.index))
 }
 
 fn leadership_of_server(m: &RaftServerMetrics<TypeConfig>) -> Leadership {

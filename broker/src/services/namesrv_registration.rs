@@ -107,7 +107,11 @@ pub fn spawn(ctx: Arc<RegistrationHandles>, client: RemotingClient, cancel: Canc
 
 async fn run(ctx: Arc<RegistrationHandles>, client: RemotingClient, cancel: CancellationToken) {
     let mut leadership = ctx.replica.leadership_watch();
-    let mut applied = ctx.store.applied();
+    // What `registration` reads besides leadership: the applied term (a new leader registers once
+    // its first entry applies) and the membership. Not every applied entry: that woke this task
+    // thousands of times a second on every replica.
+    let mut applied_term = ctx.store.applied_term();
+    let mut membership = ctx.replica.node().membership_watch();
     let mut interval = tokio::time::interval(ctx.config.register_name_server_period);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last: Option<(i64, RaftRegistration)> = None;
@@ -123,7 +127,13 @@ async fn run(ctx: Arc<RegistrationHandles>, client: RemotingClient, cancel: Canc
                 }
                 false
             }
-            changed = applied.changed() => {
+            changed = applied_term.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+                false
+            }
+            changed = membership.changed() => {
                 if changed.is_err() {
                     break;
                 }

@@ -248,7 +248,7 @@ impl Replica {
     /// Whether this node leads and has passed the readiness gate; the term if so.
     pub fn ready_term(&self) -> Option<u64> {
         let l = self.leadership();
-        let applied = *self.store.applied().borrow();
+        let applied = self.store.applied_now();
         (l.role == Role::Leader && applied.term == l.term && self.store.failure().is_none()).then_some(l.term)
     }
 

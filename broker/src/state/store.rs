@@ -286,6 +286,8 @@ pub struct MessageStore {
     index: RwLock<IndexService>,
     commit_log: CommitLogFiles,
     applied: watch::Sender<AppliedPosition>,
+    /// The term of the last applied entry: changes once per term, not once per entry.
+    applied_term: watch::Sender<u64>,
     long_poll: Mutex<LongPollRegistry<oneshot::Sender<()>>>,
     topic_generation: AtomicU64,
     failed: Mutex<Option<String>>,
@@ -329,6 +331,7 @@ impl MessageStore {
         };
         let commit_log = CommitLogFiles::new(&settings.store_root, settings.segment_size);
         let (applied, _) = watch::channel(AppliedPosition::default());
+        let (applied_term, _) = watch::channel(0);
         Ok(MessageStore {
             settings,
             cq: RwLock::new(cq),
@@ -336,6 +339,7 @@ impl MessageStore {
             index: RwLock::new(index),
             commit_log,
             applied,
+            applied_term,
             long_poll: Mutex::new(LongPollRegistry::default()),
             topic_generation: AtomicU64::new(0),
             failed: Mutex::new(None),
@@ -425,6 +429,17 @@ impl MessageStore {
         self.applied.subscribe()
     }
 
+    /// Watch of the last applied entry's term: for who waits for a new leader's first entry to
+    /// apply (the readiness gate) and must not wake for every entry.
+    pub fn applied_term(&self) -> watch::Receiver<u64> {
+        self.applied_term.subscribe()
+    }
+
+    /// The last applied position, without a receiver.
+    pub fn applied_now(&self) -> AppliedPosition {
+        *self.applied.borrow()
+    }
+
     /// Bumped whenever a topic is deleted: the leader's queue-offset cache must be dropped.
     pub fn topic_generation(&self) -> u64 {
         self.topic_generation.load(Ordering::Acquire)
@@ -511,6 +526,13 @@ impl MessageStore {
             let newer = pos.index > cur.index || pos.term > cur.term;
             if newer {
                 *cur = pos;
+            }
+            newer
+        });
+        self.applied_term.send_if_modified(|term| {
+            let newer = pos.term > *term;
+            if newer {
+                *term = pos.term;
             }
             newer
         });
