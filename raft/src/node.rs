@@ -807,8 +807,10 @@ impl RaftNode {
     /// committed or not — with its addresses. Empty before the node joins a group.
     pub fn members(&self) -> BTreeMap<NodeId, Node> {
         let Some(raft) = &self.raft else { return BTreeMap::new() };
+        // From the server metrics, as `membership_watch` is: openraft publishes them before the full
+        // metrics, so whoever wakes on that watch must read the same source or see the old config.
         // Clone the Arc at once: the borrow is a lock inside openraft.
-        let membership = raft.metrics().borrow_watched().membership_config.clone();
+        let membership = raft.server_metrics().borrow_watched().membership_config.clone();
         membership.nodes().map(|(id, node)| (*id, node.clone())).collect()
     }
 

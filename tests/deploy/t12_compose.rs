@@ -269,7 +269,18 @@ async fn the_compose_cluster_starts_fails_over_heals_and_keeps_every_message() -
     compose.wait_healthy().await?;
     eprintln!("t12: 2 NameServers and 2 x 3 brokers healthy {:?} after `up -d`", started.elapsed());
 
-    // 2. Both groups, both NameServers.
+    // 2. Both groups, both NameServers. A healthy replica is not yet a registered one, and
+    // `updateTopic -c` writes to the groups the NameServer lists with a leader: wait for both.
+    let admin = Admin::new(&format!("{NAMESRV_1};{NAMESRV_2}"))?;
+    let deadline = Instant::now() + CONVERGE_WITHIN;
+    loop {
+        let leaders = admin.master_addrs_of_cluster("DefaultCluster").await.unwrap_or_default();
+        if leaders.len() == GROUPS.len() {
+            break;
+        }
+        ensure!(Instant::now() < deadline, "the NameServer lists leaders of only {leaders:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let bin = env!("CARGO_BIN_EXE_raftmq");
     checked(
         Command::new(bin)
@@ -308,7 +319,6 @@ async fn the_compose_cluster_starts_fails_over_heals_and_keeps_every_message() -
     }
 
     // 3. Kill broker-a's leader while sends run.
-    let admin = Admin::new(&format!("{NAMESRV_1};{NAMESRV_2}"))?;
     let (victim, victim_ip) = leader(&admin, 0).await?;
     let stop = Arc::new(AtomicBool::new(false));
     let sender = {
