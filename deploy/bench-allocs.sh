@@ -5,7 +5,9 @@
 # takes, and `_mi_malloc_generic`, its slow path) count the broker's and the client's calls. Counts,
 # not times: a probe costs microseconds, so the run is several times slower than a plain one, but
 # the count per message is what a change to the code moves. Needs root and perf; the binary must
-# keep its symbols (the release profile does).
+# keep its symbols (the release profile does). Then the same messages are read back by a push
+# consumer from the first offset (`bench consume`, one message per listener call), counted the
+# same way: the catch-up path.
 #
 #   deploy/bench-allocs.sh BIN [NODES] [DURATION]      # e.g. target/release/raftmq 1 5s
 set -euo pipefail
@@ -31,18 +33,27 @@ perf stat -x, -e "$events" -o "$data/client.stat" -- "$bin" bench produce -n $de
     --duration "$duration" --size 1024 --concurrency 256 --mode sync --json 2>/dev/null >"$data/bench.json"
 kill -INT $broker_stat
 wait $broker_stat || true
-python3 - "$data/bench.json" "$data/broker.stat" "$data/client.stat" "$nodes" <<'PY'
+sent=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["sent"])' "$data/bench.json")
+perf stat -x, -e "$events" -p "$dev" -o "$data/broker-consume.stat" &
+broker_stat=$!
+perf stat -x, -e "$events" -o "$data/client-consume.stat" -- "$bin" bench consume -n $dev_ns -t BenchTopic \
+    -g alloc_count --from-first --count "$sent" --json 2>/dev/null >"$data/consume.json"
+kill -INT $broker_stat
+wait $broker_stat || true
+python3 - "$data" "$nodes" "$sent" <<'PY'
 import json, sys
-sent = json.load(open(sys.argv[1]))["sent"]
-def count(path):
+data, nodes, sent = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def count(name):
     n = {}
-    for line in open(path):
+    for line in open(f"{data}/{name}.stat"):
         parts = line.strip().split(",")
         if len(parts) > 2 and parts[0].isdigit():
             n[parts[2].split(":")[-1]] = int(parts[0])
-    return n
-b, c = count(sys.argv[2]), count(sys.argv[3])
-per = lambda n: sum(n.values()) / max(sent, 1)
-print(f"nodes={sys.argv[4]} sent={sent} broker_allocs_per_msg={per(b):.1f} (slow path {b.get('slow', 0) / max(sent, 1):.1f}) "
-      f"client_allocs_per_msg={per(c):.1f} (slow path {c.get('slow', 0) / max(sent, 1):.1f})")
+    return sum(n.values()), n.get("slow", 0)
+consumed = json.load(open(f"{data}/consume.json")).get("received", sent)
+for what, msgs, broker, client in (("send", sent, "broker", "client"), ("catch-up", consumed, "broker-consume", "client-consume")):
+    (b, bs), (c, cs) = count(broker), count(client)
+    m = max(msgs, 1)
+    print(f"{what}: nodes={nodes} messages={msgs} broker_allocs_per_msg={b / m:.1f} (slow path {bs / m:.1f}) "
+          f"client_allocs_per_msg={c / m:.1f} (slow path {cs / m:.1f})")
 PY

@@ -4,6 +4,8 @@
 //! that blocks does not stall the consumer's pulls. A listener that panics counts as
 //! `ReconsumeLater` / `SuspendCurrentQueueAMoment` (Java treats a thrown exception the same way).
 
+use std::sync::Arc;
+
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::MessageQueue;
 
@@ -19,8 +21,8 @@ pub enum ConsumeConcurrentlyStatus {
 /// Per-call context of a concurrent listener (`ConsumeConcurrentlyContext`).
 #[derive(Debug, Clone)]
 pub struct ConsumeConcurrentlyContext {
-    /// The queue the messages came from.
-    pub message_queue: MessageQueue,
+    /// The queue the messages came from (shared with the queue's pull loop, not copied per call).
+    pub message_queue: Arc<MessageQueue>,
     /// Delay level of the send-back: 0 lets the broker choose (3 + reconsumeTimes), -1 sends to the DLQ.
     pub delay_level_when_next_consume: i32,
     /// On success, the index of the last consumed message; later ones count as failed.

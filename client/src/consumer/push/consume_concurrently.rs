@@ -66,7 +66,7 @@ impl PushInner {
             }
             let view = me.retry_view(&msgs);
             let mut ctx = ConsumeConcurrentlyContext {
-                message_queue: (*mq).clone(),
+                message_queue: Arc::clone(&mq),
                 delay_level_when_next_consume: 0,
                 ack_index: i32::MAX,
             };
@@ -110,7 +110,7 @@ impl PushInner {
             // As a listener that failed: sent back (or retried locally), so the queue moves on.
             tracing::error!(mq = ?mq, error = %e, "cannot run the listener; reconsuming the batch later");
             let ctx = ConsumeConcurrentlyContext {
-                message_queue: (*mq).clone(),
+                message_queue: Arc::clone(&mq),
                 delay_level_when_next_consume: 0,
                 ack_index: -1,
             };

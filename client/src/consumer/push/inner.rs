@@ -183,7 +183,7 @@ impl PushInner {
         let (order, outcome) = match self.listener.clone() {
             Listener::Concurrently(listener) => {
                 let mut ctx = ConsumeConcurrentlyContext {
-                    message_queue: mq,
+                    message_queue: Arc::new(mq),
                     delay_level_when_next_consume: 0,
                     ack_index: i32::MAX,
                 };
