@@ -2,7 +2,8 @@
 //! `DLedgerRoleChangeHandler`): every `registerNameServerPeriod` (30 s), at once when this node's Raft
 //! role or term changes, when a leader passes the readiness gate, when topics change, and when
 //! `brokerPermission` is updated at runtime; every NameServer is told independently (they never
-//! talk to each other).
+//! talk to each other). The task wakes for leadership, applied-term and membership changes, never
+//! for each applied entry (thousands a second, each a cross-thread wake-up on every replica).
 //!
 //! The group's leader registers as brokerId 0, every other replica as `raftNodeId + 1`; the Raft
 //! extension fields (`raftTerm`, `raftRole`, `raftNodeId`) let a raftmq NameServer pick the writable
