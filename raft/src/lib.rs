@@ -26,6 +26,7 @@ pub mod config;
 pub mod entry;
 pub mod error;
 mod flusher;
+pub mod leadership;
 mod log_index;
 pub mod log_store;
 mod mapped_file;

@@ -28,13 +28,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use openraft::async_runtime::WatchReceiver;
 use openraft::error::{ClientWriteError, RaftError};
-use openraft::metrics::RaftServerMetrics;
-use openraft::{Instant as _, RaftMetrics, ServerState};
+use openraft::{Instant as _, ServerState};
 use tokio::sync::watch;
 
 use crate::config::{PROPOSE_DISK_FREE_MIN_BYTES, RaftConfig};
 use crate::entry::HEADER_SIZE;
 use crate::error::StoreError;
+pub use crate::leadership::{Leadership, Role};
+use crate::leadership::{MembershipLogId, leadership_of, spawn_leadership_watch};
 use crate::log_store::{LogStore, WeakLogStore};
 use crate::network::peer::NetworkFactory;
 use crate::network::service::RaftService;
@@ -85,32 +86,6 @@ impl NodeConfig {
             propose_timeout: Duration::from_secs(10),
         }
     }
-}
-
-/// Role of a replica.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// Accepts proposals.
-    Leader,
-    /// Voter following a leader (or waiting for one).
-    Follower,
-    /// Campaigning.
-    Candidate,
-    /// Non-voter (new replica catching up, or not yet initialised).
-    Learner,
-    /// Shut down, failed, or refusing to take part (damaged store).
-    Stopped,
-}
-
-/// Who leads, as this replica sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Leadership {
-    /// Current term.
-    pub term: u64,
-    /// Known leader, if any.
-    pub leader_id: Option<NodeId>,
-    /// This replica's role.
-    pub role: Role,
 }
 
 /// A point-in-time view of a replica.
@@ -259,7 +234,7 @@ pub struct RaftNode {
     service: RaftService,
     leadership: watch::Receiver<Leadership>,
     /// The log id (term, index) of the membership config in effect; changes only with it.
-    membership: watch::Receiver<Option<(u64, u64)>>,
+    membership: watch::Receiver<MembershipLogId>,
     propose_timeout: Duration,
     /// Largest proposal payload: an entry's most ([`RaftConfig::entry_max_bytes`]) less its header.
     payload_max_bytes: usize,
@@ -280,21 +255,6 @@ impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
     }
-}
-
-fn role_of(state: ServerState) -> Role {
-    match state {
-        ServerState::Leader => Role::Leader,
-        ServerState::Follower => Role::Follower,
-        ServerState::Candidate => Role::Candidate,
-        ServerState::Learner => Role::Learner,
-        ServerState::Shutdown => Role::Stopped,
-    }
-}
-
-fn leadership_of(m: &RaftMetrics<TypeConfig>) -> Leadership {
-    let role = if m.running_state.is_err() { Role::Stopped } else { role_of(m.state) };
-    Leadership { term: m.current_term, leader_id: m.current_leader, role }
 }
 
 impl RaftNode {
@@ -598,7 +558,7 @@ impl RaftNode {
 
     /// Changes of the membership config in effect (its log id), for who must react to this node
     /// joining or leaving the group without waking for every entry.
-    pub fn membership_watch(&self) -> watch::Receiver<Option<(u64, u64)>> {
+    pub fn membership_watch(&self) -> watch::Receiver<MembershipLogId> {
         self.membership.clone()
     }
 
@@ -926,63 +886,6 @@ fn spawn_idle_checkpoints(raft: &Raft, every: Duration) -> AbortOnDrop {
         }
     });
     AbortOnDrop(task.abort_handle())
-}
-
-/// Mirror openraft's metrics into a `Leadership` watch and a membership watch, each notifying only
-/// on change, and give the store the page-cache window of its role.
-fn spawn_leadership_watch(
-    raft: &Raft,
-    store: WeakLogStore,
-) -> (watch::Receiver<Leadership>, watch::Receiver<Option<(u64, u64)>>) {
-    // The server metrics change with the vote, role, leader or membership only; the full metrics
-    // change with every append and apply, and cloning them for each woke this task thousands of
-    // times a second per replica for nothing. A core that stopped drops the sender: Stopped.
-    let mut server = raft.server_metrics();
-    let first = leadership_of(&raft.metrics().borrow_watched());
-    let (tx, rx) = watch::channel(first);
-    let (membership_tx, membership_rx) = watch::channel(membership_of_server(&server.borrow_watched()));
-    tokio::spawn(async move {
-        let mut cache_role = None;
-        loop {
-            let (l, membership) = {
-                let m = server.borrow_and_update();
-                (leadership_of_server(&m), membership_of_server(&m))
-            };
-            membership_tx.send_if_modified(|cur| {
-                let changed = *cur != membership;
-                *cur = membership;
-                changed
-            });
-            // Before the watch: whoever sees the new role sees the store's window for it.
-            if cache_role.replace(l.role) != Some(l.role)
-                && let Some(store) = store.upgrade()
-            {
-                store.set_page_cache_role(l.role == Role::Leader);
-            }
-            tx.send_if_modified(|cur| {
-                let changed = *cur != l;
-                *cur = l;
-                changed
-            });
-            if server.changed().await.is_err() {
-                tx.send_if_modified(|cur| {
-                    let changed = cur.role != Role::Stopped;
-                    cur.role = Role::Stopped;
-                    changed
-                });
-                break;
-            }
-        }
-    });
-    (rx, membership_rx)
-}
-
-fn membership_of_server(m: &RaftServerMetrics<TypeConfig>) -> Option<(u64, u64)> {
-    m.membership_config.log_id().as_ref().map(|id| (id.leader_id.term, id.index))
-}
-
-fn leadership_of_server(m: &RaftServerMetrics<TypeConfig>) -> Leadership {
-    Leadership { term: m.vote.leader_id().term, leader_id: m.current_leader, role: role_of(m.state) }
 }
 
 /// Whether an applied index covers a log end (`None`: nothing applied / an empty log).
