@@ -39,36 +39,66 @@ impl RecordWriter {
     /// deliveries, transaction halves, commits and op records) and VIEW_BROKER_STATS_DATA (per
     /// topic, one addition per run of records of one topic, as Java adds once per put).
     pub async fn store_records(&self, request: SendRequest) -> Result<Vec<StoredRecord>, WriteError> {
-        // A client's send or batch has one topic: its run is the whole request, with no list.
-        let single = request.slots.first().filter(|first| request.slots.iter().all(|s| s.topic == first.topic));
-        let single =
-            single.map(|first| (first.topic.clone(), request.slots.len() as u64, request.records.len() as u64));
-        let runs = if single.is_some() { Vec::new() } else { topic_runs(&request) };
+        let runs = topic_runs(&request);
         let stored = self.group_commit.submit(request).await?;
         self.broker_totals.on_put(stored.len() as u64, now_ms());
         let now = self.stats.now_ms();
-        for (topic, records, bytes) in single.into_iter().chain(runs) {
+        for (topic, records, bytes) in runs {
             self.stats.on_put(&topic, records, bytes, now);
         }
         Ok(stored)
     }
 }
 
-/// `(topic, records, bytes)` of each run of records of one topic in `request` (one for a send or a
-/// batch), taken before the request moves into the batcher.
-fn topic_runs(request: &SendRequest) -> Vec<(CompactString, u64, u64)> {
-    let mut runs: Vec<(CompactString, u64, u64)> = Vec::with_capacity(1);
+/// One run of records of one topic: `(topic, records, bytes)`.
+type TopicRun = (CompactString, u64, u64);
+
+/// Each run of records of one topic in `request`, taken before the request moves into the batcher.
+/// The first run is kept apart from the list: a client's send or batch has one topic, so it needs
+/// no list at all.
+fn topic_runs(request: &SendRequest) -> impl Iterator<Item = TopicRun> + use<> {
+    let mut first: Option<TopicRun> = None;
+    let mut rest: Vec<TopicRun> = Vec::new();
     let total = request.records.len();
     for (i, slot) in request.slots.iter().enumerate() {
         let end = request.slots.get(i + 1).map_or(total, |next| next.at);
         let bytes = end.saturating_sub(slot.at) as u64;
-        match runs.last_mut() {
+        let run = || (slot.topic.clone(), 1, bytes);
+        match rest.last_mut().or(first.as_mut()) {
             Some((topic, n, size)) if *topic == slot.topic => {
                 *n += 1;
                 *size += bytes;
             }
-            _ => runs.push((slot.topic.clone(), 1, bytes)),
+            Some(_) => rest.push(run()),
+            None => first = Some(run()),
         }
     }
-    runs
+    first.into_iter().chain(rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::BytesMut;
+
+    use super::*;
+    use crate::services::group_commit::RecordSlot;
+
+    fn request(records: &[(&str, usize)]) -> SendRequest {
+        let mut at = 0;
+        let mut slots = Vec::new();
+        for (topic, len) in records {
+            slots.push(RecordSlot { topic: (*topic).into(), queue_id: 0, has_queue_offset: true, at });
+            at += len;
+        }
+        SendRequest { records: BytesMut::zeroed(at), slots }
+    }
+
+    #[test]
+    fn runs_of_one_topic_and_of_several() {
+        let one: Vec<TopicRun> = topic_runs(&request(&[("A", 10), ("A", 20)])).collect();
+        assert_eq!(one, vec![("A".into(), 2, 30)]);
+        let several: Vec<TopicRun> = topic_runs(&request(&[("A", 10), ("B", 5), ("B", 5), ("A", 7)])).collect();
+        assert_eq!(several, vec![("A".into(), 1, 10), ("B".into(), 2, 10), ("A".into(), 1, 7)]);
+        assert_eq!(topic_runs(&request(&[])).count(), 0);
+    }
 }
