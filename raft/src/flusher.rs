@@ -22,8 +22,16 @@
 //! `msync` write-protect the mapped pages again (TLB shootdowns); together about a third of the
 //! CPU of a busy group, and replication twice as slow as with `pwrite`.
 //!
-//! Both modes run the same [`Flusher::batch`] with the same syscalls; only who waits for the
-//! channel differs. The committed log id is persisted at most every `committed_every` of tokio
+//! Both modes run the same [`Core::run`] with the same syscalls; only who waits for the
+//! channel differs.
+//!
+//! Inline flushes ([`InlineFlush`], thread mode): a replica that is not the leader may run the
+//! cycle on its appending thread instead of handing it over, when the flusher has nothing queued,
+//! holds nothing and has been idle for `flush_inline_idle_min_us`. At one entry in flight a
+//! hand-off costs two thread wake-ups (to the flusher and back), each one an idle vCPU woken on
+//! a VM; under load appends come closer together than that idle time and every one goes to the
+//! flusher, whose cycles cover many appends each (group commit). The leader never flushes inline:
+//! its Raft thread must go on to replicate while its own sync runs. The committed log id is persisted at most every `committed_every` of tokio
 //! time (real time on the thread, virtual time in a simulation).
 //!
 //! Invariants: a callback completes Ok only after every byte appended before its request was
@@ -32,9 +40,9 @@
 //! dropped dirty pages, so later successes prove nothing); once a batch with `Shutdown` ran,
 //! the flusher does nothing more.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use openraft::storage::IOFlushed;
@@ -134,12 +142,23 @@ impl Counters {
     }
 }
 
-/// The flusher's loop state: whatever the thread body kept in locals, so that a task can run
-/// the same batches one wake-up at a time.
+/// The flusher's loop: the channel end and how it waits. The cycles themselves run in [`Core`],
+/// which an [`InlineFlush`] may also lock from the appending thread.
 pub struct Flusher {
+    rx: Receiver<Request>,
+    core: Arc<Mutex<Core>>,
+    /// Requests sent and not yet taken into a batch under the core's lock (see [`InlineFlush`]).
+    queued: Arc<AtomicUsize>,
+    /// What `run_thread` starts `page_cache` for (nothing: no thread).
+    page_cache_tasks: Option<Tasks>,
+    stopped: bool,
+}
+
+/// What a cycle needs, behind one lock: whoever holds it runs the only cycle in progress, and
+/// callbacks complete under it, so they complete in the order their requests were taken.
+pub struct Core {
     state: Arc<Mutex<State>>,
     meta_file: MetaFile,
-    rx: Receiver<Request>,
     committed_every: Duration,
     counters: Arc<Counters>,
     /// tokio time: the committed-id throttle must follow a simulation's virtual clock.
@@ -148,13 +167,66 @@ pub struct Flusher {
     held: Vec<Request>,
     /// Thread mode only: zeros ahead of the log end, synced bytes dropped behind it.
     page_cache: Option<PageCache>,
-    /// What `run_thread` starts `page_cache` for (nothing: no thread).
-    page_cache_tasks: Option<Tasks>,
+    /// When the last run ended (real time; inline flushes exist in thread mode only).
+    idle_since: Instant,
+    /// A batch with `Shutdown` ran: nothing more runs.
     stopped: bool,
 }
 
+/// The appender's side of inline flushes (module docs). Every request for the flusher is counted
+/// in `queued` before it is sent ([`Self::count_sent`]), so an inline cycle that finds the count
+/// at zero under the core's lock knows no earlier request is waiting to complete after it.
+pub struct InlineFlush {
+    core: Arc<Mutex<Core>>,
+    queued: Arc<AtomicUsize>,
+    /// Off on a leader ([`Self::set_enabled`]).
+    enabled: AtomicBool,
+    idle_min: Duration,
+}
+
+impl InlineFlush {
+    /// Allow or forbid inline flushes from now on (a leader forbids them).
+    pub fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Ordering::Relaxed);
+    }
+
+    /// Count a request about to be sent to the flusher (undo with [`Self::count_unsent`]).
+    pub fn count_sent(&self) {
+        self.queued.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Undo [`Self::count_sent`] for a request the channel refused.
+    pub fn count_unsent(&self) {
+        self.queued.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Run the flush of `cb` on this thread if the flusher is idle (module docs) and return
+    /// `None`; otherwise give `cb` back for the channel.
+    pub fn try_flush(&self, cb: IOFlushed<TypeConfig>) -> Option<IOFlushed<TypeConfig>> {
+        if !self.enabled.load(Ordering::Relaxed) {
+            return Some(cb);
+        }
+        let mut core = match self.core.try_lock() {
+            Ok(core) => core,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return Some(cb),
+        };
+        let idle = !core.stopped
+            && core.held.is_empty()
+            && self.queued.load(Ordering::SeqCst) == 0
+            && core.idle_since.elapsed() >= self.idle_min;
+        if !idle {
+            return Some(cb);
+        }
+        core.run(vec![Request::Flush(cb)]);
+        None
+    }
+}
+
 impl Flusher {
-    /// A flusher over `rx`; nothing runs until [`Self::run_thread`] or [`run_task`].
+    /// A flusher over `rx`, and the handle through which appenders may flush inline (enabled
+    /// only in thread mode, by `inline_idle_min`); nothing runs until [`Self::run_thread`] or
+    /// [`run_task`].
     pub fn new(
         state: Arc<Mutex<State>>,
         meta_file: MetaFile,
@@ -162,35 +234,49 @@ impl Flusher {
         committed_every: Duration,
         counters: Arc<Counters>,
         page_cache_tasks: Option<Tasks>,
-    ) -> Self {
-        Self {
+        inline_idle_min: Duration,
+    ) -> (Self, Arc<InlineFlush>) {
+        let core = Core {
             state,
             meta_file,
-            rx,
             committed_every,
             counters,
             last_meta_write: tokio::time::Instant::now(),
             held: Vec::new(),
             page_cache: None,
-            page_cache_tasks,
+            idle_since: Instant::now(),
             stopped: false,
-        }
+        };
+        let core = Arc::new(Mutex::new(core));
+        let queued = Arc::new(AtomicUsize::new(0));
+        let inline = InlineFlush {
+            core: Arc::clone(&core),
+            queued: Arc::clone(&queued),
+            enabled: AtomicBool::new(false),
+            idle_min: inline_idle_min,
+        };
+        (Self { rx, core, queued, page_cache_tasks, stopped: false }, Arc::new(inline))
     }
 
     /// The flusher thread body ([`FlushMode::Thread`](crate::config::FlushMode::Thread)): block on the channel until `Shutdown`
     /// or until every sender is gone.
     pub fn run_thread(mut self) {
-        // On this thread's clock (the real one), as the throttle always was.
-        self.last_meta_write = tokio::time::Instant::now();
-        if let Some(tasks) = self.page_cache_tasks.take() {
-            self.page_cache = PageCache::start(&self.state, tasks);
+        {
+            let mut core = lock_core(&self.core);
+            // On this thread's clock (the real one), as the throttle always was.
+            core.last_meta_write = tokio::time::Instant::now();
+            if let Some(tasks) = self.page_cache_tasks.take() {
+                core.page_cache = PageCache::start(&core.state, tasks);
+            }
         }
         while let Ok(first) = self.rx.recv() {
             if !self.batch(first) {
                 break;
             }
         }
-        if let Some(p) = self.page_cache.take() {
+        // Stopped outside the lock: stopping joins the helper thread.
+        let page_cache = lock_core(&self.core).page_cache.take();
+        if let Some(p) = page_cache {
             p.stop();
         }
     }
@@ -214,9 +300,25 @@ impl Flusher {
 
     /// One group commit: `first` and everything queued behind it. Returns false after `Shutdown`.
     fn batch(&mut self, first: Request) -> bool {
-        let mut batch = std::mem::take(&mut self.held);
-        batch.push(first);
+        let mut batch = vec![first];
         batch.extend(self.rx.try_iter());
+        let mut core = lock_core(&self.core);
+        // Only now, under the lock: an inline flush that sees zero knows these are done.
+        self.queued.fetch_sub(batch.len(), Ordering::SeqCst);
+        core.run(batch)
+    }
+}
+
+fn lock_core(core: &Mutex<Core>) -> MutexGuard<'_, Core> {
+    core.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Core {
+    /// One group commit: what was held, then `batch`. Returns false after `Shutdown`.
+    fn run(&mut self, batch: Vec<Request>) -> bool {
+        let mut all = std::mem::take(&mut self.held);
+        all.extend(batch);
+        let batch = all;
         let shutdown = batch.iter().any(|r| matches!(r, Request::Shutdown));
         let hold = {
             let st = lock(&self.state);
@@ -255,6 +357,8 @@ impl Flusher {
         {
             p.poke_if_due(synced.end_pos, synced.durable_pos);
         }
+        self.idle_since = Instant::now();
+        self.stopped |= shutdown;
         !shutdown
     }
 }

@@ -89,7 +89,7 @@ pub(crate) fn spawn_leadership_watch(
             if cache_role.replace(l.role) != Some(l.role)
                 && let Some(store) = store.upgrade()
             {
-                store.set_page_cache_role(l.role == Role::Leader);
+                store.set_role(l.role == Role::Leader);
             }
             tx.send_if_modified(|cur| {
                 let changed = *cur != l;

@@ -30,7 +30,7 @@ use tokio::sync::{Notify, oneshot};
 use crate::config::{APPEND_SPACE_RETRY_MAX_MS, APPEND_SPACE_RETRY_MIN_MS, FlushMode, RaftConfig};
 use crate::entry::HEADER_SIZE;
 use crate::error::{Result, StoreError};
-use crate::flusher::{self, Flusher, Request};
+use crate::flusher::{self, Flusher, InlineFlush, Request};
 use crate::log_index::IndexSet;
 use crate::meta::{META_FILE, MetaFile, MetaState};
 use crate::page_cache::{Control, Dropper, Tasks};
@@ -71,12 +71,20 @@ struct Shared {
     unsafe_last_flush: Mutex<std::time::Instant>,
     /// How much the page-cache helper keeps cached behind the durable end (`page_cache`).
     cache: Arc<Control>,
+    /// Flushes on the appending thread (`flusher::InlineFlush`), when the mode allows them.
+    inline: Arc<InlineFlush>,
+    /// Thread mode with `flush_inline_idle_min_us` > 0 and not the unsafe test mode.
+    inline_allowed: bool,
 }
 
 impl Shared {
     /// Queue `r` for the flusher; false if it is gone.
     fn send(&self, r: Request) -> bool {
+        self.inline.count_sent();
         let sent = self.tx.send(r).is_ok();
+        if !sent {
+            self.inline.count_unsent();
+        }
         if let Driver::Task { wake, .. } = &self.driver {
             wake.notify_one();
         }
@@ -205,7 +213,11 @@ impl LogStore {
         let cache = Arc::new(Control::new(cfg.page_cache_leader_window_bytes, cfg.page_cache_follower_window_bytes));
         let helps = cfg.segment_zero_ahead || cache.drops();
         let tasks = helps.then(|| Tasks { zero_ahead: cfg.segment_zero_ahead, control: Arc::clone(&cache) });
-        let flusher = Flusher::new(Arc::clone(&state), meta_file, rx, every, Arc::clone(&counters), tasks);
+        let inline_idle_min = Duration::from_micros(cfg.flush_inline_idle_min_us);
+        let (flusher, inline) =
+            Flusher::new(Arc::clone(&state), meta_file, rx, every, Arc::clone(&counters), tasks, inline_idle_min);
+        let inline_allowed =
+            cfg.flush_mode == FlushMode::Thread && cfg.flush_inline_idle_min_us > 0 && !cfg.unsafe_ack_before_fsync;
         let driver = match cfg.flush_mode {
             FlushMode::Thread => {
                 let handle = std::thread::Builder::new()
@@ -236,7 +248,11 @@ impl LogStore {
             unsafe_ack_before_fsync,
             unsafe_last_flush: Mutex::new(std::time::Instant::now()),
             cache,
+            inline,
+            inline_allowed,
         };
+        // Every replica starts as a follower.
+        shared.inline.set_enabled(inline_allowed);
         Ok(Self { shared: Arc::new(shared) })
     }
 
@@ -244,10 +260,12 @@ impl LogStore {
     /// offset `pos + H + offset_in_payload`.
     pub const HEADER_SIZE: u64 = HEADER_SIZE;
 
-    /// Keep the leader's page-cache window (consumers read its tail) or a follower's (only its
-    /// own apply reads, right after commit); applies from the next group commit.
-    pub fn set_page_cache_role(&self, leader: bool) {
+    /// Follow the replica's role: keep the leader's page-cache window (consumers read its tail)
+    /// or a follower's (only its own apply reads, right after commit), from the next group
+    /// commit; and flush inline only off the leader (`flusher::InlineFlush`).
+    pub fn set_role(&self, leader: bool) {
         self.shared.cache.set_role(leader);
+        self.shared.inline.set_enabled(self.shared.inline_allowed && !leader);
     }
 
     /// The page-cache window in effect, in bytes (0 = the kernel decides).
@@ -486,6 +504,9 @@ impl LogStore {
             }
             return Ok(());
         }
+        let Some(cb) = self.shared.inline.try_flush(cb) else {
+            return Ok(());
+        };
         if self.shared.send(Request::Flush(cb)) { Ok(()) } else { Err(StoreError::FlusherStopped) }
     }
 
@@ -715,6 +736,86 @@ mod tests {
         re.append(entries(2, 13..=14), IOFlushed::noop()).await?;
         re.sync().await?;
         assert_eq!(re.entry_position(13).map(|p| p.pos), Some(next_pos));
+        Ok(())
+    }
+
+    /// A flush callback and the receiver of its completion.
+    fn signalled() -> (IOFlushed<TypeConfig>, tokio::sync::oneshot::Receiver<io::Result<()>>) {
+        use openraft::async_runtime::Oneshot;
+        let (tx, rx) = <<crate::runtime::RaftRuntime as openraft::AsyncRuntime>::Oneshot as Oneshot>::channel();
+        (IOFlushed::signal(tx), rx)
+    }
+
+    /// The name of the thread that runs the next flush cycle.
+    fn next_cycle_thread(store: &LogStore) -> Arc<Mutex<Option<String>>> {
+        let seen = Arc::new(Mutex::new(None));
+        let into = Arc::clone(&seen);
+        lock(&store.shared.state).after_sync_hook = Some(Box::new(move |_: &mut State| {
+            *into.lock().unwrap_or_else(|p| p.into_inner()) = std::thread::current().name().map(str::to_owned);
+        }));
+        seen
+    }
+
+    #[tokio::test]
+    async fn a_follower_flushes_on_its_own_thread_and_a_leader_hands_over_to_the_flusher() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let cfg = RaftConfig { flush_inline_idle_min_us: 1, ..cfg() };
+        let mut store = LogStore::open(dir.path(), &cfg)?;
+        let me = std::thread::current().name().map(str::to_owned);
+        assert_ne!(me.as_deref(), Some("raft-log-flusher"));
+
+        let seen = next_cycle_thread(&store);
+        let (cb, mut done) = signalled();
+        store.append(entries(1, 1..=2), cb).await?;
+        assert!(matches!(done.try_recv(), Ok(Ok(()))), "completed before append returned");
+        assert_eq!(*seen.lock().unwrap_or_else(|p| p.into_inner()), me, "synced on the appending thread");
+        assert_eq!(store.durable_pos(), store.end_pos());
+
+        store.set_role(true);
+        let seen = next_cycle_thread(&store);
+        let (cb, done) = signalled();
+        store.append(entries(1, 3..=4), cb).await?;
+        done.await??;
+        assert_eq!(seen.lock().unwrap_or_else(|p| p.into_inner()).as_deref(), Some("raft-log-flusher"));
+        assert_eq!(store.durable_pos(), store.end_pos());
+
+        store.set_role(false);
+        let seen = next_cycle_thread(&store);
+        let (cb, mut done) = signalled();
+        store.append(entries(1, 5..=5), cb).await?;
+        assert!(matches!(done.try_recv(), Ok(Ok(()))));
+        assert_eq!(*seen.lock().unwrap_or_else(|p| p.into_inner()), me, "inline again as a follower");
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn no_inline_flush_while_a_request_waits_for_the_flusher() -> anyhow::Result<()> {
+        // Task mode on this current-thread runtime: the flusher runs only when the test yields,
+        // so a queued request stays queued for exactly as long as the test says.
+        let dir = tempfile::tempdir()?;
+        let cfg = RaftConfig { flush_inline_idle_min_us: 1, flush_mode: FlushMode::Task, ..cfg() };
+        let mut store = LogStore::open(dir.path(), &cfg)?;
+        assert!(!store.shared.inline_allowed, "task mode never flushes inline by itself");
+        store.shared.inline.set_enabled(true);
+
+        let (cb, mut done) = signalled();
+        store.append(entries(1, 1..=1), cb).await?;
+        assert!(matches!(done.try_recv(), Ok(Ok(()))), "idle flusher: inline");
+
+        let (queued, mut queued_done) = signalled();
+        assert!(store.shared.send(Request::Flush(queued)));
+        let (cb, mut done) = signalled();
+        store.append(entries(1, 2..=2), cb).await?;
+        assert!(done.try_recv().is_err(), "an earlier request waits: the flush must wait behind it");
+        assert!(queued_done.try_recv().is_err());
+        store.sync().await?;
+        assert!(matches!(queued_done.try_recv(), Ok(Ok(()))));
+        assert!(matches!(done.try_recv(), Ok(Ok(()))));
+        assert_eq!(store.durable_pos(), store.end_pos());
+
+        let (cb, mut done) = signalled();
+        store.append(entries(1, 3..=3), cb).await?;
+        assert!(matches!(done.try_recv(), Ok(Ok(()))), "nothing queued again: inline");
         Ok(())
     }
 

@@ -422,7 +422,7 @@ async fn bytes_dropped_from_the_page_cache_read_back_unchanged() -> anyhow::Resu
         store.page_cache_dropped_bytes()
     );
     assert_eq!(read_all(&mut store).await?, expected);
-    store.set_page_cache_role(true);
+    store.set_role(true);
     assert_eq!(store.page_cache_window_bytes(), RaftConfig::default().page_cache_leader_window_bytes);
     drop(store);
     let mut re = LogStore::open(dir.path(), &cfg)?;
