@@ -6,7 +6,8 @@
 # replica its CPU and context switches per message (/proc ticks over the whole run). With
 # PERF=1, `perf record -g` samples the three brokers during the middle third of the run into
 # OUT/perf.data; `deploy/perf_threads.py OUT/perf.data` then gives each thread's share and top
-# symbols. Separate processes cost a few µs/msg more than `raftmq dev` (one process) but tell
+# symbols. PERF_CALL_GRAPH=dwarf unwinds user-space stacks too (the binary has no frame pointers;
+# the default, fp, stops at the first Rust frame). Separate processes cost a few µs/msg more than `raftmq dev` (one process) but tell
 # the leader from the followers.
 #
 #   deploy/profile-send.sh BIN DURATION_S OUT [PERF]     # e.g. target/release/raftmq 21 /tmp/prof 1
@@ -87,7 +88,7 @@ ff0=$(metric "$follower" raftmq_fsync_total)
 bench=$!
 if [[ $doperf == 1 ]]; then
     sleep $((dur / 3))
-    perf record -F 999 -g -o "$out/perf.data" -p "${pid[1]},${pid[2]},${pid[3]}" -- sleep $((dur / 3)) \
+    perf record -F 999 --call-graph "${PERF_CALL_GRAPH:-fp}" -o "$out/perf.data" -p "${pid[1]},${pid[2]},${pid[3]}" -- sleep $((dur / 3)) \
         >/dev/null 2>"$out/perf.log" || true
 fi
 wait $bench
