@@ -229,6 +229,8 @@ impl Broker {
         let node = raft_runtime.run(start).await.map_err(BrokerError::Runtime)??;
         let node = Arc::new(node);
         raft_server.attach(node.service());
+        // Pulls copy committed records out of the log store's mapping from now on.
+        store.commit_log().attach(node.store().weak());
 
         let peers = config.raft_peers.iter().map(|p| (p.id, p.remoting_addr.clone())).collect();
         let replica = Arc::new(Replica::new(node, Arc::clone(&store), peers, &config.broker_name));

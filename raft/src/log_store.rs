@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use bytes::Bytes;
 use openraft::storage::{IOFlushed, LogState, RaftLogReader, RaftLogStorage};
 use tokio::sync::{Notify, oneshot};
 
@@ -135,6 +136,12 @@ pub struct LogStore {
 /// A [`LogStore`] handle that does not keep the store open.
 #[derive(Clone)]
 pub struct WeakLogStore(std::sync::Weak<Shared>);
+
+impl std::fmt::Debug for WeakLogStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WeakLogStore").field("open", &(self.0.strong_count() > 0)).finish()
+    }
+}
 
 impl WeakLogStore {
     /// The store, if it is still open.
@@ -342,6 +349,27 @@ impl LogStore {
     pub fn entry_position(&self, index: u64) -> Option<EntryPosition> {
         let st = lock(&self.shared.state);
         st.slot(index).map(|s| EntryPosition { pos: s.pos, size: s.size, payload_pos: s.pos + HEADER_SIZE })
+    }
+
+    /// A copy of bytes `[pos, pos + len)` of the CommitLog straight from the mapped segment (no
+    /// system call: the pull path's read), if they lie inside the entries up to the last
+    /// committed one this store was told of, from the first live entry on; `None` otherwise
+    /// (beyond it, before the first live entry, in a deleted segment, or straddling two), and the
+    /// caller reads the file instead. Live committed entries are never rewritten (a truncation or
+    /// rebase never reaches below them), which is what lets the copy run after the store's lock
+    /// is released.
+    pub fn read_committed_bytes(&self, pos: u64, len: usize) -> Option<Bytes> {
+        let (handle, off) = {
+            let st = lock(&self.shared.state);
+            let first = st.slot(st.first?)?;
+            let committed = st.slot(st.meta.committed?.index)?;
+            let end = pos.checked_add(u64::try_from(len).ok()?)?;
+            if pos < first.pos || end > committed.pos + u64::from(committed.size) {
+                return None;
+            }
+            st.segs.stable_handle(pos, len)?
+        };
+        handle.copy(off, len)
     }
 
     /// Log id of a live entry.
@@ -816,6 +844,30 @@ mod tests {
         let (cb, mut done) = signalled();
         store.append(entries(1, 3..=3), cb).await?;
         assert!(matches!(done.try_recv(), Ok(Ok(()))), "nothing queued again: inline");
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn committed_bytes_are_read_from_the_mapping_and_nothing_past_the_committed_entry() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let mut store = LogStore::open(dir.path(), &cfg())?;
+        store.append(entries(1, 1..=6), IOFlushed::noop()).await?;
+        store.sync().await?;
+        let at = |i: u64| store.entry_position(i).ok_or_else(|| anyhow::anyhow!("entry {i} missing"));
+        let (two, three, four) = (at(2)?, at(3)?, at(4)?);
+        assert_eq!(store.read_committed_bytes(two.pos, 8), None, "nothing committed yet");
+
+        store.save_committed(Some(log_id(1, 3))).await?;
+        let on_disk = std::fs::read(dir.path().join(COMMITLOG_DIR).join(crate::segment::file_name(0)))?;
+        let whole = |p: EntryPosition| (p.pos, p.size as usize);
+        for (pos, len) in [whole(two), whole(three), (two.payload_pos + 5, 17)] {
+            let got = store.read_committed_bytes(pos, len).ok_or_else(|| anyhow::anyhow!("{pos}+{len} unread"))?;
+            assert_eq!(&got[..], &on_disk[pos as usize..pos as usize + len]);
+        }
+        assert_eq!(store.read_committed_bytes(three.pos, three.size as usize + 1), None, "one byte past entry 3");
+        assert_eq!(store.read_committed_bytes(four.pos, 1), None, "entry 4 is not committed");
+        assert_eq!(store.read_committed_bytes(4090, 10), None, "past the committed end, across two segments");
+        assert_eq!(store.read_committed_bytes(u64::MAX - 1, 4), None);
         Ok(())
     }
 

@@ -5,7 +5,9 @@
 //! the page cache), so no reference into the mapping can coexist with a write. The owner
 //! (a segment or index file) lives inside the log store's mutex. The flusher and the page-cache
 //! helper only get a [`SyncHandle`], which can `msync` a range or drop a synced one from the page
-//! cache, but never touches the bytes from Rust.
+//! cache, but never touches the bytes from Rust. A [`StableHandle`] copies bytes out without the
+//! owner's lock, and only bytes its owner promises are never written again (committed entries,
+//! `LogStore::read_committed_bytes`); it is crate-private so that only the store can make that promise.
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -32,6 +34,31 @@ pub struct MappedFile {
     /// inside this range again has nothing to do: skipping it saves a syscall that also dirties the
     /// inode (its times), which the next sync then has to write.
     reserved: (u64, u64),
+}
+
+/// Copies bytes out of a mapped file without its owner's lock. Crate-private: whoever makes one
+/// promises that the bytes it copies are not written while it copies them (the log store hands
+/// them out for committed entries only, which nothing rewrites).
+#[derive(Clone)]
+pub(crate) struct StableHandle {
+    inner: Arc<Inner>,
+}
+
+impl StableHandle {
+    /// A copy of bytes `[off, off + len)`, or `None` if out of range.
+    pub(crate) fn copy(&self, off: u64, len: usize) -> Option<bytes::Bytes> {
+        let end = off.checked_add(len as u64)?;
+        if end > self.inner.len {
+            return None;
+        }
+        let o = usize::try_from(off).ok()?;
+        // SAFETY: the range is inside the mapping (checked above), which lives as long as
+        // `self.inner` (a deleted file stays mapped until then); the maker of the handle promised
+        // that nothing writes these bytes (see the type's docs), so this shared view races with
+        // no write. Other processes modifying the file are outside the store's contract.
+        let bytes = unsafe { std::slice::from_raw_parts(self.inner.map.as_ptr().add(o), len) };
+        Some(bytes::Bytes::copy_from_slice(bytes))
+    }
 }
 
 /// Capability to persist a range of a mapped file; shareable with the flusher thread.
@@ -114,6 +141,11 @@ impl MappedFile {
     /// Path of the file.
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// A handle that copies bytes out without the owner's lock (see [`StableHandle`]).
+    pub(crate) fn stable_handle(&self) -> StableHandle {
+        StableHandle { inner: Arc::clone(&self.inner) }
     }
 
     /// A handle the flusher can `msync` through.

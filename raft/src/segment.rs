@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::config::SEGMENT_RESERVE_AHEAD_BYTES;
 use crate::error::{Result, StoreError};
-use crate::mapped_file::{MappedFile, SyncHandle};
+use crate::mapped_file::{MappedFile, StableHandle, SyncHandle};
 
 /// File name of the segment (or index file) starting at `base`.
 pub fn file_name(base: u64) -> String {
@@ -89,6 +89,17 @@ impl SegmentSet {
     pub fn read(&self, pos: u64, len: usize) -> Option<&[u8]> {
         let (base, off) = self.locate(pos);
         self.segs.get(&base)?.read(off, len)
+    }
+
+    /// The segment holding `[pos, pos + len)` and the offset of `pos` in it, if the range lies in
+    /// one existing segment (see [`StableHandle`] for who may read through it).
+    pub(crate) fn stable_handle(&self, pos: u64, len: usize) -> Option<(StableHandle, u64)> {
+        let (base, off) = self.locate(pos);
+        let end = off.checked_add(len as u64)?;
+        if end > self.segment_size {
+            return None;
+        }
+        self.segs.get(&base).map(|f| (f.stable_handle(), off))
     }
 
     /// Make sure the segment holding `pos` exists; returns true if it was created (the caller
