@@ -774,57 +774,64 @@ mod tests {
         (IOFlushed::signal(tx), rx)
     }
 
-    /// The name of the thread that runs the next flush cycle.
-    fn next_cycle_thread(store: &LogStore) -> Arc<Mutex<Option<String>>> {
-        let seen = Arc::new(Mutex::new(None));
-        let into = Arc::clone(&seen);
-        lock(&store.shared.state).after_sync_hook = Some(Box::new(move |_: &mut State| {
-            *into.lock().unwrap_or_else(|p| p.into_inner()) = std::thread::current().name().map(str::to_owned);
-        }));
-        seen
+    /// A store whose flusher runs as a task on this current-thread runtime, so it runs only when
+    /// the test yields, with inline flushes allowed and no idle time asked of them: whether a
+    /// flush ran inline is then decided by the code alone, never by timing.
+    fn task_mode_store(dir: &Path) -> anyhow::Result<LogStore> {
+        let cfg = RaftConfig { flush_inline_idle_min_us: 0, flush_mode: FlushMode::Task, ..cfg() };
+        let mut store = LogStore::open(dir, &cfg)?;
+        assert!(!store.shared.inline_allowed, "task mode never flushes inline by itself");
+        Arc::get_mut(&mut store.shared).ok_or_else(|| anyhow::anyhow!("a second handle"))?.inline_allowed = true;
+        store.set_role(false);
+        Ok(store)
     }
 
     #[tokio::test]
-    async fn a_follower_flushes_on_its_own_thread_and_a_leader_hands_over_to_the_flusher() -> anyhow::Result<()> {
+    async fn a_follower_flushes_inline_and_a_leader_hands_over_to_the_flusher() -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
-        let cfg = RaftConfig { flush_inline_idle_min_us: 1, ..cfg() };
-        let mut store = LogStore::open(dir.path(), &cfg)?;
-        let me = std::thread::current().name().map(str::to_owned);
-        assert_ne!(me.as_deref(), Some("raft-log-flusher"));
+        let mut store = task_mode_store(dir.path())?;
 
-        let seen = next_cycle_thread(&store);
         let (cb, mut done) = signalled();
         store.append(entries(1, 1..=2), cb).await?;
-        assert!(matches!(done.try_recv(), Ok(Ok(()))), "completed before append returned");
-        assert_eq!(*seen.lock().unwrap_or_else(|p| p.into_inner()), me, "synced on the appending thread");
+        assert!(matches!(done.try_recv(), Ok(Ok(()))), "a follower's flush completes before append returns");
         assert_eq!(store.durable_pos(), store.end_pos());
 
         store.set_role(true);
-        let seen = next_cycle_thread(&store);
-        let (cb, done) = signalled();
+        let (cb, mut done) = signalled();
         store.append(entries(1, 3..=4), cb).await?;
-        done.await??;
-        assert_eq!(seen.lock().unwrap_or_else(|p| p.into_inner()).as_deref(), Some("raft-log-flusher"));
+        assert!(done.try_recv().is_err(), "a leader's flush waits for the flusher");
+        assert!(store.durable_pos() < store.end_pos());
+        store.sync().await?;
+        assert!(matches!(done.try_recv(), Ok(Ok(()))));
         assert_eq!(store.durable_pos(), store.end_pos());
 
         store.set_role(false);
-        let seen = next_cycle_thread(&store);
         let (cb, mut done) = signalled();
         store.append(entries(1, 5..=5), cb).await?;
-        assert!(matches!(done.try_recv(), Ok(Ok(()))));
-        assert_eq!(*seen.lock().unwrap_or_else(|p| p.into_inner()), me, "inline again as a follower");
+        assert!(matches!(done.try_recv(), Ok(Ok(()))), "inline again as a follower");
+        assert_eq!(store.durable_pos(), store.end_pos());
+        Ok(())
+    }
+
+    #[test]
+    fn inline_flushes_follow_the_flush_mode_and_the_idle_setting() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let thread = LogStore::open(dir.path(), &cfg())?;
+        assert!(thread.shared.inline_allowed, "thread mode, default idle time");
+        drop(thread);
+        let never = LogStore::open(dir.path(), &RaftConfig { flush_inline_idle_min_us: 0, ..cfg() })?;
+        assert!(!never.shared.inline_allowed, "0 = never inline");
+        drop(never);
+        let unsafe_mode = LogStore::open(dir.path(), &RaftConfig { unsafe_ack_before_fsync: true, ..cfg() })?;
+        assert!(!unsafe_mode.shared.inline_allowed);
         Ok(())
     }
 
     #[tokio::test]
     async fn no_inline_flush_while_a_request_waits_for_the_flusher() -> anyhow::Result<()> {
-        // Task mode on this current-thread runtime: the flusher runs only when the test yields,
-        // so a queued request stays queued for exactly as long as the test says.
+        // A queued request stays queued for exactly as long as the test says (`task_mode_store`).
         let dir = tempfile::tempdir()?;
-        let cfg = RaftConfig { flush_inline_idle_min_us: 1, flush_mode: FlushMode::Task, ..cfg() };
-        let mut store = LogStore::open(dir.path(), &cfg)?;
-        assert!(!store.shared.inline_allowed, "task mode never flushes inline by itself");
-        store.shared.inline.set_enabled(true);
+        let mut store = task_mode_store(dir.path())?;
 
         let (cb, mut done) = signalled();
         store.append(entries(1, 1..=1), cb).await?;
