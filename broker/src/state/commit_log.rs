@@ -23,11 +23,10 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::Mutex;
+use std::sync::OnceLock;
 use std::sync::atomic::AtomicI64;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
-
-use std::sync::OnceLock;
 
 use bytes::Bytes;
 use raftmq_raft::log_store::COMMITLOG_DIR;
