@@ -316,9 +316,13 @@ fn lock_core(core: &Mutex<Core>) -> MutexGuard<'_, Core> {
 impl Core {
     /// One group commit: what was held, then `batch`. Returns false after `Shutdown`.
     fn run(&mut self, batch: Vec<Request>) -> bool {
-        let mut all = std::mem::take(&mut self.held);
-        all.extend(batch);
-        let batch = all;
+        let batch = if self.held.is_empty() {
+            batch
+        } else {
+            let mut all = std::mem::take(&mut self.held);
+            all.extend(batch);
+            all
+        };
         let shutdown = batch.iter().any(|r| matches!(r, Request::Shutdown));
         let hold = {
             let st = lock(&self.state);

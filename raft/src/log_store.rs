@@ -361,13 +361,12 @@ impl LogStore {
     pub fn read_committed_bytes(&self, pos: u64, len: usize) -> Option<Bytes> {
         let (handle, off) = {
             let st = lock(&self.shared.state);
-            let first = st.slot(st.first?)?;
             let committed = st.slot(st.meta.committed?.index)?;
             let end = pos.checked_add(u64::try_from(len).ok()?)?;
-            if pos < first.pos || end > committed.pos + u64::from(committed.size) {
+            if pos < st.meta.start_pos || end > committed.pos + u64::from(committed.size) {
                 return None;
             }
-            st.segs.stable_handle(pos, len)?
+            st.segs.stable_handle(pos)?
         };
         handle.copy(off, len)
     }

@@ -91,14 +91,10 @@ impl SegmentSet {
         self.segs.get(&base)?.read(off, len)
     }
 
-    /// The segment holding `[pos, pos + len)` and the offset of `pos` in it, if the range lies in
-    /// one existing segment (see [`StableHandle`] for who may read through it).
-    pub(crate) fn stable_handle(&self, pos: u64, len: usize) -> Option<(StableHandle, u64)> {
+    /// The existing segment holding `pos` and the offset of `pos` in it (see [`StableHandle`] for
+    /// who may read through it; its copy refuses a range past the segment's end).
+    pub(crate) fn stable_handle(&self, pos: u64) -> Option<(StableHandle, u64)> {
         let (base, off) = self.locate(pos);
-        let end = off.checked_add(len as u64)?;
-        if end > self.segment_size {
-            return None;
-        }
         self.segs.get(&base).map(|f| (f.stable_handle(), off))
     }
 

@@ -125,13 +125,14 @@ impl CommitLogFiles {
         if let Some(kind) = *self.injected_read_error.lock().unwrap_or_else(|p| p.into_inner()) {
             return Err(io::Error::new(kind, "injected CommitLog read failure"));
         }
+        let len = usize::try_from(len).map_err(io::Error::other)?;
         if let Some(store) = self.raft.get().and_then(WeakLogStore::upgrade)
-            && let Some(bytes) = usize::try_from(len).ok().and_then(|len| store.read_committed_bytes(start, len))
+            && let Some(bytes) = store.read_committed_bytes(start, len)
         {
             return Ok(Some(bytes));
         }
         let Some(file) = self.segment(base)? else { return Ok(None) };
-        let mut buf = vec![0u8; usize::try_from(len).map_err(io::Error::other)?];
+        let mut buf = vec![0u8; len];
         file.read_exact_at(&mut buf, start - base)?;
         Ok(Some(Bytes::from(buf)))
     }
