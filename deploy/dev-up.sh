@@ -40,10 +40,18 @@ produce_measured() {
     local label=$1 bin=$2 data=$3 duration=$4 concurrency=$5 s0 s1 m0 m1 t0 t1
     shift 5
     s0=$(ticks "$dev"); m0=$(busy); t0=$(date +%s.%N)
-    "$bin" bench produce -n $dev_ns -t BenchTopic --duration "$duration" --size 1024 --concurrency "$concurrency" \
-        --mode sync --json "$@" 2>/dev/null >"$data/bench.json"
+    # The client's own CPU (user + system seconds) from its rusage, written to bench.cpu.
+    python3 -c '
+import resource, subprocess, sys
+out, cpu = sys.argv[1], sys.argv[2]
+rc = subprocess.run(sys.argv[3:], stdout=open(out, "w"), stderr=subprocess.DEVNULL).returncode
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(cpu, "w").write(f"{u.ru_utime + u.ru_stime}\n")
+sys.exit(rc)' "$data/bench.json" "$data/bench.cpu" \
+        "$bin" bench produce -n $dev_ns -t BenchTopic --duration "$duration" --size 1024 --concurrency "$concurrency" \
+        --mode sync --json "$@"
     t1=$(date +%s.%N); s1=$(ticks "$dev"); m1=$(busy)
-    produce_report "$label" "$data/bench.json" "$t0" "$t1" "$s0" "$s1" "$m0" "$m1"
+    produce_report "$label" "$data/bench.json" "$t0" "$t1" "$s0" "$s1" "$m0" "$m1" "$(cat "$data/bench.cpu")"
 }
 
 # produce_round LABEL BIN NODES DURATION CONCURRENCY: a fresh group of NODES replicas, BenchTopic
@@ -58,17 +66,22 @@ produce_round() {
 }
 
 # One line for a `bench produce --json` run: LABEL JSON T0 T1 BROKER_TICKS0 BROKER_TICKS1 BUSY0 BUSY1
-# (times from `date +%s.%N`, ticks from /proc): msg/s, p50/p99, failures, the broker's cores and
-# CPU per message, and how busy the whole machine was.
+# [CLIENT_CPU_S] (times from `date +%s.%N`, ticks from /proc): msg/s, p50/p99, failures, the broker's
+# cores and CPU per message, how busy the whole machine was, and the client's CPU per message when given.
 produce_report() {
     python3 - "$@" <<'PY'
 import json, sys
-name, path, t0, t1, b0, b1, m0, m1 = sys.argv[1:]
+name, path, t0, t1, b0, b1, m0, m1 = sys.argv[1:9]
+client = float(sys.argv[9]) if len(sys.argv) > 9 else None
 d = json.load(open(path))
 wall = float(t1) - float(t0)
 broker = (int(b1) - int(b0)) / 100
-print(f"{name} msg/s={d['tps']:.0f} p50_ms={d['p50_ms']:.2f} p99_ms={d['p99_ms']:.2f} failed={d['failed']} "
-      f"broker_cores={broker / wall:.2f} busy_cores={(int(m1) - int(m0)) / 100 / wall:.2f} "
-      f"broker_us_per_msg={broker * 1e6 / max(d['sent'], 1):.1f}")
+sent = max(d['sent'], 1)
+line = (f"{name} msg/s={d['tps']:.0f} p50_ms={d['p50_ms']:.2f} p99_ms={d['p99_ms']:.2f} failed={d['failed']} "
+        f"broker_cores={broker / wall:.2f} busy_cores={(int(m1) - int(m0)) / 100 / wall:.2f} "
+        f"broker_us_per_msg={broker * 1e6 / sent:.1f}")
+if client is not None:
+    line += f" client_us_per_msg={client * 1e6 / sent:.1f}"
+print(line)
 PY
 }

@@ -313,12 +313,12 @@ impl Producer {
         let out = self.prepare(&mut msg, "sendOneway")?;
         let deadline = Instant::now() + self.inner.config.send_timeout;
         let info = self.publish_info_within(&out.topic, "sendOneway", deadline).await?;
-        let mq = self.select_queue(&info, None).ok_or_else(|| no_queue("sendOneway", &out.topic))?;
+        let mq = self.select_queue(&info, None, Instant::now()).ok_or_else(|| no_queue("sendOneway", &out.topic))?;
         let addr = self.resolve_addr(&mq, "sendOneway").await?;
         let request = self.send_command(&out, &mq).into_oneway();
         let began = Instant::now();
         let result = self.inner.remoting.invoke_oneway(&addr, request, remaining(deadline)).await;
-        self.update_fault(&mq.broker_name, began, result.is_err());
+        self.update_fault(&mq.broker_name, began, Instant::now(), result.is_err());
         result.map_err(|e| context(ClientError::remoting("sendOneway", e), &mq, &addr))
     }
 

@@ -3,6 +3,7 @@
 //! the one deadline every attempt shares. An outcome-unknown attempt ends the send, never retried.
 
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use raftmq_common::limits::PRODUCER_SEND_ATTEMPTS_MAX_COUNT;
@@ -46,19 +47,28 @@ impl Producer {
         Ok(info)
     }
 
-    pub(super) fn select_queue(&self, info: &TopicPublishInfo, last_broker: Option<&str>) -> Option<MessageQueue> {
-        let now = self.clock_ms();
-        lock(&self.inner.fault).select_one_message_queue(info, last_broker, now)
+    /// The queue for the next attempt, as of `now` (the caller's clock reading: a send reads the
+    /// clock once per attempt, not once per use).
+    pub(super) fn select_queue(
+        &self,
+        info: &TopicPublishInfo,
+        last_broker: Option<&str>,
+        now: Instant,
+    ) -> Option<MessageQueue> {
+        let now_ms = self.clock_ms(now);
+        lock(&self.inner.fault).select_one_message_queue(info, last_broker, now_ms)
     }
 
-    pub(super) fn update_fault(&self, broker_name: &str, began: Instant, isolation: bool) {
-        let latency_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let now = self.clock_ms();
-        lock(&self.inner.fault).update_fault_item(broker_name, latency_ms, isolation, now);
+    /// Records an attempt on `broker_name` that ran from `began` to `ended`.
+    pub(super) fn update_fault(&self, broker_name: &str, began: Instant, ended: Instant, isolation: bool) {
+        let latency_ms = u64::try_from(ended.saturating_duration_since(began).as_millis()).unwrap_or(u64::MAX);
+        let now_ms = self.clock_ms(ended);
+        lock(&self.inner.fault).update_fault_item(broker_name, latency_ms, isolation, now_ms);
     }
 
-    pub(super) fn clock_ms(&self) -> u64 {
-        u64::try_from(self.inner.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    /// `now` on the fault strategy's clock (ms since the producer started).
+    pub(super) fn clock_ms(&self, now: Instant) -> u64 {
+        u64::try_from(now.saturating_duration_since(self.inner.epoch).as_millis()).unwrap_or(u64::MAX)
     }
 
     /// Where a write to `mq` goes: its group's write address, or a replica to ask when that one is
@@ -87,13 +97,18 @@ impl Producer {
     }
 
     /// Resolves once `mq`'s group has a write address other than `addr`: while a send to `addr`
-    /// waits, every [`PRODUCER_SEND_STALL_PROBE_MS`] the group's route is refreshed (rate-limited
-    /// and shared with every other caller). A send answered in time never gets past the first sleep.
-    pub(super) async fn leader_moved_away(&self, mq: &MessageQueue, addr: &str) -> String {
+    /// that began at `began` waits, every [`PRODUCER_SEND_STALL_PROBE_MS`] the group's route is
+    /// refreshed (rate-limited and shared with every other caller). A send answered in time never
+    /// gets past the first sleep.
+    pub(super) async fn leader_moved_away(&self, mq: &MessageQueue, addr: &str, began: Instant) -> String {
         let routes = &self.inner.routes;
+        let probe = Duration::from_millis(PRODUCER_SEND_STALL_PROBE_MS);
+        let mut wake = began + probe;
         loop {
-            tokio::time::sleep(Duration::from_millis(PRODUCER_SEND_STALL_PROBE_MS)).await;
-            routes.refresh_group(&mq.broker_name, Some(&mq.topic), Instant::now()).await;
+            tokio::time::sleep_until(wake).await;
+            let now = Instant::now();
+            wake = now + probe;
+            routes.refresh_group(&mq.broker_name, Some(&mq.topic), now).await;
             if let Some(target) = routes.write_target(&mq.broker_name, false)
                 && !target.probing
                 && target.addr != addr
@@ -111,37 +126,71 @@ impl Producer {
         op: &'static str,
         deadline: Instant,
     ) -> Result<Arc<TopicPublishInfo>> {
+        self.publish_info_by(topic, op, deadline).await.map(|(info, _)| info)
+    }
+
+    /// [`Self::publish_info_within`], and whether it was answered on the first poll (so a clock
+    /// read before the call is still current).
+    async fn publish_info_by(
+        &self,
+        topic: &str,
+        op: &'static str,
+        deadline: Instant,
+    ) -> Result<(Arc<TopicPublishInfo>, bool)> {
+        let mut at_once = true;
         loop {
-            let result = tokio::time::timeout_at(deadline, self.publish_info(topic, op)).await;
+            // A known route answers on the first poll: no deadline timer is armed for it (this is
+            // every send's path).
+            let lookup = self.publish_info(topic, op);
+            let mut lookup = std::pin::pin!(lookup);
+            let result = match std::future::poll_fn(|cx| Poll::Ready(lookup.as_mut().poll(cx))).await {
+                Poll::Ready(result) => result,
+                Poll::Pending => match tokio::time::timeout_at(deadline, lookup).await {
+                    Ok(result) => {
+                        at_once = false;
+                        result
+                    }
+                    Err(_) => {
+                        return Err(ClientError::new(
+                            ErrorKind::NoRoute,
+                            op,
+                            "no writable queue before the send timeout",
+                        )
+                        .with_context("topic", topic));
+                    }
+                },
+            };
             match result {
-                Ok(Err(e))
+                Err(e)
                     if e.kind == ErrorKind::NoRoute
                         && self.inner.routes.cached_route(topic).is_some()
-                        && !remaining(deadline).is_zero() => {}
-                Ok(result) => return result,
-                Err(_) => {
-                    return Err(ClientError::new(ErrorKind::NoRoute, op, "no writable queue before the send timeout")
-                        .with_context("topic", topic));
+                        && !remaining(deadline).is_zero() =>
+                {
+                    at_once = false;
                 }
+                result => return result.map(|info| (info, at_once)),
             }
         }
     }
 
-    /// One synchronous attempt on `mq` at `addr`.
+    /// One synchronous attempt on `mq` at `addr`, begun at `began` (the caller's clock reading),
+    /// answered by `deadline`.
     pub(super) async fn attempt(
         &self,
         out: &Outgoing,
         mq: &MessageQueue,
         addr: &str,
-        timeout: Duration,
+        began: Instant,
+        deadline: Instant,
     ) -> Result<SendResult> {
-        // Clock reads only when tracing: this is every send's path.
-        let began = self.inner.trace.is_some().then(|| (now_ms(), Instant::now()));
-        let call = self.inner.remoting.invoke(addr, self.send_command(out, mq), timeout);
+        // The wall clock only when tracing: this is every send's path.
+        let began_ms = self.inner.trace.is_some().then(now_ms);
+        let timeout = deadline.saturating_duration_since(began);
+        let call = self.inner.remoting.invoke_until(addr, self.send_command(out, mq), deadline, timeout);
         let response = tokio::select! {
             biased;
             response = call => response.map_err(|e| ClientError::remoting("send", e))?,
-            leader = self.leader_moved_away(mq, addr) => {
+            leader = self.leader_moved_away(mq, addr, began) => {
                 // The old leader may have committed the message before it stopped answering (a new
                 // leader then holds it), so this is not a refusal: the caller learns the outcome is
                 // unknown at once instead of after the send timeout, and the refreshed route sends
@@ -155,7 +204,7 @@ impl Producer {
             }
         };
         let result = process_send_response(&response, &out.topic, &mq.broker_name, &out.msg_id);
-        if let (Ok(r), Some((began_ms, began))) = (&result, began) {
+        if let (Ok(r), Some(began_ms)) = (&result, began_ms) {
             self.trace_attempt(out, r, addr, began_ms, began.elapsed());
         }
         result
@@ -163,9 +212,15 @@ impl Producer {
 
     /// `sendDefaultImpl` for synchronous sends: up to `attempts` tries within one deadline, plus the
     /// failover steps within one group ([`FailoverStep`]), which do not count as tries.
+    ///
+    /// The clock is read once before the first attempt (when nothing waited since the send began)
+    /// and once after each: every send's path, so no reading more.
     pub(super) async fn send_default(&self, out: Outgoing, attempts: u32, op: &'static str) -> Result<SendResult> {
-        let deadline = Instant::now() + self.inner.config.send_timeout;
-        let info = self.publish_info_within(&out.topic, op, deadline).await?;
+        let start = Instant::now();
+        let deadline = start + self.inner.config.send_timeout;
+        let (info, at_once) = self.publish_info_by(&out.topic, op, deadline).await?;
+        // The clock as of the next attempt; stale after anything that may have waited.
+        let mut now = Some(start).filter(|_| at_once);
         let attempts = attempts.clamp(1, PRODUCER_SEND_ATTEMPTS_MAX_COUNT);
         let mut attempt = 0;
         let mut steps = 0;
@@ -176,17 +231,19 @@ impl Producer {
         let mut last_err: Option<ClientError> = None;
         let mut tried: Vec<String> = Vec::new();
         while attempt < attempts {
+            let began = now.take().unwrap_or_else(Instant::now);
             let mq = match pinned.take() {
                 Some(mq) => mq,
-                None => match self.select_queue(&info, last_broker.as_deref()) {
+                None => match self.select_queue(&info, last_broker.as_deref(), began) {
                     Some(mq) => mq,
                     None => break,
                 },
             };
-            if remaining(deadline).is_zero() {
+            if deadline <= began {
                 break;
             }
-            let target = match self.resolve_target(&mq, op, std::mem::take(&mut probe)).await {
+            let (target, at_once) = first_poll(self.resolve_target(&mq, op, std::mem::take(&mut probe))).await;
+            let target = match target {
                 Ok(target) => target,
                 Err(e) => {
                     attempt += 1;
@@ -195,15 +252,17 @@ impl Producer {
                     continue;
                 }
             };
-            let began = Instant::now();
-            let attempted = self.attempt(&out, &mq, &target.addr, remaining(deadline)).await;
+            let began = if at_once { began } else { Instant::now() };
+            let attempted = self.attempt(&out, &mq, &target.addr, began, deadline).await;
+            let ended = Instant::now();
+            now = Some(ended);
             // Named in the error if the send gives up; a send answered at once never needs it.
             if !matches!(&attempted, Ok(result) if result.status == SendStatus::SendOk) {
                 tried.push(mq.broker_name.clone());
             }
             match attempted {
                 Ok(result) => {
-                    self.answered(&mq, &target, began);
+                    self.answered(&mq, &target, began, ended);
                     attempt += 1;
                     let retry = result.status != SendStatus::SendOk
                         && self.inner.config.retry_another_broker_when_not_store_ok
@@ -219,7 +278,7 @@ impl Producer {
                     e.operation = op;
                     let step = self.failover_step(&e, &mq, &target);
                     if e.is_outcome_unknown() {
-                        self.update_fault(&mq.broker_name, began, true);
+                        self.update_fault(&mq.broker_name, began, ended, true);
                         return Err(e);
                     }
                     // Within the group when the address moved (a hint), or when no other group can
@@ -229,6 +288,7 @@ impl Producer {
                         steps += 1;
                         tracing::debug!(topic = %out.topic, ?step, error = %e, "send failed over within the group");
                         probe = self.pace_failover(step, &mq, deadline).await;
+                        now = None;
                         pinned = Some(mq);
                         last_err = Some(e);
                         continue;
@@ -239,7 +299,7 @@ impl Producer {
                     // Nor is it for a reply the broker could not push (its requester went away):
                     // the group is healthy, and backing it off would move ordinary sends.
                     let isolate = e.is_retryable() && !out.reply;
-                    self.update_fault(&mq.broker_name, began, isolate);
+                    self.update_fault(&mq.broker_name, began, ended, isolate);
                     if !(e.is_retryable() || e.kind == ErrorKind::NoRoute) {
                         return Err(e);
                     }
@@ -273,9 +333,11 @@ impl Producer {
             }
             let target = self.resolve_target(&mq, op, std::mem::take(&mut probe)).await?;
             let began = Instant::now();
-            match self.attempt(out, &mq, &target.addr, remaining(deadline)).await {
+            let attempted = self.attempt(out, &mq, &target.addr, began, deadline).await;
+            let ended = Instant::now();
+            match attempted {
                 Ok(result) => {
-                    self.answered(&mq, &target, began);
+                    self.answered(&mq, &target, began, ended);
                     return Ok(result);
                 }
                 Err(e) => {
@@ -283,7 +345,7 @@ impl Producer {
                     e.operation = op;
                     let step = self.failover_step(&e, &mq, &target).filter(|_| !e.is_outcome_unknown());
                     let Some(step) = step else {
-                        self.update_fault(&mq.broker_name, began, e.is_retryable());
+                        self.update_fault(&mq.broker_name, began, ended, e.is_retryable());
                         return Err(e);
                     };
                     probe = self.pace_failover(step, &mq, deadline).await;
@@ -296,8 +358,8 @@ impl Producer {
 
     /// An attempt at `target` was answered: latency recorded; a replica asked in a failover that
     /// took the write leads the group now.
-    pub(super) fn answered(&self, mq: &MessageQueue, target: &WriteTarget, began: Instant) {
-        self.update_fault(&mq.broker_name, began, false);
+    pub(super) fn answered(&self, mq: &MessageQueue, target: &WriteTarget, began: Instant, ended: Instant) {
+        self.update_fault(&mq.broker_name, began, ended, false);
         if target.probing {
             self.inner.routes.report_leader_answered(&mq.broker_name, &target.addr);
         }
@@ -407,6 +469,16 @@ pub(super) fn context(e: ClientError, mq: &MessageQueue, addr: &str) -> ClientEr
 
 pub(super) fn mq_label(mq: &MessageQueue) -> String {
     format!("{}:{}", mq.broker_name, mq.queue_id)
+}
+
+/// Runs `fut` to completion, and tells whether it was ready on its first poll (nothing waited,
+/// so a clock read before it is still current).
+async fn first_poll<F: Future>(fut: F) -> (F::Output, bool) {
+    let mut fut = std::pin::pin!(fut);
+    match std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await {
+        Poll::Ready(out) => (out, true),
+        Poll::Pending => (fut.await, false),
+    }
 }
 
 pub(super) fn remaining(deadline: Instant) -> Duration {

@@ -38,6 +38,10 @@ pub use super::ext_fields::FieldStr;
 /// has 14; more than this still decode, by growing the vector).
 const EXT_FIELDS_PRESIZE_MAX_COUNT: usize = 32;
 
+/// Room an encoder reserves for a header's fields before writing them (a send header has 14,
+/// signing adds a few).
+const HEADER_FIELDS_TYPICAL_COUNT: usize = 16;
+
 /// `flag` bit 0: this command is a response (`RemotingCommand.RPC_TYPE`).
 pub const FLAG_RESPONSE: i32 = 0b01;
 /// `flag` bit 1: no response is expected (`RemotingCommand.RPC_ONEWAY`).
@@ -130,6 +134,9 @@ impl RemotingCommand {
     /// A request carrying a typed header.
     pub fn request_with_header(code: RequestCode, header: &impl CommandHeader) -> Self {
         let mut cmd = Self::request(code);
+        // One allocation for the common headers (a send's has 14 fields) instead of a doubling
+        // series; a larger one grows as usual.
+        cmd.ext_fields.reserve(HEADER_FIELDS_TYPICAL_COUNT);
         header.write_ext_fields(&mut cmd.ext_fields);
         cmd
     }

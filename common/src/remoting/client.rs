@@ -16,7 +16,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::MutexGuard;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::AtomicI32;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::net::TcpStream;
@@ -49,7 +51,9 @@ struct ClientInner {
     /// One lock per address so a slow connect does not hold up calls to other addresses.
     connect_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     setup: ConnectionSetup,
-    closed: CancellationToken,
+    /// Set once by `close` (or drop); checked on every call, so an atomic rather than a token
+    /// (whose check takes a lock).
+    closed: AtomicBool,
     tls: Option<ClientTls>,
 }
 
@@ -127,7 +131,7 @@ impl RemotingClient {
                 connections: Mutex::default(),
                 connect_locks: Mutex::default(),
                 setup,
-                closed: CancellationToken::new(),
+                closed: AtomicBool::new(false),
                 tls,
             }),
         }
@@ -140,7 +144,18 @@ impl RemotingClient {
         request: RemotingCommand,
         timeout: Duration,
     ) -> Result<RemotingCommand, RemotingError> {
-        let deadline = deadline_after(timeout);
+        self.invoke_until(addr, request, deadline_after(timeout), timeout).await
+    }
+
+    /// [`Self::invoke`] by an absolute `deadline`, for a caller that has read the clock already;
+    /// `timeout` is only named in errors.
+    pub async fn invoke_until(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, RemotingError> {
         let connection = self.connect_until(addr, deadline).await?;
         connection.invoke_until(request, deadline, timeout).await
     }
@@ -176,7 +191,7 @@ impl RemotingClient {
     /// Closes every connection and refuses further calls. Frames already queued are flushed
     /// (bounded by [`CONNECTION_CLOSE_FLUSH_MAX_MS`]) before this returns.
     pub async fn close(&self) {
-        self.inner.closed.cancel();
+        self.inner.closed.store(true, Ordering::SeqCst);
         self.inner.close_connections();
         self.inner.setup.io_tasks.close();
         let flush = Duration::from_millis(CONNECTION_CLOSE_FLUSH_MAX_MS * 2);
@@ -186,7 +201,7 @@ impl RemotingClient {
     }
 
     async fn connect_until(&self, addr: &str, deadline: Instant) -> Result<Connection, RemotingError> {
-        if self.inner.closed.is_cancelled() {
+        if self.inner.closed.load(Ordering::SeqCst) {
             return Err(RemotingError::ClientClosed);
         }
         if let Some(connection) = self.cached_connection(addr) {
@@ -224,7 +239,7 @@ impl RemotingClient {
         tracing::debug!(addr, connection_id = connection.id(), "connected");
         lock(&self.inner.connections).insert(addr.to_string(), connection.clone());
         // close() may have run while this call connected; it must not leave a connection behind.
-        if self.inner.closed.is_cancelled() {
+        if self.inner.closed.load(Ordering::SeqCst) {
             connection.close();
             return Err(RemotingError::ClientClosed);
         }
@@ -243,7 +258,7 @@ impl ClientInner {
 
 impl Drop for ClientInner {
     fn drop(&mut self) {
-        self.closed.cancel();
+        self.closed.store(true, Ordering::SeqCst);
         self.close_connections();
     }
 }
