@@ -430,6 +430,7 @@ impl Broker {
                 ctx.config.raft_heartbeat_interval_ms,
                 cancel.child_token(),
             ),
+            crate::services::replication_watch::spawn(Arc::clone(&ctx.replica), cancel.child_token()),
             retention::spawn(
                 RetentionHandles {
                     store: Arc::clone(&ctx.store),

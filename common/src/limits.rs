@@ -464,6 +464,12 @@ pub const LEARNER_CATCH_UP_MAX_MS: u64 = 60_000;
 /// How often a replica's disk guard looks whether its disk is full and, leading, hands leadership
 /// over (`broker/src/services/disk_guard.rs`).
 pub const DISK_GUARD_INTERVAL_MS: u64 = 500;
+/// How often a leader's replication watch looks at its followers' matched indexes
+/// (`broker/src/services/replication_watch.rs`).
+pub const REPLICATION_WATCH_INTERVAL_MS: u64 = 1_000;
+/// A follower behind the leader whose matched index has not moved for this long is reported (once
+/// per episode): 25 heartbeats at the default interval, far beyond any healthy pause.
+pub const REPLICATION_STALL_WARN_MS: u64 = 5_000;
 /// Longest wait for a leadership transfer: until the target leads and has passed its readiness gate.
 pub const LEADER_TRANSFER_MAX_MS: u64 = 10_000;
 /// A leadership transfer goes only to a voter that acknowledged the leader this recently (or within

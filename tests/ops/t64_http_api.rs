@@ -290,6 +290,10 @@ async fn probes_status_metrics_and_draining() -> Result<()> {
         "raftmq_raft_is_leader{{cluster=\"DefaultCluster\",broker_name=\"broker-a\",node_id=\"{f}\"}} 0"
     )));
     ensure!(!fm.body.contains("rocketmq_messages_in_total"), "the follower stored nothing itself");
+    // The leader tells how far each follower is behind; caught up, 0. A follower has no followers.
+    let caught_up = format!("raftmq_raft_follower_lag_entries{{{me},follower=\"{f}\"}} 0");
+    eventually(&la, "/metrics", "the follower's lag of 0", |r| r.body.lines().any(|l| l == caught_up)).await?;
+    ensure!(!fm.body.contains("raftmq_raft_follower_lag_entries"), "{}", fm.body);
 
     // Draining: /readyz 503 at once, /livez still 200, changes refused and nothing created.
     group.brokers[&f].begin_draining();

@@ -69,6 +69,9 @@ pub const RAFT_APPLIED_INDEX: &str = "raftmq_raft_applied_index";
 pub const RAFT_LAST_LOG_INDEX: &str = "raftmq_raft_last_log_index";
 /// 1 on the leader, else 0 (gauge, at scrape).
 pub const RAFT_IS_LEADER: &str = "raftmq_raft_is_leader";
+/// On the leader, per follower: entries of the leader's log it has not matched yet (gauge, at
+/// scrape; label `follower`, its Raft node id).
+pub const RAFT_FOLLOWER_LAG_ENTRIES: &str = "raftmq_raft_follower_lag_entries";
 /// Time a group commit of the Raft log took to sync (histogram, seconds, at scrape).
 pub const FSYNC_LATENCY_SECONDS: &str = "raftmq_fsync_latency_seconds";
 /// Sync system calls of the Raft log (counter, at scrape).
@@ -381,6 +384,19 @@ pub fn render_scrape(out: &mut String, global: &[(&'static str, String)], s: &Sc
     gauge(out, global, RAFT_LAST_LOG_INDEX, "Last Raft log index.", last as f64);
     let leader = if l.role == Role::Leader { 1.0 } else { 0.0 };
     gauge(out, global, RAFT_IS_LEADER, "1 when this replica leads its group.", leader);
+    if !s.status.followers.is_empty() {
+        header(out, RAFT_FOLLOWER_LAG_ENTRIES, "gauge", "Entries of the leader's log a follower has not matched yet.");
+        for (follower, matched) in &s.status.followers {
+            let lag = match (s.status.last_log_index, matched) {
+                (None, _) => 0,
+                // Nothing matched yet: the whole log, from index 0, is to come.
+                (Some(last), None) => last + 1,
+                (Some(last), Some(m)) => last.saturating_sub(*m),
+            };
+            let id = follower.to_string();
+            sample(out, RAFT_FOLLOWER_LAG_ENTRIES, &labels_text(global, &[("follower", &id)]), lag as f64);
+        }
+    }
     gauge(out, global, TOPIC_NUMBER, "Topics on this broker.", s.topics as f64);
     gauge(out, global, CONSUMER_GROUP_NUMBER, "Subscription groups on this broker.", s.groups as f64);
     if let Some(ratio) = s.disk_used_ratio {
@@ -473,7 +489,7 @@ mod tests {
             purged: None,
             voters: BTreeSet::from([1, 2, 3]),
             learners: BTreeSet::new(),
-            followers: BTreeMap::new(),
+            followers: BTreeMap::from([(1, Some(9)), (3, None)]),
             follower_ack_age_ms: BTreeMap::new(),
             damaged: None,
             poisoned: None,
@@ -527,6 +543,8 @@ mod tests {
             format!("{RAFT_TERM}{{{g}}} 7"),
             format!("{RAFT_IS_LEADER}{{{g}}} 1"),
             format!("{RAFT_LAST_LOG_INDEX}{{{g}}} 12"),
+            format!("{RAFT_FOLLOWER_LAG_ENTRIES}{{{g},follower=\"1\"}} 3"),
+            format!("{RAFT_FOLLOWER_LAG_ENTRIES}{{{g},follower=\"3\"}} 13"),
             format!("{DISK_USED_RATIO}{{{g}}} 0.25"),
             format!("{PAGE_CACHE_DROPPED_BYTES_TOTAL}{{{g}}} 4096"),
             format!("{FSYNC_LATENCY_SECONDS}_bucket{{{g},le=\"0.001\"}} 1"),
