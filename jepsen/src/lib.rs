@@ -9,6 +9,7 @@
 //! - [`nemesis`]: faults, their schedule, lose-unfsynced, membership changes, disk-full, fd-exhaustion;
 //! - [`history`]: the recorded operations (JSONL);
 //! - [`dump`]: per-replica committed logs;
+//! - [`stall`]: replication stalls still open at the end, from the leaders' logs (notes);
 //! - [`checker`]: one property per file, combined into a report;
 //! - [`run`]: one run end to end and its results folder;
 //! - [`workload`]: producers, consumers and the final drain through the SDK;
@@ -31,6 +32,7 @@ pub mod node;
 pub mod orderly;
 pub mod pop;
 pub mod run;
+pub mod stall;
 pub mod timeline;
 pub mod transaction;
 pub mod workload;

@@ -188,6 +188,7 @@ async fn run_inside(opts: &RunOptions, ns: NetNs) -> Result<RunOutcome, RunError
             Ok(d) => dumps.push(d),
             Err(e) => notes.push(format!("dump of {}: {e}", node.name)),
         }
+        notes.extend(crate::stall::notes(&node.name, &node.log_path()));
     }
     if let Err(e) = rec.flush() {
         notes.push(format!("history: {e}"));

@@ -33,6 +33,13 @@ use tracing::warn;
 
 use crate::services::replica::Replica;
 
+/// How each event's log line starts (the jepsen harness reads node logs for them).
+pub const REPLICATION_STALL_MARKER: &str = "replication to a follower makes no progress";
+/// See [`REPLICATION_STALL_MARKER`].
+pub const REPLICATION_RESUMED_MARKER: &str = "replication to a follower moves again";
+/// See [`REPLICATION_STALL_MARKER`].
+pub const REPLICATION_UNWATCHED_MARKER: &str = "replication to a follower no longer watched";
+
 /// What a round found about one follower.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
@@ -56,6 +63,12 @@ pub enum Event {
         /// How long it was stuck.
         stuck_ms: u64,
     },
+    /// No longer watched after a [`Event::Stalled`]: this replica stopped leading, or the follower
+    /// left the group.
+    Unwatched {
+        /// The follower.
+        follower: NodeId,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -75,13 +88,19 @@ pub struct ReplicationWatch {
 impl ReplicationWatch {
     /// One round at `now_ms` (any monotonic clock in ms): what changed since the last round.
     pub fn observe(&mut self, now_ms: u64, status: &NodeStatus) -> Vec<Event> {
-        if status.leadership.role != Role::Leader {
-            self.followers.clear();
-            return Vec::new();
+        let leading = status.leadership.role == Role::Leader;
+        let mut events = Vec::new();
+        self.followers.retain(|&follower, p| {
+            let keep = leading && status.followers.contains_key(&follower);
+            if !keep && p.warned {
+                events.push(Event::Unwatched { follower });
+            }
+            keep
+        });
+        if !leading {
+            return events;
         }
         let leader_last = status.last_log_index;
-        self.followers.retain(|id, _| status.followers.contains_key(id));
-        let mut events = Vec::new();
         for (&follower, &matched) in &status.followers {
             let p = self.followers.entry(follower).or_insert(Progress { matched, since_ms: now_ms, warned: false });
             let caught_up = matched >= leader_last;
@@ -129,10 +148,16 @@ pub fn spawn(replica: Arc<Replica>, cancel: CancellationToken) -> JoinHandle<()>
                         leader_last,
                         stuck_ms,
                         ack_age_ms,
-                        "replication to a follower makes no progress (an old acknowledgement: unreachable; a recent one: its stream is stuck)"
+                        "{REPLICATION_STALL_MARKER} (an old acknowledgement: unreachable; a recent one: its stream is stuck)"
                     ),
                     Event::Resumed { follower, stuck_ms } => {
-                        info!(follower, stuck_ms, "replication to a follower moves again")
+                        info!(follower, stuck_ms, "{REPLICATION_RESUMED_MARKER}")
+                    }
+                    Event::Unwatched { follower } => {
+                        info!(
+                            follower,
+                            "{REPLICATION_UNWATCHED_MARKER} (this replica stopped leading, or it left the group)"
+                        )
                     }
                 }
             }
@@ -215,12 +240,13 @@ mod tests {
         assert!(w.observe(0, &status(Role::Leader, 10, &[(2, None, 5_000)])).is_empty());
         let events = w.observe(WARN, &status(Role::Leader, 10, &[(2, None, 5_000)]));
         assert!(matches!(events[..], [Event::Stalled { follower: 2, matched: None, .. }]), "{events:?}");
-        // Leadership lost: the episode is over without a recovery message, and a new term starts afresh.
-        assert!(w.observe(WARN + 1, &status(Role::Follower, 10, &[])).is_empty());
-        assert!(w.observe(WARN + 2, &status(Role::Leader, 10, &[(2, None, 5_000)])).is_empty());
-        // A follower removed from the group is forgotten.
-        assert!(w.observe(2 * WARN + 2, &status(Role::Leader, 10, &[(2, None, 5_000)])).len() == 1);
-        assert!(w.observe(2 * WARN + 3, &status(Role::Leader, 11, &[])).is_empty());
+        // Leadership lost: the episode ends unresolved, and a new term starts afresh.
+        assert_eq!(w.observe(WARN + 1, &status(Role::Follower, 10, &[])), vec![Event::Unwatched { follower: 2 }]);
+        assert!(w.observe(WARN + 2, &status(Role::Follower, 10, &[])).is_empty(), "said once");
+        assert!(w.observe(WARN + 3, &status(Role::Leader, 10, &[(2, None, 5_000)])).is_empty());
+        // A follower removed from the group is forgotten; one never warned about goes silently.
+        assert!(w.observe(2 * WARN + 3, &status(Role::Leader, 10, &[(2, None, 5_000), (3, Some(10), 1)])).len() == 1);
+        assert_eq!(w.observe(2 * WARN + 4, &status(Role::Leader, 11, &[])), vec![Event::Unwatched { follower: 2 }]);
         assert!(w.followers.is_empty());
     }
 }
