@@ -350,6 +350,7 @@ async fn t15_timeout_is_outcome_unknown_and_cleans_the_pending_map() -> Result<(
     let server = RemotingServer::bind(any_port(), table).await?;
     let addr = server.local_addr().to_string();
     let client = RemotingClient::new();
+    let connection = client.connection(&addr).await?;
 
     let err = client
         .invoke(&addr, RemotingCommand::request(RequestCode::PullMessage), Duration::from_millis(200))
@@ -359,10 +360,51 @@ async fn t15_timeout_is_outcome_unknown_and_cleans_the_pending_map() -> Result<(
     ensure!(matches!(err, RemotingError::Timeout { timeout_ms: 200, .. }), "{err}");
     ensure!(err.is_outcome_unknown() && err.is_retryable(), "{err}");
     bounded("the processor to start", entered_rx.recv()).await?;
-    let connection = client.cached_connection(&addr).context("connection")?;
     ensure!(connection.pending_count() == 0, "the timed-out call is still pending");
+    // Nothing came back on the connection while the call waited: it is presumed dead and closed
+    // (RocketMQ's client closes on any timeout), and the next call dials a new one.
+    ensure!(connection.close_reason() == Some(CloseReason::Unresponsive(200)), "{:?}", connection.close_reason());
     assert_served(&client, &addr, 3).await?;
+    let again = client.cached_connection(&addr).context("a new connection")?;
+    ensure!(again.id() != connection.id(), "the dead connection was reused");
     // The server's request task never ends; drop the server instead of draining it for 5 s.
+    drop(server);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t15b_a_timeout_keeps_a_connection_the_peer_still_answers_on() -> Result<()> {
+    let (entered_tx, mut entered_rx) = mpsc::channel::<()>(4);
+    let mut table = echo_table();
+    table.register(
+        RequestCode::PullMessage,
+        Arc::new(processor_fn(move |_ctx, _request| {
+            let entered_tx = entered_tx.clone();
+            async move {
+                let _ = entered_tx.send(()).await;
+                std::future::pending::<Option<RemotingCommand>>().await
+            }
+        })),
+    );
+    let server = RemotingServer::bind(any_port(), table).await?;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::new();
+    let connection = client.connection(&addr).await?;
+    // The slow call's timeout only bounds how long the test waits for it; another call is
+    // answered on the same connection after it began, long before that.
+    let slow = {
+        let (client, addr) = (client.clone(), addr.clone());
+        tokio::spawn(async move {
+            client.invoke(&addr, RemotingCommand::request(RequestCode::PullMessage), Duration::from_secs(3)).await
+        })
+    };
+    bounded("the slow processor to start", entered_rx.recv()).await?;
+    assert_served(&client, &addr, 4).await?;
+    let err = bounded("the slow call", slow).await??.err().context("the slow call was answered")?;
+    ensure!(matches!(err, RemotingError::Timeout { .. }), "{err}");
+    ensure!(!connection.is_closed(), "closed although the peer answered meanwhile: {:?}", connection.close_reason());
+    let same = client.cached_connection(&addr).context("connection")?;
+    ensure!(same.id() == connection.id(), "the connection was replaced");
     drop(server);
     Ok(())
 }

@@ -6,6 +6,8 @@
 //!   lock and share the connection the first one opens.
 //! - A closed connection is never reused: the next call to that address connects again.
 //! - Every call is bounded by its timeout, connect included ([`CONNECT_TIMEOUT_MS`] at most).
+//! - A call that times out with nothing read from the peer since it began closes its connection
+//!   ([`CloseReason::Unresponsive`]): a dead path is dialled afresh, never waited on.
 //! - Requests the server sends on a connection (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE,
 //!   ...) go to the client's processor, or are answered REQUEST_CODE_NOT_SUPPORTED without one.
 //! - Opaques come from one counter per client, so they are unique across its connections in logs.
@@ -26,6 +28,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::close_reason::CloseReason;
 use super::connection::Connection;
 use super::connection::deadline_after;
 use super::connection_tasks::ConnectionSetup;
@@ -157,7 +160,26 @@ impl RemotingClient {
         timeout: Duration,
     ) -> Result<RemotingCommand, RemotingError> {
         let connection = self.connect_until(addr, deadline).await?;
-        connection.invoke_until(request, deadline, timeout).await
+        let result = connection.invoke_until(request, deadline, timeout).await;
+        if let Err(RemotingError::Timeout { timeout_ms, .. }) = &result {
+            // When the call began: its deadline less its timeout (no clock read on the answered path).
+            let began = deadline.checked_sub(timeout).unwrap_or(deadline);
+            if !connection.heard_since(began) {
+                // RocketMQ's client closes a channel whose sync call timed out
+                // (`clientCloseSocketIfTimeout`); this one only when the peer sent nothing at all
+                // meanwhile. Otherwise a connection whose packets a partition dropped can stay
+                // stalled in TCP's retransmission backoff long after the network healed, and every
+                // call would queue behind it.
+                tracing::warn!(
+                    addr,
+                    timeout_ms,
+                    connection_id = connection.id(),
+                    "closing a connection that sent nothing within a call's timeout; the next call connects again"
+                );
+                connection.close_with(CloseReason::Unresponsive(*timeout_ms));
+            }
+        }
+        result
     }
 
     /// Sends a oneway `request` to `addr`; returns once it is queued for writing, at most `timeout`.

@@ -21,6 +21,10 @@ pub enum CloseReason {
     SlowReader(usize),
     /// Nothing read or written, and no request in progress, for this long (seconds).
     Idle(u64),
+    /// A call to the peer timed out after this many ms with nothing at all read from the peer
+    /// since it was sent: the connection is presumed dead (a partition that dropped its packets, a
+    /// peer that stopped), and the next call connects again instead of queueing behind it.
+    Unresponsive(u64),
 }
 
 impl std::fmt::Display for CloseReason {
@@ -33,6 +37,7 @@ impl std::fmt::Display for CloseReason {
             CloseReason::Shutdown => f.write_str("server shutdown"),
             CloseReason::SlowReader(bytes) => write!(f, "the peer does not read: {bytes} response bytes queued"),
             CloseReason::Idle(secs) => write!(f, "idle for {secs} s"),
+            CloseReason::Unresponsive(ms) => write!(f, "nothing heard from the peer within a call's {ms} ms"),
         }
     }
 }

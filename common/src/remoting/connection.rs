@@ -82,6 +82,8 @@ pub(crate) struct ConnectionInner {
     pub(crate) born: Instant,
     /// Last frame read or flush written, in ms since `born`.
     pub(crate) last_active_ms: AtomicU64,
+    /// 1 + the ms since `born` of the last frame read (0: none yet).
+    pub(crate) last_read_ms: AtomicU64,
     /// Requests from the peer being processed now (permits of at most
     /// `CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT`).
     pub(crate) requests: Arc<Semaphore>,
@@ -241,6 +243,20 @@ impl Connection {
     pub(crate) fn touch(&self) {
         let ms = u64::try_from(self.inner.born.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.inner.last_active_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Records a frame read from the peer (progress, and a sign of life).
+    pub(crate) fn touch_read(&self) {
+        let ms = u64::try_from(self.inner.born.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.inner.last_active_ms.store(ms, Ordering::Relaxed);
+        self.inner.last_read_ms.store(ms.saturating_add(1), Ordering::Relaxed);
+    }
+
+    /// Whether a frame was read from the peer at or after `since` (to the millisecond).
+    pub fn heard_since(&self, since: Instant) -> bool {
+        let since_ms = u64::try_from(since.saturating_duration_since(self.inner.born).as_millis()).unwrap_or(u64::MAX);
+        // `last_read_ms` is 1 + the read's ms: 0 (nothing read) never passes.
+        self.inner.last_read_ms.load(Ordering::Relaxed) > since_ms
     }
 
     fn not_connected(&self) -> RemotingError {

@@ -133,6 +133,7 @@ impl Connection {
                 drained: Notify::new(),
                 born: Instant::now(),
                 last_active_ms: AtomicU64::new(0),
+                last_read_ms: AtomicU64::new(0),
                 requests: Arc::new(Semaphore::new(CONNECTION_CONCURRENT_REQUESTS_MAX_COUNT)),
             }),
         };
@@ -235,11 +236,11 @@ impl Connection {
                     break CloseReason::BadFrame(e.to_string());
                 }
                 Some(Ok(command)) if command.is_response() => {
-                    self.touch();
+                    self.touch_read();
                     self.complete_call(command);
                 }
                 Some(Ok(command)) => {
-                    self.touch();
+                    self.touch_read();
                     self.accept_request(command, &setup, &requests);
                 }
             }
