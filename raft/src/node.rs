@@ -130,6 +130,31 @@ pub struct NodeStatus {
     pub applied_at_start: Option<LogId>,
 }
 
+impl NodeStatus {
+    /// A replica that knows only its id and leadership: no log, no members, no faults. What a
+    /// node not started yet reports, filled in; the base of test fixtures.
+    pub fn new(id: NodeId, leadership: Leadership) -> Self {
+        NodeStatus {
+            id,
+            leadership,
+            last_log_index: None,
+            committed: None,
+            applied: None,
+            purged: None,
+            voters: BTreeSet::new(),
+            learners: BTreeSet::new(),
+            followers: BTreeMap::new(),
+            follower_ack_age_ms: BTreeMap::new(),
+            damaged: None,
+            poisoned: None,
+            disk_full: None,
+            vote_guard: None,
+            checkpoint: None,
+            applied_at_start: None,
+        }
+    }
+}
+
 /// A committed and applied proposal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Applied {
@@ -693,22 +718,12 @@ impl RaftNode {
         let disk_full = self.check_disk_room(0).err().map(|e| e.to_string());
         let Some(raft) = &self.raft else {
             return NodeStatus {
-                id: self.id,
-                leadership: *self.leadership.borrow(),
                 last_log_index: self.store.last_log_id().map(|l| l.index),
-                committed: None,
-                applied: None,
-                purged: None,
-                voters: BTreeSet::new(),
-                learners: BTreeSet::new(),
-                followers: BTreeMap::new(),
-                follower_ack_age_ms: BTreeMap::new(),
                 damaged,
                 poisoned,
                 disk_full,
                 vote_guard: self.guard.describe(),
-                checkpoint: None,
-                applied_at_start: None,
+                ..NodeStatus::new(self.id, *self.leadership.borrow())
             };
         };
         let (checkpoint, applied_at_start) =

@@ -137,7 +137,6 @@ async fn openapi() -> Response {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
     use std::collections::BTreeSet;
 
     use raftmq_raft::Leadership;
@@ -163,22 +162,9 @@ mod tests {
         };
         let store = MessageStore::open(settings, 0).unwrap();
         let mut status = NodeStatus {
-            id: 1,
-            leadership: Leadership { term: 3, leader_id: None, role: Role::Stopped },
             last_log_index: Some(9),
-            committed: None,
-            applied: None,
-            purged: None,
             voters: BTreeSet::from([1]),
-            learners: BTreeSet::new(),
-            followers: BTreeMap::new(),
-            follower_ack_age_ms: BTreeMap::new(),
-            damaged: None,
-            poisoned: None,
-            disk_full: None,
-            vote_guard: None,
-            checkpoint: None,
-            applied_at_start: None,
+            ..NodeStatus::new(1, Leadership { term: 3, leader_id: None, role: Role::Stopped })
         };
         assert_eq!(storage_faults(&status, &store), Vec::new());
         status.poisoned = Some("append: No space left on device (os error 28)".into());

@@ -481,22 +481,10 @@ mod tests {
 
     fn status() -> NodeStatus {
         NodeStatus {
-            id: 2,
-            leadership: Leadership { term: 7, leader_id: Some(2), role: Role::Leader },
             last_log_index: Some(12),
-            committed: None,
-            applied: None,
-            purged: None,
             voters: BTreeSet::from([1, 2, 3]),
-            learners: BTreeSet::new(),
             followers: BTreeMap::from([(1, Some(9)), (3, None)]),
-            follower_ack_age_ms: BTreeMap::new(),
-            damaged: None,
-            poisoned: None,
-            disk_full: None,
-            vote_guard: None,
-            checkpoint: None,
-            applied_at_start: None,
+            ..NodeStatus::new(2, Leadership { term: 7, leader_id: Some(2), role: Role::Leader })
         }
     }
 

@@ -630,22 +630,11 @@ mod tests {
 
     fn status(voters: &[u64], followers: &[(u64, Option<u64>)], last: u64) -> NodeStatus {
         NodeStatus {
-            id: 1,
-            leadership: Leadership { term: 3, leader_id: Some(1), role: Role::Leader },
             last_log_index: Some(last),
-            committed: None,
-            applied: None,
-            purged: None,
             voters: voters.iter().copied().collect(),
-            learners: BTreeSet::new(),
             followers: followers.iter().copied().collect::<BTreeMap<_, _>>(),
             follower_ack_age_ms: followers.iter().map(|(id, _)| (*id, 10)).collect(),
-            damaged: None,
-            poisoned: None,
-            disk_full: None,
-            vote_guard: None,
-            checkpoint: None,
-            applied_at_start: None,
+            ..NodeStatus::new(1, Leadership { term: 3, leader_id: Some(1), role: Role::Leader })
         }
     }
 

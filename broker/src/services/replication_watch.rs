@@ -167,30 +167,16 @@ pub fn spawn(replica: Arc<Replica>, cancel: CancellationToken) -> JoinHandle<()>
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeSet;
-
     use raftmq_raft::Leadership;
 
     use super::*;
 
     fn status(role: Role, last: u64, followers: &[(NodeId, Option<u64>, u64)]) -> NodeStatus {
         NodeStatus {
-            id: 1,
-            leadership: Leadership { term: 2, leader_id: Some(1), role },
             last_log_index: Some(last),
-            committed: None,
-            applied: None,
-            purged: None,
-            voters: BTreeSet::new(),
-            learners: BTreeSet::new(),
             followers: followers.iter().map(|&(id, m, _)| (id, m)).collect(),
             follower_ack_age_ms: followers.iter().map(|&(id, _, age)| (id, age)).collect(),
-            damaged: None,
-            poisoned: None,
-            disk_full: None,
-            vote_guard: None,
-            checkpoint: None,
-            applied_at_start: None,
+            ..NodeStatus::new(1, Leadership { term: 2, leader_id: Some(1), role })
         }
     }
 
