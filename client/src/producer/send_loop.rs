@@ -143,7 +143,7 @@ impl Producer {
             // every send's path).
             let lookup = self.publish_info(topic, op);
             let mut lookup = std::pin::pin!(lookup);
-            let result = match std::future::poll_fn(|cx| Poll::Ready(lookup.as_mut().poll(cx))).await {
+            let result = match poll_once(lookup.as_mut()).await {
                 Poll::Ready(result) => result,
                 Poll::Pending => match tokio::time::timeout_at(deadline, lookup).await {
                     Ok(result) => {
@@ -242,7 +242,14 @@ impl Producer {
             if deadline <= began {
                 break;
             }
-            let (target, at_once) = first_poll(self.resolve_target(&mq, op, std::mem::take(&mut probe))).await;
+            let (target, at_once) = {
+                let resolve = self.resolve_target(&mq, op, std::mem::take(&mut probe));
+                let mut resolve = std::pin::pin!(resolve);
+                match poll_once(resolve.as_mut()).await {
+                    Poll::Ready(target) => (target, true),
+                    Poll::Pending => (resolve.await, false),
+                }
+            };
             let target = match target {
                 Ok(target) => target,
                 Err(e) => {
@@ -471,14 +478,10 @@ pub(super) fn mq_label(mq: &MessageQueue) -> String {
     format!("{}:{}", mq.broker_name, mq.queue_id)
 }
 
-/// Runs `fut` to completion, and tells whether it was ready on its first poll (nothing waited,
-/// so a clock read before it is still current).
-async fn first_poll<F: Future>(fut: F) -> (F::Output, bool) {
-    let mut fut = std::pin::pin!(fut);
-    match std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await {
-        Poll::Ready(out) => (out, true),
-        Poll::Pending => (fut.await, false),
-    }
+/// Polls `fut` once with the task's context. Ready means nothing waited, so a clock read before
+/// it is still current; pending, it may be awaited on (or under a timeout) from where it stands.
+async fn poll_once<F: Future>(mut fut: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await
 }
 
 pub(super) fn remaining(deadline: Instant) -> Duration {
