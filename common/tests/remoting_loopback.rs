@@ -333,9 +333,9 @@ async fn t14_unknown_code_is_not_supported_and_the_connection_stays() -> Result<
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn t15_timeout_is_outcome_unknown_and_cleans_the_pending_map() -> Result<()> {
-    let (entered_tx, mut entered_rx) = mpsc::channel::<()>(4);
+/// [`echo_table`] whose PULL_MESSAGE never answers; each one that starts is reported on the channel.
+fn silent_pull_table() -> (ProcessorTable, mpsc::Receiver<()>) {
+    let (entered_tx, entered_rx) = mpsc::channel::<()>(4);
     let mut table = echo_table();
     table.register(
         RequestCode::PullMessage,
@@ -347,6 +347,12 @@ async fn t15_timeout_is_outcome_unknown_and_cleans_the_pending_map() -> Result<(
             }
         })),
     );
+    (table, entered_rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t15_timeout_is_outcome_unknown_and_cleans_the_pending_map() -> Result<()> {
+    let (table, mut entered_rx) = silent_pull_table();
     let server = RemotingServer::bind(any_port(), table).await?;
     let addr = server.local_addr().to_string();
     let client = RemotingClient::new();
@@ -374,18 +380,7 @@ async fn t15_timeout_is_outcome_unknown_and_cleans_the_pending_map() -> Result<(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn t15b_a_timeout_keeps_a_connection_the_peer_still_answers_on() -> Result<()> {
-    let (entered_tx, mut entered_rx) = mpsc::channel::<()>(4);
-    let mut table = echo_table();
-    table.register(
-        RequestCode::PullMessage,
-        Arc::new(processor_fn(move |_ctx, _request| {
-            let entered_tx = entered_tx.clone();
-            async move {
-                let _ = entered_tx.send(()).await;
-                std::future::pending::<Option<RemotingCommand>>().await
-            }
-        })),
-    );
+    let (table, mut entered_rx) = silent_pull_table();
     let server = RemotingServer::bind(any_port(), table).await?;
     let addr = server.local_addr().to_string();
     let client = RemotingClient::new();

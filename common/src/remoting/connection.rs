@@ -239,24 +239,27 @@ impl Connection {
         self.inner.queued_bytes.load(Ordering::Relaxed)
     }
 
+    /// `at` in ms since the connection was born.
+    fn ms_since_born(&self, at: Instant) -> u64 {
+        millis(at.saturating_duration_since(self.inner.born))
+    }
+
     /// Records that the connection made progress (a frame read, a flush written).
     pub(crate) fn touch(&self) {
-        let ms = u64::try_from(self.inner.born.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.inner.last_active_ms.store(ms, Ordering::Relaxed);
+        self.inner.last_active_ms.store(self.ms_since_born(Instant::now()), Ordering::Relaxed);
     }
 
     /// Records a frame read from the peer (progress, and a sign of life).
     pub(crate) fn touch_read(&self) {
-        let ms = u64::try_from(self.inner.born.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let ms = self.ms_since_born(Instant::now());
         self.inner.last_active_ms.store(ms, Ordering::Relaxed);
         self.inner.last_read_ms.store(ms.saturating_add(1), Ordering::Relaxed);
     }
 
     /// Whether a frame was read from the peer at or after `since` (to the millisecond).
     pub fn heard_since(&self, since: Instant) -> bool {
-        let since_ms = u64::try_from(since.saturating_duration_since(self.inner.born).as_millis()).unwrap_or(u64::MAX);
         // `last_read_ms` is 1 + the read's ms: 0 (nothing read) never passes.
-        self.inner.last_read_ms.load(Ordering::Relaxed) > since_ms
+        self.inner.last_read_ms.load(Ordering::Relaxed) > self.ms_since_born(since)
     }
 
     fn not_connected(&self) -> RemotingError {
