@@ -24,6 +24,7 @@
 //! remoting path (acknowledged after quorum fsync and apply).
 
 pub mod ack;
+pub mod acl;
 pub mod check_back;
 pub mod error;
 pub mod message;

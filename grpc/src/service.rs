@@ -7,6 +7,10 @@
 //! AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue) and offsets (UpdateOffset,
 //! GetOffset, QueryOffset). Not yet: PullMessage, RecallMessage, SyncLiteSubscription.
 //!
+//! Under `aclEnable` every call is admitted first ([`crate::acl`]: its credentials, what it needs)
+//! or answered gRPC PERMISSION_DENIED with the ACL's reason, as Java's proxy answers; an admitted
+//! call's requests are signed as its account (`Bridge::admit_grpc`).
+//!
 //! Requests go through `raftmq_broker`'s `Bridge`: the remoting processors on the leader, relayed
 //! there by a follower. ReceiveMessage answers its stream at once and waits inside it, so its long
 //! polling is bounded by the call's own deadline, not the server's per-call timeout; a follower's
@@ -17,6 +21,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use raftmq_broker::acl::AclDenied;
 use raftmq_broker::processors::bridge::Bridge;
 use raftmq_broker::state::store::now_ms;
 use raftmq_common::limits::GRPC_LONG_POLLING_MAX_MS;
@@ -30,6 +35,8 @@ use tonic::Response;
 use tonic::Streaming;
 
 use crate::ack;
+use crate::acl;
+use crate::acl::Needs;
 use crate::offset;
 use crate::pb::*;
 use crate::receive;
@@ -98,6 +105,31 @@ impl Messaging {
 
     fn peer<T>(request: &Request<T>) -> SocketAddr {
         request.remote_addr().unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)))
+    }
+
+    /// The service acting for `request` once the ACL admits it ([`Bridge::admit_grpc`] with the
+    /// call's credentials and what `needs` says it touches), or PERMISSION_DENIED with the reason.
+    /// Without `aclEnable`, this service.
+    fn admit<T>(
+        &self,
+        request: &Request<T>,
+        needs: impl FnOnce(&T) -> Result<Needs, AclDenied>,
+    ) -> Result<Messaging, tonic::Status> {
+        if !self.bridge.acl_enabled() {
+            return Ok(self.clone());
+        }
+        let peer = Self::peer(request);
+        let admitted = acl::credentials(request.metadata()).and_then(|credentials| {
+            let needed = needs(request.get_ref())?;
+            self.bridge.admit_grpc(credentials.as_ref(), peer.ip(), &needed)
+        });
+        match admitted {
+            Ok(bridge) => Ok(Messaging { bridge, ..self.clone() }),
+            Err(denied) => {
+                tracing::debug!(%peer, reason = %denied, "gRPC call refused by the ACL");
+                Err(tonic::Status::permission_denied(denied.0))
+            }
+        }
     }
 
     fn route(&self, request: &QueryRouteRequest) -> Result<Vec<MessageQueue>, Status> {
@@ -289,24 +321,28 @@ impl Messaging {
 #[tonic::async_trait]
 impl messaging_service_server::MessagingService for Messaging {
     async fn query_route(&self, request: Request<QueryRouteRequest>) -> Answer<QueryRouteResponse> {
-        let response = match self.route(request.get_ref()) {
+        let this = self.admit(&request, |r| Ok(acl::query_route(r)))?;
+        let response = match this.route(request.get_ref()) {
             Ok(message_queues) => QueryRouteResponse { status: Some(ok()), message_queues },
             Err(refused) => QueryRouteResponse { status: Some(refused), message_queues: Vec::new() },
         };
         Ok(Response::new(response))
     }
 
-    async fn heartbeat(&self, _request: Request<HeartbeatRequest>) -> Answer<HeartbeatResponse> {
+    async fn heartbeat(&self, request: Request<HeartbeatRequest>) -> Answer<HeartbeatResponse> {
+        self.admit(&request, acl::heartbeat)?;
         Ok(Response::new(HeartbeatResponse { status: Some(ok()) }))
     }
 
     async fn send_message(&self, request: Request<SendMessageRequest>) -> Answer<SendMessageResponse> {
+        let this = self.admit(&request, acl::send)?;
         let peer = Self::peer(&request);
-        Ok(Response::new(self.send(peer, request.into_inner()).await))
+        Ok(Response::new(this.send(peer, request.into_inner()).await))
     }
 
     async fn query_assignment(&self, request: Request<QueryAssignmentRequest>) -> Answer<QueryAssignmentResponse> {
-        let response = match self.assignment(request.get_ref()) {
+        let this = self.admit(&request, |r| Ok(acl::consuming(r.group.as_ref(), r.topic.as_ref())))?;
+        let response = match this.assignment(request.get_ref()) {
             Ok(assignments) => QueryAssignmentResponse { status: Some(ok()), assignments },
             Err(refused) => QueryAssignmentResponse { status: Some(refused), assignments: Vec::new() },
         };
@@ -316,10 +352,11 @@ impl messaging_service_server::MessagingService for Messaging {
     type ReceiveMessageStream = BoxStream<'static, Result<ReceiveMessageResponse, tonic::Status>>;
 
     async fn receive_message(&self, request: Request<ReceiveMessageRequest>) -> Answer<Self::ReceiveMessageStream> {
+        let this = self.admit(&request, |r| Ok(acl::receive(r)))?;
         let peer = Self::peer(&request);
         let deadline =
             request.metadata().get("grpc-timeout").and_then(|v| v.to_str().ok()).and_then(receive::grpc_timeout);
-        let responses = Self::receive(self.bridge.clone(), peer, request.into_inner(), deadline);
+        let responses = Self::receive(this.bridge, peer, request.into_inner(), deadline);
         let stream = futures::stream::once(responses)
             .flat_map(|responses| futures::stream::iter(responses.into_iter().map(Ok)))
             .take_until(self.stopping.clone().cancelled_owned());
@@ -327,16 +364,18 @@ impl messaging_service_server::MessagingService for Messaging {
     }
 
     async fn ack_message(&self, request: Request<AckMessageRequest>) -> Answer<AckMessageResponse> {
+        let this = self.admit(&request, |r| Ok(acl::consuming(r.group.as_ref(), r.topic.as_ref())))?;
         let peer = Self::peer(&request);
-        Ok(Response::new(self.ack(peer, request.into_inner()).await))
+        Ok(Response::new(this.ack(peer, request.into_inner()).await))
     }
 
     async fn forward_message_to_dead_letter_queue(
         &self,
         request: Request<ForwardMessageToDeadLetterQueueRequest>,
     ) -> Answer<ForwardMessageToDeadLetterQueueResponse> {
+        let this = self.admit(&request, |r| Ok(acl::consuming(r.group.as_ref(), r.topic.as_ref())))?;
         let peer = Self::peer(&request);
-        let status = self.dead_letter(peer, request.get_ref()).await;
+        let status = this.dead_letter(peer, request.get_ref()).await;
         Ok(Response::new(ForwardMessageToDeadLetterQueueResponse { status: Some(status) }))
     }
 
@@ -347,28 +386,32 @@ impl messaging_service_server::MessagingService for Messaging {
     }
 
     async fn update_offset(&self, request: Request<UpdateOffsetRequest>) -> Answer<UpdateOffsetResponse> {
+        let this = self.admit(&request, |_| Ok(Vec::new()))?;
         let peer = Self::peer(&request);
-        let status = self.commit_offset(peer, request.get_ref()).await;
+        let status = this.commit_offset(peer, request.get_ref()).await;
         Ok(Response::new(UpdateOffsetResponse { status: Some(status) }))
     }
 
     async fn get_offset(&self, request: Request<GetOffsetRequest>) -> Answer<GetOffsetResponse> {
+        let this = self.admit(&request, |_| Ok(Vec::new()))?;
         let peer = Self::peer(&request);
-        let (status, offset) = self.committed_offset(peer, request.get_ref()).await;
+        let (status, offset) = this.committed_offset(peer, request.get_ref()).await;
         Ok(Response::new(GetOffsetResponse { status: Some(status), offset }))
     }
 
     async fn query_offset(&self, request: Request<QueryOffsetRequest>) -> Answer<QueryOffsetResponse> {
+        let this = self.admit(&request, |_| Ok(Vec::new()))?;
         let peer = Self::peer(&request);
-        let (status, offset) = self.offset_by_policy(peer, request.get_ref()).await;
+        let (status, offset) = this.offset_by_policy(peer, request.get_ref()).await;
         Ok(Response::new(QueryOffsetResponse { status: Some(status), offset }))
     }
 
     async fn end_transaction(&self, request: Request<EndTransactionRequest>) -> Answer<EndTransactionResponse> {
+        let this = self.admit(&request, |r| Ok(acl::end_transaction(r)))?;
         let peer = Self::peer(&request);
         let status = match end_transaction_command(request.get_ref()) {
             Ok(command) => {
-                let answer = self.bridge.answer(peer, command).await;
+                let answer = this.bridge.answer(peer, command).await;
                 of_remoting(answer.response_code(), answer.remark.as_deref())
             }
             Err(refused) => refused,
@@ -379,8 +422,19 @@ impl messaging_service_server::MessagingService for Messaging {
     type TelemetryStream = BoxStream<'static, Result<TelemetryCommand, tonic::Status>>;
 
     async fn telemetry(&self, request: Request<Streaming<TelemetryCommand>>) -> Answer<Self::TelemetryStream> {
+        // The stream's commands are checked one by one (a `Settings` for what it names).
+        let admission = match self.bridge.acl_enabled() {
+            true => {
+                self.admit(&request, |_| Ok(Vec::new()))?;
+                let credentials =
+                    acl::credentials(request.metadata()).map_err(|d| tonic::Status::permission_denied(d.0))?;
+                Some(telemetry_stream::Admission { credentials, peer: Self::peer(&request).ip() })
+            }
+            false => None,
+        };
         let stream = telemetry_stream::open(
             self.bridge.clone(),
+            admission,
             self.server_settings(),
             request.into_inner(),
             self.stopping.clone(),
@@ -390,8 +444,9 @@ impl messaging_service_server::MessagingService for Messaging {
 
     async fn notify_client_termination(
         &self,
-        _request: Request<NotifyClientTerminationRequest>,
+        request: Request<NotifyClientTerminationRequest>,
     ) -> Answer<NotifyClientTerminationResponse> {
+        self.admit(&request, |r| Ok(acl::notify_client_termination(r)))?;
         Ok(Response::new(NotifyClientTerminationResponse { status: Some(ok()) }))
     }
 
@@ -399,8 +454,9 @@ impl messaging_service_server::MessagingService for Messaging {
         &self,
         request: Request<ChangeInvisibleDurationRequest>,
     ) -> Answer<ChangeInvisibleDurationResponse> {
+        let this = self.admit(&request, |r| Ok(acl::consuming(r.group.as_ref(), r.topic.as_ref())))?;
         let peer = Self::peer(&request);
-        let response = self.change_invisible(peer, request.get_ref()).await.unwrap_or_else(|refused| {
+        let response = this.change_invisible(peer, request.get_ref()).await.unwrap_or_else(|refused| {
             ChangeInvisibleDurationResponse { status: Some(refused), receipt_handle: String::new() }
         });
         Ok(Response::new(response))

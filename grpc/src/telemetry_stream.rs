@@ -4,16 +4,23 @@
 //! [`producer_group_of`] the topic, as RocketMQ's proxy registers a producer under each topic);
 //! new `Settings` replace the set.
 //!
+//! Under `aclEnable` each `Settings` is admitted first ([`crate::acl::settings`]: PUB on what it
+//! publishes, SUB on what it subscribes to); a refused one ends the stream with PERMISSION_DENIED,
+//! before anything is registered, so a client may not take transaction checks for a topic it may
+//! not publish to.
+//!
 //! Invariants: the stream ends when the client ends it or the server stops; its checker
 //! registrations are dropped then, so the broker never asks a closed stream; the outbox is bounded
 //! (`GRPC_TELEMETRY_OUTBOX_MAX_COUNT`) and only checks may be refused by a full one (an answer waits
 //! for room).
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use raftmq_broker::acl::GrpcCredentials;
 use raftmq_broker::processors::bridge::Bridge;
 use raftmq_broker::services::transaction_checker::CheckerRegistration;
 use raftmq_broker::services::transaction_checker::TransactionChecker;
@@ -33,15 +40,25 @@ use crate::telemetry::ServerSettings;
 use crate::telemetry::answer;
 use crate::transaction::producer_group_of;
 
+/// Who the stream's client is, for the ACL's check of each `Settings` (`None`: no ACL).
+#[derive(Debug, Clone)]
+pub struct Admission {
+    /// The credentials of the call's metadata.
+    pub credentials: Option<GrpcCredentials>,
+    /// The client's address.
+    pub peer: IpAddr,
+}
+
 /// The server's side of one Telemetry call.
 pub fn open(
     bridge: Bridge,
+    admission: Option<Admission>,
     server: ServerSettings,
     inbound: Streaming<TelemetryCommand>,
     stopping: CancellationToken,
 ) -> BoxStream<'static, Result<TelemetryCommand, tonic::Status>> {
     let (outbox, mut rx) = mpsc::channel(GRPC_TELEMETRY_OUTBOX_MAX_COUNT);
-    tokio::spawn(serve(bridge, server, inbound, outbox, stopping.clone()));
+    tokio::spawn(serve(bridge, admission, server, inbound, outbox, stopping.clone()));
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).take_until(stopping.cancelled_owned()).boxed()
 }
 
@@ -54,6 +71,7 @@ fn group_settings(bridge: &Bridge, settings: &Settings) -> Option<GroupSettings>
 
 async fn serve(
     bridge: Bridge,
+    admission: Option<Admission>,
     server: ServerSettings,
     mut inbound: Streaming<TelemetryCommand>,
     outbox: Outbox,
@@ -70,6 +88,16 @@ async fn serve(
         let Some(Ok(command)) = command else { break };
         let mut group = None;
         if let Some(Command::Settings(settings)) = &command.command {
+            if let Some(a) = &admission
+                && let Err(denied) = crate::acl::settings(settings)
+                    .and_then(|needed| bridge.admit_grpc(a.credentials.as_ref(), a.peer, &needed))
+            {
+                tracing::debug!(peer = %a.peer, reason = %denied, "telemetry settings refused by the ACL");
+                // The stream ends here, and what it registered with it; a client already gone
+                // needs no answer.
+                let _ = outbox.send(Err(tonic::Status::permission_denied(denied.0))).await;
+                break;
+            }
             group = group_settings(&bridge, settings);
             let producer_groups: Vec<String> = match &settings.pub_sub {
                 Some(PubSub::Publishing(p)) => p.topics.iter().map(|t| producer_group_of(&t.name)).collect(),

@@ -12,3 +12,4 @@ mod ports;
 mod t80_grpc_client;
 mod t81_grpc_offsets;
 mod t82_grpc_leader_kill;
+mod t83_grpc_acl;

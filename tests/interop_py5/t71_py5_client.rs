@@ -17,6 +17,10 @@
 //! follower's, so its calls are relayed to the leader; the transactional producer is given the
 //! leader's, because the broker's check-back reaches only Telemetry streams on the leader's replica.
 //!
+//! A second test runs `py5_acl.py` against a group under the plain ACL (`aclEnable`): the client's
+//! Credentials sign every call; the producer account sends through a follower, a wrong secret is
+//! refused, the consumer account receives and acks everything.
+//!
 //! Without the client the test prints a SKIP line naming the package and how to install it. The
 //! script's randomness comes from a seed printed here (`RAFTMQ_PY5_SEED` replays one). Waits are
 //! bounded and on conditions; nothing sleeps to synchronise.
@@ -39,9 +43,12 @@ use harness::group::drain_queue;
 use harness::script::ScriptOutput;
 use harness::script::run_json_lines;
 use raftmq_client::Admin;
+use raftmq_client::SessionCredentials;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::properties;
 use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
+use raftmq_common::protocol::body::topic::TopicConfig;
+use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::RemotingClient;
 use raftmq_grpc::GrpcServer;
 use serde_json::Value;
@@ -71,18 +78,7 @@ const SCRIPT_TIMEOUT: Duration = Duration::from_secs(420);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn py5_client_producer_simple_and_push_consumers() -> Result<()> {
-    let python = match python_with_client().await {
-        Ok(python) => python,
-        Err(why) => {
-            eprintln!(
-                "SKIP: the RocketMQ 5 Python client interop test needs Python with PyPI's `{PYPI_PACKAGE}` \
-                 (package `rocketmq.v5`); {why}. Install it with `python3 -m venv ~/.cache/raftmq/py5-venv && \
-                 ~/.cache/raftmq/py5-venv/bin/pip install {PYPI_PACKAGE}` (.ci/run does), or name a Python \
-                 that has it in RAFTMQ_PY5_PYTHON."
-            );
-            return Ok(());
-        }
-    };
+    let Some(python) = python_or_skip().await else { return Ok(()) };
     let seed: u64 = match std::env::var("RAFTMQ_PY5_SEED") {
         Ok(s) => s.parse().context("RAFTMQ_PY5_SEED")?,
         Err(_) => rand::random::<u32>().into(),
@@ -101,6 +97,22 @@ async fn py5_client_producer_simple_and_push_consumers() -> Result<()> {
     }
     cluster.shutdown().await?;
     result.with_context(|| format!("seed {seed}"))
+}
+
+/// The Python that has the client, or `None` after a SKIP line saying why there is none.
+async fn python_or_skip() -> Option<PathBuf> {
+    match python_with_client().await {
+        Ok(python) => Some(python),
+        Err(why) => {
+            eprintln!(
+                "SKIP: the RocketMQ 5 Python client interop test needs Python with PyPI's `{PYPI_PACKAGE}` \
+                 (package `rocketmq.v5`); {why}. Install it with `python3 -m venv ~/.cache/raftmq/py5-venv && \
+                 ~/.cache/raftmq/py5-venv/bin/pip install {PYPI_PACKAGE}` (.ci/run does), or name a Python \
+                 that has it in RAFTMQ_PY5_PYTHON."
+            );
+            None
+        }
+    }
 }
 
 /// The Python that has the client: RAFTMQ_PY5_PYTHON, else .ci/run's virtual environment, else
@@ -460,5 +472,118 @@ async fn check_stored(cluster: &Cluster, out: &ScriptOutput) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// The accounts of the ACL run: an admin, a producer that may publish to `Py5AclOrders` only, a
+/// consumer that may read it in group `Py5AclReaders`.
+const ACL: &str = r#"
+globalWhiteRemoteAddresses:
+accounts:
+  - accessKey: py5admin
+    secretKey: py5-admin-secret
+    admin: true
+  - accessKey: py5producer
+    secretKey: py5-producer-secret
+    defaultTopicPerm: DENY
+    defaultGroupPerm: DENY
+    topicPerms:
+      - Py5AclOrders=PUB
+  - accessKey: py5consumer
+    secretKey: py5-consumer-secret
+    defaultTopicPerm: DENY
+    defaultGroupPerm: DENY
+    topicPerms:
+      - Py5AclOrders=SUB
+    groupPerms:
+      - Py5AclReaders=SUB
+"#;
+const ACL_TOPIC: &str = "Py5AclOrders";
+const ACL_GROUP: &str = "Py5AclReaders";
+/// What `py5_acl.py` sends (its COUNT).
+const ACL_COUNT: usize = 6;
+
+/// The plain ACL (`aclEnable`) with the Python client's Credentials: `py5_acl.py` sends as the
+/// producer account through a follower (which signs the relayed sends as that account), a wrong
+/// secret is refused, and the consumer account receives and acks every message; exactly the
+/// accepted sends are stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn py5_client_under_acl_acts_as_its_accounts() -> Result<()> {
+    let Some(python) = python_or_skip().await else { return Ok(()) };
+    let dir = tempfile::tempdir()?;
+    let acl_file = dir.path().join("plain_acl.yml");
+    std::fs::write(&acl_file, ACL)?;
+    let cluster = Cluster::start_with(3, |c| {
+        c.acl_enable = true;
+        c.acl_file = Some(acl_file.clone());
+    })
+    .await?;
+    let mut servers = BTreeMap::new();
+    for id in cluster.running() {
+        let broker = cluster.broker(id).context("a running replica has no broker")?;
+        servers.insert(id, GrpcServer::bind(broker.bridge(), "127.0.0.1:0".parse()?).await?);
+    }
+    let result = run_acl(&cluster, &servers, &python).await;
+    for (_, server) in servers {
+        server.shutdown().await;
+    }
+    cluster.shutdown().await?;
+    result
+}
+
+async fn run_acl(cluster: &Cluster, servers: &BTreeMap<u64, GrpcServer>, python: &PathBuf) -> Result<()> {
+    let leader = cluster.wait_leader(harness::cluster::WAIT).await?;
+    let follower = *servers.keys().find(|id| **id != leader).context("no follower")?;
+    let admin_keys = SessionCredentials::new("py5admin", "py5-admin-secret")?;
+    let admin = Admin::with_credentials(&cluster.namesrv_addr, Some(admin_keys.clone()))?;
+    let config = TopicConfig { read_queue_nums: QUEUES, write_queue_nums: QUEUES, ..TopicConfig::new(ACL_TOPIC) };
+    admin.create_topic(&cluster.addr(leader), &config).await?;
+    admin.create_subscription_group(&cluster.addr(leader), &SubscriptionGroupConfig::new(ACL_GROUP)).await?;
+    admin.shutdown().await;
+    harness::cluster::until(
+        "the topic and the group on every replica",
+        || async {
+            Ok::<_, anyhow::Error>(cluster.running().into_iter().all(|id| {
+                cluster.broker(id).is_some_and(|b| {
+                    b.bridge().topic(ACL_TOPIC).is_some() && b.bridge().subscription_group(ACL_GROUP).is_some()
+                })
+            }))
+        },
+        |all| *all,
+    )
+    .await?;
+
+    let script_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop_py5");
+    let home = tempfile::tempdir()?;
+    let mut command = tokio::process::Command::new(python);
+    command
+        .arg(script_dir.join("py5_acl.py"))
+        .args(["--endpoints", &format!("127.0.0.1:{}", servers[&follower].local_addr().port())])
+        .args(["--topic", ACL_TOPIC, "--group", ACL_GROUP])
+        .args(["--producer-keys", "py5producer:py5-producer-secret"])
+        .args(["--consumer-keys", "py5consumer:py5-consumer-secret"])
+        .env("HOME", home.path())
+        .current_dir(&script_dir)
+        .stdin(Stdio::null());
+    let out = run_json_lines(command, "py5_acl.py", SCRIPT_TIMEOUT, || client_log_tail(home.path())).await?;
+    let sent: BTreeSet<&str> = out.of("sent").iter().map(|e| text(e, "msg_id")).collect();
+    ensure!(sent.len() == ACL_COUNT, "{} sends reported", sent.len());
+    let refused = out.of("refused");
+    ensure!(refused.len() == 1, "the wrong secret was not refused: {:?}", out.events);
+    println!("py5_acl.py: {} sent; the wrong secret refused: {}", sent.len(), text(refused[0], "text"));
+    let received: BTreeSet<&str> = out.of("received").iter().map(|e| text(e, "msg_id")).collect();
+    ensure!(received == sent, "received {received:?}, sent {sent:?}");
+
+    // Exactly the accepted sends are stored (not the impostor's `acl-6`), read back by the admin.
+    let reader = RemotingClient::with_credentials(ProcessorTable::new(), false, Some(std::sync::Arc::new(admin_keys)));
+    let mut stored = BTreeSet::new();
+    for queue_id in 0..QUEUES {
+        for m in drain_queue(&reader, &cluster.addr(leader), ACL_TOPIC, queue_id).await? {
+            let body = String::from_utf8_lossy(&m.message.body).into_owned();
+            ensure!(stored.insert(body.clone()), "{body} stored twice");
+        }
+    }
+    let bodies: BTreeSet<String> = (0..ACL_COUNT).map(|seq| format!("acl-{seq}")).collect();
+    ensure!(stored == bodies, "stored {stored:?}");
     Ok(())
 }

@@ -52,32 +52,45 @@ impl AclConfig {
             return Err(AclDenied(format!("Check signature failed for accessKey={access_key}")));
         }
         let needed = resources(request)?;
-        // Message traces go to the trace topic from every client (`PlainPermissionManager`).
-        if needed.iter().any(|(r, p)| *p == perm::PUB && matches!(r, Resource::Topic(t) if t == TRACE_TOPIC)) {
+        let admin_code = ADMIN_CODES.contains(&request.request_code());
+        authorize(account, admin_code, request.code, &needed)
+    }
+}
+
+/// Whether `account`, authenticated, holds what a request needs: `admin` for an admin code
+/// (`code` only names it in the refusal), and each resource's permission from its perms or its
+/// defaults. Shared by remoting requests and gRPC calls (`super::credentials`).
+pub(super) fn authorize(
+    account: &Account,
+    admin_code: bool,
+    code: i32,
+    needed: &[(Resource, u8)],
+) -> Result<(), AclDenied> {
+    let access_key = &account.access_key;
+    // Message traces go to the trace topic from every client (`PlainPermissionManager`).
+    if needed.iter().any(|(r, p)| *p == perm::PUB && matches!(r, Resource::Topic(t) if t == TRACE_TOPIC)) {
+        return Ok(());
+    }
+    if admin_code && !account.admin {
+        return Err(AclDenied(format!(
+            "Need admin permission for request code={code}, but accessKey={access_key} is not"
+        )));
+    }
+    let Some(owned) = &account.perms else {
+        if account.admin {
             return Ok(());
         }
-        if ADMIN_CODES.contains(&request.request_code()) && !account.admin {
-            return Err(AclDenied(format!(
-                "Need admin permission for request code={}, but accessKey={access_key} is not",
-                request.code
-            )));
+        return check_defaults(account, needed);
+    };
+    for (resource, need) in needed {
+        match owned.get(resource) {
+            Some(have) if perm::grants(*need, *have) => {}
+            // Java's wording for a listed resource too.
+            Some(_) => return Err(AclDenied(format!("No default permission for {resource}"))),
+            None => check_defaults(account, std::slice::from_ref(&(resource.clone(), *need)))?,
         }
-        let Some(owned) = &account.perms else {
-            if account.admin {
-                return Ok(());
-            }
-            return check_defaults(account, &needed);
-        };
-        for (resource, need) in &needed {
-            match owned.get(resource) {
-                Some(have) if perm::grants(*need, *have) => {}
-                // Java's wording for a listed resource too.
-                Some(_) => return Err(AclDenied(format!("No default permission for {resource}"))),
-                None => check_defaults(account, std::slice::from_ref(&(resource.clone(), *need)))?,
-            }
-        }
-        Ok(())
     }
+    Ok(())
 }
 
 fn check_defaults(account: &Account, needed: &[(Resource, u8)]) -> Result<(), AclDenied> {

@@ -33,7 +33,8 @@
 //!
 //! Where things are: [`document`] the `plain_acl.yml` model and its YAML codec (through the
 //! restricted reader in `yaml`), [`address`] white-address patterns, [`perm`] permission bits,
-//! [`resource`] what each request code touches and needs, [`check`] the request check, [`edit`] the
+//! [`resource`] what each request code touches and needs, [`check`] the request check, [`credentials`]
+//! a RocketMQ 5 gRPC call's credentials and their check, [`edit`] the
 //! edits over the wire, `file` the file on disk, [`watcher`] the ACL in force and its poller,
 //! [`error`] the refusals.
 //!
@@ -51,6 +52,7 @@
 
 pub mod address;
 pub mod check;
+pub mod credentials;
 pub mod document;
 pub mod edit;
 pub mod error;
@@ -62,6 +64,8 @@ mod yaml;
 
 pub use address::AddressPattern;
 pub use address::Octet;
+pub use credentials::GrpcCaller;
+pub use credentials::GrpcCredentials;
 pub use document::Account;
 pub use document::AclConfig;
 pub use document::AclDocument;

@@ -63,7 +63,7 @@ pub enum Resource {
 
 impl Resource {
     /// A topic as a request names it: `%RETRY%g` is the group `g`, as Java reads it.
-    pub(crate) fn of_topic(topic: &str) -> Self {
+    pub fn of_topic(topic: &str) -> Self {
         match topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) {
             Some(group) => Resource::Group(group.to_owned()),
             None => Resource::Topic(topic.to_owned()),

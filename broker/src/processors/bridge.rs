@@ -12,6 +12,11 @@
 //!    no ready leader known ─▶ waits (bounded) for one, then SERVICE_NOT_AVAILABLE naming the leader
 //! ```
 //!
+//! Under `aclEnable` a gRPC call is admitted by its own credentials ([`Bridge::admit_grpc`],
+//! `crate::acl::credentials`); the requests it turns into are then signed with its account's secret,
+//! as a 4.x client signs, and checked again like any remoting request: here, or by the leader when
+//! relayed (a relay forwards the signature unchanged).
+//!
 //! Transaction check-back reaches a gRPC producer through the checker its adapter registers
 //! ([`Bridge::register_transaction_checker`]).
 //!
@@ -21,6 +26,7 @@
 //! relayed offset commit delayed in a connection could land after newer commits, docs/broker.md
 //! invariants).
 
+use std::net::IpAddr;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,9 +36,14 @@ use raftmq_common::limits::BRIDGE_LEADER_POLL_MS;
 use raftmq_common::limits::BRIDGE_LEADER_WAIT_MAX_MS;
 use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
+use raftmq_common::protocol::acl::SessionCredentials;
 use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use raftmq_common::protocol::body::topic::TopicConfig;
 
+use crate::acl::AclDenied;
+use crate::acl::GrpcCaller;
+use crate::acl::GrpcCredentials;
+use crate::acl::Resource;
 use crate::config::broker_config::BrokerConfig;
 use crate::context::BrokerContext;
 use crate::processors::client_manage::relay;
@@ -65,11 +76,48 @@ pub const NEVER_RELAYED_CODES: &[RequestCode] = &[RequestCode::UpdateConsumerOff
 pub struct Bridge {
     ctx: Arc<BrokerContext>,
     processor: BrokerProcessor,
+    /// The account whose secret signs every request answered (a gRPC call admitted as it).
+    signer: Option<Arc<str>>,
 }
 
 impl Bridge {
     pub(crate) fn new(ctx: Arc<BrokerContext>, processor: BrokerProcessor) -> Self {
-        Bridge { ctx, processor }
+        Bridge { ctx, processor, signer: None }
+    }
+
+    /// Whether requests are checked against a plain ACL (`aclEnable`).
+    pub fn acl_enabled(&self) -> bool {
+        self.ctx.acl.is_some()
+    }
+
+    /// Whether a gRPC call from `peer` presenting `credentials` may do what `needed` lists, under
+    /// the ACL in force (`AclConfig::check_grpc`). If so: the bridge that answers the call's
+    /// requests, signed as the account that was admitted (unsigned for a globally white-listed
+    /// peer). Without `aclEnable`: this bridge, whatever the credentials.
+    pub fn admit_grpc(
+        &self,
+        credentials: Option<&GrpcCredentials>,
+        peer: IpAddr,
+        needed: &[(Resource, u8)],
+    ) -> Result<Bridge, AclDenied> {
+        let Some(acl) = &self.ctx.acl else { return Ok(self.clone()) };
+        let signer = match acl.current().check_grpc(credentials, peer, needed)? {
+            GrpcCaller::Anonymous => None,
+            GrpcCaller::Account(access_key) => Some(Arc::from(access_key)),
+        };
+        Ok(Bridge { signer, ..self.clone() })
+    }
+
+    /// `request` signed as the admitted account, with its secret in force now (an account removed
+    /// since leaves it unsigned, and the check refuses it).
+    fn signed(&self, mut request: RemotingCommand) -> RemotingCommand {
+        let (Some(access_key), Some(acl)) = (&self.signer, &self.ctx.acl) else { return request };
+        let config = acl.current();
+        let Some(secret_key) = config.secret_key_of(access_key) else { return request };
+        if let Ok(credentials) = SessionCredentials::new(access_key.as_ref(), secret_key) {
+            credentials.sign(&mut request);
+        }
+        request
     }
 
     /// The config the replica booted with.
@@ -133,6 +181,7 @@ impl Bridge {
         if !BRIDGED_CODES.contains(&request.request_code()) {
             return raftmq_common::remoting::processor::not_supported(&request);
         }
+        let request = self.signed(request);
         let broker_name = &self.ctx.config.broker_name;
         let own = self.ctx.config.broker_addr();
         let deadline = Instant::now() + Duration::from_millis(BRIDGE_LEADER_WAIT_MAX_MS);

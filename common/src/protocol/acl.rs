@@ -166,6 +166,27 @@ fn hmac_base64<'a>(secret_key: &str, parts: impl Iterator<Item = &'a [u8]>) -> S
     base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
 }
 
+/// The Base64 form of a hex-encoded signature (either case), as [`signature`] writes it: RocketMQ 5's
+/// gRPC clients send theirs in hex (`MQv2-HMAC-SHA1 … Signature=<hex>`), and Java's proxy converts
+/// it before comparing. `None` for anything that is not an even run of hex digits.
+pub fn base64_of_hex(hex: &str) -> Option<String> {
+    fn nibble(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        }
+    }
+    let digits = hex.as_bytes();
+    if !digits.len().is_multiple_of(2) {
+        return None;
+    }
+    let bytes =
+        digits.chunks_exact(2).map(|p| Some(nibble(p[0])? << 4 | nibble(p[1])?)).collect::<Option<Vec<u8>>>()?;
+    Some(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
 /// Whether `candidate` equals `expected`, in time independent of where they first differ.
 pub fn signatures_match(candidate: &str, expected: &str) -> bool {
     let (a, b) = (candidate.as_bytes(), expected.as_bytes());
@@ -186,6 +207,17 @@ mod tests {
         // RFC 2202 test case 2: key "Jefe", data "what do ya want for nothing?".
         // HMAC-SHA1 = effcdf6ae5eb2fa2d27416d5f184df9c259a7c79.
         assert_eq!(signature(b"what do ya want for nothing?", "Jefe"), "7/zfauXrL6LSdBbV8YTfnCWafHk=");
+    }
+
+    #[test]
+    fn a_hex_signature_reads_as_the_base64_one_in_either_case() {
+        let hex = "effcdf6ae5eb2fa2d27416d5f184df9c259a7c79";
+        assert_eq!(base64_of_hex(hex).as_deref(), Some("7/zfauXrL6LSdBbV8YTfnCWafHk="));
+        assert_eq!(base64_of_hex(&hex.to_uppercase()).as_deref(), Some("7/zfauXrL6LSdBbV8YTfnCWafHk="));
+        assert_eq!(base64_of_hex(""), Some(String::new()));
+        for bad in ["abc", "zz", "7/zfauXr", "e\u{e9}"] {
+            assert_eq!(base64_of_hex(bad), None, "{bad:?}");
+        }
     }
 
     #[test]
