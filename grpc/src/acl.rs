@@ -11,9 +11,12 @@
 //! | EndTransaction | PUB on the topic |
 //! | Telemetry `Settings` | PUB on each published topic; SUB on the subscribing group and each of its topics; one of the two |
 //! | NotifyClientTermination | SUB on the group, when it names one |
-//! | offsets, the rest | a valid signature (the remoting requests they become are checked for their resources) |
+//! | UpdateOffset, GetOffset | SUB on the group and the topic (Java: a signature only) |
+//! | QueryOffset | SUB on the topic (Java: a signature only) |
+//! | the rest | a valid signature |
 //!
-//! Pure: each function reads its request only. A retry topic (`%RETRY%g`) is the group `g`.
+//! Pure: each function reads its request only. A retry topic (`%RETRY%g`) is the group `g`. PUB on
+//! the trace topic needs nothing but never vouches for the other topics of the same call.
 
 use raftmq_broker::acl::AclDenied;
 use raftmq_broker::acl::GrpcCredentials;
@@ -121,6 +124,19 @@ pub fn settings(settings: &pb::Settings) -> Result<Needs, AclDenied> {
     Ok(out)
 }
 
+/// UpdateOffset, GetOffset: SUB on the group and the queue's topic (stricter than Java's proxy,
+/// which asks only for a signature; the remoting check would refuse the same, less clearly).
+pub fn group_offset(group_of: Option<&pb::Resource>, queue: Option<&pb::MessageQueue>) -> Needs {
+    consuming(group_of, queue.and_then(|q| q.topic.as_ref()))
+}
+
+/// QueryOffset: SUB on the queue's topic (stricter than Java's proxy: its offsets are the topic's).
+pub fn topic_offset(queue: Option<&pb::MessageQueue>) -> Needs {
+    let mut out = Vec::with_capacity(1);
+    topic(&mut out, queue.and_then(|q| q.topic.as_ref()), perm::SUB);
+    out
+}
+
 /// NotifyClientTermination: the group, when it names one.
 pub fn notify_client_termination(request: &pb::NotifyClientTerminationRequest) -> Needs {
     let mut out = Vec::with_capacity(1);
@@ -194,13 +210,12 @@ mod tests {
     #[test]
     fn credentials_come_from_the_metadata() {
         let mut metadata = MetadataMap::new();
-        assert_eq!(credentials(&metadata), Ok(None));
-        metadata.insert(
-            "authorization",
-            "MQv2-HMAC-SHA1 Credential=ak, SignedHeaders=x-mq-date-time, Signature=00ff".parse().unwrap(),
-        );
-        assert!(credentials(&metadata).is_err(), "no date-time");
+        assert!(matches!(credentials(&metadata), Ok(None)));
+        let header = "MQv2-HMAC-SHA1 Credential=ak, SignedHeaders=x-mq-date-time, Signature=00ff";
+        metadata.insert("authorization", header.parse().unwrap());
         metadata.insert("x-mq-date-time", "20261207T165001Z".parse().unwrap());
-        assert_eq!(credentials(&metadata).unwrap().unwrap().access_key, "ak");
+        assert_eq!(credentials(&metadata).unwrap().unwrap().access_key.as_deref(), Some("ak"));
+        metadata.insert("authorization", "MQv2-HMAC-SHA1 Credential=ak, Signature=nothex".parse().unwrap());
+        assert!(credentials(&metadata).is_err());
     }
 }

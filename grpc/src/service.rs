@@ -386,21 +386,21 @@ impl messaging_service_server::MessagingService for Messaging {
     }
 
     async fn update_offset(&self, request: Request<UpdateOffsetRequest>) -> Answer<UpdateOffsetResponse> {
-        let this = self.admit(&request, |_| Ok(Vec::new()))?;
+        let this = self.admit(&request, |r| Ok(acl::group_offset(r.group.as_ref(), r.message_queue.as_ref())))?;
         let peer = Self::peer(&request);
         let status = this.commit_offset(peer, request.get_ref()).await;
         Ok(Response::new(UpdateOffsetResponse { status: Some(status) }))
     }
 
     async fn get_offset(&self, request: Request<GetOffsetRequest>) -> Answer<GetOffsetResponse> {
-        let this = self.admit(&request, |_| Ok(Vec::new()))?;
+        let this = self.admit(&request, |r| Ok(acl::group_offset(r.group.as_ref(), r.message_queue.as_ref())))?;
         let peer = Self::peer(&request);
         let (status, offset) = this.committed_offset(peer, request.get_ref()).await;
         Ok(Response::new(GetOffsetResponse { status: Some(status), offset }))
     }
 
     async fn query_offset(&self, request: Request<QueryOffsetRequest>) -> Answer<QueryOffsetResponse> {
-        let this = self.admit(&request, |_| Ok(Vec::new()))?;
+        let this = self.admit(&request, |r| Ok(acl::topic_offset(r.message_queue.as_ref())))?;
         let peer = Self::peer(&request);
         let (status, offset) = this.offset_by_policy(peer, request.get_ref()).await;
         Ok(Response::new(QueryOffsetResponse { status: Some(status), offset }))

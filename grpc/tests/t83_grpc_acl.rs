@@ -7,8 +7,9 @@
 //!   A consumer account receives every message (POP) and acks it. Both start (QueryRoute, the
 //!   Telemetry `Settings`) only as what their accounts allow.
 //! - Refused with gRPC PERMISSION_DENIED and Java's reason, nothing stored: a wrong secret, an
-//!   unknown key, no credentials, a send to a topic the account may not publish, a receive by an
-//!   account without SUB; the producer account's consumer never receives.
+//!   unknown key, no credentials, a send to a topic the account may not publish, a receive and an
+//!   offset read by an account without SUB, a Telemetry `Settings` publishing a topic the account
+//!   may not (the trace topic beside it notwithstanding); a client with a wrong secret never sends.
 //! - Without `aclEnable` credentials are ignored (t80, t81, t82).
 //!
 //! Waits poll with a deadline; nothing sleeps to synchronise.
@@ -24,16 +25,19 @@ use anyhow::Context;
 use anyhow::Result;
 use anyhow::bail;
 use anyhow::ensure;
+use futures::StreamExt;
 use group::Group;
 use group::drain_queue;
 use raftmq_client::Admin;
 use raftmq_client::SessionCredentials;
+use raftmq_common::message::validate::RMQ_SYS_TRACE_TOPIC;
 use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::RemotingClient;
 use raftmq_grpc::GrpcServer;
 use raftmq_grpc::pb;
+use raftmq_grpc::pb::messaging_service_client::MessagingServiceClient;
 use raftmq_grpc::pb::messaging_service_server::MessagingService;
 use raftmq_grpc::service::Messaging;
 use rocketmq::Producer;
@@ -45,6 +49,7 @@ use rocketmq::model::common::FilterExpression;
 use rocketmq::model::common::FilterType;
 use rocketmq::model::message::MessageBuilder;
 use tokio_util::sync::CancellationToken;
+use tonic::transport::Endpoint;
 
 const TOPIC: &str = "GrpcAclOrders";
 const OTHER_TOPIC: &str = "GrpcAclPayments";
@@ -116,6 +121,20 @@ fn message(topic: &str, body: &str) -> Result<impl rocketmq::model::message::Mes
         .map_err(|e| anyhow::anyhow!("{e:?}"))
 }
 
+/// `message` as a request carrying the metadata a client with `keys` sends.
+fn signed<T>(message: T, keys: Option<(&str, &str)>) -> Result<tonic::Request<T>> {
+    let mut request = tonic::Request::new(message);
+    if let Some((access_key, secret_key)) = keys {
+        let date_time = "20261207T170000Z";
+        let signature = hex_hmac_sha1(secret_key, date_time);
+        let authorization =
+            format!("MQv2-HMAC-SHA1 Credential={access_key}, SignedHeaders=x-mq-date-time, Signature={signature}");
+        request.metadata_mut().insert("authorization", authorization.parse()?);
+        request.metadata_mut().insert("x-mq-date-time", date_time.parse()?);
+    }
+    Ok(request)
+}
+
 /// A SendMessage to `topic` through the service in process, with the metadata a client with
 /// `keys` sends; the gRPC status when refused, the proto code otherwise.
 async fn send_in_process(
@@ -134,15 +153,7 @@ async fn send_in_process(
         }),
         ..Default::default()
     };
-    let mut request = tonic::Request::new(pb::SendMessageRequest { messages: vec![message] });
-    if let Some((access_key, secret_key)) = keys {
-        let date_time = "20261207T170000Z";
-        let signature = hex_hmac_sha1(secret_key, date_time);
-        let authorization =
-            format!("MQv2-HMAC-SHA1 Credential={access_key}, SignedHeaders=x-mq-date-time, Signature={signature}");
-        request.metadata_mut().insert("authorization", authorization.parse()?);
-        request.metadata_mut().insert("x-mq-date-time", date_time.parse()?);
-    }
+    let request = signed(pb::SendMessageRequest { messages: vec![message] }, keys)?;
     Ok(match service.send_message(request).await {
         Ok(response) => Ok(response.into_inner().status.context("a status")?.code),
         Err(status) => Err(status),
@@ -243,12 +254,54 @@ async fn t83_grpc_clients_under_acl_act_as_their_accounts_through_leader_and_fol
     let start = refused.start().await;
     ensure!(start.is_err() || refused.send(message(TOPIC, "never")?).await.is_err(), "a wrong secret must not send");
 
-    // The producer account may not consume.
-    let not_a_reader = start_consumer(&leader_url, producer_keys).await;
-    if let Ok(consumer) = &not_a_reader {
-        let any = FilterExpression::new(FilterType::Tag, "*");
-        let received = consumer.receive_with(TOPIC, &any, 32, INVISIBLE).await;
-        ensure!(received.is_err(), "the producer account received {:?}", received.map(|b| b.len()));
+    // The producer account may not consume, nor read a reader group's offsets.
+    let topic_resource = || Some(pb::Resource { resource_namespace: String::new(), name: TOPIC.into() });
+    let group_resource = || Some(pb::Resource { resource_namespace: String::new(), name: GROUP.into() });
+    let receive = pb::ReceiveMessageRequest {
+        group: group_resource(),
+        message_queue: Some(pb::MessageQueue { topic: topic_resource(), ..Default::default() }),
+        ..Default::default()
+    };
+    let refused = on_follower.receive_message(signed(receive, producer_keys)?).await.err();
+    denied(Err(refused.context("a receive was admitted")?), "No default permission for group:grpc-acl-readers")?;
+    let get = pb::GetOffsetRequest {
+        group: group_resource(),
+        message_queue: Some(pb::MessageQueue { topic: topic_resource(), ..Default::default() }),
+    };
+    let refused = on_follower.get_offset(signed(get, producer_keys)?).await.err();
+    denied(Err(refused.context("an offset read was admitted")?), "No default permission")?;
+
+    // A Telemetry Settings naming a topic the account may not publish ends its stream refused,
+    // the trace topic beside it notwithstanding (so it never takes that topic's transaction checks).
+    let channel = Endpoint::from_shared(format!("http://{follower_url}"))?.connect().await.context("gRPC channel")?;
+    let mut client = MessagingServiceClient::new(channel);
+    let publishing = |topics: &[&str]| pb::TelemetryCommand {
+        command: Some(pb::telemetry_command::Command::Settings(pb::Settings {
+            pub_sub: Some(pb::settings::PubSub::Publishing(pb::Publishing {
+                topics: topics
+                    .iter()
+                    .map(|t| pb::Resource { resource_namespace: String::new(), name: (*t).into() })
+                    .collect(),
+                ..Default::default()
+            })),
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    for (topics, refusal) in [
+        (vec![TOPIC], None),
+        (vec![RMQ_SYS_TRACE_TOPIC, OTHER_TOPIC], Some("No default permission for topic:GrpcAclPayments")),
+    ] {
+        let outbound = futures::stream::iter(vec![publishing(&topics)]).chain(futures::stream::pending());
+        let mut inbound = client.telemetry(signed(outbound, producer_keys)?).await?.into_inner();
+        let first = tokio::time::timeout(WAIT, inbound.next()).await?.context("the stream ended at once")?;
+        match (first, refusal) {
+            (Ok(answer), None) => {
+                ensure!(matches!(answer.command, Some(pb::telemetry_command::Command::Settings(_))), "{answer:?}")
+            }
+            (Err(status), Some(reason)) => denied(Err(status), reason)?,
+            (other, _) => bail!("publishing {topics:?}: {other:?}"),
+        }
     }
 
     // The consumer account receives every message once and acks it.

@@ -67,10 +67,20 @@ pub(super) fn authorize(
     needed: &[(Resource, u8)],
 ) -> Result<(), AclDenied> {
     let access_key = &account.access_key;
-    // Message traces go to the trace topic from every client (`PlainPermissionManager`).
-    if needed.iter().any(|(r, p)| *p == perm::PUB && matches!(r, Resource::Topic(t) if t == TRACE_TOPIC)) {
+    // Message traces go to the trace topic from every client (`PlainPermissionManager`): PUB on it
+    // needs nothing, but it never vouches for another resource of the same request (a gRPC
+    // `Settings` may list several topics).
+    let is_trace = |(r, p): &&(Resource, u8)| *p == perm::PUB && matches!(r, Resource::Topic(t) if t == TRACE_TOPIC);
+    if !needed.is_empty() && needed.iter().all(|n| is_trace(&n)) {
         return Ok(());
     }
+    let others: Vec<(Resource, u8)>;
+    let needed = if needed.iter().any(|n| is_trace(&n)) {
+        others = needed.iter().filter(|n| !is_trace(n)).cloned().collect();
+        &others[..]
+    } else {
+        needed
+    };
     if admin_code && !account.admin {
         return Err(AclDenied(format!(
             "Need admin permission for request code={code}, but accessKey={access_key} is not"

@@ -17,7 +17,9 @@
 //! The order of the check is the remoting one ([`super::check`]): a globally white-listed peer
 //! passes, else the named account must exist, and its own white address or a valid signature
 //! admits it, and then it must hold what the call needs ([`super::check::authorize`]). What each
-//! RPC needs is the caller's to say (`raftmq-grpc`), from Java's table.
+//! RPC needs is the caller's to say (`raftmq-grpc`), from Java's table. The account a call proved
+//! (by signature, or by its white address) is who it acts as: the remoting requests it turns into
+//! are signed with that account's secret, also for a globally white-listed peer that proved one.
 //!
 //! Invariants: signatures are compared in constant time and an empty one never matches; a refusal's
 //! text never carries a secret or the presented signature.
@@ -39,13 +41,15 @@ pub const AUTHORIZATION_METADATA_KEY: &str = "authorization";
 pub const DATE_TIME_METADATA_KEY: &str = "x-mq-date-time";
 
 /// What a gRPC call presents: the access key it names and its signature over its date-time text.
-#[derive(Clone, PartialEq, Eq)]
+/// Compared only in tests (`PartialEq` would compare the signature in variable time).
+#[derive(Clone)]
+#[cfg_attr(test, derive(PartialEq, Eq))]
 pub struct GrpcCredentials {
-    /// The `Credential`'s access key (what precedes its first `/`).
-    pub access_key: String,
+    /// The `Credential`'s access key (what precedes its first `/`), when it names one.
+    pub access_key: Option<String>,
     /// The `Signature`, converted from hex to the Base64 form signatures are compared in.
-    signature_base64: String,
-    /// The `x-mq-date-time` text the signature covers.
+    signature_base64: Option<String>,
+    /// The `x-mq-date-time` text the signature covers (empty when the call sent none).
     date_time: String,
 }
 
@@ -57,15 +61,13 @@ impl std::fmt::Debug for GrpcCredentials {
 
 impl GrpcCredentials {
     /// The credentials of a call's metadata: `None` when it has no `authorization` (an anonymous
-    /// call); a refusal when that is malformed (Java's `AuthorizationHeader`: a method, a space,
-    /// then `key=value` items split on commas; a `Credential` and a hex `Signature` required) or
-    /// comes without its date-time.
+    /// call). Parsed as Java's `AuthorizationHeader`: a method, a space, then `key=value` items
+    /// split on commas, each trimmed; anything else, or a `Signature` that is not hex, is refused.
+    /// A missing `Credential` or `Signature` is not refused here: a white-listed peer needs
+    /// neither, and [`AclConfig::check_grpc`] says what is missing in Java's order.
     pub fn from_metadata(authorization: Option<&str>, date_time: Option<&str>) -> Result<Option<Self>, AclDenied> {
         let Some(authorization) = authorization else { return Ok(None) };
         let refused = |why: &str| AclDenied(format!("authorization header is incorrect: {why}"));
-        let Some(date_time) = date_time.filter(|d| !d.is_empty()) else {
-            return Err(AclDenied(format!("{DATE_TIME_METADATA_KEY} is missing: it is what the signature covers")));
-        };
         let Some((_method, items)) = authorization.split_once(' ') else {
             return Err(refused("no space after the method"));
         };
@@ -75,16 +77,21 @@ impl GrpcCredentials {
                 return Err(refused("an item is not key=value"));
             };
             match key {
-                "Credential" => access_key = value.split('/').next().filter(|k| !k.is_empty()),
+                "Credential" => access_key = value.split('/').next().filter(|k| !k.is_empty()).map(str::to_owned),
                 "Signature" => {
                     signature_base64 = Some(base64_of_hex(value).ok_or_else(|| refused("the signature is not hex"))?)
                 }
                 _ => {}
             }
         }
-        let access_key = access_key.ok_or_else(|| refused("no Credential"))?.to_owned();
-        let signature_base64 = signature_base64.ok_or_else(|| refused("no Signature"))?;
-        Ok(Some(GrpcCredentials { access_key, signature_base64, date_time: date_time.to_owned() }))
+        let date_time = date_time.unwrap_or_default().to_owned();
+        Ok(Some(GrpcCredentials { access_key, signature_base64, date_time }))
+    }
+
+    /// Whether the signature is `secret_key`'s over the date-time text (an empty one never is).
+    fn signed_with(&self, secret_key: &str) -> bool {
+        let Some(presented) = self.signature_base64.as_deref().filter(|s| !s.is_empty()) else { return false };
+        signatures_match(presented, &signature(self.date_time.as_bytes(), secret_key))
     }
 }
 
@@ -107,12 +114,17 @@ impl AclConfig {
         needed: &[(Resource, u8)],
     ) -> Result<GrpcCaller, AclDenied> {
         if self.global_white.iter().any(|p| p.matches(peer)) {
-            return Ok(GrpcCaller::Anonymous);
+            // Admitted whatever it presents; a proven account still signs what the call relays,
+            // so that a leader which does not white-list the relaying replica sees who it is.
+            let proven = credentials.and_then(|c| {
+                let access_key = c.access_key.as_ref()?;
+                c.signed_with(&self.accounts.get(access_key)?.secret_key).then(|| access_key.clone())
+            });
+            return Ok(proven.map_or(GrpcCaller::Anonymous, GrpcCaller::Account));
         }
-        let Some(credentials) = credentials else {
+        let Some((credentials, access_key)) = credentials.and_then(|c| Some((c, c.access_key.as_ref()?))) else {
             return Err(AclDenied("No accessKey is configured".into()));
         };
-        let access_key = &credentials.access_key;
         let Some(account) = self.accounts.get(access_key) else {
             return Err(AclDenied(format!("No acl config for {access_key}")));
         };
@@ -120,8 +132,7 @@ impl AclConfig {
         if account.white_remote_address.as_ref().is_some_and(|p| p.matches(peer)) {
             return Ok(caller);
         }
-        let expected = signature(credentials.date_time.as_bytes(), &account.secret_key);
-        if credentials.signature_base64.is_empty() || !signatures_match(&credentials.signature_base64, &expected) {
+        if !credentials.signed_with(&account.secret_key) {
             return Err(AclDenied(format!("Check signature failed for accessKey={access_key}")));
         }
         authorize(account, false, 0, needed)?;
@@ -235,21 +246,55 @@ accounts:
     }
 
     #[test]
-    fn malformed_metadata_is_refused_and_absent_metadata_is_anonymous() {
+    fn malformed_metadata_is_refused_and_absent_parts_are_refused_by_the_check() {
         assert_eq!(GrpcCredentials::from_metadata(None, Some("t")), Ok(None));
-        for (auth, date) in [
-            ("MQv2-HMAC-SHA1", Some("t")),
-            ("MQv2-HMAC-SHA1 Credential", Some("t")),
-            ("MQv2-HMAC-SHA1 Signature=00", Some("t")),
-            ("MQv2-HMAC-SHA1 Credential=ak", Some("t")),
-            ("MQv2-HMAC-SHA1 Credential=ak, Signature=xyz", Some("t")),
-            ("MQv2-HMAC-SHA1 Credential=ak, Signature=00", None),
-            ("MQv2-HMAC-SHA1 Credential=ak, Signature=00", Some("")),
+        for (auth, why) in [
+            ("MQv2-HMAC-SHA1", "no space after the method"),
+            ("MQv2-HMAC-SHA1 Credential", "an item is not key=value"),
+            ("MQv2-HMAC-SHA1 Credential=ak, Signature=xyz", "the signature is not hex"),
         ] {
-            let e = GrpcCredentials::from_metadata(Some(auth), date).unwrap_err();
-            assert!(!e.0.is_empty(), "{auth:?} {date:?}");
+            let e = GrpcCredentials::from_metadata(Some(auth), Some("t")).unwrap_err();
+            assert_eq!(e.0, format!("authorization header is incorrect: {why}"), "{auth:?}");
         }
-        let ok = GrpcCredentials::from_metadata(Some("MQv2-HMAC-SHA1 Credential=ak, Signature=00ff"), Some("t"));
-        assert_eq!(ok.unwrap().unwrap().access_key, "ak");
+        let acl = config();
+        let peer = ip("127.0.0.1");
+        let parse = |auth: &str, date: Option<&str>| GrpcCredentials::from_metadata(Some(auth), date).unwrap().unwrap();
+        let no_key = parse("MQv2-HMAC-SHA1 Signature=00ff", Some("t"));
+        assert_eq!(acl.check_grpc(Some(&no_key), peer, &[]).unwrap_err().0, "No accessKey is configured");
+        for unsigned in [
+            parse("MQv2-HMAC-SHA1 Credential=producer", Some("t")),
+            parse("MQv2-HMAC-SHA1 Credential=producer, Signature=", Some("t")),
+            parse(&authorization("producer", "producer-secret", "t"), None),
+        ] {
+            let e = acl.check_grpc(Some(&unsigned), peer, &[]).unwrap_err();
+            assert_eq!(e.0, "Check signature failed for accessKey=producer", "{unsigned:?}");
+        }
+        let white = parse("MQv2-HMAC-SHA1 Credential=nearby-host", None);
+        let caller = acl.check_grpc(Some(&white), ip("192.168.1.7"), &[]);
+        assert_eq!(caller, Ok(GrpcCaller::Account("nearby-host".into())), "its white address needs no signature");
+    }
+
+    #[test]
+    fn a_globally_white_peer_that_proves_an_account_acts_as_it() {
+        let acl = config();
+        let white = ip("10.9.9.4");
+        let proven = creds("producer", "producer-secret");
+        assert_eq!(acl.check_grpc(Some(&proven), white, &publish("Any")), Ok(GrpcCaller::Account("producer".into())));
+        let unproven = creds("producer", "guessed");
+        assert_eq!(acl.check_grpc(Some(&unproven), white, &publish("Any")), Ok(GrpcCaller::Anonymous));
+    }
+
+    #[test]
+    fn the_trace_topic_never_vouches_for_another_topic() {
+        use raftmq_common::message::validate::RMQ_SYS_TRACE_TOPIC;
+        let acl = config();
+        let c = creds("producer", "producer-secret");
+        let peer = ip("127.0.0.1");
+        assert!(acl.check_grpc(Some(&c), peer, &publish(RMQ_SYS_TRACE_TOPIC)).is_ok(), "traces go anywhere");
+        let both = [publish(RMQ_SYS_TRACE_TOPIC), publish("Payments")].concat();
+        let e = acl.check_grpc(Some(&c), peer, &both).unwrap_err();
+        assert!(e.0.contains("No default permission for topic:Payments"), "{e}");
+        let allowed = [publish(RMQ_SYS_TRACE_TOPIC), publish("Orders")].concat();
+        assert!(acl.check_grpc(Some(&c), peer, &allowed).is_ok());
     }
 }

@@ -114,8 +114,10 @@ impl Bridge {
         let (Some(access_key), Some(acl)) = (&self.signer, &self.ctx.acl) else { return request };
         let config = acl.current();
         let Some(secret_key) = config.secret_key_of(access_key) else { return request };
-        if let Ok(credentials) = SessionCredentials::new(access_key.as_ref(), secret_key) {
-            credentials.sign(&mut request);
+        match SessionCredentials::new(access_key.as_ref(), secret_key) {
+            Ok(credentials) => credentials.sign(&mut request),
+            // An account the ACL file admits always has usable keys; refused unsigned otherwise.
+            Err(e) => tracing::warn!(%access_key, error = %e, "cannot sign a gRPC call's request as its account"),
         }
         request
     }
