@@ -15,7 +15,7 @@
 //! | QueryOffset | SUB on the topic (Java: a signature only) |
 //! | the rest | a valid signature |
 //!
-//! Pure: each function reads its request only. A retry topic (`%RETRY%g`) is the group `g`. PUB on
+//! Pure: each function reads its request only (and [`denied`] maps a refusal to its status). A retry topic (`%RETRY%g`) is the group `g`. PUB on
 //! the trace topic needs nothing but never vouches for the other topics of the same call.
 
 use raftmq_broker::acl::AclDenied;
@@ -41,6 +41,11 @@ pub fn credentials(metadata: &MetadataMap) -> Result<Option<GrpcCredentials>, Ac
             .transpose()
     };
     GrpcCredentials::from_metadata(text(AUTHORIZATION_METADATA_KEY)?, text(DATE_TIME_METADATA_KEY)?)
+}
+
+/// A refusal as a call meets it: gRPC PERMISSION_DENIED with the ACL's reason (Java's proxy).
+pub fn denied(refusal: AclDenied) -> tonic::Status {
+    tonic::Status::permission_denied(refusal.0)
 }
 
 fn topic(out: &mut Needs, topic: Option<&pb::Resource>, p: u8) {

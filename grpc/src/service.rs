@@ -16,12 +16,14 @@
 //! polling is bounded by the call's own deadline, not the server's per-call timeout; a follower's
 //! relay of it waits for the leader's long polling too.
 
+use std::net::IpAddr;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use raftmq_broker::acl::AclDenied;
+use raftmq_broker::acl::GrpcCredentials;
 use raftmq_broker::processors::bridge::Bridge;
 use raftmq_broker::state::store::now_ms;
 use raftmq_common::limits::GRPC_LONG_POLLING_MAX_MS;
@@ -118,18 +120,23 @@ impl Messaging {
         if !self.bridge.acl_enabled() {
             return Ok(self.clone());
         }
-        let peer = Self::peer(request);
-        let admitted = acl::credentials(request.metadata()).and_then(|credentials| {
-            let needed = needs(request.get_ref())?;
-            self.bridge.admit_grpc(credentials.as_ref(), peer.ip(), &needed)
-        });
-        match admitted {
-            Ok(bridge) => Ok(Messaging { bridge, ..self.clone() }),
-            Err(denied) => {
-                tracing::debug!(%peer, reason = %denied, "gRPC call refused by the ACL");
-                Err(tonic::Status::permission_denied(denied.0))
-            }
-        }
+        let credentials = acl::credentials(request.metadata()).map_err(acl::denied)?;
+        let needed = needs(request.get_ref()).map_err(acl::denied)?;
+        let bridge = self.admit_as(credentials.as_ref(), Self::peer(request).ip(), &needed)?;
+        Ok(Messaging { bridge, grpc_port: self.grpc_port, stopping: self.stopping.clone() })
+    }
+
+    /// [`Bridge::admit_grpc`], a refusal logged and answered PERMISSION_DENIED.
+    fn admit_as(
+        &self,
+        credentials: Option<&GrpcCredentials>,
+        peer: IpAddr,
+        needed: &[(raftmq_broker::acl::Resource, u8)],
+    ) -> Result<Bridge, tonic::Status> {
+        self.bridge.admit_grpc(credentials, peer, needed).map_err(|refusal| {
+            tracing::debug!(%peer, reason = %refusal, "gRPC call refused by the ACL");
+            acl::denied(refusal)
+        })
     }
 
     fn route(&self, request: &QueryRouteRequest) -> Result<Vec<MessageQueue>, Status> {
@@ -425,10 +432,10 @@ impl messaging_service_server::MessagingService for Messaging {
         // The stream's commands are checked one by one (a `Settings` for what it names).
         let admission = match self.bridge.acl_enabled() {
             true => {
-                self.admit(&request, |_| Ok(Vec::new()))?;
-                let credentials =
-                    acl::credentials(request.metadata()).map_err(|d| tonic::Status::permission_denied(d.0))?;
-                Some(telemetry_stream::Admission { credentials, peer: Self::peer(&request).ip() })
+                let credentials = acl::credentials(request.metadata()).map_err(acl::denied)?;
+                let peer = Self::peer(&request).ip();
+                self.admit_as(credentials.as_ref(), peer, &[])?;
+                Some(telemetry_stream::Admission { credentials, peer })
             }
             false => None,
         };

@@ -95,7 +95,7 @@ async fn serve(
                 tracing::debug!(peer = %a.peer, reason = %denied, "telemetry settings refused by the ACL");
                 // The stream ends here, and what it registered with it; a client already gone
                 // needs no answer.
-                let _ = outbox.send(Err(tonic::Status::permission_denied(denied.0))).await;
+                let _ = outbox.send(Err(crate::acl::denied(denied))).await;
                 break;
             }
             group = group_settings(&bridge, settings);

@@ -74,44 +74,36 @@ pub(super) fn authorize(
     if !needed.is_empty() && needed.iter().all(|n| is_trace(&n)) {
         return Ok(());
     }
-    let others: Vec<(Resource, u8)>;
-    let needed = if needed.iter().any(|n| is_trace(&n)) {
-        others = needed.iter().filter(|n| !is_trace(n)).cloned().collect();
-        &others[..]
-    } else {
-        needed
-    };
     if admin_code && !account.admin {
         return Err(AclDenied(format!(
             "Need admin permission for request code={code}, but accessKey={access_key} is not"
         )));
     }
+    let mut needs = needed.iter().filter(|n| !is_trace(n));
     let Some(owned) = &account.perms else {
         if account.admin {
             return Ok(());
         }
-        return check_defaults(account, needed);
+        return needs.try_for_each(|(resource, need)| check_default(account, resource, *need));
     };
-    for (resource, need) in needed {
+    for (resource, need) in needs {
         match owned.get(resource) {
             Some(have) if perm::grants(*need, *have) => {}
             // Java's wording for a listed resource too.
             Some(_) => return Err(AclDenied(format!("No default permission for {resource}"))),
-            None => check_defaults(account, std::slice::from_ref(&(resource.clone(), *need)))?,
+            None => check_default(account, resource, *need)?,
         }
     }
     Ok(())
 }
 
-fn check_defaults(account: &Account, needed: &[(Resource, u8)]) -> Result<(), AclDenied> {
-    for (resource, need) in needed {
-        let default = match resource {
-            Resource::Topic(_) => account.default_topic_perm,
-            Resource::Group(_) => account.default_group_perm,
-        };
-        if !perm::grants(*need, default) {
-            return Err(AclDenied(format!("No default permission for {resource}")));
-        }
+fn check_default(account: &Account, resource: &Resource, need: u8) -> Result<(), AclDenied> {
+    let default = match resource {
+        Resource::Topic(_) => account.default_topic_perm,
+        Resource::Group(_) => account.default_group_perm,
+    };
+    if !perm::grants(need, default) {
+        return Err(AclDenied(format!("No default permission for {resource}")));
     }
     Ok(())
 }

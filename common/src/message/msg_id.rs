@@ -75,7 +75,8 @@ fn shown(id: &str) -> String {
     id.chars().take(64).collect()
 }
 
-fn hex_nibble(c: u8) -> Option<u8> {
+/// The value of one hex digit, either case.
+pub(crate) fn hex_nibble(c: u8) -> Option<u8> {
     match c {
         b'0'..=b'9' => Some(c - b'0'),
         b'A'..=b'F' => Some(c - b'A' + 10),

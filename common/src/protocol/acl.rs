@@ -24,6 +24,7 @@ use hmac::Mac;
 use super::command::RemotingCommand;
 use super::ext_fields::ExtFields;
 use super::ext_fields::FieldStr;
+use crate::message::msg_id::hex_nibble;
 
 /// `extFields` key of the account's access key (`SessionCredentials.ACCESS_KEY`).
 pub const ACCESS_KEY: &str = "AccessKey";
@@ -170,20 +171,14 @@ fn hmac_base64<'a>(secret_key: &str, parts: impl Iterator<Item = &'a [u8]>) -> S
 /// gRPC clients send theirs in hex (`MQv2-HMAC-SHA1 … Signature=<hex>`), and Java's proxy converts
 /// it before comparing. `None` for anything that is not an even run of hex digits.
 pub fn base64_of_hex(hex: &str) -> Option<String> {
-    fn nibble(c: u8) -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            b'A'..=b'F' => Some(c - b'A' + 10),
-            _ => None,
-        }
-    }
     let digits = hex.as_bytes();
     if !digits.len().is_multiple_of(2) {
         return None;
     }
-    let bytes =
-        digits.chunks_exact(2).map(|p| Some(nibble(p[0])? << 4 | nibble(p[1])?)).collect::<Option<Vec<u8>>>()?;
+    let bytes = digits
+        .chunks_exact(2)
+        .map(|p| Some(hex_nibble(p[0])? << 4 | hex_nibble(p[1])?))
+        .collect::<Option<Vec<u8>>>()?;
     Some(base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
