@@ -14,6 +14,7 @@
 //!       handles as extraInfo) ─▶ Bridge ─▶ ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, CONSUMER_SEND_MSG_BACK
 //!    UpdateOffset / GetOffset / QueryOffset ─▶ offset (pure: queue checked) ─▶ Bridge ─▶
 //!       UPDATE_CONSUMER_OFFSET, QUERY_CONSUMER_OFFSET, GET_MIN/MAX_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP
+//!    every request ─▶ namespace (pure: `Resource.resource_namespace` joined as `ns%name`)
 //!    stored records ─▶ message (pure: MessageExt → pb Message, the proxy's system properties)
 //!    response codes ◀─ status (remoting ResponseCode → apache.rocketmq.v2.Code, as the proxy maps)
 //! ```
@@ -28,6 +29,7 @@ pub mod acl;
 pub mod check_back;
 pub mod error;
 pub mod message;
+pub mod namespace;
 pub mod offset;
 pub mod pb;
 pub mod receive;

@@ -13,6 +13,7 @@
 //! | `reconsumeTimes` | `delivery_attempt` = reconsumeTimes + 1 |
 //! | a compressed body (zlib, LZ4, ZSTD) | the body inflated, `body_encoding` IDENTITY, MD5 digest of it |
 //! | a POP retry topic with `RETRY_TOPIC` | the original topic |
+//! | a topic in a namespace, `ns%T` | `topic` = `{resource_namespace: ns, name: T}` |
 //! | properties not reserved by RocketMQ | `user_properties` |
 
 use std::collections::HashMap;
@@ -23,6 +24,7 @@ use md5::Digest as _;
 use md5::Md5;
 use raftmq_common::message::MessageExt;
 use raftmq_common::message::compress::uncompress_stored_body;
+use raftmq_common::message::namespace;
 use raftmq_common::message::properties;
 use raftmq_common::message::validate::RETRY_GROUP_TOPIC_PREFIX;
 use tracing::warn;
@@ -56,6 +58,12 @@ pub fn duration(ms: u64) -> prost_types::Duration {
 
 fn host(addr: &SocketAddr) -> String {
     addr.to_string()
+}
+
+/// A stored name as the client names it: its namespace apart (`GrpcConverter.buildResource`).
+pub fn resource_of(stored: &str) -> Resource {
+    let (namespace, name) = namespace::split(stored);
+    Resource { resource_namespace: namespace.to_owned(), name }
 }
 
 /// The topic the client subscribed to: a message from a POP retry topic names its original topic.
@@ -136,7 +144,7 @@ pub fn pb_message(ext: &MessageExt, delivery: Option<&Delivery>) -> Message {
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect();
     Message {
-        topic: Some(Resource { resource_namespace: String::new(), name: client_topic(ext).to_owned() }),
+        topic: Some(resource_of(client_topic(ext))),
         user_properties,
         system_properties: Some(system),
         body: body.to_vec(),
@@ -212,6 +220,12 @@ mod tests {
         let m = pb_message(&ext, None);
         assert_eq!(m.topic.unwrap().name, "T", "a retried message names the topic the client subscribed to");
         assert!(!m.user_properties.contains_key(properties::RETRY_TOPIC));
+
+        let mut ext = stored();
+        ext.message.topic = "%RETRY%ns%G_ns%T".into();
+        ext.message.properties.insert(properties::RETRY_TOPIC, "ns%T");
+        let topic = pb_message(&ext, None).topic.unwrap();
+        assert_eq!((topic.resource_namespace.as_str(), topic.name.as_str()), ("ns", "T"), "in its namespace");
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! | QueryOffset TIMESTAMP | SEARCH_OFFSET_BY_TIMESTAMP | the first offset stored at or after it |
 //!
 //! Checked before anything is sent: the group (ILLEGAL_CONSUMER_GROUP), the queue's topic
-//! (ILLEGAL_TOPIC; a namespace is BAD_REQUEST; unknown here is TOPIC_NOT_FOUND), its broker
+//! (ILLEGAL_TOPIC, its namespace already joined; unknown here is TOPIC_NOT_FOUND), its broker
 //! group (another one's queue is BAD_REQUEST), its id (below the topic's queue count, else
 //! BAD_REQUEST), an UpdateOffset's offset (not negative, else ILLEGAL_OFFSET) and a TIMESTAMP
 //! query's timestamp (required, BAD_REQUEST). Who answers is the bridge's rule: the leader; a
@@ -58,9 +58,6 @@ pub fn queue_of<'a>(
 ) -> Result<QueueRef<'a>, Status> {
     let queue = queue.ok_or_else(|| status(Code::BadRequest, "the message queue is missing"))?;
     let resource = queue.topic.as_ref().ok_or_else(|| status(Code::IllegalTopic, "the topic is missing"))?;
-    if !resource.resource_namespace.is_empty() {
-        return Err(status(Code::BadRequest, "raftmq has no namespaces: leave resource_namespace empty"));
-    }
     let topic = resource.name.as_str();
     validate_topic(topic).map_err(|e| status(Code::IllegalTopic, e.to_string()))?;
     if let Some(broker) = queue.broker.as_ref().filter(|b| !b.name.is_empty() && b.name != broker_name) {
@@ -226,9 +223,6 @@ mod tests {
             assert_eq!(code(queue_of(Some(&q), "broker-a", topics)), expected as i32, "{q:?}");
         }
         assert_eq!(code(queue_of(None, "broker-a", topics)), Code::BadRequest as i32);
-        let mut namespaced = mq("T", 0, "broker-a");
-        namespaced.topic.as_mut().unwrap().resource_namespace = "ns".into();
-        assert_eq!(code(queue_of(Some(&namespaced), "broker-a", topics)), Code::BadRequest as i32);
     }
 
     #[test]

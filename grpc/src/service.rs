@@ -39,6 +39,7 @@ use tonic::Streaming;
 use crate::ack;
 use crate::acl;
 use crate::acl::Needs;
+use crate::namespace::Namespaced;
 use crate::offset;
 use crate::pb::*;
 use crate::receive;
@@ -85,14 +86,17 @@ fn not_served<T>(rpc: &str) -> Answer<T> {
     )))
 }
 
-/// The topic a resource names; namespaces are not supported.
-fn topic_of(resource: Option<&Resource>) -> Result<(&Resource, &str), Status> {
+/// The topic a resource names (its namespace already joined), checked.
+fn topic_of(resource: Option<&Resource>) -> Result<&str, Status> {
     let resource = resource.ok_or_else(|| status(Code::IllegalTopic, "the topic is missing"))?;
-    if !resource.resource_namespace.is_empty() {
-        return Err(status(Code::BadRequest, "raftmq has no namespaces: leave resource_namespace empty"));
-    }
     validate_topic(&resource.name).map_err(|e| status(Code::IllegalTopic, e.to_string()))?;
-    Ok((resource, resource.name.as_str()))
+    Ok(resource.name.as_str())
+}
+
+/// `request` with every namespace joined into its names ([`Namespaced`]), before anything reads it.
+fn joined<T: Namespaced>(mut request: Request<T>) -> Request<T> {
+    request.get_mut().join_namespace();
+    request
 }
 
 impl Messaging {
@@ -139,18 +143,20 @@ impl Messaging {
         })
     }
 
-    fn route(&self, request: &QueryRouteRequest) -> Result<Vec<MessageQueue>, Status> {
-        let (resource, topic) = topic_of(request.topic.as_ref())?;
+    /// The queues of the topic `request` names; they name it as the client did (`asked`).
+    fn route(&self, request: &QueryRouteRequest, asked: &Resource) -> Result<Vec<MessageQueue>, Status> {
+        let topic = topic_of(request.topic.as_ref())?;
         let config = self
             .bridge
             .topic(topic)
             .ok_or_else(|| status(Code::TopicNotFound, format!("topic {topic} does not exist on this cluster")))?;
         let endpoints = route_endpoints(request.endpoints.as_ref(), self.own_endpoints());
-        Ok(message_queues(resource, &config, &self.bridge.config().broker_name, &endpoints))
+        Ok(message_queues(asked, &config, &self.bridge.config().broker_name, &endpoints))
     }
 
-    fn assignment(&self, request: &QueryAssignmentRequest) -> Result<Vec<Assignment>, Status> {
-        let (resource, topic) = topic_of(request.topic.as_ref())?;
+    /// The assignments of the topic `request` names; they name it as the client did (`asked`).
+    fn assignment(&self, request: &QueryAssignmentRequest, asked: &Resource) -> Result<Vec<Assignment>, Status> {
+        let topic = topic_of(request.topic.as_ref())?;
         let group = request.group.as_ref().map(|g| g.name.as_str()).unwrap_or_default();
         validate_group(group).map_err(|e| status(Code::IllegalConsumerGroup, e.to_string()))?;
         let config = self
@@ -158,7 +164,7 @@ impl Messaging {
             .topic(topic)
             .ok_or_else(|| status(Code::TopicNotFound, format!("topic {topic} does not exist on this cluster")))?;
         let endpoints = route_endpoints(request.endpoints.as_ref(), self.own_endpoints());
-        Ok(assignments(resource, &config, &self.bridge.config().broker_name, &endpoints))
+        Ok(assignments(asked, &config, &self.bridge.config().broker_name, &endpoints))
     }
 
     async fn send(&self, peer: SocketAddr, request: SendMessageRequest) -> SendMessageResponse {
@@ -328,8 +334,10 @@ impl Messaging {
 #[tonic::async_trait]
 impl messaging_service_server::MessagingService for Messaging {
     async fn query_route(&self, request: Request<QueryRouteRequest>) -> Answer<QueryRouteResponse> {
+        let asked = request.get_ref().topic.clone().unwrap_or_default();
+        let request = joined(request);
         let this = self.admit(&request, |r| Ok(acl::query_route(r)))?;
-        let response = match this.route(request.get_ref()) {
+        let response = match this.route(request.get_ref(), &asked) {
             Ok(message_queues) => QueryRouteResponse { status: Some(ok()), message_queues },
             Err(refused) => QueryRouteResponse { status: Some(refused), message_queues: Vec::new() },
         };
@@ -337,19 +345,23 @@ impl messaging_service_server::MessagingService for Messaging {
     }
 
     async fn heartbeat(&self, request: Request<HeartbeatRequest>) -> Answer<HeartbeatResponse> {
+        let request = joined(request);
         self.admit(&request, acl::heartbeat)?;
         Ok(Response::new(HeartbeatResponse { status: Some(ok()) }))
     }
 
     async fn send_message(&self, request: Request<SendMessageRequest>) -> Answer<SendMessageResponse> {
+        let request = joined(request);
         let this = self.admit(&request, acl::send)?;
         let peer = Self::peer(&request);
         Ok(Response::new(this.send(peer, request.into_inner()).await))
     }
 
     async fn query_assignment(&self, request: Request<QueryAssignmentRequest>) -> Answer<QueryAssignmentResponse> {
+        let asked = request.get_ref().topic.clone().unwrap_or_default();
+        let request = joined(request);
         let this = self.admit(&request, |r| Ok(acl::consuming(r.group.as_ref(), r.topic.as_ref())))?;
-        let response = match this.assignment(request.get_ref()) {
+        let response = match this.assignment(request.get_ref(), &asked) {
             Ok(assignments) => QueryAssignmentResponse { status: Some(ok()), assignments },
             Err(refused) => QueryAssignmentResponse { status: Some(refused), assignments: Vec::new() },
         };
@@ -359,6 +371,7 @@ impl messaging_service_server::MessagingService for Messaging {
     type ReceiveMessageStream = BoxStream<'static, Result<ReceiveMessageResponse, tonic::Status>>;
 
     async fn receive_message(&self, request: Request<ReceiveMessageRequest>) -> Answer<Self::ReceiveMessageStream> {
+        let request = joined(request);
         let this = self.admit(&request, |r| Ok(acl::receive(r)))?;
         let peer = Self::peer(&request);
         let deadline =
@@ -371,6 +384,7 @@ impl messaging_service_server::MessagingService for Messaging {
     }
 
     async fn ack_message(&self, request: Request<AckMessageRequest>) -> Answer<AckMessageResponse> {
+        let request = joined(request);
         let this = self.admit(&request, |r| Ok(acl::consuming(r.group.as_ref(), r.topic.as_ref())))?;
         let peer = Self::peer(&request);
         Ok(Response::new(this.ack(peer, request.into_inner()).await))
@@ -380,6 +394,7 @@ impl messaging_service_server::MessagingService for Messaging {
         &self,
         request: Request<ForwardMessageToDeadLetterQueueRequest>,
     ) -> Answer<ForwardMessageToDeadLetterQueueResponse> {
+        let request = joined(request);
         let this = self.admit(&request, |r| Ok(acl::consuming(r.group.as_ref(), r.topic.as_ref())))?;
         let peer = Self::peer(&request);
         let status = this.dead_letter(peer, request.get_ref()).await;
@@ -393,6 +408,7 @@ impl messaging_service_server::MessagingService for Messaging {
     }
 
     async fn update_offset(&self, request: Request<UpdateOffsetRequest>) -> Answer<UpdateOffsetResponse> {
+        let request = joined(request);
         let this = self.admit(&request, |r| Ok(acl::group_offset(r.group.as_ref(), r.message_queue.as_ref())))?;
         let peer = Self::peer(&request);
         let status = this.commit_offset(peer, request.get_ref()).await;
@@ -400,6 +416,7 @@ impl messaging_service_server::MessagingService for Messaging {
     }
 
     async fn get_offset(&self, request: Request<GetOffsetRequest>) -> Answer<GetOffsetResponse> {
+        let request = joined(request);
         let this = self.admit(&request, |r| Ok(acl::group_offset(r.group.as_ref(), r.message_queue.as_ref())))?;
         let peer = Self::peer(&request);
         let (status, offset) = this.committed_offset(peer, request.get_ref()).await;
@@ -407,6 +424,7 @@ impl messaging_service_server::MessagingService for Messaging {
     }
 
     async fn query_offset(&self, request: Request<QueryOffsetRequest>) -> Answer<QueryOffsetResponse> {
+        let request = joined(request);
         let this = self.admit(&request, |r| Ok(acl::topic_offset(r.message_queue.as_ref())))?;
         let peer = Self::peer(&request);
         let (status, offset) = this.offset_by_policy(peer, request.get_ref()).await;
@@ -414,6 +432,7 @@ impl messaging_service_server::MessagingService for Messaging {
     }
 
     async fn end_transaction(&self, request: Request<EndTransactionRequest>) -> Answer<EndTransactionResponse> {
+        let request = joined(request);
         let this = self.admit(&request, |r| Ok(acl::end_transaction(r)))?;
         let peer = Self::peer(&request);
         let status = match end_transaction_command(request.get_ref()) {
@@ -453,6 +472,7 @@ impl messaging_service_server::MessagingService for Messaging {
         &self,
         request: Request<NotifyClientTerminationRequest>,
     ) -> Answer<NotifyClientTerminationResponse> {
+        let request = joined(request);
         self.admit(&request, |r| Ok(acl::notify_client_termination(r)))?;
         Ok(Response::new(NotifyClientTerminationResponse { status: Some(ok()) }))
     }
@@ -461,6 +481,7 @@ impl messaging_service_server::MessagingService for Messaging {
         &self,
         request: Request<ChangeInvisibleDurationRequest>,
     ) -> Answer<ChangeInvisibleDurationResponse> {
+        let request = joined(request);
         let this = self.admit(&request, |r| Ok(acl::consuming(r.group.as_ref(), r.topic.as_ref())))?;
         let peer = Self::peer(&request);
         let response = this.change_invisible(peer, request.get_ref()).await.unwrap_or_else(|refused| {

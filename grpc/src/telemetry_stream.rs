@@ -31,6 +31,7 @@ use tonic::Streaming;
 
 use crate::check_back::Outbox;
 use crate::check_back::TelemetryChecker;
+use crate::namespace::Namespaced;
 use crate::pb::Settings;
 use crate::pb::TelemetryCommand;
 use crate::pb::settings::PubSub;
@@ -87,7 +88,11 @@ async fn serve(
         // A transport error or the client's end of stream ends the call.
         let Some(Ok(command)) = command else { break };
         let mut group = None;
-        if let Some(Command::Settings(settings)) = &command.command {
+        if let Some(Command::Settings(asked)) = &command.command {
+            // Checked and registered with the namespace joined; answered as the client sent them.
+            let mut settings = asked.clone();
+            settings.join_namespace();
+            let settings = &settings;
             if let Some(a) = &admission
                 && let Err(denied) = crate::acl::settings(settings)
                     .and_then(|needed| bridge.admit_grpc(a.credentials.as_ref(), a.peer, &needed))

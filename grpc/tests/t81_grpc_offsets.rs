@@ -213,7 +213,7 @@ async fn t81_update_get_query_offset_on_leader_and_follower() -> Result<()> {
         (GROUP, queue(TOPIC, QUEUES), 1, "BAD_REQUEST"),
         (GROUP, queue(TOPIC, -1), 1, "BAD_REQUEST"),
         (GROUP, other_broker.clone(), 1, "BAD_REQUEST"),
-        (GROUP, namespaced, 1, "BAD_REQUEST"),
+        (GROUP, namespaced, 1, "TOPIC_NOT_FOUND"),
         (GROUP, None, 1, "BAD_REQUEST"),
         (GROUP, queue(TOPIC, 0), -1, "ILLEGAL_OFFSET"),
     ];

@@ -14,11 +14,10 @@ Events: `sent`, `refused`, `received`, `done`, `error`.
 """
 
 import argparse
-import json
 import sys
-import time
 import traceback
 
+from py5_common import emit, message, receive_all, shutdown_all
 from rocketmq.v5.client import ClientConfiguration, Credentials
 from rocketmq.v5.consumer import SimpleConsumer
 from rocketmq.v5.model import FilterExpression, Message
@@ -27,18 +26,6 @@ from rocketmq.v5.producer import Producer
 COUNT = 6
 INVISIBLE_S = 20
 CONSUME_WAIT_S = 90
-
-
-def emit(event, **fields):
-    print(json.dumps({"event": event, **fields}), flush=True)
-
-
-def message(topic, seq):
-    m = Message()
-    m.topic = topic
-    m.body = f"acl-{seq}".encode("utf-8")
-    m.tag = "TagA"
-    return m
 
 
 def main():
@@ -60,7 +47,7 @@ def main():
         producer.startup()
         started.append(producer)
         for seq in range(COUNT):
-            receipt = producer.send(message(args.topic, seq))
+            receipt = producer.send(message(Message, args.topic, f"acl-{seq}"))
             emit("sent", seq=seq, msg_id=receipt.message_id)
 
         access_key = args.producer_keys.split(":", 1)[0]
@@ -68,7 +55,7 @@ def main():
         try:
             impostor.startup()
             started.append(impostor)
-            impostor.send(message(args.topic, COUNT))
+            impostor.send(message(Message, args.topic, f"acl-{COUNT}"))
             emit("error", what="a producer with a wrong secret sent a message")
         except Exception as e:  # the client raises its own exception types
             emit("refused", what=type(e).__name__, text=str(e)[:300])
@@ -76,25 +63,18 @@ def main():
         consumer = SimpleConsumer(config(args.consumer_keys), args.group, {args.topic: FilterExpression("*")})
         consumer.startup()
         started.append(consumer)
-        received = set()
-        deadline = time.monotonic() + CONSUME_WAIT_S
-        while len(received) < COUNT:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"received only {sorted(received)} within {CONSUME_WAIT_S} s")
-            for m in consumer.receive(32, INVISIBLE_S):
-                consumer.ack(m)
-                body = m.body.decode("utf-8", errors="replace")
-                received.add(body)
-                emit("received", msg_id=m.message_id, body=body)
+        received = receive_all(
+            consumer,
+            COUNT,
+            INVISIBLE_S,
+            CONSUME_WAIT_S,
+            lambda m, body: emit("received", msg_id=m.message_id, body=body),
+        )
         emit("done", received=len(received))
     except Exception:
         emit("error", what=traceback.format_exc())
     finally:
-        for client in reversed(started):
-            try:
-                client.shutdown()
-            except Exception:
-                pass
+        shutdown_all(started)
     sys.stdout.flush()
 
 

@@ -19,7 +19,9 @@
 //!
 //! A second test runs `py5_acl.py` against a group under the plain ACL (`aclEnable`): the client's
 //! Credentials sign every call; the producer account sends through a follower, a wrong secret is
-//! refused, the consumer account receives and acks everything.
+//! refused, the consumer account receives and acks everything. A third runs `py5_namespace.py`: a
+//! client with a namespace sends and receives under the joined names (`ns%Topic`), which are what
+//! the broker stores.
 //!
 //! Without the client the test prints a SKIP line naming the package and how to install it. The
 //! script's randomness comes from a seed printed here (`RAFTMQ_PY5_SEED` replays one). Waits are
@@ -584,6 +586,81 @@ async fn run_acl(cluster: &Cluster, servers: &BTreeMap<u64, GrpcServer>, python:
         }
     }
     let bodies: BTreeSet<String> = (0..ACL_COUNT).map(|seq| format!("acl-{seq}")).collect();
+    ensure!(stored == bodies, "stored {stored:?}");
+    Ok(())
+}
+
+const NS: &str = "Py5Tenant";
+const NS_TOPIC: &str = "Orders";
+const NS_GROUP: &str = "Readers";
+/// What `py5_namespace.py` sends (its COUNT).
+const NS_COUNT: usize = 6;
+
+/// A client with a namespace (`ClientConfiguration(namespace=...)`): its resources are joined as
+/// RocketMQ 5.1's proxy joins them, so `py5_namespace.py` sends to and receives from
+/// `Py5Tenant%Orders` as group `Py5Tenant%Readers` (the only ones that exist), reads the topic back
+/// as the client named it, and a client without the namespace cannot reach the topic. A 4.x client
+/// with the same namespace (which joins names itself) reads the same messages: the test drains
+/// `Py5Tenant%Orders` over remoting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn py5_client_with_a_namespace_uses_the_joined_names() -> Result<()> {
+    let Some(python) = python_or_skip().await else { return Ok(()) };
+    let cluster = Cluster::start(1).await?;
+    let id = *cluster.running().first().context("no replica")?;
+    let broker = cluster.broker(id).context("a running replica has no broker")?;
+    let server = GrpcServer::bind(broker.bridge(), "127.0.0.1:0".parse()?).await?;
+    let result = run_namespace(&cluster, &server, &python).await;
+    server.shutdown().await;
+    cluster.shutdown().await?;
+    result
+}
+
+async fn run_namespace(cluster: &Cluster, server: &GrpcServer, python: &PathBuf) -> Result<()> {
+    let leader = cluster.wait_leader(harness::cluster::WAIT).await?;
+    let topic = format!("{NS}%{NS_TOPIC}");
+    let admin = Admin::new(&cluster.namesrv_addr)?;
+    let config = TopicConfig { read_queue_nums: QUEUES, write_queue_nums: QUEUES, ..TopicConfig::new(&topic) };
+    admin.create_topic(&cluster.addr(leader), &config).await?;
+    let group = SubscriptionGroupConfig::new(format!("{NS}%{NS_GROUP}"));
+    admin.create_subscription_group(&cluster.addr(leader), &group).await?;
+    admin.shutdown().await;
+
+    let script_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop_py5");
+    let home = tempfile::tempdir()?;
+    let mut command = tokio::process::Command::new(python);
+    command
+        .arg(script_dir.join("py5_namespace.py"))
+        .args(["--endpoints", &format!("127.0.0.1:{}", server.local_addr().port())])
+        .args(["--namespace", NS, "--topic", NS_TOPIC, "--group", NS_GROUP])
+        .env("HOME", home.path())
+        .current_dir(&script_dir)
+        .stdin(Stdio::null());
+    let out = run_json_lines(command, "py5_namespace.py", SCRIPT_TIMEOUT, || client_log_tail(home.path())).await?;
+    let sent: BTreeSet<&str> = out.of("sent").iter().map(|e| text(e, "msg_id")).collect();
+    ensure!(sent.len() == NS_COUNT, "{} sends reported", sent.len());
+    let refused = out.of("refused");
+    ensure!(refused.len() == 1, "a client outside the namespace reached its topic: {:?}", out.events);
+    println!("py5_namespace.py: {} sent; outside the namespace: {}", sent.len(), text(refused[0], "text"));
+    let received = out.of("received");
+    for r in &received {
+        ensure!(
+            (text(r, "topic"), text(r, "namespace")) == (NS_TOPIC, NS),
+            "a message names its topic as the client did: {r}"
+        );
+    }
+    let received: BTreeSet<&str> = received.iter().map(|e| text(e, "msg_id")).collect();
+    ensure!(received == sent, "received {received:?}, sent {sent:?}");
+
+    // Stored under the joined name, where a 4.x client in the namespace reads them.
+    let reader = RemotingClient::new();
+    let mut stored = BTreeSet::new();
+    for queue_id in 0..QUEUES {
+        for m in drain_queue(&reader, &cluster.addr(leader), &topic, queue_id).await? {
+            let body = String::from_utf8_lossy(&m.message.body).into_owned();
+            ensure!(stored.insert(body.clone()), "{body} stored twice");
+        }
+    }
+    let bodies: BTreeSet<String> = (0..NS_COUNT).map(|seq| format!("ns-{seq}")).collect();
     ensure!(stored == bodies, "stored {stored:?}");
     Ok(())
 }

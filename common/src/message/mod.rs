@@ -11,6 +11,7 @@
 //! - [`tag`]: Java `String.hashCode` tag codes (ConsumeQueue) and IndexFile key hashes.
 //! - [`model`]: [`Message`], [`MessageExt`], [`MessageQueue`].
 //! - [`validate`]: topic/group/message rules, system topics, retry/DLQ names.
+//! - [`namespace`]: `ns%name`, a namespace joined into a topic or group name.
 //! - [`compress`]: zlib bodies, bounded decompression.
 //! - [`msg_id`]: offsetMsgId and UNIQ_KEY.
 //! - [`record`]: the CommitLog record codec (v1/v2, IPv4/IPv6), offset patching.
@@ -24,6 +25,7 @@ pub mod batch;
 pub mod compress;
 pub mod model;
 pub mod msg_id;
+pub mod namespace;
 pub mod properties;
 pub mod record;
 pub mod sys_flag;
