@@ -5,10 +5,11 @@
 //! same namespace sends; on the way out a stored name is split again ([`crate::message::resource_of`]).
 //!
 //! Java 5.1 reads the namespace of each `Resource`, not the `x-mq-namespace` header, and so does
-//! this module; 5.2 stopped joining it at all, which lets two namespaces share one topic silently.
+//! this module.
 //!
 //! Invariant: after [`Namespaced::join_namespace`] every `Resource` of the request has an empty
-//! `resource_namespace`, so no later step can read a name without its namespace.
+//! `resource_namespace`, so no later step can read a name without its namespace; the service's
+//! `admit`, every RPC's first step, joins them.
 
 use raftmq_common::message::namespace::join;
 
@@ -99,6 +100,42 @@ mod tests {
 
     fn plain(name: &str) -> Option<Resource> {
         named("", name)
+    }
+
+    /// Whether any resource in `request` still carries a namespace (its `Debug` names every field).
+    fn carries_namespace(request: &impl std::fmt::Debug) -> bool {
+        format!("{request:?}").contains("resource_namespace: \"ns\"")
+    }
+
+    #[test]
+    fn no_request_keeps_a_namespace() {
+        let queue = || Some(MessageQueue { topic: named("ns", "T"), ..Default::default() });
+        fn check<T: Namespaced + std::fmt::Debug>(mut request: T) {
+            assert!(carries_namespace(&request), "{request:?}");
+            request.join_namespace();
+            assert!(!carries_namespace(&request), "{request:?}");
+        }
+        check(QueryRouteRequest { topic: named("ns", "T"), ..Default::default() });
+        check(HeartbeatRequest { group: named("ns", "G"), ..Default::default() });
+        check(QueryAssignmentRequest { topic: named("ns", "T"), group: named("ns", "G"), ..Default::default() });
+        check(ReceiveMessageRequest { group: named("ns", "G"), message_queue: queue(), ..Default::default() });
+        check(AckMessageRequest { group: named("ns", "G"), topic: named("ns", "T"), ..Default::default() });
+        check(ForwardMessageToDeadLetterQueueRequest {
+            group: named("ns", "G"),
+            topic: named("ns", "T"),
+            ..Default::default()
+        });
+        check(ChangeInvisibleDurationRequest {
+            group: named("ns", "G"),
+            topic: named("ns", "T"),
+            ..Default::default()
+        });
+        check(EndTransactionRequest { topic: named("ns", "T"), ..Default::default() });
+        check(NotifyClientTerminationRequest { group: named("ns", "G") });
+        check(UpdateOffsetRequest { group: named("ns", "G"), message_queue: queue(), ..Default::default() });
+        check(GetOffsetRequest { group: named("ns", "G"), message_queue: queue() });
+        check(QueryOffsetRequest { message_queue: queue(), ..Default::default() });
+        check(SendMessageRequest { messages: vec![Message { topic: named("ns", "T"), ..Default::default() }] });
     }
 
     #[test]

@@ -93,12 +93,6 @@ fn topic_of(resource: Option<&Resource>) -> Result<&str, Status> {
     Ok(resource.name.as_str())
 }
 
-/// `request` with every namespace joined into its names ([`Namespaced`]), before anything reads it.
-fn joined<T: Namespaced>(mut request: Request<T>) -> Request<T> {
-    request.get_mut().join_namespace();
-    request
-}
-
 impl Messaging {
     /// The service over `bridge`, answering routes with `grpc_port`.
     pub fn new(bridge: Bridge, grpc_port: u16, stopping: CancellationToken) -> Self {
@@ -115,12 +109,16 @@ impl Messaging {
 
     /// The service acting for `request` once the ACL admits it ([`Bridge::admit_grpc`] with the
     /// call's credentials and what `needs` says it touches), or PERMISSION_DENIED with the reason.
-    /// Without `aclEnable`, this service.
-    fn admit<T>(
+    /// Without `aclEnable`, this service. Every RPC's first step: it joins the request's
+    /// namespaces into its names ([`Namespaced`]) first.
+    fn admit<T: Namespaced>(
         &self,
-        request: &Request<T>,
+        request: &mut Request<T>,
         needs: impl FnOnce(&T) -> Result<Needs, AclDenied>,
     ) -> Result<Messaging, tonic::Status> {
+        // Before anything reads a name, the ACL included: an account granted `T` must not reach
+        // `ns%T`.
+        request.get_mut().join_namespace();
         if !self.bridge.acl_enabled() {
             return Ok(self.clone());
         }
@@ -333,10 +331,9 @@ impl Messaging {
 
 #[tonic::async_trait]
 impl messaging_service_server::MessagingService for Messaging {
-    async fn query_route(&self, request: Request<QueryRouteRequest>) -> Answer<QueryRouteResponse> {
+    async fn query_route(&self, mut request: Request<QueryRouteRequest>) -> Answer<QueryRouteResponse> {
         let asked = request.get_ref().topic.clone().unwrap_or_default();
-        let request = joined(request);
-        let this = self.admit(&request, |r| Ok(acl::query_route(r)))?;
+        let this = self.admit(&mut request, |r| Ok(acl::query_route(r)))?;
         let response = match this.route(request.get_ref(), &asked) {
             Ok(message_queues) => QueryRouteResponse { status: Some(ok()), message_queues },
             Err(refused) => QueryRouteResponse { status: Some(refused), message_queues: Vec::new() },
@@ -344,23 +341,20 @@ impl messaging_service_server::MessagingService for Messaging {
         Ok(Response::new(response))
     }
 
-    async fn heartbeat(&self, request: Request<HeartbeatRequest>) -> Answer<HeartbeatResponse> {
-        let request = joined(request);
-        self.admit(&request, acl::heartbeat)?;
+    async fn heartbeat(&self, mut request: Request<HeartbeatRequest>) -> Answer<HeartbeatResponse> {
+        self.admit(&mut request, acl::heartbeat)?;
         Ok(Response::new(HeartbeatResponse { status: Some(ok()) }))
     }
 
-    async fn send_message(&self, request: Request<SendMessageRequest>) -> Answer<SendMessageResponse> {
-        let request = joined(request);
-        let this = self.admit(&request, acl::send)?;
+    async fn send_message(&self, mut request: Request<SendMessageRequest>) -> Answer<SendMessageResponse> {
+        let this = self.admit(&mut request, acl::send)?;
         let peer = Self::peer(&request);
         Ok(Response::new(this.send(peer, request.into_inner()).await))
     }
 
-    async fn query_assignment(&self, request: Request<QueryAssignmentRequest>) -> Answer<QueryAssignmentResponse> {
+    async fn query_assignment(&self, mut request: Request<QueryAssignmentRequest>) -> Answer<QueryAssignmentResponse> {
         let asked = request.get_ref().topic.clone().unwrap_or_default();
-        let request = joined(request);
-        let this = self.admit(&request, |r| Ok(acl::consuming(r.group.as_ref(), r.topic.as_ref())))?;
+        let this = self.admit(&mut request, |r| Ok(acl::consuming(r.group.as_ref(), r.topic.as_ref())))?;
         let response = match this.assignment(request.get_ref(), &asked) {
             Ok(assignments) => QueryAssignmentResponse { status: Some(ok()), assignments },
             Err(refused) => QueryAssignmentResponse { status: Some(refused), assignments: Vec::new() },
@@ -370,9 +364,8 @@ impl messaging_service_server::MessagingService for Messaging {
 
     type ReceiveMessageStream = BoxStream<'static, Result<ReceiveMessageResponse, tonic::Status>>;
 
-    async fn receive_message(&self, request: Request<ReceiveMessageRequest>) -> Answer<Self::ReceiveMessageStream> {
-        let request = joined(request);
-        let this = self.admit(&request, |r| Ok(acl::receive(r)))?;
+    async fn receive_message(&self, mut request: Request<ReceiveMessageRequest>) -> Answer<Self::ReceiveMessageStream> {
+        let this = self.admit(&mut request, |r| Ok(acl::receive(r)))?;
         let peer = Self::peer(&request);
         let deadline =
             request.metadata().get("grpc-timeout").and_then(|v| v.to_str().ok()).and_then(receive::grpc_timeout);
@@ -383,19 +376,17 @@ impl messaging_service_server::MessagingService for Messaging {
         Ok(Response::new(stream.boxed()))
     }
 
-    async fn ack_message(&self, request: Request<AckMessageRequest>) -> Answer<AckMessageResponse> {
-        let request = joined(request);
-        let this = self.admit(&request, |r| Ok(acl::consuming(r.group.as_ref(), r.topic.as_ref())))?;
+    async fn ack_message(&self, mut request: Request<AckMessageRequest>) -> Answer<AckMessageResponse> {
+        let this = self.admit(&mut request, |r| Ok(acl::consuming(r.group.as_ref(), r.topic.as_ref())))?;
         let peer = Self::peer(&request);
         Ok(Response::new(this.ack(peer, request.into_inner()).await))
     }
 
     async fn forward_message_to_dead_letter_queue(
         &self,
-        request: Request<ForwardMessageToDeadLetterQueueRequest>,
+        mut request: Request<ForwardMessageToDeadLetterQueueRequest>,
     ) -> Answer<ForwardMessageToDeadLetterQueueResponse> {
-        let request = joined(request);
-        let this = self.admit(&request, |r| Ok(acl::consuming(r.group.as_ref(), r.topic.as_ref())))?;
+        let this = self.admit(&mut request, |r| Ok(acl::consuming(r.group.as_ref(), r.topic.as_ref())))?;
         let peer = Self::peer(&request);
         let status = this.dead_letter(peer, request.get_ref()).await;
         Ok(Response::new(ForwardMessageToDeadLetterQueueResponse { status: Some(status) }))
@@ -407,33 +398,29 @@ impl messaging_service_server::MessagingService for Messaging {
         not_served("PullMessage")
     }
 
-    async fn update_offset(&self, request: Request<UpdateOffsetRequest>) -> Answer<UpdateOffsetResponse> {
-        let request = joined(request);
-        let this = self.admit(&request, |r| Ok(acl::group_offset(r.group.as_ref(), r.message_queue.as_ref())))?;
+    async fn update_offset(&self, mut request: Request<UpdateOffsetRequest>) -> Answer<UpdateOffsetResponse> {
+        let this = self.admit(&mut request, |r| Ok(acl::group_offset(r.group.as_ref(), r.message_queue.as_ref())))?;
         let peer = Self::peer(&request);
         let status = this.commit_offset(peer, request.get_ref()).await;
         Ok(Response::new(UpdateOffsetResponse { status: Some(status) }))
     }
 
-    async fn get_offset(&self, request: Request<GetOffsetRequest>) -> Answer<GetOffsetResponse> {
-        let request = joined(request);
-        let this = self.admit(&request, |r| Ok(acl::group_offset(r.group.as_ref(), r.message_queue.as_ref())))?;
+    async fn get_offset(&self, mut request: Request<GetOffsetRequest>) -> Answer<GetOffsetResponse> {
+        let this = self.admit(&mut request, |r| Ok(acl::group_offset(r.group.as_ref(), r.message_queue.as_ref())))?;
         let peer = Self::peer(&request);
         let (status, offset) = this.committed_offset(peer, request.get_ref()).await;
         Ok(Response::new(GetOffsetResponse { status: Some(status), offset }))
     }
 
-    async fn query_offset(&self, request: Request<QueryOffsetRequest>) -> Answer<QueryOffsetResponse> {
-        let request = joined(request);
-        let this = self.admit(&request, |r| Ok(acl::topic_offset(r.message_queue.as_ref())))?;
+    async fn query_offset(&self, mut request: Request<QueryOffsetRequest>) -> Answer<QueryOffsetResponse> {
+        let this = self.admit(&mut request, |r| Ok(acl::topic_offset(r.message_queue.as_ref())))?;
         let peer = Self::peer(&request);
         let (status, offset) = this.offset_by_policy(peer, request.get_ref()).await;
         Ok(Response::new(QueryOffsetResponse { status: Some(status), offset }))
     }
 
-    async fn end_transaction(&self, request: Request<EndTransactionRequest>) -> Answer<EndTransactionResponse> {
-        let request = joined(request);
-        let this = self.admit(&request, |r| Ok(acl::end_transaction(r)))?;
+    async fn end_transaction(&self, mut request: Request<EndTransactionRequest>) -> Answer<EndTransactionResponse> {
+        let this = self.admit(&mut request, |r| Ok(acl::end_transaction(r)))?;
         let peer = Self::peer(&request);
         let status = match end_transaction_command(request.get_ref()) {
             Ok(command) => {
@@ -470,19 +457,17 @@ impl messaging_service_server::MessagingService for Messaging {
 
     async fn notify_client_termination(
         &self,
-        request: Request<NotifyClientTerminationRequest>,
+        mut request: Request<NotifyClientTerminationRequest>,
     ) -> Answer<NotifyClientTerminationResponse> {
-        let request = joined(request);
-        self.admit(&request, |r| Ok(acl::notify_client_termination(r)))?;
+        self.admit(&mut request, |r| Ok(acl::notify_client_termination(r)))?;
         Ok(Response::new(NotifyClientTerminationResponse { status: Some(ok()) }))
     }
 
     async fn change_invisible_duration(
         &self,
-        request: Request<ChangeInvisibleDurationRequest>,
+        mut request: Request<ChangeInvisibleDurationRequest>,
     ) -> Answer<ChangeInvisibleDurationResponse> {
-        let request = joined(request);
-        let this = self.admit(&request, |r| Ok(acl::consuming(r.group.as_ref(), r.topic.as_ref())))?;
+        let this = self.admit(&mut request, |r| Ok(acl::consuming(r.group.as_ref(), r.topic.as_ref())))?;
         let peer = Self::peer(&request);
         let response = this.change_invisible(peer, request.get_ref()).await.unwrap_or_else(|refused| {
             ChangeInvisibleDurationResponse { status: Some(refused), receipt_handle: String::new() }

@@ -7,7 +7,8 @@
 //!   A consumer account receives every message (POP) and acks it. Both start (QueryRoute, the
 //!   Telemetry `Settings`) only as what their accounts allow.
 //! - Refused with gRPC PERMISSION_DENIED and Java's reason, nothing stored: a wrong secret, an
-//!   unknown key, no credentials, a send to a topic the account may not publish, a receive and an
+//!   unknown key, no credentials, a send to a topic the account may not publish (also its own topic
+//!   in a namespace: the name is joined before the check), a receive and an
 //!   offset read by an account without SUB, a Telemetry `Settings` publishing a topic the account
 //!   may not (the trace topic beside it notwithstanding); a client with a wrong secret never sends.
 //! - Without `aclEnable` credentials are ignored (t80, t81, t82).
@@ -135,15 +136,15 @@ fn signed<T>(message: T, keys: Option<(&str, &str)>) -> Result<tonic::Request<T>
     Ok(request)
 }
 
-/// A SendMessage to `topic` through the service in process, with the metadata a client with
-/// `keys` sends; the gRPC status when refused, the proto code otherwise.
+/// A SendMessage to `topic` in `namespace` ("" for none) through the service in process, with the
+/// metadata a client with `keys` sends; the gRPC status when refused, the proto code otherwise.
 async fn send_in_process(
     service: &Messaging,
-    topic: &str,
+    (namespace, topic): (&str, &str),
     keys: Option<(&str, &str)>,
 ) -> Result<Result<i32, tonic::Status>> {
     let message = pb::Message {
-        topic: Some(pb::Resource { resource_namespace: String::new(), name: topic.into() }),
+        topic: Some(pb::Resource { resource_namespace: namespace.into(), name: topic.into() }),
         body: b"refused".to_vec(),
         system_properties: Some(pb::SystemProperties {
             message_id: "01T83000000000000000000001".into(),
@@ -236,12 +237,18 @@ async fn t83_grpc_clients_under_acl_act_as_their_accounts_through_leader_and_fol
     }
 
     // Refusals, each with Java's reason; none of them stores anything.
-    let wrong = send_in_process(&on_follower, TOPIC, Some(("t83producer", "guessed"))).await?;
+    let wrong = send_in_process(&on_follower, ("", TOPIC), Some(("t83producer", "guessed"))).await?;
     denied(wrong, "Check signature failed for accessKey=t83producer")?;
-    denied(send_in_process(&on_follower, TOPIC, Some(("t83stranger", "x"))).await?, "No acl config for t83stranger")?;
-    denied(send_in_process(&on_follower, TOPIC, None).await?, "No accessKey is configured")?;
-    let elsewhere = send_in_process(&on_follower, OTHER_TOPIC, producer_keys).await?;
+    denied(
+        send_in_process(&on_follower, ("", TOPIC), Some(("t83stranger", "x"))).await?,
+        "No acl config for t83stranger",
+    )?;
+    denied(send_in_process(&on_follower, ("", TOPIC), None).await?, "No accessKey is configured")?;
+    let elsewhere = send_in_process(&on_follower, ("", OTHER_TOPIC), producer_keys).await?;
     denied(elsewhere, "No default permission for topic:GrpcAclPayments")?;
+    // A namespace is joined before the check: PUB on the topic is not PUB on `tenant%topic`.
+    let namespaced = send_in_process(&on_follower, ("tenant", TOPIC), producer_keys).await?;
+    denied(namespaced, &format!("No default permission for topic:tenant%{TOPIC}"))?;
     let mut refused = Producer::new(
         {
             let mut option = ProducerOption::default();

@@ -640,6 +640,7 @@ async fn run_namespace(cluster: &Cluster, server: &GrpcServer, python: &PathBuf)
     ensure!(sent.len() == NS_COUNT, "{} sends reported", sent.len());
     let refused = out.of("refused");
     ensure!(refused.len() == 1, "a client outside the namespace reached its topic: {:?}", out.events);
+    ensure!(text(refused[0], "text").contains("route"), "refused for another reason than the route: {:?}", refused[0]);
     println!("py5_namespace.py: {} sent; outside the namespace: {}", sent.len(), text(refused[0], "text"));
     let received = out.of("received");
     for r in &received {
@@ -650,6 +651,11 @@ async fn run_namespace(cluster: &Cluster, server: &GrpcServer, python: &PathBuf)
     }
     let received: BTreeSet<&str> = received.iter().map(|e| text(e, "msg_id")).collect();
     ensure!(received == sent, "received {received:?}, sent {sent:?}");
+
+    // The consumer's group was the joined one: the bare name was never asked for (the broker
+    // creates a subscription group a consumer names, `autoCreateSubscriptionGroup`).
+    let bridge = cluster.broker(leader).context("the leader has no broker")?.bridge();
+    ensure!(bridge.subscription_group(NS_GROUP).is_none(), "the group {NS_GROUP} outside the namespace was used");
 
     // Stored under the joined name, where a 4.x client in the namespace reads them.
     let reader = RemotingClient::new();

@@ -5,7 +5,7 @@
 //!
 //! Invariants: system topics and system consumer groups are never joined; joining is idempotent (a
 //! name already in the namespace is left alone); [`split`] undoes [`join`] for every name [`join`]
-//! changes.
+//! changes with a namespace that holds no `%` (as in Java, `a%b` joined splits as namespace `a`).
 
 use super::validate::DLQ_GROUP_TOPIC_PREFIX;
 use super::validate::RETRY_GROUP_TOPIC_PREFIX;
@@ -97,6 +97,8 @@ mod tests {
             ("%DLQ%ns%G", "ns", "%DLQ%G"),
             ("%RETRY%G", "", "%RETRY%G"),
             ("RMQ_SYS_TRANS_HALF_TOPIC", "", "RMQ_SYS_TRANS_HALF_TOPIC"),
+            // A namespace holding the separator does not come back whole, in Java either.
+            ("a%b%T", "a", "b%T"),
         ] {
             assert_eq!(split(name), (namespace, inside.to_owned()), "split({name:?})");
         }
