@@ -431,6 +431,7 @@ impl Broker {
                 cancel.child_token(),
             ),
             crate::services::replication_watch::spawn(Arc::clone(&ctx.replica), cancel.child_token()),
+            crate::services::membership::spawn_joint_finisher(Arc::clone(&ctx.membership), cancel.child_token()),
             retention::spawn(
                 RetentionHandles {
                     store: Arc::clone(&ctx.store),

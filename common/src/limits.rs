@@ -479,6 +479,9 @@ pub const LEADER_TRANSFER_TARGET_ACK_AGE_MIN_MS: u64 = 1_000;
 /// Deadline of one membership admin call on the client side: the longest server-side wait plus room
 /// for the two membership entries to commit.
 pub const MEMBERSHIP_CHANGE_TIMEOUT_MS: u64 = LEARNER_CATCH_UP_MAX_MS + 15_000;
+/// How often every replica looks for a voter change left joint, which its ready leader then finishes
+/// (`broker/src/services/membership.rs`): until it does, the group refuses every other change.
+pub const JOINT_MEMBERSHIP_CHECK_INTERVAL_MS: u64 = 500;
 /// Node ids one replicated node-id record may carry (a broker group is a handful of replicas).
 pub const RAFT_NODE_IDS_MAX_COUNT: usize = 1_024;
 /// Retention rounds after DELETE_EXPIRED_COMMITLOG (`mqadmin deleteExpiredCommitLog`) that delete

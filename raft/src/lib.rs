@@ -52,7 +52,9 @@ pub use config::RaftConfig;
 pub use error::{CorruptReason, StoreError};
 pub use flusher::{FLUSH_LATENCY_BUCKETS_SECONDS, FlushLatency};
 pub use log_store::{EntryPosition, LogReader, LogStore, WeakLogStore};
-pub use node::{Applied, Leadership, NodeConfig, NodeError, NodeStatus, ProposeError, RaftNode, Role, Submitted};
+pub use node::{
+    Applied, CommittedJoint, Leadership, NodeConfig, NodeError, NodeStatus, ProposeError, RaftNode, Role, Submitted,
+};
 pub use node_runtime::{NODE_RUNTIME_WORKER_THREADS, NodeRuntime};
 pub use patcher::{NoPatch, PayloadPatcher};
 pub use state_machine::{ApplyHandler, CommittedEntry};

@@ -88,6 +88,17 @@ impl NodeConfig {
     }
 }
 
+/// A joint membership that is committed: the change from `old_voters` to `new_voters` is half done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedJoint {
+    /// Where the joint membership is in the log.
+    pub log_id: LogId,
+    /// The voters before the change.
+    pub old_voters: BTreeSet<NodeId>,
+    /// The voters the change was going to.
+    pub new_voters: BTreeSet<NodeId>,
+}
+
 /// A point-in-time view of a replica.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeStatus {
@@ -804,6 +815,60 @@ impl RaftNode {
             return Some(format!("the membership at {:?} is not committed yet", effective.log_id()));
         }
         None
+    }
+
+    /// The joint membership this node has committed, if the effective membership is one: a change
+    /// whose second (uniform) step was never appended, because the leader that began it lost
+    /// leadership or stopped first. openraft leaves finishing it to the application
+    /// ([`Self::finish_joint`]).
+    pub fn committed_joint(&self) -> Option<CommittedJoint> {
+        let raft = self.raft.as_ref()?;
+        let m = raft.metrics().borrow_watched().clone();
+        let (effective, committed) = (&m.membership_config, &m.committed_membership_config);
+        let configs = effective.get_joint_config();
+        if configs.len() < 2 || effective.log_id() != committed.log_id() {
+            return None;
+        }
+        Some(CommittedJoint {
+            log_id: (*effective.log_id())?,
+            old_voters: configs.first().cloned().unwrap_or_default(),
+            new_voters: configs.last().cloned().unwrap_or_default(),
+        })
+    }
+
+    /// Enters joint consensus from the current voters to `voters` and stops there: the first of a
+    /// change's two steps alone, which is what a leader leaves behind when it loses leadership or
+    /// stops between them. For fault tests of [`Self::finish_joint`]; a change is
+    /// [`Self::change_membership`]. Returns once the joint membership is committed.
+    pub async fn enter_joint(&self, voters: BTreeSet<NodeId>) -> Result<LogId, NodeError> {
+        let raft = self.raft()?;
+        let observed = raft.metrics().borrow_watched().membership_config.clone();
+        let [current] = observed.membership().get_joint_config().as_slice() else {
+            return Err(NodeError::Api(format!("the membership at {:?} is joint already", observed.log_id())));
+        };
+        let nodes: BTreeMap<NodeId, Node> = observed.membership().nodes().map(|(id, n)| (*id, n.clone())).collect();
+        let joint = openraft::Membership::new(vec![current.clone(), voters], nodes)
+            .map_err(|e| NodeError::Api(e.to_string()))?;
+        let only_if = [openraft::Precondition::LastMembershipLogId { last_membership_log_id: *observed.log_id() }];
+        let r = raft
+            .append_membership(joint, openraft::EntryPayload::Blank, only_if)
+            .await
+            .map_err(|e| NodeError::Api(e.to_string()))?;
+        Ok(r.log_id)
+    }
+
+    /// Appends the uniform membership that ends `joint` (its new voters), as openraft's own second
+    /// step does: a change that adds no voter, proposed only while `joint` is still the effective
+    /// membership, so it cannot undo a change made since.
+    pub async fn finish_joint(&self, joint: &CommittedJoint) -> Result<LogId, NodeError> {
+        let change = openraft::ChangeMembers::AddVoterIds(BTreeSet::new());
+        let only_if = [openraft::Precondition::LastMembershipLogId { last_membership_log_id: Some(joint.log_id) }];
+        let r = self
+            .raft()?
+            .change_membership_if(change, false, only_if)
+            .await
+            .map_err(|e| NodeError::Api(e.to_string()))?;
+        Ok(r.log_id)
     }
 
     /// Remove learners (non-voters) from the membership; one entry, no joint config.

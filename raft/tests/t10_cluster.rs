@@ -1,7 +1,8 @@
 //! A 3-replica group over loopback TCP (the remoting transport): election, replication,
 //! leader failover, catch-up of a stopped follower, truncation of a deposed leader's
-//! uncommitted tail, leadership transfer, a proposal too large for one entry. Every replica must
-//! hold the same entries at the same physical positions.
+//! uncommitted tail, leadership transfer, a proposal too large for one entry, a joint membership
+//! left by a stopped leader. Every replica must hold the same entries at the same physical
+//! positions.
 
 use crate::cluster;
 
@@ -558,5 +559,47 @@ async fn t20_a_wiped_replica_whose_configured_peers_all_left_learns_the_members_
     let more = c.write(new_leader, 10).await?;
     c.wait_applied(more, WAIT).await?;
     assert_logs_agree(&c, more).await?;
+    c.stop_all().await
+}
+
+/// A leader that stops between the two steps of a voter change leaves the group joint, and
+/// openraft leaves the second step to the application: the next leader finds the joint membership
+/// committed ([`raftmq_raft::RaftNode::committed_joint`]) and finishes it toward the new voters.
+/// Until then the group could change no more (every change is refused while joint).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t21_a_joint_membership_left_by_a_stopped_leader_is_finished_by_the_next() -> anyhow::Result<()> {
+    let mut c = Cluster::tcp(3).await?;
+    c.start_all().await?;
+    let (old, term) = c.wait_leader(&c.ids(), 1, WAIT).await?;
+    c.write(old, 20).await?;
+    let kept: std::collections::BTreeSet<u64> = c.ids().into_iter().filter(|id| *id != old).collect();
+    // The first step of removing the leader, alone: what a leader stopped half-way leaves.
+    c.node(old)?.enter_joint(kept.clone()).await?;
+    let joint = c.node(old)?.committed_joint().ok_or_else(|| anyhow::anyhow!("no committed joint"))?;
+    assert_eq!(joint.new_voters, kept);
+    assert!(joint.old_voters.contains(&old));
+    assert!(c.node(old)?.enter_joint(kept.clone()).await.is_err(), "no second joint on a joint");
+    c.stop(old).await?;
+
+    // Elected under the joint rules: a majority of both voter sets.
+    let kept_ids: Vec<u64> = kept.iter().copied().collect();
+    let (new, _) = c.wait_leader(&kept_ids, term + 1, WAIT).await?;
+    let found = c.node(new)?.committed_joint().ok_or_else(|| anyhow::anyhow!("the new leader sees no joint"))?;
+    assert_eq!(found.log_id, joint.log_id, "the same half-done change");
+    c.node(new)?.finish_joint(&found).await?;
+    assert_eq!(c.node(new)?.committed_joint(), None);
+    assert_eq!(c.node(new)?.status().voters, kept);
+    assert!(!c.node(new)?.members().contains_key(&old), "the removed voter is dropped, not kept as learner");
+    assert!(c.node(new)?.finish_joint(&found).await.is_err(), "finishing again is refused: the joint is gone");
+
+    let more = c.write(new, 10).await?;
+    c.wait_applied(more, WAIT).await?;
+    assert_logs_agree(&c, more).await?;
+    for id in &kept_ids {
+        until("the follower sees the uniform membership", WAIT, || {
+            c.node(*id).is_ok_and(|n| n.status().voters == kept)
+        })
+        .await?;
+    }
     c.stop_all().await
 }

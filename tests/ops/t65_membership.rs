@@ -7,6 +7,9 @@
 //!   removed), hand leadership to the new node; a second change while one runs is refused, and so
 //!   is a node id used before. Every message acknowledged as SEND_OK is readable at the end from
 //!   the final leader, which is the node that joined (no acked loss).
+//! - A change left joint (its leader stopped between the two steps) is finished by the group: by the
+//!   next leader when the old one died, by the leader itself when it is still up, handing
+//!   leadership over if the change removes it; the group then takes changes again.
 
 use crate::harness;
 
@@ -228,6 +231,96 @@ async fn grow_remove_leader_and_transfer_under_load_lose_no_ack() -> Result<()> 
     ensure!(lost.is_empty(), "acked but not stored at the leader: {lost:?}");
     let status = admin.group_status(&cluster.addr(leader)).await?;
     ensure!(status.used_node_ids == vec![1, 2, 3, 4], "every id ever used is recorded: {status:?}");
+    admin.shutdown().await;
+    cluster.crash_all().await
+}
+
+/// The ready leader among `ids` whose view shows `voters`, no joint membership and no change
+/// running.
+async fn settled_leader(admin: &Admin, cluster: &Cluster, ids: &BTreeSet<u64>, voters: &BTreeSet<u64>) -> Option<u64> {
+    for id in ids {
+        let s = admin.group_status(&cluster.addr(*id)).await.ok()?;
+        if s.role == "LEADER" && s.ready && !s.joint && s.membership_change.is_none() && voter_ids(&s) == *voters {
+            return Some(*id);
+        }
+    }
+    None
+}
+
+/// A voter change whose leader stopped between openraft's two steps leaves the membership joint,
+/// and while it is joint every change is refused. The group finishes it on its own: a leader that
+/// dies half-way through removing itself is replaced by one that completes the removal (jepsen
+/// seed 7600), and a leader that is itself removed by a joint it finishes hands leadership over
+/// as `removeNode` does. Later changes are accepted and no acknowledged message is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_left_joint_is_finished_by_the_group() -> Result<()> {
+    let mut cluster = Cluster::start(3).await?;
+    cluster.create_topic(TOPIC, QUEUES).await?;
+    let admin = Admin::new(&cluster.namesrv_addr)?;
+    let producer = Producer::builder("t65_joint_producer").namesrv_addr(&cluster.namesrv_addr).build()?;
+    producer.start().await?;
+    let mut acked = BTreeSet::new();
+    let mut send = async |producer: &Producer, from: usize| -> Result<()> {
+        for i in from..from + 20 {
+            let body = format!("joint-{i}");
+            let r = producer.send(Message::new(TOPIC, body.clone())).await?;
+            ensure!(r.status == SendStatus::SendOk, "{r:?}");
+            acked.insert(body);
+        }
+        Ok(())
+    };
+    send(&producer, 0).await?;
+
+    // 1. The leader enters the joint membership that removes it, and dies at once.
+    let old = cluster.wait_leader(WAIT).await?;
+    let old_addr = cluster.addr(old);
+    let kept: BTreeSet<u64> = cluster.running().into_iter().filter(|id| *id != old).collect();
+    let raft = Arc::clone(cluster.broker(old).context("the leader runs")?.raft());
+    raft.enter_joint(kept.clone()).await?;
+    drop(raft);
+    cluster.kill(old);
+    let leader = eventually("a leader of the others that finished the removal", || {
+        settled_leader(&admin, &cluster, &kept, &kept)
+    })
+    .await?;
+    eventually("the dead leader to leave the NameServer's route", || async {
+        let info = admin.cluster_info().await.ok()?;
+        let addrs = info.broker_addr_table.get(BROKER_NAME)?.broker_addrs.clone();
+        (!addrs.values().any(|a| *a == old_addr) && addrs.get(&0) == Some(&cluster.addr(leader))).then_some(())
+    })
+    .await?;
+    send(&producer, 20).await?;
+
+    // The group changes again: a fresh node joins.
+    let peer4 = cluster.plan_replica(4)?;
+    cluster.start_replica(4).await?;
+    let report = admin.add_node(BROKER_NAME, 4, &peer4.remoting_addr, &peer4.raft_addr).await?;
+    let mut three = kept.clone();
+    three.insert(4);
+    ensure!(report.voters.iter().copied().collect::<BTreeSet<u64>>() == three, "{report:?}");
+
+    // 2. The leader enters the joint membership that removes it and stays up: it finishes the
+    //    change itself and hands leadership to another voter, as removeNode does.
+    let second = cluster.wait_leader(WAIT).await?;
+    let second_addr = cluster.addr(second);
+    let rest: BTreeSet<u64> = three.iter().copied().filter(|id| *id != second).collect();
+    let raft = Arc::clone(cluster.broker(second).context("the leader runs")?.raft());
+    raft.enter_joint(rest.clone()).await?;
+    drop(raft);
+    let last =
+        eventually("another leader once the change is finished", || settled_leader(&admin, &cluster, &rest, &rest))
+            .await?;
+    let removed_view = eventually("the finishing leader to know it is removed", || async {
+        admin.group_status(&second_addr).await.ok().filter(|s| s.removed)
+    })
+    .await?;
+    ensure!(removed_view.role != "LEADER", "{removed_view:?}");
+    send(&producer, 40).await?;
+    producer.shutdown().await;
+
+    let stored = read_all(&cluster.addr(last)).await?;
+    let lost: Vec<&String> = acked.difference(&stored).collect();
+    ensure!(lost.is_empty(), "acked but not stored at the leader: {lost:?}");
     admin.shutdown().await;
     cluster.crash_all().await
 }

@@ -15,12 +15,16 @@
 //!   removed the leader (this node)? hand leadership to the most up-to-date voter, wait until it is
 //!   ready, then revert to a learner (openraft alpha.37 never runs its own removed-leader step-down)
 //! transfer_leader(to | any caught-up voter) ─▶ wait: `to` leads and passed its readiness gate
+//! finish_joint (every JOINT_MEMBERSHIP_CHECK_INTERVAL_MS, on the ready leader, none running here)
+//!   committed joint [old, new] ─▶ uniform(new) ─▶ each dropped voter: as remove_node's tail
 //! ```
 //!
 //! Invariants:
 //! - One change at a time: a second request on this node is refused while one runs, and any node
 //!   refuses while the group's membership is joint or not committed (parallel changes could leave a
 //!   joint config, openraft FAQ).
+//! - A joint membership does not outlive its leader's change: a leader that stops between the two
+//!   steps leaves it, and the next ready leader finishes it toward the new voters (never back).
 //! - A node id is never reused (openraft FAQ: a reused id can split the group): every change first
 //!   records the current members (the initial members are recorded nowhere else) and a new node's id
 //!   in replicated state (entry tag 9); apply refuses an id already recorded, on every replica alike.
@@ -34,7 +38,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use std::time::Instant;
 use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
+use raftmq_common::limits::JOINT_MEMBERSHIP_CHECK_INTERVAL_MS;
 use raftmq_common::limits::LEADER_TRANSFER_MAX_MS;
 use raftmq_common::limits::LEADER_TRANSFER_TARGET_ACK_AGE_MIN_MS;
 use raftmq_common::limits::LEARNER_CATCH_UP_LAG_MAX_ENTRIES;
@@ -335,16 +342,28 @@ pub async fn remove_node(ctx: &GroupMembership, id: u64) -> Result<MembershipRep
     } else {
         node.remove_learners(BTreeSet::from([id])).await.map_err(|e| raft_error(ctx, e))?;
     }
+    let report = report(ctx, "removeNode", Some(id), started);
+    Ok(conclude_removal(ctx, id, removed_addr, report, started).await)
+}
+
+/// What follows a committed removal of node `id` (at `removed_addr`): the removed node is told;
+/// if it is this leader, leadership is handed over first (writes keep working here until the
+/// successor is ready; only then does this node stop registering, as brokerId 0, which would
+/// otherwise leave the group without a route); then it is unregistered from every NameServer.
+async fn conclude_removal(
+    ctx: &GroupMembership,
+    id: u64,
+    removed_addr: Option<String>,
+    mut report: MembershipReport,
+    started: Instant,
+) -> MembershipReport {
     let me = ctx.replica.node_id();
     if id != me
         && let Some(addr) = &removed_addr
     {
         tell_removed(ctx, addr, id).await;
     }
-    let mut report = report(ctx, "removeNode", Some(id), started);
     if id == me {
-        // Writes keep working here until the successor is ready; only then does this node stop
-        // registering (as brokerId 0, which would otherwise leave the group without a route).
         let handed_over = hand_over_removed_leadership(ctx).await;
         ctx.replica.mark_removed();
         ctx.register_now.notify_one();
@@ -368,7 +387,78 @@ pub async fn remove_node(ctx: &GroupMembership, id: u64) -> Result<MembershipRep
         let signer = ctx.cluster_signer.as_deref();
         namesrv_registration::unregister_member(&ctx.config, &ctx.forwarder, signer, addr, broker_id).await;
     }
-    Ok(report)
+    report
+}
+
+/// Finishes a voter change left joint: its leader lost leadership or stopped between openraft's
+/// two steps, and openraft leaves the second to the application. While a membership is joint every
+/// change is refused, so without this the group could never change again. A ready leader with no
+/// change of its own running appends the uniform membership of the joint's new voters, then does
+/// what the change's caller would have done for each voter it drops ([`conclude_removal`]).
+/// `Ok(None)`: nothing to finish here.
+pub async fn finish_joint(ctx: &GroupMembership) -> Result<Option<MembershipReport>, MembershipError> {
+    let started = Instant::now();
+    let node = ctx.replica.node();
+    if ctx.replica.ready_term().is_none() || node.committed_joint().is_none() {
+        return Ok(None);
+    }
+    // A change running here is still on its way to its own second step.
+    let Ok(_guard) = ctx.replica.begin_membership_change("finish a joint membership") else {
+        return Ok(None);
+    };
+    // Read again under the slot: a change that held it may have finished this joint meanwhile.
+    let Some(joint) = node.committed_joint() else {
+        return Ok(None);
+    };
+    let dropped: Vec<(u64, Option<String>)> =
+        joint.old_voters.difference(&joint.new_voters).map(|id| (*id, ctx.replica.member_addr(*id))).collect();
+    warn!(
+        log_id = %joint.log_id,
+        from = ?joint.old_voters,
+        to = ?joint.new_voters,
+        "a voter change was left joint (its leader stopped half-way): finishing it"
+    );
+    node.finish_joint(&joint).await.map_err(|e| raft_error(ctx, e))?;
+    let mut report = report(ctx, "finishJoint", None, started);
+    // This node last: handing leadership over ends what it may do as leader.
+    let me = ctx.replica.node_id();
+    let (others, this): (Vec<_>, Vec<_>) = dropped.into_iter().partition(|(id, _)| *id != me);
+    for (id, addr) in others.into_iter().chain(this) {
+        report = conclude_removal(ctx, id, addr, report, started).await;
+    }
+    info!(voters = ?report.voters, leader = ?report.leader, "the joint membership is finished");
+    Ok(Some(report))
+}
+
+/// Runs [`finish_joint`] every [`JOINT_MEMBERSHIP_CHECK_INTERVAL_MS`] until `cancel`. Detached per
+/// attempt, like an admin call: a shutdown must not stop a removal between its change and the
+/// hand-over.
+pub fn spawn_joint_finisher(ctx: Arc<GroupMembership>, cancel: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut interval = tokio::time::interval(Duration::from_millis(JOINT_MEMBERSHIP_CHECK_INTERVAL_MS));
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last_error = None;
+        loop {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break,
+                _ = interval.tick() => {}
+            }
+            if ctx.replica.node().committed_joint().is_none() {
+                continue;
+            }
+            match run_detached(&ctx, |ctx| async move { finish_joint(&ctx).await.map(Option::unwrap_or_default) }).await
+            {
+                Ok(_) => last_error = None,
+                // Once per distinct failure: a leader that keeps failing would log every tick.
+                Err(e) if last_error.as_ref() != Some(&e) => {
+                    warn!(error = %e, "cannot finish the joint membership yet");
+                    last_error = Some(e);
+                }
+                Err(_) => {}
+            }
+        }
+    })
 }
 
 /// Runs a membership operation on its own task, so that cancelling the caller (an HTTP or remoting

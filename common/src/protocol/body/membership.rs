@@ -74,7 +74,8 @@ pub struct MembershipReport {
     /// The node added, removed or made leader.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_id: Option<u64>,
-    /// `addNode`, `removeNode` or `transferLeader`.
+    /// `addNode`, `removeNode`, `transferLeader`, or `finishJoint` (a change left joint, finished
+    /// by the group's leader on its own).
     pub operation: String,
     /// Term afterwards.
     pub term: u64,
