@@ -49,8 +49,7 @@ impl Drop for SmallFs {
 }
 
 fn skip(why: &str) {
-    println!("SKIPPED t10_disk_full: {why}");
-    eprintln!("SKIPPED t10_disk_full: {why}");
+    raftmq_common::test_skip::announce_skip("t10_disk_full", why);
 }
 
 fn is_no_space(e: &std::io::Error) -> bool {

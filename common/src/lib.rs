@@ -26,4 +26,5 @@ pub mod protocol;
 #[cfg(feature = "remoting")]
 pub mod remoting;
 pub mod sync;
+pub mod test_skip;
 pub mod tls_settings;

@@ -102,7 +102,8 @@ mod tests {
     fn fill_takes_every_byte_of_a_small_tmpfs_and_free_gives_them_back() -> anyhow::Result<()> {
         // Only this test's thread enters the namespace; the mount dies with it.
         if let Err(e) = enter_private_mount_namespace() {
-            eprintln!("SKIP: fill of a size-limited tmpfs needs root and mount namespaces: {e}");
+            let why = format!("it needs root and mount namespaces: {e}");
+            raftmq_common::test_skip::announce_skip("fill of a size-limited tmpfs", &why);
             return Ok(());
         }
         let dir = tempfile::tempdir()?;

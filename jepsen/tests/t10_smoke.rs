@@ -53,8 +53,7 @@ fn broker_accepts(bin: &Path, unsafe_ack: bool) -> Result<(), String> {
 }
 
 fn skip(why: &str) {
-    println!("SKIPPED raftmq-jepsen smoke: {why}");
-    eprintln!("SKIPPED raftmq-jepsen smoke: {why}");
+    raftmq_common::test_skip::announce_skip("raftmq-jepsen smoke", why);
 }
 
 #[test]

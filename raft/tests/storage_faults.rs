@@ -11,6 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use openraft::storage::{IOFlushed, RaftLogReader, RaftLogStorage};
+use raftmq_common::test_skip::announce_skip;
 use raftmq_raft::type_config::{Entry, EntryPayload, log_id};
 use raftmq_raft::{AppPayload, LogStore, RaftConfig};
 
@@ -54,11 +55,12 @@ impl Tmpfs {
         match out {
             Ok(o) if o.status.success() => Some(Self { _dir: dir, path }),
             Ok(o) => {
-                eprintln!("SKIPPED: cannot mount a small tmpfs: {}", String::from_utf8_lossy(&o.stderr).trim());
+                let why = format!("cannot mount a small tmpfs: {}", String::from_utf8_lossy(&o.stderr).trim());
+                announce_skip("raft storage fault (tmpfs)", &why);
                 None
             }
             Err(e) => {
-                eprintln!("SKIPPED: cannot run mount: {e}");
+                announce_skip("raft storage fault (tmpfs)", &format!("cannot run mount: {e}"));
                 None
             }
         }

@@ -293,13 +293,15 @@ fn snapshot<T>(seen: &Mutex<Outcomes>, f: impl FnOnce(&Outcomes) -> T) -> T {
 #[tokio::test]
 async fn a_group_on_full_disks_refuses_hands_over_serves_again_once_freed_and_loses_nothing() -> Result<()> {
     if let Err(why) = mount_namespace() {
-        eprintln!("SKIP: t24 needs root to mount small file systems in a private mount namespace: {why}");
+        let why = format!("it needs root to mount small file systems in a private mount namespace: {why}");
+        raftmq_common::test_skip::announce_skip("t24_disk_full", &why);
         return Ok(());
     }
     let dir = tempfile::tempdir()?;
     for id in 1..=3 {
         if let Err(why) = mount_tmpfs(&disk(dir.path(), id), DISK_BYTES) {
-            eprintln!("SKIP: t24 cannot mount a {DISK_BYTES}-byte tmpfs: {why}");
+            let why = format!("cannot mount a {DISK_BYTES}-byte tmpfs: {why}");
+            raftmq_common::test_skip::announce_skip("t24_disk_full", &why);
             return Ok(());
         }
     }

@@ -18,6 +18,7 @@ use fantoccini::ClientBuilder;
 use fantoccini::Locator;
 use fantoccini::elements::Element;
 use fantoccini::wd::WebDriverCompatibleCommand;
+use raftmq_common::test_skip::announce_skip;
 use serde_json::Value;
 use serde_json::json;
 use tokio::time::Instant;
@@ -69,11 +70,11 @@ impl Browser {
     /// when Chromium or chromedriver is not installed.
     pub async fn start(test: &str) -> Result<Option<Browser>> {
         let Some(chromium) = find_program(&["chromium", "chromium-browser", "google-chrome"]) else {
-            println!("SKIP: Chromium is not installed (apt-get install chromium chromium-driver)");
+            announce_skip(test, "Chromium is not installed (apt-get install chromium chromium-driver)");
             return Ok(None);
         };
         let Some(chromedriver) = find_program(&["chromedriver"]) else {
-            println!("SKIP: chromedriver is not installed (apt-get install chromium-driver)");
+            announce_skip(test, "chromedriver is not installed (apt-get install chromium-driver)");
             return Ok(None);
         };
         let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("console").join(test);

@@ -44,6 +44,7 @@ use raftmq_client::consumer::ConsumeFrom;
 use raftmq_common::message::Message;
 use raftmq_common::message::MessageExt;
 use raftmq_common::protocol::body::membership::GroupStatus;
+use raftmq_common::test_skip::announce_skip;
 
 /// The compose project: its own name, so a user's `raftmq` cluster is never touched.
 const PROJECT: &str = "raftmqci";
@@ -242,11 +243,11 @@ fn cpp_client_installed() -> bool {
 async fn the_compose_cluster_starts_fails_over_heals_and_keeps_every_message() -> Result<()> {
     harness::cluster::init_logging();
     if !Command::new("docker").args(["info"]).output().is_ok_and(|o| o.status.success()) {
-        eprintln!("SKIP t12_compose: no Docker daemon answers `docker info`");
+        announce_skip("t12_compose", "no Docker daemon answers `docker info`");
         return Ok(());
     }
     let Some(tool) = compose_tool() else {
-        eprintln!("SKIP t12_compose: neither `docker compose` nor `docker-compose` is installed");
+        announce_skip("t12_compose", "neither `docker compose` nor `docker-compose` is installed");
         return Ok(());
     };
     let compose = Compose { tool };
@@ -315,7 +316,10 @@ async fn the_compose_cluster_starts_fails_over_heals_and_keeps_every_message() -
         ensure!(cpp_sent > 0 && received >= total, "the C++ client sent {cpp_sent} and consumed {received} of {total}");
         eprintln!("t12: the C++ client sent {cpp_sent} and consumed all {received}");
     } else {
-        eprintln!("SKIP t12 C++ client part: PyPI's rocketmq 0.4.4 is not installed (pip install rocketmq==0.4.4)");
+        announce_skip(
+            "t12_compose's C++ client part",
+            "PyPI's rocketmq 0.4.4 is not installed (pip install rocketmq==0.4.4)",
+        );
     }
 
     // 3. Kill broker-a's leader while sends run.

@@ -31,6 +31,7 @@ use raftmq_common::protocol::RemotingCommand;
 use raftmq_common::protocol::RequestCode;
 use raftmq_common::protocol::ResponseCode;
 use raftmq_common::remoting::RemotingClient;
+use raftmq_common::test_skip::announce_skip;
 use serde_json::Value;
 use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt as _;
@@ -60,11 +61,11 @@ async fn cpp_client_against_a_1_node_group() -> Result<()> {
 
 async fn run_all(nodes: u64) -> Result<()> {
     if let Some(why) = python_missing().await {
-        eprintln!(
-            "SKIP: the C++ client interop test needs python3 with PyPI's `{PYPI_PACKAGE}` (librocketmq \
-             1.2.x) because it drives Apache's C++ client through it; {why}. Install it with \
-             `pip install {PYPI_PACKAGE}` (.ci/run does)."
+        let why = format!(
+            "it needs python3 with PyPI's `{PYPI_PACKAGE}` (librocketmq 1.2.x) because it drives Apache's C++ \
+             client through it; {why}. Install it with `pip install {PYPI_PACKAGE}` (.ci/run does)."
         );
+        announce_skip(&format!("C++ client interop ({nodes} node(s))"), &why);
         return Ok(());
     }
     let refusals = refusal_recorder();

@@ -52,6 +52,7 @@ use raftmq_common::protocol::body::subscription_group::SubscriptionGroupConfig;
 use raftmq_common::protocol::body::topic::TopicConfig;
 use raftmq_common::remoting::ProcessorTable;
 use raftmq_common::remoting::RemotingClient;
+use raftmq_common::test_skip::announce_skip;
 use raftmq_grpc::GrpcServer;
 use serde_json::Value;
 
@@ -106,12 +107,12 @@ async fn python_or_skip() -> Option<PathBuf> {
     match python_with_client().await {
         Ok(python) => Some(python),
         Err(why) => {
-            eprintln!(
-                "SKIP: the RocketMQ 5 Python client interop test needs Python with PyPI's `{PYPI_PACKAGE}` \
-                 (package `rocketmq.v5`); {why}. Install it with `python3 -m venv ~/.cache/raftmq/py5-venv && \
-                 ~/.cache/raftmq/py5-venv/bin/pip install {PYPI_PACKAGE}` (.ci/run does), or name a Python \
-                 that has it in RAFTMQ_PY5_PYTHON."
+            let why = format!(
+                "it needs Python with PyPI's `{PYPI_PACKAGE}` (package `rocketmq.v5`); {why}. Install it with \
+                 `python3 -m venv ~/.cache/raftmq/py5-venv && ~/.cache/raftmq/py5-venv/bin/pip install \
+                 {PYPI_PACKAGE}` (.ci/run does), or name a Python that has it in RAFTMQ_PY5_PYTHON."
             );
+            announce_skip("RocketMQ 5 Python client interop", &why);
             None
         }
     }
