@@ -89,6 +89,8 @@ impl NodeConfig {
 }
 
 /// A joint membership that is committed: the change from `old_voters` to `new_voters` is half done.
+/// openraft's own changes build joints of two voter sets; of a longer one, these are its first and
+/// last.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommittedJoint {
     /// Where the joint membership is in the log.
@@ -840,12 +842,16 @@ impl RaftNode {
     /// change's two steps alone, which is what a leader leaves behind when it loses leadership or
     /// stops between them. For fault tests of [`Self::finish_joint`]; a change is
     /// [`Self::change_membership`]. Returns once the joint membership is committed.
+    #[doc(hidden)]
     pub async fn enter_joint(&self, voters: BTreeSet<NodeId>) -> Result<LogId, NodeError> {
         let raft = self.raft()?;
         let observed = raft.metrics().borrow_watched().membership_config.clone();
         let [current] = observed.membership().get_joint_config().as_slice() else {
             return Err(NodeError::Api(format!("the membership at {:?} is joint already", observed.log_id())));
         };
+        if *current == voters {
+            return Err(NodeError::Api(format!("{voters:?} are the voters already")));
+        }
         let nodes: BTreeMap<NodeId, Node> = observed.membership().nodes().map(|(id, n)| (*id, n.clone())).collect();
         let joint = openraft::Membership::new(vec![current.clone(), voters], nodes)
             .map_err(|e| NodeError::Api(e.to_string()))?;

@@ -240,10 +240,16 @@ pub async fn add_node(
     let _guard = ctx.replica.begin_membership_change(&format!("addNode {id}")).map_err(MembershipError::InProgress)?;
     let node = ctx.replica.node();
     let status = node.status();
+    let members = node.members();
     if status.voters.contains(&id) {
+        // A retry of an addition that was done answers the group as it is; other addresses are
+        // another node, refused.
+        if members.get(&id).is_some_and(|n| n.data == remoting_addr && n.raft_addr == raft_addr) {
+            info!(id, "addNode of a node already a voter at these addresses");
+            return Ok(report(ctx, "addNode", Some(id), started));
+        }
         return Err(MembershipError::AlreadyVoter(id));
     }
-    let members = node.members();
     if let Some(existing) = members.get(&id) {
         if existing.data != remoting_addr || existing.raft_addr != raft_addr {
             return Err(MembershipError::Invalid(format!(
@@ -328,6 +334,12 @@ pub async fn remove_node(ctx: &GroupMembership, id: u64) -> Result<MembershipRep
     let status = node.status();
     let is_voter = status.voters.contains(&id);
     if !is_voter && !status.learners.contains(&id) {
+        // A retry of a removal that was done (by this call's first attempt, or by the group
+        // finishing a change its leader left joint) answers the group as it is.
+        if ctx.store.metadata().used_node_ids.contains(&id) {
+            info!(id, "removeNode of a node already removed");
+            return Ok(report(ctx, "removeNode", Some(id), started));
+        }
         return Err(MembershipError::NotMember(id));
     }
     if is_voter && status.voters.len() == 1 {
@@ -380,18 +392,18 @@ async fn conclude_removal(
                 report.leader_addr = None;
             }
         }
-        report.elapsed_ms = elapsed_ms(started);
     }
     if let Some(addr) = &removed_addr {
         let broker_id = i64::try_from(id).unwrap_or(i64::MAX - 1).saturating_add(1);
         let signer = ctx.cluster_signer.as_deref();
         namesrv_registration::unregister_member(&ctx.config, &ctx.forwarder, signer, addr, broker_id).await;
     }
+    report.elapsed_ms = elapsed_ms(started);
     report
 }
 
 /// Finishes a voter change left joint: its leader lost leadership or stopped between openraft's
-/// two steps, and openraft leaves the second to the application. While a membership is joint every
+/// two steps, or the second step failed, and openraft leaves it to the application. While a membership is joint every
 /// change is refused, so without this the group could never change again. A ready leader with no
 /// change of its own running appends the uniform membership of the joint's new voters, then does
 /// what the change's caller would have done for each voter it drops ([`conclude_removal`]).
@@ -416,7 +428,7 @@ pub async fn finish_joint(ctx: &GroupMembership) -> Result<Option<MembershipRepo
         log_id = %joint.log_id,
         from = ?joint.old_voters,
         to = ?joint.new_voters,
-        "a voter change was left joint (its leader stopped half-way): finishing it"
+        "a voter change was left joint (its leader stopped or lost leadership half-way): finishing it"
     );
     node.finish_joint(&joint).await.map_err(|e| raft_error(ctx, e))?;
     let mut report = report(ctx, "finishJoint", None, started);
@@ -432,7 +444,7 @@ pub async fn finish_joint(ctx: &GroupMembership) -> Result<Option<MembershipRepo
 
 /// Runs [`finish_joint`] every [`JOINT_MEMBERSHIP_CHECK_INTERVAL_MS`] until `cancel`. Detached per
 /// attempt, like an admin call: a shutdown must not stop a removal between its change and the
-/// hand-over.
+/// hand-over, and does not wait for one either (none starts once `cancel` fired).
 pub fn spawn_joint_finisher(ctx: Arc<GroupMembership>, cancel: CancellationToken) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut interval = tokio::time::interval(Duration::from_millis(JOINT_MEMBERSHIP_CHECK_INTERVAL_MS));
@@ -447,8 +459,14 @@ pub fn spawn_joint_finisher(ctx: Arc<GroupMembership>, cancel: CancellationToken
             if ctx.replica.node().committed_joint().is_none() {
                 continue;
             }
-            match run_detached(&ctx, |ctx| async move { finish_joint(&ctx).await.map(Option::unwrap_or_default) }).await
-            {
+            let finishing =
+                run_detached(&ctx, |ctx| async move { finish_joint(&ctx).await.map(Option::unwrap_or_default) });
+            let finished = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break,
+                r = finishing => r,
+            };
+            match finished {
                 Ok(_) => last_error = None,
                 // Once per distinct failure: a leader that keeps failing would log every tick.
                 Err(e) if last_error.as_ref() != Some(&e) => {
