@@ -239,6 +239,14 @@ async fn grow_remove_leader_and_transfer_under_load_lose_no_ack() -> Result<()> 
     cluster.crash_all().await
 }
 
+/// Replica `id` (the leader) writes the first step of a change to `voters` alone: what a leader
+/// stopped between the two steps leaves behind.
+async fn enter_joint(cluster: &Cluster, id: u64, voters: &BTreeSet<u64>) -> Result<()> {
+    let raft = Arc::clone(cluster.broker(id).context("the leader runs")?.raft());
+    raft.enter_joint(voters.clone()).await?;
+    Ok(())
+}
+
 /// The ready leader among `ids` whose view shows `voters`, no joint membership and no change
 /// running.
 async fn settled_leader(admin: &Admin, cluster: &Cluster, ids: &BTreeSet<u64>, voters: &BTreeSet<u64>) -> Option<u64> {
@@ -280,9 +288,7 @@ async fn a_change_left_joint_is_finished_by_the_group() -> Result<()> {
     let old = cluster.wait_leader(WAIT).await?;
     let old_addr = cluster.addr(old);
     let kept: BTreeSet<u64> = cluster.running().into_iter().filter(|id| *id != old).collect();
-    let raft = Arc::clone(cluster.broker(old).context("the leader runs")?.raft());
-    raft.enter_joint(kept.clone()).await?;
-    drop(raft);
+    enter_joint(&cluster, old, &kept).await?;
     cluster.kill(old);
     let leader = eventually("a leader of the others that finished the removal", || {
         settled_leader(&admin, &cluster, &kept, &kept)
@@ -309,9 +315,7 @@ async fn a_change_left_joint_is_finished_by_the_group() -> Result<()> {
     let second = cluster.wait_leader(WAIT).await?;
     let second_addr = cluster.addr(second);
     let rest: BTreeSet<u64> = three.iter().copied().filter(|id| *id != second).collect();
-    let raft = Arc::clone(cluster.broker(second).context("the leader runs")?.raft());
-    raft.enter_joint(rest.clone()).await?;
-    drop(raft);
+    enter_joint(&cluster, second, &rest).await?;
     let last =
         eventually("another leader once the change is finished", || settled_leader(&admin, &cluster, &rest, &rest))
             .await?;
@@ -333,9 +337,7 @@ async fn a_change_left_joint_is_finished_by_the_group() -> Result<()> {
     let follower = *rest.iter().find(|id| **id != last).context("a follower")?;
     let follower_addr = cluster.addr(follower);
     let alone = BTreeSet::from([last]);
-    let raft = Arc::clone(cluster.broker(last).context("the leader runs")?.raft());
-    raft.enter_joint(alone.clone()).await?;
-    drop(raft);
+    enter_joint(&cluster, last, &alone).await?;
     eventually("the leader alone once the change is finished", || settled_leader(&admin, &cluster, &alone, &alone))
         .await?;
     eventually("the dropped follower to know it is removed", || async {
